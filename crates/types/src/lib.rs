@@ -1,0 +1,26 @@
+//! Plain value types shared by every crate of the workspace.
+//!
+//! Nothing here does I/O. Money, prices and sizes are [`rust_decimal::Decimal`], times are
+//! [`chrono::DateTime<Utc>`], ids are [`uuid::Uuid`]. The types are the vocabulary of the
+//! tick: market data ([`Bar`], [`Interval`], [`RegimeTag`]), broker state ([`Position`],
+//! [`Fill`], [`PortfolioSnapshot`]), the model's proposal ([`ProposedAction`]) and the
+//! execution engine's answer ([`Verdict`], [`RuleCode`]).
+
+mod clock;
+mod interval;
+mod ledger;
+mod market;
+mod trading;
+
+pub use clock::{Clock, FixedClock, SystemClock};
+pub use interval::{Interval, ParseIntervalError};
+pub use ledger::{CloseKind, TradeRecord, TradeStatus};
+pub use market::{Bar, RegimeTag, classify_regime};
+pub use trading::{
+    Fill, OrderAction, OrderSide, PortfolioSnapshot, Position, ProposedAction, RuleCode, Side,
+    Verdict,
+};
+
+pub use chrono::{DateTime, Utc};
+pub use rust_decimal::Decimal;
+pub use uuid::Uuid;
