@@ -106,7 +106,10 @@ impl HlError {
 }
 
 /// Parses `bytes` as `T`, reporting the JSON path of the first bad value.
-pub(crate) fn decode<T: serde::de::DeserializeOwned>(what: &'static str, bytes: &[u8]) -> Result<T> {
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(
+    what: &'static str,
+    bytes: &[u8],
+) -> Result<T> {
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(de).map_err(|e| HlError::Decode {
         what,

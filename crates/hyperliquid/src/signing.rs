@@ -499,10 +499,16 @@ mod tests {
 
     #[test]
     fn addresses_and_cloids_round_trip_lowercase() {
-        let a: Address = "0x14791697260E4c9A71f18484C9f997B308e59325".parse().unwrap();
+        let a: Address = "0x14791697260E4c9A71f18484C9f997B308e59325"
+            .parse()
+            .unwrap();
         assert_eq!(a.to_string(), "0x14791697260e4c9a71f18484c9f997b308e59325");
         assert!("0x1234".parse::<Address>().is_err());
-        assert!("14791697260E4c9A71f18484C9f997B308e59325".parse::<Address>().is_err());
+        assert!(
+            "14791697260E4c9A71f18484C9f997B308e59325"
+                .parse::<Address>()
+                .is_err()
+        );
         let c: Cloid = "0x00000000000000000000000000000001".parse().unwrap();
         assert_eq!(c.0[15], 1);
         assert_eq!(c.to_string(), "0x00000000000000000000000000000001");
@@ -514,7 +520,11 @@ mod tests {
         let mut r = [0u8; 32];
         r[1] = 0x05;
         r[31] = 0x98;
-        let sig = Signature { r, s: [0u8; 32], v: 27 };
+        let sig = Signature {
+            r,
+            s: [0u8; 32],
+            v: 27,
+        };
         let json = serde_json::to_value(sig).unwrap();
         assert_eq!(json["r"], format!("0x5{}98", "0".repeat(58)));
         assert_eq!(json["s"], "0x0");
@@ -524,9 +534,10 @@ mod tests {
 
     #[test]
     fn key_errors_never_echo_the_key() {
-        let err = Signer::from_hex("0xzz23456789012345678901234567890123456789012345678901234567890123")
-            .unwrap_err()
-            .to_string();
+        let err =
+            Signer::from_hex("0xzz23456789012345678901234567890123456789012345678901234567890123")
+                .unwrap_err()
+                .to_string();
         assert!(!err.contains("2345678901"), "{err}");
         assert!(Signer::from_hex("0x00").is_err());
         // zero is not a valid scalar
@@ -535,6 +546,9 @@ mod tests {
             Signer::from_hex("0x0123456789012345678901234567890123456789012345678901234567890123")
                 .unwrap();
         let dbg = format!("{signer:?}");
-        assert!(!dbg.contains("0123456789012345678901234567890123456789"), "{dbg}");
+        assert!(
+            !dbg.contains("0123456789012345678901234567890123456789"),
+            "{dbg}"
+        );
     }
 }

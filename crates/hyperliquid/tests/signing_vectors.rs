@@ -55,7 +55,11 @@ fn every_vector_reproduces_hash_agent_and_signature() {
     let mut typed = 0;
     for vec in &v.vectors {
         let label = format!("{} (mainnet={})", vec.name, vec.is_mainnet);
-        let network = if vec.is_mainnet { Network::Mainnet } else { Network::Testnet };
+        let network = if vec.is_mainnet {
+            Network::Mainnet
+        } else {
+            Network::Testnet
+        };
         let vault: Option<Address> = vec.vault_address.as_deref().map(|a| a.parse().unwrap());
         let signed = if vec.action["type"] == "dummy" {
             let action: Dummy = serde_json::from_value(vec.action.clone()).unwrap();
@@ -64,14 +68,22 @@ fn every_vector_reproduces_hash_agent_and_signature() {
             let action: Action = serde_json::from_value(vec.action.clone())
                 .unwrap_or_else(|e| panic!("{label}: not a typed action: {e}"));
             // The typed action re-serializes to exactly the wire JSON of the vector.
-            assert_eq!(serde_json::to_value(&action).unwrap(), vec.action, "{label}");
+            assert_eq!(
+                serde_json::to_value(&action).unwrap(),
+                vec.action,
+                "{label}"
+            );
             typed += 1;
             sign_l1_action(&signer, &action, vec.nonce, vault.as_ref(), network).unwrap()
         };
         let hash_hex = format!("0x{}", hex_lower(&signed.action_hash));
         assert_eq!(hash_hex, vec.action_hash, "{label}: action hash");
         assert_eq!(vec.phantom_agent["source"], network.source(), "{label}");
-        assert_eq!(vec.phantom_agent["connectionId"], hash_hex.as_str(), "{label}");
+        assert_eq!(
+            vec.phantom_agent["connectionId"],
+            hash_hex.as_str(),
+            "{label}"
+        );
         assert_eq!(
             serde_json::to_value(signed.signature).unwrap(),
             vec.signature,
@@ -79,9 +91,16 @@ fn every_vector_reproduces_hash_agent_and_signature() {
         );
         // The signature recovers to the signer's address over the EIP-712 digest.
         let digest = agent_signing_hash(&signed.action_hash, network);
-        assert_eq!(recover(&digest, &signed.signature), signer.address(), "{label}");
+        assert_eq!(
+            recover(&digest, &signed.signature),
+            signer.address(),
+            "{label}"
+        );
     }
-    assert_eq!(typed, 10, "every non-dummy vector goes through the typed Action enum");
+    assert_eq!(
+        typed, 10,
+        "every non-dummy vector goes through the typed Action enum"
+    );
 }
 
 fn hex_lower(bytes: &[u8]) -> String {
