@@ -1,7 +1,6 @@
 //! `ExchangeClient`: signed order placement and cancellation through `POST {base}/exchange`.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
@@ -241,7 +240,7 @@ pub struct ExchangeClient {
     network: Network,
     vault: Option<Address>,
     clock: Arc<dyn Clock>,
-    last_nonce: AtomicU64,
+    last_nonce: Mutex<Option<u64>>,
 }
 
 impl std::fmt::Debug for ExchangeClient {
@@ -272,7 +271,7 @@ impl ExchangeClient {
             network,
             vault: None,
             clock,
-            last_nonce: AtomicU64::new(0),
+            last_nonce: Mutex::new(None),
         })
     }
 
@@ -289,19 +288,19 @@ impl ExchangeClient {
         self.signer.address()
     }
 
+    /// The clock's Unix milliseconds, or one more than the previous nonce if that is not later.
     fn next_nonce(&self) -> u64 {
         let now = u64::try_from(self.clock.now().timestamp_millis()).unwrap_or(0);
-        let mut last = self.last_nonce.load(Ordering::SeqCst);
-        loop {
-            let next = now.max(last + 1);
-            match self
-                .last_nonce
-                .compare_exchange(last, next, Ordering::SeqCst, Ordering::SeqCst)
-            {
-                Ok(_) => return next,
-                Err(seen) => last = seen,
-            }
-        }
+        let mut last = self
+            .last_nonce
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let next = match *last {
+            Some(prev) if prev >= now => prev + 1,
+            _ => now,
+        };
+        *last = Some(next);
+        next
     }
 
     /// The signed request body for `action` at `nonce` (what [`ExchangeClient::send`] posts).
