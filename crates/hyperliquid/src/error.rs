@@ -97,7 +97,10 @@ impl HlError {
     pub fn is_retryable(&self) -> bool {
         match self {
             HlError::Transport { source, .. } => {
-                source.is_connect() || source.is_timeout() || source.is_request()
+                source.is_connect()
+                    || source.is_timeout()
+                    || source.is_request()
+                    || source.is_body()
             }
             HlError::Status { status, .. } => *status == 429 || (500..600).contains(status),
             _ => false,

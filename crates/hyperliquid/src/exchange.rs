@@ -10,7 +10,7 @@ use types::{Clock, OrderSide};
 use uuid::Uuid;
 
 use crate::error::{HlError, Result, decode};
-use crate::format::{round_perp_price, round_size, to_wire};
+use crate::format::{round_perp_price, round_size, slippage_price, to_wire};
 use crate::http::{ClientConfig, Transport};
 use crate::signing::{
     Action, Address, BulkCancel, BulkCancelByCloid, BulkOrder, CancelByCloidWire, CancelWire,
@@ -52,6 +52,32 @@ pub struct OrderRequest {
 }
 
 impl OrderRequest {
+    /// A "market" order the way the official SDKs send one: an IOC limit `slippage` (a fraction,
+    /// e.g. `0.05`) through `reference` (mid or mark), see
+    /// [`slippage_price`](crate::format::slippage_price).
+    ///
+    /// # Errors
+    /// [`HlError::WireNumber`] for a slippage outside `[0, 1)` or an unusable price.
+    pub fn ioc_with_slippage(
+        asset: AssetInfo,
+        side: OrderSide,
+        size: Decimal,
+        reference: Decimal,
+        slippage: Decimal,
+        reduce_only: bool,
+        cloid: Option<Cloid>,
+    ) -> Result<Self> {
+        Ok(OrderRequest {
+            asset,
+            side,
+            price: slippage_price(reference, side, slippage, asset.sz_decimals)?,
+            size,
+            reduce_only,
+            tif: Tif::Ioc,
+            cloid,
+        })
+    }
+
     /// The signed wire form: price and size rounded and formatted.
     ///
     /// # Errors
