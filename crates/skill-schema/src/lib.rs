@@ -1,1 +1,57 @@
-//! skill-schema
+//! The Skill: what a strategy author writes and a deployment runs.
+//!
+//! A skill names its model, its strategy (thesis | rules | hybrid on a strict | balanced |
+//! adaptive leash), the context it wants each tick (bars, higher timeframes, news, the memory
+//! dial, the event calendar), the risk caps the execution engine enforces, and the whitelist of
+//! tools the model may call.
+//!
+//! - [`load_skill`] / [`parse_skill`] read JSON, YAML or TOML and return a validated [`Skill`] or
+//!   **every** problem at once, each with its path and the rule it broke
+//!   (`context.memory.recentTradesK: must be at most 30 (got 31)`).
+//! - [`skill_json_schema`] exports the JSON Schema editors use; the same schema is the first
+//!   validation pass, so the editor and the loader can never disagree on structure.
+//! - Legacy payloads without `context.memory` or `context.events` parse with the documented
+//!   defaults; removed keys (`includeFunding`, `includeOpenInterest`) are accepted and reported as
+//!   warnings.
+//!
+//! This crate does no I/O beyond [`load_skill`] reading the one file it is given.
+
+mod context;
+mod load;
+mod risk;
+mod schema;
+mod skill;
+mod strategy;
+mod tools;
+mod validate;
+
+pub use context::{
+    ContextConfig, EventKind, ReflectionCadence, ReflectionConfig, SkillEventsConfig,
+    SkillMemoryConfig,
+};
+pub use load::{Format, LoadError, load_skill, parse_skill};
+pub use risk::RiskCaps;
+pub use schema::skill_json_schema;
+pub use skill::Skill;
+pub use strategy::{Leash, Strategy, StrategyMode, StrategyStyle};
+pub use tools::{BUILTIN_TOOLS, McpServer, ToolSpec};
+pub use validate::{Problem, ValidationReport};
+
+/// Bounds every write path obeys; exported so the other crates enforce the same numbers.
+pub mod limits {
+    /// Longest free-text strategy field (thesis, sizing) in characters.
+    pub const MAX_TEXT_CHARS: usize = 4_000;
+    /// Longest single rule / bullet in characters.
+    pub const MAX_RULE_CHARS: usize = 500;
+    /// Most bullets in one list (lookFor, avoid, entry, exit, riskManagement).
+    pub const MAX_RULES: usize = 20;
+    /// Most symbols a skill may trade.
+    pub const MAX_SYMBOLS: usize = 20;
+    /// Most recent closed trades injected into the prompt.
+    pub const MAX_RECENT_TRADES_K: u32 = 30;
+    /// Longest reflection note (lessons text) in characters.
+    pub const MAX_LESSONS_CHARS: usize = 2_000;
+    /// Shortest and longest user fact in characters.
+    pub const MIN_FACT_CHARS: usize = 4;
+    pub const MAX_FACT_CHARS: usize = 500;
+}

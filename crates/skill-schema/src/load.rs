@@ -1,0 +1,141 @@
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::Skill;
+use crate::schema::structural_problems;
+use crate::validate::{Problem, ValidationReport, semantic};
+
+/// The text formats a skill file may be written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Yaml,
+    Toml,
+}
+
+impl Format {
+    /// The format a file extension implies (`.json`, `.yaml`/`.yml`, `.toml`).
+    #[must_use]
+    pub fn from_path(path: &Path) -> Option<Self> {
+        match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
+            "json" => Some(Format::Json),
+            "yaml" | "yml" => Some(Format::Yaml),
+            "toml" => Some(Format::Toml),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Format::Json => "JSON",
+            Format::Yaml => "YAML",
+            Format::Toml => "TOML",
+        })
+    }
+}
+
+/// Why a skill could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: unknown file type; use .json, .yaml, .yml or .toml")]
+    UnknownFormat { path: PathBuf },
+    #[error("not valid {format}: {message}")]
+    Syntax { format: Format, message: String },
+    #[error("{} problem(s) in the skill:\n{report}", report.errors.len())]
+    Invalid { report: ValidationReport },
+}
+
+/// A skill that passed validation, with the warnings it raised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedSkill {
+    pub skill: Skill,
+    pub warnings: Vec<Problem>,
+}
+
+/// Reads and validates a skill file; the format comes from the extension.
+///
+/// # Errors
+/// [`LoadError::Io`] when the file cannot be read, [`LoadError::UnknownFormat`] for an
+/// unsupported extension, [`LoadError::Syntax`] when the text does not parse, and
+/// [`LoadError::Invalid`] with every problem when the document breaks the schema's rules.
+pub fn load_skill(path: &Path) -> Result<LoadedSkill, LoadError> {
+    let format = Format::from_path(path).ok_or_else(|| LoadError::UnknownFormat {
+        path: path.to_owned(),
+    })?;
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse_skill(&text, format)
+}
+
+/// Parses and validates a skill document.
+///
+/// Three passes, so every problem is reported at once: the text is parsed into a generic
+/// document; the document is checked against the exported JSON Schema (types, required fields,
+/// enums, ranges, lengths, patterns); then, when the structure is sound, the typed skill is
+/// checked for rules across fields (mode requirements, caps that contradict each other, unknown
+/// tools, higher timeframes not above the execution timeframe, ...).
+///
+/// # Errors
+/// [`LoadError::Syntax`] or [`LoadError::Invalid`]; see [`load_skill`].
+pub fn parse_skill(text: &str, format: Format) -> Result<LoadedSkill, LoadError> {
+    let document = parse_document(text, format)?;
+    let mut report = ValidationReport {
+        errors: structural_problems(&document),
+        warnings: Vec::new(),
+    };
+    let mut skill = None;
+    if report.errors.is_empty() {
+        match serde_path_to_error::deserialize::<_, Skill>(document) {
+            Ok(parsed) => {
+                semantic(&parsed, &mut report);
+                skill = Some(parsed);
+            }
+            Err(e) => {
+                let path = e.path().to_string();
+                let path = if path == "." {
+                    "(root)".to_owned()
+                } else {
+                    path
+                };
+                report
+                    .errors
+                    .push(Problem::new(path, e.into_inner().to_string()));
+            }
+        }
+    }
+    report.errors.sort();
+    report.errors.dedup();
+    report.warnings.sort();
+    let skill = match skill {
+        Some(skill) if report.errors.is_empty() => skill,
+        _ => return Err(LoadError::Invalid { report }),
+    };
+    Ok(LoadedSkill {
+        skill,
+        warnings: report.warnings,
+    })
+}
+
+fn parse_document(text: &str, format: Format) -> Result<Value, LoadError> {
+    let syntax = |message: String| LoadError::Syntax { format, message };
+    match format {
+        Format::Json => serde_json::from_str(text).map_err(|e| syntax(e.to_string())),
+        Format::Yaml => serde_yaml_ng::from_str(text).map_err(|e| syntax(e.to_string())),
+        Format::Toml => {
+            let doc: toml::Table = toml::from_str(text).map_err(|e| syntax(e.to_string()))?;
+            serde_json::to_value(doc).map_err(|e| syntax(e.to_string()))
+        }
+    }
+}

@@ -1,0 +1,53 @@
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::{ContextConfig, RiskCaps, Strategy, ToolSpec};
+
+/// Namespace for skill ids derived from names (uuid v5).
+const SKILL_ID_NAMESPACE: Uuid = Uuid::from_u128(0x7f3e_2a51_9c4d_4b8e_a1f0_5d6c_3b2a_1e09);
+
+/// A skill version: everything a deployment needs to run the agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(title = "Skill")]
+pub struct Skill {
+    /// Stable identity across versions. When absent it is derived from `name` (uuid v5), so
+    /// the same file always maps to the same skill.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<Uuid>,
+    #[schemars(length(min = 1, max = 80))]
+    pub name: String,
+    /// Version of this skill document, starting at 1.
+    #[schemars(range(min = 1))]
+    pub version: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1000))]
+    pub description: Option<String>,
+    /// `provider/model`, e.g. `anthropic/claude-sonnet-4.6`, `openai/gpt-5`,
+    /// `builtin/sma-cross:10:20`.
+    #[schemars(regex(pattern = r"^[a-z0-9-]+/\S+$"))]
+    pub model: String,
+    /// Most tool-call rounds per tick. Default 5.
+    #[serde(default = "default_max_steps")]
+    #[schemars(range(min = 1, max = 20))]
+    pub max_steps: u32,
+    pub strategy: Strategy,
+    pub context: ContextConfig,
+    pub risk: RiskCaps,
+    #[serde(default)]
+    pub tools: ToolSpec,
+}
+
+const fn default_max_steps() -> u32 {
+    5
+}
+
+impl Skill {
+    /// The skill's id: the explicit one, or a uuid v5 of its name.
+    #[must_use]
+    pub fn skill_id(&self) -> Uuid {
+        self.id
+            .unwrap_or_else(|| Uuid::new_v5(&SKILL_ID_NAMESPACE, self.name.as_bytes()))
+    }
+}
