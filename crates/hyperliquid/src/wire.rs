@@ -125,19 +125,16 @@ impl Meta {
     /// The asset id and lot size of `coin` (exact, case-sensitive name: `kPEPE`).
     #[must_use]
     pub fn asset(&self, coin: &str) -> Option<AssetInfo> {
-        self.universe
+        let (i, a) = self
+            .universe
             .iter()
-            .position(|a| a.name == coin)
-            .and_then(|i| {
-                u32::try_from(i)
-                    .ok()
-                    .map(|index| (index, &self.universe[i]))
-            })
-            .map(|(index, a)| AssetInfo {
-                index,
-                sz_decimals: a.sz_decimals,
-                max_leverage: a.max_leverage,
-            })
+            .enumerate()
+            .find(|(_, a)| a.name == coin)?;
+        Some(AssetInfo {
+            index: u32::try_from(i).ok()?,
+            sz_decimals: a.sz_decimals,
+            max_leverage: a.max_leverage,
+        })
     }
 
     /// Like [`Meta::asset`], as an error when the coin is unknown.
