@@ -40,8 +40,8 @@ pub const API_VERSION: &str = "2023-06-01";
 /// The key under which unparseable tool-call arguments are sent back (see the module docs).
 pub const RAW_ARGUMENTS_KEY: &str = "_raw_arguments";
 
-/// Everything an [`Anthropic`] model needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Everything an [`Anthropic`] model needs. `Debug` shows the key as `<redacted>`.
+#[derive(Clone, PartialEq, Eq)]
 pub struct AnthropicConfig {
     /// The model name sent on the wire (`claude-sonnet-4-5`, …).
     pub model: String,
@@ -49,6 +49,26 @@ pub struct AnthropicConfig {
     pub base_url: String,
     pub api_key: String,
     pub transport: TransportOptions,
+}
+
+impl std::fmt::Debug for AnthropicConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnthropicConfig")
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("api_key", &"<redacted>")
+            .field("transport", &self.transport)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Anthropic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Anthropic")
+            .field("id", &self.id)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
 }
 
 impl AnthropicConfig {
@@ -70,8 +90,9 @@ impl AnthropicConfig {
     }
 }
 
-/// A Messages-API model. Its [`LanguageModel::id`] is `anthropic/{model}`.
-#[derive(Debug, Clone)]
+/// A Messages-API model. Its [`LanguageModel::id`] is `anthropic/{model}`. `Debug` never shows
+/// the key.
+#[derive(Clone)]
 pub struct Anthropic {
     id: String,
     model: String,

@@ -15,6 +15,24 @@
 //! keys, rewrite a model's tool-call arguments (the raw text goes to the runtime, which decides),
 //! know about `builtin/…` models (the caller passes their resolver), or hold model prices (the
 //! cost table lives in `agent_runtime`).
+//!
+//! ```
+//! use agent_runtime::ModelError;
+//! use providers::{no_builtins, resolve_model};
+//!
+//! // Binaries pass `&providers::process_env`; tests pass a closure over a map.
+//! let env = |name: &str| (name == "OPENROUTER_API_KEY").then(|| "sk-or-…".to_owned());
+//!
+//! let model = resolve_model("openrouter/anthropic/claude-sonnet-4.5", &env, &no_builtins)?;
+//! assert_eq!(model.id(), "openrouter/anthropic/claude-sonnet-4.5");
+//!
+//! let missing = resolve_model("anthropic/claude-sonnet-4-5", &env, &no_builtins).err();
+//! assert_eq!(
+//!     missing,
+//!     Some(ModelError::MissingKey { provider: "anthropic".into(), var: "ANTHROPIC_API_KEY".into() })
+//! );
+//! # Ok::<(), ModelError>(())
+//! ```
 
 pub mod anthropic;
 mod env;

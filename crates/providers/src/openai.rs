@@ -135,8 +135,8 @@ impl MaxTokensField {
     }
 }
 
-/// Everything an [`OpenAiCompatible`] model needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Everything an [`OpenAiCompatible`] model needs. `Debug` shows the key as `<redacted>`.
+#[derive(Clone, PartialEq, Eq)]
 pub struct OpenAiCompatConfig {
     /// Provider name used in the model id and in errors (`openai`, `openrouter`, `gateway`).
     pub provider: String,
@@ -147,6 +147,29 @@ pub struct OpenAiCompatConfig {
     pub api_key: String,
     pub max_tokens_field: MaxTokensField,
     pub transport: TransportOptions,
+}
+
+impl std::fmt::Debug for OpenAiCompatConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiCompatConfig")
+            .field("provider", &self.provider)
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("api_key", &"<redacted>")
+            .field("max_tokens_field", &self.max_tokens_field)
+            .field("transport", &self.transport)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for OpenAiCompatible {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiCompatible")
+            .field("id", &self.id)
+            .field("url", &self.url)
+            .field("max_tokens_field", &self.max_tokens_field)
+            .finish_non_exhaustive()
+    }
 }
 
 impl OpenAiCompatConfig {
@@ -186,8 +209,9 @@ impl OpenAiCompatConfig {
     }
 }
 
-/// A chat-completions model. Its [`LanguageModel::id`] is `{provider}/{model}`.
-#[derive(Debug, Clone)]
+/// A chat-completions model. Its [`LanguageModel::id`] is `{provider}/{model}`. `Debug` never
+/// shows the key.
+#[derive(Clone)]
 pub struct OpenAiCompatible {
     id: String,
     model: String,

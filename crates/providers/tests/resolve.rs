@@ -129,3 +129,43 @@ fn unknown_or_incomplete_model_strings_are_rejected() {
         assert_eq!(err, ModelError::UnknownModel(model.into()), "{model:?}");
     }
 }
+
+#[test]
+fn debug_output_never_shows_the_key() {
+    let lookup = env(&[
+        ("OPENAI_API_KEY", "sk-very-secret"),
+        ("ANTHROPIC_API_KEY", "sk-ant-very-secret"),
+    ]);
+    let openai = providers::OpenAiCompatConfig::from_env(
+        providers::OpenAiFlavor::OpenAi,
+        "gpt-5",
+        &lookup,
+        providers::TransportOptions::default(),
+    )
+    .unwrap();
+    let anthropic = providers::AnthropicConfig::from_env(
+        "claude-sonnet-4-5",
+        &lookup,
+        providers::TransportOptions::default(),
+    )
+    .unwrap();
+    let printed = [
+        format!("{openai:?}"),
+        format!(
+            "{:?}",
+            providers::OpenAiCompatible::new(openai.clone()).unwrap()
+        ),
+        format!("{anthropic:?}"),
+        format!(
+            "{:?}",
+            providers::Anthropic::new(anthropic.clone()).unwrap()
+        ),
+    ];
+    for text in printed {
+        assert!(!text.contains("very-secret"), "{text}");
+        assert!(
+            text.contains("gpt-5") || text.contains("claude-sonnet-4-5"),
+            "{text}"
+        );
+    }
+}
