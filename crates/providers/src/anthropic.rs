@@ -11,7 +11,8 @@
 //!   an object are sent as that object; blank arguments are sent as `{}`; anything else
 //!   (malformed JSON, or valid JSON that is not an object) is sent as
 //!   `{"_raw_arguments": "<the exact text>"}` so the conversation stays sendable and the model
-//!   can see what it wrote. An assistant turn with neither text nor calls is dropped;
+//!   can see what it wrote. An assistant turn with neither text nor calls is dropped, and so is
+//!   an empty user text (Anthropic rejects empty text blocks);
 //! - consecutive tool results (and a user turn right after them) are merged into ONE user
 //!   message, `tool_result` blocks first, as the API requires all results of a turn together;
 //! - the response's text blocks are concatenated; other block types (thinking, …) are ignored;
@@ -158,6 +159,8 @@ fn request_body(model: &str, request: &ModelRequest) -> Value {
     };
     for message in &request.messages {
         match message {
+            // Anthropic rejects empty text blocks.
+            Message::User { content } if content.is_empty() => {}
             Message::User { content } => {
                 pending_user.push(json!({"type": "text", "text": content}));
             }
@@ -392,6 +395,9 @@ mod tests {
                     call_id: "b".into(),
                     name: "y".into(),
                     content: "2".into(),
+                },
+                Message::User {
+                    content: String::new(),
                 },
                 Message::User {
                     content: "and?".into(),

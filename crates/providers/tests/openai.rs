@@ -621,3 +621,24 @@ fn defaults_apply_when_only_the_key_is_set() {
         "https://openrouter.ai/api/v1"
     );
 }
+
+#[tokio::test]
+async fn request_timeout_and_unavailable_statuses_are_retried() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(408))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(503).insert_header("retry-after-ms", "5"))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    mount_ok(&server, text_answer()).await;
+
+    let response = model(&server, fast()).generate(&hello()).await.unwrap();
+
+    assert_eq!(response.text.as_deref(), Some("Hold."));
+    assert_eq!(request_count(&server).await, 3, "408, 503, then 200");
+}
