@@ -61,7 +61,9 @@ pub enum BrokerError {
         leverage: Decimal,
         max: Decimal,
     },
-    #[error("insufficient margin on {symbol}: the order needs {required} margin, {available} is available")]
+    #[error(
+        "insufficient margin on {symbol}: the order needs {required} margin, {available} is available"
+    )]
     InsufficientMargin {
         symbol: String,
         required: Decimal,
@@ -311,8 +313,7 @@ impl PaperBroker {
             }
         }
         let max_leverage = Decimal::ONE / self.config.maintenance_margin_rate;
-        if !opening.is_zero() && (order.leverage < Decimal::ONE || order.leverage >= max_leverage)
-        {
+        if !opening.is_zero() && (order.leverage < Decimal::ONE || order.leverage >= max_leverage) {
             return Err(BrokerError::InvalidLeverage {
                 symbol: order.symbol.clone(),
                 leverage: order.leverage,
@@ -330,7 +331,8 @@ impl PaperBroker {
         // released pro rata.
         let (realized, released) = match &existing {
             Some(pos) if !closing.is_zero() => {
-                let realized = round_usd(pos.side.sign() * (fill_price - pos.entry_price) * closing);
+                let realized =
+                    round_usd(pos.side.sign() * (fill_price - pos.entry_price) * closing);
                 let released = if closing == pos.qty {
                     pos.margin_usd
                 } else {
@@ -602,7 +604,12 @@ impl PaperBroker {
     }
 
     fn available_raw(&self) -> Decimal {
-        self.cash_usd - self.positions.values().map(|p| p.margin_usd).sum::<Decimal>()
+        self.cash_usd
+            - self
+                .positions
+                .values()
+                .map(|p| p.margin_usd)
+                .sum::<Decimal>()
     }
 
     /// Margin free for new positions: wallet balance − Σ isolated margins. (Isolated: a

@@ -113,6 +113,4 @@ pub use broker::{
     BrokerError, OrderTag, PRICE_DP, PaperBroker, PaperBrokerConfig, PaperPosition, USD_DP,
 };
 pub use risk_state::RiskState;
-pub use validate::{
-    AccountView, DEFAULT_LEVERAGE, Decision, Order, OrderIntent, QTY_DP, validate,
-};
+pub use validate::{AccountView, DEFAULT_LEVERAGE, Decision, Order, OrderIntent, QTY_DP, validate};

@@ -96,7 +96,11 @@ mod tests {
         assert_eq!(s.peak_equity_usd, dec!(10500));
         assert_eq!(s.day_start_equity_usd, dec!(10000));
         s.observe_equity(dec!(9800), t0 + Duration::minutes(90));
-        assert_eq!(s.peak_equity_usd, dec!(10500), "a drop never lowers the peak");
+        assert_eq!(
+            s.peak_equity_usd,
+            dec!(10500),
+            "a drop never lowers the peak"
+        );
         assert_eq!(s.day_start_equity_usd, dec!(10000));
         // 00:10 UTC the next day: the first observation of the day sets its start.
         s.observe_equity(dec!(9700), t0 + Duration::minutes(130));

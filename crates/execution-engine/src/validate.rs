@@ -228,7 +228,7 @@ fn check(
         );
     }
     let mark = match account.marks.get(&p.symbol) {
-        Some(m) if m.is_sign_positive() && !m.is_zero() => *m,
+        Some(m) if *m > Decimal::ZERO => *m,
         _ => {
             return reject(
                 RuleCode::UnknownSymbol,
@@ -244,10 +244,7 @@ fn check(
         OrderAction::OpenLong => open(p, Side::Long, &sym, position, mark, caps, account, now),
         OrderAction::OpenShort => open(p, Side::Short, &sym, position, mark, caps, account, now),
         // Handled by `validate`; kept total for the type checker.
-        OrderAction::NoOp => reject(
-            RuleCode::InvalidOrder,
-            "no_op is not an order".to_owned(),
-        ),
+        OrderAction::NoOp => reject(RuleCode::InvalidOrder, "no_op is not an order".to_owned()),
     }
 }
 
@@ -369,7 +366,7 @@ fn positive_size(p: &ProposedAction, sym: &str) -> Check<Decimal> {
             RuleCode::InvalidOrder,
             format!("{} {sym} needs size_usd > 0; none was given", p.action),
         ),
-        Some(size) if size.is_sign_negative() || size.is_zero() => reject(
+        Some(size) if size <= Decimal::ZERO => reject(
             RuleCode::InvalidOrder,
             format!(
                 "{} {sym} needs size_usd > 0; got {}",
@@ -391,10 +388,13 @@ fn check_level(
     sym: &str,
 ) -> Check<()> {
     let Some(level) = level else { return Ok(()) };
-    if level.is_sign_negative() || level.is_zero() {
+    if level <= Decimal::ZERO {
         return reject(
             RuleCode::InvalidOrder,
-            format!("{what} {} for {sym} must be a positive price", fmt::price(level)),
+            format!(
+                "{what} {} for {sym} must be a positive price",
+                fmt::price(level)
+            ),
         );
     }
     // For a long: stop must be below the mark, target above. For a short: the reverse.
@@ -460,7 +460,10 @@ fn open(
     if leverage < Decimal::ONE {
         return reject(
             RuleCode::InvalidOrder,
-            format!("{action} {sym}: leverage {}x is below 1x", fmt::num(leverage)),
+            format!(
+                "{action} {sym}: leverage {}x is below 1x",
+                fmt::num(leverage)
+            ),
         );
     }
     check_level("stop", p.stop, side, mark, sym)?;
@@ -469,7 +472,7 @@ fn open(
     // R9 / R10: halts block opening and adding (never closing or reducing).
     let equity = account.portfolio.equity_usd;
     let peak = account.peak_equity_usd.max(equity);
-    if peak.is_sign_positive() && !peak.is_zero() {
+    if peak > Decimal::ZERO {
         let drawdown = percent_of(sub(peak, equity)?, peak)?;
         if drawdown >= caps.halt_drawdown_pct {
             return reject(
@@ -485,7 +488,7 @@ fn open(
         }
     }
     let day_start = account.day_start_equity_usd;
-    if day_start.is_sign_positive() && !day_start.is_zero() {
+    if day_start > Decimal::ZERO {
         let loss = percent_of(sub(day_start, equity)?, day_start)?;
         if loss >= caps.halt_daily_loss_pct {
             return reject(
@@ -503,7 +506,11 @@ fn open(
 
     // R5: leverage.
     if leverage > caps.max_leverage {
-        let given = if p.leverage.is_some() { "" } else { " (default)" };
+        let given = if p.leverage.is_some() {
+            ""
+        } else {
+            " (default)"
+        };
         return reject(
             RuleCode::LeverageCap,
             format!(
@@ -579,7 +586,7 @@ fn open(
     };
 
     // R3: the resulting position, counting what is already held on this side.
-    if !(equity.is_sign_positive() && !equity.is_zero()) {
+    if equity <= Decimal::ZERO {
         return reject(
             RuleCode::PositionCap,
             format!(
