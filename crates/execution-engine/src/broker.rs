@@ -659,3 +659,16 @@ impl PaperBroker {
         &self.marks
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_are_the_powers_of_ten_they_claim() {
+        assert_eq!(MAX_PRICE, Decimal::from(1_000_000_000_000_i64));
+        assert_eq!(MAX_QTY, Decimal::from(1_000_000_000_000_000_i64));
+        assert_eq!(MAX_NOTIONAL, Decimal::from(1_000_000_000_000_000_000_i64));
+        assert_eq!(BPS, Decimal::from(10_000));
+    }
+}

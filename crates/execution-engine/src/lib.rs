@@ -44,9 +44,10 @@
 //! # Order of the checks
 //! The first failing check decides; the order is fixed so that a verdict is deterministic:
 //!
-//! 1. **R1_UNKNOWN_SYMBOL** — the symbol is not one of `known_symbols` (exact match), or there
-//!    is no positive mark price for it. Applies to every action: nothing can be priced without a
-//!    mark.
+//! 1. **R1_UNKNOWN_SYMBOL** — the symbol is not one of `known_symbols` (exact match; for a
+//!    close or reduce, a symbol the account holds a position on also counts, so a symbol dropped
+//!    from the skill can still be exited), or there is no positive mark price for it. Applies to
+//!    every action: nothing can be priced without a mark.
 //! 2. *close / reduce* — **R11_INVALID_ORDER** when there is no position, when a reduce has a
 //!    missing/zero/negative `size_usd`, or when it is smaller than one unit of [`QTY_DP`]. Nothing
 //!    else is checked: **close and reduce are never blocked by R2–R10 or R12** — not by the

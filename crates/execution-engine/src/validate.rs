@@ -214,8 +214,12 @@ fn check(
 ) -> Check<(Order, String)> {
     let sym = fmt::symbol(&p.symbol);
 
-    // R1: the symbol must be one the skill trades and must have a mark price.
-    if !known_symbols.iter().any(|s| s == &p.symbol) {
+    // R1: the symbol must be one the skill trades — or, for a close or reduce, one the account
+    // holds a position on (a symbol dropped from the skill can still be exited) — and must have
+    // a mark price.
+    let exiting_held = matches!(p.action, OrderAction::Close | OrderAction::Reduce)
+        && account.portfolio.position(&p.symbol).is_some();
+    if !exiting_held && !known_symbols.iter().any(|s| s == &p.symbol) {
         let mut known: Vec<&str> = known_symbols.iter().map(String::as_str).collect();
         known.sort_unstable();
         known.dedup();

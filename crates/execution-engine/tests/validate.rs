@@ -180,6 +180,35 @@ fn r1_unknown_symbol() {
 }
 
 #[test]
+fn r1_a_held_symbol_dropped_from_the_skill_can_still_be_exited() {
+    // DOGE is not one of the skill's symbols, but the account holds it and it has a mark.
+    let mut a = with_positions(
+        account(),
+        vec![position(
+            "DOGE",
+            Side::Short,
+            dec!(1000),
+            dec!(0.2),
+            dec!(0.18),
+        )],
+    );
+    a.marks.insert("DOGE".into(), dec!(0.18));
+    let d = run(&proposal(OrderAction::Close, "DOGE", None), &caps(), &a);
+    let order = assert_executed(&d);
+    assert_eq!((order.side, order.qty), (OrderSide::Buy, dec!(1000)));
+    let d = run(
+        &proposal(OrderAction::Reduce, "DOGE", Some(dec!(18))),
+        &caps(),
+        &a,
+    );
+    // $18 / $0.18 = 100 DOGE.
+    assert_eq!(assert_executed(&d).qty, dec!(100));
+    // Opening more of it is still unknown.
+    let d = run(&open_long("DOGE", dec!(100), None), &caps(), &a);
+    assert_eq!(d.rule(), Some(RuleCode::UnknownSymbol));
+}
+
+#[test]
 fn r2_symbol_not_allowed_blocks_opening_but_not_closing() {
     let caps = RiskCaps {
         allowed_symbols: vec!["BTC".into()],
