@@ -28,12 +28,16 @@ const MAX_NOTIONAL: Decimal = Decimal::from_parts(0xA764_0000, 0x0DE0_B6B3, 0, f
 
 const BPS: Decimal = Decimal::from_parts(10_000, 0, 0, false, 0);
 
+/// Rounds to [`USD_DP`] and drops trailing zeros, so the amounts serialize without scale noise
+/// (`3.003`, not `3.0030`).
 fn round_usd(v: Decimal) -> Decimal {
     v.round_dp_with_strategy(USD_DP, RoundingStrategy::MidpointNearestEven)
+        .normalize()
 }
 
 fn round_price(v: Decimal) -> Decimal {
     v.round_dp_with_strategy(PRICE_DP, RoundingStrategy::MidpointNearestEven)
+        .normalize()
 }
 
 /// The broker's refusal of an order, a price update or a configuration.
@@ -69,6 +73,8 @@ pub enum BrokerError {
         required: Decimal,
         available: Decimal,
     },
+    #[error("invalid paper broker state: {reason}")]
+    InvalidState { reason: String },
     #[error("invalid bar for {symbol} at {time}: {reason}")]
     InvalidBar {
         symbol: String,
@@ -185,7 +191,12 @@ pub struct PaperPosition {
 }
 
 /// A simulated perp account. See the crate docs for its accounting.
+///
+/// Serialize it after every tick and deserialize it on restart; deserializing checks the state
+/// (config in range, books balanced, positions well-formed) and fails with a
+/// [`BrokerError::InvalidState`] message rather than resuming from a corrupt account.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "UncheckedBroker")]
 pub struct PaperBroker {
     config: PaperBrokerConfig,
     /// Wallet balance: initial equity + realized PnL − fees. Includes the locked margins.
@@ -198,6 +209,63 @@ pub struct PaperBroker {
     next_fill_seq: u64,
     /// Fills made since the last [`PaperBroker::drain_fills`].
     unreported_fills: Vec<Fill>,
+}
+
+/// The serialized form, checked before it becomes a [`PaperBroker`].
+#[derive(Deserialize)]
+struct UncheckedBroker {
+    config: PaperBrokerConfig,
+    cash_usd: Decimal,
+    realized_pnl_usd: Decimal,
+    fees_paid_usd: Decimal,
+    positions: BTreeMap<String, PaperPosition>,
+    marks: BTreeMap<String, Decimal>,
+    next_fill_seq: u64,
+    unreported_fills: Vec<Fill>,
+}
+
+impl TryFrom<UncheckedBroker> for PaperBroker {
+    type Error = BrokerError;
+
+    fn try_from(s: UncheckedBroker) -> Result<Self, BrokerError> {
+        let invalid = |reason: String| Err(BrokerError::InvalidState { reason });
+        s.config.validate()?;
+        let expected = s.config.initial_equity_usd + s.realized_pnl_usd - s.fees_paid_usd;
+        if s.cash_usd != expected {
+            return invalid(format!(
+                "cash_usd {} is not initial {} + realized {} − fees {} = {expected}",
+                s.cash_usd, s.config.initial_equity_usd, s.realized_pnl_usd, s.fees_paid_usd
+            ));
+        }
+        for (symbol, p) in &s.positions {
+            if p.qty <= Decimal::ZERO
+                || p.entry_price <= Decimal::ZERO
+                || p.margin_usd <= Decimal::ZERO
+                || p.leverage < Decimal::ONE
+            {
+                return invalid(format!(
+                    "position {symbol} needs qty, entry_price and margin_usd > 0 and leverage ≥ 1; got qty {}, entry_price {}, margin_usd {}, leverage {}",
+                    p.qty, p.entry_price, p.margin_usd, p.leverage
+                ));
+            }
+        }
+        if let Some((symbol, mark)) = s.marks.iter().find(|(_, m)| **m <= Decimal::ZERO) {
+            return invalid(format!("mark of {symbol} must be positive, got {mark}"));
+        }
+        if s.next_fill_seq == 0 {
+            return invalid("next_fill_seq must be at least 1".to_owned());
+        }
+        Ok(PaperBroker {
+            config: s.config,
+            cash_usd: s.cash_usd,
+            realized_pnl_usd: s.realized_pnl_usd,
+            fees_paid_usd: s.fees_paid_usd,
+            positions: s.positions,
+            marks: s.marks,
+            next_fill_seq: s.next_fill_seq,
+            unreported_fills: s.unreported_fills,
+        })
+    }
 }
 
 fn direction(side: OrderSide) -> Side {
@@ -250,6 +318,13 @@ impl PaperBroker {
             OrderSide::Sell => Decimal::ONE - slip,
         };
         round_price(price * factor)
+    }
+
+    /// Books realized PnL and a fee: the wallet moves by `realized − fee`.
+    fn book(&mut self, realized: Decimal, fee: Decimal) {
+        self.cash_usd = (self.cash_usd + realized - fee).normalize();
+        self.realized_pnl_usd = (self.realized_pnl_usd + realized).normalize();
+        self.fees_paid_usd = (self.fees_paid_usd + fee).normalize();
     }
 
     fn next_id(&mut self) -> String {
@@ -321,7 +396,7 @@ impl PaperBroker {
             });
         }
 
-        let fill_qty = closing + opening;
+        let fill_qty = (closing + opening).normalize();
         let fill_price = self.fill_price(order.side, price);
         let notional = fill_qty * fill_price;
         positive("fill notional", notional, MAX_NOTIONAL)?;
@@ -366,7 +441,7 @@ impl PaperBroker {
         if !closing.is_zero() {
             let remove = match self.positions.get_mut(&order.symbol) {
                 Some(pos) => {
-                    pos.qty -= closing;
+                    pos.qty = (pos.qty - closing).normalize();
                     pos.margin_usd -= released;
                     pos.qty.is_zero()
                 }
@@ -383,7 +458,7 @@ impl PaperBroker {
                     let qty = pos.qty + opening;
                     let cost = pos.qty * pos.entry_price + opening * fill_price;
                     pos.entry_price = round_price(cost / qty);
-                    pos.qty = qty;
+                    pos.qty = qty.normalize();
                     pos.margin_usd += new_margin;
                     if pos.leverage != order.leverage {
                         pos.leverage = (cost / pos.margin_usd)
@@ -396,7 +471,7 @@ impl PaperBroker {
                         order.symbol.clone(),
                         PaperPosition {
                             side: dir,
-                            qty: opening,
+                            qty: opening.normalize(),
                             entry_price: fill_price,
                             margin_usd: new_margin,
                             leverage: order.leverage,
@@ -405,10 +480,8 @@ impl PaperBroker {
                 }
             }
         }
-        self.cash_usd += realized - fee;
-        self.realized_pnl_usd += realized;
-        self.fees_paid_usd += fee;
-        self.marks.insert(order.symbol.clone(), price);
+        self.book(realized, fee);
+        self.marks.insert(order.symbol.clone(), price.normalize());
 
         let fill = Fill {
             id: self.next_id(),
@@ -440,7 +513,7 @@ impl PaperBroker {
     ) -> Result<Option<Fill>, BrokerError> {
         positive("mark price", price, MAX_PRICE)?;
         let fill = self.check_liquidation(symbol, price, price, at);
-        self.marks.insert(symbol.to_owned(), price);
+        self.marks.insert(symbol.to_owned(), price.normalize());
         Ok(fill)
     }
 
@@ -480,7 +553,7 @@ impl PaperBroker {
             )));
         }
         let fill = self.check_liquidation(symbol, bar.low, bar.high, at);
-        self.marks.insert(symbol.to_owned(), bar.close);
+        self.marks.insert(symbol.to_owned(), bar.close.normalize());
         Ok(fill)
     }
 
@@ -504,9 +577,7 @@ impl PaperBroker {
         let notional = pos.qty * liq;
         let fee = round_usd(notional * self.config.taker_fee_bps / BPS);
         let realized = round_usd(pos.side.sign() * (liq - pos.entry_price) * pos.qty);
-        self.cash_usd += realized - fee;
-        self.realized_pnl_usd += realized;
-        self.fees_paid_usd += fee;
+        self.book(realized, fee);
         let fill = Fill {
             id: self.next_id(),
             symbol: symbol.to_owned(),
@@ -593,14 +664,15 @@ impl PaperBroker {
         self.positions
             .iter()
             .map(|(s, p)| self.unrealized_of(s, p))
-            .sum()
+            .sum::<Decimal>()
+            .normalize()
     }
 
     /// Equity: wallet balance + unrealized PnL
     /// (= initial + realized − fees + unrealized).
     #[must_use]
     pub fn equity_usd(&self) -> Decimal {
-        self.cash_usd + self.unrealized_pnl_usd()
+        (self.cash_usd + self.unrealized_pnl_usd()).normalize()
     }
 
     fn available_raw(&self) -> Decimal {

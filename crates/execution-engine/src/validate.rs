@@ -263,7 +263,7 @@ fn close(sym: &str, position: Option<&Position>, mark: Decimal) -> Check<(Order,
             format!("close {sym}: there is no open position to close"),
         );
     };
-    let notional = mul(pos.qty, mark)?;
+    let notional = mul(pos.qty, mark)?.normalize();
     let order = Order {
         symbol: pos.symbol.clone(),
         side: closing_side(pos),
@@ -327,7 +327,7 @@ fn reduce(
     } else {
         (qty, OrderIntent::Reduce, String::new())
     };
-    let notional = mul(qty, mark)?;
+    let notional = mul(qty, mark)?.normalize();
     let order = Order {
         symbol: pos.symbol.clone(),
         side: closing_side(pos),
@@ -361,7 +361,9 @@ fn side_word(side: OrderSide) -> &'static str {
 
 /// `size_usd / mark`, rounded toward zero to [`QTY_DP`] places.
 fn to_qty(size: Decimal, mark: Decimal) -> Check<Decimal> {
-    Ok(div(size, mark)?.round_dp_with_strategy(QTY_DP, RoundingStrategy::ToZero))
+    Ok(div(size, mark)?
+        .round_dp_with_strategy(QTY_DP, RoundingStrategy::ToZero)
+        .normalize())
 }
 
 fn positive_size(p: &ProposedAction, sym: &str) -> Check<Decimal> {
@@ -579,7 +581,11 @@ fn open(
     let (intent, resulting_qty, order_qty) = match position {
         None => (OrderIntent::Open, new_qty, new_qty),
         Some(pos) if pos.side == side => (OrderIntent::Add, add(pos.qty, new_qty)?, new_qty),
-        Some(pos) => (OrderIntent::Flip, new_qty, add(pos.qty, new_qty)?),
+        Some(pos) => (
+            OrderIntent::Flip,
+            new_qty,
+            add(pos.qty, new_qty)?.normalize(),
+        ),
     };
     let opening_notional = mul(new_qty, mark)?;
     let resulting_notional = mul(resulting_qty, mark)?;
@@ -674,7 +680,7 @@ fn open(
         reduce_only: false,
         intent,
         reference_price: mark,
-        notional_usd: mul(order_qty, mark)?,
+        notional_usd: mul(order_qty, mark)?.normalize(),
         stop: p.stop,
         target: p.target,
     };

@@ -561,6 +561,9 @@ fn state_round_trips_through_serde_and_resumes_identically() {
     b.update_mark("BTC", dec!(61500), t(2)).unwrap();
 
     let json = serde_json::to_string(&b).unwrap();
+    // Amounts serialize without scale noise. Fees: 6,006 × 0.0005 = 3.003 (not "3.0030") plus
+    // 0.04 × 60,939 × 0.0005 = 1.21878 → 4.22178.
+    assert!(json.contains(r#""fees_paid_usd":"4.22178""#), "{json}");
     let mut restored: PaperBroker = serde_json::from_str(&json).unwrap();
     assert_eq!(restored, b);
     assert_eq!(restored.snapshot(t(2)), b.snapshot(t(2)));
@@ -578,4 +581,32 @@ fn state_round_trips_through_serde_and_resumes_identically() {
     assert_eq!(a.id, "paper-3");
     assert_eq!(restored.drain_fills(), b.drain_fills());
     assert_eq!(restored, b);
+}
+
+#[test]
+fn a_corrupt_state_is_refused_on_restore() {
+    let mut b = broker();
+    b.execute(
+        &buy(dec!(0.1), dec!(5)),
+        dec!(60000),
+        t(0),
+        OrderTag::default(),
+    )
+    .unwrap();
+    let mut json: serde_json::Value = serde_json::to_value(&b).unwrap();
+    json["cash_usd"] = serde_json::Value::String("20000".into());
+    let err = serde_json::from_value::<PaperBroker>(json).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid paper broker state: cash_usd 20000 is not initial 10000 + realized 0 − fees 3.003 = 9996.997"
+    );
+
+    let mut json: serde_json::Value = serde_json::to_value(&b).unwrap();
+    json["positions"]["BTC"]["qty"] = serde_json::Value::String("-0.1".into());
+    let err = serde_json::from_value::<PaperBroker>(json).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("invalid paper broker state: position BTC needs qty"),
+        "{err}"
+    );
 }
