@@ -424,6 +424,7 @@ impl PaperBroker {
         } else {
             let available_after = self.available_raw() + released + realized - fee;
             let margin = opening * fill_price / order.leverage;
+            positive("margin", margin, MAX_NOTIONAL)?;
             if margin > available_after {
                 return Err(BrokerError::InsufficientMargin {
                     symbol: order.symbol.clone(),
@@ -461,9 +462,12 @@ impl PaperBroker {
                     pos.qty = qty.normalize();
                     pos.margin_usd += new_margin;
                     if pos.leverage != order.leverage {
-                        pos.leverage = (cost / pos.margin_usd)
-                            .round_dp_with_strategy(2, RoundingStrategy::MidpointNearestEven)
-                            .normalize();
+                        // Blend: entry notional / margin (margin > 0: both legs' are).
+                        if let Some(blend) = cost.checked_div(pos.margin_usd) {
+                            pos.leverage = blend
+                                .round_dp_with_strategy(2, RoundingStrategy::MidpointNearestEven)
+                                .normalize();
+                        }
                     }
                 }
                 None => {
