@@ -77,7 +77,11 @@ pub fn price(p: Decimal) -> String {
 /// A size in dollars: whole dollars from $100 up, cents below. `$250`, `$12,500`, `$42.50`.
 #[must_use]
 pub fn usd(d: Decimal) -> String {
-    let dp = if d.abs() >= Decimal::ONE_HUNDRED { 0 } else { 2 };
+    let dp = if d.abs() >= Decimal::ONE_HUNDRED {
+        0
+    } else {
+        2
+    };
     let s = fixed(d, dp);
     match s.strip_prefix('-') {
         Some(rest) => format!("-${rest}"),
@@ -85,12 +89,13 @@ pub fn usd(d: Decimal) -> String {
     }
 }
 
-/// A signed dollar amount with cents: `+$28.40`, `-$9.70`, `+$0.00`.
+/// A signed dollar amount with cents: `+$28.40`, `-$9.70`; zero (after rounding) is `$0.00`.
 #[must_use]
 pub fn signed_usd(d: Decimal) -> String {
     let s = fixed(d, 2);
     match s.strip_prefix('-') {
         Some(rest) => format!("-${rest}"),
+        None if s == "0.00" => format!("${s}"),
         None => format!("+${s}"),
     }
 }
@@ -165,7 +170,7 @@ mod tests {
         assert_eq!(usd(dec!(42.5)), "$42.50");
         assert_eq!(signed_usd(dec!(28.4)), "+$28.40");
         assert_eq!(signed_usd(dec!(-9.7)), "-$9.70");
-        assert_eq!(signed_usd(dec!(-0.001)), "+$0.00");
+        assert_eq!(signed_usd(dec!(-0.001)), "$0.00");
         assert_eq!(signed_usd(dec!(-1234567.891)), "-$1,234,567.89");
         // 28.40 / 250 = 0.1136 → 11.4 %
         assert_eq!(percent(dec!(28.40), dec!(250)).as_deref(), Some("11.4%"));

@@ -640,9 +640,7 @@ impl LedgerState {
             entry_tick_at: ex.time,
             entry_price: ex.price,
             entry_size_usd: notional,
-            entry_leverage: proposal
-                .and_then(|p| p.leverage)
-                .or(ex.fallback_leverage),
+            entry_leverage: proposal.and_then(|p| p.leverage).or(ex.fallback_leverage),
             entry_reason: proposal
                 .and_then(|p| p.reason.as_deref())
                 .and_then(bound_reason),

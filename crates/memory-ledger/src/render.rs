@@ -156,11 +156,7 @@ pub fn render_open_positions(
             format::signed_usd(r.mae_usd)
         );
         if !r.realized_pnl_usd.is_zero() {
-            let _ = write!(
-                out,
-                " realized={}",
-                format::signed_usd(r.realized_pnl_usd)
-            );
+            let _ = write!(out, " realized={}", format::signed_usd(r.realized_pnl_usd));
         }
         let held = (now - r.entry_tick_at).num_minutes();
         let _ = writeln!(

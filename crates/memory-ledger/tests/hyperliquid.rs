@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashSet};
 use chrono::{TimeZone, Utc};
 use common::{DEPLOYMENT, scope};
 use memory_ledger::{FillLeg, LedgerState, ProposalInfo, Proposals, trade_id};
-use rust_decimal_macros::dec;
 use rust_decimal::Decimal;
+use rust_decimal_macros::dec;
 use serde::Deserialize;
 use types::{CloseKind, Fill, OrderSide, Side, TradeRecord, TradeStatus};
 use uuid::Uuid;
@@ -42,7 +42,10 @@ impl HlFill {
         if self.side == "B" { self.sz } else { -self.sz }
     }
     fn id(&self) -> String {
-        format!("{}/{}/{}/{}", self.hash, self.oid, self.start_position, self.sz)
+        format!(
+            "{}/{}/{}/{}",
+            self.hash, self.oid, self.start_position, self.sz
+        )
     }
 }
 
@@ -54,11 +57,18 @@ fn to_fill(f: &HlFill, id: String, qty: Decimal, fee: Decimal) -> Fill {
     Fill {
         id,
         symbol: f.coin.clone(),
-        side: if f.side == "B" { OrderSide::Buy } else { OrderSide::Sell },
+        side: if f.side == "B" {
+            OrderSide::Buy
+        } else {
+            OrderSide::Sell
+        },
         qty,
         price: f.px,
         fee_usd: fee,
-        time: Utc.timestamp_millis_opt(f.time).single().expect("fixture time"),
+        time: Utc
+            .timestamp_millis_opt(f.time)
+            .single()
+            .expect("fixture time"),
         snapshot_id: Some(snapshot_of(f.oid)),
         client_order_id: None,
         liquidation: false,
@@ -84,11 +94,19 @@ fn load() -> Fed {
     let recorded: Recorded = serde_json::from_str(text).unwrap();
     let mut all = recorded.response;
     all.sort_by_key(|f| {
-        let along = if f.side == "B" { f.start_position } else { -f.start_position };
+        let along = if f.side == "B" {
+            f.start_position
+        } else {
+            -f.start_position
+        };
         (f.time, f.coin.clone(), along)
     });
     let mut flat_seen: HashSet<String> = HashSet::new();
-    let mut fed = Fed { fills: vec![], source: vec![], seed: vec![] };
+    let mut fed = Fed {
+        fills: vec![],
+        source: vec![],
+        seed: vec![],
+    };
     for f in all {
         if flat_seen.contains(&f.coin) {
             fed.fills.push(to_fill(&f, f.id(), f.sz, f.fee));
@@ -107,7 +125,8 @@ fn load() -> Fed {
             flat_seen.insert(f.coin.clone());
             let open_qty = end.abs();
             let fee = f.fee * open_qty / f.sz;
-            fed.fills.push(to_fill(&f, format!("{}#open", f.id()), open_qty, fee));
+            fed.fills
+                .push(to_fill(&f, format!("{}#open", f.id()), open_qty, fee));
             fed.source.push(f);
             fed.seed.push(true);
         }
@@ -125,12 +144,24 @@ fn run(fills: &[Fill], source: &[HlFill]) -> Run {
         .iter()
         .map(|f| {
             let reason = format!("{} (oid {})", f.dir, f.oid);
-            (snapshot_of(f.oid), ProposalInfo { reason: Some(reason), leverage: None })
+            (
+                snapshot_of(f.oid),
+                ProposalInfo {
+                    reason: Some(reason),
+                    leverage: None,
+                },
+            )
         })
         .collect();
     let mut state = LedgerState::new(scope());
-    let changes = state.apply_fills(fills, &proposals, &BTreeMap::new()).unwrap();
-    let rows = changes.rows.iter().map(|w| (w.row.id, w.row.clone())).collect();
+    let changes = state
+        .apply_fills(fills, &proposals, &BTreeMap::new())
+        .unwrap();
+    let rows = changes
+        .rows
+        .iter()
+        .map(|w| (w.row.id, w.row.clone()))
+        .collect();
     Run { rows, changes }
 }
 
@@ -139,14 +170,20 @@ fn reference_realized(fills: &[Fill]) -> Decimal {
     let mut book: BTreeMap<&str, (Decimal, Decimal)> = BTreeMap::new();
     let mut realized = Decimal::ZERO;
     for f in fills {
-        let (pos, avg) = book.entry(f.symbol.as_str()).or_insert((Decimal::ZERO, Decimal::ZERO));
+        let (pos, avg) = book
+            .entry(f.symbol.as_str())
+            .or_insert((Decimal::ZERO, Decimal::ZERO));
         let delta = f.signed_qty();
         if pos.is_zero() || pos.is_sign_positive() == delta.is_sign_positive() {
             *avg = (*avg * pos.abs() + f.price * f.qty) / (pos.abs() + f.qty);
             *pos += delta;
         } else {
             let closed = f.qty.min(pos.abs());
-            let direction = if pos.is_sign_positive() { Decimal::ONE } else { Decimal::NEGATIVE_ONE };
+            let direction = if pos.is_sign_positive() {
+                Decimal::ONE
+            } else {
+                Decimal::NEGATIVE_ONE
+            };
             realized += direction * (f.price - *avg) * closed;
             *pos += delta;
             if f.qty > closed {
@@ -163,12 +200,20 @@ fn row_opened_by<'r>(run: &'r Run, symbol: &str, fill_id: &str) -> &'r TradeReco
 
 /// The first fed fill of `coin` whose Hyperliquid record has this direction and start position
 /// (`seed`: the opening leg of the coin's first zero crossing, or a whole fill).
-fn find<'f>(fed: &'f Fed, coin: &str, dir: &str, start: Decimal, seed: bool) -> (&'f Fill, &'f HlFill) {
+fn find<'f>(
+    fed: &'f Fed,
+    coin: &str,
+    dir: &str,
+    start: Decimal,
+    seed: bool,
+) -> (&'f Fill, &'f HlFill) {
     fed.fills
         .iter()
         .zip(&fed.source)
         .zip(&fed.seed)
-        .find(|((_, s), is_seed)| s.coin == coin && s.dir == dir && s.start_position == start && **is_seed == seed)
+        .find(|((_, s), is_seed)| {
+            s.coin == coin && s.dir == dir && s.start_position == start && **is_seed == seed
+        })
         .map(|(pair, _)| pair)
         .unwrap_or_else(|| panic!("no {coin} {dir} from {start} in the fixture"))
 }
@@ -179,7 +224,11 @@ fn fixture_parses_with_unique_ids() {
         serde_json::from_str(include_str!("fixtures/hyperliquid_userFills.json")).unwrap();
     assert_eq!(recorded.response.len(), 500);
     let ids: HashSet<String> = recorded.response.iter().map(HlFill::id).collect();
-    assert_eq!(ids.len(), 500, "hash/oid/startPosition/sz names every fill uniquely");
+    assert_eq!(
+        ids.len(),
+        500,
+        "hash/oid/startPosition/sz names every fill uniquely"
+    );
     // The recording carries no fees: the pro-rata fee split is covered by tests/cases.rs.
     assert!(recorded.response.iter().all(|f| f.fee.is_zero()));
     let fed = load();
@@ -200,7 +249,10 @@ fn flips_split_into_close_and_open_legs() {
     // of 97.0 - 91.1 = 5.9 @ 1.325.
     let (seed, _) = find(&fed, "SUI", "Short > Long", dec!(-91.1), true);
     let long = row_opened_by(&run, "SUI", &seed.id);
-    assert_eq!((long.side, long.entry_price, long.opened_qty), (Side::Long, dec!(1.325), dec!(5.9)));
+    assert_eq!(
+        (long.side, long.entry_price, long.opened_qty),
+        (Side::Long, dec!(1.325), dec!(5.9))
+    );
     // Then "Long > Short" from 5.9 sells 67.9 @ 1.3246: closing leg 5.9, opening leg 62.0.
     let (flip, hl) = find(&fed, "SUI", "Long > Short", dec!(5.9), false);
     assert_eq!((flip.qty, flip.price), (dec!(67.9), dec!(1.3246)));
@@ -214,7 +266,10 @@ fn flips_split_into_close_and_open_legs() {
     // Opening leg: a short named after the flip fill, entered at the fill price.
     let short = row_opened_by(&run, "SUI", &flip.id);
     assert_eq!((short.side, short.entry_tick_at), (Side::Short, flip.time));
-    assert_eq!(short.entry_reason.as_deref(), Some("Long > Short (oid 189317827)"));
+    assert_eq!(
+        short.entry_reason.as_deref(),
+        Some("Long > Short (oid 189317827)")
+    );
     let legs: Vec<_> = run
         .changes
         .fill_links
@@ -241,7 +296,10 @@ fn flips_split_into_close_and_open_legs() {
         .find(|l| l.fill_id == op_flip.id && l.leg == FillLeg::Close)
         .map(|l| &run.rows[&l.trade_id])
         .unwrap();
-    assert_eq!((op_closed.entry_price, op_closed.open_qty), (dec!(2.0208), dec!(0)));
+    assert_eq!(
+        (op_closed.entry_price, op_closed.open_qty),
+        (dec!(2.0208), dec!(0))
+    );
     assert_eq!(op_closed.realized_pnl_usd, dec!(-0.00384));
     assert_eq!(op_hl.closed_pnl, dec!(-0.00384));
 }
@@ -302,7 +360,10 @@ fn gross_realized_sum_matches_an_average_cost_reference() {
     let run = run(&fed.fills, &fed.source);
     let ours: Decimal = run.rows.values().map(|r| r.realized_pnl_usd).sum();
     let reference = reference_realized(&fed.fills);
-    assert!((ours - reference).abs() <= dec!(0.000000000001), "{ours} vs {reference}");
+    assert!(
+        (ours - reference).abs() <= dec!(0.000000000001),
+        "{ours} vs {reference}"
+    );
     assert_eq!(ours.round_dp(6), dec!(-45.883094));
     // Every round trip of the fed window is closed (each coin ends flat in the recording).
     assert!(run.rows.values().all(|r| r.status == TradeStatus::Closed));
@@ -313,18 +374,35 @@ fn gross_realized_sum_matches_an_average_cost_reference() {
     // exchange's closedPnl is not reproducible by any position-level cost basis — e.g. LTC's
     // short entered at 88.385 and bought back at 88.395 is reported as +0.0048 where the fill
     // prices give -0.0048. The round trips where it is reproducible agree exactly:
-    let theirs: Decimal = fed.source.iter().zip(&fed.seed).filter(|(_, s)| !**s).map(|(f, _)| f.closed_pnl).sum();
+    let theirs: Decimal = fed
+        .source
+        .iter()
+        .zip(&fed.seed)
+        .filter(|(_, s)| !**s)
+        .map(|(f, _)| f.closed_pnl)
+        .sum();
     assert_eq!(theirs, dec!(-39.816215));
-    let hl_by_fill: BTreeMap<&str, Decimal> =
-        fed.fills.iter().zip(&fed.source).map(|(f, s)| (f.id.as_str(), s.closed_pnl)).collect();
+    let hl_by_fill: BTreeMap<&str, Decimal> = fed
+        .fills
+        .iter()
+        .zip(&fed.source)
+        .map(|(f, s)| (f.id.as_str(), s.closed_pnl))
+        .collect();
     let mut hl_by_row: BTreeMap<Uuid, Decimal> = BTreeMap::new();
-    for l in run.changes.fill_links.iter().filter(|l| l.leg == FillLeg::Close) {
+    for l in run
+        .changes
+        .fill_links
+        .iter()
+        .filter(|l| l.leg == FillLeg::Close)
+    {
         *hl_by_row.entry(l.trade_id).or_default() += hl_by_fill[l.fill_id.as_str()];
     }
     let mut agreeing: Vec<(String, Decimal)> = run
         .rows
         .values()
-        .filter(|r| !r.realized_pnl_usd.is_zero() && hl_by_row.get(&r.id) == Some(&r.realized_pnl_usd))
+        .filter(|r| {
+            !r.realized_pnl_usd.is_zero() && hl_by_row.get(&r.id) == Some(&r.realized_pnl_usd)
+        })
         .map(|r| (r.symbol.clone(), r.realized_pnl_usd))
         .collect();
     agreeing.sort();

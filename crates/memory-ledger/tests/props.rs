@@ -18,9 +18,9 @@ fn fill_strategy() -> impl Strategy<Value = (usize, bool, i64, i64, i64)> {
     (
         0..SYMBOLS.len(),
         any::<bool>(),
-        1i64..=60,      // qty in tenths: 0.1 .. 6.0
+        1i64..=60,         // qty in tenths: 0.1 .. 6.0
         5_000i64..=15_000, // price in cents: 50.00 .. 150.00
-        0i64..=100,     // fee in cents: 0.00 .. 1.00
+        0i64..=100,        // fee in cents: 0.00 .. 1.00
     )
 }
 
@@ -51,14 +51,20 @@ fn reference_realized(fills: &[Fill]) -> Decimal {
     let mut book: BTreeMap<&str, (Decimal, Decimal)> = BTreeMap::new(); // (signed pos, avg)
     let mut realized = Decimal::ZERO;
     for f in fills {
-        let (pos, avg) = book.entry(f.symbol.as_str()).or_insert((Decimal::ZERO, Decimal::ZERO));
+        let (pos, avg) = book
+            .entry(f.symbol.as_str())
+            .or_insert((Decimal::ZERO, Decimal::ZERO));
         let delta = f.signed_qty();
         if pos.is_zero() || pos.is_sign_positive() == delta.is_sign_positive() {
             *avg = (*avg * pos.abs() + f.price * f.qty) / (pos.abs() + f.qty);
             *pos += delta;
         } else {
             let closed = f.qty.min(pos.abs());
-            let direction = if pos.is_sign_positive() { Decimal::ONE } else { Decimal::NEGATIVE_ONE };
+            let direction = if pos.is_sign_positive() {
+                Decimal::ONE
+            } else {
+                Decimal::NEGATIVE_ONE
+            };
             realized += direction * (f.price - *avg) * closed;
             *pos += delta;
             if f.qty > closed {
@@ -78,7 +84,9 @@ fn merge(into: &mut BTreeMap<Uuid, TradeRecord>, changes: &LedgerChanges) {
 
 fn run(fills: &[Fill]) -> (LedgerState, BTreeMap<Uuid, TradeRecord>) {
     let mut state = LedgerState::new(scope());
-    let changes = state.apply_fills(fills, &Proposals::new(), &BTreeMap::new()).unwrap();
+    let changes = state
+        .apply_fills(fills, &Proposals::new(), &BTreeMap::new())
+        .unwrap();
     let mut rows = BTreeMap::new();
     merge(&mut rows, &changes);
     (state, rows)
@@ -131,7 +139,7 @@ proptest! {
         let (mut state, rows) = run(&fills);
         let dup = fills[pick.index(fills.len())].clone();
         let open_before: Vec<TradeRecord> = state.open_rows().cloned().collect();
-        let again = state.apply_fills(&[dup.clone()], &Proposals::new(), &BTreeMap::new()).unwrap();
+        let again = state.apply_fills(std::slice::from_ref(&dup), &Proposals::new(), &BTreeMap::new()).unwrap();
         prop_assert!(again.is_empty());
         let open_after: Vec<TradeRecord> = state.open_rows().cloned().collect();
         prop_assert_eq!(open_before, open_after);
