@@ -159,37 +159,49 @@ struct Exec<'a> {
     fallback_leverage: Option<Decimal>,
 }
 
-/// Accumulates the rows touched during one call.
+/// Accumulates the rows touched during one call. Rows are not copied per touch: open rows are
+/// read from the state at the end, closed rows are moved here when they leave the state.
 #[derive(Default)]
 struct Touched {
-    order: Vec<Uuid>,
-    rows: HashMap<Uuid, RowWrite>,
+    /// First-touch order: (row id, symbol).
+    order: Vec<(Uuid, String)>,
+    seen: HashSet<Uuid>,
+    inserted: HashSet<Uuid>,
+    closed: HashMap<Uuid, TradeRecord>,
     links: Vec<FillLink>,
 }
 
 impl Touched {
-    fn write(&mut self, row: &TradeRecord, inserted: bool) {
-        match self.rows.get_mut(&row.id) {
-            Some(w) => w.row = row.clone(),
-            None => {
-                self.order.push(row.id);
-                self.rows.insert(
-                    row.id,
-                    RowWrite {
-                        row: row.clone(),
-                        inserted,
-                    },
-                );
-            }
+    fn touch(&mut self, row: &TradeRecord, inserted: bool) {
+        if self.seen.insert(row.id) {
+            self.order.push((row.id, row.symbol.clone()));
+        }
+        if inserted {
+            self.inserted.insert(row.id);
         }
     }
 
-    fn finish(mut self) -> LedgerChanges {
-        let rows = self
-            .order
-            .iter()
-            .filter_map(|id| self.rows.remove(id))
-            .collect();
+    fn close(&mut self, row: TradeRecord) {
+        self.touch(&row, false);
+        self.closed.insert(row.id, row);
+    }
+
+    fn finish(mut self, open: &BTreeMap<String, TradeRecord>) -> LedgerChanges {
+        let mut rows = Vec::with_capacity(self.order.len());
+        for (id, symbol) in &self.order {
+            let row = match self.closed.remove(id) {
+                Some(row) => row,
+                None => match open.get(symbol) {
+                    Some(row) if row.id == *id => row.clone(),
+                    // Unreachable: a touched row is either still open or was closed.
+                    _ => continue,
+                },
+            };
+            rows.push(RowWrite {
+                row,
+                inserted: self.inserted.contains(id),
+            });
+        }
         LedgerChanges {
             rows,
             fill_links: self.links,
@@ -431,7 +443,7 @@ impl LedgerState {
         for f in fresh {
             self.apply_fill(f, proposals, regimes, &mut touched)?;
         }
-        Ok(touched.finish())
+        Ok(touched.finish(&self.open))
     }
 
     /// One tick: MFE/MAE from the new bars, the new fills, then reconciliation against the
@@ -457,7 +469,7 @@ impl LedgerState {
         let new_rows: Vec<String> = self
             .open
             .iter()
-            .filter(|(_, r)| touched.rows.get(&r.id).is_some_and(|w| w.inserted))
+            .filter(|(_, r)| touched.inserted.contains(&r.id))
             .map(|(s, _)| s.clone())
             .collect();
         self.bars_pass(&new_rows, &input, &mut touched)?;
@@ -479,7 +491,7 @@ impl LedgerState {
                 )
             })
             .collect();
-        Ok(touched.finish())
+        Ok(touched.finish(&self.open))
     }
 
     /// Validates a batch and returns the fills not applied yet, deduplicated, oldest first.
@@ -521,7 +533,7 @@ impl LedgerState {
                 excursions(row, bar)?;
             }
             if row.mfe_usd != mfe || row.mae_usd != mae {
-                touched.write(row, false);
+                touched.touch(row, false);
             }
         }
         Ok(())
@@ -582,8 +594,9 @@ impl LedgerState {
                     CloseKind::External
                 });
                 finish_close(row, kind);
-                touched.write(row, false);
-                self.open.remove(symbol);
+                if let Some(closed) = self.open.remove(symbol) {
+                    touched.close(closed);
+                }
             }
             return Ok(());
         }
@@ -604,8 +617,9 @@ impl LedgerState {
             CloseKind::Flip
         });
         finish_close(row, kind);
-        touched.write(row, false);
-        self.open.remove(symbol);
+        if let Some(closed) = self.open.remove(symbol) {
+            touched.close(closed);
+        }
         self.open_new(symbol, ex, open_qty, open_fee, proposals, regimes, touched)
     }
 
@@ -670,7 +684,7 @@ impl LedgerState {
                 fee_usd: fee,
             });
         }
-        touched.write(&row, true);
+        touched.touch(&row, true);
         self.open.insert(symbol.to_owned(), row);
         Ok(())
     }
@@ -824,7 +838,7 @@ fn add_to(row: &mut TradeRecord, ex: &Exec<'_>, touched: &mut Touched) -> Result
             fee_usd: ex.fee,
         });
     }
-    touched.write(row, false);
+    touched.touch(row, false);
     Ok(())
 }
 
@@ -868,7 +882,7 @@ fn reduce(
             fee_usd: fee,
         });
     }
-    touched.write(row, false);
+    touched.touch(row, false);
     Ok(())
 }
 
