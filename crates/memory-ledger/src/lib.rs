@@ -20,6 +20,8 @@
 //! - **One row per round trip** (flat → flat) per deployment and symbol. The row id is a UUID v5
 //!   in the deployment's namespace over `"{symbol}\n{opening fill id}"` ([`trade_id`]), so a
 //!   rebuild gives the same ids.
+//! - **Times** come from the data, never a clock: `entry_tick_at` is the opening fill's time,
+//!   `exit_tick_at` the latest closing fill's; reconciliation steps use the tick time.
 //! - **Fill order.** New fills of a batch are applied oldest first: a *stable* sort by `time`,
 //!   so fills of the same instant keep the order the caller gave.
 //! - **Open / add** — average cost. `entry_price` is the average cost of the quantity currently

@@ -72,8 +72,10 @@ pub struct TradeRecord {
     pub side: Side,
     pub status: TradeStatus,
     // entry
+    /// Time of the opening fill (the tick time for a row opened from the broker's position).
     pub entry_tick_at: DateTime<Utc>,
-    /// Average entry price over every opening fill (average cost); exits never move it.
+    /// Average cost of the quantity open: every add re-averages it, exits never move it. Equals
+    /// `entry_size_usd / opened_qty` unless an add followed a partial close.
     pub entry_price: Decimal,
     /// Notional opened: Σ qty × price over the opening fills.
     pub entry_size_usd: Decimal,
