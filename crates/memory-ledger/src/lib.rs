@@ -16,6 +16,50 @@
 //! - [`LedgerState::apply_fills`] — fills only (no positions, no bars): rebuild from a stored
 //!   fill stream.
 //!
+//! ```
+//! use std::collections::BTreeMap;
+//! use chrono::{TimeZone, Utc};
+//! use memory_ledger::{LedgerScope, LedgerState, ProposalInfo, Proposals, TickInput};
+//! use rust_decimal::Decimal;
+//! use types::{Fill, Interval, OrderSide, Position, Side, Uuid};
+//!
+//! let scope = LedgerScope { deployment_id: Uuid::from_u128(1), skill_id: Uuid::from_u128(2), skill_version: 1 };
+//! let mut ledger = LedgerState::new(scope);
+//! let at = Utc.with_ymd_and_hms(2026, 6, 4, 10, 0, 0).unwrap();
+//! let snapshot = Uuid::from_u128(3);
+//! let proposals = Proposals::from([(
+//!     snapshot,
+//!     ProposalInfo { reason: Some("breakout above prior swing high".into()), leverage: None },
+//! )]);
+//! let fill = Fill {
+//!     id: "fill-1".into(), symbol: "BTC".into(), side: OrderSide::Buy,
+//!     qty: Decimal::new(4, 3), price: Decimal::from(65_200), fee_usd: Decimal::new(12, 2),
+//!     time: at, snapshot_id: Some(snapshot), client_order_id: None, liquidation: false,
+//! };
+//! let position = Position {
+//!     symbol: "BTC".into(), side: Side::Long, qty: Decimal::new(4, 3),
+//!     entry_price: Decimal::from(65_200), leverage: Decimal::from(3),
+//!     mark_price: Decimal::from(65_210), liquidation_price: None,
+//!     unrealized_pnl_usd: Decimal::ZERO, margin_usd: Decimal::ZERO,
+//! };
+//! let changes = ledger.apply_tick(TickInput {
+//!     at,
+//!     positions: &[position],
+//!     fills: &[fill],
+//!     bars: &BTreeMap::new(),
+//!     bar_interval: Interval::H1,
+//!     proposals: &proposals,
+//!     regimes: &BTreeMap::new(),
+//! })?;
+//! assert!(changes.rows[0].inserted);
+//! assert_eq!(changes.rows[0].row.entry_size_usd, Decimal::new(2608, 1)); // 0.004 × 65,200
+//! let rows: Vec<_> = changes.rows.into_iter().map(|w| w.row).collect();
+//! let marks = BTreeMap::from([("BTC".to_owned(), Decimal::from(65_210))]);
+//! let text = memory_ledger::render_open_positions(&rows, &marks, at);
+//! assert!(text.contains("- BTC long $261 @ 65,200 mark=65,210"));
+//! # Ok::<(), memory_ledger::LedgerError>(())
+//! ```
+//!
 //! # Ledger semantics
 //! - **One row per round trip** (flat → flat) per deployment and symbol. The row id is a UUID v5
 //!   in the deployment's namespace over `"{symbol}\n{opening fill id}"` ([`trade_id`]), so a

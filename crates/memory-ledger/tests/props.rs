@@ -152,44 +152,9 @@ proptest! {
     }
 
     #[test]
-    fn excursions_keep_their_signs(
-        moves in prop::collection::vec((any::<bool>(), 1i64..=20, -500i64..=500, 0i64..=300, 0i64..=300), 1..30)
-    ) {
-        // One symbol ticked hourly; each tick: maybe a fill, one closed bar around a drifting
-        // price, and the broker position the fills imply.
+    fn excursions_keep_their_signs(moves in moves_strategy()) {
         let mut state = LedgerState::new(scope());
-        let mut price = Decimal::from(100);
-        let mut net = Decimal::ZERO;
-        let mut avg = Decimal::ZERO;
-        for (i, (buy, q, drift, up, down)) in moves.into_iter().enumerate() {
-            let minute = 60 * i as i64;
-            let bar_open = price;
-            price = (price + Decimal::new(drift, 2)).max(Decimal::ONE);
-            let high = bar_open.max(price) + Decimal::new(up, 2);
-            let low = (bar_open.min(price) - Decimal::new(down, 2)).max(Decimal::new(1, 2));
-            let f = fill(&format!("m{i}"), "BTC", if buy { OrderSide::Buy } else { OrderSide::Sell },
-                Decimal::new(q, 1), price, Decimal::ZERO, minute + 60, None);
-            // Track the broker's view (same average-cost rule as a broker).
-            let d = f.signed_qty();
-            if net.is_zero() || net.is_sign_positive() == d.is_sign_positive() {
-                avg = (avg * net.abs() + f.price * f.qty) / (net.abs() + f.qty);
-            } else if f.qty > net.abs() {
-                avg = f.price;
-            }
-            net += d;
-            let positions: Vec<Position> = if net.is_zero() {
-                vec![]
-            } else {
-                let side = if net.is_sign_positive() { Side::Long } else { Side::Short };
-                vec![position("BTC", side, net.abs(), avg, price)]
-            };
-            let tick = Tick {
-                at_minute: minute + 60,
-                positions,
-                fills: vec![f],
-                bars: BTreeMap::from([("BTC".to_owned(), vec![bar(minute, bar_open, high, low, price)])]),
-                ..Tick::default()
-            };
+        for tick in ticks(moves) {
             let changes = state.apply_tick(tick.input()).unwrap();
             for w in &changes.rows {
                 prop_assert!(w.row.mfe_usd >= Decimal::ZERO, "{:?}", w.row);
@@ -198,4 +163,96 @@ proptest! {
             }
         }
     }
+
+    #[test]
+    fn restart_between_ticks_gives_identical_rows(moves in moves_strategy(), cut in 0usize..30) {
+        let ticks = ticks(moves);
+        let cut = cut.min(ticks.len());
+        let mut straight_state = LedgerState::new(scope());
+        let mut straight = BTreeMap::new();
+        for tick in &ticks {
+            merge(&mut straight, &straight_state.apply_tick(tick.input()).unwrap());
+        }
+        let mut first = LedgerState::new(scope());
+        let mut split = BTreeMap::new();
+        for tick in &ticks[..cut] {
+            merge(&mut split, &first.apply_tick(tick.input()).unwrap());
+        }
+        let open: Vec<TradeRecord> = split.values().filter(|r| r.status == TradeStatus::Open).cloned().collect();
+        let mut second = LedgerState::rebuild(scope(), open, first.applied_fill_ids()).unwrap();
+        for tick in &ticks[cut..] {
+            merge(&mut split, &second.apply_tick(tick.input()).unwrap());
+        }
+        prop_assert_eq!(split, straight);
+    }
+}
+
+type Move = (bool, i64, i64, i64, i64);
+
+fn moves_strategy() -> impl Strategy<Value = Vec<Move>> {
+    prop::collection::vec(
+        (
+            any::<bool>(),
+            1i64..=20,
+            -500i64..=500,
+            0i64..=300,
+            0i64..=300,
+        ),
+        1..30,
+    )
+}
+
+/// One symbol ticked hourly; each tick: a fill, one closed bar around a drifting price, and the
+/// broker position the fills imply.
+fn ticks(moves: Vec<Move>) -> Vec<Tick> {
+    let mut out = Vec::new();
+    let mut price = Decimal::from(100);
+    let mut net = Decimal::ZERO;
+    let mut avg = Decimal::ZERO;
+    for (i, (buy, q, drift, up, down)) in moves.into_iter().enumerate() {
+        let minute = 60 * i as i64;
+        let bar_open = price;
+        price = (price + Decimal::new(drift, 2)).max(Decimal::ONE);
+        let high = bar_open.max(price) + Decimal::new(up, 2);
+        let low = (bar_open.min(price) - Decimal::new(down, 2)).max(Decimal::new(1, 2));
+        let f = fill(
+            &format!("m{i}"),
+            "BTC",
+            if buy { OrderSide::Buy } else { OrderSide::Sell },
+            Decimal::new(q, 1),
+            price,
+            Decimal::ZERO,
+            minute + 60,
+            None,
+        );
+        // The broker's view, by the same average-cost rule a broker uses.
+        let d = f.signed_qty();
+        if net.is_zero() || net.is_sign_positive() == d.is_sign_positive() {
+            avg = (avg * net.abs() + f.price * f.qty) / (net.abs() + f.qty);
+        } else if f.qty > net.abs() {
+            avg = f.price;
+        }
+        net += d;
+        let positions: Vec<Position> = if net.is_zero() {
+            vec![]
+        } else {
+            let side = if net.is_sign_positive() {
+                Side::Long
+            } else {
+                Side::Short
+            };
+            vec![position("BTC", side, net.abs(), avg, price)]
+        };
+        out.push(Tick {
+            at_minute: minute + 60,
+            positions,
+            fills: vec![f],
+            bars: BTreeMap::from([(
+                "BTC".to_owned(),
+                vec![bar(minute, bar_open, high, low, price)],
+            )]),
+            ..Tick::default()
+        });
+    }
+    out
 }
