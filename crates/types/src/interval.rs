@@ -90,7 +90,11 @@ impl Interval {
     #[must_use]
     pub fn bucket_start(self, t: DateTime<Utc>) -> DateTime<Utc> {
         // 1970-01-01 was a Thursday; weekly buckets start on Monday, 4 days later.
-        let offset = if self == Interval::W1 { 4 * 1_440 * 60 } else { 0 };
+        let offset = if self == Interval::W1 {
+            4 * 1_440 * 60
+        } else {
+            0
+        };
         let secs = t.timestamp() - offset;
         let len = self.minutes() * 60;
         let start = secs.div_euclid(len) * len + offset;
@@ -124,8 +128,14 @@ mod tests {
 
     #[test]
     fn ladder_is_about_four_x() {
-        assert_eq!(Interval::M5.ladder_above(2), vec![Interval::M15, Interval::H1]);
-        assert_eq!(Interval::H1.ladder_above(2), vec![Interval::H4, Interval::D1]);
+        assert_eq!(
+            Interval::M5.ladder_above(2),
+            vec![Interval::M15, Interval::H1]
+        );
+        assert_eq!(
+            Interval::H1.ladder_above(2),
+            vec![Interval::H4, Interval::D1]
+        );
         assert_eq!(Interval::D1.ladder_above(2), vec![Interval::W1]);
     }
 

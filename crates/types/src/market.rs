@@ -29,7 +29,9 @@ impl Bar {
 
 /// A coarse description of what the market has been doing, shown next to each symbol's bars and
 /// stored on every trade (`entry_regime_tag`) so lessons can be grouped by it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum RegimeTag {
     TrendingUp,
@@ -144,9 +146,13 @@ mod tests {
 
     #[test]
     fn steady_climb_is_trending_up_and_fall_is_down() {
-        let up: Vec<_> = (0..20).map(|i| bar(i, Decimal::from(100 + i), dec!(1))).collect();
+        let up: Vec<_> = (0..20)
+            .map(|i| bar(i, Decimal::from(100 + i), dec!(1)))
+            .collect();
         assert_eq!(classify_regime(&up), RegimeTag::TrendingUp);
-        let down: Vec<_> = (0..20).map(|i| bar(i, Decimal::from(100 - i), dec!(1))).collect();
+        let down: Vec<_> = (0..20)
+            .map(|i| bar(i, Decimal::from(100 - i), dec!(1)))
+            .collect();
         assert_eq!(classify_regime(&down), RegimeTag::TrendingDown);
     }
 
@@ -160,7 +166,13 @@ mod tests {
         // Same closes, but the last 5 bars have a range of 4 instead of 1: mean window range
         // (15·2 + 5·8)/20 = 3.5, recent 8 ≥ 1.5 × 3.5 = 5.25 → volatile.
         let wild: Vec<_> = (0..20)
-            .map(|i| bar(i, Decimal::from(100 + i % 2), if i >= 15 { dec!(4) } else { dec!(1) }))
+            .map(|i| {
+                bar(
+                    i,
+                    Decimal::from(100 + i % 2),
+                    if i >= 15 { dec!(4) } else { dec!(1) },
+                )
+            })
             .collect();
         assert_eq!(classify_regime(&wild), RegimeTag::Volatile);
     }

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 /// Direction of a position or a trade.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Side {
     Long,
@@ -213,7 +215,9 @@ pub struct ProposedAction {
 
 /// Stable codes for the execution engine's rejections. The code is what the agent sees in its
 /// "Last decision" section and what metrics count by; never renumber one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 pub enum RuleCode {
     #[serde(rename = "R1_UNKNOWN_SYMBOL")]
     UnknownSymbol,
