@@ -4,7 +4,9 @@
 //! `RETURNING`, `NULLS LAST`); the only differences are how values are bound (the `$enc` module:
 //! [`crate::codec::lite`] binds uuid/decimal/time as TEXT, [`crate::codec::pg`] natively) and the
 //! users table's name. Rows are decoded by the shared `*_from_row` functions through
-//! [`crate::codec::RowExt`]. The `Any` driver is not used: it cannot carry decimals, uuids, times or
+//! [`crate::codec::RowExt`]. Write transactions open with `$begin`: `BEGIN IMMEDIATE` on SQLite
+//! (take the write lock up front, so a read-then-write transaction waits for a concurrent writer
+//! instead of failing with `SQLITE_BUSY`), plain `BEGIN` on PostgreSQL. The `Any` driver is not used: it cannot carry decimals, uuids, times or
 //! JSON.
 
 /// Builds `WHERE`-clause text for a note scope; the next free parameter number is returned.
@@ -100,7 +102,7 @@ pub(crate) fn validate_tick(tick: &crate::TickRecord) -> Result<(), crate::DbErr
 }
 
 macro_rules! impl_stores {
-    ($store:ty, $db:ty, $enc:ident, $users:literal) => {
+    ($store:ty, $db:ty, $enc:ident, $users:literal, $begin:literal) => {
         use std::collections::BTreeSet;
 
         use chrono::{DateTime, Utc};
@@ -279,7 +281,7 @@ macro_rules! impl_stores {
             async fn record_tick(&self, tick: &TickRecord) -> Result<TickOutcome, DbError> {
                 validate_tick(tick)?;
                 let s = &tick.snapshot;
-                let mut tx = self.pool.begin().await.map_err(ctx("beginning tick"))?;
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning tick"))?;
 
                 let inserted = sqlx::query(
                     "INSERT INTO decision_snapshots (id, deployment_id, tick_at, system_prompt, context, \
@@ -609,7 +611,7 @@ macro_rules! impl_stores {
             async fn try_insert_note(&self, note: &NewNote) -> Result<ReflectionNote, DbError> {
                 let scope = note.scope();
                 let (filter, next) = scope_filter(scope);
-                let mut tx = self.pool.begin().await.map_err(ctx("beginning note insert"))?;
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning note insert"))?;
 
                 // Write first (takes the write lock on SQLite, the row lock on PostgreSQL).
                 let supersede = format!(
@@ -826,7 +828,7 @@ macro_rules! impl_stores {
             }
 
             async fn edit_fact(&self, user_id: Uuid, fact_id: Uuid, edit: &FactEdit, actor: &str) -> Result<UserFact, DbError> {
-                let mut tx = self.pool.begin().await.map_err(ctx("beginning fact edit"))?;
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning fact edit"))?;
                 let row = sqlx::query("SELECT * FROM user_facts WHERE id = $1 AND user_id = $2 AND archived_at IS NULL")
                     .bind($enc::id(fact_id))
                     .bind($enc::id(user_id))
@@ -887,7 +889,7 @@ macro_rules! impl_stores {
                 bump_at: Option<DateTime<Utc>>,
             ) -> Result<Vec<UserFact>, DbError> {
                 let k = check_limit("facts K", k, types::MAX_MEMORY_K)?;
-                let mut tx = self.pool.begin().await.map_err(ctx("beginning fact read"))?;
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning fact read"))?;
                 let rows = sqlx::query(
                     "SELECT * FROM user_facts WHERE user_id = $1 AND archived_at IS NULL \
                      AND (skill_id IS NULL OR skill_id = $2) \

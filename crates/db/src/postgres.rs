@@ -56,4 +56,4 @@ impl PgStore {
     }
 }
 
-crate::imp::impl_stores!(PgStore, sqlx::Postgres, pg, "auth.users");
+crate::imp::impl_stores!(PgStore, sqlx::Postgres, pg, "auth.users", "BEGIN");

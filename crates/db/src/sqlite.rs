@@ -71,4 +71,4 @@ impl SqliteStore {
     }
 }
 
-crate::imp::impl_stores!(SqliteStore, sqlx::Sqlite, lite, "users");
+crate::imp::impl_stores!(SqliteStore, sqlx::Sqlite, lite, "users", "BEGIN IMMEDIATE");
