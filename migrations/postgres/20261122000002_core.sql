@@ -259,7 +259,10 @@ begin
         v_op := 'update';
     end if;
     insert into public.user_fact_changes (fact_id, user_id, op, actor, db_role, jwt_sub, old_fact, new_fact, reason)
-    values (new.id, new.user_id, v_op, new.updated_by, current_user, auth.uid(),
+    -- current_user is the function's owner here (security definer); the role the request runs as
+    -- is the session's `role` setting (SET ROLE), else the login role.
+    values (new.id, new.user_id, v_op, new.updated_by,
+            coalesce(nullif(current_setting('role', true), 'none'), session_user::text), auth.uid(),
             case when tg_op = 'UPDATE' then old.fact end, new.fact, new.archived_reason);
     return new;
 end

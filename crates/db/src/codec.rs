@@ -541,6 +541,28 @@ mod tests {
         assert!(time_text(a) < time_text(b) && time_text(b) < time_text(c));
     }
 
+    proptest::proptest! {
+        /// SQLite stores times as text: text order must be time order, and parsing gives the
+        /// time back (at microsecond precision, which PostgreSQL keeps too).
+        #[test]
+        fn time_text_orders_and_round_trips(a in 0i64..4_102_444_800_000_000, b in 0i64..4_102_444_800_000_000) {
+            let ta = DateTime::<Utc>::from_timestamp_micros(a).unwrap();
+            let tb = DateTime::<Utc>::from_timestamp_micros(b).unwrap();
+            proptest::prop_assert_eq!(ta.cmp(&tb), time_text(ta).cmp(&time_text(tb)));
+            let back = DateTime::parse_from_rfc3339(&time_text(ta)).unwrap().with_timezone(&Utc);
+            proptest::prop_assert_eq!(back, ta);
+        }
+
+        /// SQLite stores decimals as text: the text gives back the same value and scale.
+        #[test]
+        fn decimal_text_round_trips_exactly(m in proptest::num::i64::ANY, scale in 0u32..=28) {
+            let d = Decimal::new(m, scale);
+            let back = Decimal::from_str(&lite::dec(d)).unwrap();
+            proptest::prop_assert_eq!(back, d);
+            proptest::prop_assert_eq!(back.scale(), d.scale());
+        }
+    }
+
     #[test]
     fn length_bounds_count_characters_not_bytes() {
         // "é" is 2 bytes, 1 character: 500 of them are 1000 bytes but within the 500 cap.

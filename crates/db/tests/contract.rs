@@ -1,6 +1,6 @@
 //! One contract suite, run against both backends: every case below is a generic async fn over
-//! `S: Storage + RawSql`, and `contract!` generates a `sqlite::<case>` and a `postgres::<case>`
-//! test for each. PostgreSQL tests need a server (see `common::postgres`): they fail, never skip,
+//! `S: Storage + RawSql`, and `contract!` generates a `sqlite::<case>`, a `postgres::<case>` and
+//! a `sqlite_via_store_enum::<case>` (through the run-time `db::Store`) test for each. PostgreSQL tests need a server (see `common::postgres`): they fail, never skip,
 //! when there is none.
 
 mod common;
@@ -937,6 +937,15 @@ macro_rules! contract {
                 #[tokio::test]
                 async fn $case() {
                     let h = crate::common::sqlite().await;
+                    crate::cases::$case(&h.store).await;
+                }
+            )*
+        }
+        mod sqlite_via_store_enum {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    let h = crate::common::sqlite_via_store().await;
                     crate::cases::$case(&h.store).await;
                 }
             )*

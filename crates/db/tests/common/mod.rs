@@ -46,6 +46,37 @@ impl RawSql for PgStore {
     }
 }
 
+impl RawSql for db::Store {
+    async fn exec(&self, sql: &str) -> Result<u64, sqlx::Error> {
+        match self {
+            db::Store::Sqlite(s) => s.exec(sql).await,
+            db::Store::Postgres(s) => s.exec(sql).await,
+        }
+    }
+    async fn count(&self, sql: &str) -> i64 {
+        match self {
+            db::Store::Sqlite(s) => s.count(sql).await,
+            db::Store::Postgres(s) => s.count(sql).await,
+        }
+    }
+}
+
+/// A migrated SQLite database behind the run-time [`db::Store`] enum (exercises its dispatch).
+pub struct StoreHarness {
+    pub store: db::Store,
+    _dir: tempfile::TempDir,
+}
+
+pub async fn sqlite_via_store() -> StoreHarness {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let url = format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("test.sqlite").display()
+    );
+    let store = db::connect(&url).await.expect("open SQLite store");
+    StoreHarness { store, _dir: dir }
+}
+
 pub struct SqliteHarness {
     pub store: SqliteStore,
     _dir: tempfile::TempDir,
@@ -140,6 +171,15 @@ async fn sweep_stale(conn: &mut PgConnection) {
                 .execute(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)").as_str())
                 .await;
         }
+    }
+}
+
+impl PgHarness {
+    /// A URL of the test database (TEST_DATABASE_URL with the database name replaced).
+    pub fn url(&self) -> String {
+        let admin = admin_url();
+        let (base, _) = admin.rsplit_once('/').expect("a URL with a database path");
+        format!("{base}/{}", self.name)
     }
 }
 
