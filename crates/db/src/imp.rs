@@ -354,7 +354,7 @@ macro_rules! impl_stores {
                 let opening = tick.trades.iter().filter(|t| t.status == TradeStatus::Open);
                 for t in closing.chain(opening) {
                     let closed_at = (t.status == TradeStatus::Closed).then_some(s.tick_at);
-                    sqlx::query(
+                    let done = sqlx::query(
                         "INSERT INTO trade_history (id, deployment_id, skill_id, skill_version, symbol, side, \
                          status, entry_tick_at, entry_price, entry_size_usd, entry_leverage, entry_reason, \
                          entry_snapshot_id, entry_regime_tag, opened_qty, open_qty, exit_tick_at, exit_price, \
@@ -376,7 +376,9 @@ macro_rules! impl_stores {
                          mfe_usd = excluded.mfe_usd, mae_usd = excluded.mae_usd, \
                          closed_at = CASE WHEN excluded.status = 'closed' \
                              THEN COALESCE(trade_history.closed_at, excluded.closed_at) ELSE NULL END, \
-                         updated_at = excluded.updated_at",
+                         updated_at = excluded.updated_at \
+                         WHERE trade_history.status = 'open' \
+                         AND trade_history.deployment_id = excluded.deployment_id",
                     )
                     .bind($enc::id(t.id))
                     .bind($enc::id(t.deployment_id))
@@ -409,6 +411,15 @@ macro_rules! impl_stores {
                     .execute(&mut *tx)
                     .await
                     .map_err(ctx("upserting trade_history row"))?;
+                    if done.rows_affected() == 0 {
+                        return Err(DbError::Invalid {
+                            what: "trade_history row",
+                            detail: format!(
+                                "{} is closed (closed rows are immutable) or belongs to another deployment",
+                                t.id
+                            ),
+                        });
+                    }
                 }
 
                 for link in &tick.links {

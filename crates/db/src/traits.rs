@@ -104,14 +104,15 @@ pub trait RegistryStore {
 /// The firehose: ticks (snapshot + fills + ledger changes, atomically) and snapshot reads.
 pub trait TickStore {
     /// Writes a tick in ONE transaction: the decision snapshot, its fills (a fill already stored
-    /// is skipped), the ledger rows (upserted by id, closing rows first), the fill → trade links
-    /// and the deployment's equity. Idempotent: when a snapshot for the same deployment and
+    /// is skipped), the ledger rows (upserted by id, closing rows first; a row's `closed_at` is
+    /// this tick's time when it closes), the fill → trade links and the deployment's equity. Idempotent: when a snapshot for the same deployment and
     /// `tick_at` (or the same id) exists, nothing is written and
     /// [`TickOutcome::AlreadyRecorded`] is returned. On any error nothing is written.
     ///
     /// # Errors
-    /// [`DbError::Invalid`] when a fill or trade belongs to another deployment or a link names a
-    /// fill that is not stored; [`DbError::Constraint`] when the database rejects a row (unknown
+    /// [`DbError::Invalid`] when a fill or trade belongs to another deployment, a trade row
+    /// would change a row already closed (closed rows are immutable), or a link names a fill
+    /// that is not stored; [`DbError::Constraint`] when the database rejects a row (unknown
     /// deployment, a second open row for a symbol, ...).
     fn record_tick(
         &self,

@@ -10,7 +10,7 @@ mod cases {
 
     use db::test_support::{
         Fixture, at, lint, sample_closed_trade, sample_fill, sample_note, sample_open_trade,
-        sample_skill_version, sample_snapshot, seed, t0,
+        sample_skill_version, sample_snapshot, seed,
     };
     use db::{
         ConstraintKind, DbError, DeploymentStatus, FactEdit, FillTradeLink, Forget, NewFact,
@@ -20,7 +20,7 @@ mod cases {
     use rust_decimal_macros::dec;
     use types::{
         ArchiveReason, CloseKind, FactChangeOp, FactConfidence, FactSource, MarketEvent,
-        NoteStatus, OrderSide, Side, TradeRecord, TradeStatus,
+        NoteStatus, OrderSide, Side, TradeRecord,
     };
     use uuid::Uuid;
 
@@ -332,9 +332,41 @@ mod cases {
             ..sample_open_trade(&fx, at(90))
         };
         let mut t = tick(&fx, 90);
+        let mut flip_fill = sample_fill("f-flip", dec!(0.02), dec!(65940), at(90));
+        flip_fill.side = OrderSide::Sell;
+        t.fills.push(flip_fill);
+        t.links.push(FillTradeLink {
+            broker_fill_id: "f-flip".into(),
+            trade_id: b.id,
+            flip_trade_id: Some(c.id),
+        });
         t.trades.push(c.clone());
         t.trades.push(b_closed.clone());
         s.record_tick(&t).await.unwrap();
+        let fills = s.list_fills(fx.deployment.id, Some(at(90))).await.unwrap();
+        assert_eq!(
+            (fills[0].trade_id, fills[0].flip_trade_id),
+            (Some(b.id), Some(c.id)),
+            "a flip fill links the row it closed and the row it opened"
+        );
+
+        // Closed rows are immutable: a later tick cannot reopen or rewrite B.
+        let mut t = tick(&fx, 95);
+        t.trades.push(TradeRecord {
+            realized_pnl_usd: dec!(999),
+            ..b_closed.clone()
+        });
+        assert!(matches!(
+            s.record_tick(&t).await,
+            Err(DbError::Invalid {
+                what: "trade_history row",
+                ..
+            })
+        ));
+        assert!(matches!(
+            s.get_snapshot(t.snapshot.id).await,
+            Err(DbError::NotFound { .. })
+        ));
 
         let d = fx.deployment.id;
         assert!(
@@ -924,9 +956,6 @@ mod cases {
             }
             other => panic!("expected the closed-row check, got {other:?}"),
         }
-        let _ = OrderSide::Buy;
-        let _ = TradeStatus::Open;
-        let _ = t0();
     }
 }
 
