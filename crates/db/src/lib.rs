@@ -18,6 +18,11 @@
 //! - facts 4–500 characters, every change audited by a trigger; reads capped at K ≤ 30;
 //! - point in time: closed trades and notes are read "as of" a time, never past it.
 //!
+//! Tests: `cargo test -p agent-db` runs one contract suite against SQLite and PostgreSQL (plus
+//! RLS tests). The PostgreSQL half needs a server at `TEST_DATABASE_URL` (default
+//! `postgres://postgres@127.0.0.1:5432/postgres`); without one it fails and says how to start it
+//! (`pg_ctlcluster --skip-systemctl-redirect 15 main start`). See `migrations/README.md`.
+//!
 //! What it must never do: decide anything about trading (it stores what the engine and the
 //! materializer computed), read the clock for anything a prompt shows (callers pass times;
 //! only bookkeeping columns such as `created_at` use the wall clock), or use floats for money —
