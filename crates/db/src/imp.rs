@@ -275,6 +275,65 @@ macro_rules! impl_stores {
                 }
                 Ok(())
             }
+
+            async fn claim_due_deployments(
+                &self,
+                owner: &str,
+                now: DateTime<Utc>,
+                lease_for: chrono::Duration,
+                limit: u32,
+            ) -> Result<Vec<Deployment>, DbError> {
+                if lease_for <= chrono::Duration::zero() {
+                    return Err(DbError::Invalid {
+                        what: "lease duration",
+                        detail: format!("{lease_for} is not positive"),
+                    });
+                }
+                let limit = check_limit("claim limit", limit, 1000)?;
+                // The outer WHERE repeats the availability test: on PostgreSQL a concurrent
+                // claimer that picked the same row waits for its lock, re-checks, and skips it.
+                let rows = sqlx::query(
+                    "UPDATE deployments SET lease_owner = $1, lease_expires_at = $3 \
+                     WHERE id IN (SELECT id FROM deployments WHERE status = 'active' \
+                         AND (next_tick_at IS NULL OR next_tick_at <= $2) \
+                         AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
+                         ORDER BY next_tick_at NULLS FIRST, id LIMIT $4) \
+                     AND status = 'active' AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
+                     RETURNING *",
+                )
+                .bind(owner)
+                .bind($enc::ts(now))
+                .bind($enc::ts(now + lease_for))
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(ctx("claiming due deployments"))?;
+                let mut claimed = rows.iter().map(codec::deployment_from_row).collect::<Result<Vec<_>, _>>()?;
+                claimed.sort_by(|a, b| (a.next_tick_at, a.id).cmp(&(b.next_tick_at, b.id)));
+                Ok(claimed)
+            }
+
+            async fn release_deployment(
+                &self,
+                id: Uuid,
+                owner: &str,
+                next_tick_at: Option<DateTime<Utc>>,
+            ) -> Result<(), DbError> {
+                let done = sqlx::query(
+                    "UPDATE deployments SET lease_owner = NULL, lease_expires_at = NULL, next_tick_at = $3 \
+                     WHERE id = $1 AND lease_owner = $2",
+                )
+                .bind($enc::id(id))
+                .bind(owner)
+                .bind($enc::ots(next_tick_at))
+                .execute(&self.pool)
+                .await
+                .map_err(ctx("releasing deployment lease"))?;
+                if done.rows_affected() == 0 {
+                    return Err(DbError::not_found("deployment leased to", format!("{owner}: {id}")));
+                }
+                Ok(())
+            }
         }
 
         impl TickStore for $store {

@@ -64,6 +64,8 @@ delegate!(RegistryStore {
     fn list_deployments(&self, status: Option<DeploymentStatus>) -> Vec<Deployment>;
     fn set_deployment_status(&self, id: Uuid, status: DeploymentStatus) -> ();
     fn set_next_tick_at(&self, id: Uuid, next_tick_at: Option<DateTime<Utc>>) -> ();
+    fn claim_due_deployments(&self, owner: &str, now: DateTime<Utc>, lease_for: chrono::Duration, limit: u32) -> Vec<Deployment>;
+    fn release_deployment(&self, id: Uuid, owner: &str, next_tick_at: Option<DateTime<Utc>>) -> ();
 });
 
 delegate!(TickStore {

@@ -99,6 +99,32 @@ pub trait RegistryStore {
         id: Uuid,
         next_tick_at: Option<DateTime<Utc>>,
     ) -> impl Future<Output = Result<(), DbError>> + Send;
+
+    /// For many runner processes: leases up to `limit` active deployments that are due
+    /// (`next_tick_at` unset or ≤ `now`) and not leased (or whose lease expired at or before
+    /// `now`) to `owner` until `now + lease_for`, most overdue first. Two concurrent claimers
+    /// never get the same deployment.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a non-positive lease or a limit above 1000.
+    fn claim_due_deployments(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        lease_for: chrono::Duration,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<Deployment>, DbError>> + Send;
+
+    /// Ends `owner`'s lease on the deployment and schedules its next tick.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when the deployment is not leased to `owner` (the lease was lost).
+    fn release_deployment(
+        &self,
+        id: Uuid,
+        owner: &str,
+        next_tick_at: Option<DateTime<Utc>>,
+    ) -> impl Future<Output = Result<(), DbError>> + Send;
 }
 
 /// The firehose: ticks (snapshot + fills + ledger changes, atomically) and snapshot reads.

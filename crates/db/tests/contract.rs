@@ -146,6 +146,83 @@ mod cases {
         }
     }
 
+    pub async fn leases_hand_each_due_deployment_to_one_runner<S: Storage + RawSql>(s: &S) {
+        let one = seed(s).await.unwrap().deployment.id;
+        let two = seed(s).await.unwrap().deployment.id;
+        let later = seed(s).await.unwrap().deployment.id;
+        s.set_next_tick_at(one, Some(at(0))).await.unwrap();
+        s.set_next_tick_at(two, Some(at(1))).await.unwrap();
+        s.set_next_tick_at(later, Some(at(60))).await.unwrap();
+        let lease = chrono::Duration::minutes(5);
+
+        // Two runners claim at once: each due deployment goes to exactly one of them.
+        let (a, b) = tokio::join!(
+            s.claim_due_deployments("runner-a", at(2), lease, 10),
+            s.claim_due_deployments("runner-b", at(2), lease, 10),
+        );
+        let mut claimed: Vec<Uuid> = a
+            .unwrap()
+            .into_iter()
+            .chain(b.unwrap())
+            .map(|d| d.id)
+            .collect();
+        claimed.sort();
+        let mut due = vec![one, two];
+        due.sort();
+        assert_eq!(
+            claimed, due,
+            "both due deployments, once each; the later one is not due"
+        );
+
+        // Leased: nobody else gets them until the lease expires at minute 7.
+        assert!(
+            s.claim_due_deployments("runner-c", at(6), lease, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let d = s.get_deployment(one).await.unwrap();
+        let holder = d.lease_owner.clone().unwrap();
+        assert_eq!(d.lease_expires_at, Some(at(7)));
+        assert!(matches!(
+            s.release_deployment(one, "runner-c", Some(at(10))).await,
+            Err(DbError::NotFound { .. })
+        ));
+        s.release_deployment(one, &holder, Some(at(10)))
+            .await
+            .unwrap();
+        let d = s.get_deployment(one).await.unwrap();
+        assert_eq!(
+            (d.lease_owner, d.lease_expires_at, d.next_tick_at),
+            (None, None, Some(at(10)))
+        );
+
+        // At minute 7 the other lease has expired: runner-c takes it over (most overdue first).
+        let taken = s
+            .claim_due_deployments("runner-c", at(7), lease, 1)
+            .await
+            .unwrap();
+        assert_eq!(taken.iter().map(|d| d.id).collect::<Vec<_>>(), vec![two]);
+        assert_eq!(taken[0].lease_owner.as_deref(), Some("runner-c"));
+        // At minute 100 every lease has expired; paused deployments are never claimed.
+        s.set_deployment_status(one, DeploymentStatus::Paused)
+            .await
+            .unwrap();
+        let ids: Vec<Uuid> = s
+            .claim_due_deployments("runner-d", at(100), lease, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|d| d.id)
+            .collect();
+        assert_eq!(ids, vec![two, later], "most overdue first; `one` is paused");
+        assert!(matches!(
+            s.claim_due_deployments("x", at(0), chrono::Duration::zero(), 1)
+                .await,
+            Err(DbError::Invalid { .. })
+        ));
+    }
+
     pub async fn record_tick_writes_snapshot_fills_trades_and_links<S: Storage + RawSql>(s: &S) {
         let fx = seed(s).await.unwrap();
         let mut t = tick(&fx, 0);
@@ -993,6 +1070,7 @@ macro_rules! contract {
 
 contract!(
     registry_round_trip,
+    leases_hand_each_due_deployment_to_one_runner,
     record_tick_writes_snapshot_fills_trades_and_links,
     record_tick_replay_is_a_no_op,
     record_tick_is_all_or_nothing,
