@@ -32,7 +32,6 @@ begin
 end
 $$;
 
-grant usage on schema auth to anon, authenticated, service_role;
 grant usage on schema public to anon, authenticated, service_role;
 
 -- auth.uid() / auth.role(): the JWT claims of the request, as PostgREST sets them with
@@ -66,5 +65,15 @@ begin
 end
 $$;
 
-grant execute on function auth.uid() to anon, authenticated, service_role;
-grant execute on function auth.role() to anon, authenticated, service_role;
+-- Grants on the auth schema. On Supabase it belongs to another admin role and these grants
+-- already exist; refusing to re-grant them there is not an error.
+do $$
+begin
+    grant usage on schema auth to anon, authenticated, service_role;
+    grant execute on function auth.uid() to anon, authenticated, service_role;
+    grant execute on function auth.role() to anon, authenticated, service_role;
+    grant select, insert, update, delete on auth.users to service_role;
+exception when insufficient_privilege then
+    raise notice 'auth shim: grants on schema auth left as they are (%)', sqlerrm;
+end
+$$;

@@ -14,7 +14,6 @@ grant select on public.market_events to anon;
 
 grant select, insert, update, delete on all tables in schema public to service_role;
 grant usage on all sequences in schema public to service_role;
-grant select, insert, update, delete on auth.users to service_role;
 
 -- Enable RLS and give service_role an explicit allow-all policy on every table (it is also created
 -- BYPASSRLS; the policy keeps it working where the role pre-exists without that attribute).

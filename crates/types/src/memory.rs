@@ -264,3 +264,60 @@ pub struct MarketEvent {
     pub importance: Decimal,
     pub source: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stored spelling (`as_str`), the parser and serde agree for every variant.
+    fn check<T>(all: &[T], as_str: fn(T) -> &'static str, parse: fn(&str) -> Option<T>)
+    where
+        T: Copy + PartialEq + fmt::Debug + Serialize,
+    {
+        for &v in all {
+            assert_eq!(parse(as_str(v)), Some(v));
+            assert_eq!(
+                serde_json::to_string(&v).unwrap(),
+                format!("\"{}\"", as_str(v))
+            );
+        }
+        assert_eq!(parse("nonsense"), None);
+    }
+
+    #[test]
+    fn enum_spellings_round_trip() {
+        check(
+            &[NoteStatus::Active, NoteStatus::Superseded],
+            NoteStatus::as_str,
+            NoteStatus::parse,
+        );
+        check(
+            &[FactSource::Chat, FactSource::Profile, FactSource::Inferred],
+            FactSource::as_str,
+            FactSource::parse,
+        );
+        check(
+            &[FactConfidence::Asserted, FactConfidence::Inferred],
+            FactConfidence::as_str,
+            FactConfidence::parse,
+        );
+        check(
+            &[
+                ArchiveReason::UserDeleted,
+                ArchiveReason::UserCorrected,
+                ArchiveReason::AgentForget,
+            ],
+            ArchiveReason::as_str,
+            ArchiveReason::parse,
+        );
+        check(
+            &[
+                FactChangeOp::Insert,
+                FactChangeOp::Update,
+                FactChangeOp::Archive,
+            ],
+            FactChangeOp::as_str,
+            FactChangeOp::parse,
+        );
+    }
+}
