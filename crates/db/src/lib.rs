@@ -1,2 +1,72 @@
 //! Storage: store traits with one PostgreSQL and one SQLite implementation each, and the
-//! migrations for both.
+//! migrations for both (`migrations/postgres`, `migrations/sqlite`, one schema in two dialects).
+//!
+//! What this crate owns:
+//! - the schema: skills, deployments, the decision firehose (`decision_snapshots`), `fills`, the
+//!   closed-trade ledger (`trade_history`, column for column [`types::TradeRecord`]),
+//!   `reflection_notes` + `reflection_runs`, `user_facts` + their audit trail, `market_events`;
+//!   on PostgreSQL also the `auth` shim (roles `anon` / `authenticated` / `service_role`,
+//!   `auth.uid()`, `auth.role()`) and row-level security;
+//! - the store traits ([`RegistryStore`], [`TickStore`], [`LedgerStore`], [`NoteStore`],
+//!   [`FactStore`], [`EventStore`]; all of them: [`Storage`]) and their two implementations
+//!   ([`SqliteStore`], [`PgStore`]), chosen at run time through [`Store`] / [`connect`].
+//!
+//! Invariants it keeps (in Rust and again in the database):
+//! - a tick is written atomically and at most once ([`TickStore::record_tick`]); a fill is stored
+//!   at most once per deployment; at most one open ledger row per deployment and symbol;
+//! - exactly one active reflection note per scope, history kept; lessons ≤ 2000 characters;
+//! - facts 4–500 characters, every change audited by a trigger; reads capped at K ≤ 30;
+//! - point in time: closed trades and notes are read "as of" a time, never past it.
+//!
+//! Tests: `cargo test -p agent-db` runs one contract suite against SQLite and PostgreSQL (plus
+//! RLS tests). The PostgreSQL half needs a server at `TEST_DATABASE_URL` (default
+//! `postgres://postgres@127.0.0.1:5432/postgres`); without one it fails and says how to start it
+//! (`pg_ctlcluster --skip-systemctl-redirect 15 main start`). See `migrations/README.md`.
+//!
+//! What it must never do: decide anything about trading (it stores what the engine and the
+//! materializer computed), read the clock for anything a prompt shows (callers pass times;
+//! only bookkeeping columns such as `created_at` use the wall clock), or use floats for money —
+//! decimals are `numeric` on PostgreSQL and exact TEXT on SQLite.
+
+mod codec;
+mod error;
+mod imp;
+mod model;
+mod postgres;
+mod sqlite;
+mod store;
+#[cfg(feature = "test-support")]
+pub mod test_support;
+mod traits;
+
+pub use codec::time_text;
+pub use error::{ConstraintKind, DbError};
+pub use model::{
+    BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, FillTradeLink, Forget,
+    NewFact, NewNote, NoteScope, ReflectionRun, RunOutcome, Skill, SkillVersion, StoredFill,
+    TickOutcome, TickRecord, TokenUsage, User,
+};
+pub use postgres::{POSTGRES_MIGRATOR, PgStore};
+pub use sqlite::{SQLITE_MIGRATOR, SqliteStore};
+pub use store::Store;
+pub use traits::{
+    EventStore, FactStore, LedgerStore, NoteStore, RegistryStore, Storage, TickStore,
+};
+
+/// Opens the store `url` names and applies its migrations:
+/// `sqlite://path?mode=rwc` (or `sqlite:path`; the file is created on first use),
+/// `sqlite::memory:`, or `postgres://…` / `postgresql://…`.
+///
+/// # Errors
+/// [`DbError::UnsupportedUrl`] for another scheme; otherwise what
+/// [`SqliteStore::connect`] / [`PgStore::connect`] return.
+pub async fn connect(url: &str) -> Result<Store, DbError> {
+    let scheme = url.split(':').next().unwrap_or_default();
+    match scheme {
+        "sqlite" => Ok(Store::Sqlite(SqliteStore::connect(url).await?)),
+        "postgres" | "postgresql" => Ok(Store::Postgres(PgStore::connect(url).await?)),
+        other => Err(DbError::UnsupportedUrl {
+            scheme: other.to_owned(),
+        }),
+    }
+}

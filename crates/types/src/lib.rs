@@ -10,12 +10,18 @@ mod clock;
 mod interval;
 mod ledger;
 mod market;
+mod memory;
 mod trading;
 
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use interval::{Interval, ParseIntervalError};
 pub use ledger::{CloseKind, TradeRecord, TradeStatus};
 pub use market::{Bar, RegimeTag, classify_regime};
+pub use memory::{
+    ArchiveReason, FactChange, FactChangeOp, FactConfidence, FactSource, MAX_FACT_CHARS,
+    MAX_FACT_TOPIC_CHARS, MAX_LESSONS_CHARS, MAX_LINT_REASON_CHARS, MAX_MEMORY_K, MIN_FACT_CHARS,
+    MarketEvent, NoteLint, NoteStatus, ReflectionNote, UserFact,
+};
 pub use trading::{
     Fill, OrderAction, OrderSide, PortfolioSnapshot, Position, ProposedAction, RuleCode, Side,
     Verdict,

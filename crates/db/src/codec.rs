@@ -1,0 +1,576 @@
+//! Value mapping between Rust and the two dialects, and the row decoders both backends share.
+//!
+//! Decoding goes through [`RowExt`], implemented once per backend row type; every `*_from_row`
+//! function below is therefore written once. Encoding goes through the `lite` / `pg` modules,
+//! whose functions have the same names so the backend-generic store code can call `$enc::dec(x)`.
+
+use std::str::FromStr;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use rust_decimal::Decimal;
+use serde::de::DeserializeOwned;
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+use sqlx::sqlite::SqliteRow;
+use sqlx::types::Json;
+use types::{
+    ArchiveReason, CloseKind, FactChange, FactChangeOp, FactConfidence, FactSource, Fill,
+    MarketEvent, NoteLint, NoteStatus, OrderSide, ReflectionNote, RegimeTag, Side, TradeRecord,
+    TradeStatus, UserFact,
+};
+use uuid::Uuid;
+
+use crate::DbError;
+use crate::model::{
+    BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, ReflectionRun, RunOutcome, Skill,
+    SkillVersion, StoredFill, TokenUsage,
+};
+
+/// SQLite's text form of a time: RFC 3339, UTC, exactly six fractional digits, `Z`. Fixed width,
+/// so comparing and sorting the text compares the times. PostgreSQL keeps microseconds too.
+#[must_use]
+pub fn time_text(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// Encoders for SQLite: uuid, decimal and time become TEXT.
+pub(crate) mod lite {
+    use super::{DateTime, Decimal, Utc, Uuid, time_text};
+
+    pub fn id(v: Uuid) -> String {
+        v.to_string()
+    }
+    pub fn oid(v: Option<Uuid>) -> Option<String> {
+        v.map(id)
+    }
+    pub fn dec(v: Decimal) -> String {
+        v.to_string()
+    }
+    pub fn odec(v: Option<Decimal>) -> Option<String> {
+        v.map(dec)
+    }
+    pub fn ts(v: DateTime<Utc>) -> String {
+        time_text(v)
+    }
+    pub fn ots(v: Option<DateTime<Utc>>) -> Option<String> {
+        v.map(ts)
+    }
+    pub fn symbols(v: &[String]) -> String {
+        // Serialising a list of strings cannot fail.
+        serde_json::to_string(v).unwrap_or_else(|_| "[]".to_owned())
+    }
+}
+
+/// Encoders for PostgreSQL: native uuid, numeric, timestamptz and text[].
+pub(crate) mod pg {
+    use super::{DateTime, Decimal, Utc, Uuid};
+
+    pub fn id(v: Uuid) -> Uuid {
+        v
+    }
+    pub fn oid(v: Option<Uuid>) -> Option<Uuid> {
+        v
+    }
+    pub fn dec(v: Decimal) -> Decimal {
+        v
+    }
+    pub fn odec(v: Option<Decimal>) -> Option<Decimal> {
+        v
+    }
+    pub fn ts(v: DateTime<Utc>) -> DateTime<Utc> {
+        v
+    }
+    pub fn ots(v: Option<DateTime<Utc>>) -> Option<DateTime<Utc>> {
+        v
+    }
+    pub fn symbols(v: &[String]) -> Vec<String> {
+        v.to_vec()
+    }
+}
+
+fn decode_err(column: &str, e: impl std::fmt::Display) -> DbError {
+    DbError::Decode {
+        column: column.to_owned(),
+        detail: e.to_string(),
+    }
+}
+
+/// Typed column access over both backends' rows.
+pub(crate) trait RowExt {
+    fn text(&self, c: &str) -> Result<String, DbError>;
+    fn opt_text(&self, c: &str) -> Result<Option<String>, DbError>;
+    fn int(&self, c: &str) -> Result<i32, DbError>;
+    fn big(&self, c: &str) -> Result<i64, DbError>;
+    fn opt_big(&self, c: &str) -> Result<Option<i64>, DbError>;
+    fn flag(&self, c: &str) -> Result<bool, DbError>;
+    fn opt_uuid(&self, c: &str) -> Result<Option<Uuid>, DbError>;
+    fn opt_dec(&self, c: &str) -> Result<Option<Decimal>, DbError>;
+    fn opt_ts(&self, c: &str) -> Result<Option<DateTime<Utc>>, DbError>;
+    fn opt_json<T: DeserializeOwned>(&self, c: &str) -> Result<Option<T>, DbError>;
+    fn symbols(&self, c: &str) -> Result<Vec<String>, DbError>;
+
+    fn uuid(&self, c: &str) -> Result<Uuid, DbError> {
+        self.opt_uuid(c)?
+            .ok_or_else(|| decode_err(c, "unexpected null"))
+    }
+    fn dec(&self, c: &str) -> Result<Decimal, DbError> {
+        self.opt_dec(c)?
+            .ok_or_else(|| decode_err(c, "unexpected null"))
+    }
+    fn ts(&self, c: &str) -> Result<DateTime<Utc>, DbError> {
+        self.opt_ts(c)?
+            .ok_or_else(|| decode_err(c, "unexpected null"))
+    }
+    fn json<T: DeserializeOwned>(&self, c: &str) -> Result<T, DbError> {
+        self.opt_json(c)?
+            .ok_or_else(|| decode_err(c, "unexpected null"))
+    }
+}
+
+macro_rules! common_row_ext {
+    () => {
+        fn text(&self, c: &str) -> Result<String, DbError> {
+            self.try_get::<String, _>(c).map_err(|e| decode_err(c, e))
+        }
+        fn opt_text(&self, c: &str) -> Result<Option<String>, DbError> {
+            self.try_get::<Option<String>, _>(c)
+                .map_err(|e| decode_err(c, e))
+        }
+        fn int(&self, c: &str) -> Result<i32, DbError> {
+            self.try_get::<i32, _>(c).map_err(|e| decode_err(c, e))
+        }
+        fn big(&self, c: &str) -> Result<i64, DbError> {
+            self.try_get::<i64, _>(c).map_err(|e| decode_err(c, e))
+        }
+        fn opt_big(&self, c: &str) -> Result<Option<i64>, DbError> {
+            self.try_get::<Option<i64>, _>(c)
+                .map_err(|e| decode_err(c, e))
+        }
+        fn flag(&self, c: &str) -> Result<bool, DbError> {
+            self.try_get::<bool, _>(c).map_err(|e| decode_err(c, e))
+        }
+        fn opt_json<T: DeserializeOwned>(&self, c: &str) -> Result<Option<T>, DbError> {
+            self.try_get::<Option<Json<T>>, _>(c)
+                .map(|v| v.map(|j| j.0))
+                .map_err(|e| decode_err(c, e))
+        }
+    };
+}
+
+impl RowExt for SqliteRow {
+    common_row_ext!();
+
+    fn opt_uuid(&self, c: &str) -> Result<Option<Uuid>, DbError> {
+        self.opt_text(c)?
+            .map(|s| Uuid::parse_str(&s).map_err(|e| decode_err(c, e)))
+            .transpose()
+    }
+    fn opt_dec(&self, c: &str) -> Result<Option<Decimal>, DbError> {
+        self.opt_text(c)?
+            .map(|s| Decimal::from_str(&s).map_err(|e| decode_err(c, e)))
+            .transpose()
+    }
+    fn opt_ts(&self, c: &str) -> Result<Option<DateTime<Utc>>, DbError> {
+        self.opt_text(c)?
+            .map(|s| {
+                DateTime::parse_from_rfc3339(&s)
+                    .map(|t| t.with_timezone(&Utc))
+                    .map_err(|e| decode_err(c, format!("{e} in {s:?}")))
+            })
+            .transpose()
+    }
+    fn symbols(&self, c: &str) -> Result<Vec<String>, DbError> {
+        self.json(c)
+    }
+}
+
+impl RowExt for PgRow {
+    common_row_ext!();
+
+    fn opt_uuid(&self, c: &str) -> Result<Option<Uuid>, DbError> {
+        self.try_get::<Option<Uuid>, _>(c)
+            .map_err(|e| decode_err(c, e))
+    }
+    fn opt_dec(&self, c: &str) -> Result<Option<Decimal>, DbError> {
+        self.try_get::<Option<Decimal>, _>(c)
+            .map_err(|e| decode_err(c, e))
+    }
+    fn opt_ts(&self, c: &str) -> Result<Option<DateTime<Utc>>, DbError> {
+        self.try_get::<Option<DateTime<Utc>>, _>(c)
+            .map_err(|e| decode_err(c, e))
+    }
+    fn symbols(&self, c: &str) -> Result<Vec<String>, DbError> {
+        self.try_get::<Vec<String>, _>(c)
+            .map_err(|e| decode_err(c, e))
+    }
+}
+
+// ---- enum spellings the shared types don't parse themselves --------------------------------
+
+fn parse_enum<T>(c: &str, s: &str, parsed: Option<T>) -> Result<T, DbError> {
+    parsed.ok_or_else(|| decode_err(c, format!("unknown value {s:?}")))
+}
+
+fn enum_col<R: RowExt, T>(r: &R, c: &str, parse: impl Fn(&str) -> Option<T>) -> Result<T, DbError> {
+    let s = r.text(c)?;
+    parse_enum(c, &s, parse(&s))
+}
+
+fn opt_enum_col<R: RowExt, T>(
+    r: &R,
+    c: &str,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Result<Option<T>, DbError> {
+    r.opt_text(c)?
+        .map(|s| parse_enum(c, &s, parse(&s)))
+        .transpose()
+}
+
+pub(crate) fn side_str(s: Side) -> &'static str {
+    s.as_str()
+}
+
+fn parse_side(s: &str) -> Option<Side> {
+    [Side::Long, Side::Short]
+        .into_iter()
+        .find(|v| v.as_str() == s)
+}
+
+fn parse_trade_status(s: &str) -> Option<TradeStatus> {
+    [TradeStatus::Open, TradeStatus::Closed]
+        .into_iter()
+        .find(|v| v.as_str() == s)
+}
+
+fn parse_close_kind(s: &str) -> Option<CloseKind> {
+    [
+        CloseKind::Signal,
+        CloseKind::Flip,
+        CloseKind::Liquidation,
+        CloseKind::External,
+    ]
+    .into_iter()
+    .find(|v| v.as_str() == s)
+}
+
+pub(crate) fn order_side_str(s: OrderSide) -> &'static str {
+    match s {
+        OrderSide::Buy => "buy",
+        OrderSide::Sell => "sell",
+    }
+}
+
+fn parse_order_side(s: &str) -> Option<OrderSide> {
+    match s {
+        "buy" => Some(OrderSide::Buy),
+        "sell" => Some(OrderSide::Sell),
+        _ => None,
+    }
+}
+
+pub(crate) fn u64_to_i64(what: &'static str, v: u64) -> Result<i64, DbError> {
+    i64::try_from(v).map_err(|_| DbError::Invalid {
+        what,
+        detail: format!("{v} does not fit a signed 64-bit column"),
+    })
+}
+
+fn i64_to_u64(c: &str, v: i64) -> Result<u64, DbError> {
+    u64::try_from(v).map_err(|e| decode_err(c, e))
+}
+
+// ---- row decoders --------------------------------------------------------------------------
+
+pub(crate) fn skill_from_row<R: RowExt>(r: &R) -> Result<Skill, DbError> {
+    Ok(Skill {
+        id: r.uuid("id")?,
+        user_id: r.uuid("user_id")?,
+        name: r.text("name")?,
+        created_at: r.ts("created_at")?,
+    })
+}
+
+pub(crate) fn skill_version_from_row<R: RowExt>(r: &R) -> Result<SkillVersion, DbError> {
+    Ok(SkillVersion {
+        skill_id: r.uuid("skill_id")?,
+        version: r.int("version")?,
+        body: r.json("body")?,
+        model: r.text("model")?,
+        created_at: r.ts("created_at")?,
+    })
+}
+
+pub(crate) fn deployment_from_row<R: RowExt>(r: &R) -> Result<Deployment, DbError> {
+    Ok(Deployment {
+        id: r.uuid("id")?,
+        user_id: r.uuid("user_id")?,
+        skill_id: r.uuid("skill_id")?,
+        skill_version: r.int("skill_version")?,
+        broker: enum_col(r, "broker", BrokerKind::parse)?,
+        status: enum_col(r, "status", DeploymentStatus::parse)?,
+        initial_equity_usd: r.dec("initial_equity_usd")?,
+        equity_usd: r.dec("equity_usd")?,
+        config: r.json("config")?,
+        created_at: r.ts("created_at")?,
+        next_tick_at: r.opt_ts("next_tick_at")?,
+        lease_owner: r.opt_text("lease_owner")?,
+        lease_expires_at: r.opt_ts("lease_expires_at")?,
+    })
+}
+
+pub(crate) fn snapshot_from_row<R: RowExt>(r: &R) -> Result<DecisionSnapshot, DbError> {
+    Ok(DecisionSnapshot {
+        id: r.uuid("id")?,
+        deployment_id: r.uuid("deployment_id")?,
+        tick_at: r.ts("tick_at")?,
+        system_prompt: r.text("system_prompt")?,
+        context: r.text("context")?,
+        steps: r.json("steps")?,
+        proposal: r.opt_json("proposal")?,
+        verdict: r.json("verdict")?,
+        model: r.text("model")?,
+        finish_reason: r.opt_text("finish_reason")?,
+        usage: TokenUsage {
+            input: i64_to_u64("input_tokens", r.big("input_tokens")?)?,
+            output: i64_to_u64("output_tokens", r.big("output_tokens")?)?,
+            cache_read: i64_to_u64("cache_read_tokens", r.big("cache_read_tokens")?)?,
+            cache_write: i64_to_u64("cache_write_tokens", r.big("cache_write_tokens")?)?,
+        },
+        cost_usd: r.dec("cost_usd")?,
+    })
+}
+
+pub(crate) fn trade_from_row<R: RowExt>(r: &R) -> Result<TradeRecord, DbError> {
+    Ok(TradeRecord {
+        id: r.uuid("id")?,
+        deployment_id: r.uuid("deployment_id")?,
+        skill_id: r.uuid("skill_id")?,
+        skill_version: r.int("skill_version")?,
+        symbol: r.text("symbol")?,
+        side: enum_col(r, "side", parse_side)?,
+        status: enum_col(r, "status", parse_trade_status)?,
+        entry_tick_at: r.ts("entry_tick_at")?,
+        entry_price: r.dec("entry_price")?,
+        entry_size_usd: r.dec("entry_size_usd")?,
+        entry_leverage: r.opt_dec("entry_leverage")?,
+        entry_reason: r.opt_text("entry_reason")?,
+        entry_snapshot_id: r.opt_uuid("entry_snapshot_id")?,
+        entry_regime_tag: opt_enum_col(r, "entry_regime_tag", RegimeTag::parse)?,
+        opened_qty: r.dec("opened_qty")?,
+        open_qty: r.dec("open_qty")?,
+        exit_tick_at: r.opt_ts("exit_tick_at")?,
+        exit_price: r.opt_dec("exit_price")?,
+        exit_reason: r.opt_text("exit_reason")?,
+        exit_snapshot_id: r.opt_uuid("exit_snapshot_id")?,
+        close_kind: opt_enum_col(r, "close_kind", parse_close_kind)?,
+        holding_minutes: r.opt_dec("holding_minutes")?,
+        realized_pnl_usd: r.dec("realized_pnl_usd")?,
+        fees_usd: r.dec("fees_usd")?,
+        mfe_usd: r.dec("mfe_usd")?,
+        mae_usd: r.dec("mae_usd")?,
+        exit_size_usd: r.dec("exit_size_usd")?,
+        broker_reconciled: r.flag("broker_reconciled")?,
+    })
+}
+
+pub(crate) fn fill_from_row<R: RowExt>(r: &R) -> Result<StoredFill, DbError> {
+    Ok(StoredFill {
+        deployment_id: r.uuid("deployment_id")?,
+        fill: Fill {
+            id: r.text("broker_fill_id")?,
+            symbol: r.text("symbol")?,
+            side: enum_col(r, "side", parse_order_side)?,
+            qty: r.dec("qty")?,
+            price: r.dec("price")?,
+            fee_usd: r.dec("fee_usd")?,
+            time: r.ts("time")?,
+            snapshot_id: r.opt_uuid("snapshot_id")?,
+            client_order_id: r.opt_text("client_order_id")?,
+            liquidation: r.flag("liquidation")?,
+        },
+        trade_id: r.opt_uuid("trade_id")?,
+        flip_trade_id: r.opt_uuid("flip_trade_id")?,
+    })
+}
+
+pub(crate) fn note_from_row<R: RowExt>(r: &R) -> Result<ReflectionNote, DbError> {
+    let lint = if r.flag("lint_flagged")? {
+        Some(NoteLint {
+            reason: r.opt_text("lint_reason")?.unwrap_or_default(),
+        })
+    } else {
+        None
+    };
+    Ok(ReflectionNote {
+        id: r.uuid("id")?,
+        skill_id: r.uuid("skill_id")?,
+        skill_version: r.int("skill_version")?,
+        deployment_id: r.opt_uuid("deployment_id")?,
+        status: enum_col(r, "status", NoteStatus::parse)?,
+        generated_at: r.ts("generated_at")?,
+        window_start: r.ts("window_start")?,
+        window_end: r.ts("window_end")?,
+        trades_considered: r.int("trades_considered")?,
+        lessons_text: r.text("lessons_text")?,
+        model_used: r.text("model_used")?,
+        input_tokens: r.opt_big("input_tokens")?,
+        output_tokens: r.opt_big("output_tokens")?,
+        cost_usd: r.opt_dec("cost_usd")?,
+        lint,
+        superseded_at: r.opt_ts("superseded_at")?,
+        superseded_by: r.opt_uuid("superseded_by")?,
+    })
+}
+
+pub(crate) fn run_from_row<R: RowExt>(r: &R) -> Result<ReflectionRun, DbError> {
+    let outcome = match r.text("outcome")?.as_str() {
+        "succeeded" => RunOutcome::Succeeded {
+            note_id: r.opt_uuid("note_id")?,
+        },
+        "failed" => RunOutcome::Failed {
+            error: r.opt_text("error")?.unwrap_or_default(),
+        },
+        other => return Err(decode_err("outcome", format!("unknown value {other:?}"))),
+    };
+    Ok(ReflectionRun {
+        id: r.uuid("id")?,
+        skill_id: r.uuid("skill_id")?,
+        skill_version: r.int("skill_version")?,
+        deployment_id: r.opt_uuid("deployment_id")?,
+        started_at: r.ts("started_at")?,
+        finished_at: r.ts("finished_at")?,
+        outcome,
+        model: r.text("model")?,
+        input_tokens: r.opt_big("input_tokens")?,
+        output_tokens: r.opt_big("output_tokens")?,
+        cost_usd: r.opt_dec("cost_usd")?,
+    })
+}
+
+pub(crate) fn fact_from_row<R: RowExt>(r: &R) -> Result<UserFact, DbError> {
+    Ok(UserFact {
+        id: r.uuid("id")?,
+        user_id: r.uuid("user_id")?,
+        skill_id: r.opt_uuid("skill_id")?,
+        fact: r.text("fact")?,
+        source: enum_col(r, "source", FactSource::parse)?,
+        confidence: enum_col(r, "confidence", FactConfidence::parse)?,
+        topic: r.opt_text("topic")?,
+        last_referenced_at: r.opt_ts("last_referenced_at")?,
+        created_at: r.ts("created_at")?,
+        archived_at: r.opt_ts("archived_at")?,
+        archived_reason: opt_enum_col(r, "archived_reason", ArchiveReason::parse)?,
+    })
+}
+
+pub(crate) fn fact_change_from_row<R: RowExt>(r: &R) -> Result<FactChange, DbError> {
+    Ok(FactChange {
+        id: r.big("id")?,
+        fact_id: r.uuid("fact_id")?,
+        user_id: r.uuid("user_id")?,
+        op: enum_col(r, "op", FactChangeOp::parse)?,
+        actor: r.opt_text("actor")?,
+        db_role: r.text("db_role")?,
+        jwt_sub: r.opt_uuid("jwt_sub")?,
+        changed_at: r.ts("changed_at")?,
+        old_fact: r.opt_text("old_fact")?,
+        new_fact: r.opt_text("new_fact")?,
+        reason: r.opt_text("reason")?,
+    })
+}
+
+pub(crate) fn event_from_row<R: RowExt>(r: &R) -> Result<MarketEvent, DbError> {
+    Ok(MarketEvent {
+        id: r.uuid("id")?,
+        kind: r.text("kind")?,
+        title: r.text("title")?,
+        symbols: r.symbols("symbols")?,
+        scheduled_at: r.ts("scheduled_at")?,
+        importance: r.dec("importance")?,
+        source: r.text("source")?,
+    })
+}
+
+// ---- bounds ----------------------------------------------------------------------------------
+
+/// Checks a text's length in characters (what `char_length` / SQLite `length` count).
+pub(crate) fn check_len(
+    field: &'static str,
+    s: &str,
+    min: usize,
+    max: usize,
+) -> Result<(), DbError> {
+    let actual = s.chars().count();
+    if actual < min || actual > max {
+        return Err(DbError::Bound {
+            field,
+            actual,
+            min,
+            max,
+        });
+    }
+    Ok(())
+}
+
+/// Caps a list limit at `max`.
+pub(crate) fn check_limit(what: &'static str, limit: u32, max: u32) -> Result<i64, DbError> {
+    if limit > max {
+        return Err(DbError::Invalid {
+            what,
+            detail: format!("{limit} exceeds the cap of {max}"),
+        });
+    }
+    Ok(i64::from(limit))
+}
+
+/// The first `max` characters of `s`.
+pub(crate) fn truncate_chars(s: &str, max: usize) -> String {
+    s.chars().take(max).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn time_text_has_fixed_width_and_sorts_like_time() {
+        let a = Utc.with_ymd_and_hms(2026, 6, 4, 10, 0, 0).unwrap();
+        let b = a + chrono::Duration::microseconds(1);
+        let c = a + chrono::Duration::hours(1);
+        assert_eq!(time_text(a), "2026-06-04T10:00:00.000000Z");
+        assert_eq!(time_text(b), "2026-06-04T10:00:00.000001Z");
+        assert!(time_text(a) < time_text(b) && time_text(b) < time_text(c));
+    }
+
+    proptest::proptest! {
+        /// SQLite stores times as text: text order must be time order, and parsing gives the
+        /// time back (at microsecond precision, which PostgreSQL keeps too).
+        #[test]
+        fn time_text_orders_and_round_trips(a in 0i64..4_102_444_800_000_000, b in 0i64..4_102_444_800_000_000) {
+            let ta = DateTime::<Utc>::from_timestamp_micros(a).unwrap();
+            let tb = DateTime::<Utc>::from_timestamp_micros(b).unwrap();
+            proptest::prop_assert_eq!(ta.cmp(&tb), time_text(ta).cmp(&time_text(tb)));
+            let back = DateTime::parse_from_rfc3339(&time_text(ta)).unwrap().with_timezone(&Utc);
+            proptest::prop_assert_eq!(back, ta);
+        }
+
+        /// SQLite stores decimals as text: the text gives back the same value and scale.
+        #[test]
+        fn decimal_text_round_trips_exactly(m in proptest::num::i64::ANY, scale in 0u32..=28) {
+            let d = Decimal::new(m, scale);
+            let back = Decimal::from_str(&lite::dec(d)).unwrap();
+            proptest::prop_assert_eq!(back, d);
+            proptest::prop_assert_eq!(back.scale(), d.scale());
+        }
+    }
+
+    #[test]
+    fn length_bounds_count_characters_not_bytes() {
+        // "é" is 2 bytes, 1 character: 500 of them are 1000 bytes but within the 500 cap.
+        assert!(check_len("fact", &"é".repeat(500), 4, 500).is_ok());
+        let err = check_len("fact", &"é".repeat(501), 4, 500).unwrap_err();
+        assert!(matches!(err, DbError::Bound { actual: 501, .. }));
+        assert!(check_len("fact", "abc", 4, 500).is_err());
+    }
+}

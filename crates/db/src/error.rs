@@ -1,0 +1,146 @@
+use std::fmt;
+
+/// Which kind of database constraint rejected a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConstraintKind {
+    Unique,
+    Check,
+    ForeignKey,
+    NotNull,
+}
+
+impl fmt::Display for ConstraintKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ConstraintKind::Unique => "unique",
+            ConstraintKind::Check => "check",
+            ConstraintKind::ForeignKey => "foreign key",
+            ConstraintKind::NotNull => "not null",
+        })
+    }
+}
+
+/// Everything a store operation can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// The row the operation needs does not exist (or is not visible to the caller).
+    #[error("{entity} {id} not found")]
+    NotFound { entity: &'static str, id: String },
+
+    /// The database refused the write. `constraint` is the constraint's name on PostgreSQL and
+    /// what SQLite reports on SQLite (the CHECK name, or `table.column` for unique indexes).
+    #[error("{context}: {kind} constraint `{constraint}` rejected the write ({message})")]
+    Constraint {
+        context: &'static str,
+        kind: ConstraintKind,
+        constraint: String,
+        message: String,
+    },
+
+    /// A text field is outside its bounds (checked in Rust before the database sees it).
+    #[error("{field} has {actual} characters; allowed {min}..={max}")]
+    Bound {
+        field: &'static str,
+        actual: usize,
+        min: usize,
+        max: usize,
+    },
+
+    /// The input is not acceptable for a reason other than length.
+    #[error("invalid {what}: {detail}")]
+    Invalid { what: &'static str, detail: String },
+
+    /// A stored value could not be turned back into its Rust type.
+    #[error("cannot decode column `{column}`: {detail}")]
+    Decode { column: String, detail: String },
+
+    /// The URL given to [`connect`](crate::connect) names no supported backend.
+    #[error("unsupported database URL scheme `{scheme}`: expected sqlite:… or postgres://…")]
+    UnsupportedUrl { scheme: String },
+
+    /// Applying the embedded migrations failed.
+    #[error("running {backend} migrations: {source}")]
+    Migrate {
+        backend: &'static str,
+        #[source]
+        source: sqlx::migrate::MigrateError,
+    },
+
+    /// A retried write kept conflicting with concurrent writers.
+    #[error("{context}: still conflicting after {attempts} attempts")]
+    Contention {
+        context: &'static str,
+        attempts: u32,
+    },
+
+    /// Any other driver or server error.
+    #[error("{context}: {source}")]
+    Backend {
+        context: &'static str,
+        #[source]
+        source: sqlx::Error,
+    },
+}
+
+impl DbError {
+    /// Classifies a driver error: constraint violations become [`DbError::Constraint`], anything
+    /// else [`DbError::Backend`], both tagged with what was being done.
+    pub(crate) fn from_sqlx(context: &'static str, err: sqlx::Error) -> Self {
+        if let sqlx::Error::Database(db) = &err {
+            let kind = match db.kind() {
+                sqlx::error::ErrorKind::UniqueViolation => Some(ConstraintKind::Unique),
+                sqlx::error::ErrorKind::CheckViolation => Some(ConstraintKind::Check),
+                sqlx::error::ErrorKind::ForeignKeyViolation => Some(ConstraintKind::ForeignKey),
+                sqlx::error::ErrorKind::NotNullViolation => Some(ConstraintKind::NotNull),
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                let message = db.message().to_owned();
+                // PostgreSQL names the constraint; SQLite puts it after the colon of its message
+                // ("CHECK constraint failed: reflection_notes_lessons_len").
+                let constraint = db.constraint().map_or_else(
+                    || {
+                        message
+                            .split_once(": ")
+                            .map_or_else(String::new, |(_, name)| name.trim().to_owned())
+                    },
+                    str::to_owned,
+                );
+                return DbError::Constraint {
+                    context,
+                    kind,
+                    constraint,
+                    message,
+                };
+            }
+        }
+        DbError::Backend {
+            context,
+            source: err,
+        }
+    }
+
+    /// True when this is a unique violation.
+    #[must_use]
+    pub fn is_unique_violation(&self) -> bool {
+        matches!(
+            self,
+            DbError::Constraint {
+                kind: ConstraintKind::Unique,
+                ..
+            }
+        )
+    }
+
+    pub(crate) fn not_found(entity: &'static str, id: impl fmt::Display) -> Self {
+        DbError::NotFound {
+            entity,
+            id: id.to_string(),
+        }
+    }
+}
+
+/// `map_err` adapter: `.map_err(ctx("inserting fill"))`.
+pub(crate) fn ctx(context: &'static str) -> impl FnOnce(sqlx::Error) -> DbError {
+    move |e| DbError::from_sqlx(context, e)
+}

@@ -1,0 +1,291 @@
+//! Rows owned by the storage layer (the shared memory rows live in `types`).
+
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use types::{
+    ArchiveReason, FactConfidence, FactSource, Fill, NoteLint, ProposedAction, TradeRecord, Verdict,
+};
+use uuid::Uuid;
+
+/// An account: `auth.users` on PostgreSQL, `users` on SQLite.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct User {
+    pub id: Uuid,
+    pub email: Option<String>,
+}
+
+/// A skill (the strategy a user authors); its content lives in [`SkillVersion`]s.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skill {
+    pub id: Uuid,
+    pub user_id: Uuid,
+    /// 1..=200 characters.
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// One immutable version of a skill document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SkillVersion {
+    pub skill_id: Uuid,
+    /// ≥ 1.
+    pub version: i32,
+    /// The skill document as JSON (skill-schema's `Skill`); stored as given.
+    pub body: serde_json::Value,
+    pub model: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Where a deployment trades.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BrokerKind {
+    Paper,
+    Hyperliquid,
+}
+
+impl BrokerKind {
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            BrokerKind::Paper => "paper",
+            BrokerKind::Hyperliquid => "hyperliquid",
+        }
+    }
+
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        [BrokerKind::Paper, BrokerKind::Hyperliquid]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
+/// Lifecycle of a deployment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeploymentStatus {
+    Active,
+    Paused,
+    Stopped,
+}
+
+impl DeploymentStatus {
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DeploymentStatus::Active => "active",
+            DeploymentStatus::Paused => "paused",
+            DeploymentStatus::Stopped => "stopped",
+        }
+    }
+
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            DeploymentStatus::Active,
+            DeploymentStatus::Paused,
+            DeploymentStatus::Stopped,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
+    }
+}
+
+/// A skill version running against a broker for a user.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Deployment {
+    pub id: Uuid,
+    pub user_id: Uuid,
+    pub skill_id: Uuid,
+    pub skill_version: i32,
+    pub broker: BrokerKind,
+    pub status: DeploymentStatus,
+    pub initial_equity_usd: Decimal,
+    /// Last equity the runner recorded (see [`TickRecord::equity_usd`]).
+    pub equity_usd: Decimal,
+    /// Deployer settings (risk caps, symbols, ...) as JSON.
+    pub config: serde_json::Value,
+    pub created_at: DateTime<Utc>,
+    /// Scheduling and leasing for a multi-process runner; `None` until one uses them.
+    pub next_tick_at: Option<DateTime<Utc>>,
+    pub lease_owner: Option<String>,
+    pub lease_expires_at: Option<DateTime<Utc>>,
+}
+
+/// Normalised token usage of one model call or tick.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+}
+
+/// One `decision_snapshots` row: everything the agent saw and did on one tick (the firehose).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecisionSnapshot {
+    pub id: Uuid,
+    pub deployment_id: Uuid,
+    /// The tick's time; unique per deployment.
+    pub tick_at: DateTime<Utc>,
+    pub system_prompt: String,
+    /// The user message (assembled context).
+    pub context: String,
+    /// The model loop's steps (tool calls and results) as the runtime serialises them.
+    pub steps: serde_json::Value,
+    pub proposal: Option<ProposedAction>,
+    pub verdict: Verdict,
+    pub model: String,
+    pub finish_reason: Option<String>,
+    pub usage: TokenUsage,
+    pub cost_usd: Decimal,
+}
+
+/// A recorded broker fill with the ledger rows it was applied to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredFill {
+    pub deployment_id: Uuid,
+    pub fill: Fill,
+    /// The ledger row the fill applied to (for a fill that crossed zero: the row it closed).
+    pub trade_id: Option<Uuid>,
+    /// For a fill that crossed zero: the row its opening leg started.
+    pub flip_trade_id: Option<Uuid>,
+}
+
+/// Links a fill (by broker id) to the ledger rows it changed. See [`StoredFill`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FillTradeLink {
+    pub broker_fill_id: String,
+    pub trade_id: Uuid,
+    pub flip_trade_id: Option<Uuid>,
+}
+
+/// Everything one tick persists, written atomically by
+/// [`TickStore::record_tick`](crate::TickStore::record_tick).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TickRecord {
+    pub snapshot: DecisionSnapshot,
+    /// Broker fills seen this tick. A fill already stored (same deployment and broker id) is
+    /// skipped, never duplicated.
+    pub fills: Vec<Fill>,
+    /// Ledger rows inserted or updated this tick (full rows, upserted by id). Rows that close are
+    /// written before rows that open, so a flip never has two open rows for a symbol.
+    pub trades: Vec<TradeRecord>,
+    /// Fill → ledger row links (fills of this tick or of earlier ones).
+    pub links: Vec<FillTradeLink>,
+    /// The broker-authoritative equity after the tick, stored on the deployment when given.
+    pub equity_usd: Option<Decimal>,
+}
+
+/// What [`TickStore::record_tick`](crate::TickStore::record_tick) did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TickOutcome {
+    /// The tick was written.
+    Recorded { snapshot_id: Uuid },
+    /// A snapshot for this deployment and tick time (or with this id) already existed: nothing
+    /// was written. `snapshot_id` is the stored one.
+    AlreadyRecorded { snapshot_id: Uuid },
+}
+
+/// Whose reflection notes: a deployment's, or a skill version's skill-scoped ones
+/// (`deployment_id IS NULL`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NoteScope {
+    Deployment(Uuid),
+    Skill { skill_id: Uuid, skill_version: i32 },
+}
+
+/// A note to insert; it becomes the active note of its scope and supersedes the previous one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewNote {
+    pub id: Uuid,
+    pub skill_id: Uuid,
+    pub skill_version: i32,
+    /// `None` = a skill-scoped note.
+    pub deployment_id: Option<Uuid>,
+    pub generated_at: DateTime<Utc>,
+    pub window_start: DateTime<Utc>,
+    pub window_end: DateTime<Utc>,
+    pub trades_considered: i32,
+    /// 1..=[`types::MAX_LESSONS_CHARS`] characters.
+    pub lessons_text: String,
+    pub model_used: String,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub cost_usd: Option<Decimal>,
+    pub lint: Option<NoteLint>,
+}
+
+impl NewNote {
+    /// The scope the note belongs to.
+    #[must_use]
+    pub fn scope(&self) -> NoteScope {
+        match self.deployment_id {
+            Some(d) => NoteScope::Deployment(d),
+            None => NoteScope::Skill {
+                skill_id: self.skill_id,
+                skill_version: self.skill_version,
+            },
+        }
+    }
+}
+
+/// How a reflection run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum RunOutcome {
+    /// A note was produced (and inserted, when `note_id` is set).
+    Succeeded { note_id: Option<Uuid> },
+    /// The run failed; the active note is untouched. The error is cut to 2000 characters.
+    Failed { error: String },
+}
+
+/// One reflection attempt (`reflection_runs`), successful or not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReflectionRun {
+    pub id: Uuid,
+    pub skill_id: Uuid,
+    pub skill_version: i32,
+    pub deployment_id: Option<Uuid>,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: DateTime<Utc>,
+    pub outcome: RunOutcome,
+    pub model: String,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub cost_usd: Option<Decimal>,
+}
+
+/// A fact to remember (ADR-0020 `remember`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewFact {
+    pub id: Uuid,
+    pub user_id: Uuid,
+    pub skill_id: Option<Uuid>,
+    /// [`types::MIN_FACT_CHARS`]..=[`types::MAX_FACT_CHARS`] characters.
+    pub fact: String,
+    pub source: FactSource,
+    pub confidence: FactConfidence,
+    /// 1..=[`types::MAX_FACT_TOPIC_CHARS`] characters.
+    pub topic: Option<String>,
+    /// Who writes it (recorded in the audit trail), e.g. `chat-agent`, `profile`.
+    pub actor: String,
+}
+
+/// A fact edit (profile page: correct the text, promote or demote confidence).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FactEdit {
+    pub fact: Option<String>,
+    pub confidence: Option<FactConfidence>,
+    pub topic: Option<Option<String>>,
+}
+
+/// Why and by whom a fact is forgotten.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Forget {
+    pub reason: ArchiveReason,
+    pub at: DateTime<Utc>,
+    pub actor: String,
+}

@@ -1,0 +1,59 @@
+//! The production PostgreSQL store (row-level security; the runner writes as the service role).
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+use sqlx::migrate::Migrator;
+use sqlx::postgres::PgPoolOptions;
+
+/// The PostgreSQL schema (auth shim, tables, RLS), embedded at compile time from
+/// `migrations/postgres`.
+pub static POSTGRES_MIGRATOR: Migrator = sqlx::migrate!("../../migrations/postgres");
+
+/// Store over a PostgreSQL database. The connecting role must own the tables or bypass RLS
+/// (superuser, or a role granted `service_role`).
+#[derive(Debug, Clone)]
+pub struct PgStore {
+    pool: PgPool,
+}
+
+impl PgStore {
+    /// Connects to `url` (`postgres://user@host:port/db`) and applies the migrations (sqlx takes
+    /// an advisory lock, so many runner processes may start at once).
+    ///
+    /// # Errors
+    /// [`DbError::Backend`](crate::DbError::Backend) when the server cannot be reached,
+    /// [`DbError::Migrate`](crate::DbError::Migrate) when the schema cannot be applied.
+    pub async fn connect(url: &str) -> Result<Self, crate::DbError> {
+        let pool = PgPoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect(url)
+            .await
+            .map_err(crate::error::ctx("connecting to PostgreSQL"))?;
+        Self::from_pool(pool).await
+    }
+
+    /// Wraps an existing pool and applies the migrations.
+    ///
+    /// # Errors
+    /// [`DbError::Migrate`](crate::DbError::Migrate) when the schema cannot be applied.
+    pub async fn from_pool(pool: PgPool) -> Result<Self, crate::DbError> {
+        POSTGRES_MIGRATOR
+            .run(&pool)
+            .await
+            .map_err(|source| crate::DbError::Migrate {
+                backend: "PostgreSQL",
+                source,
+            })?;
+        Ok(PgStore { pool })
+    }
+
+    /// The connection pool, for queries the store traits don't cover.
+    #[must_use]
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+}
+
+crate::imp::impl_stores!(PgStore, sqlx::Postgres, pg, "auth.users", "BEGIN");

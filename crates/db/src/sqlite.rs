@@ -1,0 +1,74 @@
+//! The embedded SQLite store (a file created on first use).
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::SqlitePool;
+use sqlx::migrate::Migrator;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+
+/// The SQLite schema, embedded at compile time from `migrations/sqlite`.
+pub static SQLITE_MIGRATOR: Migrator = sqlx::migrate!("../../migrations/sqlite");
+
+/// Store over a SQLite database.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating when missing) the database at `url` — `sqlite://path?mode=rwc`,
+    /// `sqlite:path` or `sqlite::memory:` — and applies the migrations. Foreign keys are enforced
+    /// and the journal is WAL. An in-memory database lives in one connection that is never
+    /// recycled.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`](crate::DbError::Invalid) for a malformed URL,
+    /// [`DbError::Backend`](crate::DbError::Backend) when the file cannot be opened,
+    /// [`DbError::Migrate`](crate::DbError::Migrate) when the schema cannot be applied.
+    pub async fn connect(url: &str) -> Result<Self, crate::DbError> {
+        let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+        let options = SqliteConnectOptions::from_str(url)
+            .map_err(|e| crate::DbError::Invalid {
+                what: "SQLite URL",
+                detail: e.to_string(),
+            })?
+            .create_if_missing(true)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let options = if in_memory {
+            options
+        } else {
+            options.journal_mode(SqliteJournalMode::Wal)
+        };
+        let pool_options = if in_memory {
+            SqlitePoolOptions::new()
+                .max_connections(1)
+                .min_connections(1)
+                .idle_timeout(None)
+                .max_lifetime(None)
+        } else {
+            SqlitePoolOptions::new().max_connections(4)
+        };
+        let pool = pool_options
+            .connect_with(options)
+            .await
+            .map_err(crate::error::ctx("opening SQLite database"))?;
+        SQLITE_MIGRATOR
+            .run(&pool)
+            .await
+            .map_err(|source| crate::DbError::Migrate {
+                backend: "SQLite",
+                source,
+            })?;
+        Ok(SqliteStore { pool })
+    }
+
+    /// The connection pool, for queries the store traits don't cover.
+    #[must_use]
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+}
+
+crate::imp::impl_stores!(SqliteStore, sqlx::Sqlite, lite, "users", "BEGIN IMMEDIATE");

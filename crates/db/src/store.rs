@@ -1,0 +1,108 @@
+//! [`Store`]: the backend chosen at run time, behind one concrete type.
+//!
+//! Why an enum rather than `Arc<dyn …>`: the traits use native `async fn` (no `async-trait`
+//! boxing, no extra dependency), which makes them not object-safe. Binaries hold a `Store` (cheap
+//! to clone: both variants wrap a pool) and call trait methods on it; library code that should
+//! not care takes `S: Storage` (or the one trait it needs), and tests can pass either backend.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use types::{FactChange, MarketEvent, ReflectionNote, TradeRecord, UserFact};
+use uuid::Uuid;
+
+use crate::model::{
+    DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget, NewFact, NewNote, NoteScope,
+    ReflectionRun, Skill, SkillVersion, StoredFill, TickOutcome, TickRecord, User,
+};
+use crate::traits::{EventStore, FactStore, LedgerStore, NoteStore, RegistryStore, TickStore};
+use crate::{DbError, PgStore, SqliteStore};
+
+/// A connected store: SQLite (embedded) or PostgreSQL (production).
+#[derive(Debug, Clone)]
+pub enum Store {
+    Sqlite(SqliteStore),
+    Postgres(PgStore),
+}
+
+impl Store {
+    /// `"sqlite"` or `"postgres"`.
+    #[must_use]
+    pub fn backend_name(&self) -> &'static str {
+        match self {
+            Store::Sqlite(_) => "sqlite",
+            Store::Postgres(_) => "postgres",
+        }
+    }
+}
+
+macro_rules! delegate {
+    ($trait:ident { $( fn $name:ident(&self $(, $arg:ident : $ty:ty)*) -> $ret:ty; )* }) => {
+        impl $trait for Store {
+            $(
+                async fn $name(&self $(, $arg: $ty)*) -> Result<$ret, DbError> {
+                    match self {
+                        Store::Sqlite(s) => s.$name($($arg),*).await,
+                        Store::Postgres(s) => s.$name($($arg),*).await,
+                    }
+                }
+            )*
+        }
+    };
+}
+
+delegate!(RegistryStore {
+    fn upsert_user(&self, user: &User) -> ();
+    fn create_skill(&self, skill: &Skill) -> ();
+    fn get_skill(&self, id: Uuid) -> Skill;
+    fn add_skill_version(&self, version: &SkillVersion) -> ();
+    fn get_skill_version(&self, skill_id: Uuid, version: i32) -> SkillVersion;
+    fn latest_skill_version(&self, skill_id: Uuid) -> SkillVersion;
+    fn create_deployment(&self, deployment: &Deployment) -> ();
+    fn get_deployment(&self, id: Uuid) -> Deployment;
+    fn list_deployments(&self, status: Option<DeploymentStatus>) -> Vec<Deployment>;
+    fn set_deployment_status(&self, id: Uuid, status: DeploymentStatus) -> ();
+    fn set_next_tick_at(&self, id: Uuid, next_tick_at: Option<DateTime<Utc>>) -> ();
+    fn claim_due_deployments(&self, owner: &str, now: DateTime<Utc>, lease_for: chrono::Duration, limit: u32) -> Vec<Deployment>;
+    fn release_deployment(&self, id: Uuid, owner: &str, next_tick_at: Option<DateTime<Utc>>) -> ();
+});
+
+delegate!(TickStore {
+    fn record_tick(&self, tick: &TickRecord) -> TickOutcome;
+    fn get_snapshot(&self, id: Uuid) -> DecisionSnapshot;
+    fn last_snapshot_before(&self, deployment_id: Uuid, before: DateTime<Utc>) -> Option<DecisionSnapshot>;
+    fn list_snapshots(&self, deployment_id: Uuid, limit: u32) -> Vec<DecisionSnapshot>;
+});
+
+delegate!(LedgerStore {
+    fn get_trade(&self, id: Uuid) -> TradeRecord;
+    fn open_trades(&self, deployment_id: Uuid) -> Vec<TradeRecord>;
+    fn closed_trades(&self, deployment_id: Uuid, as_of: DateTime<Utc>, limit: u32) -> Vec<TradeRecord>;
+    fn closed_trades_for_skill(&self, skill_id: Uuid, skill_version: i32, as_of: DateTime<Utc>, limit: u32) -> Vec<TradeRecord>;
+    fn count_closed_trades(&self, deployment_id: Uuid, as_of: DateTime<Utc>) -> u64;
+    fn applied_fill_ids(&self, deployment_id: Uuid) -> BTreeSet<String>;
+    fn list_fills(&self, deployment_id: Uuid, since: Option<DateTime<Utc>>) -> Vec<StoredFill>;
+});
+
+delegate!(NoteStore {
+    fn insert_note(&self, note: &NewNote) -> ReflectionNote;
+    fn active_note(&self, scope: NoteScope, as_of: DateTime<Utc>) -> Option<ReflectionNote>;
+    fn note_history(&self, scope: NoteScope, limit: u32) -> Vec<ReflectionNote>;
+    fn record_reflection_run(&self, run: &ReflectionRun) -> ();
+    fn reflection_runs(&self, scope: NoteScope, limit: u32) -> Vec<ReflectionRun>;
+});
+
+delegate!(FactStore {
+    fn remember(&self, fact: &NewFact, at: DateTime<Utc>) -> UserFact;
+    fn edit_fact(&self, user_id: Uuid, fact_id: Uuid, edit: &FactEdit, actor: &str) -> UserFact;
+    fn forget(&self, user_id: Uuid, fact_id: Uuid, forget: &Forget) -> ();
+    fn top_facts(&self, user_id: Uuid, skill_id: Option<Uuid>, k: u32, bump_at: Option<DateTime<Utc>>) -> Vec<UserFact>;
+    fn list_facts(&self, user_id: Uuid, include_archived: bool) -> Vec<UserFact>;
+    fn fact_changes(&self, fact_id: Uuid) -> Vec<FactChange>;
+});
+
+delegate!(EventStore {
+    fn upsert_event(&self, event: &MarketEvent) -> ();
+    fn events_between(&self, from: DateTime<Utc>, to: DateTime<Utc>, min_importance: Option<Decimal>) -> Vec<MarketEvent>;
+});

@@ -1,0 +1,255 @@
+//! Builders for tests of this crate and its users (feature `test-support`): a user, a skill with
+//! one version, a deployment, a snapshot, a ledger row — valid, linked, with fresh ids.
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use rust_decimal::Decimal;
+use types::{
+    CloseKind, Fill, NoteLint, OrderAction, OrderSide, ProposedAction, RegimeTag, Side,
+    TradeRecord, TradeStatus, Verdict,
+};
+use uuid::Uuid;
+
+use crate::DbError;
+use crate::model::{
+    BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, NewNote, Skill, SkillVersion,
+    TokenUsage, User,
+};
+use crate::traits::RegistryStore;
+
+/// 2026-06-04T10:00:00Z: the base time of every sample.
+#[must_use]
+pub fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 6, 4, 10, 0, 0)
+        .single()
+        .unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
+}
+
+/// `t0() + minutes`.
+#[must_use]
+pub fn at(minutes: i64) -> DateTime<Utc> {
+    t0() + Duration::minutes(minutes)
+}
+
+/// A user, a skill, its version 1 and an active paper deployment, as stored by [`seed`].
+#[derive(Debug, Clone)]
+pub struct Fixture {
+    pub user: User,
+    pub skill: Skill,
+    pub version: SkillVersion,
+    pub deployment: Deployment,
+}
+
+#[must_use]
+pub fn sample_user() -> User {
+    let id = Uuid::new_v4();
+    User {
+        id,
+        email: Some(format!("{id}@example.test")),
+    }
+}
+
+#[must_use]
+pub fn sample_skill(user_id: Uuid) -> Skill {
+    Skill {
+        id: Uuid::new_v4(),
+        user_id,
+        name: "BTC breakout".into(),
+        created_at: t0(),
+    }
+}
+
+#[must_use]
+pub fn sample_skill_version(skill_id: Uuid, version: i32) -> SkillVersion {
+    SkillVersion {
+        skill_id,
+        version,
+        body: serde_json::json!({
+            "name": "BTC breakout",
+            "strategy": {"kind": "thesis", "thesis": "buy breakouts above the prior swing high"},
+        }),
+        model: "builtin/scripted".into(),
+        created_at: t0(),
+    }
+}
+
+#[must_use]
+pub fn sample_deployment(user_id: Uuid, skill_id: Uuid, skill_version: i32) -> Deployment {
+    Deployment {
+        id: Uuid::new_v4(),
+        user_id,
+        skill_id,
+        skill_version,
+        broker: BrokerKind::Paper,
+        status: DeploymentStatus::Active,
+        initial_equity_usd: Decimal::new(10_000, 0),
+        equity_usd: Decimal::new(10_000, 0),
+        config: serde_json::json!({"symbols": ["BTC", "ETH"], "max_leverage": "3"}),
+        created_at: t0(),
+        next_tick_at: None,
+        lease_owner: None,
+        lease_expires_at: None,
+    }
+}
+
+/// Stores a fresh user, skill, version 1 and deployment.
+///
+/// # Errors
+/// Whatever the store returns.
+pub async fn seed<S: RegistryStore>(store: &S) -> Result<Fixture, DbError> {
+    let user = sample_user();
+    let skill = sample_skill(user.id);
+    let version = sample_skill_version(skill.id, 1);
+    let deployment = sample_deployment(user.id, skill.id, 1);
+    store.upsert_user(&user).await?;
+    store.create_skill(&skill).await?;
+    store.add_skill_version(&version).await?;
+    store.create_deployment(&deployment).await?;
+    Ok(Fixture {
+        user,
+        skill,
+        version,
+        deployment,
+    })
+}
+
+/// A tick's snapshot at `tick_at` proposing a BTC long.
+#[must_use]
+pub fn sample_snapshot(deployment_id: Uuid, tick_at: DateTime<Utc>) -> DecisionSnapshot {
+    DecisionSnapshot {
+        id: Uuid::new_v4(),
+        deployment_id,
+        tick_at,
+        system_prompt: "HEADER\nSTRATEGY\nFOOTER".into(),
+        context: format!("## Time\n{}\n## Your turn", crate::time_text(tick_at)),
+        steps: serde_json::json!([{"tool": "propose_order", "ok": true}]),
+        proposal: Some(ProposedAction {
+            action: OrderAction::OpenLong,
+            symbol: "BTC".into(),
+            size_usd: Some(Decimal::new(250, 0)),
+            leverage: Some(Decimal::new(2, 0)),
+            reason: "breakout above prior swing high".into(),
+            confidence: Some(70),
+            stop: Some(Decimal::new(64_500, 0)),
+            target: None,
+        }),
+        verdict: Verdict::Executed {
+            detail: "filled".into(),
+        },
+        model: "builtin/scripted".into(),
+        finish_reason: Some("tool_calls".into()),
+        usage: TokenUsage {
+            input: 1200,
+            output: 80,
+            cache_read: 1000,
+            cache_write: 0,
+        },
+        // 1200 × $3/Mtok + 80 × $15/Mtok = 0.0036 + 0.0012 = 0.0048
+        cost_usd: Decimal::new(48, 4),
+    }
+}
+
+/// A buy fill of `qty` BTC at `price` with a 0.045 % taker fee.
+#[must_use]
+pub fn sample_fill(id: &str, qty: Decimal, price: Decimal, time: DateTime<Utc>) -> Fill {
+    Fill {
+        id: id.into(),
+        symbol: "BTC".into(),
+        side: OrderSide::Buy,
+        qty,
+        price,
+        fee_usd: (qty * price * Decimal::new(45, 5)).round_dp(6),
+        time,
+        snapshot_id: None,
+        client_order_id: Some(format!("cl-{id}")),
+        liquidation: false,
+    }
+}
+
+/// An open BTC long: 0.01 BTC at 65,200 ($652 notional) entered at `entry_tick_at`.
+#[must_use]
+pub fn sample_open_trade(fx: &Fixture, entry_tick_at: DateTime<Utc>) -> TradeRecord {
+    TradeRecord {
+        id: Uuid::new_v4(),
+        deployment_id: fx.deployment.id,
+        skill_id: fx.skill.id,
+        skill_version: fx.version.version,
+        symbol: "BTC".into(),
+        side: Side::Long,
+        status: TradeStatus::Open,
+        entry_tick_at,
+        entry_price: Decimal::new(65_200, 0),
+        entry_size_usd: Decimal::new(652, 0),
+        entry_leverage: Some(Decimal::new(2, 0)),
+        entry_reason: Some("breakout above prior swing high".into()),
+        entry_snapshot_id: None,
+        entry_regime_tag: Some(RegimeTag::TrendingUp),
+        opened_qty: Decimal::new(1, 2),
+        open_qty: Decimal::new(1, 2),
+        exit_tick_at: None,
+        exit_price: None,
+        exit_reason: None,
+        exit_snapshot_id: None,
+        close_kind: None,
+        holding_minutes: None,
+        realized_pnl_usd: Decimal::ZERO,
+        // 652 × 0.00045 = 0.2934
+        fees_usd: Decimal::new(2934, 4),
+        mfe_usd: Decimal::ZERO,
+        mae_usd: Decimal::ZERO,
+        exit_size_usd: Decimal::ZERO,
+        broker_reconciled: false,
+    }
+}
+
+/// `open` closed at 65,940 at `exit_tick_at` by a signal.
+/// PnL (gross) = (65,940 − 65,200) × 0.01 = 7.40; exit fee 659.40 × 0.00045 = 0.29673, so fees
+/// 0.2934 + 0.29673 = 0.59013.
+#[must_use]
+pub fn sample_closed_trade(open: &TradeRecord, exit_tick_at: DateTime<Utc>) -> TradeRecord {
+    let minutes = (exit_tick_at - open.entry_tick_at).num_minutes();
+    TradeRecord {
+        status: TradeStatus::Closed,
+        open_qty: Decimal::ZERO,
+        exit_tick_at: Some(exit_tick_at),
+        exit_price: Some(Decimal::new(65_940, 0)),
+        exit_reason: Some("target reached".into()),
+        close_kind: Some(CloseKind::Signal),
+        holding_minutes: Some(Decimal::from(minutes)),
+        realized_pnl_usd: Decimal::new(740, 2),
+        fees_usd: Decimal::new(59013, 5),
+        mfe_usd: Decimal::new(912, 2),
+        mae_usd: Decimal::new(-310, 2),
+        // 0.01 × 65,940
+        exit_size_usd: Decimal::new(6594, 1),
+        ..open.clone()
+    }
+}
+
+/// A deployment-scoped note generated at `generated_at`.
+#[must_use]
+pub fn sample_note(fx: &Fixture, generated_at: DateTime<Utc>, lessons: &str) -> NewNote {
+    NewNote {
+        id: Uuid::new_v4(),
+        skill_id: fx.skill.id,
+        skill_version: fx.version.version,
+        deployment_id: Some(fx.deployment.id),
+        generated_at,
+        window_start: t0(),
+        window_end: generated_at,
+        trades_considered: 10,
+        lessons_text: lessons.into(),
+        model_used: "builtin/scripted".into(),
+        input_tokens: Some(900),
+        output_tokens: Some(120),
+        cost_usd: Some(Decimal::new(21, 4)),
+        lint: None,
+    }
+}
+
+/// A lint flag with `reason`.
+#[must_use]
+pub fn lint(reason: &str) -> NoteLint {
+    NoteLint {
+        reason: reason.into(),
+    }
+}

@@ -1,0 +1,406 @@
+//! The store traits. Each has a SQLite and a PostgreSQL implementation and is implemented by
+//! [`Store`](crate::Store), which dispatches to the backend [`connect`](crate::connect) opened.
+//!
+//! Methods return `impl Future + Send` (native async traits): generic code can take
+//! `S: LedgerStore` and spawn the futures on a multi-threaded runtime.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use types::{FactChange, MarketEvent, ReflectionNote, TradeRecord, UserFact};
+use uuid::Uuid;
+
+use crate::DbError;
+use crate::model::{
+    DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget, NewFact, NewNote, NoteScope,
+    ReflectionRun, Skill, SkillVersion, StoredFill, TickOutcome, TickRecord, User,
+};
+
+/// Users, skills, skill versions and deployments.
+pub trait RegistryStore {
+    /// Inserts the user, or updates its email.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn upsert_user(&self, user: &User) -> impl Future<Output = Result<(), DbError>> + Send;
+
+    /// # Errors
+    /// [`DbError::Bound`] for a name outside 1..=200 characters; [`DbError::Constraint`] for an
+    /// unknown user or a duplicate id.
+    fn create_skill(&self, skill: &Skill) -> impl Future<Output = Result<(), DbError>> + Send;
+
+    /// # Errors
+    /// [`DbError::NotFound`] when no skill has this id.
+    fn get_skill(&self, id: Uuid) -> impl Future<Output = Result<Skill, DbError>> + Send;
+
+    /// Adds an immutable version. Versions are never overwritten.
+    ///
+    /// # Errors
+    /// [`DbError::Constraint`] (unique) when the version exists, (foreign key) for an unknown
+    /// skill; [`DbError::Invalid`] for a version below 1.
+    fn add_skill_version(
+        &self,
+        version: &SkillVersion,
+    ) -> impl Future<Output = Result<(), DbError>> + Send;
+
+    /// # Errors
+    /// [`DbError::NotFound`] when the skill has no such version.
+    fn get_skill_version(
+        &self,
+        skill_id: Uuid,
+        version: i32,
+    ) -> impl Future<Output = Result<SkillVersion, DbError>> + Send;
+
+    /// The highest version of a skill.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when the skill has no version.
+    fn latest_skill_version(
+        &self,
+        skill_id: Uuid,
+    ) -> impl Future<Output = Result<SkillVersion, DbError>> + Send;
+
+    /// # Errors
+    /// [`DbError::Constraint`] for an unknown user or skill version or a duplicate id.
+    fn create_deployment(
+        &self,
+        deployment: &Deployment,
+    ) -> impl Future<Output = Result<(), DbError>> + Send;
+
+    /// # Errors
+    /// [`DbError::NotFound`] when no deployment has this id.
+    fn get_deployment(&self, id: Uuid) -> impl Future<Output = Result<Deployment, DbError>> + Send;
+
+    /// Deployments, optionally only those with `status`, ordered by creation then id.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn list_deployments(
+        &self,
+        status: Option<DeploymentStatus>,
+    ) -> impl Future<Output = Result<Vec<Deployment>, DbError>> + Send;
+
+    /// # Errors
+    /// [`DbError::NotFound`] when no deployment has this id.
+    fn set_deployment_status(
+        &self,
+        id: Uuid,
+        status: DeploymentStatus,
+    ) -> impl Future<Output = Result<(), DbError>> + Send;
+
+    /// Sets when the deployment should tick next (`None` = unscheduled).
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when no deployment has this id.
+    fn set_next_tick_at(
+        &self,
+        id: Uuid,
+        next_tick_at: Option<DateTime<Utc>>,
+    ) -> impl Future<Output = Result<(), DbError>> + Send;
+
+    /// For many runner processes: leases up to `limit` active deployments that are due
+    /// (`next_tick_at` unset or ≤ `now`) and not leased (or whose lease expired at or before
+    /// `now`) to `owner` until `now + lease_for`, most overdue first. Two concurrent claimers
+    /// never get the same deployment.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a non-positive lease or a limit above 1000.
+    fn claim_due_deployments(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        lease_for: chrono::Duration,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<Deployment>, DbError>> + Send;
+
+    /// Ends `owner`'s lease on the deployment and schedules its next tick.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when the deployment is not leased to `owner` (the lease was lost).
+    fn release_deployment(
+        &self,
+        id: Uuid,
+        owner: &str,
+        next_tick_at: Option<DateTime<Utc>>,
+    ) -> impl Future<Output = Result<(), DbError>> + Send;
+}
+
+/// The firehose: ticks (snapshot + fills + ledger changes, atomically) and snapshot reads.
+pub trait TickStore {
+    /// Writes a tick in ONE transaction: the decision snapshot, its fills (a fill already stored
+    /// is skipped), the ledger rows (upserted by id, closing rows first; a row's `closed_at` is
+    /// this tick's time when it closes), the fill → trade links and the deployment's equity. Idempotent: when a snapshot for the same deployment and
+    /// `tick_at` (or the same id) exists, nothing is written and
+    /// [`TickOutcome::AlreadyRecorded`] is returned. On any error nothing is written.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] when a fill or trade belongs to another deployment, a trade row
+    /// would change a row already closed (closed rows are immutable), or a link names a fill
+    /// that is not stored; [`DbError::Constraint`] when the database rejects a row (unknown
+    /// deployment, a second open row for a symbol, ...).
+    fn record_tick(
+        &self,
+        tick: &TickRecord,
+    ) -> impl Future<Output = Result<TickOutcome, DbError>> + Send;
+
+    /// # Errors
+    /// [`DbError::NotFound`] when no snapshot has this id.
+    fn get_snapshot(
+        &self,
+        id: Uuid,
+    ) -> impl Future<Output = Result<DecisionSnapshot, DbError>> + Send;
+
+    /// The latest snapshot strictly before `before` ("Last decision" at tick `before`).
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn last_snapshot_before(
+        &self,
+        deployment_id: Uuid,
+        before: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Option<DecisionSnapshot>, DbError>> + Send;
+
+    /// The newest `limit` snapshots of a deployment, newest first.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn list_snapshots(
+        &self,
+        deployment_id: Uuid,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<DecisionSnapshot>, DbError>> + Send;
+}
+
+/// Ledger and fill reads. Writes go through [`TickStore::record_tick`].
+pub trait LedgerStore {
+    /// # Errors
+    /// [`DbError::NotFound`] when no row has this id.
+    fn get_trade(&self, id: Uuid) -> impl Future<Output = Result<TradeRecord, DbError>> + Send;
+
+    /// Open rows of a deployment, ordered by symbol.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn open_trades(
+        &self,
+        deployment_id: Uuid,
+    ) -> impl Future<Output = Result<Vec<TradeRecord>, DbError>> + Send;
+
+    /// Point in time: rows of a deployment recorded as closed by a tick at or before `as_of`,
+    /// newest entry first, at most `limit` (≤ [`types::MAX_MEMORY_K`]).
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a limit above the cap.
+    fn closed_trades(
+        &self,
+        deployment_id: Uuid,
+        as_of: DateTime<Utc>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<TradeRecord>, DbError>> + Send;
+
+    /// As [`closed_trades`](Self::closed_trades), over every deployment of a skill version.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a limit above the cap.
+    fn closed_trades_for_skill(
+        &self,
+        skill_id: Uuid,
+        skill_version: i32,
+        as_of: DateTime<Utc>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<TradeRecord>, DbError>> + Send;
+
+    /// How many rows of a deployment were closed at or before `as_of` (reflection cadence).
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn count_closed_trades(
+        &self,
+        deployment_id: Uuid,
+        as_of: DateTime<Utc>,
+    ) -> impl Future<Output = Result<u64, DbError>> + Send;
+
+    /// Broker ids of every fill stored for the deployment (each was applied to the ledger in the
+    /// same transaction that stored it).
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn applied_fill_ids(
+        &self,
+        deployment_id: Uuid,
+    ) -> impl Future<Output = Result<BTreeSet<String>, DbError>> + Send;
+
+    /// Stored fills of a deployment with `time >= since` (all when `None`), oldest first.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn list_fills(
+        &self,
+        deployment_id: Uuid,
+        since: Option<DateTime<Utc>>,
+    ) -> impl Future<Output = Result<Vec<StoredFill>, DbError>> + Send;
+}
+
+/// Reflection notes and runs.
+pub trait NoteStore {
+    /// Inserts the note as the active note of its scope and supersedes the previous active one,
+    /// in one transaction (retried when a concurrent reflection wins the race, so exactly one
+    /// note stays active). History is kept.
+    ///
+    /// # Errors
+    /// [`DbError::Bound`] for lessons outside 1..=2000 characters or a lint reason over 500;
+    /// [`DbError::Invalid`] when the window is reversed or the active note is newer
+    /// (`generated_at`) than this one; [`DbError::Contention`] when retries run out.
+    fn insert_note(
+        &self,
+        note: &NewNote,
+    ) -> impl Future<Output = Result<ReflectionNote, DbError>> + Send;
+
+    /// Point in time: the note in force at `as_of` — the newest note of the scope generated at or
+    /// before `as_of` (the active note when `as_of` is now).
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn active_note(
+        &self,
+        scope: NoteScope,
+        as_of: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Option<ReflectionNote>, DbError>> + Send;
+
+    /// Every note of the scope, newest `generated_at` first, at most `limit`.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn note_history(
+        &self,
+        scope: NoteScope,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<ReflectionNote>, DbError>> + Send;
+
+    /// Records a reflection attempt. A failed run never touches the active note. A failure's
+    /// error text is cut to 2000 characters rather than refused.
+    ///
+    /// # Errors
+    /// [`DbError::Constraint`] for an unknown skill version, deployment or note.
+    fn record_reflection_run(
+        &self,
+        run: &ReflectionRun,
+    ) -> impl Future<Output = Result<(), DbError>> + Send;
+
+    /// Runs of the scope, newest first, at most `limit`.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn reflection_runs(
+        &self,
+        scope: NoteScope,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<ReflectionRun>, DbError>> + Send;
+}
+
+/// User facts (ADR-0020) with their audit trail.
+pub trait FactStore {
+    /// Stores a new active fact created at `at`.
+    ///
+    /// # Errors
+    /// [`DbError::Bound`] for a fact outside 4..=500 characters or a topic outside 1..=32;
+    /// [`DbError::Constraint`] for an unknown user or skill.
+    fn remember(
+        &self,
+        fact: &NewFact,
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<UserFact, DbError>> + Send;
+
+    /// Edits an active fact of `user_id` (text, confidence, topic).
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when the user has no active fact with this id; [`DbError::Bound`]
+    /// as for [`remember`](Self::remember).
+    fn edit_fact(
+        &self,
+        user_id: Uuid,
+        fact_id: Uuid,
+        edit: &FactEdit,
+        actor: &str,
+    ) -> impl Future<Output = Result<UserFact, DbError>> + Send;
+
+    /// Soft-archives a fact of `user_id`. Forgetting an archived fact changes nothing.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when the user has no fact with this id.
+    fn forget(
+        &self,
+        user_id: Uuid,
+        fact_id: Uuid,
+        forget: &Forget,
+    ) -> impl Future<Output = Result<(), DbError>> + Send;
+
+    /// The top `k` (≤ [`types::MAX_MEMORY_K`]) active facts of the user — user-wide ones plus,
+    /// when `skill_id` is given, that skill's — by `last_referenced_at` desc (never-referenced
+    /// last), then newest. When `bump_at` is given their `last_referenced_at` is set to it in
+    /// the same transaction (they were injected into a prompt) and returned updated.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for `k` above the cap.
+    fn top_facts(
+        &self,
+        user_id: Uuid,
+        skill_id: Option<Uuid>,
+        k: u32,
+        bump_at: Option<DateTime<Utc>>,
+    ) -> impl Future<Output = Result<Vec<UserFact>, DbError>> + Send;
+
+    /// Every fact of the user (archived ones too when asked), newest first.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn list_facts(
+        &self,
+        user_id: Uuid,
+        include_archived: bool,
+    ) -> impl Future<Output = Result<Vec<UserFact>, DbError>> + Send;
+
+    /// The audit trail of a fact, oldest first.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn fact_changes(
+        &self,
+        fact_id: Uuid,
+    ) -> impl Future<Output = Result<Vec<FactChange>, DbError>> + Send;
+}
+
+/// Scheduled market events.
+pub trait EventStore {
+    /// Inserts the event or replaces the one with the same id.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for an importance outside 0..=1 or an empty kind/title.
+    fn upsert_event(&self, event: &MarketEvent)
+    -> impl Future<Output = Result<(), DbError>> + Send;
+
+    /// Events scheduled in `[from, to]` with importance ≥ `min_importance` (all when `None`),
+    /// ordered by time then id.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn events_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        min_importance: Option<Decimal>,
+    ) -> impl Future<Output = Result<Vec<MarketEvent>, DbError>> + Send;
+}
+
+/// Every store at once, for code that needs the whole storage layer.
+pub trait Storage:
+    RegistryStore + TickStore + LedgerStore + NoteStore + FactStore + EventStore + Send + Sync
+{
+}
+
+impl<T> Storage for T where
+    T: RegistryStore + TickStore + LedgerStore + NoteStore + FactStore + EventStore + Send + Sync
+{
+}

@@ -1,0 +1,221 @@
+use std::path::Path;
+use std::str::FromStr;
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use rust_decimal::Decimal;
+use types::{Bar, Interval};
+
+use crate::DataError;
+
+/// Reads bars from a file: `.csv` in the backtesting.py layout, `.json` as a Hyperliquid
+/// `candleSnapshot` response (a bare array or a recorded `{"request", "response"}` pair).
+///
+/// # Errors
+/// [`DataError`] naming the file (and line) that is unreadable, malformed or out of order.
+pub fn load_bars(path: &Path) -> Result<Vec<Bar>, DataError> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("csv") => load_bars_csv(path),
+        Some("json") => load_bars_hyperliquid(path),
+        _ => Err(DataError::file(
+            path,
+            "unknown bar file type; use .csv (timestamp, Open, High, Low, Close, Volume) or .json (Hyperliquid candles)",
+        )),
+    }
+}
+
+/// Reads the backtesting.py CSV layout: a header `,Open,High,Low,Close,Volume` (the first column
+/// unnamed), then one bar per line with its open time (`2017-04-19 09:00:00` or `2004-08-19`,
+/// UTC). Bars must be in strictly increasing time order and satisfy low ≤ open, close ≤ high.
+///
+/// # Errors
+/// [`DataError::Line`] with the line number of the first bad row.
+pub fn load_bars_csv(path: &Path) -> Result<Vec<Bar>, DataError> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .trim(csv::Trim::All)
+        .from_path(path)
+        .map_err(|e| csv_error(path, e))?;
+    let headers = reader.headers().map_err(|e| csv_error(path, e))?.clone();
+    let expected = ["Open", "High", "Low", "Close", "Volume"];
+    let names: Vec<&str> = headers.iter().skip(1).collect();
+    if names.len() < expected.len() || names[..expected.len()] != expected {
+        return Err(DataError::line(
+            path,
+            1,
+            format!(
+                "expected the header ,Open,High,Low,Close,Volume (got {})",
+                headers.iter().collect::<Vec<_>>().join(",")
+            ),
+        ));
+    }
+    let mut bars: Vec<Bar> = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| csv_error(path, e))?;
+        let line = record.position().map_or(0, csv::Position::line);
+        let field = |i: usize, name: &str| -> Result<&str, DataError> {
+            record
+                .get(i)
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| DataError::line(path, line, format!("missing {name}")))
+        };
+        let time =
+            parse_time(field(0, "timestamp")?).map_err(|m| DataError::line(path, line, m))?;
+        let num = |i: usize, name: &str| -> Result<Decimal, DataError> {
+            let text = field(i, name)?;
+            parse_decimal(text)
+                .map_err(|_| DataError::line(path, line, format!("{name}: not a number: {text:?}")))
+        };
+        let bar = Bar {
+            time,
+            open: num(1, "Open")?,
+            high: num(2, "High")?,
+            low: num(3, "Low")?,
+            close: num(4, "Close")?,
+            volume: num(5, "Volume")?,
+        };
+        check_bar(&bar).map_err(|m| DataError::line(path, line, m))?;
+        if let Some(prev) = bars.last()
+            && prev.time >= bar.time
+        {
+            return Err(DataError::line(
+                path,
+                line,
+                format!(
+                    "bars must be in increasing time order ({} after {})",
+                    bar.time, prev.time
+                ),
+            ));
+        }
+        bars.push(bar);
+    }
+    if bars.is_empty() {
+        return Err(DataError::file(path, "no bars"));
+    }
+    Ok(bars)
+}
+
+/// Reads a Hyperliquid `candleSnapshot` response.
+///
+/// # Errors
+/// [`DataError`] when the file is unreadable or not a candle response.
+pub fn load_bars_hyperliquid(path: &Path) -> Result<Vec<Bar>, DataError> {
+    let text = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
+    let body = unwrap_recorded(&text).map_err(|m| DataError::file(path, m))?;
+    let candles = hyperliquid::wire::parse_candles(&body)
+        .map_err(|e| DataError::file(path, e.to_string()))?;
+    let bars = hyperliquid::wire::candles_to_bars(&candles);
+    for (i, bar) in bars.iter().enumerate() {
+        check_bar(bar).map_err(|m| DataError::file(path, format!("candle {i}: {m}")))?;
+    }
+    if bars.is_empty() {
+        return Err(DataError::file(path, "no candles"));
+    }
+    Ok(bars)
+}
+
+/// A recorded `{"request", "response"}` pair yields its response; anything else is returned as is.
+pub(crate) fn unwrap_recorded(text: &[u8]) -> Result<Vec<u8>, String> {
+    let value: serde_json::Value =
+        serde_json::from_slice(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    let inner = match value {
+        serde_json::Value::Object(mut map) if map.contains_key("response") => {
+            map.remove("response").unwrap_or_default()
+        }
+        other => other,
+    };
+    serde_json::to_vec(&inner).map_err(|e| e.to_string())
+}
+
+fn check_bar(bar: &Bar) -> Result<(), String> {
+    if bar.low > bar.high {
+        return Err(format!("Low {} is above High {}", bar.low, bar.high));
+    }
+    for (name, v) in [("Open", bar.open), ("Close", bar.close)] {
+        if v < bar.low || v > bar.high {
+            return Err(format!(
+                "{name} {v} is outside Low..High {}..{}",
+                bar.low, bar.high
+            ));
+        }
+    }
+    if bar.low <= Decimal::ZERO {
+        return Err(format!("prices must be positive (Low {})", bar.low));
+    }
+    if bar.volume.is_sign_negative() {
+        return Err(format!("Volume {} is negative", bar.volume));
+    }
+    Ok(())
+}
+
+fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    for fmt in ["%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(text, fmt) {
+            return Ok(t.and_utc());
+        }
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        return Ok(d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc());
+    }
+    Err(format!(
+        "timestamp {text:?} is not a date (YYYY-MM-DD) or date-time (YYYY-MM-DD HH:MM:SS)"
+    ))
+}
+
+/// Exact decimal from text, accepting scientific notation (`1e-05`).
+pub(crate) fn parse_decimal(text: &str) -> Result<Decimal, rust_decimal::Error> {
+    Decimal::from_str(text).or_else(|_| Decimal::from_scientific(text))
+}
+
+/// The bar interval of a series: the smallest gap between consecutive bars, when it is one of
+/// the known intervals (weekend and holiday gaps are larger and ignored).
+#[must_use]
+pub fn detect_interval(bars: &[Bar]) -> Option<Interval> {
+    let gap = bars
+        .windows(2)
+        .map(|w| (w[1].time - w[0].time).num_minutes())
+        .filter(|m| *m > 0)
+        .min()?;
+    Interval::ALL.into_iter().find(|i| i.minutes() == gap)
+}
+
+/// Aggregates bars into a higher timeframe: buckets aligned by [`Interval::bucket_start`],
+/// open of the first bar, high/low extremes, close of the last bar, summed volume. A bucket is
+/// emitted even if some of its bars are missing (weekends); callers showing a point in time
+/// must keep only buckets whose close time has passed.
+#[must_use]
+pub fn resample(bars: &[Bar], to: Interval) -> Vec<Bar> {
+    let mut out: Vec<Bar> = Vec::new();
+    for bar in bars {
+        let start = to.bucket_start(bar.time);
+        match out.last_mut() {
+            Some(last) if last.time == start => {
+                last.high = last.high.max(bar.high);
+                last.low = last.low.min(bar.low);
+                last.close = bar.close;
+                last.volume += bar.volume;
+            }
+            _ => out.push(Bar {
+                time: start,
+                ..bar.clone()
+            }),
+        }
+    }
+    out
+}
+
+fn csv_error(path: &Path, e: csv::Error) -> DataError {
+    let line = e.position().map(csv::Position::line);
+    let message = match e.kind() {
+        csv::ErrorKind::Io(io) => {
+            return DataError::io(path, std::io::Error::new(io.kind(), io.to_string()));
+        }
+        _ => e.to_string(),
+    };
+    match line {
+        Some(line) => DataError::line(path, line, message),
+        None => DataError::file(path, message),
+    }
+}

@@ -1,0 +1,214 @@
+//! The loaders on the real example data and on broken files.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{TimeZone, Utc};
+use market_data::{DataError, FillsFormat, detect_interval, load_bars, load_fills, resample};
+use rust_decimal_macros::dec;
+use types::{Interval, OrderSide};
+
+fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel)
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn eurusd_hourly_bars_load_exactly() {
+    let bars = load_bars(&repo("examples/data/EURUSD.csv")).unwrap();
+    assert_eq!(bars.len(), 5000);
+    let first = &bars[0];
+    // 2017-04-19 09:00:00,1.0716,1.0722,1.07083,1.07219,1413
+    assert_eq!(
+        first.time,
+        Utc.with_ymd_and_hms(2017, 4, 19, 9, 0, 0).unwrap()
+    );
+    assert_eq!(first.open, dec!(1.0716));
+    assert_eq!(first.low, dec!(1.07083));
+    assert_eq!(first.close, dec!(1.07219));
+    assert_eq!(first.volume, dec!(1413));
+    assert_eq!(
+        bars[4999].time,
+        Utc.with_ymd_and_hms(2018, 2, 7, 15, 0, 0).unwrap()
+    );
+    assert_eq!(detect_interval(&bars), Some(Interval::H1));
+}
+
+#[test]
+fn goog_daily_bars_load_with_date_only_timestamps() {
+    let bars = load_bars(&repo("examples/data/GOOG.csv")).unwrap();
+    assert_eq!(bars.len(), 2148);
+    // 2004-08-19,100,104.06,95.96,100.34,22351900
+    assert_eq!(
+        bars[0].time,
+        Utc.with_ymd_and_hms(2004, 8, 19, 0, 0, 0).unwrap()
+    );
+    assert_eq!(bars[0].close, dec!(100.34));
+    assert_eq!(detect_interval(&bars), Some(Interval::D1));
+}
+
+#[test]
+fn hyperliquid_candles_load() {
+    let bars = load_bars(&repo(
+        "crates/hyperliquid/tests/fixtures/candleSnapshot.json",
+    ))
+    .unwrap();
+    assert_eq!(bars.len(), 24);
+    // first candle: t 1684699200000, o 0.001601, h 0.001616, l 0.001601, c 0.001604
+    assert_eq!(
+        bars[0].time,
+        Utc.timestamp_millis_opt(1_684_699_200_000).unwrap()
+    );
+    assert_eq!(bars[0].close, dec!(0.001604));
+    assert_eq!(detect_interval(&bars), Some(Interval::H1));
+}
+
+#[test]
+fn resampling_hourly_into_four_hours() {
+    let bars = load_bars(&repo("examples/data/EURUSD.csv")).unwrap();
+    let h4 = resample(&bars[..7], Interval::H4);
+    // 09:00..11:00 fall in the 08:00 bucket, 12:00..15:00 in the 12:00 bucket.
+    assert_eq!(h4.len(), 2);
+    assert_eq!(
+        h4[0].time,
+        Utc.with_ymd_and_hms(2017, 4, 19, 8, 0, 0).unwrap()
+    );
+    assert_eq!(h4[0].open, bars[0].open);
+    assert_eq!(h4[0].close, bars[2].close);
+    assert_eq!(h4[0].high, bars[..3].iter().map(|b| b.high).max().unwrap());
+    assert_eq!(h4[0].low, bars[..3].iter().map(|b| b.low).min().unwrap());
+    assert_eq!(
+        h4[0].volume,
+        bars[0].volume + bars[1].volume + bars[2].volume
+    );
+    assert_eq!(
+        h4[1].time,
+        Utc.with_ymd_and_hms(2017, 4, 19, 12, 0, 0).unwrap()
+    );
+    assert_eq!(h4[1].close, bars[6].close);
+}
+
+#[test]
+fn broken_bar_files_name_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = ",Open,High,Low,Close,Volume\n";
+    let cases = [
+        (
+            "bad-number.csv",
+            format!("{header}2020-01-01,1,2,0.5,1.5,10\n2020-01-02,1,2,x,1.5,10\n"),
+            ":3: Low: not a number: \"x\"",
+        ),
+        (
+            "out-of-order.csv",
+            format!("{header}2020-01-02,1,2,0.5,1.5,10\n2020-01-01,1,2,0.5,1.5,10\n"),
+            ":3: bars must be in increasing time order",
+        ),
+        (
+            "high-low.csv",
+            format!("{header}2020-01-01,1,0.5,2,1.5,10\n"),
+            ":2: Low 2 is above High 0.5",
+        ),
+        (
+            "bad-time.csv",
+            format!("{header}yesterday,1,2,0.5,1.5,10\n"),
+            ":2: timestamp \"yesterday\" is not a date",
+        ),
+        (
+            "missing.csv",
+            format!("{header}2020-01-01,1,2,0.5,,10\n"),
+            ":2: missing Close",
+        ),
+        (
+            "header.csv",
+            "time,o,h,l,c,v\n2020-01-01,1,2,0.5,1.5,10\n".to_owned(),
+            ":1: expected the header ,Open,High,Low,Close,Volume",
+        ),
+        ("empty.csv", header.to_owned(), ": no bars"),
+    ];
+    for (name, text, expected) in cases {
+        let path = write(&dir, name, &text);
+        let err = load_bars(&path).unwrap_err().to_string();
+        assert!(
+            err.contains(name) && err.contains(expected),
+            "{name}: {err}"
+        );
+    }
+    let err = load_bars(&dir.path().join("nope.csv")).unwrap_err();
+    assert!(
+        matches!(err, DataError::File { .. } | DataError::Io { .. }),
+        "{err}"
+    );
+    let err = load_bars(&write(&dir, "bars.txt", "x"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown bar file type"), "{err}");
+}
+
+#[test]
+fn csv_fills_load_and_reject_bad_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        &dir,
+        "fills.csv",
+        "id,time,symbol,side,qty,price,fee_usd\n\
+         f2,2026-06-04 11:00:00,BTC,sell,0.01,65940,0.29673\n\
+         f1,2026-06-04T10:00:00Z,BTC,buy,0.01,65200,0.2934\n",
+    );
+    let loaded = load_fills(&path, FillsFormat::Csv).unwrap();
+    assert_eq!(loaded.skipped, 0);
+    assert_eq!(loaded.fills.len(), 2);
+    assert_eq!(loaded.fills[0].id, "f1", "sorted oldest first");
+    assert_eq!(loaded.fills[0].side, OrderSide::Buy);
+    assert_eq!(loaded.fills[1].fee_usd, dec!(0.29673));
+
+    let bad = write(
+        &dir,
+        "bad.csv",
+        "id,time,symbol,side,qty,price,fee_usd\nf1,2026-06-04T10:00:00Z,BTC,hold,1,1,0\n",
+    );
+    let err = load_fills(&bad, FillsFormat::Csv).unwrap_err().to_string();
+    assert!(
+        err.contains("bad.csv:2: side: expected buy or sell (got \"hold\")"),
+        "{err}"
+    );
+    let dup = write(
+        &dir,
+        "dup.csv",
+        "id,time,symbol,side,qty,price,fee_usd\nf1,2026-06-04T10:00:00Z,BTC,buy,1,1,0\nf1,2026-06-04T11:00:00Z,BTC,sell,1,1,0\n",
+    );
+    let err = load_fills(&dup, FillsFormat::Csv).unwrap_err().to_string();
+    assert!(err.contains("fill id \"f1\" appears twice"), "{err}");
+    let cols = write(&dir, "cols.csv", "id,time,symbol\n");
+    let err = load_fills(&cols, FillsFormat::Csv).unwrap_err().to_string();
+    assert!(err.contains("missing column \"side\""), "{err}");
+}
+
+#[test]
+fn hyperliquid_fills_start_flat_per_coin() {
+    let loaded = load_fills(
+        &repo("crates/hyperliquid/tests/fixtures/userFills.json"),
+        FillsFormat::Hyperliquid,
+    )
+    .unwrap();
+    // A zero-crossing first fill is fed as its opening leg, not counted as skipped.
+    assert_eq!(loaded.fills.len() + loaded.skipped, 500);
+    assert!(
+        loaded.skipped > 0,
+        "the recorded window starts mid-position"
+    );
+    // Every coin's first fed fill opens from flat: either a fill with startPosition 0 or the
+    // opening leg of a zero-crossing fill, marked #open.
+    let opening_legs = loaded
+        .fills
+        .iter()
+        .filter(|f| f.id.ends_with("#open"))
+        .count();
+    assert!(opening_legs > 0, "some coins start with a flip");
+    assert!(loaded.fills.windows(2).all(|w| w[0].time <= w[1].time));
+}

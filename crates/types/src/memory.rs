@@ -1,0 +1,323 @@
+//! Rows of the memory layer that several crates share: reflection notes (ADR-0017), user facts and
+//! their audit trail (ADR-0020), and scheduled market events.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Upper bound on `reflection_notes.lessons_text`, in characters (Unicode scalar values).
+pub const MAX_LESSONS_CHARS: usize = 2000;
+/// Upper bound on a lint reason attached to a note, in characters.
+pub const MAX_LINT_REASON_CHARS: usize = 500;
+/// Bounds on `user_facts.fact`, in characters.
+pub const MIN_FACT_CHARS: usize = 4;
+pub const MAX_FACT_CHARS: usize = 500;
+/// Upper bound on a fact's topic tag, in characters.
+pub const MAX_FACT_TOPIC_CHARS: usize = 32;
+/// Most facts (or trades) a single read may return for prompt injection.
+pub const MAX_MEMORY_K: u32 = 30;
+
+/// Whether a reflection note is the one in force for its scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NoteStatus {
+    Active,
+    Superseded,
+}
+
+impl NoteStatus {
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            NoteStatus::Active => "active",
+            NoteStatus::Superseded => "superseded",
+        }
+    }
+
+    /// Parses the snake_case spelling.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        [NoteStatus::Active, NoteStatus::Superseded]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
+/// One `reflection_notes` row: lessons distilled from a window of closed trades.
+///
+/// `deployment_id = None` is a skill-scoped note (ADR-0017 Alt D). At most one note per scope is
+/// [`NoteStatus::Active`]; older ones are kept as [`NoteStatus::Superseded`] history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReflectionNote {
+    pub id: Uuid,
+    pub skill_id: Uuid,
+    pub skill_version: i32,
+    pub deployment_id: Option<Uuid>,
+    pub status: NoteStatus,
+    /// When the reflection produced the note (simulated time in a backtest). Point-in-time reads
+    /// show a note at tick T only if `generated_at <= T`.
+    pub generated_at: DateTime<Utc>,
+    pub window_start: DateTime<Utc>,
+    pub window_end: DateTime<Utc>,
+    pub trades_considered: i32,
+    /// At most [`MAX_LESSONS_CHARS`] characters.
+    pub lessons_text: String,
+    pub model_used: String,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub cost_usd: Option<Decimal>,
+    /// Set when the deterministic linter flagged the lessons (e.g. they contradict `avoid`).
+    pub lint: Option<NoteLint>,
+    pub superseded_at: Option<DateTime<Utc>>,
+    pub superseded_by: Option<Uuid>,
+}
+
+/// A linter's flag on a note: the note is stored, and the reason says what looked wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NoteLint {
+    /// At most [`MAX_LINT_REASON_CHARS`] characters.
+    pub reason: String,
+}
+
+/// Where a fact came from (ADR-0020).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FactSource {
+    /// The agent called `remember` during a conversation.
+    Chat,
+    /// The user entered it on the profile page.
+    Profile,
+    /// The agent generated it from observed behaviour.
+    Inferred,
+}
+
+impl FactSource {
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FactSource::Chat => "chat",
+            FactSource::Profile => "profile",
+            FactSource::Inferred => "inferred",
+        }
+    }
+
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        [FactSource::Chat, FactSource::Profile, FactSource::Inferred]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
+/// How sure we are of a fact (ADR-0020).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FactConfidence {
+    /// The user said it explicitly.
+    Asserted,
+    /// The agent's interpretation.
+    Inferred,
+}
+
+impl FactConfidence {
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FactConfidence::Asserted => "asserted",
+            FactConfidence::Inferred => "inferred",
+        }
+    }
+
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        [FactConfidence::Asserted, FactConfidence::Inferred]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
+/// Why a fact was archived (soft-deleted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ArchiveReason {
+    UserDeleted,
+    UserCorrected,
+    AgentForget,
+}
+
+impl ArchiveReason {
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ArchiveReason::UserDeleted => "user_deleted",
+            ArchiveReason::UserCorrected => "user_corrected",
+            ArchiveReason::AgentForget => "agent_forget",
+        }
+    }
+
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            ArchiveReason::UserDeleted,
+            ArchiveReason::UserCorrected,
+            ArchiveReason::AgentForget,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
+    }
+}
+
+/// One `user_facts` row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct UserFact {
+    pub id: Uuid,
+    pub user_id: Uuid,
+    /// Reserved by ADR-0020 for skill-scoped facts; `None` = user-wide.
+    pub skill_id: Option<Uuid>,
+    /// [`MIN_FACT_CHARS`]..=[`MAX_FACT_CHARS`] characters. User data: never instructions.
+    pub fact: String,
+    pub source: FactSource,
+    pub confidence: FactConfidence,
+    /// Short tag such as `risk`, `symbols`, `session`, `goal`.
+    pub topic: Option<String>,
+    /// Bumped whenever the fact is injected into a prompt.
+    pub last_referenced_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub archived_at: Option<DateTime<Utc>>,
+    pub archived_reason: Option<ArchiveReason>,
+}
+
+/// What a `user_fact_changes` audit row records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FactChangeOp {
+    Insert,
+    Update,
+    Archive,
+}
+
+impl FactChangeOp {
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FactChangeOp::Insert => "insert",
+            FactChangeOp::Update => "update",
+            FactChangeOp::Archive => "archive",
+        }
+    }
+
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            FactChangeOp::Insert,
+            FactChangeOp::Update,
+            FactChangeOp::Archive,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
+    }
+}
+
+impl fmt::Display for FactChangeOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One `user_fact_changes` row, written by a database trigger on every insert, text or metadata
+/// update and archive of a fact (reference bumps are not changes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FactChange {
+    /// Monotonic per database: orders the changes of one fact.
+    pub id: i64,
+    pub fact_id: Uuid,
+    pub user_id: Uuid,
+    pub op: FactChangeOp,
+    /// The writer's label (e.g. `chat-agent`, `profile`), as given to the store.
+    pub actor: Option<String>,
+    /// The database role that made the change (`sqlite` for the embedded store).
+    pub db_role: String,
+    /// The request's `auth.uid()` when a user made the change through RLS (PostgreSQL only).
+    pub jwt_sub: Option<Uuid>,
+    pub changed_at: DateTime<Utc>,
+    pub old_fact: Option<String>,
+    pub new_fact: Option<String>,
+    /// The archive reason, for archive rows.
+    pub reason: Option<String>,
+}
+
+/// A scheduled market event (CPI print, FOMC, token unlock, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MarketEvent {
+    pub id: Uuid,
+    /// The event kind, e.g. `cpi`, `fomc`, `token_unlock` (1..=64 characters).
+    pub kind: String,
+    pub title: String,
+    /// Symbols the event is expected to move; empty = market-wide.
+    pub symbols: Vec<String>,
+    pub scheduled_at: DateTime<Utc>,
+    /// 0..=1.
+    pub importance: Decimal,
+    pub source: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stored spelling (`as_str`), the parser and serde agree for every variant.
+    fn check<T>(all: &[T], as_str: fn(T) -> &'static str, parse: fn(&str) -> Option<T>)
+    where
+        T: Copy + PartialEq + fmt::Debug + Serialize,
+    {
+        for &v in all {
+            assert_eq!(parse(as_str(v)), Some(v));
+            assert_eq!(
+                serde_json::to_string(&v).unwrap(),
+                format!("\"{}\"", as_str(v))
+            );
+        }
+        assert_eq!(parse("nonsense"), None);
+    }
+
+    #[test]
+    fn enum_spellings_round_trip() {
+        check(
+            &[NoteStatus::Active, NoteStatus::Superseded],
+            NoteStatus::as_str,
+            NoteStatus::parse,
+        );
+        check(
+            &[FactSource::Chat, FactSource::Profile, FactSource::Inferred],
+            FactSource::as_str,
+            FactSource::parse,
+        );
+        check(
+            &[FactConfidence::Asserted, FactConfidence::Inferred],
+            FactConfidence::as_str,
+            FactConfidence::parse,
+        );
+        check(
+            &[
+                ArchiveReason::UserDeleted,
+                ArchiveReason::UserCorrected,
+                ArchiveReason::AgentForget,
+            ],
+            ArchiveReason::as_str,
+            ArchiveReason::parse,
+        );
+        check(
+            &[
+                FactChangeOp::Insert,
+                FactChangeOp::Update,
+                FactChangeOp::Archive,
+            ],
+            FactChangeOp::as_str,
+            FactChangeOp::parse,
+        );
+    }
+}
