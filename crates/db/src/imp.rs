@@ -584,6 +584,17 @@ macro_rules! impl_stores {
                 rows.iter().map(codec::trade_from_row).collect()
             }
 
+            async fn all_trades(&self, deployment_id: Uuid) -> Result<Vec<TradeRecord>, DbError> {
+                let rows = sqlx::query(
+                    "SELECT * FROM trade_history WHERE deployment_id = $1 ORDER BY entry_tick_at, id",
+                )
+                .bind($enc::id(deployment_id))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(ctx("reading trades"))?;
+                rows.iter().map(codec::trade_from_row).collect()
+            }
+
             async fn closed_trades(
                 &self,
                 deployment_id: Uuid,

@@ -188,6 +188,16 @@ pub trait LedgerStore {
         deployment_id: Uuid,
     ) -> impl Future<Output = Result<Vec<TradeRecord>, DbError>> + Send;
 
+    /// Every row of a deployment, open and closed, oldest entry first (ledger rebuilds and
+    /// reports; the prompt reads [`closed_trades`](Self::closed_trades)).
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn all_trades(
+        &self,
+        deployment_id: Uuid,
+    ) -> impl Future<Output = Result<Vec<TradeRecord>, DbError>> + Send;
+
     /// Point in time: rows of a deployment recorded as closed by a tick at or before `as_of`,
     /// newest entry first, at most `limit` (≤ [`types::MAX_MEMORY_K`]).
     ///

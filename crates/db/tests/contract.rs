@@ -324,7 +324,11 @@ mod cases {
             TickOutcome::Recorded { .. }
         ));
         assert_eq!(count_rows(s, "fills", fx.deployment.id).await, 1);
-        assert_eq!(s.open_trades(fx.deployment.id).await.unwrap(), vec![trade]);
+        assert_eq!(
+            s.open_trades(fx.deployment.id).await.unwrap(),
+            vec![trade.clone()]
+        );
+        assert_eq!(s.all_trades(fx.deployment.id).await.unwrap(), vec![trade]);
     }
 
     pub async fn record_tick_is_all_or_nothing<S: Storage + RawSql>(s: &S) {

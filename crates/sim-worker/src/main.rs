@@ -1,6 +1,7 @@
 //! `sim-worker`: the strategy author's command line. Thin: parsing arguments and printing;
 //! the work happens in the library crates.
 
+mod ledger_cmd;
 mod skill_cmd;
 
 use std::process::ExitCode;
@@ -20,6 +21,10 @@ enum Command {
     /// Work with skill files: validate them, export their JSON Schema, render their prompt.
     #[command(subcommand)]
     Skill(skill_cmd::SkillCommand),
+    /// Work with the closed-trade ledger: build it from a fills file, or rebuild a deployment's
+    /// ledger from its stored fills and compare.
+    #[command(subcommand)]
+    Ledger(ledger_cmd::LedgerCommand),
 }
 
 /// Bad input (an invalid skill, an unreadable file): exit 2 with every problem on stderr and
@@ -30,6 +35,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Skill(cmd) => skill_cmd::run(cmd),
+        Command::Ledger(cmd) => ledger_cmd::run(cmd),
     };
     match result {
         Ok(stdout) => {
@@ -41,6 +47,17 @@ fn main() -> ExitCode {
             ExitCode::from(failure.code)
         }
     }
+}
+
+/// Runs an async command on a single-threaded runtime (the CLI does one thing at a time).
+pub(crate) fn block_on<T>(
+    fut: impl std::future::Future<Output = Result<T, Failure>>,
+) -> Result<T, Failure> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::bad_input(format!("error: cannot start the async runtime: {e}")))?
+        .block_on(fut)
 }
 
 /// A command's failure: what to print on stderr and the exit code.
