@@ -1,1 +1,168 @@
-fn main() {}
+//! Developer tasks. `cargo xtask test` is the README's test command and what CI runs.
+//!
+//! It makes sure a PostgreSQL server is reachable for the contract tests (starting the local
+//! cluster, or installing one on a fresh Debian machine), then runs every test of the
+//! workspace. It never skips the PostgreSQL half silently: when no server can be had it stops
+//! with a message that says exactly what to do.
+
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("test") => test(&args[1..]),
+        Some("postgres") => ensure_postgres().map(|url| println!("{url}")),
+        _ => {
+            eprintln!(
+                "usage: cargo xtask <task>\n\n\
+                 tasks:\n  \
+                 test [ARGS]   ensure PostgreSQL is up, then `cargo test --workspace [ARGS]`\n  \
+                 postgres      ensure PostgreSQL is up and print TEST_DATABASE_URL"
+            );
+            std::process::exit(2);
+        }
+    }
+}
+
+fn test(extra: &[String]) -> Result<()> {
+    let url = ensure_postgres()?;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let status = Command::new(cargo)
+        .args(["test", "--workspace"])
+        .args(extra)
+        .env("TEST_DATABASE_URL", &url)
+        .status()
+        .context("running cargo test")?;
+    if !status.success() {
+        bail!("tests failed ({status})");
+    }
+    Ok(())
+}
+
+/// Returns a reachable `TEST_DATABASE_URL`, starting or installing the local server if needed.
+fn ensure_postgres() -> Result<String> {
+    let url =
+        std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_TEST_DATABASE_URL.to_owned());
+    let addr = host_port(&url)?;
+    if reachable(&addr) {
+        return Ok(url);
+    }
+    let local = addr.starts_with("127.0.0.1:") || addr.starts_with("localhost:");
+    if !local {
+        bail!(
+            "PostgreSQL at {addr} (TEST_DATABASE_URL) is not reachable; start it or point TEST_DATABASE_URL at a running server"
+        );
+    }
+    eprintln!("xtask: PostgreSQL is not reachable at {addr}; starting the local cluster");
+    if !Path::new("/etc/postgresql").exists() {
+        install_postgres()?;
+    }
+    start_clusters()?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if reachable(&addr) {
+            return Ok(url);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    bail!(
+        "PostgreSQL did not come up at {addr}. Start it with \
+         `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start` \
+         (trust auth for user postgres on 127.0.0.1), or set TEST_DATABASE_URL to a running server"
+    )
+}
+
+fn host_port(url: &str) -> Result<String> {
+    let rest = url
+        .split_once("://")
+        .map(|(_, r)| r)
+        .with_context(|| format!("TEST_DATABASE_URL {url:?} is not a URL"))?;
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let host_port = authority.rsplit('@').next().unwrap_or(authority);
+    Ok(if host_port.contains(':') {
+        host_port.to_owned()
+    } else {
+        format!("{host_port}:5432")
+    })
+}
+
+fn reachable(addr: &str) -> bool {
+    addr.to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .is_some_and(|a| TcpStream::connect_timeout(&a, Duration::from_secs(2)).is_ok())
+}
+
+fn start_clusters() -> Result<()> {
+    for entry in std::fs::read_dir("/etc/postgresql").context("listing /etc/postgresql")? {
+        let version = entry?.file_name().to_string_lossy().into_owned();
+        let status = Command::new("pg_ctlcluster")
+            .args(["--skip-systemctl-redirect", &version, "main", "start"])
+            .status()
+            .context("running pg_ctlcluster (is postgresql-common installed?)")?;
+        if !status.success() {
+            eprintln!("xtask: pg_ctlcluster {version} main start exited with {status}");
+        }
+    }
+    Ok(())
+}
+
+/// A fresh Debian machine without a server: install one and let local TCP connections in with
+/// trust auth, as the development machines are set up.
+fn install_postgres() -> Result<()> {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root || !Path::new("/usr/bin/apt-get").exists() {
+        bail!(
+            "PostgreSQL is not installed. Install it (Debian: `apt-get install postgresql`), allow \
+             trust auth for user postgres on 127.0.0.1, start it, or set TEST_DATABASE_URL"
+        );
+    }
+    eprintln!("xtask: installing PostgreSQL with apt-get");
+    for args in [&["update"][..], &["install", "-y", "postgresql"][..]] {
+        let status = Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .context("running apt-get")?;
+        if !status.success() {
+            bail!("apt-get {} failed ({status})", args.join(" "));
+        }
+    }
+    for entry in std::fs::read_dir("/etc/postgresql")? {
+        let hba = entry?.path().join("main/pg_hba.conf");
+        let old =
+            std::fs::read_to_string(&hba).with_context(|| format!("reading {}", hba.display()))?;
+        let trust = "host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n";
+        std::fs::write(&hba, format!("{trust}{old}"))
+            .with_context(|| format!("writing {}", hba.display()))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_port;
+
+    #[test]
+    fn host_port_is_read_from_the_url() {
+        assert_eq!(
+            host_port("postgres://postgres@127.0.0.1:5432/postgres").unwrap(),
+            "127.0.0.1:5432"
+        );
+        assert_eq!(
+            host_port("postgres://u:p@db.internal/x").unwrap(),
+            "db.internal:5432"
+        );
+        assert!(host_port("nonsense").is_err());
+    }
+}

@@ -29,7 +29,7 @@ pub use context::{
     ContextConfig, EventKind, ReflectionCadence, ReflectionConfig, SkillEventsConfig,
     SkillMemoryConfig,
 };
-pub use load::{Format, LoadError, load_skill, parse_skill};
+pub use load::{Format, LoadError, LoadedSkill, load_skill, parse_skill};
 pub use risk::RiskCaps;
 pub use schema::skill_json_schema;
 pub use skill::Skill;
