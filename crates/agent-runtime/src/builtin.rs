@@ -33,6 +33,7 @@ pub const SCRIPTED_ID: &str = "builtin/scripted";
 
 /// Plays back scripted responses (or errors), one per call, and remembers every request.
 pub struct ScriptedModel {
+    id: String,
     script: Mutex<VecDeque<Result<ModelResponse, ModelError>>>,
     requests: Mutex<Vec<ModelRequest>>,
     total: usize,
@@ -49,10 +50,19 @@ impl ScriptedModel {
     #[must_use]
     pub fn with_results(results: Vec<Result<ModelResponse, ModelError>>) -> Self {
         Self {
+            id: SCRIPTED_ID.to_owned(),
             total: results.len(),
             script: Mutex::new(results.into()),
             requests: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The same script under another model id, so a test can account usage and cost as that
+    /// model would (the double still answers only from its script).
+    #[must_use]
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
     }
 
     /// Every request received so far, in order.
@@ -77,7 +87,7 @@ impl ScriptedModel {
 #[async_trait::async_trait]
 impl LanguageModel for ScriptedModel {
     fn id(&self) -> &str {
-        SCRIPTED_ID
+        &self.id
     }
 
     async fn generate(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
@@ -91,9 +101,9 @@ impl LanguageModel for ScriptedModel {
             .pop_front()
             .unwrap_or_else(|| {
                 Err(ModelError::Other(format!(
-                    "{SCRIPTED_ID}: the script is exhausted: all {} scripted responses were \
+                    "{SCRIPTED_ID} ({}): the script is exhausted: all {} scripted responses were \
                      played and the loop asked for another",
-                    self.total
+                    self.id, self.total
                 )))
             })
     }
