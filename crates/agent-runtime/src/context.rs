@@ -609,11 +609,19 @@ fn last_decision_section(last: &LastDecisionSnapshot) -> String {
     )
 }
 
-/// The ledger's rendered body under its heading. A body line that starts with `#` is escaped
-/// (`\#`) so rendered reasons can never open a section of their own.
+/// The ledger's rendered body under its heading. When the ledger rendered the whole section
+/// (heading included, as `memory-ledger`'s renderers do), its heading line is dropped so it is
+/// not printed twice. A body line that starts with `#` is escaped (`\#`) so rendered reasons can
+/// never open a section of their own.
 fn memory_section(heading: &str, body: &str, empty: &str) -> String {
-    let lines: Vec<String> = body
-        .lines()
+    let mut lines = body.lines().peekable();
+    while lines.peek().is_some_and(|l| l.trim().is_empty()) {
+        lines.next();
+    }
+    if lines.peek().is_some_and(|l| l.trim() == heading) {
+        lines.next();
+    }
+    let lines: Vec<String> = lines
         .map(str::trim_end)
         .filter(|l| !l.trim().is_empty())
         .map(|l| {

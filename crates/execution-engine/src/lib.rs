@@ -1,3 +1,117 @@
-//! The execution engine: the only authority on what trades. It validates a proposed action
-//! against the deployer's risk caps and answers with a [`types::Verdict`]; the paper broker fills
-//! what the engine lets through.
+//! The execution engine: the only authority on what trades.
+//!
+//! It owns two things:
+//! - [`validate`]: checks the model's [`ProposedAction`](types::ProposedAction) against the
+//!   deployer's [`RiskCaps`](skill_schema::RiskCaps) and the broker-authoritative account, and
+//!   answers with a [`Decision`] — a [`Verdict`](types::Verdict) (executed / rejected with a
+//!   stable [`RuleCode`](types::RuleCode) and a detail stating the numbers / no-op) plus, when
+//!   executed, the concrete [`Order`] to send;
+//! - [`PaperBroker`]: a simulated perp account that fills those orders with fees, slippage,
+//!   leverage, isolated margin and liquidation, and reports broker-authoritative snapshots and
+//!   fills.
+//!
+//! And [`RiskState`], the small between-ticks bookkeeping (peak equity, the UTC day's starting
+//! equity, recent order times) the halts and the order-rate rule read.
+//!
+//! # What it must never do
+//! - No I/O: no database, no network, no files, no logging side channel that changes behaviour.
+//! - No clock: every time is passed in (`now`, `at`); the same inputs give the same decision and
+//!   the same fills, byte for byte, in a backtest and live.
+//! - Nothing the model writes can raise a cap. The caps come only from the deployer's
+//!   `RiskCaps`; the proposal's leverage, size, stop and reason are inputs to be checked, never
+//!   settings. A missing leverage means [`DEFAULT_LEVERAGE`] (1x), never the cap. The
+//!   model-written symbol is sanitised and bounded before it is echoed in a detail
+//!   ([`fmt::symbol`]); the model's `reason` is never echoed.
+//! - No floats: money, prices and sizes are `rust_decimal::Decimal`.
+//!
+//! # Actions
+//! - `None` (no `propose_order` call) and `no_op` → [`Verdict::NoOp`](types::Verdict::NoOp).
+//! - `open_long` / `open_short` with `size_usd` = the notional to **add on that side**, sized at
+//!   the tick's mark: `qty = size_usd / mark`, rounded toward zero to [`QTY_DP`] places.
+//!   - flat symbol → [`OrderIntent::Open`];
+//!   - same-side position → [`OrderIntent::Add`] (the resulting position is the existing one plus
+//!     the new quantity);
+//!   - opposite-side position → [`OrderIntent::Flip`]: one order for `existing qty + new qty`
+//!     that closes the old position and opens a new one of `size_usd` on the other side. The
+//!     rules check the **resulting** position (`size_usd` of the new side); the flip frees the old
+//!     position's margin and settles its unrealized PnL before the margin check.
+//! - `close` → a reduce-only order for the whole position; `size_usd` is ignored.
+//! - `reduce` with `size_usd` = the notional to take off at the mark. A reduce of at least the
+//!   position's notional is **clamped** to a full close (intent `Close`) rather than rejected:
+//!   a risk-reducing order must always pass, and the detail says it was clamped.
+//! - `stop` / `target` are checked on opens, adds and flips only.
+//!
+//! # Order of the checks
+//! The first failing check decides; the order is fixed so that a verdict is deterministic:
+//!
+//! 1. **R1_UNKNOWN_SYMBOL** — the symbol is not one of `known_symbols` (exact match; for a
+//!    close or reduce, a symbol the account holds a position on also counts, so a symbol dropped
+//!    from the skill can still be exited), or there is no positive mark price for it. Applies to
+//!    every action: nothing can be priced without a mark.
+//! 2. *close / reduce* — **R11_INVALID_ORDER** when there is no position, when a reduce has a
+//!    missing/zero/negative `size_usd`, or when it is smaller than one unit of [`QTY_DP`]. Nothing
+//!    else is checked: **close and reduce are never blocked by R2–R10 or R12** — not by the
+//!    halts, not by the order rate, not by the whitelist (a symbol removed from
+//!    `allowedSymbols` can still be exited), not by order-size bounds. Risk-reducing orders
+//!    always pass.
+//! 3. *open / add / flip*, in this order:
+//!    1. **R2_SYMBOL_NOT_ALLOWED** — `allowedSymbols` is non-empty and lacks the symbol.
+//!    2. **R11_INVALID_ORDER** — missing/zero/negative `size_usd`; leverage below 1x; a stop or
+//!       target that is not positive or on the wrong side of the mark (long: stop < mark <
+//!       target; short: target < mark < stop).
+//!    3. **R9_HALT_DRAWDOWN** — equity is at least `haltDrawdownPct` below the peak equity
+//!       (`(peak − equity) / peak`; the peak is at least the current equity).
+//!    4. **R10_HALT_DAILY_LOSS** — equity is at least `haltDailyLossPct` below the UTC day's
+//!       starting equity. Equity includes unrealized PnL.
+//!    5. **R5_LEVERAGE_CAP** — leverage (missing = 1x) above `maxLeverage`.
+//!    6. **R6_ORDER_TOO_SMALL** / **R7_ORDER_TOO_LARGE** — `size_usd` (for a flip: the opening
+//!       leg) below `minOrderUsd` / above `maxOrderUsd`.
+//!    7. **R8_ORDER_RATE** — the orders executed in `(now − 1h, now]` already number
+//!       `maxOrdersPerHour`. Every executed order counts, including closes and reduces.
+//!    8. **R11_INVALID_ORDER** — `size_usd / mark` rounds to zero base units.
+//!    9. **R3_POSITION_CAP** — the resulting position's notional at the mark (existing + added
+//!       for an add) above `maxPositionPct` of equity (or equity not positive).
+//!    10. **R4_TOTAL_EXPOSURE** — Σ notionals of the other positions (at the tick's marks, else
+//!        their own mark) + the resulting position, above `maxTotalExposurePct` of equity.
+//!    11. **R12_INSUFFICIENT_MARGIN** — the opening leg's margin (`notional / leverage`) above
+//!        the available margin (plus, for a flip, the old position's margin and unrealized PnL).
+//!
+//! Arithmetic that would overflow is rejected as R11 rather than panicking. Percentages are
+//! compared exactly and shown rounded to 2 decimals.
+//!
+//! An `Executed` verdict means "passed every rule, send this order". The broker may still refuse
+//! (e.g. [`BrokerError::InsufficientMargin`] because fees and slippage are on top of the
+//! engine's margin check); the runner records that refusal.
+//!
+//! # Paper broker accounting
+//! - Account in USD. **Isolated margin**: each position locks `notional at the fill price /
+//!   leverage` from the wallet; reduces release it pro rata by quantity. Available margin =
+//!   wallet − Σ locked margins (an isolated position's unrealized profit is not available until
+//!   realized). Equity = wallet + Σ unrealized PnL = initial + realized − fees + unrealized.
+//! - Market fills only, at the given price with slippage (bps, adverse to the taker) and a taker
+//!   fee (bps of the fill's notional) charged on every fill, including liquidations.
+//! - Average-cost positions: an add moves the entry to the quantity-weighted average; reduces,
+//!   closes and flips never move it. Realized PnL is gross (fees are tracked separately) and is
+//!   booked on the closed quantity against the average entry.
+//! - A flip is **one** fill whose quantity is the closing quantity plus the opening quantity; the
+//!   new position's entry is the fill price. Consumers (the ledger) split it.
+//! - Liquidation: when a position's margin + unrealized PnL falls to `maintenance_margin_rate ×
+//!   notional` — long `P = (E − M/q)/(1 − m)`, short `P = (E + M/q)/(1 + m)`. A bar whose low
+//!   (long) / high (short) reaches it, or a mark at or beyond it, closes the whole position at
+//!   the liquidation price with a fill marked `liquidation: true` (no slippage, taker fee
+//!   charged). The remaining maintenance margin stays in the wallet.
+//! - Fill ids are `paper-{n}`, `n` counting from 1 in the persisted state; fills carry the
+//!   snapshot id / client order id passed with the order.
+//! - Money the broker books (fees, realized and unrealized PnL) is rounded to [`USD_DP`]
+//!   decimals, prices to [`PRICE_DP`].
+
+mod broker;
+pub mod fmt;
+mod risk_state;
+mod validate;
+
+pub use broker::{
+    BrokerError, OrderTag, PRICE_DP, PaperBroker, PaperBrokerConfig, PaperPosition, USD_DP,
+};
+pub use risk_state::RiskState;
+pub use validate::{AccountView, DEFAULT_LEVERAGE, Decision, Order, OrderIntent, QTY_DP, validate};

@@ -72,8 +72,10 @@ pub struct TradeRecord {
     pub side: Side,
     pub status: TradeStatus,
     // entry
+    /// Time of the opening fill (the tick time for a row opened from the broker's position).
     pub entry_tick_at: DateTime<Utc>,
-    /// Average entry price over every opening fill (average cost); exits never move it.
+    /// Average cost of the quantity open: every add re-averages it, exits never move it. Equals
+    /// `entry_size_usd / opened_qty` unless an add followed a partial close.
     pub entry_price: Decimal,
     /// Notional opened: Σ qty × price over the opening fills.
     pub entry_size_usd: Decimal,
@@ -85,9 +87,15 @@ pub struct TradeRecord {
     pub opened_qty: Decimal,
     /// Base quantity still open (zero once closed).
     pub open_qty: Decimal,
-    // exit (set on the first reducing fill; average over every closing fill)
+    // exit (set on the first reducing fill; `exit_tick_at`, reason and snapshot follow the latest
+    // closing fill; `exit_price` is the quantity-weighted average over every closing fill)
     pub exit_tick_at: Option<DateTime<Utc>>,
     pub exit_price: Option<Decimal>,
+    /// Notional closed so far: Σ qty × price over the closing fills (and reconciliation closes).
+    /// `exit_price = exit_size_usd / (opened_qty − open_qty)`; kept so the average exit price can
+    /// be extended exactly after a restart. Zero while nothing has been closed.
+    #[serde(default)]
+    pub exit_size_usd: Decimal,
     pub exit_reason: Option<String>,
     pub exit_snapshot_id: Option<Uuid>,
     pub close_kind: Option<CloseKind>,
@@ -100,4 +108,9 @@ pub struct TradeRecord {
     pub mfe_usd: Decimal,
     /// Max adverse excursion in $, from bar highs/lows since entry (≤ 0).
     pub mae_usd: Decimal,
+    /// `true` when part of this row comes from the broker's position rather than from a fill: the
+    /// row was opened, resized or closed to match a broker size that no fill explained (manual
+    /// trades, missed fills, ADL). Such a row cannot be rebuilt from the fill stream alone.
+    #[serde(default)]
+    pub broker_reconciled: bool,
 }

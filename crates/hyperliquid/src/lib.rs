@@ -1,0 +1,44 @@
+//! Hyperliquid exchange adapter: the live runner's only way to Hyperliquid.
+//!
+//! What it owns:
+//! - the wire types of the info API (`POST {base}/info`: `candleSnapshot`, `meta`,
+//!   `metaAndAssetCtxs`, `fundingHistory`, `clearinghouseState`, `userFills`) and their
+//!   conversion into the workspace's [`types`] ([`types::Bar`], [`types::Position`],
+//!   [`types::Fill`], [`types::PortfolioSnapshot`] via [`AccountState`]) — see [`wire`];
+//! - [`InfoClient`], an async reqwest client with a timeout and bounded retries (exponential
+//!   backoff with jitter on 429, 5xx and connection errors) — see [`http`];
+//! - L1 action signing exactly as the official SDKs do it (msgpack action hash, phantom agent,
+//!   EIP-712, secp256k1 r/s/v) — see [`signing`];
+//! - [`ExchangeClient`]: signed orders (limit / IOC, reduce-only, client order id), cancels by
+//!   order id or client order id, typed per-order statuses; deterministic client order ids
+//!   ([`cloid_for`]) so a retried tick never places a second order;
+//! - the tick/lot rules for prices and sizes on the wire, in `Decimal` — see [`format`].
+//!
+//! What it never does: no database, no prompt text, no risk decisions (the execution engine
+//! decides what trades; this crate only carries it out), no floats in prices, sizes or money,
+//! no reading of the wall clock (nonces come from the [`types::Clock`] it is given), and it
+//! never logs or prints a private key (a [`Signer`]'s `Debug` shows only its address).
+//!
+//! Conventions: prices, sizes and money are `rust_decimal::Decimal` parsed from the wire's
+//! strings; times are UTC; fills are returned oldest first; positions are sorted by symbol.
+
+pub mod error;
+pub mod exchange;
+pub mod format;
+pub mod http;
+pub mod info;
+pub mod signing;
+pub mod wire;
+
+pub use error::{HlError, Result};
+pub use exchange::{
+    ExchangeClient, ExchangeRequest, OrderRequest, OrderStatus, cloid_for, cloid_for_leg,
+    parse_exchange_response,
+};
+pub use http::{ClientConfig, MAINNET_URL, RetryPolicy, TESTNET_URL};
+pub use info::{CandleRequest, InfoClient, InfoRequest};
+pub use signing::{Action, Address, Cloid, Network, Signature, Signer, Tif};
+pub use wire::{
+    AccountState, AssetCtx, AssetInfo, AssetMeta, Candle, ClearinghouseState, FundingRate, HlFill,
+    HlSide, Meta, MetaAndAssetCtxs,
+};

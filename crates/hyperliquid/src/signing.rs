@@ -1,0 +1,554 @@
+//! L1 action signing for the exchange endpoint.
+//!
+//! The scheme (as the official SDKs implement it):
+//! 1. `action_hash = keccak256(msgpack(action) ‖ nonce as u64 big-endian ‖ vault)`, where `vault`
+//!    is the byte `0x00` without a vault, else `0x01` followed by the 20 address bytes. The action
+//!    is msgpack-encoded as a map whose keys are in wire order — the field order of the structs in
+//!    this module.
+//! 2. The "phantom agent" `{source: "a" (mainnet) | "b" (testnet), connectionId: action_hash}` is
+//!    signed as EIP-712 typed data `Agent(string source,bytes32 connectionId)` under the domain
+//!    `{name: "Exchange", version: "1", chainId: 1337, verifyingContract: 0x0…0}`.
+//! 3. The secp256k1 signature (RFC 6979 deterministic nonce, low-s) is sent as `{r, s, v}` with
+//!    `v = 27 + recovery id`.
+//!
+//! Cryptography comes from `k256` (ECDSA) and `sha3` (keccak-256); this module only encodes.
+
+use std::fmt;
+use std::str::FromStr;
+
+use k256::ecdsa::SigningKey;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use sha3::{Digest, Keccak256};
+
+use crate::error::{HlError, Result};
+
+/// keccak-256 of `data`.
+#[must_use]
+pub fn keccak256(data: &[u8]) -> [u8; 32] {
+    Keccak256::digest(data).into()
+}
+
+fn parse_hex_exact<const N: usize>(s: &str) -> Option<[u8; N]> {
+    let digits = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?;
+    if digits.len() != 2 * N {
+        return None;
+    }
+    let mut out = [0u8; N];
+    hex::decode_to_slice(digits, &mut out).ok()?;
+    Some(out)
+}
+
+/// Which chain an action is meant for; it is part of what gets signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Network {
+    Mainnet,
+    Testnet,
+}
+
+impl Network {
+    /// The phantom agent's `source`: `"a"` on mainnet, `"b"` on testnet.
+    #[must_use]
+    pub const fn source(self) -> &'static str {
+        match self {
+            Network::Mainnet => "a",
+            Network::Testnet => "b",
+        }
+    }
+}
+
+/// A 20-byte account or vault address, written `0x` + 40 lowercase hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Address(pub [u8; 20]);
+
+impl FromStr for Address {
+    type Err = HlError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        parse_hex_exact::<20>(s)
+            .map(Address)
+            .ok_or_else(|| HlError::InvalidAddress(s.to_owned()))
+    }
+}
+
+impl fmt::Display for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "0x{}", hex::encode(self.0))
+    }
+}
+
+impl fmt::Debug for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl Serialize for Address {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Address {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A client order id: 16 bytes, written `0x` + 32 lowercase hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Cloid(pub [u8; 16]);
+
+impl FromStr for Cloid {
+    type Err = HlError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        parse_hex_exact::<16>(s)
+            .map(Cloid)
+            .ok_or_else(|| HlError::InvalidCloid(s.to_owned()))
+    }
+}
+
+impl fmt::Display for Cloid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "0x{}", hex::encode(self.0))
+    }
+}
+
+impl fmt::Debug for Cloid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl Serialize for Cloid {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Cloid {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Actions. Field order is wire order: it is what gets msgpack-encoded and hashed.
+// ---------------------------------------------------------------------------------------------
+
+/// The exchange actions this adapter sends, tagged by `type` (first key on the wire).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Action {
+    /// `{"type": "order", "orders": [...], "grouping": "na"}`
+    Order(BulkOrder),
+    /// `{"type": "cancel", "cancels": [{"a": asset, "o": oid}]}`
+    Cancel(BulkCancel),
+    /// `{"type": "cancelByCloid", "cancels": [{"asset": asset, "cloid": "0x…"}]}`
+    CancelByCloid(BulkCancelByCloid),
+}
+
+/// One or more orders placed atomically.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BulkOrder {
+    pub orders: Vec<OrderWire>,
+    pub grouping: Grouping,
+}
+
+/// How orders of one action relate (take-profit / stop-loss grouping).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Grouping {
+    #[serde(rename = "na")]
+    Na,
+    #[serde(rename = "normalTpsl")]
+    NormalTpsl,
+    #[serde(rename = "positionTpsl")]
+    PositionTpsl,
+}
+
+/// One order as signed: `{a, b, p, s, r, t, c?}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderWire {
+    /// Asset index (position in the perp universe of `meta`).
+    #[serde(rename = "a")]
+    pub asset: u32,
+    /// `true` for a buy.
+    #[serde(rename = "b")]
+    pub is_buy: bool,
+    /// Limit price, wire-formatted.
+    #[serde(rename = "p")]
+    pub limit_px: String,
+    /// Size in base units, wire-formatted.
+    #[serde(rename = "s")]
+    pub sz: String,
+    #[serde(rename = "r")]
+    pub reduce_only: bool,
+    #[serde(rename = "t")]
+    pub order_type: OrderTypeWire,
+    /// Client order id; the key is absent (not null) without one.
+    #[serde(rename = "c", default, skip_serializing_if = "Option::is_none")]
+    pub cloid: Option<Cloid>,
+}
+
+/// `{"limit": {"tif": ...}}` or `{"trigger": {"isMarket", "triggerPx", "tpsl"}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum OrderTypeWire {
+    Limit {
+        tif: Tif,
+    },
+    Trigger {
+        #[serde(rename = "isMarket")]
+        is_market: bool,
+        #[serde(rename = "triggerPx")]
+        trigger_px: String,
+        tpsl: Tpsl,
+    },
+}
+
+/// Time in force of a limit order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Tif {
+    /// Good till cancelled.
+    Gtc,
+    /// Immediate or cancel: what "market" orders are.
+    Ioc,
+    /// Add liquidity only (post-only).
+    Alo,
+}
+
+/// Whether a trigger order is a take-profit or a stop-loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tpsl {
+    Tp,
+    Sl,
+}
+
+/// Cancels by exchange order id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BulkCancel {
+    pub cancels: Vec<CancelWire>,
+}
+
+/// `{"a": asset, "o": oid}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CancelWire {
+    #[serde(rename = "a")]
+    pub asset: u32,
+    #[serde(rename = "o")]
+    pub oid: u64,
+}
+
+/// Cancels by client order id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BulkCancelByCloid {
+    pub cancels: Vec<CancelByCloidWire>,
+}
+
+/// `{"asset": asset, "cloid": "0x…"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CancelByCloidWire {
+    pub asset: u32,
+    pub cloid: Cloid,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hashing and signing
+// ---------------------------------------------------------------------------------------------
+
+/// The msgpack bytes of an action, maps keyed by field name in declaration order.
+///
+/// # Errors
+/// [`HlError::Msgpack`] if the value cannot be encoded (not for this module's action types).
+pub fn msgpack<A: Serialize + ?Sized>(action: &A) -> Result<Vec<u8>> {
+    rmp_serde::to_vec_named(action).map_err(|e| HlError::Msgpack(e.to_string()))
+}
+
+/// `keccak256(msgpack(action) ‖ nonce_be ‖ vault)`: the `connectionId` the agent signs.
+///
+/// # Errors
+/// [`HlError::Msgpack`] if the action cannot be encoded.
+pub fn action_hash<A: Serialize + ?Sized>(
+    action: &A,
+    nonce: u64,
+    vault: Option<&Address>,
+) -> Result<[u8; 32]> {
+    let mut data = msgpack(action)?;
+    data.extend_from_slice(&nonce.to_be_bytes());
+    match vault {
+        None => data.push(0),
+        Some(address) => {
+            data.push(1);
+            data.extend_from_slice(&address.0);
+        }
+    }
+    Ok(keccak256(&data))
+}
+
+const EIP712_DOMAIN_TYPE: &str =
+    "EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)";
+const AGENT_TYPE: &str = "Agent(string source,bytes32 connectionId)";
+/// The chain id of the L1 action signing domain (the same on mainnet and testnet).
+pub const L1_CHAIN_ID: u64 = 1337;
+
+fn u256_word(x: u64) -> [u8; 32] {
+    let mut w = [0u8; 32];
+    w[24..].copy_from_slice(&x.to_be_bytes());
+    w
+}
+
+/// The EIP-712 domain separator of `{name: "Exchange", version: "1", chainId: 1337,
+/// verifyingContract: 0x0…0}`.
+#[must_use]
+pub fn exchange_domain_separator() -> [u8; 32] {
+    let mut enc = Vec::with_capacity(5 * 32);
+    enc.extend_from_slice(&keccak256(EIP712_DOMAIN_TYPE.as_bytes()));
+    enc.extend_from_slice(&keccak256(b"Exchange"));
+    enc.extend_from_slice(&keccak256(b"1"));
+    enc.extend_from_slice(&u256_word(L1_CHAIN_ID));
+    enc.extend_from_slice(&[0u8; 32]); // address(0), left-padded to 32 bytes
+    keccak256(&enc)
+}
+
+/// The EIP-712 digest (`keccak256(0x1901 ‖ domainSeparator ‖ hashStruct(agent))`) of the phantom
+/// agent for `connection_id` on `network`.
+#[must_use]
+pub fn agent_signing_hash(connection_id: &[u8; 32], network: Network) -> [u8; 32] {
+    let mut st = Vec::with_capacity(3 * 32);
+    st.extend_from_slice(&keccak256(AGENT_TYPE.as_bytes()));
+    st.extend_from_slice(&keccak256(network.source().as_bytes()));
+    st.extend_from_slice(connection_id);
+    let struct_hash = keccak256(&st);
+    let mut msg = Vec::with_capacity(2 + 64);
+    msg.extend_from_slice(b"\x19\x01");
+    msg.extend_from_slice(&exchange_domain_separator());
+    msg.extend_from_slice(&struct_hash);
+    keccak256(&msg)
+}
+
+/// An Ethereum-style recoverable signature.
+///
+/// On the wire `r` and `s` are `0x`-prefixed hex **without leading zeros** (the official Python
+/// SDK's `to_hex(int)`), `v` is 27 or 28.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Signature {
+    pub r: [u8; 32],
+    pub s: [u8; 32],
+    pub v: u8,
+}
+
+fn minimal_hex(bytes: &[u8; 32]) -> String {
+    let full = hex::encode(bytes);
+    let trimmed = full.trim_start_matches('0');
+    if trimmed.is_empty() {
+        "0x0".to_owned()
+    } else {
+        format!("0x{trimmed}")
+    }
+}
+
+fn parse_word(s: &str) -> Option<[u8; 32]> {
+    let digits = s.strip_prefix("0x")?;
+    if digits.is_empty() || digits.len() > 64 {
+        return None;
+    }
+    let padded = format!("{digits:0>64}");
+    let mut out = [0u8; 32];
+    hex::decode_to_slice(padded, &mut out).ok()?;
+    Some(out)
+}
+
+#[derive(Serialize, Deserialize)]
+struct SignatureWire {
+    r: String,
+    s: String,
+    v: u8,
+}
+
+impl Serialize for Signature {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        SignatureWire {
+            r: minimal_hex(&self.r),
+            s: minimal_hex(&self.s),
+            v: self.v,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Signature {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let w = SignatureWire::deserialize(d)?;
+        let word = |name: &str, v: &str| {
+            parse_word(v).ok_or_else(|| {
+                serde::de::Error::custom(format!("{name}: expected 0x and at most 64 hex digits"))
+            })
+        };
+        Ok(Signature {
+            r: word("r", &w.r)?,
+            s: word("s", &w.s)?,
+            v: w.v,
+        })
+    }
+}
+
+/// A secp256k1 private key that signs exchange actions. Its `Debug` shows only the address; the
+/// key itself is never printed or logged.
+#[derive(Clone)]
+pub struct Signer {
+    key: SigningKey,
+    address: Address,
+}
+
+impl fmt::Debug for Signer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Signer")
+            .field("address", &self.address)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Signer {
+    /// Parses a hex private key (64 hex digits, with or without `0x`).
+    ///
+    /// # Errors
+    /// [`HlError::InvalidKey`] when the text is not 32 hex bytes or not a valid secp256k1 scalar.
+    /// The error never contains the key.
+    pub fn from_hex(key: &str) -> Result<Self> {
+        let trimmed = key.trim();
+        let digits = trimmed.strip_prefix("0x").unwrap_or(trimmed);
+        if digits.len() != 64 {
+            return Err(HlError::InvalidKey("expected 64 hex digits"));
+        }
+        let mut bytes = [0u8; 32];
+        hex::decode_to_slice(digits, &mut bytes)
+            .map_err(|_| HlError::InvalidKey("not hexadecimal"))?;
+        let key = SigningKey::from_slice(&bytes)
+            .map_err(|_| HlError::InvalidKey("not a valid secp256k1 secret key"))?;
+        bytes.fill(0);
+        let point = key.verifying_key().to_encoded_point(false);
+        let hash = keccak256(&point.as_bytes()[1..]);
+        let mut address = [0u8; 20];
+        address.copy_from_slice(&hash[12..]);
+        Ok(Signer {
+            key,
+            address: Address(address),
+        })
+    }
+
+    /// The account address of this key.
+    #[must_use]
+    pub fn address(&self) -> Address {
+        self.address
+    }
+
+    /// Signs a 32-byte digest (already hashed).
+    ///
+    /// # Errors
+    /// [`HlError::Signing`] if the ECDSA signer fails (not expected for a valid key).
+    pub fn sign_digest(&self, digest: &[u8; 32]) -> Result<Signature> {
+        let (sig, recid) = self
+            .key
+            .sign_prehash_recoverable(digest)
+            .map_err(|e| HlError::Signing(e.to_string()))?;
+        let mut r = [0u8; 32];
+        let mut s = [0u8; 32];
+        r.copy_from_slice(&sig.r().to_bytes());
+        s.copy_from_slice(&sig.s().to_bytes());
+        Ok(Signature {
+            r,
+            s,
+            v: 27 + recid.to_byte(),
+        })
+    }
+}
+
+/// The result of signing an L1 action: the hash that became the phantom agent's `connectionId`,
+/// and the signature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SignedAction {
+    pub action_hash: [u8; 32],
+    pub signature: Signature,
+}
+
+/// Signs an L1 action exactly as the official SDKs do (see the module docs).
+///
+/// # Errors
+/// [`HlError::Msgpack`] if the action cannot be encoded; [`HlError::Signing`] if signing fails.
+pub fn sign_l1_action<A: Serialize + ?Sized>(
+    signer: &Signer,
+    action: &A,
+    nonce: u64,
+    vault: Option<&Address>,
+    network: Network,
+) -> Result<SignedAction> {
+    let hash = action_hash(action, nonce, vault)?;
+    let digest = agent_signing_hash(&hash, network);
+    Ok(SignedAction {
+        action_hash: hash,
+        signature: signer.sign_digest(&digest)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_and_cloids_round_trip_lowercase() {
+        let a: Address = "0x14791697260E4c9A71f18484C9f997B308e59325"
+            .parse()
+            .unwrap();
+        assert_eq!(a.to_string(), "0x14791697260e4c9a71f18484c9f997b308e59325");
+        assert!("0x1234".parse::<Address>().is_err());
+        assert!(
+            "14791697260E4c9A71f18484C9f997B308e59325"
+                .parse::<Address>()
+                .is_err()
+        );
+        let c: Cloid = "0x00000000000000000000000000000001".parse().unwrap();
+        assert_eq!(c.0[15], 1);
+        assert_eq!(c.to_string(), "0x00000000000000000000000000000001");
+        assert!("0x0001".parse::<Cloid>().is_err());
+    }
+
+    #[test]
+    fn signature_hex_has_no_leading_zeros_and_parses_back() {
+        let mut r = [0u8; 32];
+        r[1] = 0x05;
+        r[31] = 0x98;
+        let sig = Signature {
+            r,
+            s: [0u8; 32],
+            v: 27,
+        };
+        let json = serde_json::to_value(sig).unwrap();
+        assert_eq!(json["r"], format!("0x5{}98", "0".repeat(58)));
+        assert_eq!(json["s"], "0x0");
+        let back: Signature = serde_json::from_value(json).unwrap();
+        assert_eq!(back, sig);
+    }
+
+    #[test]
+    fn key_errors_never_echo_the_key() {
+        let err =
+            Signer::from_hex("0xzz23456789012345678901234567890123456789012345678901234567890123")
+                .unwrap_err()
+                .to_string();
+        assert!(!err.contains("2345678901"), "{err}");
+        assert!(Signer::from_hex("0x00").is_err());
+        // zero is not a valid scalar
+        assert!(Signer::from_hex(&"0".repeat(64)).is_err());
+        let signer =
+            Signer::from_hex("0x0123456789012345678901234567890123456789012345678901234567890123")
+                .unwrap();
+        let dbg = format!("{signer:?}");
+        assert!(
+            !dbg.contains("0123456789012345678901234567890123456789"),
+            "{dbg}"
+        );
+    }
+}

@@ -1,0 +1,42 @@
+//! Configuration from the environment through an injectable lookup, so tests never mutate the
+//! process environment and binaries pass [`process_env`].
+
+use agent_runtime::ModelError;
+
+/// Looks a variable up by name; `None` when it is not set.
+pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The real process environment, for binaries: `resolve_model(m, &process_env, …)`.
+/// A variable that is set but not valid Unicode counts as unset.
+#[must_use]
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// The variable's value, `None` when unset or blank (a blank variable is treated as unset so an
+/// `export X=` in a shell script does not override a default with "").
+pub(crate) fn optional(env: EnvLookup<'_>, name: &str) -> Option<String> {
+    env(name)
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+/// A required secret.
+///
+/// # Errors
+/// [`ModelError::MissingKey`] naming `provider` and the exact variable when it is unset or blank.
+pub(crate) fn required_key(
+    env: EnvLookup<'_>,
+    provider: &str,
+    name: &str,
+) -> Result<String, ModelError> {
+    optional(env, name).ok_or_else(|| ModelError::MissingKey {
+        provider: provider.to_owned(),
+        var: name.to_owned(),
+    })
+}
+
+/// `base` without trailing slashes, so `{base}/chat/completions` never has `//`.
+pub(crate) fn trim_base(base: &str) -> String {
+    base.trim_end_matches('/').to_owned()
+}
