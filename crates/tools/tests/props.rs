@@ -70,7 +70,7 @@ proptest! {
                 let p = proposal_from_result(&result).unwrap();
                 prop_assert!(p.symbol == "BTC" || p.symbol == "ETH");
                 let n = p.reason.chars().count();
-                prop_assert!(n >= 1 && n <= tools::MAX_REASON_CHARS);
+                prop_assert!((1..=tools::MAX_REASON_CHARS).contains(&n));
                 prop_assert!(!p.reason.contains('\n'));
                 match p.action {
                     OrderAction::OpenLong | OrderAction::OpenShort | OrderAction::Reduce => {
