@@ -480,3 +480,19 @@ fn last_decision_snapshot_from_a_rejection() {
         (VerdictStatus::NoOp, None, None)
     );
 }
+
+/// The tool definitions are part of the cacheable prompt prefix: any change to a name,
+/// description or schema shows up here.
+#[test]
+fn tool_definitions_snapshot() {
+    let reg = build_tools(&all_tools(), &ctx(RunMode::Trade)).unwrap();
+    let defs: Vec<Value> = reg
+        .tools()
+        .iter()
+        .map(|t| json!({"name": t.name(), "description": t.description(), "parameters": t.parameters(), "can_act": t.can_act()}))
+        .collect();
+    insta::assert_snapshot!(
+        "tool_definitions",
+        serde_json::to_string_pretty(&defs).unwrap()
+    );
+}
