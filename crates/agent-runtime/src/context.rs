@@ -23,7 +23,7 @@
 
 use std::fmt::Write as _;
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Datelike, Duration, Timelike, Utc};
 use rust_decimal::Decimal;
 use serde::Serialize;
 use skill_schema::Skill;
@@ -124,7 +124,11 @@ pub fn assemble_context(
         }
     }
 
-    let portfolio = ctx.portfolio.portfolio().map_err(data_err("portfolio"))?;
+    let portfolio = ctx
+        .portfolio
+        .portfolio()
+        .and_then(|p| tools::check_portfolio(&p).map(|()| p))
+        .map_err(data_err("portfolio"))?;
     sections.push(("portfolio", portfolio_section(&portfolio)));
     sections.push(("risk_caps", risk_section(skill, portfolio.equity_usd)));
 
@@ -282,12 +286,19 @@ fn plain(d: Decimal) -> String {
 /// Compact UTC time for rows: `06-05T10:15`.
 #[must_use]
 pub fn short_time(t: DateTime<Utc>) -> String {
-    t.format("%m-%dT%H:%M").to_string()
+    // Hand-formatted: chrono's strftime interpreter dominated the bench on ~450 rows a tick.
+    format!(
+        "{:02}-{:02}T{:02}:{:02}",
+        t.month(),
+        t.day(),
+        t.hour(),
+        t.minute()
+    )
 }
 
 fn bar_time(t: DateTime<Utc>, interval: Interval) -> String {
     match interval {
-        Interval::D1 | Interval::W1 => t.format("%Y-%m-%d").to_string(),
+        Interval::D1 | Interval::W1 => format!("{:04}-{:02}-{:02}", t.year(), t.month(), t.day()),
         _ => short_time(t),
     }
 }

@@ -220,3 +220,17 @@ fn prices_keep_the_scale_of_their_market() {
     assert_eq!(fmt_volume(dec!(12.345)), "12.35");
     assert_eq!(fmt_volume(dec!(0.012345)), "0.0123");
 }
+
+#[test]
+fn an_absurd_broker_snapshot_is_an_error_not_a_panic() {
+    let mut d = data();
+    let mut p = common::portfolio();
+    p.positions[0].qty = rust_decimal::Decimal::MAX;
+    d.portfolio = Some(p);
+    let err = assemble_context(&skill(), &ctx_from(d, RunMode::Trade), None).unwrap_err();
+    assert_eq!(err.section, "portfolio");
+    assert_eq!(
+        err.source.to_string(),
+        "broker: position BTC: qty × mark is out of range"
+    );
+}

@@ -98,22 +98,18 @@ impl Tool for GetFundingRate {
                 "note": "no funding data for this symbol up to now (it may not be a perpetual)",
             }));
         };
-        let mean = rates.iter().map(|r| r.rate).sum::<Decimal>() / Decimal::from(rates.len());
-        let annualised_pct = if latest.period_hours == 0 {
-            None
-        } else {
-            pct(
-                latest.rate * Decimal::from(HOURS_PER_YEAR),
-                Decimal::from(latest.period_hours),
-            )
-        };
+        let mean = crate::checked_mean(rates.iter().map(|r| r.rate));
+        let annualised_pct = latest
+            .rate
+            .checked_mul(Decimal::from(HOURS_PER_YEAR))
+            .and_then(|yearly| pct(yearly, Decimal::from(latest.period_hours)));
         Ok(json!({
             "symbol": args.symbol,
             "available": true,
             "period_hours": latest.period_hours,
             "latest": { "time": latest.time, "rate": latest.rate },
             "latest_annualised_pct": annualised_pct,
-            "mean_rate": mean.round_dp_with_strategy(8, rust_decimal::RoundingStrategy::MidpointAwayFromZero).normalize(),
+            "mean_rate": mean.map(|m| m.round_dp_with_strategy(8, rust_decimal::RoundingStrategy::MidpointAwayFromZero).normalize()),
             "history": rates.iter().map(|r| json!({"time": r.time, "rate": r.rate})).collect::<Vec<_>>(),
         }))
     }
@@ -177,7 +173,7 @@ impl Tool for GetOpenInterest {
             "symbol": args.symbol,
             "available": true,
             "latest": latest,
-            "change_pct": pct(latest.oi_base - first.oi_base, first.oi_base),
+            "change_pct": latest.oi_base.checked_sub(first.oi_base).and_then(|d| pct(d, first.oi_base)),
             "since": first.time,
             "history": points,
         }))

@@ -48,12 +48,30 @@ pub use propose::{
     validate_proposal,
 };
 pub use registry::{Registry, Tool, args_schema, build_tools, builtin_names};
-pub use risk::{GetPositionRisk, PositionRiskArgs, distance_to_liquidation_pct, pct};
+pub use risk::{
+    GetPositionRisk, PositionRiskArgs, check_portfolio, distance_to_liquidation_pct, pct,
+};
 
 /// The name of the proposing tool, whose last successful call is the tick's proposal.
 pub const PROPOSE_ORDER: &str = "propose_order";
 
 use rust_decimal::{Decimal, RoundingStrategy};
+
+/// The mean of `values`, `None` when empty or when the sum overflows `Decimal` (data from a
+/// source is never trusted to be sane enough to panic on).
+#[must_use]
+pub fn checked_mean(values: impl IntoIterator<Item = Decimal>) -> Option<Decimal> {
+    let mut sum = Decimal::ZERO;
+    let mut n: u32 = 0;
+    for v in values {
+        sum = sum.checked_add(v)?;
+        n = n.checked_add(1)?;
+    }
+    if n == 0 {
+        return None;
+    }
+    sum.checked_div(Decimal::from(n))
+}
 
 /// Rounds to 2 decimals, half away from zero (money as shown).
 #[must_use]

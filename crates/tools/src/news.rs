@@ -63,14 +63,8 @@ fn bounded(text: &str, max: usize) -> String {
 /// Mean sentiment of `items`, rounded to 2 decimals (half away from zero); `None` when empty.
 #[must_use]
 pub fn mean_sentiment(items: &[NewsItem]) -> Option<Decimal> {
-    if items.is_empty() {
-        return None;
-    }
-    let sum: Decimal = items.iter().map(|n| n.sentiment).sum();
-    Some(
-        (sum / Decimal::from(items.len()))
-            .round_dp_with_strategy(2, rust_decimal::RoundingStrategy::MidpointAwayFromZero),
-    )
+    crate::checked_mean(items.iter().map(|n| n.sentiment))
+        .map(|m| m.round_dp_with_strategy(2, rust_decimal::RoundingStrategy::MidpointAwayFromZero))
 }
 
 /// Arguments of `fetch_news_sentiment`.

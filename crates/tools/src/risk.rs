@@ -5,25 +5,48 @@ use rust_decimal::{Decimal, RoundingStrategy};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use types::{Position, Side};
+use types::{PortfolioSnapshot, Position, Side};
 
-use crate::context::ToolContext;
+use crate::context::{DataError, ToolContext};
 use crate::error::ToolError;
 use crate::registry::{ArgsParser, Tool, args_schema};
 use crate::round2;
 
 pub(crate) const NAME: &str = "get_position_risk";
 
-/// `part / whole × 100`, rounded to 2 decimals half away from zero; `None` when `whole` is 0.
+/// `part / whole × 100`, rounded to 2 decimals half away from zero; `None` when `whole` is 0
+/// or the result overflows.
 #[must_use]
 pub fn pct(part: Decimal, whole: Decimal) -> Option<Decimal> {
-    if whole.is_zero() {
-        return None;
+    let ratio = part.checked_div(whole)?.checked_mul(Decimal::ONE_HUNDRED)?;
+    Some(ratio.round_dp_with_strategy(2, RoundingStrategy::MidpointAwayFromZero))
+}
+
+/// Checks that the arithmetic the tools and the context do on a broker snapshot cannot overflow
+/// `Decimal` (which would panic): every position's notional at mark and at entry, their sum, and
+/// equity times the largest cap percentage (5000). Call it before using a snapshot.
+///
+/// # Errors
+/// [`DataError`] from the `broker` naming the position or field that is out of range.
+pub fn check_portfolio(p: &PortfolioSnapshot) -> Result<(), DataError> {
+    let bad = |what: String| DataError::new("broker", format!("{what} is out of range"));
+    let mut gross = Decimal::ZERO;
+    for pos in &p.positions {
+        let at_mark = pos
+            .qty
+            .checked_mul(pos.mark_price)
+            .ok_or_else(|| bad(format!("position {}: qty × mark", pos.symbol)))?;
+        pos.qty
+            .checked_mul(pos.entry_price)
+            .ok_or_else(|| bad(format!("position {}: qty × entry", pos.symbol)))?;
+        gross = gross
+            .checked_add(at_mark)
+            .ok_or_else(|| bad("gross exposure".to_owned()))?;
     }
-    Some(
-        (part / whole * Decimal::ONE_HUNDRED)
-            .round_dp_with_strategy(2, RoundingStrategy::MidpointAwayFromZero),
-    )
+    p.equity_usd
+        .checked_mul(Decimal::from(5_000))
+        .ok_or_else(|| bad("equity".to_owned()))?;
+    Ok(())
 }
 
 /// How far the mark may move against the position before liquidation, in % of the mark:
@@ -87,6 +110,7 @@ impl Tool for GetPositionRisk {
             .ctx
             .portfolio
             .portfolio()
+            .and_then(|p| check_portfolio(&p).map(|()| p))
             .map_err(|e| ToolError::data(NAME, e))?;
         let equity = portfolio.equity_usd;
         let positions: Vec<Value> = portfolio
