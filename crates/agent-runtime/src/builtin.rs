@@ -167,13 +167,12 @@ pub fn parse_context(text: &str) -> ParsedContext {
     out
 }
 
-/// Mean of the last `n` values; `None` when there are fewer.
+/// Mean of the last `n` values; `None` when there are fewer (or the sum overflows).
 fn sma(values: &[Decimal], n: usize) -> Option<Decimal> {
     if n == 0 || values.len() < n {
         return None;
     }
-    let sum: Decimal = values[values.len() - n..].iter().sum();
-    Some(sum / Decimal::from(n))
+    tools::checked_mean(values[values.len() - n..].iter().copied())
 }
 
 /// A cross of the fast average over the slow one on the last bar.

@@ -10,6 +10,9 @@
 //!   records a proposal), `fetch_news_sentiment`, `get_position_risk`, `get_funding_rate`,
 //!   `get_open_interest`.
 //!
+//! - [`Preloaded`], one in-memory value implementing every data-source trait (the simulator, a
+//!   live runner that fetched a tick's data up front, tests).
+//!
 //! What it must never do: reach a database, an exchange or the network itself (implementations
 //! of the traits live with the callers), read the wall clock (the tick time is
 //! [`ToolContext::now`]), return anything dated after `now`, or execute an order:
