@@ -1,11 +1,78 @@
 //! One tick of the trading agent: assemble the context, run the model loop with tools, extract
-//! the proposed action, report usage and cost. Pure: no database, no exchange, no HTTP client,
-//! no wall clock — data arrives through the `tools::ToolContext` traits, time through a
-//! `types::Clock`, the model through [`model::LanguageModel`].
+//! the proposed action, report usage and cost.
+//!
+//! - [`assemble_context`] renders the user message (sections in a fixed order, deterministic,
+//!   point in time) with per-section token estimates.
+//! - [`run_skill`] runs up to `maxSteps` model calls with the skill's whitelisted tools and
+//!   returns the text, every step, the last successful `propose_order` as the proposal, usage
+//!   and cost.
+//! - [`run_tick`] does both around `prompt_compose::compose_system_prompt`.
+//! - [`cost`] holds the one rate table; [`builtin`] the offline models (`builtin/scripted`,
+//!   `builtin/sma-cross:FAST:SLOW`).
+//!
+//! What this crate must never do: touch a database, an exchange, an HTTP client or the wall
+//! clock (data arrives through the `tools::ToolContext` traits, time as `ctx.now`, the model
+//! through [`model::LanguageModel`]); execute an order (it only extracts a proposal; the
+//! execution engine decides); panic on anything a model or a data source sends.
 
+pub mod builtin;
+pub mod context;
+pub mod cost;
 pub mod model;
+mod run;
 
+pub use builtin::{ScriptedModel, SmaCrossModel, builtin_model};
+pub use context::{AssembledContext, ContextError, SectionEstimate, assemble_context};
+pub use cost::{CostEstimate, estimate_cost, rates_for};
 pub use model::{
     FinishReason, LanguageModel, Message, ModelError, ModelRequest, ModelResponse, Rates, ToolCall,
     ToolDefinition, Usage,
 };
+pub use run::{
+    DEFAULT_MAX_OUTPUT_TOKENS, RunError, RunOptions, RunResult, Step, ToolCallRecord, ToolOutcome,
+    run_skill, run_skill_with, tool_definitions,
+};
+pub use tools::{LastDecisionSnapshot, to_last_decision_snapshot};
+
+use prompt_compose::{ComposeError, Lessons};
+use skill_schema::Skill;
+use tools::ToolContext;
+
+/// Everything one tick produced: what the model saw and what it did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TickOutput {
+    pub system_prompt: String,
+    pub context: AssembledContext,
+    pub run: RunResult,
+}
+
+/// Why a tick could not start. (Failures once the model loop runs are in [`RunResult`].)
+#[derive(Debug, thiserror::Error)]
+pub enum TickError {
+    #[error(transparent)]
+    Context(#[from] ContextError),
+    #[error("composing the system prompt: {0}")]
+    Compose(#[from] ComposeError),
+}
+
+/// One tick: [`assemble_context`], `prompt_compose::compose_system_prompt`, then [`run_skill`].
+///
+/// # Errors
+/// [`TickError`] when the context cannot be assembled (a data source failed) or the system
+/// prompt cannot be composed; the model is not called then.
+pub async fn run_tick(
+    skill: &Skill,
+    ctx: &ToolContext,
+    model: &dyn LanguageModel,
+    lessons: Option<&Lessons>,
+    last_decision: Option<&LastDecisionSnapshot>,
+) -> Result<TickOutput, TickError> {
+    let context = assemble_context(skill, ctx, last_decision)?;
+    let system_prompt = prompt_compose::compose_system_prompt(skill, lessons)?;
+    let run = run_skill(skill, ctx, model, &system_prompt, &context.text).await;
+    Ok(TickOutput {
+        system_prompt,
+        context,
+        run,
+    })
+}

@@ -1,3 +1,92 @@
-//! Tools the trading agent may call: the `Tool` trait, the registry of built-ins and the
-//! whitelist hydration `build_tools(whitelist, ctx)`. Tools read through the data-source traits of
-//! a `ToolContext`; they never reach a database or an exchange themselves.
+//! Tools the trading agent may call: the [`Tool`] trait, the [`Registry`] of built-ins and the
+//! whitelist hydration [`build_tools`]; the [`ToolContext`] with the data-source traits every
+//! tick reads through; the [`LastDecisionSnapshot`] the next tick shows.
+//!
+//! What this crate owns:
+//! - the data-source traits ([`MarketData`], [`NewsSource`], [`EventCalendar`],
+//!   [`PortfolioView`], [`DerivativesData`], [`MemorySections`]) and their value types
+//!   ([`NewsItem`], [`UpcomingEvent`], [`OpenOrder`], [`FundingRate`], [`OpenInterestPoint`]);
+//! - the five built-ins of [`skill_schema::BUILTIN_TOOLS`]: `propose_order` (validates and
+//!   records a proposal), `fetch_news_sentiment`, `get_position_risk`, `get_funding_rate`,
+//!   `get_open_interest`.
+//!
+//! - [`Preloaded`], one in-memory value implementing every data-source trait (the simulator, a
+//!   live runner that fetched a tick's data up front, tests).
+//!
+//! What it must never do: reach a database, an exchange or the network itself (implementations
+//! of the traits live with the callers), read the wall clock (the tick time is
+//! [`ToolContext::now`]), return anything dated after `now`, or execute an order:
+//! `propose_order` only records, the execution engine decides. In [`RunMode::ReadOnly`] every
+//! tool that can act refuses.
+//!
+//! The traits are synchronous by design: sim and live pre-load a tick's data (see
+//! [`context`]). Tool calls are synchronous too.
+
+pub mod context;
+mod derivatives;
+mod error;
+mod last_decision;
+mod news;
+mod preloaded;
+mod propose;
+mod registry;
+mod risk;
+
+pub use context::{
+    DataError, DerivativesData, EventCalendar, FundingRate, MarketData, MemorySections, NewsItem,
+    NewsSource, NoData, OpenInterestPoint, OpenOrder, PortfolioView, RunMode, ToolContext,
+    UpcomingEvent, rank_news,
+};
+pub use derivatives::{GetFundingRate, GetOpenInterest, PerpDataArgs};
+pub use error::ToolError;
+pub use last_decision::{
+    LastDecisionSnapshot, VerdictStatus, summarize_proposal, to_last_decision_snapshot,
+};
+pub use news::{
+    FetchNewsArgs, FetchNewsSentiment, MAX_HEADLINE_CHARS, mean_sentiment, news_window,
+};
+pub use preloaded::Preloaded;
+pub use propose::{
+    MAX_REASON_CHARS, ProposeOrder, ProposeOrderArgs, one_line, proposal_from_result,
+    validate_proposal,
+};
+pub use registry::{Registry, Tool, args_schema, build_tools, builtin_names};
+pub use risk::{
+    GetPositionRisk, PositionRiskArgs, check_portfolio, distance_to_liquidation_pct, pct,
+};
+
+/// The name of the proposing tool, whose last successful call is the tick's proposal.
+pub const PROPOSE_ORDER: &str = "propose_order";
+
+use rust_decimal::{Decimal, RoundingStrategy};
+
+/// The mean of `values`, `None` when empty or when the sum overflows `Decimal` (data from a
+/// source is never trusted to be sane enough to panic on).
+#[must_use]
+pub fn checked_mean(values: impl IntoIterator<Item = Decimal>) -> Option<Decimal> {
+    let mut sum = Decimal::ZERO;
+    let mut n: u32 = 0;
+    for v in values {
+        sum = sum.checked_add(v)?;
+        n = n.checked_add(1)?;
+    }
+    if n == 0 {
+        return None;
+    }
+    sum.checked_div(Decimal::from(n))
+}
+
+/// Rounds to 2 decimals, half away from zero (money as shown).
+#[must_use]
+pub fn round2(d: Decimal) -> Decimal {
+    d.round_dp_with_strategy(2, RoundingStrategy::MidpointAwayFromZero)
+}
+
+/// `d` rounded half away from zero to exactly `dp` decimals, zero-padded (`fixed(5, 2)` is
+/// `"5.00"`). Deterministic: no float, no locale.
+#[must_use]
+pub fn fixed(d: Decimal, dp: u32) -> String {
+    let mut r = d.round_dp_with_strategy(dp, RoundingStrategy::MidpointAwayFromZero);
+    r.rescale(dp);
+    r.to_string()
+}

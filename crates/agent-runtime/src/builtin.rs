@@ -1,0 +1,409 @@
+//! Offline `builtin/*` models: no network, no key, honest about what they are.
+//!
+//! - `builtin/scripted` ([`ScriptedModel`]): plays back a given list of responses, the test
+//!   double. When the script runs out it fails with a [`ModelError`] saying so.
+//! - `builtin/sma-cross:FAST:SLOW` ([`SmaCrossModel`]): a rule-based baseline for backtests.
+//!   It reads exactly what an LLM would read: the user message `assemble_context` rendered. From
+//!   the execution-timeframe bar table of each symbol (which holds only bars closed at or before
+//!   the tick time) it computes the simple moving averages of the last FAST and SLOW closes, now
+//!   and one bar earlier. FAST crossing above SLOW proposes to be long (`open_long`, also when
+//!   short: the engine and broker handle the flip), crossing below proposes to be short,
+//!   anything else is `no_op`. It is stateless, so a restart changes nothing. Symbols are
+//!   checked in context order and the first one with a cross is proposed (one proposal per
+//!   tick). Size: `maxPositionPct` of the equity shown in the Portfolio section, capped at
+//!   `maxOrderUsd`, rounded down to cents, leverage 1. It emits a `propose_order` tool call, so
+//!   it goes through the same tool path and validation as a real model; every reason says it is
+//!   a rule-based baseline, not an LLM. It reports zero token usage.
+
+use std::collections::VecDeque;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rust_decimal::{Decimal, RoundingStrategy};
+use skill_schema::Skill;
+use types::Side;
+
+use crate::context::BAR_TABLE_HEADER;
+use crate::model::{
+    FinishReason, LanguageModel, Message, ModelError, ModelRequest, ModelResponse, ToolCall, Usage,
+};
+
+/// The id of [`ScriptedModel`].
+pub const SCRIPTED_ID: &str = "builtin/scripted";
+
+/// Plays back scripted responses (or errors), one per call, and remembers every request.
+pub struct ScriptedModel {
+    id: String,
+    script: Mutex<VecDeque<Result<ModelResponse, ModelError>>>,
+    requests: Mutex<Vec<ModelRequest>>,
+    total: usize,
+}
+
+impl ScriptedModel {
+    /// A model answering `responses` in order.
+    #[must_use]
+    pub fn new(responses: Vec<ModelResponse>) -> Self {
+        Self::with_results(responses.into_iter().map(Ok).collect())
+    }
+
+    /// A model answering `results` in order; an `Err` plays a provider failure.
+    #[must_use]
+    pub fn with_results(results: Vec<Result<ModelResponse, ModelError>>) -> Self {
+        Self {
+            id: SCRIPTED_ID.to_owned(),
+            total: results.len(),
+            script: Mutex::new(results.into()),
+            requests: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The same script under another model id, so a test can account usage and cost as that
+    /// model would (the double still answers only from its script).
+    #[must_use]
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
+    }
+
+    /// Every request received so far, in order.
+    #[must_use]
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        self.requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Responses not played yet.
+    #[must_use]
+    pub fn remaining(&self) -> usize {
+        self.script
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+}
+
+#[async_trait::async_trait]
+impl LanguageModel for ScriptedModel {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    async fn generate(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
+        self.requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(request.clone());
+        self.script
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front()
+            .unwrap_or_else(|| {
+                Err(ModelError::Other(format!(
+                    "{SCRIPTED_ID} ({}): the script is exhausted: all {} scripted responses were \
+                     played and the loop asked for another",
+                    self.id, self.total
+                )))
+            })
+    }
+}
+
+/// What the sma-cross baseline reads from a rendered user message.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParsedContext {
+    /// Closes of each symbol's execution-timeframe table, oldest first, in context order.
+    pub closes: Vec<(String, Vec<Decimal>)>,
+    /// Equity from the Portfolio section.
+    pub equity: Option<Decimal>,
+    /// Open positions from the Portfolio section.
+    pub positions: Vec<(String, Side)>,
+}
+
+/// Reads the bar tables and the portfolio back from a message rendered by
+/// [`crate::assemble_context`]. Lines that do not fit the format are skipped.
+#[must_use]
+pub fn parse_context(text: &str) -> ParsedContext {
+    let mut out = ParsedContext::default();
+    let mut section = "";
+    let mut in_table = false;
+    for line in text.lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            section = h;
+            in_table = false;
+            continue;
+        }
+        if section == "Market context" {
+            if let Some(h) = line.strip_prefix("### ") {
+                let symbol = h.split_whitespace().next().unwrap_or_default().to_owned();
+                out.closes.push((symbol, Vec::new()));
+                in_table = true;
+            } else if line.starts_with('#') || line.is_empty() {
+                in_table = false;
+            } else if in_table && line != BAR_TABLE_HEADER {
+                let close = line.split_whitespace().nth(4).map(Decimal::from_str);
+                if let (Some(Ok(close)), Some((_, closes))) = (close, out.closes.last_mut()) {
+                    closes.push(close);
+                }
+            }
+        } else if section == "Portfolio" {
+            if let Some(rest) = line.strip_prefix("Equity $") {
+                let num = rest.split_whitespace().next().unwrap_or_default();
+                out.equity = Decimal::from_str(num).ok();
+            } else if let Some(rest) = line.strip_prefix("- ") {
+                let mut parts = rest.split_whitespace();
+                let (Some(symbol), Some(side)) = (parts.next(), parts.next()) else {
+                    continue;
+                };
+                let side = match side {
+                    "long" => Side::Long,
+                    "short" => Side::Short,
+                    _ => continue,
+                };
+                out.positions.push((symbol.to_owned(), side));
+            }
+        }
+    }
+    out
+}
+
+/// Mean of the last `n` values; `None` when there are fewer (or the sum overflows).
+fn sma(values: &[Decimal], n: usize) -> Option<Decimal> {
+    if n == 0 || values.len() < n {
+        return None;
+    }
+    tools::checked_mean(values[values.len() - n..].iter().copied())
+}
+
+/// A cross of the fast average over the slow one on the last bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cross {
+    /// fast ≤ slow one bar ago, fast > slow now.
+    Up,
+    /// fast ≥ slow one bar ago, fast < slow now.
+    Down,
+    None,
+}
+
+/// The cross on the last close, with the averages now: `(cross, fast, slow)`. Needs
+/// `slow + 1` closes (and `fast + 1`); `None` with fewer.
+#[must_use]
+pub fn sma_cross(
+    closes: &[Decimal],
+    fast: usize,
+    slow: usize,
+) -> Option<(Cross, Decimal, Decimal)> {
+    if closes.len() < fast.max(slow) + 1 {
+        return None;
+    }
+    let prev = &closes[..closes.len() - 1];
+    let (f0, s0) = (sma(prev, fast)?, sma(prev, slow)?);
+    let (f1, s1) = (sma(closes, fast)?, sma(closes, slow)?);
+    let cross = if f0 <= s0 && f1 > s1 {
+        Cross::Up
+    } else if f0 >= s0 && f1 < s1 {
+        Cross::Down
+    } else {
+        Cross::None
+    };
+    Some((cross, f1, s1))
+}
+
+/// The `builtin/sma-cross:FAST:SLOW` baseline (see the module docs).
+#[derive(Debug, Clone)]
+pub struct SmaCrossModel {
+    id: String,
+    fast: usize,
+    slow: usize,
+    max_position_pct: Decimal,
+    max_order_usd: Decimal,
+    min_order_usd: Decimal,
+}
+
+impl SmaCrossModel {
+    /// A baseline sized from `skill`'s caps. `None` unless `1 ≤ fast < slow ≤ 500`.
+    #[must_use]
+    pub fn new(fast: usize, slow: usize, skill: &Skill) -> Option<Self> {
+        if fast == 0 || fast >= slow || slow > 500 {
+            return None;
+        }
+        Some(Self {
+            id: format!("builtin/sma-cross:{fast}:{slow}"),
+            fast,
+            slow,
+            max_position_pct: skill.risk.max_position_pct,
+            max_order_usd: skill.risk.max_order_usd,
+            min_order_usd: skill.risk.min_order_usd,
+        })
+    }
+
+    /// Parses `builtin/sma-cross:FAST:SLOW`.
+    #[must_use]
+    pub fn from_id(id: &str, skill: &Skill) -> Option<Self> {
+        let rest = id.strip_prefix("builtin/sma-cross:")?;
+        let (fast, slow) = rest.split_once(':')?;
+        Self::new(fast.parse().ok()?, slow.parse().ok()?, skill)
+    }
+
+    fn label(&self) -> String {
+        format!("Rule-based baseline {} (not an LLM)", self.id)
+    }
+
+    /// The `propose_order` arguments for a rendered context.
+    #[must_use]
+    pub fn decide(&self, context: &str) -> String {
+        let parsed = parse_context(context);
+        let label = self.label();
+        let first = parsed
+            .closes
+            .first()
+            .map_or_else(String::new, |(s, _)| s.clone());
+        let mut status = Vec::new();
+        for (symbol, closes) in &parsed.closes {
+            let Some((cross, f, s)) = sma_cross(closes, self.fast, self.slow) else {
+                status.push(format!(
+                    "{symbol}: fewer than {} closed bars",
+                    self.slow + 1
+                ));
+                continue;
+            };
+            let dp = closes
+                .iter()
+                .map(|c| c.normalize().scale())
+                .max()
+                .unwrap_or(0)
+                + 2;
+            let (f, s) = (round(f, dp), round(s, dp));
+            let (side, verb, action) = match cross {
+                Cross::Up => (Side::Long, "above", "open_long"),
+                Cross::Down => (Side::Short, "below", "open_short"),
+                Cross::None => continue,
+            };
+            let held = parsed
+                .positions
+                .iter()
+                .find(|(p, _)| p == symbol)
+                .map(|(_, s)| *s);
+            let what = format!(
+                "SMA{} {f} crossed {verb} SMA{} {s} on the last closed bar",
+                self.fast, self.slow
+            );
+            if held == Some(side) {
+                return no_op(
+                    symbol,
+                    &format!("{label}: {what}; already {side}, holding."),
+                );
+            }
+            let Some(equity) = parsed.equity else {
+                return no_op(
+                    symbol,
+                    &format!("{label}: {what}, but no equity figure was shown; standing aside."),
+                );
+            };
+            let size = (equity * self.max_position_pct / Decimal::ONE_HUNDRED)
+                .min(self.max_order_usd)
+                .round_dp_with_strategy(2, RoundingStrategy::ToZero);
+            if size < self.min_order_usd || size <= Decimal::ZERO {
+                return no_op(
+                    symbol,
+                    &format!(
+                        "{label}: {what}, but the sized order ${size} is below the minimum; standing aside."
+                    ),
+                );
+            }
+            let flip = if held.is_some() {
+                " (flips the open position)"
+            } else {
+                ""
+            };
+            let reason = format!("{label}: {what}; go {side}{flip}.");
+            return format!(
+                "{{\"action\":\"{action}\",\"symbol\":{},\"size_usd\":{size},\"leverage\":1,\"reason\":{}}}",
+                json_str(symbol),
+                json_str(&reason)
+            );
+        }
+        let detail = if status.is_empty() {
+            format!(
+                "no SMA{}/SMA{} cross on the last closed bar",
+                self.fast, self.slow
+            )
+        } else {
+            status.join("; ")
+        };
+        no_op(&first, &format!("{label}: {detail}."))
+    }
+}
+
+fn round(d: Decimal, dp: u32) -> Decimal {
+    d.round_dp_with_strategy(dp, RoundingStrategy::MidpointAwayFromZero)
+        .normalize()
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::Value::String(s.to_owned()).to_string()
+}
+
+fn no_op(symbol: &str, reason: &str) -> String {
+    let reason: String = reason.chars().take(tools::MAX_REASON_CHARS).collect();
+    format!(
+        "{{\"action\":\"no_op\",\"symbol\":{},\"reason\":{}}}",
+        json_str(symbol),
+        json_str(&reason)
+    )
+}
+
+#[async_trait::async_trait]
+impl LanguageModel for SmaCrossModel {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    async fn generate(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
+        // After the tool answered, close the turn: report what happened, never retry.
+        if let Some(Message::Tool { content, .. }) = request.messages.last() {
+            let text = if content.contains("\"status\":\"recorded\"") {
+                format!("{}: proposal recorded.", self.label())
+            } else {
+                format!(
+                    "{}: propose_order refused the proposal: {content}",
+                    self.label()
+                )
+            };
+            return Ok(ModelResponse {
+                text: Some(text),
+                tool_calls: Vec::new(),
+                finish: FinishReason::Stop,
+                usage: Usage::default(),
+            });
+        }
+        let Some(context) = request.messages.iter().rev().find_map(|m| match m {
+            Message::User { content } => Some(content.as_str()),
+            _ => None,
+        }) else {
+            return Err(ModelError::Other(format!(
+                "{}: the request has no user message to read the market from",
+                self.id
+            )));
+        };
+        let arguments = self.decide(context);
+        Ok(ModelResponse {
+            text: Some(format!("{}: evaluating the SMA cross.", self.label())),
+            tool_calls: vec![ToolCall {
+                id: "sma-cross-1".to_owned(),
+                name: tools::PROPOSE_ORDER.to_owned(),
+                arguments,
+            }],
+            finish: FinishReason::ToolCalls,
+            usage: Usage::default(),
+        })
+    }
+}
+
+/// The offline model named `id`, for the binaries: `builtin/sma-cross:FAST:SLOW` sized from
+/// `skill`'s caps. `builtin/scripted` needs a script and is built in code with
+/// [`ScriptedModel::new`], so it is not offered here. `None` for anything else.
+#[must_use]
+pub fn builtin_model(id: &str, skill: &Skill) -> Option<Arc<dyn LanguageModel>> {
+    SmaCrossModel::from_id(id, skill).map(|m| Arc::new(m) as Arc<dyn LanguageModel>)
+}

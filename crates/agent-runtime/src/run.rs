@@ -1,0 +1,370 @@
+//! `run_skill`: the model loop of one tick.
+
+use rust_decimal::Decimal;
+use serde::{Serialize, Serializer};
+use serde_json::{Value, json};
+use skill_schema::Skill;
+use tools::{PROPOSE_ORDER, ToolContext, ToolError, build_tools, proposal_from_result};
+use types::ProposedAction;
+
+use crate::cost::estimate_cost;
+use crate::model::{
+    FinishReason, LanguageModel, Message, ModelError, ModelRequest, ToolDefinition, Usage,
+};
+
+/// Output-token budget of one model call unless [`RunOptions`] says otherwise.
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 2_048;
+
+/// Knobs of the loop that are not part of the skill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunOptions {
+    pub max_output_tokens: u32,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
+        }
+    }
+}
+
+/// What one tool call did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ToolOutcome {
+    /// The tool's result, as sent back to the model.
+    Ok { result: Value },
+    /// The tool refused or failed. `recoverable` errors went back to the model as the tool's
+    /// result; the others ended the tick.
+    Error { message: String, recoverable: bool },
+}
+
+/// One tool call of a step: the raw arguments exactly as the model sent them, and the outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolCallRecord {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+    pub outcome: ToolOutcome,
+}
+
+/// One model call and the tool calls it asked for.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    /// 0-based.
+    pub index: u32,
+    pub text: Option<String>,
+    pub tool_calls: Vec<ToolCallRecord>,
+    pub usage: Usage,
+    /// What the model reported for this call.
+    pub finish: FinishReason,
+}
+
+/// Why a tick ended in `error`. None of these leaves a proposal behind.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    #[error("model call failed at step {step}: {source}")]
+    Model {
+        step: u32,
+        #[source]
+        source: ModelError,
+    },
+    #[error("step {step}: the arguments of {tool} (call {call_id}) are not valid JSON: {message}")]
+    MalformedArguments {
+        step: u32,
+        tool: String,
+        call_id: String,
+        message: String,
+    },
+    #[error("step {step}: the model called {tool:?}, which is not one of its tools ({available})")]
+    UnknownTool {
+        step: u32,
+        tool: String,
+        available: String,
+    },
+    #[error("tools could not be prepared: {0}")]
+    Tools(ToolError),
+    #[error("step {step}: {source}")]
+    Tool {
+        step: u32,
+        #[source]
+        source: ToolError,
+    },
+}
+
+/// The outcome of one tick's model loop.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunResult {
+    /// Every text the model wrote this tick, in order, joined by a blank line.
+    pub text: String,
+    pub steps: Vec<Step>,
+    /// The last successful `propose_order` of the tick; `None` means no-op, and is forced when
+    /// the tick ends in error.
+    pub proposed_action: Option<ProposedAction>,
+    /// Summed over every model call, including those of a tick that ended in error.
+    pub usage: Usage,
+    pub cost_usd: Decimal,
+    /// False when the model is not in the rate table (`cost_usd` is then 0).
+    pub cost_known: bool,
+    pub finish_reason: FinishReason,
+    /// Why the tick ended in error.
+    #[serde(serialize_with = "display_opt")]
+    pub error: Option<RunError>,
+}
+
+fn display_opt<S: Serializer>(e: &Option<RunError>, s: S) -> Result<S::Ok, S::Error> {
+    match e {
+        Some(e) => s.serialize_some(&e.to_string()),
+        None => s.serialize_none(),
+    }
+}
+
+/// The tool definitions of a registry, as the model is offered them.
+#[must_use]
+pub fn tool_definitions(registry: &tools::Registry) -> Vec<ToolDefinition> {
+    registry
+        .tools()
+        .iter()
+        .map(|t| ToolDefinition {
+            name: t.name().to_owned(),
+            description: t.description().to_owned(),
+            parameters: t.parameters().clone(),
+        })
+        .collect()
+}
+
+/// [`run_skill_with`] with default [`RunOptions`].
+pub async fn run_skill(
+    skill: &Skill,
+    ctx: &ToolContext,
+    model: &dyn LanguageModel,
+    system_prompt: &str,
+    user_message: &str,
+) -> RunResult {
+    run_skill_with(
+        skill,
+        ctx,
+        model,
+        system_prompt,
+        user_message,
+        RunOptions::default(),
+    )
+    .await
+}
+
+/// Runs the model loop of one tick: hydrate the skill's whitelisted tools with `ctx`, send the
+/// system prompt and the user message, and execute tool calls for up to `skill.maxSteps`
+/// model calls.
+///
+/// - The proposal is the **last successful** `propose_order` call (an explicit `no_op` is a
+///   proposal too); none means no-op.
+/// - Arguments that break a tool's schema or rules, a read-only refusal or missing data go back
+///   to the model as the tool's result (`{"error": ...}`), so it can correct itself.
+/// - Malformed JSON arguments, an unknown tool, a provider error or a tool set that cannot be
+///   built end the tick: `finish_reason` is `error`, `proposed_action` is `None` (even if an
+///   earlier call proposed), `error` says why. Never a panic, never an order.
+/// - When the last allowed step still asked for tools, those calls run and the tick ends with
+///   `tool-calls`.
+///
+/// The request's model name is the part of `model.id()` after the first `/`; cost is looked up
+/// by the full `model.id()`.
+pub async fn run_skill_with(
+    skill: &Skill,
+    ctx: &ToolContext,
+    model: &dyn LanguageModel,
+    system_prompt: &str,
+    user_message: &str,
+    options: RunOptions,
+) -> RunResult {
+    let mut run = Loop {
+        steps: Vec::new(),
+        texts: Vec::new(),
+        usage: Usage::default(),
+        proposal: None,
+    };
+    let registry = match build_tools(&skill.tools, ctx) {
+        Ok(r) => r,
+        Err(e) => return run.finish(model, FinishReason::Error, Some(RunError::Tools(e))),
+    };
+    let model_name = model
+        .id()
+        .split_once('/')
+        .map_or(model.id(), |(_, name)| name)
+        .to_owned();
+    let mut request = ModelRequest {
+        model: model_name,
+        system: system_prompt.to_owned(),
+        messages: vec![Message::User {
+            content: user_message.to_owned(),
+        }],
+        tools: tool_definitions(&registry),
+        max_output_tokens: options.max_output_tokens,
+    };
+    let max_steps = skill.max_steps.max(1);
+    for index in 0..max_steps {
+        let response = match model.generate(&request).await {
+            Ok(r) => r,
+            Err(source) => {
+                return run.finish(
+                    model,
+                    FinishReason::Error,
+                    Some(RunError::Model {
+                        step: index,
+                        source,
+                    }),
+                );
+            }
+        };
+        run.usage += response.usage;
+        if let Some(t) = response.text.as_deref().map(str::trim)
+            && !t.is_empty()
+        {
+            run.texts.push(t.to_owned());
+        }
+        let mut step = Step {
+            index,
+            text: response.text.clone(),
+            tool_calls: Vec::new(),
+            usage: response.usage,
+            finish: response.finish,
+        };
+        if response.tool_calls.is_empty() {
+            run.steps.push(step);
+            return run.finish(model, response.finish, None);
+        }
+        request.messages.push(Message::Assistant {
+            text: response.text.clone(),
+            tool_calls: response.tool_calls.clone(),
+        });
+        for call in &response.tool_calls {
+            let args = if call.arguments.trim().is_empty() {
+                Ok(json!({}))
+            } else {
+                serde_json::from_str::<Value>(&call.arguments)
+            };
+            let args = match args {
+                Ok(v) => v,
+                Err(e) => {
+                    let message = e.to_string();
+                    step.tool_calls.push(record(
+                        call,
+                        ToolOutcome::Error {
+                            message: format!("arguments are not valid JSON: {message}"),
+                            recoverable: false,
+                        },
+                    ));
+                    run.steps.push(step);
+                    return run.finish(
+                        model,
+                        FinishReason::Error,
+                        Some(RunError::MalformedArguments {
+                            step: index,
+                            tool: call.name.clone(),
+                            call_id: call.id.clone(),
+                            message,
+                        }),
+                    );
+                }
+            };
+            match registry.call(&call.name, args) {
+                Ok(result) => {
+                    if call.name == PROPOSE_ORDER
+                        && let Some(p) = proposal_from_result(&result)
+                    {
+                        run.proposal = Some(p);
+                    }
+                    request.messages.push(Message::Tool {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        content: result.to_string(),
+                    });
+                    step.tool_calls
+                        .push(record(call, ToolOutcome::Ok { result }));
+                }
+                Err(e) if e.is_recoverable() => {
+                    let message = e.to_string();
+                    request.messages.push(Message::Tool {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        content: json!({ "error": message }).to_string(),
+                    });
+                    step.tool_calls.push(record(
+                        call,
+                        ToolOutcome::Error {
+                            message,
+                            recoverable: true,
+                        },
+                    ));
+                }
+                Err(e) => {
+                    step.tool_calls.push(record(
+                        call,
+                        ToolOutcome::Error {
+                            message: e.to_string(),
+                            recoverable: false,
+                        },
+                    ));
+                    run.steps.push(step);
+                    let error = match e {
+                        ToolError::UnknownTool { name, available } => RunError::UnknownTool {
+                            step: index,
+                            tool: name,
+                            available: available.join(", "),
+                        },
+                        other => RunError::Tool {
+                            step: index,
+                            source: other,
+                        },
+                    };
+                    return run.finish(model, FinishReason::Error, Some(error));
+                }
+            }
+        }
+        run.steps.push(step);
+    }
+    // The last allowed step still asked for tools; they ran, and the tick ends here.
+    run.finish(model, FinishReason::ToolCalls, None)
+}
+
+fn record(call: &crate::model::ToolCall, outcome: ToolOutcome) -> ToolCallRecord {
+    ToolCallRecord {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+        outcome,
+    }
+}
+
+struct Loop {
+    steps: Vec<Step>,
+    texts: Vec<String>,
+    usage: Usage,
+    proposal: Option<ProposedAction>,
+}
+
+impl Loop {
+    fn finish(
+        self,
+        model: &dyn LanguageModel,
+        finish_reason: FinishReason,
+        error: Option<RunError>,
+    ) -> RunResult {
+        let cost = estimate_cost(model.id(), &self.usage);
+        let failed = error.is_some();
+        RunResult {
+            text: self.texts.join("\n\n"),
+            steps: self.steps,
+            proposed_action: if failed { None } else { self.proposal },
+            usage: self.usage,
+            cost_usd: cost.usd,
+            cost_known: cost.known,
+            finish_reason: if failed {
+                FinishReason::Error
+            } else {
+                finish_reason
+            },
+            error,
+        }
+    }
+}

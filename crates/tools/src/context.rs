@@ -1,0 +1,396 @@
+//! The [`ToolContext`]: everything a tick may read, behind data-source traits.
+//!
+//! The traits are **synchronous**. Both callers pre-load what a tick can ask for: the simulator
+//! holds the whole bar/news/funding history in memory, and the live runner fetches the
+//! deployment's data before the tick starts (bars of its symbols, news, the broker account,
+//! funding and open interest) and serves the tick from that snapshot. A tick therefore never
+//! waits on the network inside a tool call, and sim and live run the same code path. A live
+//! implementation that must reach the network from inside a call may block; that is its choice.
+//!
+//! Every method takes the point in time explicitly (`as_of`, `closed_by`, a window): the context
+//! is a view *as of* [`ToolContext::now`], and callers of the traits (the tools here,
+//! `assemble_context` in `agent-runtime`) re-check every timestamp they receive, so a data source
+//! that leaks the future cannot put it in front of the model.
+
+use std::fmt;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use skill_schema::EventKind;
+use types::{Bar, Interval, OrderSide, PortfolioSnapshot};
+
+/// Why a data source could not answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{source_name}: {message}")]
+pub struct DataError {
+    /// Which source failed (`market data`, `news`, `broker`, ...).
+    pub source_name: String,
+    pub message: String,
+}
+
+impl DataError {
+    #[must_use]
+    pub fn new(source_name: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            source_name: source_name.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Whether the tools of this context may act. The trading tick runs in `Trade`; the chat agent
+/// runs the same tools in `ReadOnly`, where every tool that could act refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunMode {
+    Trade,
+    ReadOnly,
+}
+
+impl RunMode {
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RunMode::Trade => "trade",
+            RunMode::ReadOnly => "read_only",
+        }
+    }
+}
+
+impl fmt::Display for RunMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One news headline.
+///
+/// `sentiment` is in −1..1 (negative = bearish), `importance` in 0..1; relevance ranking is by
+/// importance, then recency, then headline text (see [`rank_news`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewsItem {
+    /// When the item was published.
+    pub time: DateTime<Utc>,
+    pub headline: String,
+    pub source: String,
+    pub sentiment: Decimal,
+    pub importance: Decimal,
+    /// The symbols the item is about (empty = market-wide).
+    pub symbols: Vec<String>,
+}
+
+/// Sorts news most relevant first: importance descending, then newest first, then headline, then
+/// source, so ties never depend on the order a source returned them in.
+pub fn rank_news(items: &mut [NewsItem]) {
+    items.sort_by(|a, b| {
+        b.importance
+            .cmp(&a.importance)
+            .then(b.time.cmp(&a.time))
+            .then_with(|| a.headline.cmp(&b.headline))
+            .then_with(|| a.source.cmp(&b.source))
+    });
+}
+
+/// A scheduled market event (FOMC, CPI, a token unlock, ...).
+///
+/// Integration note: the `db` branch may add a `types::MarketEvent` for the stored calendar; the
+/// two describe the same thing and should be unified when both land.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpcomingEvent {
+    pub kind: EventKind,
+    pub title: String,
+    /// The symbols the event matters for (empty = market-wide).
+    pub symbols: Vec<String>,
+    pub scheduled_at: DateTime<Utc>,
+    /// 0..1.
+    pub importance: Decimal,
+}
+
+/// A working order on the broker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenOrder {
+    pub id: String,
+    pub symbol: String,
+    pub side: OrderSide,
+    /// `limit`, `stop`, `take_profit`, ... as the broker names it.
+    pub kind: String,
+    /// Quantity in base units.
+    pub qty: Decimal,
+    /// Limit or trigger price.
+    pub price: Option<Decimal>,
+    pub reduce_only: bool,
+    pub placed_at: DateTime<Utc>,
+}
+
+/// One funding-rate print of a perpetual.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FundingRate {
+    pub time: DateTime<Utc>,
+    /// The rate for one funding period, as a fraction (`0.0001` = 0.01 %). Positive: longs pay.
+    pub rate: Decimal,
+    /// Length of one funding period in hours (1 on Hyperliquid, 8 on most CEXs).
+    pub period_hours: u32,
+}
+
+/// One open-interest observation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenInterestPoint {
+    pub time: DateTime<Utc>,
+    /// Open interest in base units.
+    pub oi_base: Decimal,
+    /// Open interest in USD at the time's mark price.
+    pub oi_usd: Decimal,
+}
+
+/// Bars of the symbols a deployment trades.
+pub trait MarketData: Send + Sync {
+    /// Up to `limit` bars of `symbol` at `interval` that **closed** at or before `closed_by`
+    /// (a bar's close time is `time + interval`), oldest first.
+    ///
+    /// # Errors
+    /// [`DataError`] when the source cannot answer (unknown symbol, storage failure).
+    fn bars(
+        &self,
+        symbol: &str,
+        interval: Interval,
+        closed_by: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Bar>, DataError>;
+}
+
+/// Headlines.
+pub trait NewsSource: Send + Sync {
+    /// Items published in `[from, to]` about any of `symbols` (or market-wide), at most `top_k`,
+    /// most relevant first.
+    ///
+    /// # Errors
+    /// [`DataError`] when the source cannot answer.
+    fn news(
+        &self,
+        symbols: &[String],
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        top_k: usize,
+    ) -> Result<Vec<NewsItem>, DataError>;
+}
+
+/// The forward-looking market-event calendar.
+pub trait EventCalendar: Send + Sync {
+    /// Events scheduled in `(from, to]` of the given kinds (empty = all) with importance at
+    /// least `min_importance`.
+    ///
+    /// # Errors
+    /// [`DataError`] when the source cannot answer.
+    fn upcoming(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        kinds: &[EventKind],
+        min_importance: Decimal,
+    ) -> Result<Vec<UpcomingEvent>, DataError>;
+}
+
+/// The broker-authoritative account of the deployment.
+pub trait PortfolioView: Send + Sync {
+    /// Equity, margin and positions.
+    ///
+    /// # Errors
+    /// [`DataError`] when the broker state is unavailable.
+    fn portfolio(&self) -> Result<PortfolioSnapshot, DataError>;
+
+    /// Working orders.
+    ///
+    /// # Errors
+    /// [`DataError`] when the broker state is unavailable.
+    fn open_orders(&self) -> Result<Vec<OpenOrder>, DataError>;
+}
+
+/// Perpetual-futures data: funding and open interest.
+pub trait DerivativesData: Send + Sync {
+    /// Up to `limit` funding prints of `symbol` at or before `as_of`, oldest first.
+    ///
+    /// # Errors
+    /// [`DataError`] when the source cannot answer.
+    fn funding_rates(
+        &self,
+        symbol: &str,
+        as_of: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<FundingRate>, DataError>;
+
+    /// Up to `limit` open-interest observations of `symbol` at or before `as_of`, oldest first.
+    ///
+    /// # Errors
+    /// [`DataError`] when the source cannot answer.
+    fn open_interest(
+        &self,
+        symbol: &str,
+        as_of: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<OpenInterestPoint>, DataError>;
+}
+
+/// The two ADR-0017 memory sections, rendered by the ledger (the `memory-ledger` crate implements
+/// this), as of a point in time. Each method returns the section's lines; a first line equal to
+/// the section's heading (`## Recent trades on this skill (closed)`,
+/// `## Open positions (memory view)`) is dropped by the runtime, so the ledger's renderers can be
+/// returned as they are. An empty string means "nothing to show" and the runtime writes an honest
+/// line instead. Implementations must only use trades closed at or before `as_of` (for
+/// `recent_trades`) and positions open at `as_of`, and must keep external text (reasons) on one
+/// line each so it cannot forge a prompt heading.
+pub trait MemorySections: Send + Sync {
+    /// At most `k` closed trades of this deployment, newest entry first.
+    ///
+    /// # Errors
+    /// [`DataError`] when the ledger cannot be read.
+    fn recent_trades(&self, k: u32, as_of: DateTime<Utc>) -> Result<String, DataError>;
+
+    /// The ledger's open rows (with mark, MFE/MAE, holding time).
+    ///
+    /// # Errors
+    /// [`DataError`] when the ledger cannot be read.
+    fn open_positions(&self, as_of: DateTime<Utc>) -> Result<String, DataError>;
+}
+
+/// A source with nothing in it: no news, no events, no funding, no memory. The default for the
+/// optional sources of a [`ToolContext`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoData;
+
+impl NewsSource for NoData {
+    fn news(
+        &self,
+        _: &[String],
+        _: DateTime<Utc>,
+        _: DateTime<Utc>,
+        _: usize,
+    ) -> Result<Vec<NewsItem>, DataError> {
+        Ok(Vec::new())
+    }
+}
+
+impl EventCalendar for NoData {
+    fn upcoming(
+        &self,
+        _: DateTime<Utc>,
+        _: DateTime<Utc>,
+        _: &[EventKind],
+        _: Decimal,
+    ) -> Result<Vec<UpcomingEvent>, DataError> {
+        Ok(Vec::new())
+    }
+}
+
+impl DerivativesData for NoData {
+    fn funding_rates(
+        &self,
+        _: &str,
+        _: DateTime<Utc>,
+        _: usize,
+    ) -> Result<Vec<FundingRate>, DataError> {
+        Ok(Vec::new())
+    }
+
+    fn open_interest(
+        &self,
+        _: &str,
+        _: DateTime<Utc>,
+        _: usize,
+    ) -> Result<Vec<OpenInterestPoint>, DataError> {
+        Ok(Vec::new())
+    }
+}
+
+impl MemorySections for NoData {
+    fn recent_trades(&self, _: u32, _: DateTime<Utc>) -> Result<String, DataError> {
+        Ok(String::new())
+    }
+
+    fn open_positions(&self, _: DateTime<Utc>) -> Result<String, DataError> {
+        Ok(String::new())
+    }
+}
+
+/// Everything one tick may read. Cheap to clone (the sources are shared `Arc`s); tools keep a
+/// clone.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The tick time. Nothing after it may reach the model.
+    pub now: DateTime<Utc>,
+    pub mode: RunMode,
+    /// The symbols the deployment trades, in the skill's order.
+    pub symbols: Vec<String>,
+    pub market: Arc<dyn MarketData>,
+    pub portfolio: Arc<dyn PortfolioView>,
+    pub news: Arc<dyn NewsSource>,
+    pub events: Arc<dyn EventCalendar>,
+    pub derivatives: Arc<dyn DerivativesData>,
+    pub memory: Arc<dyn MemorySections>,
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("now", &self.now)
+            .field("mode", &self.mode)
+            .field("symbols", &self.symbols)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolContext {
+    /// A context with bars and a broker account; news, events, funding/open interest and memory
+    /// start empty ([`NoData`]) and are set with the `with_*` methods.
+    #[must_use]
+    pub fn new(
+        now: DateTime<Utc>,
+        mode: RunMode,
+        symbols: Vec<String>,
+        market: Arc<dyn MarketData>,
+        portfolio: Arc<dyn PortfolioView>,
+    ) -> Self {
+        Self {
+            now,
+            mode,
+            symbols,
+            market,
+            portfolio,
+            news: Arc::new(NoData),
+            events: Arc::new(NoData),
+            derivatives: Arc::new(NoData),
+            memory: Arc::new(NoData),
+        }
+    }
+
+    #[must_use]
+    pub fn with_news(mut self, news: Arc<dyn NewsSource>) -> Self {
+        self.news = news;
+        self
+    }
+
+    #[must_use]
+    pub fn with_events(mut self, events: Arc<dyn EventCalendar>) -> Self {
+        self.events = events;
+        self
+    }
+
+    #[must_use]
+    pub fn with_derivatives(mut self, derivatives: Arc<dyn DerivativesData>) -> Self {
+        self.derivatives = derivatives;
+        self
+    }
+
+    #[must_use]
+    pub fn with_memory(mut self, memory: Arc<dyn MemorySections>) -> Self {
+        self.memory = memory;
+        self
+    }
+
+    /// Whether `symbol` is one the deployment trades.
+    #[must_use]
+    pub fn trades_symbol(&self, symbol: &str) -> bool {
+        self.symbols.iter().any(|s| s == symbol)
+    }
+}

@@ -1,0 +1,63 @@
+use crate::context::DataError;
+
+/// Why a tool could not be built or called.
+///
+/// [`ToolError::is_recoverable`] says which errors the tick loop sends back to the model as the
+/// tool's result (so it can correct itself) and which end the tick.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// The arguments broke the tool's schema or rules. Every problem is listed, each naming the
+    /// argument it is about.
+    #[error("{tool}: invalid arguments: {}", problems.join("; "))]
+    InvalidArguments { tool: String, problems: Vec<String> },
+    /// The context is read-only and this tool could act.
+    #[error("{tool}: refused: this context is read-only and {tool} can act; nothing was recorded")]
+    ReadOnly { tool: String },
+    /// A data source failed while the tool ran.
+    #[error("{tool}: data unavailable: {source}")]
+    Data {
+        tool: String,
+        #[source]
+        source: DataError,
+    },
+    /// No tool of that name is registered.
+    #[error("unknown tool {name:?}; available: {}", available.join(", "))]
+    UnknownTool {
+        name: String,
+        available: Vec<String>,
+    },
+    /// The whitelist names something that is not a built-in tool.
+    #[error("tools.builtIn[{index}]: {name:?} is not a built-in tool; known: {}", skill_schema::BUILTIN_TOOLS.join(", "))]
+    NotABuiltin { index: usize, name: String },
+    /// The whitelist names MCP servers; MCP tools are not supported by this runtime yet.
+    #[error("tools.mcpServers[{index}] ({name}): MCP tools are not supported yet")]
+    McpUnsupported { index: usize, name: String },
+}
+
+impl ToolError {
+    /// Whether the tick loop should hand this error back to the model as the tool's result
+    /// (invalid arguments, a read-only refusal, missing data) rather than end the tick.
+    #[must_use]
+    pub const fn is_recoverable(&self) -> bool {
+        matches!(
+            self,
+            ToolError::InvalidArguments { .. }
+                | ToolError::ReadOnly { .. }
+                | ToolError::Data { .. }
+        )
+    }
+
+    pub(crate) fn invalid(tool: &str, problems: Vec<String>) -> Self {
+        ToolError::InvalidArguments {
+            tool: tool.to_owned(),
+            problems,
+        }
+    }
+
+    pub(crate) fn data(tool: &str, source: DataError) -> Self {
+        ToolError::Data {
+            tool: tool.to_owned(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! The "Last decision" the next tick sees: what the agent proposed and what the engine did.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use types::{OrderAction, ProposedAction, RuleCode, Verdict};
+
+use crate::{fixed, one_line};
+
+/// What the engine did with the previous tick's proposal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictStatus {
+    Executed,
+    Rejected,
+    NoOp,
+}
+
+impl VerdictStatus {
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            VerdictStatus::Executed => "executed",
+            VerdictStatus::Rejected => "rejected",
+            VerdictStatus::NoOp => "no_op",
+        }
+    }
+}
+
+/// The previous tick, as the next tick's context shows it. The live runner keeps it in its
+/// state; the simulator carries it across iterations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastDecisionSnapshot {
+    pub tick_at: DateTime<Utc>,
+    /// One-line summary of the proposal (`None` when the agent proposed nothing).
+    pub proposal: Option<String>,
+    pub status: VerdictStatus,
+    /// The rule that rejected it.
+    pub rule: Option<RuleCode>,
+    /// The engine's detail, on one line.
+    pub detail: String,
+}
+
+/// One line describing a proposal: `open_long BTC $2500.00 at 3x, stop 64000, target 68000,
+/// confidence 70: "reason"`.
+#[must_use]
+pub fn summarize_proposal(p: &ProposedAction) -> String {
+    let mut out = format!("{} {}", p.action, p.symbol);
+    if let Some(size) = p.size_usd {
+        out.push_str(&format!(" ${}", fixed(size, 2)));
+    }
+    if let Some(lev) = p.leverage {
+        out.push_str(&format!(" at {}x", lev.normalize()));
+    }
+    if let Some(stop) = p.stop {
+        out.push_str(&format!(", stop {}", stop.normalize()));
+    }
+    if let Some(target) = p.target {
+        out.push_str(&format!(", target {}", target.normalize()));
+    }
+    if let Some(c) = p.confidence {
+        out.push_str(&format!(", confidence {c}"));
+    }
+    if p.action != OrderAction::NoOp || !p.reason.is_empty() {
+        out.push_str(&format!(": \"{}\"", one_line(&p.reason)));
+    }
+    out
+}
+
+/// Builds the snapshot the next tick shows from this tick's proposal and the engine's verdict.
+#[must_use]
+pub fn to_last_decision_snapshot(
+    proposal: Option<&ProposedAction>,
+    verdict: &Verdict,
+    tick_at: DateTime<Utc>,
+) -> LastDecisionSnapshot {
+    let (status, rule, detail) = match verdict {
+        Verdict::Executed { detail } => (VerdictStatus::Executed, None, detail),
+        Verdict::Rejected { rule, detail } => (VerdictStatus::Rejected, Some(*rule), detail),
+        Verdict::NoOp { detail } => (VerdictStatus::NoOp, None, detail),
+    };
+    LastDecisionSnapshot {
+        tick_at,
+        proposal: proposal.map(summarize_proposal),
+        status,
+        rule,
+        detail: one_line(detail),
+    }
+}

@@ -1,0 +1,178 @@
+//! [`Preloaded`]: one in-memory value implementing every data-source trait, for the simulator
+//! (which holds its whole history in memory), for a live runner that fetched a tick's data up
+//! front, and for tests.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use skill_schema::EventKind;
+use types::{Bar, Interval, PortfolioSnapshot};
+
+use crate::context::{
+    DataError, DerivativesData, EventCalendar, FundingRate, MarketData, MemorySections, NewsItem,
+    NewsSource, OpenInterestPoint, OpenOrder, PortfolioView, UpcomingEvent, rank_news,
+};
+
+/// Data held in memory. Every query applies its point-in-time bound itself.
+///
+/// The memory sections are held as already-rendered text (what the ledger renders for this
+/// tick); they are returned as given whatever `as_of` is asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Preloaded {
+    bars: BTreeMap<(String, Interval), Vec<Bar>>,
+    pub news: Vec<NewsItem>,
+    pub events: Vec<UpcomingEvent>,
+    pub portfolio: Option<PortfolioSnapshot>,
+    pub open_orders: Vec<OpenOrder>,
+    pub funding: BTreeMap<String, Vec<FundingRate>>,
+    pub open_interest: BTreeMap<String, Vec<OpenInterestPoint>>,
+    pub recent_trades_text: String,
+    pub open_positions_text: String,
+}
+
+impl Preloaded {
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds bars of `symbol` at `interval` (any order; kept sorted by open time, one bar per
+    /// open time, the later insert winning).
+    pub fn insert_bars(&mut self, symbol: &str, interval: Interval, bars: Vec<Bar>) {
+        let entry = self.bars.entry((symbol.to_owned(), interval)).or_default();
+        let mut by_time: BTreeMap<DateTime<Utc>, Bar> =
+            entry.drain(..).map(|b| (b.time, b)).collect();
+        for b in bars {
+            by_time.insert(b.time, b);
+        }
+        *entry = by_time.into_values().collect();
+    }
+
+    /// Builder form of [`Preloaded::insert_bars`].
+    #[must_use]
+    pub fn with_bars(mut self, symbol: &str, interval: Interval, bars: Vec<Bar>) -> Self {
+        self.insert_bars(symbol, interval, bars);
+        self
+    }
+
+    /// Every bar held for `symbol` at `interval`, oldest first.
+    #[must_use]
+    pub fn all_bars(&self, symbol: &str, interval: Interval) -> &[Bar] {
+        self.bars
+            .get(&(symbol.to_owned(), interval))
+            .map_or(&[], Vec::as_slice)
+    }
+}
+
+impl MarketData for Preloaded {
+    fn bars(
+        &self,
+        symbol: &str,
+        interval: Interval,
+        closed_by: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Bar>, DataError> {
+        let all = self.all_bars(symbol, interval);
+        // Bars are sorted by open time, so the closed ones are a prefix.
+        let closed = all.partition_point(|b| b.close_time(interval) <= closed_by);
+        let start = closed.saturating_sub(limit);
+        Ok(all[start..closed].to_vec())
+    }
+}
+
+impl NewsSource for Preloaded {
+    fn news(
+        &self,
+        symbols: &[String],
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        top_k: usize,
+    ) -> Result<Vec<NewsItem>, DataError> {
+        let mut items: Vec<NewsItem> = self
+            .news
+            .iter()
+            .filter(|n| n.time >= from && n.time <= to)
+            .filter(|n| n.symbols.is_empty() || n.symbols.iter().any(|s| symbols.contains(s)))
+            .cloned()
+            .collect();
+        rank_news(&mut items);
+        items.truncate(top_k);
+        Ok(items)
+    }
+}
+
+impl EventCalendar for Preloaded {
+    fn upcoming(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        kinds: &[EventKind],
+        min_importance: Decimal,
+    ) -> Result<Vec<UpcomingEvent>, DataError> {
+        Ok(self
+            .events
+            .iter()
+            .filter(|e| e.scheduled_at > from && e.scheduled_at <= to)
+            .filter(|e| kinds.is_empty() || kinds.contains(&e.kind))
+            .filter(|e| e.importance >= min_importance)
+            .cloned()
+            .collect())
+    }
+}
+
+impl PortfolioView for Preloaded {
+    fn portfolio(&self) -> Result<PortfolioSnapshot, DataError> {
+        self.portfolio
+            .clone()
+            .ok_or_else(|| DataError::new("broker", "no portfolio snapshot loaded"))
+    }
+
+    fn open_orders(&self) -> Result<Vec<OpenOrder>, DataError> {
+        Ok(self.open_orders.clone())
+    }
+}
+
+impl DerivativesData for Preloaded {
+    fn funding_rates(
+        &self,
+        symbol: &str,
+        as_of: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<FundingRate>, DataError> {
+        let mut rows: Vec<FundingRate> = self
+            .funding
+            .get(symbol)
+            .map(|v| v.iter().filter(|r| r.time <= as_of).cloned().collect())
+            .unwrap_or_default();
+        rows.sort_by_key(|r| r.time);
+        let skip = rows.len().saturating_sub(limit);
+        Ok(rows.split_off(skip))
+    }
+
+    fn open_interest(
+        &self,
+        symbol: &str,
+        as_of: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<OpenInterestPoint>, DataError> {
+        let mut rows: Vec<OpenInterestPoint> = self
+            .open_interest
+            .get(symbol)
+            .map(|v| v.iter().filter(|r| r.time <= as_of).cloned().collect())
+            .unwrap_or_default();
+        rows.sort_by_key(|r| r.time);
+        let skip = rows.len().saturating_sub(limit);
+        Ok(rows.split_off(skip))
+    }
+}
+
+impl MemorySections for Preloaded {
+    fn recent_trades(&self, _k: u32, _as_of: DateTime<Utc>) -> Result<String, DataError> {
+        Ok(self.recent_trades_text.clone())
+    }
+
+    fn open_positions(&self, _as_of: DateTime<Utc>) -> Result<String, DataError> {
+        Ok(self.open_positions_text.clone())
+    }
+}

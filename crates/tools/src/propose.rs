@@ -1,0 +1,211 @@
+//! `propose_order`: the one tool that acts. It validates and records the model's proposal; it
+//! never executes anything. The execution engine decides after the model loop.
+
+use rust_decimal::Decimal;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use types::{OrderAction, ProposedAction};
+
+use crate::context::{RunMode, ToolContext};
+use crate::error::ToolError;
+use crate::registry::{ArgsParser, Tool, args_schema};
+
+pub(crate) const NAME: &str = "propose_order";
+
+/// Longest `reason`, in characters. Reasons flow into the ledger and future prompts, so they are
+/// bounded here, on the write path.
+pub const MAX_REASON_CHARS: usize = 280;
+
+/// The arguments of `propose_order` as the model sends them.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProposeOrderArgs {
+    /// open_long / open_short open or add to a position (a proposal against an open position of
+    /// the other side flips it); close exits the whole position; reduce exits size_usd of it;
+    /// no_op stands aside.
+    pub action: OrderAction,
+    /// One of the symbols this deployment trades.
+    #[schemars(length(min = 1, max = 32))]
+    pub symbol: String,
+    /// Notional in USD (margin × leverage). Required for open_long, open_short and reduce;
+    /// ignored for close and no_op.
+    #[serde(default)]
+    #[schemars(with = "f64", range(min = 0))]
+    pub size_usd: Option<Decimal>,
+    /// Leverage for an open (1 = none). Ignored for close, reduce and no_op.
+    #[serde(default)]
+    #[schemars(with = "f64", range(min = 1, max = 100))]
+    pub leverage: Option<Decimal>,
+    /// Why, in one or two sentences (at most 280 characters). Stored with the trade.
+    #[schemars(length(min = 1, max = 280))]
+    pub reason: String,
+    /// Conviction 0–100.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 100))]
+    pub confidence: Option<u8>,
+    /// Protective stop price (opens only).
+    #[serde(default)]
+    #[schemars(with = "f64", range(min = 0))]
+    pub stop: Option<Decimal>,
+    /// Take-profit price (opens only).
+    #[serde(default)]
+    #[schemars(with = "f64", range(min = 0))]
+    pub target: Option<Decimal>,
+}
+
+/// Collapses every run of whitespace (newlines included) to one space and trims: external text
+/// stays on one line, so it cannot forge a prompt heading.
+#[must_use]
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Checks the rules the schema cannot express and returns the proposal as recorded.
+///
+/// Rules: the symbol is one the deployment trades; opens and reduces carry a positive
+/// `size_usd`; prices are positive; a long's stop is below its target and a short's above; the
+/// reason is not blank. For `close` and `no_op` the sizing fields are dropped (they mean
+/// nothing there), as are stop/target for `reduce`. The reason is put on one line.
+///
+/// # Errors
+/// [`ToolError::InvalidArguments`] listing every broken rule.
+pub fn validate_proposal(
+    args: ProposeOrderArgs,
+    ctx: &ToolContext,
+) -> Result<ProposedAction, ToolError> {
+    let mut problems = Vec::new();
+    if !ctx.trades_symbol(&args.symbol) {
+        problems.push(format!(
+            "symbol: {:?} is not traded by this deployment; use one of {}",
+            args.symbol,
+            ctx.symbols.join(", ")
+        ));
+    }
+    let reason = one_line(&args.reason);
+    if reason.is_empty() {
+        problems.push("reason: must not be blank".to_owned());
+    } else if reason.chars().count() > MAX_REASON_CHARS {
+        problems.push(format!(
+            "reason: at most {MAX_REASON_CHARS} characters (got {})",
+            reason.chars().count()
+        ));
+    }
+    let opens = matches!(args.action, OrderAction::OpenLong | OrderAction::OpenShort);
+    let sized = opens || args.action == OrderAction::Reduce;
+    if sized {
+        match args.size_usd {
+            None => problems.push(format!("size_usd: required for {}", args.action)),
+            Some(s) if s <= Decimal::ZERO => {
+                problems.push(format!("size_usd: must be greater than 0 (got {s})"));
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(l) = args.leverage
+        && l < Decimal::ONE
+    {
+        problems.push(format!("leverage: must be at least 1 (got {l})"));
+    }
+    for (name, price) in [("stop", args.stop), ("target", args.target)] {
+        if let Some(p) = price
+            && p <= Decimal::ZERO
+        {
+            problems.push(format!("{name}: must be greater than 0 (got {p})"));
+        }
+    }
+    if opens && let (Some(stop), Some(target)) = (args.stop, args.target) {
+        if args.action == OrderAction::OpenLong && stop >= target {
+            problems.push(format!(
+                "stop: a long's stop ({stop}) must be below its target ({target})"
+            ));
+        }
+        if args.action == OrderAction::OpenShort && stop <= target {
+            problems.push(format!(
+                "stop: a short's stop ({stop}) must be above its target ({target})"
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(ToolError::invalid(NAME, problems));
+    }
+    Ok(ProposedAction {
+        action: args.action,
+        symbol: args.symbol,
+        size_usd: if sized { args.size_usd } else { None },
+        leverage: if opens { args.leverage } else { None },
+        reason,
+        confidence: args.confidence,
+        stop: if opens { args.stop } else { None },
+        target: if opens { args.target } else { None },
+    })
+}
+
+/// The proposal a successful `propose_order` result carries.
+///
+/// The tick loop uses this to extract the proposal from the recorded steps, so the steps stay the
+/// single source of truth.
+#[must_use]
+pub fn proposal_from_result(result: &Value) -> Option<ProposedAction> {
+    if result.get("status")?.as_str()? != "recorded" {
+        return None;
+    }
+    serde_json::from_value(result.get("proposal")?.clone()).ok()
+}
+
+/// The `propose_order` tool.
+pub struct ProposeOrder {
+    ctx: ToolContext,
+    schema: Value,
+    parser: ArgsParser,
+}
+
+impl ProposeOrder {
+    #[must_use]
+    pub fn new(ctx: ToolContext) -> Self {
+        let schema = args_schema::<ProposeOrderArgs>();
+        let parser = ArgsParser::new(&schema);
+        Self {
+            ctx,
+            schema,
+            parser,
+        }
+    }
+}
+
+impl Tool for ProposeOrder {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn description(&self) -> &'static str {
+        "Propose this tick's order (or no_op). The proposal is recorded, not executed: after your \
+         turn the execution engine validates it against the risk caps and decides. Call it once; \
+         a later call replaces the earlier proposal. If it returns an error, fix the arguments \
+         and call it again."
+    }
+
+    fn parameters(&self) -> &Value {
+        &self.schema
+    }
+
+    fn can_act(&self) -> bool {
+        true
+    }
+
+    fn call(&self, args: Value) -> Result<Value, ToolError> {
+        if self.ctx.mode == RunMode::ReadOnly {
+            return Err(ToolError::ReadOnly {
+                tool: NAME.to_owned(),
+            });
+        }
+        let args: ProposeOrderArgs = self.parser.parse(NAME, args)?;
+        let proposal = validate_proposal(args, &self.ctx)?;
+        Ok(json!({
+            "status": "recorded",
+            "proposal": proposal,
+            "note": "Recorded, not executed. The execution engine validates it against the risk \
+                     caps after your turn; calling propose_order again replaces it.",
+        }))
+    }
+}

@@ -1,0 +1,276 @@
+//! The [`Tool`] trait, argument parsing against the tool's JSON Schema, the [`Registry`] and the
+//! whitelist hydration [`build_tools`].
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use skill_schema::{BUILTIN_TOOLS, ToolSpec};
+
+use crate::context::{RunMode, ToolContext};
+use crate::error::ToolError;
+use crate::{derivatives, news, propose, risk};
+
+/// A tool the model may call.
+///
+/// Calls are synchronous: the data sources of a [`ToolContext`] are synchronous (see
+/// [`crate::context`]), so a tool never awaits. Arguments arrive as parsed JSON; the tick loop
+/// reports malformed JSON itself before any tool sees it.
+pub trait Tool: Send + Sync {
+    /// The name the model calls it by (one of [`BUILTIN_TOOLS`] for built-ins).
+    fn name(&self) -> &'static str;
+
+    /// What the tool does, for the model.
+    fn description(&self) -> &'static str;
+
+    /// JSON Schema (an object schema, subschemas inlined) of the arguments.
+    fn parameters(&self) -> &Value;
+
+    /// Whether the tool acts on the world (records an order proposal). Read-only contexts refuse
+    /// such tools.
+    fn can_act(&self) -> bool {
+        false
+    }
+
+    /// Runs the tool.
+    ///
+    /// # Errors
+    /// [`ToolError::InvalidArguments`] when `args` break the schema or the tool's rules,
+    /// [`ToolError::ReadOnly`] when the tool can act and the context is read-only,
+    /// [`ToolError::Data`] when a data source fails.
+    fn call(&self, args: Value) -> Result<Value, ToolError>;
+}
+
+/// The JSON Schema of `T` as tools publish it: draft 2020-12, every subschema inlined (providers
+/// do not follow `$ref`), no `$schema` or `title` keys.
+#[must_use]
+pub fn args_schema<T: JsonSchema>() -> Value {
+    let generator = SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .into_generator();
+    let schema = generator.into_root_schema_for::<T>();
+    let mut value = schema.to_value();
+    if let Some(obj) = value.as_object_mut() {
+        obj.remove("title");
+        obj.remove("$schema");
+        obj.remove("description");
+    }
+    tidy(&mut value);
+    value
+}
+
+/// Makes a derived schema plain for providers: optional fields are simply not required (no
+/// `null` in their type, no `"default": null`), no `format` hints, one-line descriptions.
+fn tidy(value: &mut Value) {
+    match value {
+        Value::Object(obj) => {
+            obj.remove("format");
+            if obj.get("default").is_some_and(Value::is_null) {
+                obj.remove("default");
+            }
+            if let Some(Value::Array(types)) = obj.get("type") {
+                let non_null: Vec<Value> = types
+                    .iter()
+                    .filter(|t| t.as_str() != Some("null"))
+                    .cloned()
+                    .collect();
+                if non_null.len() == 1 {
+                    obj.insert("type".to_owned(), non_null[0].clone());
+                }
+            }
+            if let Some(Value::String(d)) = obj.get_mut("description") {
+                *d = d.split_whitespace().collect::<Vec<_>>().join(" ");
+            }
+            for v in obj.values_mut() {
+                tidy(v);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(tidy),
+        _ => {}
+    }
+}
+
+/// Parses a tool's arguments: first against its JSON Schema (every violation reported, with the
+/// argument it is about), then into `T`.
+pub(crate) struct ArgsParser {
+    validator: Result<jsonschema::Validator, String>,
+}
+
+impl ArgsParser {
+    pub(crate) fn new(schema: &Value) -> Self {
+        Self {
+            validator: jsonschema::validator_for(schema).map_err(|e| e.to_string()),
+        }
+    }
+
+    /// A `null` argument means "not given": models in strict modes send `null` for optional
+    /// fields, so top-level nulls are dropped before validation.
+    pub(crate) fn parse<T: DeserializeOwned>(
+        &self,
+        tool: &str,
+        args: Value,
+    ) -> Result<T, ToolError> {
+        let args = match args {
+            Value::Object(mut obj) => {
+                obj.retain(|_, v| !v.is_null());
+                Value::Object(obj)
+            }
+            other => other,
+        };
+        let validator = self.validator.as_ref().map_err(|e| {
+            ToolError::invalid(
+                tool,
+                vec![format!("internal: the tool's schema is invalid: {e}")],
+            )
+        })?;
+        let mut problems: Vec<String> = validator
+            .iter_errors(&args)
+            .map(|e| {
+                let path = e
+                    .instance_path()
+                    .as_str()
+                    .trim_start_matches('/')
+                    .replace('/', ".");
+                if path.is_empty() {
+                    format!("{e}")
+                } else {
+                    format!("{path}: {e}")
+                }
+            })
+            .collect();
+        if !problems.is_empty() {
+            problems.sort();
+            problems.dedup();
+            return Err(ToolError::invalid(tool, problems));
+        }
+        serde_json::from_value(args).map_err(|e| ToolError::invalid(tool, vec![e.to_string()]))
+    }
+}
+
+/// The tools hydrated for one tick, in the canonical order of [`BUILTIN_TOOLS`] (never the
+/// whitelist's order, so the tool list the model sees is deterministic).
+pub struct Registry {
+    mode: RunMode,
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("mode", &self.mode)
+            .field("tools", &self.names())
+            .finish()
+    }
+}
+
+impl Registry {
+    /// The registered tool names, in order.
+    #[must_use]
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.iter().map(|t| t.name()).collect()
+    }
+
+    /// The registered tools, in order.
+    #[must_use]
+    pub fn tools(&self) -> &[Arc<dyn Tool>] {
+        &self.tools
+    }
+
+    /// The tool named `name`.
+    #[must_use]
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.name() == name)
+    }
+
+    /// The run mode the tools were hydrated for.
+    #[must_use]
+    pub const fn mode(&self) -> RunMode {
+        self.mode
+    }
+
+    /// Calls the tool `name`. This is the one dispatch path: it refuses tools that can act when
+    /// the context is read-only, before the tool runs.
+    ///
+    /// # Errors
+    /// [`ToolError::UnknownTool`] when no such tool is registered, [`ToolError::ReadOnly`] for
+    /// an acting tool in a read-only context, and whatever the tool returns.
+    pub fn call(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        let tool = self.get(name).ok_or_else(|| ToolError::UnknownTool {
+            name: name.to_owned(),
+            available: self.names().iter().map(|n| (*n).to_owned()).collect(),
+        })?;
+        if tool.can_act() && self.mode == RunMode::ReadOnly {
+            return Err(ToolError::ReadOnly {
+                tool: name.to_owned(),
+            });
+        }
+        tool.call(args)
+    }
+}
+
+type Factory = fn(&ToolContext) -> Arc<dyn Tool>;
+
+/// Every built-in, in the order of [`BUILTIN_TOOLS`].
+const FACTORIES: [(&str, Factory); 5] = [
+    (propose::NAME, |ctx| {
+        Arc::new(propose::ProposeOrder::new(ctx.clone()))
+    }),
+    (news::NAME, |ctx| {
+        Arc::new(news::FetchNewsSentiment::new(ctx.clone()))
+    }),
+    (risk::NAME, |ctx| {
+        Arc::new(risk::GetPositionRisk::new(ctx.clone()))
+    }),
+    (derivatives::FUNDING_NAME, |ctx| {
+        Arc::new(derivatives::GetFundingRate::new(ctx.clone()))
+    }),
+    (derivatives::OI_NAME, |ctx| {
+        Arc::new(derivatives::GetOpenInterest::new(ctx.clone()))
+    }),
+];
+
+/// The names of every built-in this crate implements, in canonical order.
+#[must_use]
+pub fn builtin_names() -> Vec<&'static str> {
+    FACTORIES.iter().map(|(name, _)| *name).collect()
+}
+
+/// Hydrates the whitelisted built-ins with `ctx`.
+///
+/// Only whitelisted tools are built; duplicates in the whitelist collapse; the registry lists
+/// the tools in [`BUILTIN_TOOLS`] order whatever the whitelist's order.
+///
+/// # Errors
+/// [`ToolError::NotABuiltin`] for a whitelisted name that is no built-in (with its index), and
+/// [`ToolError::McpUnsupported`] when the spec names MCP servers: this runtime does not speak MCP
+/// yet, and silently dropping tools a strategy relies on would be worse than refusing.
+pub fn build_tools(whitelist: &ToolSpec, ctx: &ToolContext) -> Result<Registry, ToolError> {
+    if let Some((index, server)) = whitelist.mcp_servers.iter().enumerate().next() {
+        return Err(ToolError::McpUnsupported {
+            index,
+            name: server.name.clone(),
+        });
+    }
+    for (index, name) in whitelist.built_in.iter().enumerate() {
+        if !BUILTIN_TOOLS.contains(&name.as_str()) || !FACTORIES.iter().any(|(n, _)| n == name) {
+            return Err(ToolError::NotABuiltin {
+                index,
+                name: name.clone(),
+            });
+        }
+    }
+    let tools = FACTORIES
+        .iter()
+        .filter(|(name, _)| whitelist.built_in.iter().any(|w| w == name))
+        .map(|(_, factory)| factory(ctx))
+        .collect();
+    Ok(Registry {
+        mode: ctx.mode,
+        tools,
+    })
+}

@@ -1,0 +1,85 @@
+//! `propose_order` on generated arguments: never a panic; whatever it records obeys the rules.
+
+use std::sync::Arc;
+
+use chrono::{TimeZone, Utc};
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+use skill_schema::ToolSpec;
+use tools::{Preloaded, RunMode, ToolContext, ToolError, build_tools, proposal_from_result};
+use types::OrderAction;
+
+fn value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        (-1.0e9f64..1.0e9).prop_map(|f| json!(f)),
+        "[a-zA-Z_ \n]{0,300}".prop_map(Value::from),
+        prop::sample::select(vec![
+            "open_long",
+            "open_short",
+            "close",
+            "reduce",
+            "no_op",
+            "BTC",
+            "ETH"
+        ])
+        .prop_map(Value::from),
+    ]
+}
+
+fn args() -> impl Strategy<Value = Value> {
+    prop::collection::vec(
+        (
+            prop::sample::select(vec![
+                "action",
+                "symbol",
+                "size_usd",
+                "leverage",
+                "reason",
+                "confidence",
+                "stop",
+                "target",
+                "extra",
+            ]),
+            value(),
+        ),
+        0..9,
+    )
+    .prop_map(|kv| {
+        Value::Object(
+            kv.into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect::<Map<_, _>>(),
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn propose_order_never_panics_and_records_only_valid_proposals(args in args()) {
+        let d = Arc::new(Preloaded::new());
+        let now = Utc.with_ymd_and_hms(2026, 6, 5, 12, 0, 0).unwrap();
+        let ctx = ToolContext::new(now, RunMode::Trade, vec!["BTC".into(), "ETH".into()], d.clone(), d);
+        let reg = build_tools(&ToolSpec::default(), &ctx).unwrap();
+        match reg.call("propose_order", args) {
+            Ok(result) => {
+                let p = proposal_from_result(&result).unwrap();
+                prop_assert!(p.symbol == "BTC" || p.symbol == "ETH");
+                let n = p.reason.chars().count();
+                prop_assert!((1..=tools::MAX_REASON_CHARS).contains(&n));
+                prop_assert!(!p.reason.contains('\n'));
+                match p.action {
+                    OrderAction::OpenLong | OrderAction::OpenShort | OrderAction::Reduce => {
+                        prop_assert!(p.size_usd.is_some_and(|s| s > rust_decimal::Decimal::ZERO));
+                    }
+                    OrderAction::Close | OrderAction::NoOp => prop_assert!(p.size_usd.is_none()),
+                }
+            }
+            Err(e) => prop_assert!(matches!(e, ToolError::InvalidArguments { .. }), "{e:?}"),
+        }
+    }
+}

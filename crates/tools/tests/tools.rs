@@ -1,0 +1,498 @@
+//! The registry, the built-ins' validation and point-in-time behaviour, read-only refusal and
+//! the last-decision snapshot.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use rust_decimal::Decimal;
+use rust_decimal_macros::dec;
+use serde_json::{Value, json};
+use skill_schema::{BUILTIN_TOOLS, McpServer, ToolSpec};
+use tools::{
+    FundingRate, NewsItem, OpenInterestPoint, Preloaded, RunMode, ToolContext, ToolError,
+    VerdictStatus, build_tools, builtin_names, proposal_from_result, to_last_decision_snapshot,
+};
+use types::{OrderAction, PortfolioSnapshot, Position, ProposedAction, RuleCode, Side, Verdict};
+
+fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 6, 5, 12, 0, 0).unwrap()
+}
+
+fn portfolio() -> PortfolioSnapshot {
+    PortfolioSnapshot {
+        at: now(),
+        equity_usd: dec!(10000),
+        available_margin_usd: dec!(8000),
+        positions: vec![Position {
+            symbol: "BTC".into(),
+            side: Side::Long,
+            qty: dec!(0.04),
+            entry_price: dec!(65000),
+            leverage: dec!(2),
+            mark_price: dec!(66000),
+            liquidation_price: Some(dec!(33660)),
+            unrealized_pnl_usd: dec!(40),
+            margin_usd: dec!(1320),
+        }],
+        realized_pnl_usd: dec!(0),
+        fees_paid_usd: dec!(1.5),
+    }
+}
+
+fn data() -> Preloaded {
+    let mut d = Preloaded::new();
+    d.portfolio = Some(portfolio());
+    d.news = vec![
+        news(
+            now() - Duration::hours(1),
+            "BTC ETF inflows hit a record",
+            dec!(0.6),
+            dec!(0.9),
+            &["BTC"],
+        ),
+        news(
+            now() - Duration::hours(3),
+            "ETH upgrade date set",
+            dec!(0.2),
+            dec!(0.5),
+            &["ETH"],
+        ),
+        news(
+            now() - Duration::hours(2),
+            "Macro: dollar firms\nahead of CPI",
+            dec!(-0.3),
+            dec!(0.5),
+            &[],
+        ),
+        news(
+            now() + Duration::minutes(5),
+            "FUTURE headline must never show",
+            dec!(1),
+            dec!(1),
+            &["BTC"],
+        ),
+        news(
+            now() - Duration::hours(30),
+            "Too old to show",
+            dec!(0),
+            dec!(1),
+            &["BTC"],
+        ),
+    ];
+    d.funding.insert(
+        "BTC".into(),
+        (0..4)
+            .map(|i| FundingRate {
+                time: now() - Duration::hours(3 - i),
+                rate: dec!(0.0000125) * Decimal::from(i + 1),
+                period_hours: 1,
+            })
+            .chain(std::iter::once(FundingRate {
+                time: now() + Duration::hours(1),
+                rate: dec!(0.5),
+                period_hours: 1,
+            }))
+            .collect(),
+    );
+    d.open_interest.insert(
+        "BTC".into(),
+        vec![
+            OpenInterestPoint {
+                time: now() - Duration::hours(2),
+                oi_base: dec!(20000),
+                oi_usd: dec!(1300000000),
+            },
+            OpenInterestPoint {
+                time: now(),
+                oi_base: dec!(21000),
+                oi_usd: dec!(1386000000),
+            },
+        ],
+    );
+    d
+}
+
+fn news(
+    time: DateTime<Utc>,
+    headline: &str,
+    sentiment: Decimal,
+    importance: Decimal,
+    symbols: &[&str],
+) -> NewsItem {
+    NewsItem {
+        time,
+        headline: headline.into(),
+        source: "Wire".into(),
+        sentiment,
+        importance,
+        symbols: symbols.iter().map(|s| (*s).to_owned()).collect(),
+    }
+}
+
+fn ctx(mode: RunMode) -> ToolContext {
+    let d = Arc::new(data());
+    ToolContext::new(
+        now(),
+        mode,
+        vec!["BTC".into(), "ETH".into()],
+        d.clone(),
+        d.clone(),
+    )
+    .with_news(d.clone())
+    .with_derivatives(d)
+}
+
+fn all_tools() -> ToolSpec {
+    ToolSpec {
+        built_in: BUILTIN_TOOLS
+            .iter()
+            .rev()
+            .map(|s| (*s).to_owned())
+            .collect(),
+        mcp_servers: vec![],
+    }
+}
+
+#[test]
+fn registry_implements_exactly_the_schema_builtins_in_canonical_order() {
+    assert_eq!(builtin_names(), BUILTIN_TOOLS.to_vec());
+    // The whitelist is given in reverse; the registry still lists them canonically.
+    let reg = build_tools(&all_tools(), &ctx(RunMode::Trade)).unwrap();
+    assert_eq!(reg.names(), BUILTIN_TOOLS.to_vec());
+    for tool in reg.tools() {
+        let params = tool.parameters();
+        assert_eq!(params["type"], "object", "{}", tool.name());
+        assert!(
+            !params.to_string().contains("$ref"),
+            "{} must inline its schema",
+            tool.name()
+        );
+        assert!(!tool.description().is_empty());
+        assert_eq!(tool.can_act(), tool.name() == "propose_order");
+    }
+}
+
+#[test]
+fn only_whitelisted_tools_are_hydrated() {
+    let spec = ToolSpec {
+        built_in: vec![
+            "get_funding_rate".into(),
+            "propose_order".into(),
+            "propose_order".into(),
+        ],
+        mcp_servers: vec![],
+    };
+    let reg = build_tools(&spec, &ctx(RunMode::Trade)).unwrap();
+    assert_eq!(reg.names(), vec!["propose_order", "get_funding_rate"]);
+    let err = reg
+        .call("get_open_interest", json!({"symbol": "BTC"}))
+        .unwrap_err();
+    assert!(matches!(err, ToolError::UnknownTool { ref name, .. } if name == "get_open_interest"));
+    assert!(!err.is_recoverable());
+}
+
+#[test]
+fn unknown_builtins_and_mcp_servers_are_refused_with_their_place() {
+    let spec = ToolSpec {
+        built_in: vec!["propose_order".into(), "place_order_now".into()],
+        mcp_servers: vec![],
+    };
+    let err = build_tools(&spec, &ctx(RunMode::Trade)).unwrap_err();
+    assert_eq!(
+        err,
+        ToolError::NotABuiltin {
+            index: 1,
+            name: "place_order_now".into()
+        }
+    );
+    assert!(
+        err.to_string()
+            .starts_with("tools.builtIn[1]: \"place_order_now\" is not a built-in tool")
+    );
+
+    let spec = ToolSpec {
+        built_in: vec!["propose_order".into()],
+        mcp_servers: vec![McpServer {
+            name: "charts".into(),
+            url: "https://mcp.example/x".into(),
+            allowed_tools: vec![],
+        }],
+    };
+    let err = build_tools(&spec, &ctx(RunMode::Trade)).unwrap_err();
+    assert_eq!(
+        err,
+        ToolError::McpUnsupported {
+            index: 0,
+            name: "charts".into()
+        }
+    );
+}
+
+fn propose(args: Value) -> Result<Value, ToolError> {
+    build_tools(&all_tools(), &ctx(RunMode::Trade))
+        .unwrap()
+        .call("propose_order", args)
+}
+
+#[test]
+fn a_valid_proposal_is_recorded_not_executed() {
+    let out = propose(json!({
+        "action": "open_long", "symbol": "ETH", "size_usd": 1250.5, "leverage": 3,
+        "reason": "  Reclaim of the 4h range\nlow with funding reset  ", "confidence": 70,
+        "stop": 3350, "target": 3600.25
+    }))
+    .unwrap();
+    assert_eq!(out["status"], "recorded");
+    let p = proposal_from_result(&out).unwrap();
+    assert_eq!(
+        p,
+        ProposedAction {
+            action: OrderAction::OpenLong,
+            symbol: "ETH".into(),
+            size_usd: Some(dec!(1250.5)),
+            leverage: Some(dec!(3)),
+            // Whitespace (the newline included) collapses: reasons stay on one line.
+            reason: "Reclaim of the 4h range low with funding reset".into(),
+            confidence: Some(70),
+            stop: Some(dec!(3350)),
+            target: Some(dec!(3600.25)),
+        }
+    );
+}
+
+#[test]
+fn nulls_mean_absent_and_close_drops_sizing_fields() {
+    let out = propose(json!({
+        "action": "close", "symbol": "BTC", "size_usd": 500, "leverage": 2, "stop": null,
+        "reason": "Target reached", "confidence": null
+    }))
+    .unwrap();
+    let p = proposal_from_result(&out).unwrap();
+    assert_eq!(p.action, OrderAction::Close);
+    assert_eq!(
+        (p.size_usd, p.leverage, p.confidence, p.stop),
+        (None, None, None, None)
+    );
+}
+
+#[test]
+fn schema_violations_are_all_listed_with_the_argument() {
+    let err = propose(json!({
+        "action": "buy", "symbol": "BTC", "size_usd": "lots", "reason": "x".repeat(281), "extra": 1
+    }))
+    .unwrap_err();
+    let ToolError::InvalidArguments { tool, problems } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(tool, "propose_order");
+    assert!(err.is_recoverable());
+    let text = problems.join("\n");
+    assert!(text.contains("action:"), "{text}");
+    assert!(text.contains("size_usd:"), "{text}");
+    assert!(text.contains("reason:"), "{text}");
+    assert!(text.contains("extra"), "{text}");
+    let err = propose(json!({"action": "no_op", "symbol": "BTC"})).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("\"reason\" is a required property"),
+        "{err}"
+    );
+}
+
+#[test]
+fn rules_beyond_the_schema() {
+    let cases = [
+        (
+            json!({"action": "open_long", "symbol": "SOL", "size_usd": 100, "reason": "r"}),
+            "symbol: \"SOL\" is not traded by this deployment; use one of BTC, ETH",
+        ),
+        (
+            json!({"action": "open_short", "symbol": "BTC", "reason": "r"}),
+            "size_usd: required for open_short",
+        ),
+        (
+            json!({"action": "reduce", "symbol": "BTC", "size_usd": 0, "reason": "r"}),
+            "size_usd: must be greater than 0 (got 0)",
+        ),
+        (
+            json!({"action": "open_long", "symbol": "BTC", "size_usd": 100, "reason": "r", "stop": 70000, "target": 68000}),
+            "stop: a long's stop (70000) must be below its target (68000)",
+        ),
+        (
+            json!({"action": "open_short", "symbol": "BTC", "size_usd": 100, "reason": "r", "stop": 60000, "target": 62000}),
+            "stop: a short's stop (60000) must be above its target (62000)",
+        ),
+        (
+            json!({"action": "no_op", "symbol": "BTC", "reason": " \n "}),
+            "reason: must not be blank",
+        ),
+    ];
+    for (args, expected) in cases {
+        let err = propose(args.clone()).unwrap_err();
+        let ToolError::InvalidArguments { problems, .. } = &err else {
+            panic!("{args}: {err:?}")
+        };
+        assert_eq!(problems, &vec![expected.to_owned()], "{args}");
+    }
+}
+
+#[test]
+fn read_only_mode_refuses_every_tool_that_can_act() {
+    let reg = build_tools(&all_tools(), &ctx(RunMode::ReadOnly)).unwrap();
+    let args = json!({"action": "open_long", "symbol": "BTC", "size_usd": 100, "reason": "r"});
+    let err = reg.call("propose_order", args.clone()).unwrap_err();
+    assert_eq!(
+        err,
+        ToolError::ReadOnly {
+            tool: "propose_order".into()
+        }
+    );
+    assert!(err.to_string().contains("read-only"));
+    // The tool itself refuses too, not only the registry's dispatch.
+    let err = reg.get("propose_order").unwrap().call(args).unwrap_err();
+    assert!(matches!(err, ToolError::ReadOnly { .. }));
+    // Reading still works.
+    for tool in reg.tools().iter().filter(|t| !t.can_act()) {
+        let args = if tool.name().starts_with("get_") && tool.name() != "get_position_risk" {
+            json!({"symbol": "BTC"})
+        } else {
+            json!({})
+        };
+        reg.call(tool.name(), args).unwrap();
+    }
+}
+
+#[test]
+fn news_is_point_in_time_ranked_and_one_line() {
+    let reg = build_tools(&all_tools(), &ctx(RunMode::Trade)).unwrap();
+    let out = reg
+        .call("fetch_news_sentiment", json!({"hours": 6}))
+        .unwrap();
+    let headlines: Vec<&str> = out["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["headline"].as_str().unwrap())
+        .collect();
+    // importance 0.9 first; the two 0.5s newest first; nothing after now or older than 6h.
+    assert_eq!(
+        headlines,
+        vec![
+            "BTC ETF inflows hit a record",
+            "Macro: dollar firms ahead of CPI",
+            "ETH upgrade date set"
+        ]
+    );
+    // (0.6 + 0.2 − 0.3) / 3 = 0.1666… → 0.17
+    assert_eq!(out["mean_sentiment"], "0.17");
+    let out = reg
+        .call("fetch_news_sentiment", json!({"symbol": "ETH", "top_k": 1}))
+        .unwrap();
+    assert_eq!(out["items"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        out["items"][0]["headline"],
+        "Macro: dollar firms ahead of CPI"
+    );
+    let err = reg
+        .call("fetch_news_sentiment", json!({"symbol": "DOGE"}))
+        .unwrap_err();
+    assert!(err.to_string().contains("not traded"), "{err}");
+}
+
+#[test]
+fn position_risk_arithmetic() {
+    let reg = build_tools(&all_tools(), &ctx(RunMode::Trade)).unwrap();
+    let out = reg.call("get_position_risk", json!({})).unwrap();
+    let p = &out["positions"][0];
+    // notional 0.04 × 66000 = 2640; of equity 2640 / 10000 = 26.40 %
+    assert_eq!(p["notional_usd"], "2640.00");
+    assert_eq!(p["pct_of_equity"], "26.40");
+    // liquidation distance (66000 − 33660) / 66000 = 49.00 %
+    assert_eq!(p["distance_to_liquidation_pct"], "49.00");
+    // uPnL 40 on an entry notional of 0.04 × 65000 = 2600 → 1.538… → 1.54 %
+    assert_eq!(p["unrealized_pnl_pct_of_entry"], "1.54");
+    assert_eq!(out["gross_exposure_pct_of_equity"], "26.40");
+    let out = reg
+        .call("get_position_risk", json!({"symbol": "ETH"}))
+        .unwrap();
+    assert_eq!(out["positions"], json!([]));
+}
+
+#[test]
+fn funding_and_open_interest_never_show_the_future() {
+    let reg = build_tools(&all_tools(), &ctx(RunMode::Trade)).unwrap();
+    let out = reg
+        .call("get_funding_rate", json!({"symbol": "BTC"}))
+        .unwrap();
+    // Prints at 09:00..12:00 of 0.0000125 × 1..4; the 13:00 print of 0.5 is in the future.
+    assert_eq!(out["history"].as_array().unwrap().len(), 4);
+    assert_eq!(out["latest"]["rate"], "0.0000500");
+    // 0.00005 per 1h × 8760 h = 0.438 → 43.80 % a year
+    assert_eq!(out["latest_annualised_pct"], "43.80");
+    // mean (1+2+3+4)/4 × 0.0000125 = 0.00003125
+    assert_eq!(out["mean_rate"], "0.00003125");
+    let out = reg
+        .call("get_funding_rate", json!({"symbol": "ETH"}))
+        .unwrap();
+    assert_eq!(out["available"], false);
+    let out = reg
+        .call("get_open_interest", json!({"symbol": "BTC"}))
+        .unwrap();
+    // (21000 − 20000) / 20000 = 5.00 %
+    assert_eq!(out["change_pct"], "5.00");
+}
+
+#[test]
+fn last_decision_snapshot_from_a_rejection() {
+    let p = ProposedAction {
+        action: OrderAction::OpenLong,
+        symbol: "BTC".into(),
+        size_usd: Some(dec!(6000)),
+        leverage: Some(dec!(3)),
+        reason: "Breakout above the prior swing high".into(),
+        confidence: Some(72),
+        stop: None,
+        target: None,
+    };
+    let verdict = Verdict::Rejected {
+        rule: RuleCode::PositionCap,
+        detail: "position would be 60.00% of equity;\ncap is 40%".into(),
+    };
+    let s = to_last_decision_snapshot(Some(&p), &verdict, now());
+    assert_eq!(s.status, VerdictStatus::Rejected);
+    assert_eq!(s.rule, Some(RuleCode::PositionCap));
+    assert_eq!(s.detail, "position would be 60.00% of equity; cap is 40%");
+    assert_eq!(
+        s.proposal.as_deref(),
+        Some(
+            "open_long BTC $6000.00 at 3x, confidence 72: \"Breakout above the prior swing high\""
+        )
+    );
+    let s = to_last_decision_snapshot(
+        None,
+        &Verdict::NoOp {
+            detail: "no proposal".into(),
+        },
+        now(),
+    );
+    assert_eq!(
+        (s.status, s.proposal, s.rule),
+        (VerdictStatus::NoOp, None, None)
+    );
+}
+
+/// The tool definitions are part of the cacheable prompt prefix: any change to a name,
+/// description or schema shows up here.
+#[test]
+fn tool_definitions_snapshot() {
+    let reg = build_tools(&all_tools(), &ctx(RunMode::Trade)).unwrap();
+    let defs: Vec<Value> = reg
+        .tools()
+        .iter()
+        .map(|t| json!({"name": t.name(), "description": t.description(), "parameters": t.parameters(), "can_act": t.can_act()}))
+        .collect();
+    insta::assert_snapshot!(
+        "tool_definitions",
+        serde_json::to_string_pretty(&defs).unwrap()
+    );
+}
