@@ -113,9 +113,9 @@ fn from_fills(
         loaded.fills.len(),
         trades.len(),
         trades.len() - closed,
-        gross.normalize(),
-        fees.normalize(),
-        (gross - fees).normalize(),
+        gross.round_dp(8).normalize(),
+        fees.round_dp(8).normalize(),
+        (gross - fees).round_dp(8).normalize(),
         if loaded.skipped > 0 {
             format!(
                 "; skipped {} fills of positions opened before the file starts",
