@@ -83,9 +83,7 @@ pub fn window_trades<'a>(
 ) -> Vec<&'a TradeRecord> {
     let mut rows: Vec<&TradeRecord> = trades
         .iter()
-        .filter(|r| {
-            closed_exit(r, now).is_some_and(|t| last.is_none_or(|l| t > l.window_end))
-        })
+        .filter(|r| closed_exit(r, now).is_some_and(|t| last.is_none_or(|l| t > l.window_end)))
         .collect();
     rows.sort_by(|a, b| {
         a.exit_tick_at
@@ -146,24 +144,21 @@ pub fn reflection_due(
     let by_time = u32::try_from(window.len()).unwrap_or(u32::MAX);
     let start = match last {
         Some(l) => l.window_end,
-        None => window
-            .iter()
-            .map(|r| r.entry_tick_at)
-            .min()
-            .unwrap_or(now),
+        None => window.iter().map(|r| r.entry_tick_at).min().unwrap_or(now),
     };
 
     match config.cadence {
         ReflectionCadence::Off => Ok(Due::No(NotDue::Off)),
         ReflectionCadence::PerNTrades => {
-            let by_count = last
-                .and_then(|l| l.closed_trades_total)
-                .map_or(0, |then| {
-                    let total = trades.iter().filter(|r| closed_exit(r, now).is_some()).count();
-                    u32::try_from(total)
-                        .unwrap_or(u32::MAX)
-                        .saturating_sub(then)
-                });
+            let by_count = last.and_then(|l| l.closed_trades_total).map_or(0, |then| {
+                let total = trades
+                    .iter()
+                    .filter(|r| closed_exit(r, now).is_some())
+                    .count();
+                u32::try_from(total)
+                    .unwrap_or(u32::MAX)
+                    .saturating_sub(then)
+            });
             let have = by_time.max(by_count);
             let need = config.every_n_trades;
             if have >= need && by_time > 0 {

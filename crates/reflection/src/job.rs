@@ -4,9 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use agent_runtime::{
-    FinishReason, LanguageModel, Message, ModelError, ModelRequest, Rates, Usage,
-};
+use agent_runtime::{FinishReason, LanguageModel, Message, ModelError, ModelRequest, Rates, Usage};
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};

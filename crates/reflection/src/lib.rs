@@ -56,9 +56,8 @@ mod stats;
 pub use bounds::{Bounded, ELLIPSIS, bound_lessons};
 pub use cadence::{Due, LastNote, NotDue, ReflectionWindow, reflection_due, window_trades};
 pub use job::{
-    FailedReflection, NoteDraft, REFLECTION_MAX_OUTPUT_TOKENS, ReflectionFailure,
-    ReflectionInput, ReflectionOutcome, Reflector, cost_usd, reflect, reflection_request,
-    resolve_reflection_model,
+    FailedReflection, NoteDraft, REFLECTION_MAX_OUTPUT_TOKENS, ReflectionFailure, ReflectionInput,
+    ReflectionOutcome, Reflector, cost_usd, reflect, reflection_request, resolve_reflection_model,
 };
 pub use lint::{LintResult, lint_lessons};
 pub use notes::{NoteView, promote_to_skill_scope, to_lessons, visible_note_at};

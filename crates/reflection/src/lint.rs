@@ -49,7 +49,9 @@ const STOPWORDS: &[&str] = &[
 ];
 
 /// Words that negate an action that follows them.
-const NEGATIONS: &[&str] = &["not", "never", "no", "avoid", "stop", "without", "nor", "refrain"];
+const NEGATIONS: &[&str] = &[
+    "not", "never", "no", "avoid", "stop", "without", "nor", "refrain",
+];
 
 /// Directional words that change an action's meaning ("against the trend" vs "with the trend").
 const DIRECTIONAL: &[&str] = &["against", "through", "during", "above", "below"];
@@ -98,18 +100,36 @@ const ESCALATION: &[&[&str]] = &[
 
 /// Synonym groups: every word of a group stems to the group's first word.
 const SYNONYMS: &[&[&str]] = &[
-    &["lose", "loser", "losers", "losing", "loss", "losses", "lost", "loses"],
+    &[
+        "lose", "loser", "losers", "losing", "loss", "losses", "lost", "loses",
+    ],
     &[
         "enter", "entry", "entries", "entering", "entered", "enters", "open", "opening", "opens",
         "opened",
     ],
-    &["add", "adds", "adding", "added", "pyramid", "pyramiding", "scale", "scaling"],
+    &[
+        "add",
+        "adds",
+        "adding",
+        "added",
+        "pyramid",
+        "pyramiding",
+        "scale",
+        "scaling",
+    ],
     &["trade", "trades", "trading", "traded"],
     &["hold", "holds", "holding", "held"],
     &["fade", "fades", "fading", "faded"],
     &["position", "positions"],
     &["move", "moves", "moving", "moved"],
-    &["release", "releases", "print", "prints", "announcement", "announcements"],
+    &[
+        "release",
+        "releases",
+        "print",
+        "prints",
+        "announcement",
+        "announcements",
+    ],
     &["cap", "caps", "capped"],
     &["rule", "rules"],
     &["strategy", "strategies"],
@@ -119,6 +139,20 @@ const SYNONYMS: &[&[&str]] = &[
     &["guideline", "guidelines"],
     &["guardrail", "guardrails"],
     &["stop", "stops", "stopping", "stopped"],
+    &["ignore", "ignores", "ignoring", "ignored"],
+    &["disregard", "disregards", "disregarding", "disregarded"],
+    &[
+        "override",
+        "overrides",
+        "overriding",
+        "overrode",
+        "overridden",
+    ],
+    &["bypass", "bypasses", "bypassing", "bypassed"],
+    &["forget", "forgets", "forgetting", "forgot", "forgotten"],
+    &["violate", "violates", "violating", "violated"],
+    &["break", "breaks", "breaking", "broke", "broken"],
+    &["circumvent", "circumvents", "circumventing", "circumvented"],
 ];
 
 fn stem(word: &str) -> String {
@@ -130,10 +164,21 @@ fn stem(word: &str) -> String {
             return group[0].to_owned();
         }
     }
+    if word.ends_with("ss") {
+        return word.to_owned();
+    }
     for suffix in ["ing", "es", "s", "ed"] {
         if let Some(base) = word.strip_suffix(suffix)
             && base.chars().count() >= 3
         {
+            // `-es` only after a sibilant (`fixes` → `fix`); otherwise just `-s` (`ignores`).
+            if suffix == "es"
+                && !["s", "x", "z", "ch", "sh"]
+                    .iter()
+                    .any(|e| base.ends_with(e))
+            {
+                continue;
+            }
             return base.to_owned();
         }
     }
@@ -208,15 +253,23 @@ fn prohibition(rule: &str) -> Option<Prohibition> {
     })
 }
 
-/// Whether `bullet` recommends the action `p` forbids.
+/// Whether `bullet` recommends the action `p` forbids: it names the head word, never in a
+/// negated form (a bullet that says "do not add …" restates the rule, even if it later says
+/// "both adds lost"), with the rule's direction and enough of its objects.
 fn contradicts(bullet: &[String], p: &Prohibition) -> bool {
-    let recommended = bullet.iter().enumerate().any(|(i, w)| {
-        *w == p.head
-            && !bullet[i.saturating_sub(3)..i]
+    let mut mentioned = false;
+    for (i, w) in bullet.iter().enumerate() {
+        if *w == p.head {
+            if bullet[i.saturating_sub(3)..i]
                 .iter()
                 .any(|b| NEGATIONS.contains(&b.as_str()))
-    });
-    if !recommended {
+            {
+                return false;
+            }
+            mentioned = true;
+        }
+    }
+    if !mentioned {
         return false;
     }
     if !p.directional.is_empty() && !p.directional.iter().any(|d| bullet.contains(d)) {
@@ -242,8 +295,16 @@ fn hostile(bullet: &[String]) -> Option<String> {
             return Some(format!("tells the agent to {w} its {target}"));
         }
     }
+    // Phrases match with articles and possessives skipped: "raise the cap" = "raise cap".
+    let compact: Vec<&String> = bullet
+        .iter()
+        .filter(|w| !["the", "a", "an", "your", "its", "our", "their", "my"].contains(&w.as_str()))
+        .collect();
     for phrase in ESCALATION {
-        if bullet.windows(phrase.len()).any(|win| win == *phrase) {
+        if compact
+            .windows(phrase.len())
+            .any(|win| win.iter().zip(phrase.iter()).all(|(w, p)| w.as_str() == *p))
+        {
             return Some(format!("escalates risk (\"{}\")", phrase.join(" ")));
         }
     }
@@ -306,7 +367,10 @@ mod tests {
     #[test]
     fn negated_lessons_agree_with_the_rule() {
         let p = prohibition("Never add to a losing position").expect("a prohibition");
-        assert!(contradicts(&words("Add to losers when funding is extreme"), &p));
+        assert!(contradicts(
+            &words("Add to losers when funding is extreme"),
+            &p
+        ));
         assert!(!contradicts(&words("Do not add to losers (n=3)"), &p));
         assert!(!contradicts(&words("Avoid adding to losing positions"), &p));
         assert!(!contradicts(&words("Don't add to losers"), &p));

@@ -44,10 +44,10 @@ impl SetupKey {
         }
     }
 
-    /// `BTC long in ranging`.
+    /// `BTC long in ranging regime`.
     #[must_use]
     pub fn label(&self) -> String {
-        format!("{} {} in {}", self.symbol, self.side, self.regime)
+        format!("{} {} in {} regime", self.symbol, self.side, self.regime)
     }
 }
 
@@ -174,7 +174,9 @@ impl LedgerStats {
     }
 
     fn recurring(&self) -> impl Iterator<Item = (&SetupKey, &SetupStats)> {
-        self.setups.iter().filter(|(_, s)| s.trades >= MIN_RECURRING)
+        self.setups
+            .iter()
+            .filter(|(_, s)| s.trades >= MIN_RECURRING)
     }
 }
 

@@ -31,14 +31,22 @@ fn trades(k: u32) -> Vec<TradeRecord> {
         .collect()
 }
 
-fn due(m: &SkillMemoryConfig, t: &[TradeRecord], last: Option<&LastNote>, now: DateTime<Utc>) -> Due {
+fn due(
+    m: &SkillMemoryConfig,
+    t: &[TradeRecord],
+    last: Option<&LastNote>,
+    now: DateTime<Utc>,
+) -> Due {
     reflection_due(m, t, last, now).expect("a valid config")
 }
 
 #[test]
 fn off_is_never_due() {
     let m = memory(ReflectionCadence::Off, 5, 0);
-    assert_eq!(due(&m, &trades(50), None, at(5, 0, 0)), Due::No(NotDue::Off));
+    assert_eq!(
+        due(&m, &trades(50), None, at(5, 0, 0)),
+        Due::No(NotDue::Off)
+    );
 }
 
 #[test]
@@ -164,7 +172,10 @@ fn daily_before_at_and_after_the_hour() {
     let next = at(4, 21, 0);
     // (now, expected)
     let table = [
-        (at(4, 20, 59), Due::No(NotDue::AlreadyRan { next_slot: next })),
+        (
+            at(4, 20, 59),
+            Due::No(NotDue::AlreadyRan { next_slot: next }),
+        ),
         (
             at(4, 21, 0),
             Due::Yes(ReflectionWindow {
@@ -267,7 +278,10 @@ fn daily_first_note_waits_for_the_hour_after_the_first_trade() {
     );
     assert!(due(&m, &ledger, None, at(4, 21, 0)).is_due());
     // No trade at all: nothing to learn from.
-    assert_eq!(due(&m, &[], None, at(4, 21, 0)), Due::No(NotDue::NoNewTrades));
+    assert_eq!(
+        due(&m, &[], None, at(4, 21, 0)),
+        Due::No(NotDue::NoNewTrades)
+    );
 }
 
 #[test]

@@ -3,9 +3,7 @@
 
 use std::sync::Mutex;
 
-use agent_runtime::{
-    FinishReason, LanguageModel, ModelError, ModelRequest, ModelResponse, Usage,
-};
+use agent_runtime::{FinishReason, LanguageModel, ModelError, ModelRequest, ModelResponse, Usage};
 use chrono::{DateTime, TimeZone, Utc};
 use rust_decimal::Decimal;
 use skill_schema::{Format, Skill, parse_skill};
