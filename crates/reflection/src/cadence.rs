@@ -47,7 +47,13 @@ pub enum NotDue {
     AlreadyRan { next_slot: DateTime<Utc> },
     /// `daily`: the slot is owed but no trade closed since the last note — nothing to learn from.
     NoNewTrades,
+    /// A reflection was due but the last attempt failed (provider down, empty reply) less than
+    /// [`RETRY_BACKOFF_MINUTES`] ago: try again at `retry_at`, not on every tick.
+    Backoff { retry_at: DateTime<Utc> },
 }
+
+/// How long after a failed reflection the cadence waits before trying again.
+pub const RETRY_BACKOFF_MINUTES: i64 = 30;
 
 /// The cadence's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,9 +118,33 @@ pub fn window_trades<'a>(
 ///   a note, the slot must be later than the first closed trade's exit: a deployment whose first
 ///   trade closed at 10:30 with `hour: 21` reflects at 21:00, not at 10:30.
 ///
+/// A failed run writes no note, so the reflection stays due; `last_failure` (the `attempted_at`
+/// of the latest failed run, if any) holds the next try back for [`RETRY_BACKOFF_MINUTES`] so a
+/// provider outage costs one call per half hour, not one per tick. A failure older than the
+/// last note is ignored.
+///
 /// # Errors
 /// [`ReflectionError::InvalidConfig`] when `hour` is above 23 or `everyNTrades` is 0.
 pub fn reflection_due(
+    memory: &SkillMemoryConfig,
+    trades: &[TradeRecord],
+    last: Option<&LastNote>,
+    last_failure: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Result<Due, ReflectionError> {
+    let due = decide(memory, trades, last, now)?;
+    if let (Due::Yes(_), Some(failed_at)) = (&due, last_failure)
+        && last.is_none_or(|l| failed_at >= l.generated_at)
+    {
+        let retry_at = failed_at + Duration::minutes(RETRY_BACKOFF_MINUTES);
+        if now < retry_at {
+            return Ok(Due::No(NotDue::Backoff { retry_at }));
+        }
+    }
+    Ok(due)
+}
+
+fn decide(
     memory: &SkillMemoryConfig,
     trades: &[TradeRecord],
     last: Option<&LastNote>,

@@ -37,7 +37,7 @@
 //!     closed_trades_total: None,
 //! };
 //! // Yesterday's 21:00 note is the latest slot's; today's slot is at 21:00.
-//! let due = reflection_due(&memory, &[], Some(&last), now)?;
+//! let due = reflection_due(&memory, &[], Some(&last), None, now)?;
 //! assert_eq!(
 //!     due,
 //!     Due::No(NotDue::AlreadyRan { next_slot: Utc.with_ymd_and_hms(2026, 6, 4, 21, 0, 0).unwrap() })
@@ -54,7 +54,9 @@ mod prompt;
 mod stats;
 
 pub use bounds::{Bounded, ELLIPSIS, bound_lessons};
-pub use cadence::{Due, LastNote, NotDue, ReflectionWindow, reflection_due, window_trades};
+pub use cadence::{
+    Due, LastNote, NotDue, RETRY_BACKOFF_MINUTES, ReflectionWindow, reflection_due, window_trades,
+};
 pub use job::{
     FailedReflection, NoteDraft, REFLECTION_MAX_OUTPUT_TOKENS, ReflectionFailure, ReflectionInput,
     ReflectionOutcome, Reflector, cost_usd, reflect, reflection_request, resolve_reflection_model,

@@ -241,14 +241,15 @@ pub fn stats_lessons(trades: &[&TradeRecord]) -> String {
     for (shown, (k, s)) in stats.setups.iter().enumerate() {
         let line = format!("\n- Setup {}: {}.", k.label(), s.summary());
         let rest = total - shown - 1;
-        let reserve = if rest > 0 { 48 } else { 0 };
+        let reserve = if rest > 0 { 64 } else { 0 };
         if text.chars().count() + line.chars().count() + reserve
             > skill_schema::limits::MAX_LESSONS_CHARS
         {
+            let left = total - shown;
+            let left_trades: usize = stats.setups.values().skip(shown).map(|s| s.trades).sum();
             text.push_str(&format!(
-                "\n- ({} more setup{} not listed.)",
-                total - shown,
-                if total - shown == 1 { "" } else { "s" }
+                "\n- ({left} more setup{} not listed, n={left_trades} trades.)",
+                if left == 1 { "" } else { "s" }
             ));
             break;
         }

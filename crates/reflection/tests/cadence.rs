@@ -4,7 +4,9 @@ mod common;
 
 use chrono::{DateTime, Utc};
 use common::{at, closed_at};
-use reflection::{Due, LastNote, NotDue, ReflectionError, ReflectionWindow, reflection_due};
+use reflection::{
+    Due, LastNote, NotDue, RETRY_BACKOFF_MINUTES, ReflectionError, ReflectionWindow, reflection_due,
+};
 use skill_schema::{ReflectionCadence, SkillMemoryConfig};
 use types::{TradeRecord, TradeStatus};
 
@@ -37,7 +39,7 @@ fn due(
     last: Option<&LastNote>,
     now: DateTime<Utc>,
 ) -> Due {
-    reflection_due(m, t, last, now).expect("a valid config")
+    reflection_due(m, t, last, None, now).expect("a valid config")
 }
 
 #[test]
@@ -288,12 +290,42 @@ fn daily_first_note_waits_for_the_hour_after_the_first_trade() {
 fn out_of_range_settings_are_errors_not_panics() {
     let m = memory(ReflectionCadence::Daily, 10, 24);
     assert_eq!(
-        reflection_due(&m, &[], None, at(4, 0, 0)),
+        reflection_due(&m, &[], None, None, at(4, 0, 0)),
         Err(ReflectionError::InvalidConfig {
             field: "context.memory.reflection.hour",
             message: "must be between 0 and 23 (got 24)".to_owned(),
         })
     );
     let m = memory(ReflectionCadence::PerNTrades, 0, 0);
-    assert!(reflection_due(&m, &[], None, at(4, 0, 0)).is_err());
+    assert!(reflection_due(&m, &[], None, None, at(4, 0, 0)).is_err());
+}
+
+#[test]
+fn a_failed_run_is_retried_after_the_backoff_not_every_tick() {
+    let m = memory(ReflectionCadence::PerNTrades, 5, 0);
+    let ledger = trades(5);
+    let failed_at = at(4, 2, 0);
+    let retry_at = failed_at + chrono::Duration::minutes(RETRY_BACKOFF_MINUTES);
+    // 02:15: the run at 02:00 failed → wait until 02:30.
+    assert_eq!(
+        reflection_due(&m, &ledger, None, Some(failed_at), at(4, 2, 15)).expect("valid"),
+        Due::No(NotDue::Backoff { retry_at })
+    );
+    // 02:30: due again, over the same window.
+    assert!(
+        reflection_due(&m, &ledger, None, Some(failed_at), retry_at)
+            .expect("valid")
+            .is_due()
+    );
+    // A failure older than the last note does not hold anything back.
+    let mut more = trades(5);
+    for n in 10..15 {
+        more.push(closed_at(n, at(4, 5, u32::try_from(n).expect("small"))));
+    }
+    let last = note(at(4, 3, 0));
+    assert!(
+        reflection_due(&m, &more, Some(&last), Some(failed_at), at(4, 6, 0))
+            .expect("valid")
+            .is_due()
+    );
 }

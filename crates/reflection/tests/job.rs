@@ -316,6 +316,8 @@ async fn the_stats_reflector_needs_no_model() {
     assert_eq!((note.input_tokens, note.output_tokens), (0, 0));
     assert_eq!(note.cost_usd, Some(Decimal::ZERO));
     assert!(note.lessons_text.starts_with("- Overall: n=4,"));
+    // The statistics never contradict the strategy they describe.
+    assert!(!note.lint.flagged, "{:?}", note.lint);
     // Other ids go to the caller's resolver, errors included.
     let err = resolve_reflection_model("anthropic/claude-haiku-4-5", |id| {
         Err(ModelError::UnknownModel(id.to_owned()))
