@@ -88,7 +88,7 @@ pub struct ReflectionInput<'a> {
 pub struct NoteDraft {
     pub skill_id: Uuid,
     pub skill_version: u32,
-    /// `None` = skill-scoped (only ever via [`promote_to_skill_scope`]).
+    /// `None` = skill-scoped (only ever via [`crate::promote_to_skill_scope`]).
     pub deployment_id: Option<Uuid>,
     pub generated_at: DateTime<Utc>,
     /// The window covers trades closed after `window_start` up to `window_end` (inclusive).
@@ -109,6 +109,18 @@ pub struct NoteDraft {
 }
 
 impl NoteDraft {
+    /// What the cadence needs to know about this note once stored. `closed_trades_total` is the
+    /// number of closed trades the deployment's ledger held at `generated_at`, if the caller
+    /// keeps it (see [`LastNote::closed_trades_total`]).
+    #[must_use]
+    pub fn as_last_note(&self, closed_trades_total: Option<u32>) -> LastNote {
+        LastNote {
+            generated_at: self.generated_at,
+            window_end: self.window_end,
+            closed_trades_total,
+        }
+    }
+
     /// Whether the note may be injected without a person's review.
     #[must_use]
     pub fn injectable(&self) -> bool {

@@ -22,6 +22,22 @@
 //! and keeps a flagged note inactive until a person accepts it. A reflection never blocks a
 //! tick: [`reflect`] returns an outcome, never an error, and never panics.
 //!
+//! # The caller's loop (runner or simulator), after the ledger step of a tick at `now`
+//! 1. `reflection_due(&skill.context.memory, &ledger_rows, last.as_ref(), last_failure, now)`,
+//!    where `last` is the deployment's latest stored note (flagged or not, see [`LastNote`]) and
+//!    `last_failure` the `attempted_at` of its latest failed run.
+//! 2. When due: `resolve_reflection_model(&config.model, |id| providers::resolve_model(id, …))`
+//!    (a resolve error is a failed run, like a model error) and
+//!    `reflect(ReflectionInput { skill, deployment_id, trades: &ledger_rows, last, now, rates }, &reflector)`.
+//! 3. [`ReflectionOutcome::Note`]: store it; if `lint.flagged` is false it becomes the active note
+//!    (the previous one is superseded), otherwise it is stored inactive until a person accepts it.
+//!    [`ReflectionOutcome::Failed`]: record the attempt; the previous note stays active.
+//! 4. Each tick's prompt: `visible_note_at(&notes, tick_time).map(to_lessons)` → the LESSONS
+//!    segment of `prompt_compose::compose_system_prompt_segments`.
+//!
+//! Conventions: PnL shown and aggregated is **net** (`realized_pnl_usd` is gross, minus
+//! `fees_usd`); a win is a net PnL above zero; times are UTC minutes (`2026-06-04T10:00Z`).
+//!
 //! ```
 //! use chrono::{TimeZone, Utc};
 //! use reflection::{Due, LastNote, NotDue, reflection_due};

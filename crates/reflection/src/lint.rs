@@ -188,10 +188,7 @@ fn stem(word: &str) -> String {
 /// Lower-cased, contraction-expanded, stemmed words.
 fn words(text: &str) -> Vec<String> {
     let lower = text.to_lowercase().replace(['’', '‘'], "'");
-    let expanded = lower
-        .replace("n't", " not")
-        .replace("can not", "cannot")
-        .replace("cannot", "can not");
+    let expanded = lower.replace("n't", " not").replace("cannot", "can not");
     expanded
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())

@@ -156,8 +156,9 @@ fn render_setups(trades: &[&TradeRecord]) -> String {
 
 /// The user message of the reflection request: the strategy, the window, the per-setup
 /// aggregates and the trade table. `trades` must already be the window (closed, point in time,
-/// sorted; see [`crate::window_trades`]); at most [`MAX_WINDOW_TRADES`] of them are shown — the
-/// caller passes the output of [`crate::cap_window`].
+/// sorted; see [`crate::window_trades`]) and at most [`MAX_WINDOW_TRADES`] long; `omitted` says
+/// how many older trades of the window were left out. [`crate::reflection_request`] does all of
+/// this for the job.
 #[must_use]
 pub fn render_reflection_user(
     skill: &Skill,
