@@ -342,3 +342,39 @@ async fn identical_inputs_give_identical_requests() {
         reflection_request(&input(&skill, &shuffled, None), "x/y")
     );
 }
+
+#[tokio::test]
+async fn a_long_window_keeps_its_latest_trades() {
+    let skill = thesis_skill();
+    let trades: Vec<TradeRecord> = (0..105u32)
+        .map(|i| {
+            closed(
+                u128::from(i) + 1,
+                "BTC",
+                Side::Long,
+                None,
+                at(4, 0, 0) + chrono::Duration::minutes(i64::from(i) * 10),
+                5,
+                dec!(1),
+                dec!(0.1),
+            )
+        })
+        .collect();
+    let request = reflection_request(&input(&skill, &trades, None), "x/y").expect("a request");
+    let agent_runtime::Message::User { content } = &request.messages[0] else {
+        panic!("one user message expected");
+    };
+    assert!(
+        content.contains("## Closed trades to review (100 trades,"),
+        "{content}"
+    );
+    assert!(
+        content
+            .contains("5 older trades of the window are not shown (at most 100 per reflection).")
+    );
+    // The oldest five (exits 00:00..00:40 on day 4) are the ones left out.
+    assert!(!content.contains("| 2026-06-04T00:40Z |"));
+    assert!(content.contains("| 2026-06-04T00:50Z |"));
+    let note = reflect(input(&skill, &trades, None), &Reflector::Stats).await;
+    assert_eq!(note.note().expect("a note").trades_considered, 100);
+}
