@@ -1,0 +1,359 @@
+//! The reflection job: window → request → model (or the offline statistics) → bounded, linted
+//! lessons, or a recorded failure. Never panics, never returns an error to the tick.
+
+use std::fmt;
+use std::sync::Arc;
+
+use agent_runtime::{FinishReason, LanguageModel, Message, ModelError, ModelRequest, Rates, Usage};
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use skill_schema::Skill;
+use types::{TradeRecord, Uuid};
+
+use crate::bounds::bound_lessons;
+use crate::cadence::{LastNote, window_trades};
+use crate::lint::{LintResult, lint_lessons};
+use crate::prompt::{MAX_WINDOW_TRADES, REFLECTION_SYSTEM_PROMPT, render_reflection_user};
+use crate::stats::{STATS_REFLECTION_MODEL, stats_lessons};
+
+/// Output-token budget of a reflection call: the prompt asks for ≤ 300 tokens; 500 leaves room
+/// for a model that overshoots a little (2,000 characters ≈ 500 tokens) without paying for more.
+pub const REFLECTION_MAX_OUTPUT_TOKENS: u32 = 500;
+
+/// Who writes the lessons.
+#[derive(Clone)]
+pub enum Reflector {
+    /// `builtin/stats-reflection`: computed from the ledger, no model, no cost.
+    Stats,
+    /// A language model (any provider, or another `builtin/…` model).
+    Model(Arc<dyn LanguageModel>),
+}
+
+impl Reflector {
+    /// The model id recorded on the note.
+    #[must_use]
+    pub fn id(&self) -> &str {
+        match self {
+            Reflector::Stats => STATS_REFLECTION_MODEL,
+            Reflector::Model(m) => m.id(),
+        }
+    }
+}
+
+impl fmt::Debug for Reflector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Reflector").field(&self.id()).finish()
+    }
+}
+
+/// Turns the configured model string (`context.memory.reflection.model`) into a [`Reflector`]:
+/// `builtin/stats-reflection` is handled here; every other id goes to `resolve` (the caller
+/// passes e.g. a closure over `providers::resolve_model` with its environment and builtins).
+///
+/// # Errors
+/// Whatever `resolve` returns for an id it cannot serve (unknown model, missing key).
+pub fn resolve_reflection_model<F>(id: &str, resolve: F) -> Result<Reflector, ModelError>
+where
+    F: FnOnce(&str) -> Result<Arc<dyn LanguageModel>, ModelError>,
+{
+    if id.trim() == STATS_REFLECTION_MODEL {
+        Ok(Reflector::Stats)
+    } else {
+        resolve(id).map(Reflector::Model)
+    }
+}
+
+/// Which note a reflection writes and what it may read.
+#[derive(Debug, Clone, Copy)]
+pub struct ReflectionInput<'a> {
+    pub skill: &'a Skill,
+    /// The deployment the note belongs to (`None` = a skill-scoped note).
+    pub deployment_id: Option<Uuid>,
+    /// The deployment's ledger rows (any order, open rows allowed): the job keeps the closed
+    /// trades with an exit after `last.window_end` (if any) and at or before `now`.
+    pub trades: &'a [TradeRecord],
+    /// The deployment's latest note, if any (flagged or not).
+    pub last: Option<&'a LastNote>,
+    /// The tick time: `generated_at` and `window_end` of the note.
+    pub now: DateTime<Utc>,
+    /// Prices of the model, for `cost_usd`; `None` when unknown (cost is then not recorded).
+    pub rates: Option<Rates>,
+}
+
+/// A reflection note ready to store. The caller persists it, supersedes the previous active
+/// note of the deployment when `lint.flagged` is false, and keeps it stored-but-inactive when
+/// `lint.flagged` is true, until a person accepts it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoteDraft {
+    pub skill_id: Uuid,
+    pub skill_version: u32,
+    /// `None` = skill-scoped (only ever via [`crate::promote_to_skill_scope`]).
+    pub deployment_id: Option<Uuid>,
+    pub generated_at: DateTime<Utc>,
+    /// The window covers trades closed after `window_start` up to `window_end` (inclusive).
+    pub window_start: DateTime<Utc>,
+    pub window_end: DateTime<Utc>,
+    pub trades_considered: u32,
+    /// `- ` bullets, at most `MAX_LESSONS_CHARS` characters, never empty.
+    pub lessons_text: String,
+    pub model_used: String,
+    /// All input tokens (uncached + cache reads + cache writes); 0 for the statistics.
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// `None` when the model's rates were not given.
+    pub cost_usd: Option<Decimal>,
+    /// Whether the text had to be cut to fit the bounds.
+    pub cut: bool,
+    pub lint: LintResult,
+}
+
+impl NoteDraft {
+    /// What the cadence needs to know about this note once stored. `closed_trades_total` is the
+    /// number of closed trades the deployment's ledger held at `generated_at`, if the caller
+    /// keeps it (see [`LastNote::closed_trades_total`]).
+    #[must_use]
+    pub fn as_last_note(&self, closed_trades_total: Option<u32>) -> LastNote {
+        LastNote {
+            generated_at: self.generated_at,
+            window_end: self.window_end,
+            closed_trades_total,
+        }
+    }
+
+    /// Whether the note may be injected without a person's review.
+    #[must_use]
+    pub fn injectable(&self) -> bool {
+        !self.lint.flagged
+    }
+}
+
+/// Why a reflection produced no note. The caller records it and keeps the previous note active.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ReflectionFailure {
+    /// No closed trade in the window: nothing to reflect on (the model was not called).
+    NoTrades,
+    /// The model call failed (provider error, timeout, unknown model, …).
+    Model { message: String },
+    /// The model answered without any usable bullet.
+    EmptyReply,
+}
+
+impl fmt::Display for ReflectionFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReflectionFailure::NoTrades => f.write_str("no closed trades in the window"),
+            ReflectionFailure::Model { message } => write!(f, "model call failed: {message}"),
+            ReflectionFailure::EmptyReply => f.write_str("the model's reply held no lessons"),
+        }
+    }
+}
+
+/// A run that wrote no note: what it cost and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedReflection {
+    pub skill_id: Uuid,
+    pub skill_version: u32,
+    pub deployment_id: Option<Uuid>,
+    pub attempted_at: DateTime<Utc>,
+    pub window_start: DateTime<Utc>,
+    pub window_end: DateTime<Utc>,
+    pub trades_considered: u32,
+    pub model_used: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: Option<Decimal>,
+    pub reason: ReflectionFailure,
+}
+
+/// What one reflection run produced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ReflectionOutcome {
+    Note(NoteDraft),
+    Failed(FailedReflection),
+}
+
+impl ReflectionOutcome {
+    /// The note, when the run produced one.
+    #[must_use]
+    pub fn note(&self) -> Option<&NoteDraft> {
+        match self {
+            ReflectionOutcome::Note(n) => Some(n),
+            ReflectionOutcome::Failed(_) => None,
+        }
+    }
+
+    /// The failure, when the run produced no note.
+    #[must_use]
+    pub fn failure(&self) -> Option<&ReflectionFailure> {
+        match self {
+            ReflectionOutcome::Note(_) => None,
+            ReflectionOutcome::Failed(f) => Some(&f.reason),
+        }
+    }
+}
+
+/// Dollar cost of `usage` at `rates` (per million tokens).
+#[must_use]
+pub fn cost_usd(usage: &Usage, rates: &Rates) -> Decimal {
+    let mtok = Decimal::from(1_000_000);
+    (Decimal::from(usage.input) * rates.input
+        + Decimal::from(usage.output) * rates.output
+        + Decimal::from(usage.cache_read) * rates.cache_read
+        + Decimal::from(usage.cache_write) * rates.cache_write)
+        / mtok
+}
+
+/// The window the job covers at `input.now`: the trades (capped at [`MAX_WINDOW_TRADES`], the
+/// latest by exit kept), how many were left out, and the window's start.
+fn select<'a>(input: &ReflectionInput<'a>) -> (Vec<&'a TradeRecord>, usize, DateTime<Utc>) {
+    let mut trades = window_trades(input.trades, input.last, input.now);
+    let start = match input.last {
+        Some(l) => l.window_end,
+        None => trades
+            .iter()
+            .map(|r| r.entry_tick_at)
+            .min()
+            .unwrap_or(input.now),
+    };
+    let omitted = trades.len().saturating_sub(MAX_WINDOW_TRADES);
+    trades.drain(..omitted);
+    (trades, omitted, start)
+}
+
+/// The exact request the model sees for `input` (also what the job sends), or `None` when the
+/// window holds no trade.
+#[must_use]
+pub fn reflection_request(input: &ReflectionInput<'_>, model: &str) -> Option<ModelRequest> {
+    let (trades, omitted, start) = select(input);
+    if trades.is_empty() {
+        return None;
+    }
+    Some(build_request(input, &trades, omitted, start, model))
+}
+
+fn build_request(
+    input: &ReflectionInput<'_>,
+    trades: &[&TradeRecord],
+    omitted: usize,
+    start: DateTime<Utc>,
+    model_id: &str,
+) -> ModelRequest {
+    // The provider's model name is the part after `provider/`.
+    let model = model_id
+        .split_once('/')
+        .map_or(model_id, |(_, name)| name)
+        .to_owned();
+    ModelRequest {
+        model,
+        system: REFLECTION_SYSTEM_PROMPT.to_owned(),
+        messages: vec![Message::User {
+            content: render_reflection_user(input.skill, trades, start, input.now, omitted),
+        }],
+        tools: Vec::new(),
+        max_output_tokens: REFLECTION_MAX_OUTPUT_TOKENS,
+    }
+}
+
+/// Runs one reflection. Never fails and never panics: every problem becomes
+/// [`ReflectionOutcome::Failed`] with no note, so the caller keeps the previous note active and
+/// the tick goes on.
+///
+/// - The window: closed trades with an exit after `last.window_end` (if any) and at or before
+///   `now` (point in time), oldest exit first, the latest [`MAX_WINDOW_TRADES`] kept.
+/// - No trade in it → `Failed(NoTrades)`, no model call.
+/// - [`Reflector::Stats`] → [`stats_lessons`], 0 tokens, cost 0.
+/// - [`Reflector::Model`] → one call with [`REFLECTION_SYSTEM_PROMPT`] and the rendered window
+///   (no tools); a model error → `Failed(Model)`; a reply without a usable bullet →
+///   `Failed(EmptyReply)` (its tokens and cost are still recorded).
+/// - The reply is normalised and bounded by [`crate::bound_lessons`] (cut at bullet boundaries,
+///   never retried), then linted against `skill.strategy.avoid` ([`crate::lint_lessons`]).
+pub async fn reflect(input: ReflectionInput<'_>, reflector: &Reflector) -> ReflectionOutcome {
+    let (trades, omitted, start) = select(&input);
+    let trades_considered = u32::try_from(trades.len()).unwrap_or(u32::MAX);
+    let failed = |reason, usage: Usage, cost| {
+        ReflectionOutcome::Failed(FailedReflection {
+            skill_id: input.skill.skill_id(),
+            skill_version: input.skill.version,
+            deployment_id: input.deployment_id,
+            attempted_at: input.now,
+            window_start: start,
+            window_end: input.now,
+            trades_considered,
+            model_used: reflector.id().to_owned(),
+            input_tokens: usage.input + usage.cache_read + usage.cache_write,
+            output_tokens: usage.output,
+            cost_usd: cost,
+            reason,
+        })
+    };
+    if trades.is_empty() {
+        let cost = matches!(reflector, Reflector::Stats).then_some(Decimal::ZERO);
+        return failed(ReflectionFailure::NoTrades, Usage::default(), cost);
+    }
+
+    let (raw, truncated, usage, cost) = match reflector {
+        Reflector::Stats => (
+            stats_lessons(&trades),
+            false,
+            Usage::default(),
+            Some(Decimal::ZERO),
+        ),
+        Reflector::Model(model) => {
+            let request = build_request(&input, &trades, omitted, start, model.id());
+            match model.generate(&request).await {
+                Err(e) => {
+                    return failed(
+                        ReflectionFailure::Model {
+                            message: e.to_string(),
+                        },
+                        Usage::default(),
+                        input.rates.map(|_| Decimal::ZERO),
+                    );
+                }
+                Ok(resp) => {
+                    let cost = input.rates.map(|r| cost_usd(&resp.usage, &r));
+                    if resp.finish == FinishReason::Error {
+                        return failed(
+                            ReflectionFailure::Model {
+                                message: "the model reported an error finish".to_owned(),
+                            },
+                            resp.usage,
+                            cost,
+                        );
+                    }
+                    (
+                        resp.text.unwrap_or_default(),
+                        resp.finish == FinishReason::Length,
+                        resp.usage,
+                        cost,
+                    )
+                }
+            }
+        }
+    };
+
+    let bounded = bound_lessons(&raw, truncated);
+    if bounded.text.is_empty() {
+        return failed(ReflectionFailure::EmptyReply, usage, cost);
+    }
+    let lint = lint_lessons(&bounded.text, &input.skill.strategy);
+    ReflectionOutcome::Note(NoteDraft {
+        skill_id: input.skill.skill_id(),
+        skill_version: input.skill.version,
+        deployment_id: input.deployment_id,
+        generated_at: input.now,
+        window_start: start,
+        window_end: input.now,
+        trades_considered,
+        lessons_text: bounded.text,
+        model_used: reflector.id().to_owned(),
+        input_tokens: usage.input + usage.cache_read + usage.cache_write,
+        output_tokens: usage.output,
+        cost_usd: cost,
+        cut: bounded.cut,
+        lint,
+    })
+}

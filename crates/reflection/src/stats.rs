@@ -1,0 +1,268 @@
+//! `builtin/stats-reflection`: lessons computed from the ledger alone, without any model.
+//!
+//! Deterministic and offline: the same trades give the same bytes. It states what the numbers
+//! say and nothing more — sample sizes in every bullet, and an explicit warning when the sample
+//! is too small to mean anything.
+
+use std::collections::BTreeMap;
+
+use memory_ledger::format;
+use rust_decimal::Decimal;
+use rust_decimal::prelude::ToPrimitive;
+use types::TradeRecord;
+
+use crate::bounds::bound_lessons;
+
+/// The model id of the offline statistical reflection.
+pub const STATS_REFLECTION_MODEL: &str = "builtin/stats-reflection";
+
+/// Below this many trades the whole note carries a "tiny sample" warning.
+pub const TINY_SAMPLE: usize = 5;
+
+/// A group needs this many trades to be called a recurring setup (best / worst).
+pub const MIN_RECURRING: usize = 2;
+
+/// One setup: symbol × side × regime at entry.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SetupKey {
+    pub symbol: String,
+    /// `long` / `short`.
+    pub side: &'static str,
+    /// The entry regime tag, `untagged` when the row has none.
+    pub regime: &'static str,
+}
+
+impl SetupKey {
+    fn of(r: &TradeRecord) -> Self {
+        Self {
+            symbol: r.symbol.clone(),
+            side: match r.side {
+                types::Side::Long => "long",
+                types::Side::Short => "short",
+            },
+            regime: r.entry_regime_tag.map_or("untagged", |t| t.as_str()),
+        }
+    }
+
+    /// `BTC long in ranging regime`.
+    #[must_use]
+    pub fn label(&self) -> String {
+        format!("{} {} in {} regime", self.symbol, self.side, self.regime)
+    }
+}
+
+/// Aggregates of a set of closed trades. Net PnL = `realized_pnl_usd` (gross) − `fees_usd`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SetupStats {
+    pub trades: usize,
+    /// Net PnL > 0.
+    pub wins: usize,
+    /// Net PnL < 0.
+    pub losses: usize,
+    pub net_pnl_usd: Decimal,
+    pub gross_pnl_usd: Decimal,
+    pub fees_usd: Decimal,
+    /// Sum of holding minutes (the row's `holding_minutes`, else exit − entry).
+    pub holding_minutes: Decimal,
+}
+
+impl SetupStats {
+    fn add(&mut self, r: &TradeRecord) {
+        let net = r.realized_pnl_usd - r.fees_usd;
+        self.trades += 1;
+        if net > Decimal::ZERO {
+            self.wins += 1;
+        } else if net < Decimal::ZERO {
+            self.losses += 1;
+        }
+        self.net_pnl_usd += net;
+        self.gross_pnl_usd += r.realized_pnl_usd;
+        self.fees_usd += r.fees_usd;
+        let minutes = r.holding_minutes.unwrap_or_else(|| {
+            r.exit_tick_at.map_or(Decimal::ZERO, |exit| {
+                Decimal::from((exit - r.entry_tick_at).num_minutes().max(0))
+            })
+        });
+        self.holding_minutes += minutes;
+    }
+
+    fn n(&self) -> Decimal {
+        Decimal::from(self.trades.max(1))
+    }
+
+    /// Average net PnL per trade (zero for an empty set).
+    #[must_use]
+    pub fn avg_net_usd(&self) -> Decimal {
+        self.net_pnl_usd / self.n()
+    }
+
+    /// Win rate in percent (wins × 100 / n).
+    #[must_use]
+    pub fn win_rate_pct(&self) -> Decimal {
+        Decimal::from(self.wins) * Decimal::ONE_HUNDRED / self.n()
+    }
+
+    /// Average holding time in whole minutes (rounded half away from zero).
+    #[must_use]
+    pub fn avg_hold_minutes(&self) -> i64 {
+        let avg = (self.holding_minutes / self.n())
+            .round_dp_with_strategy(0, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+        avg.to_i64().unwrap_or(i64::MAX)
+    }
+
+    /// `n=3, win rate 33.3% (1 of 3), average net -$4.20, average hold 45m`.
+    #[must_use]
+    pub fn summary(&self) -> String {
+        format!(
+            "n={}, win rate {}% ({} of {}), average net {}, average hold {}",
+            self.trades,
+            format::fixed(self.win_rate_pct(), 1),
+            self.wins,
+            self.trades,
+            format::signed_usd(self.avg_net_usd()),
+            format::duration_minutes(self.avg_hold_minutes()),
+        )
+    }
+}
+
+/// Every trade aggregated, and per setup (symbol × side × entry regime), in key order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LedgerStats {
+    pub overall: SetupStats,
+    pub setups: BTreeMap<SetupKey, SetupStats>,
+}
+
+impl LedgerStats {
+    /// Aggregates `trades` (the caller passes closed rows; open rows would count with their
+    /// partial PnL).
+    #[must_use]
+    pub fn of<'a>(trades: impl IntoIterator<Item = &'a TradeRecord>) -> Self {
+        let mut stats = Self::default();
+        for r in trades {
+            stats.overall.add(r);
+            stats.setups.entry(SetupKey::of(r)).or_default().add(r);
+        }
+        stats
+    }
+
+    /// The recurring setup (n ≥ [`MIN_RECURRING`]) with the lowest average net PnL, if that
+    /// average is below zero. Ties: more trades first, then key order.
+    #[must_use]
+    pub fn worst(&self) -> Option<(&SetupKey, &SetupStats)> {
+        self.recurring()
+            .filter(|(_, s)| s.avg_net_usd() < Decimal::ZERO)
+            .min_by(|a, b| {
+                a.1.avg_net_usd()
+                    .cmp(&b.1.avg_net_usd())
+                    .then_with(|| b.1.trades.cmp(&a.1.trades))
+                    .then_with(|| a.0.cmp(b.0))
+            })
+    }
+
+    /// The recurring setup with the highest average net PnL, if that average is above zero.
+    /// Ties: more trades first, then key order.
+    #[must_use]
+    pub fn best(&self) -> Option<(&SetupKey, &SetupStats)> {
+        self.recurring()
+            .filter(|(_, s)| s.avg_net_usd() > Decimal::ZERO)
+            .min_by(|a, b| {
+                b.1.avg_net_usd()
+                    .cmp(&a.1.avg_net_usd())
+                    .then_with(|| b.1.trades.cmp(&a.1.trades))
+                    .then_with(|| a.0.cmp(b.0))
+            })
+    }
+
+    fn recurring(&self) -> impl Iterator<Item = (&SetupKey, &SetupStats)> {
+        self.setups
+            .iter()
+            .filter(|(_, s)| s.trades >= MIN_RECURRING)
+    }
+}
+
+/// The lessons of `builtin/stats-reflection` for `trades`: at most
+/// [`skill_schema::limits::MAX_LESSONS_CHARS`] characters of `- ` bullets, every bullet with its
+/// sample size. Empty string for no trades.
+///
+/// Bullets, in order: the overall sample; a tiny-sample warning under [`TINY_SAMPLE`] trades;
+/// the worst recurring setup (or that none lost money on average, or that none recurred); the
+/// best recurring setup (or that none made money on average); then one bullet per setup, in
+/// symbol × side × regime order, while they fit — the rest is summarised as "N more setups".
+#[must_use]
+pub fn stats_lessons(trades: &[&TradeRecord]) -> String {
+    if trades.is_empty() {
+        return String::new();
+    }
+    let stats = LedgerStats::of(trades.iter().copied());
+    let o = &stats.overall;
+    let mut head = vec![format!(
+        "Overall: {}, {} loss{}; PnL is net of fees and a win is a net PnL above $0.",
+        o.summary(),
+        o.losses,
+        if o.losses == 1 { "" } else { "es" },
+    )];
+    if o.trades < TINY_SAMPLE {
+        head.push(format!(
+            "Tiny sample (n={}): these numbers are anecdotes, not evidence; do not change behaviour on them alone.",
+            o.trades
+        ));
+    }
+    let any_recurring = stats.recurring().next().is_some();
+    if !any_recurring {
+        head.push(format!(
+            "No setup recurred (each symbol × side × entry regime appears once, n=1 each, {} setups): too few trades to single out a best or worst setup.",
+            stats.setups.len()
+        ));
+    } else {
+        match stats.worst() {
+            Some((k, s)) => head.push(format!(
+                "Worst recurring setup: {} ({}). Be stricter before repeating it; the strategy's rules still decide.",
+                k.label(),
+                s.summary()
+            )),
+            None => head.push(format!(
+                "No recurring setup (n≥{MIN_RECURRING}) lost money on average."
+            )),
+        }
+        match stats.best() {
+            Some((k, s)) => head.push(format!(
+                "Best recurring setup: {} ({}). Worth repeating when the strategy's conditions line up again.",
+                k.label(),
+                s.summary()
+            )),
+            None => head.push(format!(
+                "No recurring setup (n≥{MIN_RECURRING}) made money on average."
+            )),
+        }
+    }
+    let mut text = bullets(&head);
+    // Per-setup bullets while they fit, keeping room for the "more" line.
+    let total = stats.setups.len();
+    for (shown, (k, s)) in stats.setups.iter().enumerate() {
+        let line = format!("\n- Setup {}: {}.", k.label(), s.summary());
+        let rest = total - shown - 1;
+        let reserve = if rest > 0 { 64 } else { 0 };
+        if text.chars().count() + line.chars().count() + reserve
+            > skill_schema::limits::MAX_LESSONS_CHARS
+        {
+            let left = total - shown;
+            let left_trades: usize = stats.setups.values().skip(shown).map(|s| s.trades).sum();
+            text.push_str(&format!(
+                "\n- ({left} more setup{} not listed, n={left_trades} trades.)",
+                if left == 1 { "" } else { "s" }
+            ));
+            break;
+        }
+        text.push_str(&line);
+    }
+    // Belt and braces: the bound every write path applies.
+    bound_lessons(&text, false).text
+}
+
+fn bullets(lines: &[String]) -> String {
+    lines
+        .iter()
+        .map(|l| format!("- {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
