@@ -34,6 +34,8 @@
 //! the network itself (the model and the broker are traits the caller hands in), or decide what
 //! trades (the execution engine does).
 
+pub mod backtest;
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
