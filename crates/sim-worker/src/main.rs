@@ -2,6 +2,8 @@
 //! the work happens in the library crates.
 
 mod ledger_cmd;
+mod report;
+mod run_cmd;
 mod skill_cmd;
 
 use std::process::ExitCode;
@@ -18,6 +20,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Backtest a skill: one tick per closed bar of its interval through the same tick code a
+    /// live deployment runs (model, execution engine, paper broker, ledger, reflection), with
+    /// everything recorded in a store; writes summary.json, trades.csv and report.html.
+    Run(Box<run_cmd::RunArgs>),
     /// Work with skill files: validate them, export their JSON Schema, render their prompt.
     #[command(subcommand)]
     Skill(skill_cmd::SkillCommand),
@@ -34,6 +40,7 @@ pub(crate) const EXIT_BAD_INPUT: u8 = 2;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Run(args) => run_cmd::run(*args),
         Command::Skill(cmd) => skill_cmd::run(cmd),
         Command::Ledger(cmd) => ledger_cmd::run(cmd),
     };

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use agent_runtime::{LanguageModel, Usage};
 use chrono::{DateTime, Utc};
 use db::{NoteStore, TickStore};
-use execution_engine::{BrokerError, PaperBroker, PaperBrokerConfig};
+use execution_engine::{BrokerError, PaperBroker, PaperBrokerConfig, USD_DP};
 use reflection::NoteDraft;
 use rust_decimal::Decimal;
 use serde::Serialize;
@@ -215,7 +215,8 @@ pub fn verdict_kind(v: &Verdict) -> &'static str {
 }
 
 /// PnL of a group of ledger rows. Gross is the ledger's `realized_pnl_usd` (partial closes of
-/// still-open rows included); net = gross − fees.
+/// still-open rows included); net = gross − fees. Sums are rounded to [`USD_DP`] decimals, the
+/// broker's booking precision.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct PnlBreakdown {
     /// Closed round trips.
@@ -229,8 +230,8 @@ pub struct PnlBreakdown {
 
 impl PnlBreakdown {
     fn add(&mut self, t: &TradeRecord) {
-        self.gross_usd += t.realized_pnl_usd;
-        self.fees_usd += t.fees_usd;
+        self.gross_usd = (self.gross_usd + t.realized_pnl_usd).round_dp(USD_DP);
+        self.fees_usd = (self.fees_usd + t.fees_usd).round_dp(USD_DP);
         self.net_usd = self.gross_usd - self.fees_usd;
         if t.status == TradeStatus::Closed {
             self.trades += 1;
