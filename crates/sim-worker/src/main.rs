@@ -2,6 +2,7 @@
 //! the work happens in the library crates.
 
 mod ledger_cmd;
+mod preview_cmd;
 mod report;
 mod run_cmd;
 mod skill_cmd;
@@ -24,6 +25,9 @@ enum Command {
     /// live deployment runs (model, execution engine, paper broker, ledger, reflection), with
     /// everything recorded in a store; writes summary.json, trades.csv and report.html.
     Run(Box<run_cmd::RunArgs>),
+    /// Show the exact system prompt and user message of one tick with token counts per segment
+    /// and section (o200k_base, offline), replaying the backtest up to that tick.
+    Preview(Box<preview_cmd::PreviewArgs>),
     /// Work with skill files: validate them, export their JSON Schema, render their prompt.
     #[command(subcommand)]
     Skill(skill_cmd::SkillCommand),
@@ -41,6 +45,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run_cmd::run(*args),
+        Command::Preview(args) => preview_cmd::run(*args),
         Command::Skill(cmd) => skill_cmd::run(cmd),
         Command::Ledger(cmd) => ledger_cmd::run(cmd),
     };

@@ -254,8 +254,11 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
     let model_id = args.model.clone().unwrap_or_else(|| skill.model.clone());
     let builtins =
         |id: &str| builtin_model(id, &skill).ok_or_else(|| ModelError::UnknownModel(id.to_owned()));
-    let model = providers::resolve_model(&model_id, &providers::process_env, &builtins)
-        .map_err(|e| bad(format!("--model {model_id}: {e}")))?;
+    let model = match model_id.strip_prefix(REPLAY_PREFIX) {
+        Some(spec) => crate::block_on(load_replay(&model_id, spec))?,
+        None => providers::resolve_model(&model_id, &providers::process_env, &builtins)
+            .map_err(|e| bad(format!("--model {model_id}: {e}")))?,
+    };
     let reflector = resolve_reflection_model(&skill.context.memory.reflection.model, |id| {
         providers::resolve_model(id, &providers::process_env, &builtins)
     })
@@ -310,6 +313,72 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
         first_tick,
         ticks: times.len(),
     })
+}
+
+/// `builtin/replay:STORE_URL[#DEPLOYMENT]`: re-propose what another run recorded.
+pub(crate) const REPLAY_PREFIX: &str = "builtin/replay:";
+
+/// Loads the proposals of a recorded run: the store's only deployment, or the one after `#`.
+async fn load_replay(model_id: &str, spec: &str) -> Result<Arc<dyn LanguageModel>, Failure> {
+    let (url, wanted) = match spec.rsplit_once('#') {
+        Some((url, id)) => {
+            let id: Uuid = id
+                .parse()
+                .map_err(|_| bad(format!("--model {model_id}: {id:?} is not a deployment id")))?;
+            (url, Some(id))
+        }
+        None => (spec, None),
+    };
+    if let Some(path) = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+        .map(|p| p.split('?').next().unwrap_or(p))
+        && !Path::new(path).exists()
+    {
+        return Err(bad(format!("--model {model_id}: no store at {path}")));
+    }
+    let store = db::connect(url)
+        .await
+        .map_err(|e| bad(format!("--model {model_id}: {e}")))?;
+    let deployment = match wanted {
+        Some(id) => id,
+        None => {
+            let all = store
+                .list_deployments(None)
+                .await
+                .map_err(|e| bad(format!("--model {model_id}: {e}")))?;
+            match all.as_slice() {
+                [one] => one.id,
+                [] => return Err(bad(format!("--model {model_id}: the store holds no run"))),
+                many => {
+                    return Err(bad(format!(
+                        "--model {model_id}: the store holds {} runs; add #DEPLOYMENT ({})",
+                        many.len(),
+                        many.iter()
+                            .map(|d| d.id.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
+            }
+        }
+    };
+    let snapshots = store
+        .list_snapshots(deployment, u32::MAX)
+        .await
+        .map_err(|e| bad(format!("--model {model_id}: {e}")))?;
+    if snapshots.is_empty() {
+        return Err(bad(format!(
+            "--model {model_id}: deployment {deployment} recorded no tick"
+        )));
+    }
+    let proposals = snapshots
+        .into_iter()
+        .map(|s| (s.tick_at, s.proposal))
+        .collect();
+    Ok(Arc::new(tick::replay::ReplayModel::new(
+        model_id, proposals,
+    )))
 }
 
 fn coverage(series: &BTreeMap<String, Vec<types::Bar>>, interval: Interval) -> String {

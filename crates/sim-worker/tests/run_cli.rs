@@ -92,7 +92,10 @@ fn a_short_run_writes_the_summary_the_ledger_the_store_and_a_self_contained_repo
     assert!(header.starts_with("id,symbol,side,status,entry_time,entry_price"));
     assert!(csv.lines().count() > 5);
 
-    assert!(out.join("sim.db").exists(), "the default store is SQLite in --out");
+    assert!(
+        out.join("sim.db").exists(),
+        "the default store is SQLite in --out"
+    );
 
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.contains("<svg"), "inline charts");
@@ -100,7 +103,10 @@ fn a_short_run_writes_the_summary_the_ledger_the_store_and_a_self_contained_repo
     assert!(!html.contains("src=\"http"), "no external assets");
     assert!(!html.contains("href=\"http"), "no external assets");
     assert!(html.contains("What the agent saw at 2017-05-02T10:00:00Z"));
-    assert!(html.contains("## Time\n2017-05-02T10:00:00Z"), "the exact user message");
+    assert!(
+        html.contains("## Time\n2017-05-02T10:00:00Z"),
+        "the exact user message"
+    );
     assert!(html.contains("Lessons history"));
 
     // Running again replaces the default store and gives the same ledger.
@@ -140,7 +146,10 @@ fn bad_input_exits_2_naming_the_problem_with_nothing_on_stdout() {
             vec!["--bars", &goog],
             "the bars are 1d, the skill trades 1h",
         ),
-        (vec!["--bars", &btc], "BTC is not one of the skill's symbols"),
+        (
+            vec!["--bars", &btc],
+            "BTC is not one of the skill's symbols",
+        ),
         (vec!["--bars", "EURUSD"], "expected SYMBOL=PATH"),
         (
             vec!["--bars", &bars, "--from", "2030-01-01"],
@@ -150,8 +159,14 @@ fn bad_input_exits_2_naming_the_problem_with_nothing_on_stdout() {
             vec!["--bars", &bars, "--report-tick", "2017-04-19 09:30"],
             "--report-tick 2017-04-19 09:30: no tick at that time",
         ),
-        (vec!["--bars", &bars, "--fee-bps=-1"], "--fee-bps: must be at least 0"),
-        (vec!["--bars", &bars, "--from", "yesterday"], "is not a UTC time"),
+        (
+            vec!["--bars", &bars, "--fee-bps=-1"],
+            "--fee-bps: must be at least 0",
+        ),
+        (
+            vec!["--bars", &bars, "--from", "yesterday"],
+            "is not a UTC time",
+        ),
         (
             vec!["--bars", &bars, "--model", "nope/x"],
             "--model nope/x: unknown model",

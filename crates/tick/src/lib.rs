@@ -16,9 +16,10 @@
 //!    the order to the broker at the mark — the close of the symbol's latest closed bar (the
 //!    broker applies slippage and fees). A broker refusal turns the verdict into a rejection
 //!    stating the broker's reason;
-//! 5. materializes the ledger: every fill the broker reports since the last tick (liquidations
-//!    included), the broker's positions after the tick, the bars closed since the last tick
-//!    (MFE/MAE), this tick's proposal and the regime tags;
+//! 5. materializes the ledger in two steps written as one: before the context is assembled, the
+//!    fills the broker made on its own since the last tick (liquidations), its positions and the
+//!    bars closed since the last tick (MFE/MAE) — so the memory sections are current; after the
+//!    broker, this tick's fills with their proposal and regime tags and the positions after;
 //! 6. persists the decision snapshot, fills, ledger rows and fill links in ONE
 //!    `record_tick` transaction;
 //! 7. checks the reflection cadence and, when due, runs [`reflection::reflect`]: an injectable
@@ -35,6 +36,7 @@
 //! trades (the execution engine does).
 
 pub mod backtest;
+pub mod replay;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -433,6 +435,22 @@ where
         marks.entry(p.symbol.clone()).or_insert(p.mark_price);
     }
 
+    // The ledger catches up before the agent reads it: fills the broker made since the last tick
+    // on its own (liquidations when the new bars were applied), its positions now, and the bars
+    // closed since the last tick (MFE/MAE).
+    let mut fills = broker.drain_fills().await?;
+    let no_proposals = Proposals::new();
+    let mut changes = state.ledger.apply_tick(TickInput {
+        at: now,
+        positions: &portfolio.positions,
+        fills: &fills,
+        bars: &new_bars,
+        bar_interval: interval,
+        proposals: &no_proposals,
+        regimes: &regimes,
+    })?;
+    state.upsert_rows(&changes);
+
     // 2. + 3. context, system prompt (point-in-time lessons), model loop
     let tick_ctx = ctx.clone().with_memory(Arc::new(LedgerMemory {
         rows: state.trades.clone(),
@@ -482,23 +500,25 @@ where
         }
     }
 
-    // 5. the ledger
-    let fills = broker.drain_fills().await?;
+    // 5. the ledger: this tick's fills and the positions after them
+    let tick_fills = broker.drain_fills().await?;
     let after = broker.portfolio(now).await?;
     let mut proposals = Proposals::new();
     if let Some(p) = &proposal {
         proposals.insert(snapshot_id, ProposalInfo::from(p));
     }
-    let changes = state.ledger.apply_tick(TickInput {
+    let post = state.ledger.apply_tick(TickInput {
         at: now,
         positions: &after.positions,
-        fills: &fills,
-        bars: &new_bars,
+        fills: &tick_fills,
+        bars: &BTreeMap::new(),
         bar_interval: interval,
         proposals: &proposals,
         regimes: &regimes,
     })?;
-    state.upsert_rows(&changes);
+    state.upsert_rows(&post);
+    merge_changes(&mut changes, post);
+    fills.extend(tick_fills);
 
     // 6. persist atomically
     let usage = run.usage;
@@ -561,6 +581,20 @@ where
         last_decision,
         reflection,
     })
+}
+
+/// `later` on top of `earlier`: a row written twice keeps its first position and its latest
+/// content; links are appended.
+fn merge_changes(earlier: &mut LedgerChanges, later: LedgerChanges) {
+    for w in later.rows {
+        if let Some(existing) = earlier.rows.iter_mut().find(|e| e.row.id == w.row.id) {
+            existing.inserted |= w.inserted;
+            existing.row = w.row;
+        } else {
+            earlier.rows.push(w);
+        }
+    }
+    earlier.fill_links.extend(later.fill_links);
 }
 
 /// The store's fill → row links: the row a fill applied to (for a flip: the row it closed) and

@@ -290,3 +290,47 @@ async fn no_snapshot_shows_a_bar_that_closed_after_its_tick() {
     }
     assert!(checked > 200, "the check looked at future bars: {checked}");
 }
+
+#[tokio::test]
+async fn replaying_the_recorded_proposals_reproduces_the_ledger_exactly() {
+    let bars = eurusd(300);
+    let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
+    let (store, original) = run(&input).await;
+    let d = input.deployment.deployment_id;
+    let proposals = snapshots(&store, d)
+        .await
+        .into_iter()
+        .map(|s| (s.tick_at, s.proposal))
+        .collect();
+    let replay = tick::replay::ReplayModel::new("builtin/replay:test", proposals);
+    assert_eq!(replay.len(), 300);
+
+    let again = db::connect("sqlite::memory:").await.expect("store");
+    register(
+        &again,
+        &input,
+        serde_json::json!({}),
+        original.points[0].tick_at,
+    )
+    .await
+    .expect("register");
+    let replayed = run_backtest(&input, &replay, &again, |_, _| {})
+        .await
+        .expect("replay");
+    assert!(original.trades.len() >= 5);
+    assert_eq!(
+        replayed.trades, original.trades,
+        "the same ledger, row for row"
+    );
+    assert_eq!(replayed.fills, original.fills);
+    assert_eq!(
+        again.all_trades(d).await.expect("trades"),
+        store.all_trades(d).await.expect("trades")
+    );
+    let (a, b) = (snapshots(&store, d).await, snapshots(&again, d).await);
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x.proposal, y.proposal, "tick {}", x.tick_at);
+        assert_eq!(x.verdict, y.verdict, "tick {}", x.tick_at);
+        assert_eq!(y.model, "builtin/replay:test");
+    }
+}
