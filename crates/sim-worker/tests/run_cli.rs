@@ -186,3 +186,116 @@ fn bad_input_exits_2_naming_the_problem_with_nothing_on_stdout() {
         );
     }
 }
+
+#[test]
+fn preview_prints_the_exact_prompt_of_a_tick_with_token_counts() {
+    let bars = eurusd();
+    let o = run(&[
+        "preview",
+        "--skill",
+        &skill(),
+        "--bars",
+        &bars,
+        "--at",
+        "2017-04-25 10:00",
+    ]);
+    assert_eq!(o.code, 0, "stderr: {}", o.stderr);
+    assert!(
+        o.stdout
+            .starts_with("==== SYSTEM PROMPT at 2017-04-25 10:00:00 UTC · "),
+        "{}",
+        &o.stdout[..200]
+    );
+    assert!(o.stdout.contains("## Time\n2017-04-25T10:00:00Z (Tuesday)"));
+    for part in [
+        "system: HEADER",
+        "system: STRATEGY",
+        "system: FOOTER",
+        "user: Market context",
+        "user: Your turn",
+        "total (system + user)",
+    ] {
+        assert!(o.stdout.contains(part), "{part} in the token table");
+    }
+
+    let o = run(&[
+        "preview",
+        "--skill",
+        &skill(),
+        "--bars",
+        &bars,
+        "--at",
+        "2017-04-25 10:30",
+    ]);
+    assert_eq!(o.code, 2);
+    assert!(o.stdout.is_empty());
+    assert!(o.stderr.contains("no tick at that time"), "{}", o.stderr);
+}
+
+/// The ledger without the columns that name the run (row id).
+fn ledger_without_ids(csv: &str) -> Vec<String> {
+    csv.lines()
+        .map(|l| l.split_once(',').map_or(l, |(_, rest)| rest).to_owned())
+        .collect()
+}
+
+#[test]
+fn replaying_a_recorded_run_reproduces_its_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let bars = eurusd();
+    let base = |out: &Path| {
+        vec![
+            "run".to_owned(),
+            "--skill".to_owned(),
+            skill(),
+            "--bars".to_owned(),
+            bars.clone(),
+            "--out".to_owned(),
+            out.to_str().unwrap().to_owned(),
+            "--to".to_owned(),
+            "2017-05-03".to_owned(),
+        ]
+    };
+    let args_a = base(&a);
+    let o = run(&args_a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let mut args_b = base(&b);
+    args_b.push("--model".to_owned());
+    args_b.push(format!(
+        "builtin/replay:sqlite://{}",
+        a.join("sim.db").display()
+    ));
+    let o = run(&args_b.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.code, 0, "{}", o.stderr);
+
+    let ledger_a = std::fs::read_to_string(a.join("trades.csv")).unwrap();
+    let ledger_b = std::fs::read_to_string(b.join("trades.csv")).unwrap();
+    assert!(ledger_a.lines().count() > 5);
+    assert_eq!(ledger_without_ids(&ledger_a), ledger_without_ids(&ledger_b));
+    let sa: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(a.join("summary.json")).unwrap()).unwrap();
+    let sb: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(b.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(sa["pnl"], sb["pnl"]);
+    assert_eq!(sa["final_equity_usd"], sb["final_equity_usd"]);
+    assert!(sb["model"].as_str().unwrap().starts_with("builtin/replay:"));
+
+    let o = run(&[
+        "run",
+        "--skill",
+        &skill(),
+        "--bars",
+        &bars,
+        "--out",
+        dir.path().join("c").to_str().unwrap(),
+        "--model",
+        "builtin/replay:sqlite:///nonexistent/sim.db",
+    ]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("no store at /nonexistent/sim.db"),
+        "{}",
+        o.stderr
+    );
+}
