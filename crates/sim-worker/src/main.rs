@@ -1,6 +1,7 @@
 //! `sim-worker`: the strategy author's command line. Thin: parsing arguments and printing;
 //! the work happens in the library crates.
 
+mod ab_cmd;
 mod ledger_cmd;
 mod preview_cmd;
 mod report;
@@ -28,6 +29,9 @@ enum Command {
     /// Show the exact system prompt and user message of one tick with token counts per segment
     /// and section (o200k_base, offline), replaying the backtest up to that tick.
     Preview(Box<preview_cmd::PreviewArgs>),
+    /// Two backtests over the same bars and costs, A as given and B with another skill, model or
+    /// the memory layer off; prints their summaries side by side and writes OUT/ab.json.
+    Ab(Box<ab_cmd::AbArgs>),
     /// Work with skill files: validate them, export their JSON Schema, render their prompt.
     #[command(subcommand)]
     Skill(skill_cmd::SkillCommand),
@@ -46,6 +50,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run_cmd::run(*args),
         Command::Preview(args) => preview_cmd::run(*args),
+        Command::Ab(args) => ab_cmd::run(*args),
         Command::Skill(cmd) => skill_cmd::run(cmd),
         Command::Ledger(cmd) => ledger_cmd::run(cmd),
     };

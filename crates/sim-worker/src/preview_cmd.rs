@@ -85,6 +85,7 @@ pub(crate) fn run(args: PreviewArgs) -> Result<String, Failure> {
         news: args.news,
         events: args.events,
         report_tick: Some(args.at),
+        memory_off: false,
     };
     let p = prepare(&run_args)?;
     crate::block_on(async move {

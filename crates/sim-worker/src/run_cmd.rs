@@ -76,6 +76,9 @@ pub(crate) struct RunArgs {
     /// The tick whose exact system prompt and user message the report shows (default: the last).
     #[arg(long, value_name = "TIME")]
     pub report_tick: Option<String>,
+    /// Set by `ab --b-memory off`: run the skill with `context.memory.enabled: false`.
+    #[arg(skip)]
+    pub memory_off: bool,
 }
 
 fn bad(message: impl Into<String>) -> Failure {
@@ -132,7 +135,10 @@ pub(crate) struct Prepared {
 /// Loads the skill and bars, resolves the model and checks every flag.
 pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
     let loaded = crate::skill_cmd::load(&args.skill)?;
-    let skill: Skill = loaded.skill;
+    let mut skill: Skill = loaded.skill;
+    if args.memory_off {
+        skill.context.memory.enabled = false;
+    }
     let interval = skill.context.bars_interval;
 
     let mut series: BTreeMap<String, Vec<types::Bar>> = BTreeMap::new();
@@ -403,6 +409,11 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
+    run_with_summary(args).map(|(text, _)| text)
+}
+
+/// [`run`], also returning the summary (for `ab`).
+pub(crate) fn run_with_summary(args: RunArgs) -> Result<(String, serde_json::Value), Failure> {
     let prepared = prepare(&args)?;
     std::fs::create_dir_all(&args.out)
         .map_err(|e| bad(format!("{}: cannot create: {e}", args.out.display())))?;
@@ -423,7 +434,11 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
     crate::block_on(simulate(args, prepared, url))
 }
 
-async fn simulate(args: RunArgs, p: Prepared, url: String) -> Result<String, Failure> {
+async fn simulate(
+    args: RunArgs,
+    p: Prepared,
+    url: String,
+) -> Result<(String, serde_json::Value), Failure> {
     let store = db::connect(&url)
         .await
         .map_err(|e| bad(format!("--db {url}: {e}")))?;
@@ -462,7 +477,7 @@ fn write_outputs(
     snapshot: &db::DecisionSnapshot,
     store: &Store,
     url: &str,
-) -> Result<String, Failure> {
+) -> Result<(String, serde_json::Value), Failure> {
     let write = |name: &str, body: &[u8]| {
         let path = out.join(name);
         std::fs::write(&path, body)
@@ -500,7 +515,7 @@ fn write_outputs(
     let report_path = write("report.html", html.as_bytes())?;
 
     let s = summary;
-    Ok(format!(
+    let text = format!(
         "{} ticks {} .. {} · {} trades (win rate {}) · net PnL ${} (gross ${}, fees ${}) · \
          max drawdown {}% · Sharpe {} · {} notes\n\
          summary: {}\ntrades:  {}\nstore:   {url} (deployment {})\nreport:  {}\n",
@@ -520,7 +535,8 @@ fn write_outputs(
         trades_path.display(),
         d.deployment_id,
         report_path.display(),
-    ))
+    );
+    Ok((text, json))
 }
 
 /// A progress bar on a terminal, a plain log line every 10 % otherwise (both on stderr).

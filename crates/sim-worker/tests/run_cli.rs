@@ -299,3 +299,39 @@ fn replaying_a_recorded_run_reproduces_its_ledger() {
         o.stderr
     );
 }
+
+#[test]
+fn ab_runs_both_variants_and_compares_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap().to_owned();
+    let bars = eurusd();
+    let o = run(&[
+        "ab",
+        "--skill",
+        &skill(),
+        "--bars",
+        &bars,
+        "--to",
+        "2017-05-10",
+        "--out",
+        &out,
+        "--b-memory",
+        "off",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("closed trades"));
+    let ab: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("ab.json")).unwrap())
+            .unwrap();
+    assert!(ab["a"]["notes"].as_u64().unwrap() >= 1, "A reflects");
+    assert_eq!(ab["b"]["notes"], 0, "B has no memory, hence no notes");
+    // The sma-cross baseline ignores memory: the same trades either way.
+    assert_eq!(ab["a"]["pnl"], ab["b"]["pnl"]);
+    assert!(dir.path().join("a/report.html").exists());
+    assert!(dir.path().join("b/report.html").exists());
+
+    let o = run(&["ab", "--skill", &skill(), "--bars", &bars, "--out", &out]);
+    assert_eq!(o.code, 2);
+    assert!(o.stdout.is_empty());
+    assert!(o.stderr.contains("B is the same as A"), "{}", o.stderr);
+}
