@@ -1,7 +1,11 @@
 //! `sim-worker`: the strategy author's command line. Thin: parsing arguments and printing;
 //! the work happens in the library crates.
 
+mod ab_cmd;
 mod ledger_cmd;
+mod preview_cmd;
+mod report;
+mod run_cmd;
 mod skill_cmd;
 
 use std::process::ExitCode;
@@ -18,6 +22,16 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Backtest a skill: one tick per closed bar of its interval through the same tick code a
+    /// live deployment runs (model, execution engine, paper broker, ledger, reflection), with
+    /// everything recorded in a store; writes summary.json, trades.csv and report.html.
+    Run(Box<run_cmd::RunArgs>),
+    /// Show the exact system prompt and user message of one tick with token counts per segment
+    /// and section (o200k_base, offline), replaying the backtest up to that tick.
+    Preview(Box<preview_cmd::PreviewArgs>),
+    /// Two backtests over the same bars and costs, A as given and B with another skill, model or
+    /// the memory layer off; prints their summaries side by side and writes OUT/ab.json.
+    Ab(Box<ab_cmd::AbArgs>),
     /// Work with skill files: validate them, export their JSON Schema, render their prompt.
     #[command(subcommand)]
     Skill(skill_cmd::SkillCommand),
@@ -34,6 +48,9 @@ pub(crate) const EXIT_BAD_INPUT: u8 = 2;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Run(args) => run_cmd::run(*args),
+        Command::Preview(args) => preview_cmd::run(*args),
+        Command::Ab(args) => ab_cmd::run(*args),
         Command::Skill(cmd) => skill_cmd::run(cmd),
         Command::Ledger(cmd) => ledger_cmd::run(cmd),
     };

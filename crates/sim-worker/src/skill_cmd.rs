@@ -43,7 +43,7 @@ pub(crate) fn run(cmd: SkillCommand) -> Result<String, Failure> {
     }
 }
 
-fn load(file: &Path) -> Result<skill_schema::LoadedSkill, Failure> {
+pub(crate) fn load(file: &Path) -> Result<skill_schema::LoadedSkill, Failure> {
     load_skill(file).map_err(|e| match e {
         LoadError::Invalid { report } => {
             let n = report.errors.len();

@@ -1,0 +1,125 @@
+//! `sim-worker ab`: two backtests over the same bars and costs — A as given, B with another
+//! skill file, another model, or the memory layer switched off — and their summaries side by
+//! side. The question it answers first: does the memory (ledger + lessons) help this skill?
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use crate::Failure;
+use crate::run_cmd::{RunArgs, run_with_summary};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum MemoryArg {
+    On,
+    Off,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct AbArgs {
+    /// Variant A: the run as `sim-worker run` takes it (its --out gets `a/` and `b/`).
+    #[command(flatten)]
+    pub a: RunArgs,
+    /// Variant B's skill file (default: A's).
+    #[arg(long, value_name = "FILE")]
+    pub b_skill: Option<PathBuf>,
+    /// Variant B's model (default: A's).
+    #[arg(long, value_name = "MODEL")]
+    pub b_model: Option<String>,
+    /// Variant B's memory layer: `off` runs B with `context.memory.enabled: false` (no recent
+    /// trades, no open-positions view, no reflection, no lessons).
+    #[arg(long, value_enum, default_value_t = MemoryArg::On)]
+    pub b_memory: MemoryArg,
+}
+
+/// The summary fields compared, with their JSON pointers.
+const ROWS: [(&str, &str); 12] = [
+    ("closed trades", "/trades"),
+    ("win rate %", "/win_rate_pct"),
+    ("net PnL $", "/pnl/net_usd"),
+    ("gross PnL $", "/pnl/gross_usd"),
+    ("fees $", "/pnl/fees_usd"),
+    ("final equity $", "/final_equity_usd"),
+    ("max drawdown %", "/max_drawdown_pct"),
+    ("Sharpe", "/sharpe"),
+    ("time in market %", "/exposure_time_pct"),
+    ("tokens in", "/tokens/input"),
+    ("cost $", "/cost_usd"),
+    ("notes", "/notes"),
+];
+
+fn cell(v: Option<&serde_json::Value>) -> String {
+    match v {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Null) | None => "n/a".to_owned(),
+        Some(other) => other.to_string(),
+    }
+}
+
+pub(crate) fn run(args: AbArgs) -> Result<String, Failure> {
+    let AbArgs {
+        a,
+        b_skill,
+        b_model,
+        b_memory,
+    } = args;
+    if a.db.is_some() {
+        return Err(Failure::bad_input(
+            "error: ab keeps one SQLite store per variant under --out; --db is not supported",
+        ));
+    }
+    if b_skill.is_none() && b_model.is_none() && b_memory == MemoryArg::On {
+        return Err(Failure::bad_input(
+            "error: B is the same as A; give --b-skill, --b-model or --b-memory off",
+        ));
+    }
+    let out = a.out.clone();
+    let b = RunArgs {
+        skill: b_skill.unwrap_or_else(|| a.skill.clone()),
+        bars: a.bars.clone(),
+        model: b_model.or_else(|| a.model.clone()),
+        db: None,
+        out: out.join("b"),
+        from: a.from.clone(),
+        to: a.to.clone(),
+        equity: a.equity.clone(),
+        fee_bps: a.fee_bps.clone(),
+        slippage_bps: a.slippage_bps.clone(),
+        news: a.news.clone(),
+        events: a.events.clone(),
+        report_tick: a.report_tick.clone(),
+        memory_off: b_memory == MemoryArg::Off,
+    };
+    let a = RunArgs {
+        out: out.join("a"),
+        ..a
+    };
+    // Check both before running either.
+    crate::run_cmd::prepare(&a)?;
+    crate::run_cmd::prepare(&b)?;
+    let (text_a, sa) = run_with_summary(a)?;
+    let (text_b, sb) = run_with_summary(b)?;
+
+    let mut table = String::new();
+    let _ = writeln!(table, "{:<18} {:>22} {:>22}", "", "A", "B");
+    for (label, ptr) in ROWS {
+        let _ = writeln!(
+            table,
+            "{label:<18} {:>22} {:>22}",
+            cell(sa.pointer(ptr)),
+            cell(sb.pointer(ptr))
+        );
+    }
+    let json = serde_json::json!({ "a": sa, "b": sb });
+    let mut body = serde_json::to_string_pretty(&json)
+        .map_err(|e| Failure::bad_input(format!("error: serializing ab.json: {e}")))?;
+    body.push('\n');
+    let path = out.join("ab.json");
+    std::fs::write(&path, body)
+        .map_err(|e| Failure::bad_input(format!("error: {}: {e}", path.display())))?;
+    Ok(format!(
+        "A:\n{text_a}\nB:\n{text_b}\n{table}\nab: {}\n",
+        path.display()
+    ))
+}

@@ -1,0 +1,206 @@
+//! `sim-worker preview`: the exact system prompt and user message of the tick at `--at`, with
+//! token counts per segment and per section.
+//!
+//! The prompt at a tick depends on everything before it (the ledger, the last decision, the
+//! lessons), so preview runs the backtest up to `--at` in an in-memory store with the same model
+//! and prints the snapshot the tick recorded. Counts are exact `o200k_base` tokens (the tokenizer
+//! of OpenAI's GPT-4o / GPT-4.1 / GPT-5 families, embedded in the binary by `tiktoken-rs`, so it
+//! works offline); other providers tokenize differently, so the runtime's `ceil(chars / 4)`
+//! estimate is shown beside it.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use clap::Args;
+use db::TickStore;
+use tick::backtest::{register, run_backtest};
+use tick::snapshot_id;
+
+use crate::Failure;
+use crate::run_cmd::{
+    DEFAULT_EQUITY, DEFAULT_FEE_BPS, DEFAULT_SLIPPAGE_BPS, RunArgs, parse_time, prepare,
+};
+
+#[derive(Debug, Args)]
+pub(crate) struct PreviewArgs {
+    /// The skill file.
+    #[arg(long, value_name = "FILE")]
+    pub skill: PathBuf,
+    /// Bars of one symbol at the skill's interval: `SYMBOL=PATH` (repeat per symbol).
+    #[arg(long = "bars", value_name = "SYMBOL=PATH", required = true)]
+    pub bars: Vec<String>,
+    /// The tick to show (UTC): the close time of a bar of the skill's interval.
+    #[arg(long, value_name = "TIME")]
+    pub at: String,
+    /// The model, overriding the skill's. Every tick before `--at` runs with it.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// First tick of the replay leading up to `--at`.
+    #[arg(long, value_name = "TIME")]
+    pub from: Option<String>,
+    #[arg(long, value_name = "USD", default_value = DEFAULT_EQUITY)]
+    pub equity: String,
+    #[arg(long, value_name = "N", default_value = DEFAULT_FEE_BPS)]
+    pub fee_bps: String,
+    #[arg(long, value_name = "N", default_value = DEFAULT_SLIPPAGE_BPS)]
+    pub slippage_bps: String,
+    #[arg(long, value_name = "FILE")]
+    pub news: Option<PathBuf>,
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
+}
+
+/// Exact `o200k_base` token count.
+pub(crate) fn tokens(text: &str) -> usize {
+    tiktoken_rs::o200k_base_singleton()
+        .encode_with_special_tokens(text)
+        .len()
+}
+
+/// The sections of a user message: it is `## ` sections joined by one blank line.
+pub(crate) fn sections(message: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, _) in message.match_indices("\n\n## ") {
+        out.push(&message[start..i]);
+        start = i + 2;
+    }
+    out.push(message[start..].trim_end_matches('\n'));
+    out
+}
+
+pub(crate) fn run(args: PreviewArgs) -> Result<String, Failure> {
+    let at = parse_time("--at", &args.at)?;
+    let run_args = RunArgs {
+        skill: args.skill,
+        bars: args.bars,
+        model: args.model,
+        db: None,
+        out: PathBuf::new(),
+        from: args.from,
+        to: Some(args.at.clone()),
+        equity: args.equity,
+        fee_bps: args.fee_bps,
+        slippage_bps: args.slippage_bps,
+        news: args.news,
+        events: args.events,
+        report_tick: Some(args.at),
+        memory_off: false,
+    };
+    let p = prepare(&run_args)?;
+    crate::block_on(async move {
+        let bad = |m: String| Failure::bad_input(format!("error: {m}"));
+        let store = db::connect("sqlite::memory:")
+            .await
+            .map_err(|e| bad(e.to_string()))?;
+        register(&store, &p.input, p.skill_body.clone(), p.first_tick)
+            .await
+            .map_err(|e| bad(e.to_string()))?;
+        let result = run_backtest(&p.input, p.model.as_ref(), &store, |_, _| {})
+            .await
+            .map_err(|e| bad(e.to_string()))?;
+        let snap = store
+            .get_snapshot(snapshot_id(p.input.deployment.deployment_id, at))
+            .await
+            .map_err(|e| bad(e.to_string()))?;
+        // The note the tick showed: the latest injectable one written before it.
+        let lessons = result
+            .notes
+            .iter()
+            .filter(|n| !n.lint.flagged)
+            .rfind(|n| n.generated_at < at)
+            .map(reflection::to_lessons);
+        let segments = prompt_compose::compose_system_prompt_segments(
+            &p.input.deployment.skill,
+            lessons.as_ref(),
+        )
+        .map_err(|e| bad(e.to_string()))?;
+        Ok(render(&snap, &segments))
+    })
+}
+
+fn render(snap: &db::DecisionSnapshot, segments: &[prompt_compose::Segment]) -> String {
+    let mut out = String::new();
+    let mut table: Vec<(String, usize, u32)> = Vec::new();
+    let _ = writeln!(
+        out,
+        "==== SYSTEM PROMPT at {} · {} tokens (o200k_base) ====",
+        snap.tick_at,
+        tokens(&snap.system_prompt)
+    );
+    out.push_str(&snap.system_prompt);
+    out.push('\n');
+    let joined = segments
+        .iter()
+        .map(|s| s.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    if joined == snap.system_prompt {
+        for s in segments {
+            table.push((
+                format!("system: {}", s.name),
+                tokens(&s.text),
+                agent_runtime::context::estimate_tokens(&s.text),
+            ));
+        }
+    } else {
+        // Cannot happen with the same skill and note; say so rather than mislabel segments.
+        table.push((
+            "system: (segments differ from the recorded prompt)".to_owned(),
+            tokens(&snap.system_prompt),
+            agent_runtime::context::estimate_tokens(&snap.system_prompt),
+        ));
+    }
+
+    let _ = writeln!(
+        out,
+        "\n==== USER MESSAGE · {} tokens (o200k_base) ====",
+        tokens(&snap.context)
+    );
+    out.push_str(&snap.context);
+    for section in sections(&snap.context) {
+        let name = section
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches('#')
+            .trim()
+            .to_owned();
+        table.push((
+            format!("user: {name}"),
+            tokens(section),
+            agent_runtime::context::estimate_tokens(section),
+        ));
+    }
+    let width = table
+        .iter()
+        .map(|(n, _, _)| n.chars().count())
+        .max()
+        .unwrap_or(10);
+    let _ = writeln!(
+        out,
+        "\n==== TOKENS ====\n{:<width$}  {:>8}  {:>9}",
+        "part", "o200k", "chars/4"
+    );
+    for (name, t, e) in &table {
+        let _ = writeln!(out, "{name:<width$}  {t:>8}  {e:>9}");
+    }
+    let _ = writeln!(
+        out,
+        "{:<width$}  {:>8}  {:>9}",
+        "total (system + user)",
+        tokens(&snap.system_prompt) + tokens(&snap.context),
+        agent_runtime::context::estimate_tokens(&snap.system_prompt)
+            + agent_runtime::context::estimate_tokens(&snap.context)
+    );
+    let _ = writeln!(
+        out,
+        "verdict at this tick: {}",
+        match &snap.verdict {
+            types::Verdict::Executed { detail } => format!("executed — {detail}"),
+            types::Verdict::Rejected { rule, detail } => format!("rejected {rule} — {detail}"),
+            types::Verdict::NoOp { detail } => format!("no-op — {detail}"),
+        }
+    );
+    out
+}

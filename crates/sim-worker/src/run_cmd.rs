@@ -1,0 +1,597 @@
+//! `sim-worker run`: the backtest. Wiring only — the tick and the loop live in the `tick` crate.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agent_runtime::{LanguageModel, ModelError, builtin_model};
+use anyhow::Context;
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use clap::Args;
+use db::{RegistryStore, Store, TickStore};
+use execution_engine::PaperBrokerConfig;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use market_data::{detect_interval, load_bars, resample};
+use reflection::resolve_reflection_model;
+use rust_decimal::Decimal;
+use skill_schema::Skill;
+use tick::backtest::{BacktestInput, Summary, register, run_backtest, tick_times};
+use tick::{Deployment, ID_NAMESPACE, snapshot_id};
+use tools::{NewsItem, Preloaded, UpcomingEvent};
+use types::{Interval, Uuid};
+
+use crate::Failure;
+
+/// Default starting equity in USD.
+pub(crate) const DEFAULT_EQUITY: &str = "10000";
+/// Default taker fee in basis points (Hyperliquid's base perp taker tier).
+pub(crate) const DEFAULT_FEE_BPS: &str = "4.5";
+/// Default slippage in basis points, adverse to the taker.
+pub(crate) const DEFAULT_SLIPPAGE_BPS: &str = "1";
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The skill file (.json, .yaml/.yml, .toml).
+    #[arg(long, value_name = "FILE")]
+    pub skill: PathBuf,
+    /// Bars of one symbol at the skill's interval: `SYMBOL=PATH` (.csv in the backtesting.py
+    /// layout or Hyperliquid candle .json). Repeat for every symbol of the skill. Higher
+    /// timeframes are resampled from these bars.
+    #[arg(long = "bars", value_name = "SYMBOL=PATH", required = true)]
+    pub bars: Vec<String>,
+    /// The model, overriding the skill's (`builtin/sma-cross:10:20`, `openai/gpt-4.1-mini`,
+    /// `anthropic/…`, `openrouter/…`; keys and base URLs come from the environment).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The store: `sqlite://PATH?mode=rwc` or `postgres://…`. Default: `sqlite://OUT/sim.db`
+    /// (recreated on every run).
+    #[arg(long)]
+    pub db: Option<String>,
+    /// Where summary.json, trades.csv and report.html go.
+    #[arg(long, value_name = "DIR", default_value = "out")]
+    pub out: PathBuf,
+    /// First tick time (UTC; `2017-05-01`, `2017-05-01 09:00`, or RFC 3339).
+    #[arg(long, value_name = "TIME")]
+    pub from: Option<String>,
+    /// Last tick time (UTC).
+    #[arg(long, value_name = "TIME")]
+    pub to: Option<String>,
+    /// Starting equity in USD.
+    #[arg(long, value_name = "USD", default_value = DEFAULT_EQUITY)]
+    pub equity: String,
+    /// Taker fee in basis points of each fill's notional.
+    #[arg(long, value_name = "N", default_value = DEFAULT_FEE_BPS)]
+    pub fee_bps: String,
+    /// Slippage in basis points against the taker: buys fill at close × (1 + N/10,000), sells
+    /// at close × (1 − N/10,000).
+    #[arg(long, value_name = "N", default_value = DEFAULT_SLIPPAGE_BPS)]
+    pub slippage_bps: String,
+    /// Headlines: a JSON array of {time, headline, source, sentiment, importance, symbols}.
+    #[arg(long, value_name = "FILE")]
+    pub news: Option<PathBuf>,
+    /// Scheduled events: a JSON array of {kind, title, symbols, scheduled_at, importance}.
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
+    /// The tick whose exact system prompt and user message the report shows (default: the last).
+    #[arg(long, value_name = "TIME")]
+    pub report_tick: Option<String>,
+    /// Set by `ab --b-memory off`: run the skill with `context.memory.enabled: false`.
+    #[arg(skip)]
+    pub memory_off: bool,
+}
+
+fn bad(message: impl Into<String>) -> Failure {
+    Failure::bad_input(format!("error: {}", message.into()))
+}
+
+/// Parses a UTC time: `YYYY-MM-DD`, `YYYY-MM-DD HH:MM[:SS]`, `YYYY-MM-DDTHH:MM[:SS]`, or RFC 3339.
+pub(crate) fn parse_time(flag: &str, text: &str) -> Result<DateTime<Utc>, Failure> {
+    let t = text.trim();
+    if let Ok(d) = DateTime::parse_from_rfc3339(t) {
+        return Ok(d.with_timezone(&Utc));
+    }
+    for fmt in [
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+    ] {
+        if let Ok(n) = NaiveDateTime::parse_from_str(t, fmt) {
+            return Ok(n.and_utc());
+        }
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(t, "%Y-%m-%d")
+        && let Some(n) = d.and_hms_opt(0, 0, 0)
+    {
+        return Ok(n.and_utc());
+    }
+    Err(bad(format!(
+        "{flag}: {text:?} is not a UTC time (use 2017-05-01, 2017-05-01 09:00 or RFC 3339)"
+    )))
+}
+
+fn parse_decimal(flag: &str, text: &str, min: Decimal) -> Result<Decimal, Failure> {
+    let d: Decimal = text
+        .trim()
+        .parse()
+        .map_err(|_| bad(format!("{flag}: {text:?} is not a number")))?;
+    if d < min {
+        return Err(bad(format!("{flag}: must be at least {min} (got {text})")));
+    }
+    Ok(d)
+}
+
+/// Everything the run needs, checked before anything is written.
+pub(crate) struct Prepared {
+    pub input: BacktestInput,
+    pub model: Arc<dyn LanguageModel>,
+    pub skill_body: serde_json::Value,
+    pub report_tick: DateTime<Utc>,
+    pub first_tick: DateTime<Utc>,
+    pub ticks: usize,
+}
+
+/// Loads the skill and bars, resolves the model and checks every flag.
+pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
+    let loaded = crate::skill_cmd::load(&args.skill)?;
+    let mut skill: Skill = loaded.skill;
+    if args.memory_off {
+        skill.context.memory.enabled = false;
+    }
+    let interval = skill.context.bars_interval;
+
+    let mut series: BTreeMap<String, Vec<types::Bar>> = BTreeMap::new();
+    for spec in &args.bars {
+        let (symbol, path) = spec
+            .split_once('=')
+            .filter(|(s, p)| !s.trim().is_empty() && !p.trim().is_empty())
+            .ok_or_else(|| bad(format!("--bars {spec:?}: expected SYMBOL=PATH")))?;
+        let symbol = symbol.trim().to_owned();
+        if !skill.context.symbols.contains(&symbol) {
+            return Err(bad(format!(
+                "--bars {spec:?}: {symbol} is not one of the skill's symbols ({})",
+                skill.context.symbols.join(", ")
+            )));
+        }
+        let path = Path::new(path.trim());
+        let bars = load_bars(path).map_err(|e| bad(e.to_string()))?;
+        match detect_interval(&bars) {
+            Some(i) if i == interval => {}
+            Some(i) => {
+                return Err(bad(format!(
+                    "{}: the bars are {i}, the skill trades {interval}; pass {interval} bars \
+                     (higher timeframes are resampled from them)",
+                    path.display()
+                )));
+            }
+            None => {
+                return Err(bad(format!(
+                    "{}: cannot tell the bar interval (need at least two bars {interval} apart)",
+                    path.display()
+                )));
+            }
+        }
+        if series.insert(symbol.clone(), bars).is_some() {
+            return Err(bad(format!("--bars: {symbol} given twice")));
+        }
+    }
+    let missing: Vec<&str> = skill
+        .context
+        .symbols
+        .iter()
+        .filter(|s| !series.contains_key(*s))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Err(bad(format!(
+            "no --bars for {} (the skill trades {})",
+            missing.join(", "),
+            skill.context.symbols.join(", ")
+        )));
+    }
+
+    let mut market = Preloaded::new();
+    for (symbol, bars) in &series {
+        for h in skill.context.effective_higher_timeframes() {
+            market.insert_bars(symbol, h, resample(bars, h));
+        }
+        market.insert_bars(symbol, interval, bars.clone());
+    }
+
+    let from = args
+        .from
+        .as_deref()
+        .map(|t| parse_time("--from", t))
+        .transpose()?;
+    let to = args
+        .to
+        .as_deref()
+        .map(|t| parse_time("--to", t))
+        .transpose()?;
+    let times = tick_times(&market, &skill.context.symbols, interval, from, to);
+    let (Some(&first_tick), Some(&last_tick)) = (times.first(), times.last()) else {
+        return Err(bad(format!(
+            "no {interval} bar closes between --from and --to; the data covers {}",
+            coverage(&series, interval)
+        )));
+    };
+    let report_tick = match args.report_tick.as_deref() {
+        None => last_tick,
+        Some(t) => {
+            let at = parse_time("--report-tick", t)?;
+            if times.binary_search(&at).is_err() {
+                return Err(bad(format!(
+                    "--report-tick {t}: no tick at that time; ticks are at the close of each \
+                     {interval} bar from {first_tick} to {last_tick}"
+                )));
+            }
+            at
+        }
+    };
+
+    let equity = parse_decimal("--equity", &args.equity, Decimal::ONE)?;
+    let mut broker = PaperBrokerConfig::new(equity)
+        .with_maintenance_for_max_leverage(skill.risk.max_leverage)
+        .map_err(|e| bad(format!("the skill's risk.maxLeverage: {e}")))?;
+    broker.taker_fee_bps = parse_decimal("--fee-bps", &args.fee_bps, Decimal::ZERO)?;
+    broker.slippage_bps = parse_decimal("--slippage-bps", &args.slippage_bps, Decimal::ZERO)?;
+    if broker.taker_fee_bps > Decimal::from(1_000) || broker.slippage_bps > Decimal::from(1_000) {
+        return Err(bad("--fee-bps and --slippage-bps must be at most 1000"));
+    }
+
+    let news: Option<Vec<NewsItem>> = args
+        .news
+        .as_deref()
+        .map(|p| read_json(p, "news"))
+        .transpose()?;
+    let events: Option<Vec<UpcomingEvent>> = args
+        .events
+        .as_deref()
+        .map(|p| read_json(p, "events"))
+        .transpose()?;
+    if let Some(n) = news {
+        market.news = n;
+    }
+    if let Some(e) = events {
+        market.events = e;
+    }
+
+    let model_id = args.model.clone().unwrap_or_else(|| skill.model.clone());
+    let builtins =
+        |id: &str| builtin_model(id, &skill).ok_or_else(|| ModelError::UnknownModel(id.to_owned()));
+    let model = match model_id.strip_prefix(REPLAY_PREFIX) {
+        Some(spec) => crate::block_on(load_replay(&model_id, spec))?,
+        None => providers::resolve_model(&model_id, &providers::process_env, &builtins)
+            .map_err(|e| bad(format!("--model {model_id}: {e}")))?,
+    };
+    let reflector = resolve_reflection_model(&skill.context.memory.reflection.model, |id| {
+        providers::resolve_model(id, &providers::process_env, &builtins)
+    })
+    .map_err(|e| e.to_string());
+
+    let skill_body = serde_json::to_value(&skill).context("serializing the skill")?;
+    let skill_id = skill.skill_id();
+    let skill_version = i32::try_from(skill.version).unwrap_or(i32::MAX);
+    // The run's identity: the skill document and every input that changes the outcome.
+    let identity = serde_json::json!({
+        "skill": skill_body,
+        "model": model.id(),
+        "bars": series.iter().map(|(s, b)| {
+            (s.clone(), serde_json::json!({
+                "count": b.len(),
+                "first": b.first().map(|x| x.time),
+                "last": b.last().map(|x| x.time),
+            }))
+        }).collect::<BTreeMap<_, _>>(),
+        "from": from, "to": to,
+        "equity": equity, "fee_bps": broker.taker_fee_bps, "slippage_bps": broker.slippage_bps,
+        "news": market.news.len(), "events": market.events.len(),
+    });
+    let deployment_id = Uuid::new_v5(
+        &ID_NAMESPACE,
+        format!("sim-deployment\n{identity}").as_bytes(),
+    );
+    let has_news = !market.news.is_empty();
+    let has_events = !market.events.is_empty();
+    let market = Arc::new(market);
+    let input = BacktestInput {
+        deployment: Deployment {
+            user_id: Uuid::new_v5(&ID_NAMESPACE, b"sim-worker user"),
+            deployment_id,
+            skill_id,
+            skill_version,
+            skill: Arc::new(skill),
+            reflector,
+        },
+        news: has_news.then(|| market.clone() as Arc<dyn tools::NewsSource>),
+        events: has_events.then(|| market.clone() as Arc<dyn tools::EventCalendar>),
+        market,
+        from,
+        to,
+        broker,
+    };
+    Ok(Prepared {
+        input,
+        model,
+        skill_body,
+        report_tick,
+        first_tick,
+        ticks: times.len(),
+    })
+}
+
+/// `builtin/replay:STORE_URL[#DEPLOYMENT]`: re-propose what another run recorded.
+pub(crate) const REPLAY_PREFIX: &str = "builtin/replay:";
+
+/// Loads the proposals of a recorded run: the store's only deployment, or the one after `#`.
+async fn load_replay(model_id: &str, spec: &str) -> Result<Arc<dyn LanguageModel>, Failure> {
+    let (url, wanted) = match spec.rsplit_once('#') {
+        Some((url, id)) => {
+            let id: Uuid = id
+                .parse()
+                .map_err(|_| bad(format!("--model {model_id}: {id:?} is not a deployment id")))?;
+            (url, Some(id))
+        }
+        None => (spec, None),
+    };
+    if let Some(path) = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+        .map(|p| p.split('?').next().unwrap_or(p))
+        && !Path::new(path).exists()
+    {
+        return Err(bad(format!("--model {model_id}: no store at {path}")));
+    }
+    let store = db::connect(url)
+        .await
+        .map_err(|e| bad(format!("--model {model_id}: {e}")))?;
+    let deployment = match wanted {
+        Some(id) => id,
+        None => {
+            let all = store
+                .list_deployments(None)
+                .await
+                .map_err(|e| bad(format!("--model {model_id}: {e}")))?;
+            match all.as_slice() {
+                [one] => one.id,
+                [] => return Err(bad(format!("--model {model_id}: the store holds no run"))),
+                many => {
+                    return Err(bad(format!(
+                        "--model {model_id}: the store holds {} runs; add #DEPLOYMENT ({})",
+                        many.len(),
+                        many.iter()
+                            .map(|d| d.id.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
+            }
+        }
+    };
+    let snapshots = store
+        .list_snapshots(deployment, u32::MAX)
+        .await
+        .map_err(|e| bad(format!("--model {model_id}: {e}")))?;
+    if snapshots.is_empty() {
+        return Err(bad(format!(
+            "--model {model_id}: deployment {deployment} recorded no tick"
+        )));
+    }
+    let proposals = snapshots
+        .into_iter()
+        .map(|s| (s.tick_at, s.proposal))
+        .collect();
+    Ok(Arc::new(tick::replay::ReplayModel::new(
+        model_id, proposals,
+    )))
+}
+
+fn coverage(series: &BTreeMap<String, Vec<types::Bar>>, interval: Interval) -> String {
+    series
+        .iter()
+        .map(|(s, b)| match (b.first(), b.last()) {
+            (Some(f), Some(l)) => format!("{s} {} .. {}", f.time, l.close_time(interval)),
+            _ => format!("{s} (empty)"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        bad(format!(
+            "{}: cannot read the {what} file: {e}",
+            path.display()
+        ))
+    })?;
+    serde_json::from_str(&text).map_err(|e| bad(format!("{}: {e}", path.display())))
+}
+
+pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
+    run_with_summary(args).map(|(text, _)| text)
+}
+
+/// [`run`], also returning the summary (for `ab`).
+pub(crate) fn run_with_summary(args: RunArgs) -> Result<(String, serde_json::Value), Failure> {
+    let prepared = prepare(&args)?;
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| bad(format!("{}: cannot create: {e}", args.out.display())))?;
+    let url = match &args.db {
+        Some(url) => url.clone(),
+        None => {
+            let path = args.out.join("sim.db");
+            for suffix in ["", "-wal", "-shm"] {
+                let p = PathBuf::from(format!("{}{suffix}", path.display()));
+                if p.exists() {
+                    std::fs::remove_file(&p)
+                        .map_err(|e| bad(format!("{}: cannot replace: {e}", p.display())))?;
+                }
+            }
+            format!("sqlite://{}?mode=rwc", path.display())
+        }
+    };
+    crate::block_on(simulate(args, prepared, url))
+}
+
+async fn simulate(
+    args: RunArgs,
+    p: Prepared,
+    url: String,
+) -> Result<(String, serde_json::Value), Failure> {
+    let store = db::connect(&url)
+        .await
+        .map_err(|e| bad(format!("--db {url}: {e}")))?;
+    let d = &p.input.deployment;
+    if store.get_deployment(d.deployment_id).await.is_ok() {
+        return Err(bad(format!(
+            "{url} already holds this run (deployment {}); use a fresh --db",
+            d.deployment_id
+        )));
+    }
+    register(&store, &p.input, p.skill_body.clone(), p.first_tick)
+        .await
+        .map_err(|e| bad(format!("recording the deployment in {url}: {e}")))?;
+
+    let progress = Progress::new(p.ticks as u64, p.input.broker.initial_equity_usd);
+    let result = run_backtest(&p.input, p.model.as_ref(), &store, |outcome, state| {
+        progress.tick(outcome, state);
+    })
+    .await;
+    progress.finish();
+    let result = result.map_err(|e| bad(format!("{e:#}")))?;
+
+    let summary = Summary::of(&result);
+    let snapshot = store
+        .get_snapshot(snapshot_id(d.deployment_id, p.report_tick))
+        .await
+        .map_err(|e| bad(format!("reading the snapshot of {}: {e}", p.report_tick)))?;
+    write_outputs(&args.out, &p, &summary, &result, &snapshot, &store, &url)
+}
+
+fn write_outputs(
+    out: &Path,
+    p: &Prepared,
+    summary: &Summary,
+    result: &tick::backtest::BacktestResult,
+    snapshot: &db::DecisionSnapshot,
+    store: &Store,
+    url: &str,
+) -> Result<(String, serde_json::Value), Failure> {
+    let write = |name: &str, body: &[u8]| {
+        let path = out.join(name);
+        std::fs::write(&path, body)
+            .map_err(|e| bad(format!("{}: cannot write: {e}", path.display())))?;
+        Ok::<PathBuf, Failure>(path)
+    };
+    let d = &p.input.deployment;
+    let mut json = serde_json::to_value(summary).context("serializing the summary")?;
+    if let Some(obj) = json.as_object_mut() {
+        obj.insert("deployment_id".into(), d.deployment_id.to_string().into());
+        obj.insert("model".into(), p.model.id().into());
+        obj.insert("store".into(), store.backend_name().into());
+        obj.insert(
+            "fee_bps".into(),
+            p.input.broker.taker_fee_bps.to_string().into(),
+        );
+        obj.insert(
+            "slippage_bps".into(),
+            p.input.broker.slippage_bps.to_string().into(),
+        );
+    }
+    let mut text = serde_json::to_string_pretty(&json).context("serializing the summary")?;
+    text.push('\n');
+    let summary_path = write("summary.json", text.as_bytes())?;
+    let trades_path = write("trades.csv", &crate::report::trades_csv(&result.trades)?)?;
+    let html = crate::report::render(&crate::report::ReportInput {
+        skill: &d.skill,
+        model: p.model.id(),
+        summary,
+        result,
+        snapshot,
+        db_url: url,
+        deployment_id: d.deployment_id,
+    });
+    let report_path = write("report.html", html.as_bytes())?;
+
+    let s = summary;
+    let text = format!(
+        "{} ticks {} .. {} · {} trades (win rate {}) · net PnL ${} (gross ${}, fees ${}) · \
+         max drawdown {}% · Sharpe {} · {} notes\n\
+         summary: {}\ntrades:  {}\nstore:   {url} (deployment {})\nreport:  {}\n",
+        s.ticks,
+        s.first_tick.map(|t| t.to_string()).unwrap_or_default(),
+        s.last_tick.map(|t| t.to_string()).unwrap_or_default(),
+        s.trades,
+        s.win_rate_pct
+            .map_or_else(|| "n/a".to_owned(), |w| format!("{w}%")),
+        s.pnl.net_usd.round_dp(2),
+        s.pnl.gross_usd.round_dp(2),
+        s.pnl.fees_usd.round_dp(2),
+        s.max_drawdown_pct,
+        s.sharpe.map_or_else(|| "n/a".to_owned(), |v| v.to_string()),
+        s.notes,
+        summary_path.display(),
+        trades_path.display(),
+        d.deployment_id,
+        report_path.display(),
+    );
+    Ok((text, json))
+}
+
+/// A progress bar on a terminal, a plain log line every 10 % otherwise (both on stderr).
+struct Progress {
+    bar: Option<ProgressBar>,
+    total: u64,
+    done: std::cell::Cell<u64>,
+    initial: Decimal,
+}
+
+impl Progress {
+    fn new(total: u64, initial: Decimal) -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            if let Ok(style) =
+                ProgressStyle::with_template("{bar:30} {pos}/{len} ticks · {msg} · ETA {eta}")
+            {
+                bar.set_style(style);
+            }
+            bar
+        });
+        Progress {
+            bar,
+            total,
+            done: std::cell::Cell::new(0),
+            initial,
+        }
+    }
+
+    fn tick(&self, outcome: &tick::TickOutcome, state: &tick::TickState) {
+        let done = self.done.get() + 1;
+        self.done.set(done);
+        let pnl = (outcome.equity_usd - self.initial).round_dp(2);
+        let msg = format!(
+            "{} trades · PnL ${pnl} · {} notes",
+            state.closed_trades(),
+            state.notes.len()
+        );
+        match &self.bar {
+            Some(bar) => {
+                bar.set_position(done);
+                bar.set_message(msg);
+            }
+            None => {
+                let step = (self.total / 10).max(1);
+                if done.is_multiple_of(step) || done == self.total {
+                    eprintln!("tick {done}/{} at {} · {msg}", self.total, outcome.tick_at);
+                }
+            }
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! `sim-worker run` as a strategy author runs it: the files it writes, what it prints, and bad
+//! input exiting 2 with nothing on stdout.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+fn repo(p: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(p)
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+struct Outcome {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(args: &[&str]) -> Outcome {
+    let out = Command::cargo_bin("sim-worker")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    Outcome {
+        code: out.status.code().unwrap(),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+fn skill() -> String {
+    repo("examples/skills/eurusd-sma-cross.yaml")
+}
+
+fn eurusd() -> String {
+    format!("EURUSD={}", repo("examples/data/EURUSD.csv"))
+}
+
+#[test]
+fn a_short_run_writes_the_summary_the_ledger_the_store_and_a_self_contained_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out: PathBuf = dir.path().join("eurusd");
+    let out_s = out.to_str().unwrap();
+    let bars = eurusd();
+    let o = run(&[
+        "run",
+        "--skill",
+        &skill(),
+        "--bars",
+        &bars,
+        "--out",
+        out_s,
+        "--to",
+        "2017-05-03",
+        "--fee-bps",
+        "0",
+        "--slippage-bps",
+        "0",
+        "--report-tick",
+        "2017-05-02 10:00",
+    ]);
+    assert_eq!(o.code, 0, "stderr: {}", o.stderr);
+    let report = out.join("report.html");
+    assert!(
+        o.stdout
+            .lines()
+            .last()
+            .unwrap()
+            .ends_with(report.to_str().unwrap()),
+        "the last line says where the report is: {}",
+        o.stdout
+    );
+    // Not a terminal: plain progress lines on stderr.
+    assert!(o.stderr.contains("tick "), "{}", o.stderr);
+
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    // 2017-04-19 10:00 .. 2017-05-03 00:00, hourly, weekends without bars.
+    let ticks = summary["ticks"].as_u64().unwrap();
+    assert!((200..=340).contains(&ticks), "{ticks}");
+    assert_eq!(summary["pnl"]["fees_usd"], "0");
+    assert_eq!(summary["model"], "builtin/sma-cross:10:20");
+    assert!(summary["trades"].as_u64().unwrap() >= 5);
+
+    let csv = std::fs::read_to_string(out.join("trades.csv")).unwrap();
+    let header = csv.lines().next().unwrap();
+    assert!(header.starts_with("id,symbol,side,status,entry_time,entry_price"));
+    assert!(csv.lines().count() > 5);
+
+    assert!(
+        out.join("sim.db").exists(),
+        "the default store is SQLite in --out"
+    );
+
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.contains("<svg"), "inline charts");
+    assert!(!html.contains("<script"), "no scripts");
+    assert!(!html.contains("src=\"http"), "no external assets");
+    assert!(!html.contains("href=\"http"), "no external assets");
+    assert!(html.contains("What the agent saw at 2017-05-02T10:00:00Z"));
+    assert!(
+        html.contains("## Time\n2017-05-02T10:00:00Z"),
+        "the exact user message"
+    );
+    assert!(html.contains("Lessons history"));
+
+    // Running again replaces the default store and gives the same ledger.
+    let again = run(&[
+        "run",
+        "--skill",
+        &skill(),
+        "--bars",
+        &bars,
+        "--out",
+        out_s,
+        "--to",
+        "2017-05-03",
+        "--fee-bps",
+        "0",
+        "--slippage-bps",
+        "0",
+        "--report-tick",
+        "2017-05-02 10:00",
+    ]);
+    assert_eq!(again.code, 0, "stderr: {}", again.stderr);
+    assert_eq!(
+        std::fs::read_to_string(out.join("trades.csv")).unwrap(),
+        csv
+    );
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_problem_with_nothing_on_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap().to_owned();
+    let goog = format!("EURUSD={}", repo("examples/data/GOOG.csv"));
+    let btc = format!("BTC={}", repo("examples/data/EURUSD.csv"));
+    let bars = eurusd();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--bars", &goog],
+            "the bars are 1d, the skill trades 1h",
+        ),
+        (
+            vec!["--bars", &btc],
+            "BTC is not one of the skill's symbols",
+        ),
+        (vec!["--bars", "EURUSD"], "expected SYMBOL=PATH"),
+        (
+            vec!["--bars", &bars, "--from", "2030-01-01"],
+            "no 1h bar closes between --from and --to",
+        ),
+        (
+            vec!["--bars", &bars, "--report-tick", "2017-04-19 09:30"],
+            "--report-tick 2017-04-19 09:30: no tick at that time",
+        ),
+        (
+            vec!["--bars", &bars, "--fee-bps=-1"],
+            "--fee-bps: must be at least 0",
+        ),
+        (
+            vec!["--bars", &bars, "--from", "yesterday"],
+            "is not a UTC time",
+        ),
+        (
+            vec!["--bars", &bars, "--model", "nope/x"],
+            "--model nope/x: unknown model",
+        ),
+    ];
+    for (extra, expected) in cases {
+        let skill = skill();
+        let mut args = vec!["run", "--skill", &skill, "--out", &out];
+        args.extend(extra.iter().copied());
+        let o = run(&args);
+        assert_eq!(o.code, 2, "{args:?}: {}", o.stderr);
+        assert!(o.stdout.is_empty(), "{args:?}: stdout {:?}", o.stdout);
+        assert!(
+            o.stderr.contains(expected),
+            "{args:?}: expected {expected:?} in {:?}",
+            o.stderr
+        );
+    }
+}
+
+#[test]
+fn preview_prints_the_exact_prompt_of_a_tick_with_token_counts() {
+    let bars = eurusd();
+    let o = run(&[
+        "preview",
+        "--skill",
+        &skill(),
+        "--bars",
+        &bars,
+        "--at",
+        "2017-04-25 10:00",
+    ]);
+    assert_eq!(o.code, 0, "stderr: {}", o.stderr);
+    assert!(
+        o.stdout
+            .starts_with("==== SYSTEM PROMPT at 2017-04-25 10:00:00 UTC · "),
+        "{}",
+        &o.stdout[..200]
+    );
+    assert!(o.stdout.contains("## Time\n2017-04-25T10:00:00Z (Tuesday)"));
+    for part in [
+        "system: HEADER",
+        "system: STRATEGY",
+        "system: FOOTER",
+        "user: Market context",
+        "user: Your turn",
+        "total (system + user)",
+    ] {
+        assert!(o.stdout.contains(part), "{part} in the token table");
+    }
+
+    let o = run(&[
+        "preview",
+        "--skill",
+        &skill(),
+        "--bars",
+        &bars,
+        "--at",
+        "2017-04-25 10:30",
+    ]);
+    assert_eq!(o.code, 2);
+    assert!(o.stdout.is_empty());
+    assert!(o.stderr.contains("no tick at that time"), "{}", o.stderr);
+}
+
+/// The ledger without the columns that name the run (row id).
+fn ledger_without_ids(csv: &str) -> Vec<String> {
+    csv.lines()
+        .map(|l| l.split_once(',').map_or(l, |(_, rest)| rest).to_owned())
+        .collect()
+}
+
+#[test]
+fn replaying_a_recorded_run_reproduces_its_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let bars = eurusd();
+    let base = |out: &Path| {
+        vec![
+            "run".to_owned(),
+            "--skill".to_owned(),
+            skill(),
+            "--bars".to_owned(),
+            bars.clone(),
+            "--out".to_owned(),
+            out.to_str().unwrap().to_owned(),
+            "--to".to_owned(),
+            "2017-05-03".to_owned(),
+        ]
+    };
+    let args_a = base(&a);
+    let o = run(&args_a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let mut args_b = base(&b);
+    args_b.push("--model".to_owned());
+    args_b.push(format!(
+        "builtin/replay:sqlite://{}",
+        a.join("sim.db").display()
+    ));
+    let o = run(&args_b.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.code, 0, "{}", o.stderr);
+
+    let ledger_a = std::fs::read_to_string(a.join("trades.csv")).unwrap();
+    let ledger_b = std::fs::read_to_string(b.join("trades.csv")).unwrap();
+    assert!(ledger_a.lines().count() > 5);
+    assert_eq!(ledger_without_ids(&ledger_a), ledger_without_ids(&ledger_b));
+    let sa: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(a.join("summary.json")).unwrap()).unwrap();
+    let sb: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(b.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(sa["pnl"], sb["pnl"]);
+    assert_eq!(sa["final_equity_usd"], sb["final_equity_usd"]);
+    assert!(sb["model"].as_str().unwrap().starts_with("builtin/replay:"));
+
+    let o = run(&[
+        "run",
+        "--skill",
+        &skill(),
+        "--bars",
+        &bars,
+        "--out",
+        dir.path().join("c").to_str().unwrap(),
+        "--model",
+        "builtin/replay:sqlite:///nonexistent/sim.db",
+    ]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("no store at /nonexistent/sim.db"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn ab_runs_both_variants_and_compares_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap().to_owned();
+    let bars = eurusd();
+    let o = run(&[
+        "ab",
+        "--skill",
+        &skill(),
+        "--bars",
+        &bars,
+        "--to",
+        "2017-05-10",
+        "--out",
+        &out,
+        "--b-memory",
+        "off",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("closed trades"));
+    let ab: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("ab.json")).unwrap())
+            .unwrap();
+    assert!(ab["a"]["notes"].as_u64().unwrap() >= 1, "A reflects");
+    assert_eq!(ab["b"]["notes"], 0, "B has no memory, hence no notes");
+    // The sma-cross baseline ignores memory: the same trades either way.
+    assert_eq!(ab["a"]["pnl"], ab["b"]["pnl"]);
+    assert!(dir.path().join("a/report.html").exists());
+    assert!(dir.path().join("b/report.html").exists());
+
+    let o = run(&["ab", "--skill", &skill(), "--bars", &bars, "--out", &out]);
+    assert_eq!(o.code, 2);
+    assert!(o.stdout.is_empty());
+    assert!(o.stderr.contains("B is the same as A"), "{}", o.stderr);
+}

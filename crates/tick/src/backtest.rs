@@ -1,0 +1,512 @@
+//! The backtest loop: [`run_tick`](crate::run_tick) once per closed bar of the skill's interval
+//! over bars held in memory, with the paper broker; and the [`Summary`] of a run.
+//!
+//! Per tick at time `T` (the close time of a bar of the skill's interval, over the union of the
+//! symbols' bars, in time order):
+//! 1. every symbol's bar that closed at `T` is applied to the paper broker
+//!    ([`PaperBroker::apply_bar`]): a liquidation price inside the bar's range liquidates, then
+//!    the symbol is marked at the close;
+//! 2. the tick runs with a [`ToolContext`] at `T` over the in-memory data: only bars closed at
+//!    or before `T` are visible (the data sources and the runtime both enforce it);
+//! 3. a market order fills at the close of the bar that closed at `T`, adjusted by the broker's
+//!    slippage, and pays its taker fee.
+//!
+//! Nothing here reads a file or the clock: the caller loads the data (and resamples the higher
+//! timeframes) and passes it in.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use agent_runtime::{LanguageModel, Usage};
+use chrono::{DateTime, Utc};
+use db::{NoteStore, TickStore};
+use execution_engine::{BrokerError, PaperBroker, PaperBrokerConfig, USD_DP};
+use reflection::NoteDraft;
+use rust_decimal::Decimal;
+use serde::Serialize;
+use tools::{EventCalendar, NewsSource, Preloaded, RunMode, ToolContext};
+use types::{Fill, Interval, TradeRecord, TradeStatus, Verdict};
+
+use crate::{Deployment, ReflectionReport, TickError, TickOutcome, TickState, run_tick};
+
+/// What a backtest runs over.
+#[derive(Clone)]
+pub struct BacktestInput {
+    pub deployment: Deployment,
+    /// Bars of every symbol at the skill's interval and at its higher timeframes.
+    pub market: Arc<Preloaded>,
+    /// Headlines (none = the News section says there are none).
+    pub news: Option<Arc<dyn NewsSource>>,
+    /// Scheduled events (none = no upcoming events).
+    pub events: Option<Arc<dyn EventCalendar>>,
+    /// Only ticks at or after this time.
+    pub from: Option<DateTime<Utc>>,
+    /// Only ticks at or before this time.
+    pub to: Option<DateTime<Utc>>,
+    pub broker: PaperBrokerConfig,
+}
+
+/// One tick of the equity curve.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TickPoint {
+    pub tick_at: DateTime<Utc>,
+    pub equity_usd: Decimal,
+    pub exposure_usd: Decimal,
+    /// `executed`, `rejected` or `no_op`.
+    pub verdict: &'static str,
+    pub usage: Usage,
+    pub cost_usd: Decimal,
+}
+
+/// Everything a backtest produced (the store holds the same, and the snapshots besides).
+#[derive(Debug, Clone)]
+pub struct BacktestResult {
+    pub interval: Interval,
+    pub initial_equity_usd: Decimal,
+    pub points: Vec<TickPoint>,
+    /// Every ledger row, in the order first written.
+    pub trades: Vec<TradeRecord>,
+    pub fills: Vec<Fill>,
+    /// Every note reflection wrote, oldest first.
+    pub notes: Vec<NoteDraft>,
+    pub reflection_failures: u32,
+    /// Unrealized PnL of the positions still open at the end.
+    pub unrealized_pnl_usd: Decimal,
+}
+
+/// Why a backtest stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum BacktestError {
+    #[error("the paper broker: {0}")]
+    Broker(#[from] BrokerError),
+    #[error("tick at {at}: {source}")]
+    Tick {
+        at: DateTime<Utc>,
+        #[source]
+        source: TickError,
+    },
+    #[error("no bar of {interval} closes in the requested range")]
+    NoTicks { interval: Interval },
+}
+
+/// The tick times of a backtest: the close times of every symbol's bars at `interval`, within
+/// `[from, to]`, ascending.
+#[must_use]
+pub fn tick_times(
+    market: &Preloaded,
+    symbols: &[String],
+    interval: Interval,
+    from: Option<DateTime<Utc>>,
+    to: Option<DateTime<Utc>>,
+) -> Vec<DateTime<Utc>> {
+    let times: BTreeSet<DateTime<Utc>> = symbols
+        .iter()
+        .flat_map(|s| market.all_bars(s, interval).iter())
+        .map(|b| b.close_time(interval))
+        .filter(|t| from.is_none_or(|f| *t >= f) && to.is_none_or(|e| *t <= e))
+        .collect();
+    times.into_iter().collect()
+}
+
+/// Runs the backtest. `on_tick` sees every tick's outcome and the state after it (progress
+/// bars, logs).
+///
+/// # Errors
+/// [`BacktestError`] when the broker config is invalid, a bar is invalid, no tick falls in the
+/// range, or a tick fails (data, ledger, store).
+pub async fn run_backtest<S, F>(
+    input: &BacktestInput,
+    model: &dyn LanguageModel,
+    store: &S,
+    mut on_tick: F,
+) -> Result<BacktestResult, BacktestError>
+where
+    S: TickStore + NoteStore + Sync,
+    F: FnMut(&TickOutcome, &TickState),
+{
+    let skill = input.deployment.skill.as_ref();
+    let interval = skill.context.bars_interval;
+    let symbols = skill.context.symbols.clone();
+    let times = tick_times(&input.market, &symbols, interval, input.from, input.to);
+    let first = *times.first().ok_or(BacktestError::NoTicks { interval })?;
+
+    let mut broker = PaperBroker::new(input.broker.clone())?;
+    let mut state = TickState::new(&input.deployment, input.broker.initial_equity_usd, first);
+    // Bars by close time, per symbol.
+    let by_close: BTreeMap<&str, BTreeMap<DateTime<Utc>, &types::Bar>> = symbols
+        .iter()
+        .map(|s| {
+            let m = input
+                .market
+                .all_bars(s, interval)
+                .iter()
+                .map(|b| (b.close_time(interval), b))
+                .collect();
+            (s.as_str(), m)
+        })
+        .collect();
+
+    let mut points = Vec::with_capacity(times.len());
+    let mut fills = Vec::new();
+    let mut reflection_failures = 0_u32;
+    for at in times {
+        for symbol in &symbols {
+            if let Some(bar) = by_close.get(symbol.as_str()).and_then(|m| m.get(&at)) {
+                broker.apply_bar(symbol, bar, at)?;
+            }
+        }
+        let mut ctx = ToolContext::new(
+            at,
+            RunMode::Trade,
+            symbols.clone(),
+            input.market.clone(),
+            input.market.clone(),
+        );
+        if let Some(news) = &input.news {
+            ctx = ctx.with_news(news.clone());
+        }
+        if let Some(events) = &input.events {
+            ctx = ctx.with_events(events.clone());
+        }
+        let outcome = run_tick(
+            &input.deployment,
+            &ctx,
+            model,
+            &mut broker,
+            &mut state,
+            store,
+        )
+        .await
+        .map_err(|source| BacktestError::Tick { at, source })?;
+        if matches!(outcome.reflection, ReflectionReport::Failed { .. }) {
+            reflection_failures += 1;
+        }
+        points.push(TickPoint {
+            tick_at: at,
+            equity_usd: outcome.equity_usd,
+            exposure_usd: outcome.exposure_usd,
+            verdict: verdict_kind(&outcome.verdict),
+            usage: outcome.usage,
+            cost_usd: outcome.cost_usd,
+        });
+        fills.extend(outcome.fills.iter().cloned());
+        on_tick(&outcome, &state);
+    }
+    Ok(BacktestResult {
+        interval,
+        initial_equity_usd: input.broker.initial_equity_usd,
+        points,
+        trades: state.trades,
+        fills,
+        notes: state.notes,
+        reflection_failures,
+        unrealized_pnl_usd: broker.unrealized_pnl_usd(),
+    })
+}
+
+/// `executed`, `rejected` or `no_op`.
+#[must_use]
+pub fn verdict_kind(v: &Verdict) -> &'static str {
+    match v {
+        Verdict::Executed { .. } => "executed",
+        Verdict::Rejected { .. } => "rejected",
+        Verdict::NoOp { .. } => "no_op",
+    }
+}
+
+/// PnL of a group of ledger rows. Gross is the ledger's `realized_pnl_usd` (partial closes of
+/// still-open rows included); net = gross − fees. Sums are rounded to [`USD_DP`] decimals, the
+/// broker's booking precision.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PnlBreakdown {
+    /// Closed round trips.
+    pub trades: u32,
+    pub wins: u32,
+    pub losses: u32,
+    pub gross_usd: Decimal,
+    pub fees_usd: Decimal,
+    pub net_usd: Decimal,
+}
+
+impl PnlBreakdown {
+    fn add(&mut self, t: &TradeRecord) {
+        self.gross_usd = (self.gross_usd + t.realized_pnl_usd).round_dp(USD_DP);
+        self.fees_usd = (self.fees_usd + t.fees_usd).round_dp(USD_DP);
+        self.net_usd = self.gross_usd - self.fees_usd;
+        if t.status == TradeStatus::Closed {
+            self.trades += 1;
+            let net = t.realized_pnl_usd - t.fees_usd;
+            if net > Decimal::ZERO {
+                self.wins += 1;
+            } else {
+                self.losses += 1;
+            }
+        }
+    }
+}
+
+/// Tokens over the run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TokenTotals {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+}
+
+/// The numbers of `summary.json`. See [`Summary::of`] for each definition.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub ticks: u32,
+    pub first_tick: Option<DateTime<Utc>>,
+    pub last_tick: Option<DateTime<Utc>>,
+    pub interval: String,
+    pub initial_equity_usd: Decimal,
+    pub final_equity_usd: Decimal,
+    /// Closed round trips.
+    pub trades: u32,
+    pub open_trades: u32,
+    pub wins: u32,
+    pub losses: u32,
+    /// wins / closed trades × 100, 2 dp; `null` without a closed trade.
+    pub win_rate_pct: Option<Decimal>,
+    pub pnl: PnlBreakdown,
+    pub pnl_by_symbol: BTreeMap<String, PnlBreakdown>,
+    pub unrealized_pnl_usd: Decimal,
+    /// final equity − initial equity (= net realized + unrealized).
+    pub total_return_usd: Decimal,
+    pub total_return_pct: Decimal,
+    pub max_drawdown_usd: Decimal,
+    pub max_drawdown_pct: Decimal,
+    /// Annualised Sharpe ratio of per-tick equity returns (risk-free rate 0).
+    pub sharpe: Option<f64>,
+    /// Ticks per year used to annualise: 365 × 24 × 60 / interval minutes.
+    pub sharpe_periods_per_year: u32,
+    /// Share of ticks that ended with an open position, %.
+    pub exposure_time_pct: Decimal,
+    /// Mean over ticks of gross open notional / equity, %.
+    pub avg_exposure_pct: Decimal,
+    pub fills: u32,
+    pub verdicts: BTreeMap<&'static str, u32>,
+    pub tokens: TokenTotals,
+    pub cost_usd: Decimal,
+    pub notes: u32,
+    pub reflection_failures: u32,
+}
+
+fn pct(part: Decimal, whole: Decimal) -> Decimal {
+    if whole.is_zero() {
+        Decimal::ZERO
+    } else {
+        (part * Decimal::ONE_HUNDRED / whole).round_dp(2)
+    }
+}
+
+impl Summary {
+    /// Computes the summary of a run.
+    ///
+    /// - PnL: gross = Σ `realized_pnl_usd` of every ledger row, fees = Σ `fees_usd`, net =
+    ///   gross − fees; a win is a closed trade with net PnL above zero.
+    /// - Max drawdown: the largest fall of the per-tick equity from its running peak (the
+    ///   initial equity counts as the first peak), in $ and as % of that peak.
+    /// - Sharpe: mean / sample standard deviation of per-tick returns `eᵢ / eᵢ₋₁ − 1` (the
+    ///   first against the initial equity), × √(ticks per year), ticks per year =
+    ///   365 × 24 × 60 / interval minutes (markets that close on weekends are over-annualised
+    ///   slightly). A statistic, not money: computed in `f64`, rounded to 4 decimals; `null`
+    ///   with fewer than two ticks or no variation.
+    #[must_use]
+    pub fn of(r: &BacktestResult) -> Self {
+        let mut pnl = PnlBreakdown::default();
+        let mut by_symbol: BTreeMap<String, PnlBreakdown> = BTreeMap::new();
+        let mut open_trades = 0;
+        for t in &r.trades {
+            pnl.add(t);
+            by_symbol.entry(t.symbol.clone()).or_default().add(t);
+            if t.status == TradeStatus::Open {
+                open_trades += 1;
+            }
+        }
+        let final_equity = r
+            .points
+            .last()
+            .map_or(r.initial_equity_usd, |p| p.equity_usd);
+
+        let mut peak = r.initial_equity_usd;
+        let mut dd_usd = Decimal::ZERO;
+        let mut dd_pct = Decimal::ZERO;
+        for p in &r.points {
+            peak = peak.max(p.equity_usd);
+            let dd = peak - p.equity_usd;
+            if dd > dd_usd {
+                dd_usd = dd;
+                dd_pct = pct(dd, peak);
+            }
+        }
+
+        let periods = u32::try_from(365 * 24 * 60 / r.interval.minutes().max(1)).unwrap_or(1);
+        let sharpe = sharpe(r, periods);
+
+        let ticks = u32::try_from(r.points.len()).unwrap_or(u32::MAX);
+        let exposed = r
+            .points
+            .iter()
+            .filter(|p| p.exposure_usd > Decimal::ZERO)
+            .count();
+        let exposure_sum: Decimal = r
+            .points
+            .iter()
+            .map(|p| pct(p.exposure_usd, p.equity_usd))
+            .sum();
+        let mut verdicts: BTreeMap<&'static str, u32> = BTreeMap::new();
+        let mut tokens = TokenTotals::default();
+        let mut cost = Decimal::ZERO;
+        for p in &r.points {
+            *verdicts.entry(p.verdict).or_default() += 1;
+            tokens.input += p.usage.input;
+            tokens.output += p.usage.output;
+            tokens.cache_read += p.usage.cache_read;
+            tokens.cache_write += p.usage.cache_write;
+            cost += p.cost_usd;
+        }
+        for n in &r.notes {
+            tokens.input += n.input_tokens;
+            tokens.output += n.output_tokens;
+            cost += n.cost_usd.unwrap_or_default();
+        }
+        let total_return = final_equity - r.initial_equity_usd;
+        Summary {
+            ticks,
+            first_tick: r.points.first().map(|p| p.tick_at),
+            last_tick: r.points.last().map(|p| p.tick_at),
+            interval: r.interval.to_string(),
+            initial_equity_usd: r.initial_equity_usd,
+            final_equity_usd: final_equity,
+            trades: pnl.trades,
+            open_trades,
+            wins: pnl.wins,
+            losses: pnl.losses,
+            win_rate_pct: (pnl.trades > 0)
+                .then(|| pct(Decimal::from(pnl.wins), Decimal::from(pnl.trades))),
+            pnl,
+            pnl_by_symbol: by_symbol,
+            unrealized_pnl_usd: r.unrealized_pnl_usd,
+            total_return_usd: total_return,
+            total_return_pct: pct(total_return, r.initial_equity_usd),
+            max_drawdown_usd: dd_usd,
+            max_drawdown_pct: dd_pct,
+            sharpe,
+            sharpe_periods_per_year: periods,
+            exposure_time_pct: pct(Decimal::from(exposed), Decimal::from(ticks.max(1))),
+            avg_exposure_pct: if ticks == 0 {
+                Decimal::ZERO
+            } else {
+                (exposure_sum / Decimal::from(ticks)).round_dp(2)
+            },
+            fills: u32::try_from(r.fills.len()).unwrap_or(u32::MAX),
+            verdicts,
+            tokens,
+            cost_usd: cost,
+            notes: u32::try_from(r.notes.len()).unwrap_or(u32::MAX),
+            reflection_failures: r.reflection_failures,
+        }
+    }
+}
+
+fn sharpe(r: &BacktestResult, periods: u32) -> Option<f64> {
+    use rust_decimal::prelude::ToPrimitive;
+    let mut prev = r.initial_equity_usd;
+    let mut returns = Vec::with_capacity(r.points.len());
+    for p in &r.points {
+        if prev > Decimal::ZERO {
+            returns.push(((p.equity_usd - prev) / prev).to_f64()?);
+        }
+        prev = p.equity_usd;
+    }
+    if returns.len() < 2 {
+        return None;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let n = returns.len() as f64;
+    let mean = returns.iter().sum::<f64>() / n;
+    let var = returns.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let sd = var.sqrt();
+    if sd <= f64::EPSILON {
+        return None;
+    }
+    let s = mean / sd * f64::from(periods).sqrt();
+    Some((s * 10_000.0).round() / 10_000.0)
+}
+
+/// Records what a live deployment has before its first tick — the user, the skill, the skill
+/// version (the skill document as JSON) and a paper deployment — so a backtest's store holds
+/// everything a live run's does. Ids come from `input.deployment`; `created_at` is the first
+/// tick's time (a backtest writes no wall-clock time).
+///
+/// # Errors
+/// [`db::DbError`] from the store, e.g. [`db::DbError::Constraint`] when the deployment is
+/// already recorded (a store holds one run per deployment id).
+pub async fn register<S: db::RegistryStore>(
+    store: &S,
+    input: &BacktestInput,
+    skill_body: serde_json::Value,
+    created_at: DateTime<Utc>,
+) -> Result<(), db::DbError> {
+    let d = &input.deployment;
+    let skill = d.skill.as_ref();
+    store
+        .upsert_user(&db::User {
+            id: d.user_id,
+            email: None,
+        })
+        .await?;
+    if store.get_skill(d.skill_id).await.is_err() {
+        store
+            .create_skill(&db::Skill {
+                id: d.skill_id,
+                user_id: d.user_id,
+                name: skill.name.chars().take(200).collect(),
+                created_at,
+            })
+            .await?;
+    }
+    if store
+        .get_skill_version(d.skill_id, d.skill_version)
+        .await
+        .is_err()
+    {
+        store
+            .add_skill_version(&db::SkillVersion {
+                skill_id: d.skill_id,
+                version: d.skill_version,
+                body: skill_body,
+                model: skill.model.clone(),
+                created_at,
+            })
+            .await?;
+    }
+    let equity = input.broker.initial_equity_usd;
+    store
+        .create_deployment(&db::Deployment {
+            id: d.deployment_id,
+            user_id: d.user_id,
+            skill_id: d.skill_id,
+            skill_version: d.skill_version,
+            broker: db::BrokerKind::Paper,
+            status: db::DeploymentStatus::Active,
+            initial_equity_usd: equity,
+            equity_usd: equity,
+            config: serde_json::json!({
+                "symbols": skill.context.symbols,
+                "taker_fee_bps": input.broker.taker_fee_bps,
+                "slippage_bps": input.broker.slippage_bps,
+                "maintenance_margin_rate": input.broker.maintenance_margin_rate,
+                "from": input.from,
+                "to": input.to,
+            }),
+            created_at,
+            next_tick_at: None,
+            lease_owner: None,
+            lease_expires_at: None,
+        })
+        .await
+}

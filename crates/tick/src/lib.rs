@@ -1,0 +1,767 @@
+//! THE per-tick function: what one tick of a deployment does, shared byte for byte by
+//! `sim-worker` (a backtest) and `live-runner` (paper or an exchange).
+//!
+//! [`run_tick`] takes the deployment ([`Deployment`]), the tick's data sources (a
+//! [`tools::ToolContext`] whose `now` is the tick time), the model, a [`Broker`], the state the
+//! caller carries between ticks ([`TickState`]: engine risk state, ledger, last decision, notes)
+//! and a store, and in this order:
+//!
+//! 1. reads the broker-authoritative portfolio and lets the engine's [`RiskState`] observe its
+//!    equity;
+//! 2. assembles the user message and composes the system prompt — LESSONS from the latest
+//!    injectable (not flagged) note generated at or before the tick time
+//!    ([`reflection::visible_note_at`]), the memory sections from the ledger as of the tick;
+//! 3. runs the model loop ([`agent_runtime::run_tick`]);
+//! 4. asks the engine for a verdict ([`execution_engine::validate`]) and, when executed, sends
+//!    the order to the broker at the mark — the close of the symbol's latest closed bar (the
+//!    broker applies slippage and fees). A broker refusal turns the verdict into a rejection
+//!    stating the broker's reason;
+//! 5. materializes the ledger in two steps written as one: before the context is assembled, the
+//!    fills the broker made on its own since the last tick (liquidations), its positions and the
+//!    bars closed since the last tick (MFE/MAE) — so the memory sections are current; after the
+//!    broker, this tick's fills with their proposal and regime tags and the positions after;
+//! 6. persists the decision snapshot, fills, ledger rows and fill links in ONE
+//!    `record_tick` transaction;
+//! 7. checks the reflection cadence and, when due, runs [`reflection::reflect`]: an injectable
+//!    note is stored with `insert_note` (it becomes the active note and supersedes the previous
+//!    one); a failed run is recorded with `record_reflection_run` and never fails the tick;
+//! 8. returns a [`TickOutcome`] (verdict, proposal, usage, cost, the new last decision, ...).
+//!
+//! **Deterministic:** no hash-map iteration reaches an output; ids are UUID v5 in the
+//! deployment's namespace ([`snapshot_id`], [`note_id`], [`run_id`]), fill ids come from the
+//! broker; so two runs over the same inputs write byte-identical snapshots and ledgers.
+//!
+//! **What this crate must never do:** read files, read the wall clock (time is `ctx.now`), reach
+//! the network itself (the model and the broker are traits the caller hands in), or decide what
+//! trades (the execution engine does).
+
+pub mod backtest;
+pub mod replay;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use agent_runtime::{LanguageModel, TickOutput, Usage, rates_for};
+use chrono::{DateTime, Utc};
+use db::{
+    DecisionSnapshot, FillTradeLink, NewNote, NoteStore, ReflectionRun, RunOutcome,
+    TickOutcome as StoreOutcome, TickRecord, TickStore, TokenUsage,
+};
+use execution_engine::{BrokerError, Order, OrderTag, PaperBroker, RiskState, validate};
+use memory_ledger::{FillLeg, LedgerChanges, LedgerState, ProposalInfo, Proposals, TickInput};
+use reflection::{
+    Due, LastNote, NoteDraft, ReflectionInput, ReflectionOutcome, Reflector, reflect,
+    reflection_due, to_lessons, visible_note_at,
+};
+use rust_decimal::Decimal;
+use serde::Serialize;
+use skill_schema::Skill;
+use tools::{
+    DataError, LastDecisionSnapshot, MemorySections, OpenOrder, PortfolioView, ToolContext,
+    to_last_decision_snapshot,
+};
+use types::{
+    Bar, Fill, PortfolioSnapshot, ProposedAction, RegimeTag, RuleCode, TradeRecord, TradeStatus,
+    Verdict, classify_regime,
+};
+use uuid::Uuid;
+
+/// The namespace of every id this crate derives (UUID v5 of `tick-ids`).
+pub const ID_NAMESPACE: Uuid = Uuid::from_u128(0x6f1c_2a4e_9b3d_4e57_8a21_5c0d_e7f4_1b92);
+
+/// Bars fetched per symbol for the ledger's MFE/MAE when the caller never ticked before.
+const MAX_BARS_SINCE_LAST_TICK: usize = 10_000;
+
+/// The deployment a tick belongs to.
+#[derive(Clone)]
+pub struct Deployment {
+    pub user_id: Uuid,
+    pub deployment_id: Uuid,
+    pub skill_id: Uuid,
+    pub skill_version: i32,
+    pub skill: Arc<Skill>,
+    /// Who writes the reflection notes (`context.memory.reflection.model` resolved by the
+    /// caller). An `Err` (unknown model, missing key) is recorded as a failed run when a
+    /// reflection is due; it never stops a tick.
+    pub reflector: Result<Reflector, String>,
+}
+
+impl std::fmt::Debug for Deployment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deployment")
+            .field("deployment_id", &self.deployment_id)
+            .field("skill_id", &self.skill_id)
+            .field("skill_version", &self.skill_version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The broker refused an order the engine passed (fees and slippage on top of the engine's
+/// margin check, an exchange rejection, ...). The tick records it as a rejection.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct BrokerRefusal {
+    /// The rule code the rejection is recorded under.
+    pub rule: RuleCode,
+    pub message: String,
+}
+
+/// The broker's account could not be read: the tick cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("broker unavailable: {0}")]
+pub struct BrokerUnavailable(pub String);
+
+/// Where orders go: the paper broker in a backtest, an exchange live.
+///
+/// The tick reads the account through it, sends the engine's order at a price (the mark; the
+/// broker applies its own slippage and fees) and collects every fill made since the last call
+/// (its own and the ones it caused itself, such as liquidations).
+pub trait Broker: Send {
+    /// The broker-authoritative account at `at`.
+    ///
+    /// # Errors
+    /// [`BrokerUnavailable`] when the account cannot be read.
+    fn portfolio(
+        &mut self,
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<PortfolioSnapshot, BrokerUnavailable>> + Send;
+
+    /// Executes `order` as a market order at `price` (the mark).
+    ///
+    /// # Errors
+    /// [`BrokerRefusal`] when the broker refuses it; nothing changed then.
+    fn execute(
+        &mut self,
+        order: &Order,
+        price: Decimal,
+        at: DateTime<Utc>,
+        tag: OrderTag,
+    ) -> impl Future<Output = Result<Fill, BrokerRefusal>> + Send;
+
+    /// Every fill made since the last call, in the order they happened.
+    ///
+    /// # Errors
+    /// [`BrokerUnavailable`] when the fills cannot be read.
+    fn drain_fills(&mut self) -> impl Future<Output = Result<Vec<Fill>, BrokerUnavailable>> + Send;
+}
+
+impl Broker for PaperBroker {
+    fn portfolio(
+        &mut self,
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<PortfolioSnapshot, BrokerUnavailable>> + Send {
+        std::future::ready(Ok(self.snapshot(at)))
+    }
+
+    fn execute(
+        &mut self,
+        order: &Order,
+        price: Decimal,
+        at: DateTime<Utc>,
+        tag: OrderTag,
+    ) -> impl Future<Output = Result<Fill, BrokerRefusal>> + Send {
+        let result = PaperBroker::execute(self, order, price, at, tag).map_err(|e| {
+            let rule = match e {
+                BrokerError::InsufficientMargin { .. } => RuleCode::InsufficientMargin,
+                _ => RuleCode::InvalidOrder,
+            };
+            BrokerRefusal {
+                rule,
+                message: format!("the paper broker refused the order: {e}"),
+            }
+        });
+        std::future::ready(result)
+    }
+
+    fn drain_fills(&mut self) -> impl Future<Output = Result<Vec<Fill>, BrokerUnavailable>> + Send {
+        std::future::ready(Ok(PaperBroker::drain_fills(self)))
+    }
+}
+
+/// What the caller carries from one tick to the next (in memory in a backtest; rebuilt from the
+/// store by a live runner after a restart).
+#[derive(Debug, Clone)]
+pub struct TickState {
+    /// Peak equity, the day's starting equity, recent order times.
+    pub risk: RiskState,
+    /// The materializer's open rows and applied fill ids.
+    pub ledger: LedgerState,
+    /// Every ledger row of the deployment, in the order they were first written.
+    pub trades: Vec<TradeRecord>,
+    /// What the next tick shows under "Last decision".
+    pub last_decision: Option<LastDecisionSnapshot>,
+    /// Every note reflection wrote for the deployment, oldest first (flagged ones too: they are
+    /// never injected, see [`visible_note_at`]).
+    pub notes: Vec<NoteDraft>,
+    /// The cadence's view of the latest note (flagged or not).
+    pub last_note: Option<LastNote>,
+    /// When the latest failed reflection ran (the cadence backs off after it).
+    pub last_reflection_failure: Option<DateTime<Utc>>,
+    /// The previous tick's time (bars closed after it feed MFE/MAE this tick).
+    pub last_tick_at: Option<DateTime<Utc>>,
+}
+
+impl TickState {
+    /// The state of a deployment that has never ticked: flat ledger, risk tracking from
+    /// `equity` at `at`.
+    #[must_use]
+    pub fn new(deployment: &Deployment, equity: Decimal, at: DateTime<Utc>) -> Self {
+        TickState {
+            risk: RiskState::new(equity, at),
+            ledger: LedgerState::new(memory_ledger::LedgerScope {
+                deployment_id: deployment.deployment_id,
+                skill_id: deployment.skill_id,
+                skill_version: deployment.skill_version,
+            }),
+            trades: Vec::new(),
+            last_decision: None,
+            notes: Vec::new(),
+            last_note: None,
+            last_reflection_failure: None,
+            last_tick_at: None,
+        }
+    }
+
+    /// Closed rows of the ledger.
+    #[must_use]
+    pub fn closed_trades(&self) -> usize {
+        self.trades
+            .iter()
+            .filter(|t| t.status == TradeStatus::Closed)
+            .count()
+    }
+
+    fn upsert_rows(&mut self, changes: &LedgerChanges) {
+        for w in &changes.rows {
+            if let Some(existing) = self.trades.iter_mut().find(|t| t.id == w.row.id) {
+                *existing = w.row.clone();
+            } else {
+                self.trades.push(w.row.clone());
+            }
+        }
+    }
+}
+
+/// What a reflection check did this tick.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ReflectionReport {
+    /// Not due (or off).
+    NotDue,
+    /// A note was written; `stored` is false for a flagged note (kept out of the store's active
+    /// slot and out of every prompt until a person accepts it).
+    Note {
+        id: Uuid,
+        stored: bool,
+        flagged: bool,
+        chars: usize,
+    },
+    /// The run failed; the previous note stays in force.
+    Failed { reason: String },
+    /// The run produced an outcome but the store refused it (the tick itself was recorded).
+    StoreError { message: String },
+}
+
+/// What one tick did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TickOutcome {
+    pub tick_at: DateTime<Utc>,
+    pub snapshot_id: Uuid,
+    /// False when the store already held this tick (nothing was written again).
+    pub recorded: bool,
+    pub proposal: Option<ProposedAction>,
+    pub verdict: Verdict,
+    pub usage: Usage,
+    pub cost_usd: Decimal,
+    /// Fills applied to the ledger this tick (liquidations included).
+    pub fills: Vec<Fill>,
+    /// Ledger rows inserted or updated this tick.
+    pub trades: Vec<TradeRecord>,
+    /// Broker equity after the tick.
+    pub equity_usd: Decimal,
+    /// Gross notional of the open positions after the tick, at their marks.
+    pub exposure_usd: Decimal,
+    pub last_decision: LastDecisionSnapshot,
+    pub reflection: ReflectionReport,
+}
+
+/// Why a tick could not run or could not be recorded. Nothing is persisted for a failed tick,
+/// but the broker may already have filled (see [`TickError::Record`]).
+#[derive(Debug, thiserror::Error)]
+pub enum TickError {
+    #[error(transparent)]
+    Broker(#[from] BrokerUnavailable),
+    #[error("market data for {symbol}: {source}")]
+    Market {
+        symbol: String,
+        #[source]
+        source: DataError,
+    },
+    #[error(transparent)]
+    Runtime(#[from] agent_runtime::TickError),
+    #[error("ledger: {0}")]
+    Ledger(#[from] memory_ledger::LedgerError),
+    #[error("recording the tick: {0}")]
+    Record(#[source] db::DbError),
+}
+
+/// The decision snapshot id of the tick at `at`: UUID v5 over the deployment and the time.
+#[must_use]
+pub fn snapshot_id(deployment_id: Uuid, at: DateTime<Utc>) -> Uuid {
+    derive_id(deployment_id, "snapshot", at)
+}
+
+/// The id of the note a reflection at `at` writes.
+#[must_use]
+pub fn note_id(deployment_id: Uuid, at: DateTime<Utc>) -> Uuid {
+    derive_id(deployment_id, "note", at)
+}
+
+/// The id of the reflection run at `at`.
+#[must_use]
+pub fn run_id(deployment_id: Uuid, at: DateTime<Utc>) -> Uuid {
+    derive_id(deployment_id, "reflection-run", at)
+}
+
+fn derive_id(deployment_id: Uuid, kind: &str, at: DateTime<Utc>) -> Uuid {
+    let name = format!(
+        "{deployment_id}\n{kind}\n{}",
+        at.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)
+    );
+    Uuid::new_v5(&ID_NAMESPACE, name.as_bytes())
+}
+
+/// The account as the broker reported it this tick.
+struct SnapshotView(PortfolioSnapshot);
+
+impl PortfolioView for SnapshotView {
+    fn portfolio(&self) -> Result<PortfolioSnapshot, DataError> {
+        Ok(self.0.clone())
+    }
+
+    fn open_orders(&self) -> Result<Vec<OpenOrder>, DataError> {
+        // Market orders only: nothing rests on the book between ticks.
+        Ok(Vec::new())
+    }
+}
+
+/// The two memory sections, rendered from the ledger rows as of the asked time.
+struct LedgerMemory {
+    rows: Vec<TradeRecord>,
+    marks: BTreeMap<String, Decimal>,
+}
+
+impl MemorySections for LedgerMemory {
+    fn recent_trades(&self, k: u32, as_of: DateTime<Utc>) -> Result<String, DataError> {
+        Ok(memory_ledger::render_recent_trades(
+            &self.rows, k as usize, as_of,
+        ))
+    }
+
+    fn open_positions(&self, as_of: DateTime<Utc>) -> Result<String, DataError> {
+        Ok(memory_ledger::render_open_positions(
+            &self.rows,
+            &self.marks,
+            as_of,
+        ))
+    }
+}
+
+/// Runs one tick at `ctx.now`. See the crate docs for the steps.
+///
+/// `ctx` supplies the market data, news, events and derivatives of the tick; its `portfolio`
+/// and `memory` sources are replaced by the broker's snapshot and the ledger in `state`.
+///
+/// # Errors
+/// [`TickError`] when the broker account or the market data cannot be read, the context cannot
+/// be assembled (the model is not called then), the ledger refuses the fills, or the store
+/// cannot record the tick. A failed reflection is not an error (see [`ReflectionReport`]).
+pub async fn run_tick<B, S>(
+    deployment: &Deployment,
+    ctx: &ToolContext,
+    model: &dyn LanguageModel,
+    broker: &mut B,
+    state: &mut TickState,
+    store: &S,
+) -> Result<TickOutcome, TickError>
+where
+    B: Broker,
+    S: TickStore + NoteStore + Sync,
+{
+    let now = ctx.now;
+    let skill = deployment.skill.as_ref();
+    let interval = skill.context.bars_interval;
+
+    // 1. the broker-authoritative account
+    let portfolio = broker.portfolio(now).await?;
+    state.risk.observe_equity(portfolio.equity_usd, now);
+
+    // Marks, regimes and the bars closed since the last tick, per symbol.
+    let lookback = (skill.context.bars_lookback as usize).max(1);
+    let mut marks: BTreeMap<String, Decimal> = BTreeMap::new();
+    let mut regimes: BTreeMap<String, RegimeTag> = BTreeMap::new();
+    let mut new_bars: BTreeMap<String, Vec<Bar>> = BTreeMap::new();
+    for symbol in &ctx.symbols {
+        let market_err = |source| TickError::Market {
+            symbol: symbol.clone(),
+            source,
+        };
+        let bars = agent_runtime::context::closed_bars(ctx, symbol, interval, lookback)
+            .map_err(market_err)?;
+        if let Some(last) = bars.last() {
+            marks.insert(symbol.clone(), last.close);
+            regimes.insert(symbol.clone(), classify_regime(&bars));
+        }
+        let since: Vec<Bar> = match state.last_tick_at {
+            Some(last_tick) => {
+                let span = (now - last_tick).num_minutes() / interval.minutes().max(1);
+                let limit = usize::try_from(span.max(0))
+                    .unwrap_or(MAX_BARS_SINCE_LAST_TICK)
+                    .saturating_add(1)
+                    .min(MAX_BARS_SINCE_LAST_TICK);
+                agent_runtime::context::closed_bars(ctx, symbol, interval, limit)
+                    .map_err(market_err)?
+                    .into_iter()
+                    .filter(|b| b.close_time(interval) > last_tick)
+                    .collect()
+            }
+            None => bars.last().cloned().into_iter().collect(),
+        };
+        new_bars.insert(symbol.clone(), since);
+    }
+    // Positions on symbols the skill no longer lists keep the broker's mark.
+    for p in &portfolio.positions {
+        marks.entry(p.symbol.clone()).or_insert(p.mark_price);
+    }
+
+    // The ledger catches up before the agent reads it: fills the broker made since the last tick
+    // on its own (liquidations when the new bars were applied), its positions now, and the bars
+    // closed since the last tick (MFE/MAE).
+    let mut fills = broker.drain_fills().await?;
+    let no_proposals = Proposals::new();
+    let mut changes = state.ledger.apply_tick(TickInput {
+        at: now,
+        positions: &portfolio.positions,
+        fills: &fills,
+        bars: &new_bars,
+        bar_interval: interval,
+        proposals: &no_proposals,
+        regimes: &regimes,
+    })?;
+    state.upsert_rows(&changes);
+
+    // 2. + 3. context, system prompt (point-in-time lessons), model loop
+    let tick_ctx = ctx.clone().with_memory(Arc::new(LedgerMemory {
+        rows: state.trades.clone(),
+        marks: marks.clone(),
+    }));
+    let tick_ctx = ToolContext {
+        portfolio: Arc::new(SnapshotView(portfolio.clone())),
+        ..tick_ctx
+    };
+    let lessons = visible_note_at(&state.notes, now).map(to_lessons);
+    let TickOutput {
+        system_prompt,
+        context,
+        run,
+    } = agent_runtime::run_tick(
+        skill,
+        &tick_ctx,
+        model,
+        lessons.as_ref(),
+        state.last_decision.as_ref(),
+    )
+    .await?;
+
+    // 4. the engine's verdict, then the broker
+    let snapshot_id = snapshot_id(deployment.deployment_id, now);
+    let proposal = run.proposed_action.clone();
+    let account = state.risk.account_view(portfolio.clone(), marks.clone());
+    let decision = validate(proposal.as_ref(), &skill.risk, &account, &ctx.symbols, now);
+    let mut verdict = decision.verdict.clone();
+    if let Some(order) = &decision.order {
+        let price = marks
+            .get(&order.symbol)
+            .copied()
+            .unwrap_or(order.reference_price);
+        let tag = OrderTag {
+            snapshot_id: Some(snapshot_id),
+            client_order_id: Some(snapshot_id.to_string()),
+        };
+        match broker.execute(order, price, now, tag).await {
+            Ok(_) => state.risk.record_order(now),
+            Err(refusal) => {
+                verdict = Verdict::Rejected {
+                    rule: refusal.rule,
+                    detail: tools::one_line(&refusal.message),
+                };
+            }
+        }
+    }
+
+    // 5. the ledger: this tick's fills and the positions after them
+    let tick_fills = broker.drain_fills().await?;
+    let after = broker.portfolio(now).await?;
+    let mut proposals = Proposals::new();
+    if let Some(p) = &proposal {
+        proposals.insert(snapshot_id, ProposalInfo::from(p));
+    }
+    let post = state.ledger.apply_tick(TickInput {
+        at: now,
+        positions: &after.positions,
+        fills: &tick_fills,
+        bars: &BTreeMap::new(),
+        bar_interval: interval,
+        proposals: &proposals,
+        regimes: &regimes,
+    })?;
+    state.upsert_rows(&post);
+    merge_changes(&mut changes, post);
+    fills.extend(tick_fills);
+
+    // 6. persist atomically
+    let usage = run.usage;
+    let snapshot = DecisionSnapshot {
+        id: snapshot_id,
+        deployment_id: deployment.deployment_id,
+        tick_at: now,
+        system_prompt,
+        context: context.text,
+        steps: serde_json::to_value(&run.steps).unwrap_or(serde_json::Value::Null),
+        proposal: proposal.clone(),
+        verdict: verdict.clone(),
+        model: model.id().to_owned(),
+        finish_reason: Some(run.finish_reason.as_str().to_owned()),
+        usage: TokenUsage {
+            input: usage.input,
+            output: usage.output,
+            cache_read: usage.cache_read,
+            cache_write: usage.cache_write,
+        },
+        cost_usd: run.cost_usd,
+    };
+    let record = TickRecord {
+        snapshot,
+        fills: fills.clone(),
+        trades: changes.rows.iter().map(|w| w.row.clone()).collect(),
+        links: fill_links(&changes),
+        equity_usd: Some(after.equity_usd),
+    };
+    let recorded = match store.record_tick(&record).await {
+        Ok(StoreOutcome::Recorded { .. }) => true,
+        Ok(StoreOutcome::AlreadyRecorded { .. }) => false,
+        Err(e) => return Err(TickError::Record(e)),
+    };
+
+    let last_decision = to_last_decision_snapshot(proposal.as_ref(), &verdict, now);
+    state.last_decision = Some(last_decision.clone());
+    state.last_tick_at = Some(now);
+
+    // 7. reflection, off the tick's critical path: never an error
+    let reflection = reflect_if_due(deployment, state, store, now).await;
+
+    let exposure_usd = after
+        .positions
+        .iter()
+        .map(|p| (p.qty * p.mark_price).abs())
+        .sum::<Decimal>();
+    Ok(TickOutcome {
+        tick_at: now,
+        snapshot_id,
+        recorded,
+        proposal,
+        verdict,
+        usage,
+        cost_usd: run.cost_usd,
+        fills,
+        trades: record.trades,
+        equity_usd: after.equity_usd,
+        exposure_usd,
+        last_decision,
+        reflection,
+    })
+}
+
+/// `later` on top of `earlier`: a row written twice keeps its first position and its latest
+/// content; links are appended.
+fn merge_changes(earlier: &mut LedgerChanges, later: LedgerChanges) {
+    for w in later.rows {
+        if let Some(existing) = earlier.rows.iter_mut().find(|e| e.row.id == w.row.id) {
+            existing.inserted |= w.inserted;
+            existing.row = w.row;
+        } else {
+            earlier.rows.push(w);
+        }
+    }
+    earlier.fill_links.extend(later.fill_links);
+}
+
+/// The store's fill → row links: the row a fill applied to (for a flip: the row it closed) and
+/// the row a flip's opening leg started.
+fn fill_links(changes: &LedgerChanges) -> Vec<FillTradeLink> {
+    let mut links: Vec<FillTradeLink> = Vec::new();
+    for l in &changes.fill_links {
+        if let Some(existing) = links.iter_mut().find(|x| x.broker_fill_id == l.fill_id) {
+            match l.leg {
+                FillLeg::Open => existing.flip_trade_id = Some(l.trade_id),
+                FillLeg::Close => {
+                    existing.flip_trade_id = Some(existing.trade_id);
+                    existing.trade_id = l.trade_id;
+                }
+            }
+        } else {
+            links.push(FillTradeLink {
+                broker_fill_id: l.fill_id.clone(),
+                trade_id: l.trade_id,
+                flip_trade_id: None,
+            });
+        }
+    }
+    links
+}
+
+async fn reflect_if_due<S>(
+    deployment: &Deployment,
+    state: &mut TickState,
+    store: &S,
+    now: DateTime<Utc>,
+) -> ReflectionReport
+where
+    S: NoteStore + Sync,
+{
+    let skill = deployment.skill.as_ref();
+    let due = match reflection_due(
+        &skill.context.memory,
+        &state.trades,
+        state.last_note.as_ref(),
+        state.last_reflection_failure,
+        now,
+    ) {
+        Ok(d) => d,
+        Err(e) => {
+            return ReflectionReport::Failed {
+                reason: e.to_string(),
+            };
+        }
+    };
+    let Due::Yes(_) = due else {
+        return ReflectionReport::NotDue;
+    };
+    let run_base = |outcome: RunOutcome, model: &str| ReflectionRun {
+        id: run_id(deployment.deployment_id, now),
+        skill_id: deployment.skill_id,
+        skill_version: deployment.skill_version,
+        deployment_id: Some(deployment.deployment_id),
+        started_at: now,
+        finished_at: now,
+        outcome,
+        model: model.to_owned(),
+        input_tokens: None,
+        output_tokens: None,
+        cost_usd: None,
+    };
+    let reflector = match &deployment.reflector {
+        Ok(r) => r,
+        Err(message) => {
+            state.last_reflection_failure = Some(now);
+            let reason = format!("reflection model unavailable: {message}");
+            let run = run_base(
+                RunOutcome::Failed {
+                    error: reason.clone(),
+                },
+                &skill.context.memory.reflection.model,
+            );
+            return match store.record_reflection_run(&run).await {
+                Ok(()) => ReflectionReport::Failed { reason },
+                Err(e) => ReflectionReport::StoreError {
+                    message: e.to_string(),
+                },
+            };
+        }
+    };
+    let closed_total = u32::try_from(state.closed_trades()).unwrap_or(u32::MAX);
+    let outcome = reflect(
+        ReflectionInput {
+            skill,
+            deployment_id: Some(deployment.deployment_id),
+            trades: &state.trades,
+            last: state.last_note.as_ref(),
+            now,
+            rates: rates_for(reflector.id()),
+        },
+        reflector,
+    )
+    .await;
+    match outcome {
+        ReflectionOutcome::Note(note) => {
+            let id = note_id(deployment.deployment_id, now);
+            let flagged = note.lint.flagged;
+            let chars = note.lessons_text.chars().count();
+            let mut run = run_base(RunOutcome::Succeeded { note_id: None }, &note.model_used);
+            run.input_tokens = i64::try_from(note.input_tokens).ok();
+            run.output_tokens = i64::try_from(note.output_tokens).ok();
+            run.cost_usd = note.cost_usd;
+            state.last_note = Some(note.as_last_note(Some(closed_total)));
+            state.notes.push(note.clone());
+            let mut stored = false;
+            if !flagged {
+                let new = NewNote {
+                    id,
+                    skill_id: deployment.skill_id,
+                    skill_version: deployment.skill_version,
+                    deployment_id: Some(deployment.deployment_id),
+                    generated_at: note.generated_at,
+                    window_start: note.window_start,
+                    window_end: note.window_end,
+                    trades_considered: i32::try_from(note.trades_considered).unwrap_or(i32::MAX),
+                    lessons_text: note.lessons_text.clone(),
+                    model_used: note.model_used.clone(),
+                    input_tokens: run.input_tokens,
+                    output_tokens: run.output_tokens,
+                    cost_usd: note.cost_usd,
+                    lint: None,
+                };
+                if let Err(e) = store.insert_note(&new).await {
+                    return ReflectionReport::StoreError {
+                        message: e.to_string(),
+                    };
+                }
+                stored = true;
+                run.outcome = RunOutcome::Succeeded { note_id: Some(id) };
+            } else {
+                run.outcome = RunOutcome::Succeeded { note_id: None };
+            }
+            if let Err(e) = store.record_reflection_run(&run).await {
+                return ReflectionReport::StoreError {
+                    message: e.to_string(),
+                };
+            }
+            ReflectionReport::Note {
+                id,
+                stored,
+                flagged,
+                chars,
+            }
+        }
+        ReflectionOutcome::Failed(failed) => {
+            state.last_reflection_failure = Some(now);
+            let reason = failed.reason.to_string();
+            let mut run = run_base(
+                RunOutcome::Failed {
+                    error: reason.clone(),
+                },
+                &failed.model_used,
+            );
+            run.input_tokens = i64::try_from(failed.input_tokens).ok();
+            run.output_tokens = i64::try_from(failed.output_tokens).ok();
+            run.cost_usd = failed.cost_usd;
+            match store.record_reflection_run(&run).await {
+                Ok(()) => ReflectionReport::Failed { reason },
+                Err(e) => ReflectionReport::StoreError {
+                    message: e.to_string(),
+                },
+            }
+        }
+    }
+}

@@ -1,0 +1,336 @@
+//! The backtest over the shipped EURUSD hourly bars with the example skill
+//! (`builtin/sma-cross:10:20`, reflection every 5 closed trades with the statistics reflector):
+//! fills at bar closes, determinism, the reflection acceptance test and point in time.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_runtime::{ModelError, builtin_model, context::short_time};
+use chrono::{DateTime, Utc};
+use db::{LedgerStore, NoteScope, NoteStore, Store, TickStore};
+use execution_engine::PaperBrokerConfig;
+use reflection::resolve_reflection_model;
+use rust_decimal::Decimal;
+use tick::backtest::{BacktestInput, BacktestResult, Summary, register, run_backtest};
+use tick::{Deployment, snapshot_id};
+use tools::{Preloaded, fixed};
+use types::{Bar, Interval, Uuid};
+
+const LESSONS_HEADER: &str = "Lessons from your recent trades on this skill";
+
+fn repo(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path)
+}
+
+fn eurusd(n: usize) -> Vec<Bar> {
+    let mut bars = market_data::load_bars(&repo("examples/data/EURUSD.csv")).expect("bars");
+    bars.truncate(n);
+    bars
+}
+
+fn input(bars: &[Bar], fee_bps: Decimal, slippage_bps: Decimal) -> BacktestInput {
+    let skill = skill_schema::load_skill(&repo("examples/skills/eurusd-sma-cross.yaml"))
+        .expect("skill")
+        .skill;
+    let mut market = Preloaded::new().with_bars("EURUSD", Interval::H1, bars.to_vec());
+    for h in skill.context.effective_higher_timeframes() {
+        market.insert_bars("EURUSD", h, market_data::resample(bars, h));
+    }
+    let reflector = resolve_reflection_model(&skill.context.memory.reflection.model, |id| {
+        builtin_model(id, &skill).ok_or_else(|| ModelError::UnknownModel(id.to_owned()))
+    })
+    .map_err(|e| e.to_string());
+    let mut broker = PaperBrokerConfig::new(Decimal::from(10_000));
+    broker.taker_fee_bps = fee_bps;
+    broker.slippage_bps = slippage_bps;
+    BacktestInput {
+        deployment: Deployment {
+            user_id: Uuid::from_u128(1),
+            deployment_id: Uuid::from_u128(2),
+            skill_id: Uuid::from_u128(3),
+            skill_version: 1,
+            skill: Arc::new(skill),
+            reflector,
+        },
+        market: Arc::new(market),
+        news: None,
+        events: None,
+        from: None,
+        to: None,
+        broker,
+    }
+}
+
+async fn run(input: &BacktestInput) -> (Store, BacktestResult) {
+    let store = db::connect("sqlite::memory:").await.expect("store");
+    let first = input.market.all_bars("EURUSD", Interval::H1)[0].close_time(Interval::H1);
+    register(&store, input, serde_json::json!({"name": "eurusd"}), first)
+        .await
+        .expect("register");
+    let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
+        .expect("builtin model");
+    let result = run_backtest(input, model.as_ref(), &store, |_, _| {})
+        .await
+        .expect("backtest");
+    (store, result)
+}
+
+async fn snapshots(store: &Store, deployment: Uuid) -> Vec<db::DecisionSnapshot> {
+    let mut s = store
+        .list_snapshots(deployment, 100_000)
+        .await
+        .expect("snapshots");
+    s.sort_by_key(|s| s.tick_at);
+    s
+}
+
+#[tokio::test]
+async fn with_zero_fee_and_slippage_every_fill_is_exactly_the_bar_close() {
+    let bars = eurusd(300);
+    let input = input(&bars, Decimal::ZERO, Decimal::ZERO);
+    let (store, result) = run(&input).await;
+    assert_eq!(result.points.len(), 300, "one tick per closed bar");
+    assert!(
+        result.fills.len() >= 4,
+        "the crossings trade: {} fills",
+        result.fills.len()
+    );
+    for f in &result.fills {
+        assert!(!f.liquidation, "1x cannot liquidate");
+        // The tick at T fills at the close of the bar that closed at T (open time T − 1h).
+        let bar = bars
+            .iter()
+            .find(|b| b.close_time(Interval::H1) == f.time)
+            .expect("a bar closes at every fill time");
+        assert_eq!(f.price, bar.close, "fill {} at {}", f.id, f.time);
+        assert_eq!(f.fee_usd, Decimal::ZERO);
+        assert_eq!(
+            f.snapshot_id,
+            Some(snapshot_id(input.deployment.deployment_id, f.time)),
+            "the fill names the decision that caused it"
+        );
+    }
+    // Everything is in the store: fills, ledger, snapshots.
+    let stored = store
+        .list_fills(input.deployment.deployment_id, None)
+        .await
+        .expect("fills");
+    assert_eq!(stored.len(), result.fills.len());
+    let trades = store
+        .all_trades(input.deployment.deployment_id)
+        .await
+        .expect("trades");
+    assert_eq!(trades.len(), result.trades.len());
+    assert_eq!(
+        snapshots(&store, input.deployment.deployment_id)
+            .await
+            .len(),
+        300
+    );
+    // Without fees gross equals net, and equity = initial + net realized + unrealized (the
+    // broker books money at 8 decimals, the ledger keeps full precision: equal to 6 dp).
+    let s = Summary::of(&result);
+    assert_eq!(s.pnl.fees_usd, Decimal::ZERO);
+    assert_eq!(
+        s.final_equity_usd.round_dp(6),
+        (s.initial_equity_usd + s.pnl.net_usd + s.unrealized_pnl_usd).round_dp(6)
+    );
+}
+
+#[tokio::test]
+async fn two_runs_with_the_same_inputs_are_byte_identical() {
+    let bars = eurusd(250);
+    let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
+    let (a, ra) = run(&input).await;
+    let (b, rb) = run(&input).await;
+    let d = input.deployment.deployment_id;
+    let (sa, sb) = (snapshots(&a, d).await, snapshots(&b, d).await);
+    assert_eq!(sa.len(), sb.len());
+    for (x, y) in sa.iter().zip(&sb) {
+        assert_eq!(x.id, y.id);
+        assert_eq!(x.context, y.context, "context at {}", x.tick_at);
+        assert_eq!(x.system_prompt, y.system_prompt);
+        assert_eq!(x.proposal, y.proposal);
+        assert_eq!(x.verdict, y.verdict);
+        assert_eq!(x.steps, y.steps);
+    }
+    let ta = a.all_trades(d).await.expect("trades");
+    let tb = b.all_trades(d).await.expect("trades");
+    assert!(!ta.is_empty());
+    assert_eq!(ta, tb);
+    assert_eq!(ra.trades, rb.trades);
+    assert_eq!(ra.fills, rb.fills);
+}
+
+#[tokio::test]
+async fn reflection_every_five_trades_feeds_the_lessons_of_every_later_tick() {
+    let bars = eurusd(400);
+    let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
+    let (store, result) = run(&input).await;
+    let d = input.deployment.deployment_id;
+    let closed = result
+        .trades
+        .iter()
+        .filter(|t| t.status == types::TradeStatus::Closed)
+        .count();
+    assert!(closed >= 10, "enough trades for two notes: {closed}");
+    let mut notes = store
+        .note_history(NoteScope::Deployment(d), 1_000)
+        .await
+        .expect("notes");
+    notes.sort_by_key(|n| n.generated_at);
+    assert_eq!(notes.len(), closed / 5, "floor(closed trades / 5) notes");
+    assert_eq!(result.notes.len(), notes.len());
+    assert_eq!(
+        notes.iter().filter(|n| n.superseded_at.is_none()).count(),
+        1,
+        "exactly one active note"
+    );
+    for n in &notes {
+        let chars = n.lessons_text.chars().count();
+        assert!((1..=2000).contains(&chars), "{chars} chars");
+    }
+
+    // A note written at the end of tick T is first shown at the next tick: the note a tick
+    // shows is the latest generated strictly before it.
+    let first_note = notes[0].generated_at;
+    let mut with_lessons = 0;
+    for s in snapshots(&store, d).await {
+        match notes.iter().rfind(|n| n.generated_at < s.tick_at) {
+            None => assert!(
+                !s.system_prompt.contains(LESSONS_HEADER),
+                "tick {} is not after the first note ({first_note}) and shows no lessons",
+                s.tick_at
+            ),
+            Some(n) => {
+                with_lessons += 1;
+                assert!(
+                    s.system_prompt.contains(LESSONS_HEADER),
+                    "tick {} after the first note shows lessons",
+                    s.tick_at
+                );
+                assert!(
+                    s.system_prompt.contains(n.lessons_text.trim()),
+                    "tick {} shows the note of {}",
+                    s.tick_at,
+                    n.generated_at
+                );
+            }
+        }
+    }
+    assert!(with_lessons > 0);
+}
+
+/// The bar table of `interval` in a context: from its heading to the next heading.
+fn table(context: &str, interval: Interval) -> String {
+    let heading = format!("EURUSD {interval} ·");
+    let mut out = String::new();
+    let mut inside = false;
+    for line in context.lines() {
+        if line.starts_with('#') {
+            inside = line.contains(&heading);
+        }
+        if inside {
+            out.push('\n');
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+fn row(b: &Bar, interval: Interval) -> String {
+    let time = if interval == Interval::D1 {
+        b.time.format("%Y-%m-%d").to_string()
+    } else {
+        short_time(b.time)
+    };
+    format!(
+        "\n{time} {} {} {} {} ",
+        fixed(b.open, 5),
+        fixed(b.high, 5),
+        fixed(b.low, 5),
+        fixed(b.close, 5)
+    )
+}
+
+#[tokio::test]
+async fn no_snapshot_shows_a_bar_that_closed_after_its_tick() {
+    let bars = eurusd(200);
+    let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
+    let (store, _) = run(&input).await;
+    let d = input.deployment.deployment_id;
+    let mut series: Vec<(Interval, Vec<Bar>)> = vec![(Interval::H1, bars.clone())];
+    for h in input.deployment.skill.context.effective_higher_timeframes() {
+        series.push((h, market_data::resample(&bars, h)));
+    }
+    let mut checked = 0;
+    for s in snapshots(&store, d).await {
+        let tick: DateTime<Utc> = s.tick_at;
+        for (interval, bars) in &series {
+            let table = table(&s.context, *interval);
+            for b in bars.iter().filter(|b| b.close_time(*interval) > tick) {
+                // Rows for bars still open (or in the future) never appear in their table.
+                if b.time <= tick + chrono::Duration::days(2) {
+                    assert!(
+                        !table.contains(&row(b, *interval)),
+                        "tick {tick} shows the {interval} bar of {} that closes at {}",
+                        b.time,
+                        b.close_time(*interval)
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        // And the bar that closed exactly at the tick is the newest row shown.
+        if let Some(last) = bars.iter().find(|b| b.close_time(Interval::H1) == tick) {
+            assert!(table(&s.context, Interval::H1).contains(&row(last, Interval::H1)));
+        }
+    }
+    assert!(checked > 200, "the check looked at future bars: {checked}");
+}
+
+#[tokio::test]
+async fn replaying_the_recorded_proposals_reproduces_the_ledger_exactly() {
+    let bars = eurusd(300);
+    let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
+    let (store, original) = run(&input).await;
+    let d = input.deployment.deployment_id;
+    let proposals = snapshots(&store, d)
+        .await
+        .into_iter()
+        .map(|s| (s.tick_at, s.proposal))
+        .collect();
+    let replay = tick::replay::ReplayModel::new("builtin/replay:test", proposals);
+    assert_eq!(replay.len(), 300);
+
+    let again = db::connect("sqlite::memory:").await.expect("store");
+    register(
+        &again,
+        &input,
+        serde_json::json!({}),
+        original.points[0].tick_at,
+    )
+    .await
+    .expect("register");
+    let replayed = run_backtest(&input, &replay, &again, |_, _| {})
+        .await
+        .expect("replay");
+    assert!(original.trades.len() >= 5);
+    assert_eq!(
+        replayed.trades, original.trades,
+        "the same ledger, row for row"
+    );
+    assert_eq!(replayed.fills, original.fills);
+    assert_eq!(
+        again.all_trades(d).await.expect("trades"),
+        store.all_trades(d).await.expect("trades")
+    );
+    let (a, b) = (snapshots(&store, d).await, snapshots(&again, d).await);
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x.proposal, y.proposal, "tick {}", x.tick_at);
+        assert_eq!(x.verdict, y.verdict, "tick {}", x.tick_at);
+        assert_eq!(y.model, "builtin/replay:test");
+    }
+}
