@@ -3,6 +3,7 @@
 
 mod ab_cmd;
 mod ledger_cmd;
+mod notes_cmd;
 mod preview_cmd;
 mod report;
 mod run_cmd;
@@ -32,6 +33,11 @@ enum Command {
     /// Two backtests over the same bars and costs, A as given and B with another skill, model or
     /// the memory layer off; prints their summaries side by side and writes OUT/ab.json.
     Ab(Box<ab_cmd::AbArgs>),
+    /// Run a reflection on a deployment's closed trades now and store the note (it becomes the
+    /// active note; one the avoid-linter flags waits for review instead). Prints the note.
+    Reflect(notes_cmd::ReflectArgs),
+    /// List a deployment's reflection notes, newest first, with status, window and sample size.
+    Notes(notes_cmd::Target),
     /// Work with skill files: validate them, export their JSON Schema, render their prompt.
     #[command(subcommand)]
     Skill(skill_cmd::SkillCommand),
@@ -51,6 +57,8 @@ fn main() -> ExitCode {
         Command::Run(args) => run_cmd::run(*args),
         Command::Preview(args) => preview_cmd::run(*args),
         Command::Ab(args) => ab_cmd::run(*args),
+        Command::Reflect(args) => notes_cmd::reflect_now(args),
+        Command::Notes(target) => notes_cmd::list(target),
         Command::Skill(cmd) => skill_cmd::run(cmd),
         Command::Ledger(cmd) => ledger_cmd::run(cmd),
     };

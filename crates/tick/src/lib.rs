@@ -249,11 +249,10 @@ impl TickState {
 pub enum ReflectionReport {
     /// Not due (or off).
     NotDue,
-    /// A note was written; `stored` is false for a flagged note (kept out of the store's active
-    /// slot and out of every prompt until a person accepts it).
+    /// A note was written and stored. A `flagged` one is stored as pending review: out of the
+    /// store's active slot and out of every prompt until a person accepts it.
     Note {
         id: Uuid,
-        stored: bool,
         flagged: bool,
         chars: usize,
     },
@@ -693,59 +692,87 @@ where
         reflector,
     )
     .await;
+    if let ReflectionOutcome::Note(note) = &outcome {
+        state.last_note = Some(note.as_last_note(Some(closed_total)));
+        state.notes.push(note.clone());
+    } else {
+        state.last_reflection_failure = Some(now);
+    }
+    store_reflection(store, deployment, &outcome, now).await
+}
+
+/// Persists a reflection's outcome: a note is inserted (a note the linter flagged is stored
+/// with its flag as *pending review* — kept, never injected, the note in force unchanged — until
+/// a person accepts it with `NoteStore::accept_note`), and every run, failed or not, is recorded
+/// in `reflection_runs`. A failure never displaces the note in force.
+///
+/// Used by the tick's cadence check and by `sim-worker reflect`.
+pub async fn store_reflection<S>(
+    store: &S,
+    deployment: &Deployment,
+    outcome: &ReflectionOutcome,
+    now: DateTime<Utc>,
+) -> ReflectionReport
+where
+    S: NoteStore + Sync,
+{
+    let run_base = |outcome: RunOutcome, model: &str| ReflectionRun {
+        id: run_id(deployment.deployment_id, now),
+        skill_id: deployment.skill_id,
+        skill_version: deployment.skill_version,
+        deployment_id: Some(deployment.deployment_id),
+        started_at: now,
+        finished_at: now,
+        outcome,
+        model: model.to_owned(),
+        input_tokens: None,
+        output_tokens: None,
+        cost_usd: None,
+    };
     match outcome {
         ReflectionOutcome::Note(note) => {
             let id = note_id(deployment.deployment_id, now);
             let flagged = note.lint.flagged;
             let chars = note.lessons_text.chars().count();
-            let mut run = run_base(RunOutcome::Succeeded { note_id: None }, &note.model_used);
+            let mut run = run_base(
+                RunOutcome::Succeeded { note_id: Some(id) },
+                &note.model_used,
+            );
             run.input_tokens = i64::try_from(note.input_tokens).ok();
             run.output_tokens = i64::try_from(note.output_tokens).ok();
             run.cost_usd = note.cost_usd;
-            state.last_note = Some(note.as_last_note(Some(closed_total)));
-            state.notes.push(note.clone());
-            let mut stored = false;
-            if !flagged {
-                let new = NewNote {
-                    id,
-                    skill_id: deployment.skill_id,
-                    skill_version: deployment.skill_version,
-                    deployment_id: Some(deployment.deployment_id),
-                    generated_at: note.generated_at,
-                    window_start: note.window_start,
-                    window_end: note.window_end,
-                    trades_considered: i32::try_from(note.trades_considered).unwrap_or(i32::MAX),
-                    lessons_text: note.lessons_text.clone(),
-                    model_used: note.model_used.clone(),
-                    input_tokens: run.input_tokens,
-                    output_tokens: run.output_tokens,
-                    cost_usd: note.cost_usd,
-                    lint: None,
+            let lint = flagged.then(|| types::NoteLint {
+                reason: bounded_lint_reason(&note.lint.reasons),
+            });
+            let new = NewNote {
+                id,
+                skill_id: deployment.skill_id,
+                skill_version: deployment.skill_version,
+                deployment_id: Some(deployment.deployment_id),
+                generated_at: note.generated_at,
+                window_start: note.window_start,
+                window_end: note.window_end,
+                trades_considered: i32::try_from(note.trades_considered).unwrap_or(i32::MAX),
+                lessons_text: note.lessons_text.clone(),
+                model_used: note.model_used.clone(),
+                input_tokens: run.input_tokens,
+                output_tokens: run.output_tokens,
+                cost_usd: note.cost_usd,
+                lint,
+            };
+            if let Err(e) = store.insert_note(&new).await {
+                return ReflectionReport::StoreError {
+                    message: e.to_string(),
                 };
-                if let Err(e) = store.insert_note(&new).await {
-                    return ReflectionReport::StoreError {
-                        message: e.to_string(),
-                    };
-                }
-                stored = true;
-                run.outcome = RunOutcome::Succeeded { note_id: Some(id) };
-            } else {
-                run.outcome = RunOutcome::Succeeded { note_id: None };
             }
             if let Err(e) = store.record_reflection_run(&run).await {
                 return ReflectionReport::StoreError {
                     message: e.to_string(),
                 };
             }
-            ReflectionReport::Note {
-                id,
-                stored,
-                flagged,
-                chars,
-            }
+            ReflectionReport::Note { id, flagged, chars }
         }
         ReflectionOutcome::Failed(failed) => {
-            state.last_reflection_failure = Some(now);
             let reason = failed.reason.to_string();
             let mut run = run_base(
                 RunOutcome::Failed {
@@ -764,4 +791,18 @@ where
             }
         }
     }
+}
+
+/// The linter's reasons as one stored line, within the store's bound.
+fn bounded_lint_reason(reasons: &[String]) -> String {
+    let joined = reasons.join("; ");
+    if joined.chars().count() <= types::MAX_LINT_REASON_CHARS {
+        return joined;
+    }
+    let mut cut: String = joined
+        .chars()
+        .take(types::MAX_LINT_REASON_CHARS - 1)
+        .collect();
+    cut.push('…');
+    cut
 }

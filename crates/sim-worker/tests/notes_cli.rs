@@ -1,0 +1,135 @@
+//! `sim-worker notes` and `sim-worker reflect` over the store a backtest wrote.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+
+fn repo(p: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(p)
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn sim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::cargo_bin("sim-worker")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// A month of EURUSD with reflection every 5 closed trades; returns (store url, deployment id).
+fn backtest(dir: &Path) -> (String, String) {
+    let out = dir.join("run");
+    let bars = format!("EURUSD={}", repo("examples/data/EURUSD.csv"));
+    let (code, stdout, stderr) = sim(&[
+        "run",
+        "--skill",
+        &repo("examples/skills/eurusd-sma-cross.yaml"),
+        "--bars",
+        &bars,
+        "--out",
+        out.to_str().unwrap(),
+        "--to",
+        "2017-05-20",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("store:"))
+        .expect("the store line");
+    let url = line.split_whitespace().nth(1).unwrap().to_owned();
+    let id = line
+        .rsplit("deployment ")
+        .next()
+        .unwrap()
+        .trim_end_matches(')')
+        .to_owned();
+    (url, id)
+}
+
+#[test]
+fn notes_lists_the_history_and_reflect_adds_a_note_on_demand() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, id) = backtest(dir.path());
+
+    let (code, before, stderr) = sim(&["notes", "--db", &url, "--deployment", &id]);
+    assert_eq!(code, 0, "{stderr}");
+    let count = |text: &str, status: &str| {
+        text.lines()
+            .filter(|l| l.contains(&format!(" {status} generated ")))
+            .count()
+    };
+    let notes_before = count(&before, "active") + count(&before, "superseded");
+    assert!(notes_before >= 1, "the run wrote notes: {before}");
+    assert_eq!(
+        count(&before, "active"),
+        1,
+        "exactly one active note: {before}"
+    );
+    assert!(
+        before.contains("n="),
+        "stats lessons state their sample sizes: {before}"
+    );
+
+    // A reflection after the run: the stats reflector over the trades closed since the last note.
+    let (code, stdout, stderr) = sim(&[
+        "reflect",
+        "--db",
+        &url,
+        "--deployment",
+        &id,
+        "--model",
+        "builtin/stats-reflection",
+        "--at",
+        "2017-06-30T00:00:00Z",
+    ]);
+    let (_, after, _) = sim(&["notes", "--db", &url, "--deployment", &id]);
+    // Two trades closed after the last note of the run (its window ended 2017-05-05 19:00).
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.starts_with("note ") && stdout.contains("(active)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("2 closed trades"), "{stdout}");
+    assert!(stdout.contains("- Overall: n=2"), "{stdout}");
+    assert_eq!(
+        count(&after, "active") + count(&after, "superseded"),
+        notes_before + 1
+    );
+    assert_eq!(count(&after, "active"), 1);
+
+    // A reflection cannot be placed before the latest note.
+    let (code, _, stderr) = sim(&[
+        "reflect",
+        "--db",
+        &url,
+        "--deployment",
+        &id,
+        "--at",
+        "2017-04-20T00:00:00Z",
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("is not after the latest note"), "{stderr}");
+
+    let (code, _, stderr) = sim(&[
+        "notes",
+        "--db",
+        &url,
+        "--deployment",
+        "6f9619ff-8b86-d011-b42d-00c04fc964ff",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("6f9619ff-8b86-d011-b42d-00c04fc964ff"),
+        "{stderr}"
+    );
+}
