@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use sqlx::SqlitePool;
 use sqlx::migrate::Migrator;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 /// The SQLite schema, embedded at compile time from `migrations/sqlite`.
 pub static SQLITE_MIGRATOR: Migrator = sqlx::migrate!("../../migrations/sqlite");
@@ -19,8 +19,11 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Opens (creating when missing) the database at `url` — `sqlite://path?mode=rwc`,
     /// `sqlite:path` or `sqlite::memory:` — and applies the migrations. Foreign keys are enforced
-    /// and the journal is WAL. An in-memory database lives in one connection that is never
-    /// recycled.
+    /// and the journal is WAL with `synchronous = NORMAL`: a commit survives a crash of the process
+    /// (WAL is fsynced at checkpoints, not at every commit), and after a power loss the database
+    /// is intact but may lack its last transactions — the embedded store's trade-off for
+    /// backtest speed; production deployments run on PostgreSQL. An in-memory database lives in
+    /// one connection that is never recycled.
     ///
     /// # Errors
     /// [`DbError::Invalid`](crate::DbError::Invalid) for a malformed URL,
@@ -39,7 +42,9 @@ impl SqliteStore {
         let options = if in_memory {
             options
         } else {
-            options.journal_mode(SqliteJournalMode::Wal)
+            options
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
         };
         let pool_options = if in_memory {
             SqlitePoolOptions::new()
