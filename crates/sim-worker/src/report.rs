@@ -135,7 +135,7 @@ color:#1d2430;padding:0 16px}h1{font-size:22px}h2{font-size:17px;margin-top:32px
 td.l,th.l{text-align:left;white-space:normal}.kv td{text-align:left}.pos{color:#0a7a3d}.neg{color:\
 #b3261e}pre{background:#f6f8fa;border:1px solid #e1e4e8;padding:12px;overflow:auto;font-size:12px;\
 white-space:pre-wrap}.muted{color:#667}svg{background:#fff;border:1px solid #e4e7ee}\
-.scroll{max-height:520px;overflow:auto}";
+.scroll{max-height:520px;overflow:auto}td.reason{min-width:360px;font-size:11.5px}";
 
 /// The whole page.
 pub(crate) fn render(r: &ReportInput<'_>) -> String {
@@ -286,7 +286,7 @@ pub(crate) fn render(r: &ReportInput<'_>) -> String {
             "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>\
              <td>{}</td><td>{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td>\
              <td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td><td>{}</td>\
-             <td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+             <td class=\"l\">{}</td><td class=\"l reason\">{}</td></tr>",
             i + 1,
             esc(&t.symbol),
             t.side,

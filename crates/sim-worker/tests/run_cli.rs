@@ -335,3 +335,44 @@ fn ab_runs_both_variants_and_compares_them() {
     assert!(o.stdout.is_empty());
     assert!(o.stderr.contains("B is the same as A"), "{}", o.stderr);
 }
+
+#[test]
+fn a_news_file_reaches_the_news_section_only_within_its_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let news = dir.path().join("news.json");
+    std::fs::write(
+        &news,
+        r#"[{"time": "2017-04-25T08:30:00Z", "headline": "ECB holds rates, signals patience",
+             "source": "wire", "sentiment": "0.2", "importance": "0.8", "symbols": ["EURUSD"]}]"#,
+    )
+    .unwrap();
+    let bars = eurusd();
+    let preview = |at: &str| {
+        run(&[
+            "preview",
+            "--skill",
+            &skill(),
+            "--bars",
+            &bars,
+            "--news",
+            news.to_str().unwrap(),
+            "--at",
+            at,
+        ])
+    };
+    let o = preview("2017-04-25 10:00");
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.contains("ECB holds rates, signals patience"),
+        "{}",
+        o.stdout
+    );
+    // Published after the tick: not visible yet.
+    let o = preview("2017-04-25 08:00");
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!o.stdout.contains("ECB holds rates"));
+    assert!(
+        o.stdout
+            .contains("No headlines about EURUSD in the last 6h.")
+    );
+}

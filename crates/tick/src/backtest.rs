@@ -510,3 +510,123 @@ pub async fn register<S: db::RegistryStore>(
         })
         .await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use types::{Side, Uuid};
+
+    fn at(h: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 6, 4, h, 0, 0)
+            .single()
+            .unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
+    }
+
+    fn trade(symbol: &str, gross: i64, fee_cents: i64, closed: bool) -> TradeRecord {
+        TradeRecord {
+            id: Uuid::new_v5(&Uuid::NAMESPACE_OID, symbol.as_bytes()),
+            deployment_id: Uuid::nil(),
+            skill_id: Uuid::nil(),
+            skill_version: 1,
+            symbol: symbol.to_owned(),
+            side: Side::Long,
+            status: if closed {
+                TradeStatus::Closed
+            } else {
+                TradeStatus::Open
+            },
+            entry_tick_at: at(1),
+            entry_price: Decimal::ONE,
+            entry_size_usd: Decimal::ONE,
+            entry_leverage: None,
+            entry_reason: None,
+            entry_snapshot_id: None,
+            entry_regime_tag: None,
+            opened_qty: Decimal::ONE,
+            open_qty: if closed { Decimal::ZERO } else { Decimal::ONE },
+            exit_tick_at: closed.then(|| at(2)),
+            exit_price: closed.then_some(Decimal::ONE),
+            exit_size_usd: Decimal::ZERO,
+            exit_reason: None,
+            exit_snapshot_id: None,
+            close_kind: None,
+            holding_minutes: None,
+            realized_pnl_usd: Decimal::from(gross),
+            fees_usd: Decimal::new(fee_cents, 2),
+            mfe_usd: Decimal::ZERO,
+            mae_usd: Decimal::ZERO,
+            broker_reconciled: false,
+        }
+    }
+
+    fn point(h: u32, equity: i64, exposure: i64, verdict: &'static str) -> TickPoint {
+        TickPoint {
+            tick_at: at(h),
+            equity_usd: Decimal::from(equity),
+            exposure_usd: Decimal::from(exposure),
+            verdict,
+            usage: Usage {
+                input: 100,
+                output: 10,
+                cache_read: 50,
+                cache_write: 0,
+            },
+            cost_usd: Decimal::new(1, 3),
+        }
+    }
+
+    #[test]
+    fn summary_arithmetic() {
+        let r = BacktestResult {
+            interval: Interval::H1,
+            initial_equity_usd: Decimal::from(1_000),
+            points: vec![
+                point(1, 1_100, 500, "executed"),
+                point(2, 990, 0, "executed"),
+                point(3, 1_045, 0, "no_op"),
+                point(4, 1_089, 1_089, "rejected"),
+            ],
+            trades: vec![
+                trade("BTC", 120, 150, true), // net 120 − 1.50 = 118.50: a win
+                trade("BTC", -30, 50, true),  // net −30 − 0.50 = −30.50: a loss
+                trade("ETH", 5, 0, true),     // net 5: a win
+                trade("ETH", 0, 25, false),   // open: fees count, not a trade
+            ],
+            fills: Vec::new(),
+            notes: Vec::new(),
+            reflection_failures: 0,
+            unrealized_pnl_usd: Decimal::ZERO,
+        };
+        let s = Summary::of(&r);
+        assert_eq!(s.trades, 3);
+        assert_eq!((s.wins, s.losses, s.open_trades), (2, 1, 1));
+        // 2 / 3 = 66.666… → 66.67
+        assert_eq!(s.win_rate_pct, Some(Decimal::new(6667, 2)));
+        // gross 120 − 30 + 5 + 0 = 95; fees 1.50 + 0.50 + 0 + 0.25 = 2.25; net 92.75
+        assert_eq!(s.pnl.gross_usd, Decimal::from(95));
+        assert_eq!(s.pnl.fees_usd, Decimal::new(225, 2));
+        assert_eq!(s.pnl.net_usd, Decimal::new(9275, 2));
+        // BTC: gross 90, fees 2.00, net 88; ETH: gross 5, fees 0.25, net 4.75
+        assert_eq!(s.pnl_by_symbol["BTC"].net_usd, Decimal::from(88));
+        assert_eq!(s.pnl_by_symbol["ETH"].net_usd, Decimal::new(475, 2));
+        // peak 1,100 → trough 990: 110, 110 / 1,100 = 10.00 %
+        assert_eq!(s.max_drawdown_usd, Decimal::from(110));
+        assert_eq!(s.max_drawdown_pct, Decimal::new(1000, 2));
+        // 1,089 − 1,000 = 89 → 8.90 %
+        assert_eq!(s.total_return_usd, Decimal::from(89));
+        assert_eq!(s.total_return_pct, Decimal::new(890, 2));
+        // exposed on 2 of 4 ticks; exposure/equity: 500/1,100 = 45.45 %, 0, 0, 100 % → 36.36
+        assert_eq!(s.exposure_time_pct, Decimal::from(50));
+        assert_eq!(s.avg_exposure_pct, Decimal::new(3636, 2));
+        // returns +10 %, −10 %, +5.5556 %, +4.2105 %: mean 2.4415 %, sample sd 8.6554 %
+        // (Σ squared deviations 0.022475 / 3); 0.28208 × √8760 (93.5949) = 26.40
+        let sharpe = s.sharpe.unwrap_or_default();
+        assert!((sharpe - 26.40).abs() < 0.01, "{sharpe}");
+        assert_eq!(s.sharpe_periods_per_year, 8_760);
+        assert_eq!(s.verdicts["executed"], 2);
+        assert_eq!(s.tokens.input, 400);
+        assert_eq!(s.tokens.cache_read, 200);
+        assert_eq!(s.cost_usd, Decimal::new(4, 3));
+    }
+}

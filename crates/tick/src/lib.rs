@@ -45,7 +45,7 @@ use std::sync::Arc;
 use agent_runtime::{LanguageModel, TickOutput, Usage, rates_for};
 use chrono::{DateTime, Utc};
 use db::{
-    DecisionSnapshot, FillTradeLink, NewNote, NoteStore, ReflectionRun, RunOutcome,
+    DecisionSnapshot, FillTradeLink, LedgerStore, NewNote, NoteStore, ReflectionRun, RunOutcome,
     TickOutcome as StoreOutcome, TickRecord, TickStore, TokenUsage,
 };
 use execution_engine::{BrokerError, Order, OrderTag, PaperBroker, RiskState, validate};
@@ -241,6 +241,119 @@ impl TickState {
             }
         }
     }
+}
+
+/// Why a [`TickState`] could not be restored from a store.
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreError {
+    #[error("reading the store: {0}")]
+    Store(#[from] db::DbError),
+    #[error("the stored ledger: {0}")]
+    Ledger(#[from] memory_ledger::LedgerError),
+}
+
+/// Rebuilds the state a deployment carries between ticks from what its store recorded, for a
+/// runner that restarts (or a tick run on another process): the ledger (open rows and applied
+/// fill ids, [`LedgerState::rebuild`]), every ledger row, the last decision (the latest snapshot
+/// before `at`), the notes (oldest first) and the latest failed reflection.
+///
+/// The engine's [`RiskState`] is not in the store: it starts from `equity` at `at` (the peak is
+/// the current equity, the order-rate window is refilled from the executed snapshots of the last
+/// hour). A runner that must keep its drawdown peak across restarts persists `state.risk`
+/// (serializable) itself.
+///
+/// # Errors
+/// [`RestoreError`] when the store cannot be read or its open rows are inconsistent.
+pub async fn restore_state<S>(
+    store: &S,
+    deployment: &Deployment,
+    equity: Decimal,
+    at: DateTime<Utc>,
+) -> Result<TickState, RestoreError>
+where
+    S: TickStore + LedgerStore + NoteStore + Sync,
+{
+    let d = deployment.deployment_id;
+    let scope = memory_ledger::LedgerScope {
+        deployment_id: d,
+        skill_id: deployment.skill_id,
+        skill_version: deployment.skill_version,
+    };
+    let ledger = LedgerState::rebuild(
+        scope,
+        store.open_trades(d).await?,
+        store.applied_fill_ids(d).await?,
+    )?;
+    let mut state = TickState::new(deployment, equity, at);
+    state.ledger = ledger;
+    state.trades = store.all_trades(d).await?;
+    // The newest snapshots; the last decision is the latest at or before `at`.
+    let recent = store.list_snapshots(d, 64).await?;
+    if let Some(snap) = recent
+        .iter()
+        .filter(|s| s.tick_at <= at)
+        .max_by_key(|s| s.tick_at)
+    {
+        state.last_decision = Some(to_last_decision_snapshot(
+            snap.proposal.as_ref(),
+            &snap.verdict,
+            snap.tick_at,
+        ));
+        state.last_tick_at = Some(snap.tick_at);
+    }
+    let mut executed: Vec<DateTime<Utc>> = recent
+        .iter()
+        .filter(|s| matches!(s.verdict, Verdict::Executed { .. }))
+        .map(|s| s.tick_at)
+        .filter(|t| *t <= at && *t > at - chrono::Duration::hours(1))
+        .collect();
+    executed.sort_unstable();
+    for t in executed {
+        state.risk.record_order(t);
+    }
+    let mut notes = store
+        .note_history(db::NoteScope::Deployment(d), 10_000)
+        .await?;
+    notes.sort_by_key(|n| n.generated_at);
+    state.notes = notes
+        .iter()
+        .filter(|n| n.generated_at <= at)
+        .map(|n| NoteDraft {
+            skill_id: n.skill_id,
+            skill_version: u32::try_from(n.skill_version).unwrap_or(0),
+            deployment_id: n.deployment_id,
+            generated_at: n.generated_at,
+            window_start: n.window_start,
+            window_end: n.window_end,
+            trades_considered: u32::try_from(n.trades_considered).unwrap_or(0),
+            lessons_text: n.lessons_text.clone(),
+            model_used: n.model_used.clone(),
+            input_tokens: n
+                .input_tokens
+                .and_then(|v| u64::try_from(v).ok())
+                .unwrap_or(0),
+            output_tokens: n
+                .output_tokens
+                .and_then(|v| u64::try_from(v).ok())
+                .unwrap_or(0),
+            cost_usd: n.cost_usd,
+            cut: false,
+            lint: reflection::LintResult {
+                flagged: n.lint.is_some(),
+                reasons: n.lint.iter().map(|l| l.reason.clone()).collect(),
+            },
+        })
+        .collect();
+    // The stored note does not keep the ledger's closed-trade total at its time; the cadence
+    // then counts by exit time alone.
+    state.last_note = state.notes.last().map(|n| n.as_last_note(None));
+    state.last_reflection_failure = store
+        .reflection_runs(db::NoteScope::Deployment(d), 1)
+        .await?
+        .into_iter()
+        .find(|r| matches!(r.outcome, RunOutcome::Failed { .. }) && r.started_at <= at)
+        .map(|r| r.started_at);
+    Ok(state)
 }
 
 /// What a reflection check did this tick.

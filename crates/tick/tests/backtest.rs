@@ -334,3 +334,55 @@ async fn replaying_the_recorded_proposals_reproduces_the_ledger_exactly() {
         assert_eq!(y.model, "builtin/replay:test");
     }
 }
+
+#[tokio::test]
+async fn the_state_restored_from_the_store_is_the_state_the_run_ended_with() {
+    let bars = eurusd(300);
+    let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
+    let store = db::connect("sqlite::memory:").await.expect("store");
+    register(&store, &input, serde_json::json!({}), bars[0].time)
+        .await
+        .expect("register");
+    let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
+        .expect("builtin model");
+    let mut last_state = None;
+    let result = run_backtest(&input, model.as_ref(), &store, |_, state| {
+        last_state = Some(state.clone());
+    })
+    .await
+    .expect("backtest");
+    let end = last_state.expect("ticks ran");
+    let at = result.points.last().expect("points").tick_at;
+    let equity = result.points.last().expect("points").equity_usd;
+    let restored = tick::restore_state(&store, &input.deployment, equity, at)
+        .await
+        .expect("restore");
+
+    let key = |t: &types::TradeRecord| (t.entry_tick_at, t.id);
+    let (mut a, mut b) = (end.trades.clone(), restored.trades.clone());
+    a.sort_by_key(key);
+    b.sort_by_key(key);
+    assert!(a.len() >= 5);
+    assert_eq!(a, b, "every ledger row");
+    assert_eq!(
+        end.ledger.open_rows().cloned().collect::<Vec<_>>(),
+        restored.ledger.open_rows().cloned().collect::<Vec<_>>()
+    );
+    assert_eq!(
+        end.ledger.applied_fill_ids(),
+        restored.ledger.applied_fill_ids()
+    );
+    assert_eq!(end.last_decision, restored.last_decision);
+    assert_eq!(end.last_tick_at, restored.last_tick_at);
+    assert_eq!(end.notes.len(), restored.notes.len());
+    for (x, y) in end.notes.iter().zip(&restored.notes) {
+        assert_eq!(x.lessons_text, y.lessons_text);
+        assert_eq!(x.generated_at, y.generated_at);
+        assert_eq!(x.window_end, y.window_end);
+    }
+    assert_eq!(
+        end.last_note.map(|n| n.window_end),
+        restored.last_note.map(|n| n.window_end)
+    );
+    assert_eq!(end.risk.order_times, restored.risk.order_times);
+}
