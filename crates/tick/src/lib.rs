@@ -22,9 +22,11 @@
 //!    broker, this tick's fills with their proposal and regime tags and the positions after;
 //! 6. persists the decision snapshot, fills, ledger rows and fill links in ONE
 //!    `record_tick` transaction;
-//! 7. checks the reflection cadence and, when due, runs [`reflection::reflect`]: an injectable
-//!    note is stored with `insert_note` (it becomes the active note and supersedes the previous
-//!    one); a failed run is recorded with `record_reflection_run` and never fails the tick;
+//! 7. checks the reflection cadence and, when due, runs [`reflection::reflect`] and
+//!    [`store_reflection`]: a note is stored with `insert_note` (it becomes the active note and
+//!    supersedes the previous one; a note the linter flagged is stored as pending review and
+//!    never injected unless a person accepts it); every run is recorded with
+//!    `record_reflection_run`; a failure never fails the tick;
 //! 8. returns a [`TickOutcome`] (verdict, proposal, usage, cost, the new last decision, ...).
 //!
 //! **Deterministic:** no hash-map iteration reaches an output; ids are UUID v5 in the
@@ -339,7 +341,8 @@ where
             cost_usd: n.cost_usd,
             cut: false,
             lint: reflection::LintResult {
-                flagged: n.lint.is_some(),
+                // A flagged note a person accepted is in force; one pending review is not.
+                flagged: n.status == types::NoteStatus::PendingReview,
                 reasons: n.lint.iter().map(|l| l.reason.clone()).collect(),
             },
         })
