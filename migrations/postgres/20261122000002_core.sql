@@ -156,7 +156,7 @@ create table public.reflection_notes (
     skill_version     int  not null,
     deployment_id     uuid references public.deployments (id) on delete cascade,
     status            text not null default 'active'
-                      constraint reflection_notes_status check (status in ('active', 'superseded')),
+                      constraint reflection_notes_status check (status in ('active', 'superseded', 'pending_review')),
     generated_at      timestamptz not null default now(),
     window_start      timestamptz not null,
     window_end        timestamptz not null,
@@ -172,10 +172,14 @@ create table public.reflection_notes (
     lint_reason       text constraint reflection_notes_lint_reason_len check (char_length(lint_reason) <= 500),
     superseded_at     timestamptz,
     superseded_by     uuid references public.reflection_notes (id) on delete set null,
+    -- a flagged note waits in 'pending_review' (never injected) until a person accepts it; it is
+    -- in force from accepted_at
+    accepted_at       timestamptz,
     created_at        timestamptz not null default now(),
     foreign key (skill_id, skill_version) references public.skill_versions (skill_id, version),
     constraint reflection_notes_window check (window_start <= window_end),
-    constraint reflection_notes_lint check (lint_flagged or lint_reason is null)
+    constraint reflection_notes_lint check (lint_flagged or lint_reason is null),
+    constraint reflection_notes_pending_is_flagged check (status <> 'pending_review' or lint_flagged)
 );
 -- Exactly one active note per deployment, and one active skill-scoped note per skill version.
 create unique index reflection_notes_active_per_deployment_idx

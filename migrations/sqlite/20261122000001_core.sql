@@ -145,7 +145,7 @@ CREATE TABLE reflection_notes (
     skill_version     INTEGER NOT NULL,
     deployment_id     TEXT REFERENCES deployments (id) ON DELETE CASCADE,
     status            TEXT NOT NULL DEFAULT 'active'
-                      CONSTRAINT reflection_notes_status CHECK (status IN ('active', 'superseded')),
+                      CONSTRAINT reflection_notes_status CHECK (status IN ('active', 'superseded', 'pending_review')),
     generated_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000Z'),
     window_start      TEXT NOT NULL,
     window_end        TEXT NOT NULL,
@@ -160,10 +160,12 @@ CREATE TABLE reflection_notes (
     lint_reason       TEXT CONSTRAINT reflection_notes_lint_reason_len CHECK (length(lint_reason) <= 500),
     superseded_at     TEXT,
     superseded_by     TEXT REFERENCES reflection_notes (id) ON DELETE SET NULL,
+    accepted_at       TEXT,
     created_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000Z'),
     FOREIGN KEY (skill_id, skill_version) REFERENCES skill_versions (skill_id, version),
     CONSTRAINT reflection_notes_window CHECK (window_start <= window_end),
-    CONSTRAINT reflection_notes_lint CHECK (lint_flagged = 1 OR lint_reason IS NULL)
+    CONSTRAINT reflection_notes_lint CHECK (lint_flagged = 1 OR lint_reason IS NULL),
+    CONSTRAINT reflection_notes_pending_is_flagged CHECK (status <> 'pending_review' OR lint_flagged = 1)
 ) STRICT;
 CREATE UNIQUE INDEX reflection_notes_active_per_deployment_idx
     ON reflection_notes (deployment_id) WHERE status = 'active' AND deployment_id IS NOT NULL;

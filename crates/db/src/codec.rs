@@ -419,6 +419,7 @@ pub(crate) fn note_from_row<R: RowExt>(r: &R) -> Result<ReflectionNote, DbError>
         lint,
         superseded_at: r.opt_ts("superseded_at")?,
         superseded_by: r.opt_uuid("superseded_by")?,
+        accepted_at: r.opt_ts("accepted_at")?,
     })
 }
 

@@ -698,18 +698,24 @@ macro_rules! impl_stores {
                 let scope = note.scope();
                 let (filter, next) = scope_filter(scope);
                 let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning note insert"))?;
+                // A flagged note waits for review and displaces nothing.
+                let pending = note.lint.is_some();
 
                 // Write first (takes the write lock on SQLite, the row lock on PostgreSQL).
                 let supersede = format!(
                     "UPDATE reflection_notes SET status = 'superseded', superseded_at = ${next} \
                      WHERE {filter} AND status = 'active' AND generated_at <= ${next} RETURNING id"
                 );
-                let old = Self::bind_scope(sqlx::query(&supersede), scope)
-                    .bind($enc::ts(note.generated_at))
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(ctx("superseding active note"))?;
-                if old.is_empty() {
+                let old = if pending {
+                    Vec::new()
+                } else {
+                    Self::bind_scope(sqlx::query(&supersede), scope)
+                        .bind($enc::ts(note.generated_at))
+                        .fetch_all(&mut *tx)
+                        .await
+                        .map_err(ctx("superseding active note"))?
+                };
+                if old.is_empty() && !pending {
                     let newer = format!(
                         "SELECT id FROM reflection_notes WHERE {filter} AND status = 'active' \
                          AND generated_at > ${next}"
@@ -734,7 +740,7 @@ macro_rules! impl_stores {
                     "INSERT INTO reflection_notes (id, skill_id, skill_version, deployment_id, status, \
                      generated_at, window_start, window_end, trades_considered, lessons_text, model_used, \
                      input_tokens, output_tokens, cost_usd, lint_flagged, lint_reason, created_at) \
-                     VALUES ($1, $2, $3, $4, 'active', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+                     VALUES ($1, $2, $3, $4, $17, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
                 )
                 .bind($enc::id(note.id))
                 .bind($enc::id(note.skill_id))
@@ -752,6 +758,7 @@ macro_rules! impl_stores {
                 .bind(note.lint.is_some())
                 .bind(note.lint.as_ref().map(|l| l.reason.as_str()))
                 .bind($enc::ts(Utc::now()))
+                .bind(if pending { "pending_review" } else { "active" })
                 .execute(&mut *tx)
                 .await
                 .map_err(ctx("inserting reflection note"))?;
@@ -771,7 +778,11 @@ macro_rules! impl_stores {
                     skill_id: note.skill_id,
                     skill_version: note.skill_version,
                     deployment_id: note.deployment_id,
-                    status: types::NoteStatus::Active,
+                    status: if pending {
+                        types::NoteStatus::PendingReview
+                    } else {
+                        types::NoteStatus::Active
+                    },
                     generated_at: note.generated_at,
                     window_start: note.window_start,
                     window_end: note.window_end,
@@ -784,6 +795,7 @@ macro_rules! impl_stores {
                     lint: note.lint.clone(),
                     superseded_at: None,
                     superseded_by: None,
+                    accepted_at: None,
                 })
             }
 
@@ -804,11 +816,57 @@ macro_rules! impl_stores {
                 })
             }
 
+            async fn accept_note(&self, id: Uuid, at: DateTime<Utc>) -> Result<ReflectionNote, DbError> {
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning note accept"))?;
+                let row = sqlx::query("SELECT * FROM reflection_notes WHERE id = $1")
+                    .bind($enc::id(id))
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(ctx("reading note"))?
+                    .ok_or_else(|| DbError::not_found("reflection note", id))?;
+                let note = codec::note_from_row(&row)?;
+                if note.status != types::NoteStatus::PendingReview {
+                    return Err(DbError::Invalid {
+                        what: "reflection note",
+                        detail: format!("{id} is {}, not pending review", note.status.as_str()),
+                    });
+                }
+                let scope = match note.deployment_id {
+                    Some(d) => NoteScope::Deployment(d),
+                    None => NoteScope::Skill { skill_id: note.skill_id, skill_version: note.skill_version },
+                };
+                let (filter, next) = scope_filter(scope);
+                let supersede = format!(
+                    "UPDATE reflection_notes SET status = 'superseded', superseded_at = ${next}, \
+                     superseded_by = ${} WHERE {filter} AND status = 'active'",
+                    next + 1
+                );
+                Self::bind_scope(sqlx::query(&supersede), scope)
+                    .bind($enc::ts(at))
+                    .bind($enc::id(id))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(ctx("superseding active note"))?;
+                sqlx::query("UPDATE reflection_notes SET status = 'active', accepted_at = $1 WHERE id = $2")
+                    .bind($enc::ts(at))
+                    .bind($enc::id(id))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(ctx("accepting note"))?;
+                tx.commit().await.map_err(ctx("committing note accept"))?;
+                Ok(ReflectionNote {
+                    status: types::NoteStatus::Active,
+                    accepted_at: Some(at),
+                    ..note
+                })
+            }
+
             async fn active_note(&self, scope: NoteScope, as_of: DateTime<Utc>) -> Result<Option<ReflectionNote>, DbError> {
                 let (filter, next) = scope_filter(scope);
                 let sql = format!(
-                    "SELECT * FROM reflection_notes WHERE {filter} AND generated_at <= ${next} \
-                     ORDER BY generated_at DESC, created_at DESC LIMIT 1"
+                    "SELECT * FROM reflection_notes WHERE {filter} AND status <> 'pending_review' \
+                     AND COALESCE(accepted_at, generated_at) <= ${next} \
+                     ORDER BY COALESCE(accepted_at, generated_at) DESC, created_at DESC LIMIT 1"
                 );
                 let row = Self::bind_scope(sqlx::query(&sql), scope)
                     .bind($enc::ts(as_of))

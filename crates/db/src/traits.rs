@@ -268,8 +268,21 @@ pub trait NoteStore {
         note: &NewNote,
     ) -> impl Future<Output = Result<ReflectionNote, DbError>> + Send;
 
-    /// Point in time: the note in force at `as_of` — the newest note of the scope generated at or
-    /// before `as_of` (the active note when `as_of` is now).
+    /// A person accepts a note the linter flagged: it becomes the active note of its scope from
+    /// `at` (superseding the one in force) and is injected from then on, never earlier.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] for an unknown id; [`DbError::Invalid`] when the note is not
+    /// pending review.
+    fn accept_note(
+        &self,
+        id: Uuid,
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<ReflectionNote, DbError>> + Send;
+
+    /// Point in time: the note in force at `as_of` — the newest note of the scope in force at or
+    /// before `as_of` (the active note when `as_of` is now). A note pending review is never in
+    /// force; an accepted one is in force from its `accepted_at`.
     ///
     /// # Errors
     /// [`DbError::Backend`] on driver failure.

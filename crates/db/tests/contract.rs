@@ -547,21 +547,37 @@ mod cases {
             .await
             .unwrap();
         assert_eq!(n1.status, NoteStatus::Active);
+        // A note the linter flagged waits for review: stored, displacing nothing.
         let mut new2 = sample_note(&fx, at(20), "- avoid chop regime longs");
         new2.lint = Some(lint("mentions a symbol outside the strategy"));
         let n2 = s.insert_note(&new2).await.unwrap();
+        assert_eq!(n2.status, NoteStatus::PendingReview);
+        assert_eq!(
+            s.active_note(scope, at(22)).await.unwrap().map(|n| n.id),
+            Some(n1.id),
+            "a pending note is never in force"
+        );
 
+        // A person accepts it at 25: from then on it is the active note, never before.
+        let accepted = s.accept_note(n2.id, at(25)).await.unwrap();
+        assert_eq!(accepted.status, NoteStatus::Active);
+        assert_eq!(accepted.accepted_at, Some(at(25)));
         let history = s.note_history(scope, 10).await.unwrap();
         assert_eq!(history.len(), 2);
-        assert_eq!(history[0], n2);
+        assert_eq!(history[0], accepted);
         assert_eq!(history[1].id, n1.id);
         assert_eq!(history[1].status, NoteStatus::Superseded);
         assert_eq!(history[1].superseded_by, Some(n2.id));
-        assert_eq!(history[1].superseded_at, Some(at(20)));
+        assert_eq!(history[1].superseded_at, Some(at(25)));
         assert_eq!(
             history[0].lint,
             Some(lint("mentions a symbol outside the strategy"))
         );
+        assert!(matches!(
+            s.accept_note(n2.id, at(26)).await,
+            Err(DbError::Invalid { .. })
+        ));
+        let n2 = accepted;
 
         assert_eq!(
             s.active_note(scope, at(5)).await.unwrap(),
@@ -569,11 +585,11 @@ mod cases {
             "no lesson before it existed"
         );
         assert_eq!(
-            s.active_note(scope, at(15)).await.unwrap().map(|n| n.id),
+            s.active_note(scope, at(20)).await.unwrap().map(|n| n.id),
             Some(n1.id)
         );
         assert_eq!(
-            s.active_note(scope, at(20)).await.unwrap(),
+            s.active_note(scope, at(25)).await.unwrap(),
             Some(n2.clone())
         );
         assert_eq!(s.note_history(scope, 1).await.unwrap(), vec![n2.clone()]);

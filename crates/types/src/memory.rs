@@ -27,6 +27,8 @@ pub const MAX_MEMORY_K: u32 = 30;
 pub enum NoteStatus {
     Active,
     Superseded,
+    /// Flagged by the linter: stored, never injected, until a person accepts it.
+    PendingReview,
 }
 
 impl NoteStatus {
@@ -35,15 +37,20 @@ impl NoteStatus {
         match self {
             NoteStatus::Active => "active",
             NoteStatus::Superseded => "superseded",
+            NoteStatus::PendingReview => "pending_review",
         }
     }
 
     /// Parses the snake_case spelling.
     #[must_use]
     pub fn parse(s: &str) -> Option<Self> {
-        [NoteStatus::Active, NoteStatus::Superseded]
-            .into_iter()
-            .find(|v| v.as_str() == s)
+        [
+            NoteStatus::Active,
+            NoteStatus::Superseded,
+            NoteStatus::PendingReview,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
     }
 }
 
@@ -74,6 +81,9 @@ pub struct ReflectionNote {
     pub lint: Option<NoteLint>,
     pub superseded_at: Option<DateTime<Utc>>,
     pub superseded_by: Option<Uuid>,
+    /// When a person accepted a flagged note; it is in force from then, not from
+    /// `generated_at`.
+    pub accepted_at: Option<DateTime<Utc>>,
 }
 
 /// A linter's flag on a note: the note is stored, and the reason says what looked wrong.
