@@ -252,7 +252,13 @@ impl Runner {
                     {
                         Ok(claimed) => {
                             if claimed.is_empty() && tasks.is_empty() && self.config.once {
-                                break;
+                                // A concurrent claimer's locks make a claim come back short;
+                                // only stop when nothing claimable is left.
+                                if state::claimable_count(&self.pool, now).await? == 0 {
+                                    break;
+                                }
+                                tokio::time::sleep(Duration::from_millis(20)).await;
+                                continue;
                             }
                             for d in claimed {
                                 let Ok(permit) = slots.clone().acquire_owned().await else {
@@ -431,8 +437,7 @@ impl Runner {
                     .collect(),
                 None => bars
                     .iter()
-                    .filter(|b| b.close_time(interval) <= tick_at)
-                    .next_back()
+                    .rfind(|b| b.close_time(interval) <= tick_at)
                     .into_iter()
                     .collect(),
             };

@@ -204,3 +204,21 @@ pub async fn extend_lease(
     .map_err(sql("extend lease"))?;
     Ok(done.rows_affected() == 1)
 }
+
+/// How many active deployments are due at `now` and not leased (or leased until at most
+/// `now`): what a claim could still get once the concurrent claimers' locks are gone.
+///
+/// # Errors
+/// [`StateError::Sql`] on driver failure.
+pub async fn claimable_count(pool: &PgPool, now: DateTime<Utc>) -> Result<i64, StateError> {
+    let row = sqlx::query(
+        "SELECT count(*) FROM deployments WHERE status = 'active' \
+         AND (next_tick_at IS NULL OR next_tick_at <= $1) \
+         AND (lease_expires_at IS NULL OR lease_expires_at <= $1)",
+    )
+    .bind(now)
+    .fetch_one(pool)
+    .await
+    .map_err(sql("count claimable"))?;
+    row.try_get::<i64, _>(0).map_err(sql("count column"))
+}

@@ -1,0 +1,370 @@
+//! The live runner on a real PostgreSQL with a mock Hyperliquid info server: two runners share
+//! the deployments and tick each due one exactly once; a runner killed mid-tick loses nothing;
+//! a paper deployment trades end to end and a restart resumes it.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_runtime::{LanguageModel, ModelError, ModelRequest, ModelResponse};
+use chrono::{DateTime, Utc};
+use common::{hyperliquid_mock, postgres, runner, t};
+use db::{LedgerStore, NoteScope, NoteStore, RegistryStore, TickStore};
+use live_runner::admin::{self, DeployRequest};
+use live_runner::runner::ModelResolver;
+use rust_decimal::Decimal;
+use uuid::Uuid;
+
+const OWNER: Uuid = Uuid::from_u128(0x0a11ce);
+
+fn skill() -> skill_schema::Skill {
+    admin::load_skill_file(&common::fixture("btc-sma-cross.yaml")).expect("test skill")
+}
+
+/// Deploys `n` paper deployments created half an hour before `first_tick` (so they are first
+/// due at `first_tick`, the next 1h close).
+async fn deploy_many(pg: &common::Pg, n: usize, first_tick: DateTime<Utc>) -> Vec<Uuid> {
+    let skill = skill();
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let req = DeployRequest {
+            owner: OWNER,
+            broker: db::BrokerKind::Paper,
+            equity_usd: Decimal::from(10_000),
+            id: Some(Uuid::from_u128(0xd000 + i as u128)),
+        };
+        let d = admin::deploy(
+            &pg.store,
+            &skill,
+            &req,
+            first_tick - chrono::Duration::minutes(30),
+        )
+        .await
+        .expect("deploy");
+        assert_eq!(d.next_tick_at, Some(first_tick));
+        ids.push(d.id);
+    }
+    ids
+}
+
+async fn duplicated_ticks(pg: &common::Pg) -> i64 {
+    pg.count(
+        "SELECT count(*) FROM (SELECT deployment_id, tick_at FROM decision_snapshots \
+         GROUP BY 1, 2 HAVING count(*) > 1) d",
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_runners_tick_100_due_deployments_exactly_once_then_resume_the_next_bar() {
+    let pg = postgres().await;
+    let hl = hyperliquid_mock().await;
+    let first = t("2026-11-02T12:00:00Z");
+    let ids = deploy_many(&pg, 100, first).await;
+
+    // Bar 1: two runners at once over 100 deployments, 8 ticks in flight each.
+    let a = runner(&pg, &hl, first + chrono::Duration::seconds(5), "a", 8, None).await;
+    let b = runner(&pg, &hl, first + chrono::Duration::seconds(5), "b", 8, None).await;
+    let (ra, rb) = tokio::join!(
+        a.clone().run(std::future::pending()),
+        b.clone().run(std::future::pending())
+    );
+    ra.expect("runner a");
+    rb.expect("runner b");
+    let recorded = a.metrics().ticks("recorded") + b.metrics().ticks("recorded");
+    assert_eq!(recorded, 100, "100 due ticks, each recorded by one runner");
+    assert_eq!(
+        a.metrics().ticks("already_recorded") + b.metrics().ticks("already_recorded"),
+        0
+    );
+    assert_eq!(a.metrics().ticks("failed") + b.metrics().ticks("failed"), 0);
+    assert!(
+        a.metrics().ticks("recorded") > 0 && b.metrics().ticks("recorded") > 0,
+        "both runners took a share: a={} b={}",
+        a.metrics().ticks("recorded"),
+        b.metrics().ticks("recorded")
+    );
+    assert_eq!(
+        pg.count("SELECT count(*) FROM decision_snapshots").await,
+        100
+    );
+    assert_eq!(duplicated_ticks(&pg).await, 0);
+    for id in &ids {
+        let d = pg.store.get_deployment(*id).await.expect("deployment");
+        assert_eq!(
+            d.next_tick_at,
+            Some(first + chrono::Duration::hours(1)),
+            "next bar close"
+        );
+        assert_eq!(d.lease_owner, None, "released");
+        let snaps = pg.store.list_snapshots(*id, 10).await.expect("snapshots");
+        assert_eq!(snaps.len(), 1);
+        assert_eq!(snaps[0].tick_at, first);
+        assert_eq!(snaps[0].id, tick::snapshot_id(*id, first));
+    }
+
+    // Running again within the same bar finds nothing due.
+    let again = runner(
+        &pg,
+        &hl,
+        first + chrono::Duration::minutes(10),
+        "a2",
+        8,
+        None,
+    )
+    .await;
+    again
+        .clone()
+        .run(std::future::pending())
+        .await
+        .expect("rerun");
+    assert_eq!(again.metrics().ticks("recorded"), 0);
+    assert_eq!(
+        pg.count("SELECT count(*) FROM decision_snapshots").await,
+        100
+    );
+
+    // Bar 2, by new runner processes (a restart): each deployment resumes from its state row.
+    let second = first + chrono::Duration::hours(1);
+    let a = runner(
+        &pg,
+        &hl,
+        second + chrono::Duration::seconds(3),
+        "a3",
+        8,
+        None,
+    )
+    .await;
+    let b = runner(
+        &pg,
+        &hl,
+        second + chrono::Duration::seconds(3),
+        "b3",
+        8,
+        None,
+    )
+    .await;
+    let (ra, rb) = tokio::join!(
+        a.clone().run(std::future::pending()),
+        b.clone().run(std::future::pending())
+    );
+    ra.expect("runner a");
+    rb.expect("runner b");
+    assert_eq!(
+        a.metrics().ticks("recorded") + b.metrics().ticks("recorded"),
+        100
+    );
+    assert_eq!(
+        pg.count("SELECT count(*) FROM decision_snapshots").await,
+        200
+    );
+    assert_eq!(duplicated_ticks(&pg).await, 0);
+    assert_eq!(
+        pg.count(&format!(
+            "SELECT count(*) FROM live_runner_state WHERE tick_at = '{}'",
+            second.to_rfc3339()
+        ))
+        .await,
+        100,
+        "every state row moved to the second bar"
+    );
+}
+
+/// A model that never answers: the runner holding it is stuck mid-tick.
+struct Stuck;
+
+#[async_trait::async_trait]
+impl LanguageModel for Stuck {
+    fn id(&self) -> &str {
+        "test/stuck"
+    }
+    async fn generate(&self, _: &ModelRequest) -> Result<ModelResponse, ModelError> {
+        std::future::pending().await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_runner_killed_mid_tick_loses_nothing_and_its_leases_are_taken_over_after_expiry() {
+    let pg = postgres().await;
+    let hl = hyperliquid_mock().await;
+    let first = t("2026-11-02T12:00:00Z");
+    let ids = deploy_many(&pg, 20, first).await;
+    let now = first + chrono::Duration::seconds(5);
+
+    let stuck: ModelResolver =
+        Arc::new(|_: &str, _: &skill_schema::Skill| Ok(Arc::new(Stuck) as Arc<dyn LanguageModel>));
+    let doomed = runner(&pg, &hl, now, "doomed", 20, Some(stuck)).await;
+    let owner = doomed.owner().to_owned();
+    let task = tokio::spawn(doomed.clone().run(std::future::pending()));
+    // Wait until it holds every lease and has started every tick (its model is called).
+    let mut started = 0;
+    for _ in 0..200 {
+        started = pg
+            .count(&format!(
+                "SELECT count(*) FROM live_runner_state WHERE attempt_owner = '{owner}'"
+            ))
+            .await;
+        if started == 20 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(started, 20, "the doomed runner started all 20 ticks");
+    assert_eq!(
+        pg.count(&format!(
+            "SELECT count(*) FROM deployments WHERE lease_owner = '{owner}'"
+        ))
+        .await,
+        20
+    );
+    task.abort(); // kill -9, as far as the database can tell: no release, no state written
+    let _ = task.await;
+    assert_eq!(pg.count("SELECT count(*) FROM decision_snapshots").await, 0);
+
+    // While the leases are live, another runner finds nothing to do.
+    let early = runner(
+        &pg,
+        &hl,
+        now + chrono::Duration::minutes(1),
+        "early",
+        8,
+        None,
+    )
+    .await;
+    early
+        .clone()
+        .run(std::future::pending())
+        .await
+        .expect("early runner");
+    assert_eq!(
+        early.metrics().ticks("recorded"),
+        0,
+        "leases not expired yet"
+    );
+
+    // After expiry (4-minute leases), it takes every one over and completes the tick once.
+    let late = runner(
+        &pg,
+        &hl,
+        now + chrono::Duration::minutes(5),
+        "late",
+        8,
+        None,
+    )
+    .await;
+    late.clone()
+        .run(std::future::pending())
+        .await
+        .expect("late runner");
+    assert_eq!(late.metrics().ticks("recorded"), 20);
+    assert_eq!(late.metrics().lease_takeovers(), 20);
+    assert_eq!(
+        pg.count("SELECT count(*) FROM decision_snapshots").await,
+        20
+    );
+    assert_eq!(duplicated_ticks(&pg).await, 0);
+    for id in &ids {
+        let snaps = pg.store.list_snapshots(*id, 10).await.expect("snapshots");
+        assert_eq!(snaps.len(), 1);
+        assert_eq!(
+            snaps[0].tick_at, first,
+            "the interrupted bar's tick, not a later one"
+        );
+        let d = pg.store.get_deployment(*id).await.expect("deployment");
+        assert_eq!(d.lease_owner, None);
+        assert_eq!(d.next_tick_at, Some(first + chrono::Duration::hours(1)));
+    }
+    let text = late.metrics().render();
+    assert!(
+        text.contains("live_runner_lease_takeovers_total 20\n"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paper_deployment_trades_end_to_end_across_restarts() {
+    let pg = postgres().await;
+    let hl = hyperliquid_mock().await;
+    let first = t("2026-11-02T12:00:00Z");
+    let ids = deploy_many(&pg, 1, first).await;
+    let id = ids[0];
+
+    // 36 hourly bars, a fresh runner process for every one of them (each tick resumes from
+    // PostgreSQL only).
+    let mut takeovers = 0;
+    for h in 0..36 {
+        let now = first + chrono::Duration::hours(h) + chrono::Duration::seconds(2);
+        let r = runner(&pg, &hl, now, &format!("r{h}"), 2, None).await;
+        r.clone().run(std::future::pending()).await.expect("run");
+        assert_eq!(r.metrics().ticks("recorded"), 1, "bar {h}: one tick");
+        takeovers += r.metrics().lease_takeovers();
+    }
+    assert_eq!(takeovers, 0);
+
+    let snaps = pg.store.list_snapshots(id, 100).await.expect("snapshots");
+    assert_eq!(snaps.len(), 36);
+    let executed = snaps
+        .iter()
+        .filter(|s| matches!(s.verdict, types::Verdict::Executed { .. }))
+        .count();
+    assert!(
+        executed >= 4,
+        "the 12-hour wave crosses the averages: {executed} executed"
+    );
+
+    let fills = pg.store.list_fills(id, None).await.expect("fills");
+    assert!(
+        fills.len() >= executed,
+        "{} fills for {executed} orders",
+        fills.len()
+    );
+    let trades = pg.store.all_trades(id).await.expect("ledger");
+    let closed: Vec<_> = trades
+        .iter()
+        .filter(|t| t.status == types::TradeStatus::Closed)
+        .collect();
+    assert!(closed.len() >= 2, "{} closed rows", closed.len());
+    assert!(
+        trades
+            .iter()
+            .filter(|t| t.status == types::TradeStatus::Open)
+            .count()
+            <= 1,
+        "one open row at most for BTC"
+    );
+    // Every fill is linked to a ledger row: nothing lost, nothing applied twice.
+    assert_eq!(
+        pg.count(&format!(
+            "SELECT count(*) FROM fills WHERE deployment_id = '{id}'"
+        ))
+        .await,
+        fills.len() as i64
+    );
+
+    let notes = pg
+        .store
+        .note_history(NoteScope::Deployment(id), 50)
+        .await
+        .expect("notes");
+    assert!(
+        !notes.is_empty(),
+        "a stats reflection every 2 closed trades"
+    );
+
+    // The operator listing agrees with the ledger.
+    let rows = admin::list(&pg.store).await.expect("list");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].last_tick, Some(first + chrono::Duration::hours(35)));
+    let realized: Decimal = trades.iter().map(|t| t.realized_pnl_usd).sum();
+    assert_eq!(rows[0].realized_pnl_usd, realized);
+    assert_eq!(
+        rows[0].open_positions,
+        trades
+            .iter()
+            .filter(|t| t.status == types::TradeStatus::Open)
+            .count()
+    );
+    let table = admin::render_table(&rows);
+    assert!(table.contains(&id.to_string()), "{table}");
+}
