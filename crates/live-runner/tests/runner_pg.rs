@@ -368,3 +368,174 @@ async fn a_paper_deployment_trades_end_to_end_across_restarts() {
     let table = admin::render_table(&rows);
     assert!(table.contains(&id.to_string()), "{table}");
 }
+
+/// The builtin model, answering after a pause (a slow provider).
+struct Slow(Arc<dyn LanguageModel>);
+
+#[async_trait::async_trait]
+impl LanguageModel for Slow {
+    fn id(&self) -> &str {
+        self.0.id()
+    }
+    async fn generate(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        self.0.generate(request).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn shutdown_finishes_the_ticks_in_flight_and_claims_no_more() {
+    let pg = postgres().await;
+    let hl = hyperliquid_mock().await;
+    let first = t("2026-11-02T12:00:00Z");
+    deploy_many(&pg, 10, first).await;
+    let slow: ModelResolver = Arc::new(|id: &str, skill: &skill_schema::Skill| {
+        let inner = agent_runtime::builtin_model(id, skill)
+            .ok_or_else(|| ModelError::UnknownModel(id.to_owned()))?;
+        Ok(Arc::new(Slow(inner)) as Arc<dyn LanguageModel>)
+    });
+    // Not `once`: it would keep polling; 4 in flight out of 10 due.
+    let r = {
+        let info = hyperliquid::InfoClient::new(&hyperliquid::ClientConfig::new(hl.uri()))
+            .expect("info client");
+        let mut config = live_runner::runner::RunnerConfig::new("graceful");
+        config.concurrency = 4;
+        Arc::new(
+            live_runner::runner::Runner::new(
+                pg.store.clone(),
+                info,
+                Arc::new(types::FixedClock(first + chrono::Duration::seconds(1))),
+                slow,
+                live_runner::metrics::Metrics::default(),
+                config,
+            )
+            .await
+            .expect("runner"),
+        )
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(r.clone().run(async move {
+        let _ = stopped.await;
+    }));
+    for _ in 0..200 {
+        if pg.count("SELECT count(*) FROM live_runner_state").await >= 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop.send(()).expect("signal the runner");
+    task.await.expect("join").expect("run");
+    // The 4 ticks in flight completed and were released; the other 6 were never claimed.
+    assert_eq!(r.metrics().ticks("recorded"), 4);
+    assert_eq!(pg.count("SELECT count(*) FROM decision_snapshots").await, 4);
+    assert_eq!(
+        pg.count("SELECT count(*) FROM deployments WHERE lease_owner IS NOT NULL")
+            .await,
+        0,
+        "no lease left behind"
+    );
+    assert_eq!(
+        pg.count(&format!(
+            "SELECT count(*) FROM deployments WHERE next_tick_at = '{}'",
+            first.to_rfc3339()
+        ))
+        .await,
+        6,
+        "the rest is still due for another runner"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_between_recording_a_tick_and_saving_the_state_retries_without_doubling() {
+    let pg = postgres().await;
+    let hl = hyperliquid_mock().await;
+    let first = t("2026-11-02T12:00:00Z");
+    let id = deploy_many(&pg, 1, first).await[0];
+    live_runner::state::ensure_schema(pg.pool())
+        .await
+        .expect("state table");
+    let mut saved_before = None;
+    let mut crashed_at = None;
+    for h in 0..24 {
+        let now = first + chrono::Duration::hours(h) + chrono::Duration::seconds(2);
+        let before: Option<serde_json::Value> =
+            sqlx::query_scalar("SELECT state FROM live_runner_state WHERE deployment_id = $1")
+                .bind(id)
+                .fetch_optional(pg.pool())
+                .await
+                .expect("state")
+                .flatten();
+        let r = runner(&pg, &hl, now, &format!("r{h}"), 1, None).await;
+        r.clone().run(std::future::pending()).await.expect("run");
+        let last = pg.store.list_snapshots(id, 1).await.expect("snapshots");
+        if crashed_at.is_none() && matches!(last[0].verdict, types::Verdict::Executed { .. }) {
+            saved_before = before;
+            crashed_at = Some(first + chrono::Duration::hours(h));
+            break;
+        }
+    }
+    let crashed_at = crashed_at.expect("an executed tick within 24 bars");
+    let fills_before = pg.store.list_fills(id, None).await.expect("fills").len();
+    let trades_before = pg.store.all_trades(id).await.expect("ledger");
+    // Simulate kill -9 after record_tick committed but before the state row was written: the
+    // state goes back to what it was before that tick and the deployment is due again.
+    let prev_tick = crashed_at - chrono::Duration::hours(1);
+    sqlx::query("UPDATE live_runner_state SET state = $2, tick_at = $3 WHERE deployment_id = $1")
+        .bind(id)
+        .bind(saved_before)
+        .bind(if crashed_at == first {
+            None
+        } else {
+            Some(prev_tick)
+        })
+        .execute(pg.pool())
+        .await
+        .expect("rewind state");
+    pg.store
+        .set_next_tick_at(id, Some(crashed_at))
+        .await
+        .expect("due again");
+
+    let r = runner(
+        &pg,
+        &hl,
+        crashed_at + chrono::Duration::seconds(30),
+        "retry",
+        1,
+        None,
+    )
+    .await;
+    r.clone().run(std::future::pending()).await.expect("retry");
+    assert_eq!(
+        r.metrics().ticks("already_recorded"),
+        1,
+        "the retry found the tick recorded"
+    );
+    assert_eq!(r.metrics().ticks("recorded"), 0);
+    assert_eq!(duplicated_ticks(&pg).await, 0);
+    assert_eq!(
+        pg.store.list_fills(id, None).await.expect("fills").len(),
+        fills_before,
+        "no fill stored twice"
+    );
+    assert_eq!(
+        pg.store.all_trades(id).await.expect("ledger"),
+        trades_before
+    );
+    // The state moved on to the recorded tick, and the next bar ticks normally.
+    assert_eq!(
+        pg.count(&format!(
+            "SELECT count(*) FROM live_runner_state WHERE tick_at = '{}'",
+            crashed_at.to_rfc3339()
+        ))
+        .await,
+        1
+    );
+    let next = crashed_at + chrono::Duration::hours(1) + chrono::Duration::seconds(2);
+    let r = runner(&pg, &hl, next, "next", 1, None).await;
+    r.clone()
+        .run(std::future::pending())
+        .await
+        .expect("next bar");
+    assert_eq!(r.metrics().ticks("recorded"), 1);
+}
