@@ -367,6 +367,43 @@ async fn a_paper_deployment_trades_end_to_end_across_restarts() {
     );
     let table = admin::render_table(&rows);
     assert!(table.contains(&id.to_string()), "{table}");
+
+    // Row-level security: the owner reads the firehose, the ledger and the notes; another user
+    // reads none of them, and no end user reads the runner's state.
+    let stranger = Uuid::from_u128(0xbad);
+    for table in ["decision_snapshots", "trade_history", "reflection_notes"] {
+        let sql = format!("SELECT count(*) FROM {table} WHERE deployment_id = '{id}'");
+        assert!(
+            as_user(&pg, OWNER, &sql).await.expect("owner reads") > 0,
+            "{table}"
+        );
+        assert_eq!(
+            as_user(&pg, stranger, &sql).await.expect("stranger reads"),
+            0,
+            "{table}"
+        );
+    }
+    let state = as_user(&pg, OWNER, "SELECT count(*) FROM live_runner_state").await;
+    assert!(
+        !matches!(state, Ok(n) if n > 0),
+        "the runner state is not an end user's to read: {state:?}"
+    );
+}
+
+/// `SELECT count(*)` as an authenticated end user (JWT `sub` = `user`), through RLS.
+async fn as_user(pg: &common::Pg, user: Uuid, sql: &str) -> Result<i64, sqlx::Error> {
+    let mut tx = pg.pool().begin().await?;
+    let claims = serde_json::json!({"sub": user, "role": "authenticated"}).to_string();
+    sqlx::query("SELECT set_config('request.jwt.claims', $1, true)")
+        .bind(claims)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("SET LOCAL ROLE authenticated")
+        .execute(&mut *tx)
+        .await?;
+    let n: i64 = sqlx::query_scalar(sql).fetch_one(&mut *tx).await?;
+    tx.rollback().await?;
+    Ok(n)
 }
 
 /// The builtin model, answering after a pause (a slow provider).
