@@ -576,3 +576,101 @@ async fn a_crash_between_recording_a_tick_and_saving_the_state_retries_without_d
         .expect("next bar");
     assert_eq!(r.metrics().ticks("recorded"), 1);
 }
+
+/// A clock the test moves forward.
+struct MovingClock(std::sync::Mutex<DateTime<Utc>>);
+
+impl types::Clock for MovingClock {
+    fn now(&self) -> DateTime<Utc> {
+        *self.0.lock().expect("clock")
+    }
+}
+
+impl MovingClock {
+    fn advance(&self, by: chrono::Duration) {
+        let mut t = self.0.lock().expect("clock");
+        *t += by;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_heartbeat_keeps_a_slow_tick_leased_past_its_initial_lease() {
+    let pg = postgres().await;
+    let hl = hyperliquid_mock().await;
+    let first = t("2026-11-02T12:00:00Z");
+    let id = deploy_many(&pg, 1, first).await[0];
+    let clock = Arc::new(MovingClock(std::sync::Mutex::new(
+        first + chrono::Duration::seconds(1),
+    )));
+    let make = |name: &str, resolver: Option<ModelResolver>| {
+        let info = hyperliquid::InfoClient::new(&hyperliquid::ClientConfig::new(hl.uri()))
+            .expect("info client");
+        let mut config = live_runner::runner::RunnerConfig::new(name);
+        config.once = true;
+        // A 3 s lease, extended every second while the tick runs.
+        config.lease_for = chrono::Duration::seconds(3);
+        let store = pg.store.clone();
+        let clock = clock.clone();
+        async move {
+            Arc::new(
+                live_runner::runner::Runner::new(
+                    store,
+                    info,
+                    clock,
+                    resolver.unwrap_or_else(live_runner::runner::default_resolver),
+                    live_runner::metrics::Metrics::default(),
+                    config,
+                )
+                .await
+                .expect("runner"),
+            )
+        }
+    };
+    // The slow runner's model answers after 2.5 s of real time, while the clock moves 2 s per
+    // real second: 5 s of clock, well past the 3 s lease it was claimed with.
+    let slow: ModelResolver = Arc::new(|id: &str, skill: &skill_schema::Skill| {
+        let inner = agent_runtime::builtin_model(id, skill)
+            .ok_or_else(|| ModelError::UnknownModel(id.to_owned()))?;
+        Ok(Arc::new(VerySlow(inner)) as Arc<dyn LanguageModel>)
+    });
+    let slow_runner = make("slow", Some(slow)).await;
+    let other = make("other", None).await;
+    let task = tokio::spawn(slow_runner.clone().run(std::future::pending()));
+    let mut other_recorded = 0;
+    for _ in 0..12 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        clock.advance(chrono::Duration::milliseconds(500));
+        other
+            .clone()
+            .run(std::future::pending())
+            .await
+            .expect("other runner");
+        other_recorded = other.metrics().ticks("recorded");
+    }
+    task.await.expect("join").expect("slow runner");
+    assert_eq!(other_recorded, 0, "the other runner never got the lease");
+    assert_eq!(slow_runner.metrics().ticks("recorded"), 1);
+    assert_eq!(slow_runner.metrics().ticks("already_recorded"), 0);
+    assert_eq!(
+        pg.store
+            .list_snapshots(id, 10)
+            .await
+            .expect("snapshots")
+            .len(),
+        1
+    );
+}
+
+/// The builtin model, answering after 2.5 s.
+struct VerySlow(Arc<dyn LanguageModel>);
+
+#[async_trait::async_trait]
+impl LanguageModel for VerySlow {
+    fn id(&self) -> &str {
+        self.0.id()
+    }
+    async fn generate(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        self.0.generate(request).await
+    }
+}
