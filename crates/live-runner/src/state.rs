@@ -80,6 +80,17 @@ pub const SCHEMA_SQL: &str = "CREATE TABLE IF NOT EXISTS live_runner_state (\
 /// # Errors
 /// [`StateError::Sql`] when the statements fail.
 pub async fn ensure_schema(pool: &PgPool) -> Result<(), StateError> {
+    // Already there (the usual case when a runner starts next to running ones): no DDL, so no
+    // lock on a table other runners are writing.
+    let ready: Option<bool> = sqlx::query_scalar(
+        "SELECT relrowsecurity FROM pg_class WHERE oid = to_regclass('live_runner_state')",
+    )
+    .fetch_optional(pool)
+    .await
+    .map_err(sql("look up the table"))?;
+    if ready == Some(true) {
+        return Ok(());
+    }
     let mut tx = pool.begin().await.map_err(sql("begin"))?;
     // An arbitrary constant key: "live-runner state schema".
     sqlx::query("SELECT pg_advisory_xact_lock(7346021195)")
