@@ -71,10 +71,10 @@ async fn main() -> anyhow::Result<()> {
     let starts: Arc<Mutex<Vec<Instant>>> = Arc::new(Mutex::new(Vec::with_capacity(n)));
     let resolver = |starts: Arc<Mutex<Vec<Instant>>>| -> ModelResolver {
         Arc::new(move |id: &str, skill: &skill_schema::Skill| {
-            if id.starts_with("builtin/sma-cross") {
-                if let Ok(mut s) = starts.lock() {
-                    s.push(Instant::now());
-                }
+            if id.starts_with("builtin/sma-cross")
+                && let Ok(mut s) = starts.lock()
+            {
+                s.push(Instant::now());
             }
             let inner = agent_runtime::builtin_model(id, skill)
                 .ok_or_else(|| ModelError::UnknownModel(id.to_owned()))?;
