@@ -43,13 +43,14 @@ enum Command {
     /// Apply the database migrations (the store schema and the runner's state table) and list
     /// the applied schema versions.
     Migrate {
-        /// Database URL, e.g. postgres://postgres@127.0.0.1:5432/agents.
+        /// Database URL (PostgreSQL for `run`), e.g. postgres://postgres@127.0.0.1:5432/agents.
         #[arg(long, env = "DATABASE_URL")]
         db: String,
     },
     /// Store a skill file as a skill version and create an active deployment of it, first
     /// ticking at the next close of the skill's bar interval. Creates the owner if missing.
     Deploy {
+        /// Database URL (PostgreSQL for `run`), e.g. postgres://postgres@127.0.0.1:5432/agents.
         #[arg(long, env = "DATABASE_URL")]
         db: String,
         /// Skill file (YAML, JSON or TOML); it is validated and stored as JSON.
@@ -67,12 +68,14 @@ enum Command {
     /// List the deployments: id, owner, skill, status, broker, last tick, open positions and
     /// realized PnL.
     Deployments {
+        /// Database URL (PostgreSQL for `run`), e.g. postgres://postgres@127.0.0.1:5432/agents.
         #[arg(long, env = "DATABASE_URL")]
         db: String,
     },
     /// Tick every due deployment once per closed bar, until SIGTERM / ctrl-c (in-flight ticks
     /// finish first) or, with --once, until nothing is due.
     Run {
+        /// Database URL (PostgreSQL for `run`), e.g. postgres://postgres@127.0.0.1:5432/agents.
         #[arg(long, env = "DATABASE_URL")]
         db: String,
         /// Most ticks (model calls) in flight at once in this process.
