@@ -5,9 +5,9 @@
 //! ran twice.
 //!
 //! ```text
-//! cargo run -p live-runner --example load -- [DEPLOYMENTS] [CONCURRENCY_PER_RUNNER]
+//! cargo run -p live-runner --example load -- [DEPLOYMENTS] [CONCURRENCY_PER_RUNNER] [DB_POOL]
 //! ```
-//! (defaults 2000 and 500; TEST_DATABASE_URL as the tests; a fresh database is created and
+//! (defaults 2000, 500 and 16 connections per runner; TEST_DATABASE_URL as the tests; a fresh database is created and
 //! dropped). "Tick start lag" is the time from the bar close (every deployment is due at once)
 //! to the runner resolving the deployment's model, i.e. having claimed it, loaded its state and
 //! fetched its candles.
@@ -49,6 +49,7 @@ async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let n: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(2000);
     let concurrency: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(500);
+    let pool_size: u32 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(16);
 
     let pg = common::postgres().await;
     let hl = common::hyperliquid_mock().await;
@@ -94,7 +95,11 @@ async fn main() -> anyhow::Result<()> {
     };
     let mut runners = Vec::new();
     for name in ["load-a", "load-b"] {
-        let store = db::connect(&url).await?;
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(pool_size)
+            .connect(&url)
+            .await?;
+        let store = db::Store::Postgres(db::PgStore::from_pool(pool).await?);
         let info = hyperliquid::InfoClient::new(&hyperliquid::ClientConfig::new(hl.uri()))?;
         let mut config = live_runner::runner::RunnerConfig::new(name);
         config.once = true;
@@ -141,7 +146,8 @@ async fn main() -> anyhow::Result<()> {
         .collect();
     lags.sort();
     println!(
-        "deployments {n}, 2 runners x {concurrency} in flight, scripted model 2 s/call\n\
+        "deployments {n}, 2 runners x {concurrency} in flight x {pool_size} connections, \
+         scripted model 2 s/call\n\
          wall {wall:.1?}, ticks recorded {recorded} (a {} / b {}), already recorded {again}, \
          failed {failed}\n\
          ticks/s {:.1}\n\
