@@ -11,6 +11,9 @@
 //! dropped). "Tick start lag" is the time from the bar close (every deployment is due at once)
 //! to the runner resolving the deployment's model, i.e. having claimed it, loaded its state and
 //! fetched its candles.
+//!
+//! Measured on this 2-core machine (release build, defaults): 2,000 ticks in 13.0 s, 154
+//! ticks/s, start lag p50 5.2 s / p99 7.8 s, no tick twice.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
