@@ -1,1 +1,239 @@
-fn main() {}
+//! `live-runner`: operator commands and the tick loop. The logic lives in the library
+//! (`live_runner`); this file parses arguments, sets up logging and signals.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+use live_runner::admin::{self, DeployRequest};
+use live_runner::metrics::{self, Metrics};
+use live_runner::runner::{self, Runner, RunnerConfig};
+use rust_decimal::Decimal;
+use types::{Clock, SystemClock};
+use uuid::Uuid;
+
+#[derive(Parser)]
+#[command(
+    name = "live-runner",
+    version,
+    about = "Ticks trading-agent deployments on PostgreSQL with Hyperliquid market data.",
+    long_about = "Ticks trading-agent deployments on PostgreSQL with Hyperliquid market data and \
+                  the paper broker. Any number of `run` processes share the deployments by \
+                  leasing due ticks in the database; a tick runs at most once per bar close, and \
+                  a restarted runner resumes from the database."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BrokerArg {
+    /// Simulated fills at Hyperliquid prices (slippage and fees applied).
+    Paper,
+    /// Real orders on the Hyperliquid exchange (not driven by this runner yet: refused).
+    Hyperliquid,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Apply the database migrations (the store schema and the runner's state table) and list
+    /// the applied schema versions.
+    Migrate {
+        /// Database URL (PostgreSQL for `run`), e.g. postgres://postgres@127.0.0.1:5432/agents.
+        #[arg(long, env = "DATABASE_URL")]
+        db: String,
+    },
+    /// Store a skill file as a skill version and create an active deployment of it, first
+    /// ticking at the next close of the skill's bar interval. Creates the owner if missing.
+    Deploy {
+        /// Database URL (PostgreSQL for `run`), e.g. postgres://postgres@127.0.0.1:5432/agents.
+        #[arg(long, env = "DATABASE_URL")]
+        db: String,
+        /// Skill file (YAML, JSON or TOML); it is validated and stored as JSON.
+        #[arg(long)]
+        skill: PathBuf,
+        /// The owner's user id (UUID).
+        #[arg(long)]
+        owner: Uuid,
+        #[arg(long, value_enum, default_value = "paper")]
+        broker: BrokerArg,
+        /// Starting equity of the paper account, in USD.
+        #[arg(long, default_value = "10000")]
+        equity: Decimal,
+    },
+    /// List the deployments: id, owner, skill, status, broker, last tick, open positions and
+    /// realized PnL.
+    Deployments {
+        /// Database URL (PostgreSQL for `run`), e.g. postgres://postgres@127.0.0.1:5432/agents.
+        #[arg(long, env = "DATABASE_URL")]
+        db: String,
+    },
+    /// Tick every due deployment once per closed bar, until SIGTERM / ctrl-c (in-flight ticks
+    /// finish first) or, with --once, until nothing is due.
+    Run {
+        /// Database URL (PostgreSQL for `run`), e.g. postgres://postgres@127.0.0.1:5432/agents.
+        #[arg(long, env = "DATABASE_URL")]
+        db: String,
+        /// Most ticks (model calls) in flight at once in this process.
+        #[arg(long, default_value_t = 8)]
+        concurrency: usize,
+        /// Hyperliquid API base URL (mainnet by default; testnet or a local mock).
+        #[arg(long, default_value = hyperliquid::MAINNET_URL)]
+        hl_url: String,
+        /// Process what is due now, wait for it, and exit.
+        #[arg(long)]
+        once: bool,
+        /// Budget of one tick in seconds; a lease lasts twice this and is extended every
+        /// third of it while the tick runs.
+        #[arg(long, default_value_t = 120)]
+        tick_budget_secs: u64,
+        /// How often to look for due deployments when idle, in seconds.
+        #[arg(long, default_value_t = 5)]
+        poll_secs: u64,
+        /// Address of the /healthz and /metrics endpoint.
+        #[arg(long, default_value = "127.0.0.1:9464")]
+        listen: SocketAddr,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Migrate { db } => {
+            let report = admin::migrate(&db).await.context("migrate")?;
+            println!(
+                "{} schema up to date: {} migrations applied",
+                report.backend,
+                report.applied.len()
+            );
+            for (version, description) in report.applied {
+                println!("  {version}  {description}");
+            }
+            println!("runner state table: live_runner_state");
+        }
+        Command::Deploy {
+            db,
+            skill,
+            owner,
+            broker,
+            equity,
+        } => {
+            let parsed = admin::load_skill_file(&skill)?;
+            let store = db::connect(&db)
+                .await
+                .context("connecting to the database")?;
+            let broker = match broker {
+                BrokerArg::Paper => db::BrokerKind::Paper,
+                BrokerArg::Hyperliquid => db::BrokerKind::Hyperliquid,
+            };
+            let req = DeployRequest {
+                owner,
+                broker,
+                equity_usd: equity,
+                id: None,
+            };
+            let d = admin::deploy(&store, &parsed, &req, SystemClock.now())
+                .await
+                .context("deploy")?;
+            println!(
+                "deployment {} of skill {} v{} created; first tick at {}",
+                d.id,
+                d.skill_id,
+                d.skill_version,
+                d.next_tick_at
+                    .map(|t| t.to_rfc3339())
+                    .unwrap_or_else(|| "now".to_owned())
+            );
+        }
+        Command::Deployments { db } => {
+            let store = db::connect(&db)
+                .await
+                .context("connecting to the database")?;
+            let rows = admin::list(&store).await?;
+            print!("{}", admin::render_table(&rows));
+        }
+        Command::Run {
+            db,
+            concurrency,
+            hl_url,
+            once,
+            tick_budget_secs,
+            poll_secs,
+            listen,
+        } => {
+            if concurrency == 0 {
+                bail!("--concurrency must be at least 1");
+            }
+            let store = db::connect(&db)
+                .await
+                .context("connecting to the database")?;
+            let info = hyperliquid::InfoClient::new(&hyperliquid::ClientConfig::new(hl_url))
+                .context("Hyperliquid client")?;
+            let metrics = Metrics::default();
+            let _server = metrics::serve(listen, metrics.clone())
+                .await
+                .with_context(|| format!("binding the metrics endpoint {listen}"))?;
+            let mut config = RunnerConfig::new(runner::process_owner());
+            config.concurrency = concurrency;
+            config.once = once;
+            config.poll = Duration::from_secs(poll_secs.max(1));
+            let budget = i64::try_from(tick_budget_secs.max(1)).unwrap_or(120);
+            config.lease_for = chrono::Duration::seconds(budget * 2);
+            tracing::info!(owner = %config.owner, concurrency, "live-runner starting");
+            let runner = Arc::new(
+                Runner::new(
+                    store,
+                    info,
+                    Arc::new(SystemClock),
+                    runner::default_resolver(),
+                    metrics,
+                    config,
+                )
+                .await?,
+            );
+            runner.run(shutdown_signal()).await?;
+            tracing::info!("live-runner stopped");
+        }
+    }
+    Ok(())
+}
+
+/// Resolves on ctrl-c or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for ctrl-c");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}

@@ -1,0 +1,289 @@
+//! The operator commands: `migrate`, `deploy`, `deployments`.
+
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use db::{LedgerStore, RegistryStore, Store, TickStore};
+use execution_engine::PaperBrokerConfig;
+use rust_decimal::Decimal;
+use serde_json::json;
+use sqlx::Row;
+use uuid::Uuid;
+
+use crate::schedule::next_close_after;
+use crate::state;
+
+/// Why an operator command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("store: {0}")]
+    Db(#[from] db::DbError),
+    #[error(transparent)]
+    State(#[from] state::StateError),
+    #[error("skill file {path}: {message}")]
+    Skill { path: String, message: String },
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// What `migrate` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrateReport {
+    pub backend: &'static str,
+    /// Versions and descriptions of the schema migrations now applied.
+    pub applied: Vec<(i64, String)>,
+}
+
+/// Applies the store's migrations (done by [`db::connect`]) and, on PostgreSQL, the runner's
+/// state table; reports the migrations the database holds.
+///
+/// # Errors
+/// [`AdminError`] when the database cannot be reached or a statement fails.
+pub async fn migrate(url: &str) -> Result<MigrateReport, AdminError> {
+    let store = db::connect(url).await?;
+    let applied = match &store {
+        Store::Postgres(pg) => {
+            state::ensure_schema(pg.pool()).await?;
+            let rows = sqlx::query(
+                "SELECT version, description FROM _sqlx_migrations WHERE success ORDER BY version",
+            )
+            .fetch_all(pg.pool())
+            .await
+            .map_err(|e| AdminError::Refused(format!("reading _sqlx_migrations: {e}")))?;
+            rows.iter()
+                .map(|r| (r.get::<i64, _>(0), r.get::<String, _>(1)))
+                .collect()
+        }
+        Store::Sqlite(_) => db::SQLITE_MIGRATOR
+            .iter()
+            .map(|m| (m.version, m.description.to_string()))
+            .collect(),
+    };
+    Ok(MigrateReport {
+        backend: store.backend_name(),
+        applied,
+    })
+}
+
+/// What `deploy` stores.
+#[derive(Debug, Clone)]
+pub struct DeployRequest {
+    pub owner: Uuid,
+    pub broker: db::BrokerKind,
+    pub equity_usd: Decimal,
+    /// The deployment id (a new v4 when `None`).
+    pub id: Option<Uuid>,
+}
+
+/// Stores the owner (when missing), the skill, the skill version (the skill's JSON body) and an
+/// active deployment scheduled at the next bar close after `now`. The deployment's `config`
+/// holds the symbols, the risk caps and the paper broker's config.
+///
+/// # Errors
+/// [`AdminError::Refused`] for the Hyperliquid exchange broker (not driven by this runner yet),
+/// a skill owned by another user or a version stored with a different body;
+/// [`AdminError::Db`] from the store.
+pub async fn deploy(
+    store: &Store,
+    skill: &skill_schema::Skill,
+    req: &DeployRequest,
+    now: DateTime<Utc>,
+) -> Result<db::Deployment, AdminError> {
+    if req.broker != db::BrokerKind::Paper {
+        return Err(AdminError::Refused(
+            "--broker hyperliquid: the exchange broker is not driven by live-runner yet; \
+             deploy with --broker paper"
+                .to_owned(),
+        ));
+    }
+    if req.equity_usd <= Decimal::ZERO {
+        return Err(AdminError::Refused(format!(
+            "--equity must be positive, got {}",
+            req.equity_usd
+        )));
+    }
+    ensure_user(store, req.owner).await?;
+    let skill_id = skill.skill_id();
+    let version = i32::try_from(skill.version).map_err(|_| {
+        AdminError::Refused(format!("skill version {} is too large", skill.version))
+    })?;
+    let body = serde_json::to_value(skill)
+        .map_err(|e| AdminError::Refused(format!("serializing the skill: {e}")))?;
+    match store.get_skill(skill_id).await {
+        Ok(existing) if existing.user_id != req.owner => {
+            return Err(AdminError::Refused(format!(
+                "skill {skill_id} belongs to another user"
+            )));
+        }
+        Ok(_) => {}
+        Err(db::DbError::NotFound { .. }) => {
+            store
+                .create_skill(&db::Skill {
+                    id: skill_id,
+                    user_id: req.owner,
+                    name: skill.name.chars().take(200).collect(),
+                    created_at: now,
+                })
+                .await?;
+        }
+        Err(e) => return Err(e.into()),
+    }
+    match store.get_skill_version(skill_id, version).await {
+        Ok(existing) if existing.body != body => {
+            return Err(AdminError::Refused(format!(
+                "skill {skill_id} version {version} is already stored with a different body; \
+                 bump `version` in the skill file"
+            )));
+        }
+        Ok(_) => {}
+        Err(db::DbError::NotFound { .. }) => {
+            store
+                .add_skill_version(&db::SkillVersion {
+                    skill_id,
+                    version,
+                    body,
+                    model: skill.model.clone(),
+                    created_at: now,
+                })
+                .await?;
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let paper = PaperBrokerConfig::new(req.equity_usd);
+    let deployment = db::Deployment {
+        id: req.id.unwrap_or_else(Uuid::new_v4),
+        user_id: req.owner,
+        skill_id,
+        skill_version: version,
+        broker: req.broker,
+        status: db::DeploymentStatus::Active,
+        initial_equity_usd: req.equity_usd,
+        equity_usd: req.equity_usd,
+        config: json!({
+            "symbols": skill.context.symbols,
+            "interval": skill.context.bars_interval.as_str(),
+            "risk": skill.risk,
+            "paper": paper,
+        }),
+        created_at: now,
+        next_tick_at: Some(next_close_after(now, skill.context.bars_interval)),
+        lease_owner: None,
+        lease_expires_at: None,
+    };
+    store.create_deployment(&deployment).await?;
+    Ok(deployment)
+}
+
+/// Inserts the user unless it exists (an existing user's email is left as it is).
+async fn ensure_user(store: &Store, id: Uuid) -> Result<(), AdminError> {
+    let exists = match store {
+        Store::Postgres(pg) => sqlx::query("SELECT 1 FROM auth.users WHERE id = $1")
+            .bind(id)
+            .fetch_optional(pg.pool())
+            .await
+            .map_err(|e| AdminError::Refused(format!("looking up user {id}: {e}")))?
+            .is_some(),
+        Store::Sqlite(s) => sqlx::query("SELECT 1 FROM users WHERE id = ?1")
+            .bind(id.to_string())
+            .fetch_optional(s.pool())
+            .await
+            .map_err(|e| AdminError::Refused(format!("looking up user {id}: {e}")))?
+            .is_some(),
+    };
+    if !exists {
+        store.upsert_user(&db::User { id, email: None }).await?;
+    }
+    Ok(())
+}
+
+/// One line of `deployments`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeploymentRow {
+    pub id: Uuid,
+    pub owner: Uuid,
+    pub skill: String,
+    pub status: &'static str,
+    pub broker: &'static str,
+    pub last_tick: Option<DateTime<Utc>>,
+    pub open_positions: usize,
+    pub realized_pnl_usd: Decimal,
+}
+
+/// Every deployment with its last tick, open positions and realized PnL (closed rows and the
+/// realized part of open ones, net of fees as the ledger records it).
+///
+/// # Errors
+/// [`AdminError::Db`] from the store.
+pub async fn list(store: &Store) -> Result<Vec<DeploymentRow>, AdminError> {
+    let mut rows = Vec::new();
+    for d in store.list_deployments(None).await? {
+        let skill = store
+            .get_skill(d.skill_id)
+            .await
+            .map(|s| format!("{} v{}", s.name, d.skill_version))
+            .unwrap_or_else(|_| format!("{} v{}", d.skill_id, d.skill_version));
+        let last_tick = store
+            .list_snapshots(d.id, 1)
+            .await?
+            .first()
+            .map(|s| s.tick_at);
+        let trades = store.all_trades(d.id).await?;
+        let open_positions = trades
+            .iter()
+            .filter(|t| t.status == types::TradeStatus::Open)
+            .count();
+        let realized_pnl_usd = trades.iter().map(|t| t.realized_pnl_usd).sum();
+        rows.push(DeploymentRow {
+            id: d.id,
+            owner: d.user_id,
+            skill,
+            status: d.status.as_str(),
+            broker: d.broker.as_str(),
+            last_tick,
+            open_positions,
+            realized_pnl_usd,
+        });
+    }
+    Ok(rows)
+}
+
+/// The table `deployments` prints.
+#[must_use]
+pub fn render_table(rows: &[DeploymentRow]) -> String {
+    let mut out = format!(
+        "{:<36}  {:<36}  {:<32}  {:<7}  {:<6}  {:<20}  {:>4}  {:>14}\n",
+        "ID", "OWNER", "SKILL", "STATUS", "BROKER", "LAST TICK", "OPEN", "REALIZED USD"
+    );
+    for r in rows {
+        let last = r
+            .last_tick
+            .map(|t| t.format("%Y-%m-%d %H:%M:%SZ").to_string())
+            .unwrap_or_else(|| "never".to_owned());
+        let skill: String = r.skill.chars().take(32).collect();
+        out.push_str(&format!(
+            "{:<36}  {:<36}  {:<32}  {:<7}  {:<6}  {:<20}  {:>4}  {:>14}\n",
+            r.id,
+            r.owner,
+            skill,
+            r.status,
+            r.broker,
+            last,
+            r.open_positions,
+            r.realized_pnl_usd.round_dp(2)
+        ));
+    }
+    out
+}
+
+/// Reads and validates a skill file (YAML, JSON or TOML by extension).
+///
+/// # Errors
+/// [`AdminError::Skill`] naming the file and the problem.
+pub fn load_skill_file(path: &Path) -> Result<skill_schema::Skill, AdminError> {
+    skill_schema::load_skill(path)
+        .map(|l| l.skill)
+        .map_err(|e| AdminError::Skill {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })
+}

@@ -1,0 +1,251 @@
+//! Operations: counters and latency histograms in the Prometheus text format, served with
+//! `/healthz` by a small axum server.
+//!
+//! Latencies are seconds as `f64` (observability only; no money passes here).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+
+/// Upper bounds (seconds) of the latency buckets.
+const BUCKETS: [f64; 12] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+#[derive(Debug, Clone, Default)]
+struct Histogram {
+    counts: [u64; BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+impl Histogram {
+    fn observe(&mut self, d: Duration) {
+        let s = d.as_secs_f64();
+        for (i, b) in BUCKETS.iter().enumerate() {
+            if s <= *b {
+                self.counts[i] += 1;
+            }
+        }
+        self.count += 1;
+        self.sum += s;
+    }
+
+    fn render(&self, out: &mut String, name: &str, help: &str) {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} histogram");
+        for (i, b) in BUCKETS.iter().enumerate() {
+            let _ = writeln!(out, "{name}_bucket{{le=\"{b}\"}} {}", self.counts[i]);
+        }
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", self.count);
+        let _ = writeln!(out, "{name}_sum {}", self.sum);
+        let _ = writeln!(out, "{name}_count {}", self.count);
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// By result: `recorded`, `already_recorded`, `skipped_done`, `failed`.
+    ticks: BTreeMap<&'static str, u64>,
+    /// By rule code.
+    rejections: BTreeMap<&'static str, u64>,
+    /// By outcome: `note`, `flagged`, `failed`, `store_error`.
+    reflections: BTreeMap<&'static str, u64>,
+    lease_takeovers: u64,
+    leases_lost: u64,
+    tick_latency: Histogram,
+    model_latency: Histogram,
+}
+
+/// The runner's metrics. Cheap to clone (shared).
+#[derive(Debug, Clone, Default)]
+pub struct Metrics {
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl Metrics {
+    fn with<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
+        let mut guard = match self.inner.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        f(&mut guard)
+    }
+
+    /// A tick ended with `result` after `latency`.
+    pub fn tick(&self, result: &'static str, latency: Duration) {
+        self.with(|m| {
+            *m.ticks.entry(result).or_default() += 1;
+            m.tick_latency.observe(latency);
+        });
+    }
+
+    /// How many ticks ended with `result`.
+    #[must_use]
+    pub fn ticks(&self, result: &str) -> u64 {
+        self.with(|m| m.ticks.get(result).copied().unwrap_or(0))
+    }
+
+    pub fn rejection(&self, rule: &'static str) {
+        self.with(|m| *m.rejections.entry(rule).or_default() += 1);
+    }
+
+    pub fn reflection(&self, outcome: &'static str) {
+        self.with(|m| *m.reflections.entry(outcome).or_default() += 1);
+    }
+
+    /// How many reflections ended with `outcome`.
+    #[must_use]
+    pub fn reflections(&self, outcome: &str) -> u64 {
+        self.with(|m| m.reflections.get(outcome).copied().unwrap_or(0))
+    }
+
+    pub fn lease_takeover(&self) {
+        self.with(|m| m.lease_takeovers += 1);
+    }
+
+    #[must_use]
+    pub fn lease_takeovers(&self) -> u64 {
+        self.with(|m| m.lease_takeovers)
+    }
+
+    pub fn lease_lost(&self) {
+        self.with(|m| m.leases_lost += 1);
+    }
+
+    pub fn model_call(&self, latency: Duration) {
+        self.with(|m| m.model_latency.observe(latency));
+    }
+
+    /// The Prometheus text exposition of every metric.
+    #[must_use]
+    pub fn render(&self) -> String {
+        self.with(|m| {
+            let mut out = String::new();
+            let counter = |out: &mut String, name: &str, help: &str| {
+                let _ = writeln!(out, "# HELP {name} {help}");
+                let _ = writeln!(out, "# TYPE {name} counter");
+            };
+            counter(&mut out, "live_runner_ticks_total", "Ticks by result.");
+            for (k, v) in &m.ticks {
+                let _ = writeln!(out, "live_runner_ticks_total{{result=\"{k}\"}} {v}");
+            }
+            counter(
+                &mut out,
+                "live_runner_rejections_total",
+                "Engine or broker rejections by rule code.",
+            );
+            for (k, v) in &m.rejections {
+                let _ = writeln!(out, "live_runner_rejections_total{{rule=\"{k}\"}} {v}");
+            }
+            counter(
+                &mut out,
+                "live_runner_reflections_total",
+                "Reflection runs by outcome.",
+            );
+            for (k, v) in &m.reflections {
+                let _ = writeln!(out, "live_runner_reflections_total{{outcome=\"{k}\"}} {v}");
+            }
+            counter(
+                &mut out,
+                "live_runner_lease_takeovers_total",
+                "Ticks started on a deployment another runner had started and not finished.",
+            );
+            let _ = writeln!(
+                out,
+                "live_runner_lease_takeovers_total {}",
+                m.lease_takeovers
+            );
+            counter(
+                &mut out,
+                "live_runner_leases_lost_total",
+                "Leases found taken by another runner when releasing.",
+            );
+            let _ = writeln!(out, "live_runner_leases_lost_total {}", m.leases_lost);
+            m.tick_latency.render(
+                &mut out,
+                "live_runner_tick_seconds",
+                "Wall time of one tick, market data to release.",
+            );
+            m.model_latency.render(
+                &mut out,
+                "live_runner_model_call_seconds",
+                "Wall time of one model call.",
+            );
+            out
+        })
+    }
+}
+
+/// The `/healthz` + `/metrics` router.
+pub fn router(metrics: Metrics) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route(
+            "/metrics",
+            get(move || {
+                let m = metrics.clone();
+                async move {
+                    (
+                        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+                        m.render(),
+                    )
+                        .into_response()
+                }
+            }),
+        )
+}
+
+/// Binds `addr` and serves [`router`] until the process ends.
+///
+/// # Errors
+/// When `addr` cannot be bound.
+pub async fn serve(
+    addr: SocketAddr,
+    metrics: Metrics,
+) -> std::io::Result<tokio::task::JoinHandle<()>> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    Ok(tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, router(metrics)).await {
+            tracing::error!(error = %e, "metrics server stopped");
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_and_cumulative_buckets() {
+        let m = Metrics::default();
+        m.tick("recorded", Duration::from_millis(20));
+        m.tick("recorded", Duration::from_millis(700));
+        m.rejection("R3_POSITION_CAP");
+        m.lease_takeover();
+        let text = m.render();
+        assert!(
+            text.contains("live_runner_ticks_total{result=\"recorded\"} 2\n"),
+            "{text}"
+        );
+        assert!(text.contains("live_runner_rejections_total{rule=\"R3_POSITION_CAP\"} 1\n"));
+        assert!(text.contains("live_runner_lease_takeovers_total 1\n"));
+        // 0.02 s falls in le=0.025 and above; 0.7 s only from le=1.
+        assert!(
+            text.contains("live_runner_tick_seconds_bucket{le=\"0.025\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("live_runner_tick_seconds_bucket{le=\"1\"} 2\n"),
+            "{text}"
+        );
+        assert!(text.contains("live_runner_tick_seconds_count 2\n"));
+    }
+}

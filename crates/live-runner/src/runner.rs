@@ -1,0 +1,585 @@
+//! The tick loop: lease due deployments, tick each one concurrently, release with the next bar
+//! close.
+//!
+//! One loop iteration claims at most as many deployments as there are free slots (a
+//! [`Semaphore`] of `concurrency` permits), so a runner never holds a lease it cannot start.
+//! Every claimed deployment ticks in its own task: a slow model delays only its own
+//! deployment. While a tick runs, its lease is extended every third of the lease (heartbeat);
+//! a runner that dies stops heartbeating, its leases expire and another runner claims them.
+//!
+//! A tick is executed at most once per (deployment, bar close): the store records a tick
+//! atomically and idempotently (`record_tick`), the runner state only moves forward, and a
+//! deployment whose state already holds the due tick is released without running it again.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_runtime::{LanguageModel, ModelError, ModelRequest, ModelResponse, builtin_model};
+use chrono::{DateTime, Utc};
+use db::{DbError, LedgerStore, RegistryStore, Store};
+use execution_engine::{BrokerError, PaperBroker, PaperBrokerConfig};
+use hyperliquid::{HlError, InfoClient};
+use memory_ledger::{LedgerScope, LedgerState};
+use skill_schema::{Format, Skill, parse_skill};
+use sqlx::PgPool;
+use tick::{ReflectionReport, TickOutcome, TickState, run_tick};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tools::{Preloaded, RunMode, ToolContext};
+use types::{Clock, Interval, Verdict};
+use uuid::Uuid;
+
+use crate::metrics::Metrics;
+use crate::schedule::{bar_length, last_close_at_or_before};
+use crate::state::{self, RunnerState, StateError};
+
+/// Turns a model id (the skill's `model`, or its reflection model) into a model.
+pub type ModelResolver =
+    Arc<dyn Fn(&str, &Skill) -> Result<Arc<dyn LanguageModel>, ModelError> + Send + Sync>;
+
+/// The production resolver: providers from the process environment, `builtin/…` offline
+/// models.
+#[must_use]
+pub fn default_resolver() -> ModelResolver {
+    Arc::new(|id: &str, skill: &Skill| model_providers_resolve(id, skill))
+}
+
+fn model_providers_resolve(id: &str, skill: &Skill) -> Result<Arc<dyn LanguageModel>, ModelError> {
+    providers::resolve_model(id, &providers::process_env, &|m: &str| {
+        builtin_model(m, skill).ok_or_else(|| ModelError::UnknownModel(m.to_owned()))
+    })
+}
+
+/// Most candles asked for in one candleSnapshot request (the exchange serves at most 5000).
+const MAX_CANDLES: i64 = 5000;
+
+/// How the runner behaves.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// This process's lease owner name (unique per process).
+    pub owner: String,
+    /// Most ticks in flight at once.
+    pub concurrency: usize,
+    /// How long a claimed lease lasts without a heartbeat.
+    pub lease_for: chrono::Duration,
+    /// How often the loop looks for due deployments when idle.
+    pub poll: Duration,
+    /// When a failed tick is tried again.
+    pub retry_after: chrono::Duration,
+    /// Process what is due now, then return.
+    pub once: bool,
+}
+
+impl RunnerConfig {
+    /// Defaults for `owner`: 8 at once, a 4-minute lease (2× a 2-minute tick budget), 5 s
+    /// polling, a failed tick retried after 30 s.
+    #[must_use]
+    pub fn new(owner: impl Into<String>) -> Self {
+        RunnerConfig {
+            owner: owner.into(),
+            concurrency: 8,
+            lease_for: chrono::Duration::minutes(4),
+            poll: Duration::from_secs(5),
+            retry_after: chrono::Duration::seconds(30),
+            once: false,
+        }
+    }
+}
+
+/// A lease owner name unique to this process: `hostname:pid:uuid`.
+#[must_use]
+pub fn process_owner() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown-host".to_owned());
+    format!("{host}:{}:{}", std::process::id(), Uuid::new_v4())
+}
+
+/// Why a runner cannot start or a tick failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("live-runner needs PostgreSQL (leases, runner state); got a {0} store")]
+    NotPostgres(&'static str),
+    #[error("store: {0}")]
+    Db(#[from] DbError),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error("skill {skill_id} v{version}: the stored body is not a valid skill: {message}")]
+    Skill {
+        skill_id: Uuid,
+        version: i32,
+        message: String,
+    },
+    #[error("model {model}: {source}")]
+    Model {
+        model: String,
+        #[source]
+        source: ModelError,
+    },
+    #[error("Hyperliquid candles of {symbol} {interval}: {source}")]
+    Market {
+        symbol: String,
+        interval: &'static str,
+        #[source]
+        source: HlError,
+    },
+    #[error("deployment {deployment}: paper broker config in `config.paper`: {message}")]
+    BrokerConfig { deployment: Uuid, message: String },
+    #[error("paper broker: {0}")]
+    Broker(#[from] BrokerError),
+    #[error("rebuilding the ledger: {0}")]
+    Ledger(#[from] memory_ledger::LedgerError),
+    #[error("tick: {0}")]
+    Tick(#[from] tick::TickError),
+}
+
+/// What happened to one claimed deployment.
+#[derive(Debug)]
+pub enum Done {
+    /// The tick ran (`outcome.recorded` false: the store already held it).
+    Ticked {
+        outcome: Box<TickOutcome>,
+        next: DateTime<Utc>,
+    },
+    /// The runner state already holds the due tick: nothing ran.
+    AlreadyDone { next: DateTime<Utc> },
+    /// A broker this runner cannot drive (the Hyperliquid exchange broker).
+    Unsupported { broker: &'static str },
+}
+
+/// Times every model call into [`Metrics`].
+struct TimedModel {
+    inner: Arc<dyn LanguageModel>,
+    metrics: Metrics,
+}
+
+#[async_trait::async_trait]
+impl LanguageModel for TimedModel {
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    async fn generate(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
+        let started = Instant::now();
+        let r = self.inner.generate(request).await;
+        self.metrics.model_call(started.elapsed());
+        r
+    }
+}
+
+/// A runner process's shared parts.
+pub struct Runner {
+    store: Store,
+    pool: PgPool,
+    info: InfoClient,
+    clock: Arc<dyn Clock>,
+    resolver: ModelResolver,
+    metrics: Metrics,
+    config: RunnerConfig,
+}
+
+impl Runner {
+    /// A runner over a PostgreSQL `store`; creates the runner-state table if missing.
+    ///
+    /// # Errors
+    /// [`RunError::NotPostgres`] for a SQLite store; [`RunError::State`] when the table cannot
+    /// be created.
+    pub async fn new(
+        store: Store,
+        info: InfoClient,
+        clock: Arc<dyn Clock>,
+        resolver: ModelResolver,
+        metrics: Metrics,
+        config: RunnerConfig,
+    ) -> Result<Self, RunError> {
+        let pool = match &store {
+            Store::Postgres(pg) => pg.pool().clone(),
+            other => return Err(RunError::NotPostgres(other.backend_name())),
+        };
+        state::ensure_schema(&pool).await?;
+        Ok(Runner {
+            store,
+            pool,
+            info,
+            clock,
+            resolver,
+            metrics,
+            config,
+        })
+    }
+
+    #[must_use]
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    #[must_use]
+    pub fn owner(&self) -> &str {
+        &self.config.owner
+    }
+
+    /// Runs until `shutdown` resolves (then finishes the ticks in flight and returns) or, with
+    /// `once`, until nothing is due and nothing is in flight.
+    ///
+    /// Dropping the returned future aborts every tick in flight (their leases then expire).
+    ///
+    /// # Errors
+    /// With `once`, a failed claim; otherwise the loop logs claim failures and retries.
+    pub async fn run(self: Arc<Self>, shutdown: impl Future<Output = ()>) -> Result<(), RunError> {
+        let slots = Arc::new(Semaphore::new(self.config.concurrency.max(1)));
+        let mut tasks: JoinSet<()> = JoinSet::new();
+        let mut stopping = false;
+        tokio::pin!(shutdown);
+        loop {
+            if !stopping {
+                let free = slots.available_permits();
+                if free > 0 {
+                    let limit = u32::try_from(free.min(1000)).unwrap_or(1000);
+                    let now = self.clock.now();
+                    match self
+                        .store
+                        .claim_due_deployments(
+                            &self.config.owner,
+                            now,
+                            self.config.lease_for,
+                            limit,
+                        )
+                        .await
+                    {
+                        Ok(claimed) => {
+                            if claimed.is_empty() && tasks.is_empty() && self.config.once {
+                                // A concurrent claimer's locks make a claim come back short;
+                                // only stop when nothing claimable is left.
+                                if state::claimable_count(&self.pool, now).await? == 0 {
+                                    break;
+                                }
+                                tokio::time::sleep(Duration::from_millis(20)).await;
+                                continue;
+                            }
+                            for d in claimed {
+                                let Ok(permit) = slots.clone().acquire_owned().await else {
+                                    break;
+                                };
+                                let me = self.clone();
+                                tasks.spawn(async move {
+                                    let _slot = permit;
+                                    me.process(d).await;
+                                });
+                            }
+                        }
+                        Err(e) if self.config.once => return Err(e.into()),
+                        Err(e) => tracing::warn!(error = %e, "claiming due deployments failed"),
+                    }
+                }
+            }
+            if stopping && tasks.is_empty() {
+                break;
+            }
+            let idle = !self.config.once || tasks.is_empty();
+            tokio::select! {
+                () = &mut shutdown, if !stopping => {
+                    tracing::info!(in_flight = tasks.len(), "shutting down: finishing the ticks in flight");
+                    stopping = true;
+                }
+                Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
+                    if let Err(e) = joined {
+                        tracing::error!(error = %e, "a tick task panicked");
+                    }
+                }
+                () = tokio::time::sleep(self.config.poll), if idle => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Ticks one claimed deployment (with a lease heartbeat) and releases it.
+    async fn process(&self, d: db::Deployment) {
+        let started = Instant::now();
+        let heartbeat = (self.config.lease_for / 3)
+            .to_std()
+            .unwrap_or(Duration::from_secs(60))
+            .max(Duration::from_millis(100));
+        let tick = self.tick_deployment(&d);
+        tokio::pin!(tick);
+        let result = loop {
+            tokio::select! {
+                r = &mut tick => break r,
+                () = tokio::time::sleep(heartbeat) => {
+                    let until = self.clock.now() + self.config.lease_for;
+                    match state::extend_lease(&self.pool, d.id, &self.config.owner, until).await {
+                        Ok(true) => {}
+                        Ok(false) => tracing::warn!(deployment = %d.id, "lease lost while ticking"),
+                        Err(e) => tracing::warn!(deployment = %d.id, error = %e, "heartbeat failed"),
+                    }
+                }
+            }
+        };
+        let now = self.clock.now();
+        let (label, next) = match &result {
+            Ok(Done::Ticked { outcome, next }) => {
+                self.observe(outcome);
+                tracing::info!(
+                    deployment = %d.id,
+                    tick_at = %outcome.tick_at,
+                    recorded = outcome.recorded,
+                    verdict = tick::backtest::verdict_kind(&outcome.verdict),
+                    "tick"
+                );
+                let label = if outcome.recorded {
+                    "recorded"
+                } else {
+                    "already_recorded"
+                };
+                (label, *next)
+            }
+            Ok(Done::AlreadyDone { next }) => ("skipped_done", *next),
+            Ok(Done::Unsupported { broker }) => {
+                tracing::error!(
+                    deployment = %d.id,
+                    broker,
+                    "this runner drives paper deployments only; retrying in an hour"
+                );
+                ("unsupported", now + chrono::Duration::hours(1))
+            }
+            Err(e) => {
+                tracing::error!(deployment = %d.id, error = %e, "tick failed; will retry");
+                ("failed", now + self.config.retry_after)
+            }
+        };
+        self.metrics.tick(label, started.elapsed());
+        match self
+            .store
+            .release_deployment(d.id, &self.config.owner, Some(next))
+            .await
+        {
+            Ok(()) => {}
+            Err(DbError::NotFound { .. }) => {
+                self.metrics.lease_lost();
+                tracing::warn!(deployment = %d.id, "the lease was taken over before release");
+            }
+            Err(e) => tracing::error!(deployment = %d.id, error = %e, "releasing the lease failed"),
+        }
+    }
+
+    fn observe(&self, outcome: &TickOutcome) {
+        if let Verdict::Rejected { rule, .. } = &outcome.verdict {
+            self.metrics.rejection(rule.as_str());
+        }
+        match &outcome.reflection {
+            ReflectionReport::NotDue => {}
+            ReflectionReport::Note { flagged: false, .. } => self.metrics.reflection("note"),
+            ReflectionReport::Note { flagged: true, .. } => self.metrics.reflection("flagged"),
+            ReflectionReport::Failed { .. } => self.metrics.reflection("failed"),
+            ReflectionReport::StoreError { .. } => self.metrics.reflection("store_error"),
+        }
+    }
+
+    /// One tick of `d` at the latest bar close at or before now.
+    ///
+    /// # Errors
+    /// [`RunError`] when the skill, the state, the market data, the model or the tick fails;
+    /// nothing of the runner state is written then.
+    pub async fn tick_deployment(&self, d: &db::Deployment) -> Result<Done, RunError> {
+        if d.broker != db::BrokerKind::Paper {
+            return Ok(Done::Unsupported {
+                broker: d.broker.as_str(),
+            });
+        }
+        let version = self
+            .store
+            .get_skill_version(d.skill_id, d.skill_version)
+            .await?;
+        let skill = parse_skill(&version.body.to_string(), Format::Json)
+            .map_err(|e| RunError::Skill {
+                skill_id: d.skill_id,
+                version: d.skill_version,
+                message: e.to_string(),
+            })?
+            .skill;
+        let interval = skill.context.bars_interval;
+        let tick_at = last_close_at_or_before(self.clock.now(), interval);
+        let next = tick_at + bar_length(interval);
+
+        let stored = state::load(&self.pool, d.id).await?;
+        if let Some(s) = &stored {
+            if s.tick_at.is_some_and(|t| t >= tick_at) {
+                return Ok(Done::AlreadyDone { next });
+            }
+            if let (Some(owner), Some(at)) = (&s.attempt_owner, s.attempt_tick_at)
+                && owner != &self.config.owner
+                && at == tick_at
+            {
+                tracing::warn!(deployment = %d.id, previous = %owner, %tick_at, "taking over an unfinished tick");
+                self.metrics.lease_takeover();
+            }
+        }
+        state::mark_attempt(&self.pool, d.id, &self.config.owner, tick_at).await?;
+        let saved = stored.and_then(|s| s.state);
+        let last_tick_at = saved.as_ref().and_then(|s| s.last_tick_at);
+
+        let market = fetch_market(&self.info, &skill, tick_at, last_tick_at).await?;
+
+        // The paper broker sees every bar closed since its last tick (liquidations, marks).
+        let mut broker = match &saved {
+            Some(s) => s.broker.clone(),
+            None => PaperBroker::new(paper_config(d)?)?,
+        };
+        for symbol in &skill.context.symbols {
+            let bars = market.all_bars(symbol, interval);
+            let fresh: Vec<_> = match last_tick_at {
+                Some(last) => bars
+                    .iter()
+                    .filter(|b| b.close_time(interval) > last && b.close_time(interval) <= tick_at)
+                    .collect(),
+                None => bars
+                    .iter()
+                    .rfind(|b| b.close_time(interval) <= tick_at)
+                    .into_iter()
+                    .collect(),
+            };
+            for bar in fresh {
+                broker.apply_bar(symbol, bar, bar.close_time(interval))?;
+            }
+        }
+
+        let model_id = skill.model.clone();
+        let model = (self.resolver)(&model_id, &skill).map_err(|source| RunError::Model {
+            model: model_id.clone(),
+            source,
+        })?;
+        let model = TimedModel {
+            inner: model,
+            metrics: self.metrics.clone(),
+        };
+        let reflector =
+            reflection::resolve_reflection_model(&skill.context.memory.reflection.model, |id| {
+                (self.resolver)(id, &skill)
+            })
+            .map_err(|e| e.to_string());
+        let deployment = tick::Deployment {
+            user_id: d.user_id,
+            deployment_id: d.id,
+            skill_id: d.skill_id,
+            skill_version: d.skill_version,
+            skill: Arc::new(skill),
+            reflector,
+        };
+
+        // The ledger comes from the store (the source of truth), the rest from the state row.
+        let scope = LedgerScope {
+            deployment_id: d.id,
+            skill_id: d.skill_id,
+            skill_version: d.skill_version,
+        };
+        let open = self.store.open_trades(d.id).await?;
+        let applied = self.store.applied_fill_ids(d.id).await?;
+        let ledger = LedgerState::rebuild(scope, open, applied)?;
+        let trades = self.store.all_trades(d.id).await?;
+        let mut tick_state = match saved {
+            Some(s) => TickState {
+                risk: s.risk,
+                ledger,
+                trades,
+                last_decision: s.last_decision,
+                notes: s.notes,
+                last_note: s.last_note,
+                last_reflection_failure: s.last_reflection_failure,
+                last_tick_at: s.last_tick_at,
+            },
+            None => {
+                let mut fresh = TickState::new(&deployment, d.initial_equity_usd, tick_at);
+                fresh.ledger = ledger;
+                fresh.trades = trades;
+                fresh
+            }
+        };
+
+        let symbols = deployment.skill.context.symbols.clone();
+        let market = Arc::new(market);
+        let ctx = ToolContext::new(tick_at, RunMode::Trade, symbols, market.clone(), market);
+        let outcome = run_tick(
+            &deployment,
+            &ctx,
+            &model,
+            &mut broker,
+            &mut tick_state,
+            &self.store,
+        )
+        .await?;
+
+        let saved = RunnerState {
+            broker,
+            risk: tick_state.risk,
+            last_decision: tick_state.last_decision,
+            notes: tick_state.notes,
+            last_note: tick_state.last_note,
+            last_reflection_failure: tick_state.last_reflection_failure,
+            last_tick_at: tick_state.last_tick_at,
+        };
+        if !state::save(&self.pool, d.id, tick_at, &saved).await? {
+            tracing::warn!(deployment = %d.id, %tick_at, "a newer runner state was already stored; kept it");
+        }
+        Ok(Done::Ticked {
+            outcome: Box::new(outcome),
+            next,
+        })
+    }
+}
+
+/// The paper broker's config: `config.paper` when the deployment has one, else the defaults
+/// over the initial equity.
+fn paper_config(d: &db::Deployment) -> Result<PaperBrokerConfig, RunError> {
+    match d.config.get("paper") {
+        Some(v) => serde_json::from_value(v.clone()).map_err(|e| RunError::BrokerConfig {
+            deployment: d.id,
+            message: e.to_string(),
+        }),
+        None => Ok(PaperBrokerConfig::new(d.initial_equity_usd)),
+    }
+}
+
+/// The closed bars a tick at `tick_at` needs: the skill's lookback (and every bar since the
+/// last tick, for MFE/MAE and the paper broker) at its interval, the lookback at each higher
+/// timeframe. Bars closing after `tick_at` (the forming one) are dropped.
+async fn fetch_market(
+    info: &InfoClient,
+    skill: &Skill,
+    tick_at: DateTime<Utc>,
+    last_tick_at: Option<DateTime<Utc>>,
+) -> Result<Preloaded, RunError> {
+    let interval = skill.context.bars_interval;
+    let lookback = i64::from(skill.context.bars_lookback.max(1));
+    let since = last_tick_at
+        .map(|l| (tick_at - l).num_minutes() / interval.minutes().max(1))
+        .unwrap_or(0)
+        .max(0);
+    let mut market = Preloaded::new();
+    let mut wanted: Vec<(Interval, i64)> = vec![(interval, lookback.max(since))];
+    for h in skill.context.effective_higher_timeframes() {
+        wanted.push((h, lookback));
+    }
+    for symbol in &skill.context.symbols {
+        for (iv, n) in &wanted {
+            let n = (n + 2).min(MAX_CANDLES);
+            let start = tick_at - bar_length(*iv) * i32::try_from(n).unwrap_or(i32::MAX);
+            let bars = info
+                .candle_snapshot(symbol, *iv, start, tick_at)
+                .await
+                .map_err(|source| RunError::Market {
+                    symbol: symbol.clone(),
+                    interval: iv.as_str(),
+                    source,
+                })?;
+            let closed = bars
+                .into_iter()
+                .filter(|b| b.close_time(*iv) <= tick_at)
+                .collect();
+            market.insert_bars(symbol, *iv, closed);
+        }
+    }
+    Ok(market)
+}
