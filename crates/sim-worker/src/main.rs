@@ -38,6 +38,9 @@ enum Command {
     Reflect(notes_cmd::ReflectArgs),
     /// List a deployment's reflection notes, newest first, with status, window and sample size.
     Notes(notes_cmd::Target),
+    /// Accept a reflection note the avoid-linter flagged: it becomes the deployment's active note
+    /// from the given time and is injected from then on.
+    AcceptNote(notes_cmd::AcceptArgs),
     /// Work with skill files: validate them, export their JSON Schema, render their prompt.
     #[command(subcommand)]
     Skill(skill_cmd::SkillCommand),
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         Command::Ab(args) => ab_cmd::run(*args),
         Command::Reflect(args) => notes_cmd::reflect_now(args),
         Command::Notes(target) => notes_cmd::list(target),
+        Command::AcceptNote(args) => notes_cmd::accept(args),
         Command::Skill(cmd) => skill_cmd::run(cmd),
         Command::Ledger(cmd) => ledger_cmd::run(cmd),
     };

@@ -191,3 +191,33 @@ pub(crate) fn list(target: Target) -> Result<String, Failure> {
         Ok(out)
     })
 }
+
+#[derive(Debug, Args)]
+pub(crate) struct AcceptArgs {
+    /// The store: `sqlite://PATH` or `postgres://…`.
+    #[arg(long)]
+    db: String,
+    /// The id of a note waiting for review (`sim-worker notes` lists them as `pending_review`).
+    #[arg(long)]
+    note: Uuid,
+    /// When the acceptance takes effect (RFC 3339); the note is in force from then on, never
+    /// earlier. Default: now.
+    #[arg(long)]
+    at: Option<DateTime<Utc>>,
+}
+
+/// A person accepts a note the avoid-linter flagged: it becomes the active note from `--at`.
+pub(crate) fn accept(args: AcceptArgs) -> Result<String, Failure> {
+    crate::block_on(async move {
+        let store = db::connect(&args.db)
+            .await
+            .map_err(|e| bad(format!("cannot open {}: {e}", args.db)))?;
+        let at = args.at.unwrap_or_else(Utc::now);
+        let note = store.accept_note(args.note, at).await.map_err(bad)?;
+        Ok(format!(
+            "note {} accepted: active from {}, superseding the note in force\n",
+            note.id,
+            at.to_rfc3339()
+        ))
+    })
+}

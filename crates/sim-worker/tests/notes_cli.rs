@@ -133,3 +133,32 @@ fn notes_lists_the_history_and_reflect_adds_a_note_on_demand() {
         "{stderr}"
     );
 }
+
+#[test]
+fn accept_note_refuses_a_note_that_is_not_pending_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, id) = backtest(dir.path());
+    let (_, notes, _) = sim(&["notes", "--db", &url, "--deployment", &id]);
+    // The stats reflection is never flagged, so the active note is not pending review.
+    let active = notes
+        .lines()
+        .find(|l| l.contains(" active generated "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    let (code, stdout, stderr) = sim(&["accept-note", "--db", &url, "--note", &active]);
+    assert_eq!(code, 2, "{stdout}");
+    assert!(stderr.contains("is active, not pending review"), "{stderr}");
+    let (code, _, stderr) = sim(&[
+        "accept-note",
+        "--db",
+        &url,
+        "--note",
+        "6f9619ff-8b86-d011-b42d-00c04fc964ff",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("6f9619ff-8b86-d011-b42d-00c04fc964ff"),
+        "{stderr}"
+    );
+}
