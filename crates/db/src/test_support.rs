@@ -253,3 +253,142 @@ pub fn lint(reason: &str) -> NoteLint {
         reason: reason.into(),
     }
 }
+
+/// A fresh PostgreSQL database per test, for this crate's contract suite and for other crates'
+/// integration tests: created on the server `TEST_DATABASE_URL` names (default
+/// [`DEFAULT_TEST_DATABASE_URL`](pg::DEFAULT_TEST_DATABASE_URL)), dropped when the value is
+/// dropped. Creating one fails — never skips — when no server is reachable, with a message that
+/// says how to start one.
+pub mod pg {
+    use std::str::FromStr;
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+    use sqlx::{ConnectOptions, Connection, Executor, PgConnection, PgPool, Row};
+
+    pub const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+    /// A throwaway database; dropped (with `WITH (FORCE)`) when this value is dropped.
+    pub struct TestDatabase {
+        pub pool: PgPool,
+        admin: PgConnectOptions,
+        name: String,
+    }
+
+    fn admin_url() -> String {
+        std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_TEST_DATABASE_URL.to_owned())
+    }
+
+    fn unix_secs() -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+    }
+
+    impl TestDatabase {
+        /// Creates `{prefix}{unix secs}_{uuid}` and a pool of `max_connections` on it, after
+        /// dropping databases of the same prefix left by runs killed more than an hour ago.
+        ///
+        /// # Panics
+        /// When no server is reachable or the database cannot be created (a test harness: the
+        /// panic is the test failure, with instructions).
+        pub async fn create(prefix: &str, max_connections: u32) -> Self {
+            let url = admin_url();
+            let admin = PgConnectOptions::from_str(&url).unwrap_or_else(|e| {
+                panic!("TEST_DATABASE_URL {url:?} is not a PostgreSQL URL: {e}")
+            });
+            let mut conn = match admin.connect().await {
+                Ok(c) => c,
+                Err(e) => panic!(
+                    "cannot reach PostgreSQL at {url} ({e}).\n\
+                     These tests need a server: start it with\n    \
+                     pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start\n\
+                     (trust auth for user postgres on 127.0.0.1:5432), run `cargo xtask test`, or \
+                     point TEST_DATABASE_URL at a server where the user may CREATE DATABASE and \
+                     CREATE ROLE."
+                ),
+            };
+            sweep_stale(&mut conn, prefix).await;
+            let name = format!("{prefix}{}_{}", unix_secs(), uuid::Uuid::new_v4().simple());
+            conn.execute(format!("CREATE DATABASE \"{name}\"").as_str())
+                .await
+                .unwrap_or_else(|e| panic!("CREATE DATABASE {name} on {url}: {e}"));
+            conn.close().await.ok();
+            let pool = PgPoolOptions::new()
+                .max_connections(max_connections)
+                .connect_with(admin.clone().database(&name))
+                .await
+                .unwrap_or_else(|e| panic!("connect to test database {name}: {e}"));
+            Self { pool, admin, name }
+        }
+
+        /// The database's name.
+        #[must_use]
+        pub fn name(&self) -> &str {
+            &self.name
+        }
+
+        /// A URL of the test database (TEST_DATABASE_URL with the database name replaced).
+        #[must_use]
+        pub fn url(&self) -> String {
+            let admin = admin_url();
+            let base = admin.rsplit_once('/').map_or(admin.as_str(), |(b, _)| b);
+            format!("{base}/{}", self.name)
+        }
+    }
+
+    /// Drops databases of this prefix left by runs that were killed more than an hour ago.
+    async fn sweep_stale(conn: &mut PgConnection, prefix: &str) {
+        let Ok(rows) =
+            sqlx::query("SELECT datname FROM pg_database WHERE starts_with(datname, $1)")
+                .bind(prefix)
+                .fetch_all(&mut *conn)
+                .await
+        else {
+            return;
+        };
+        let now = unix_secs();
+        for row in rows {
+            let name: String = row.get(0);
+            let created = name
+                .strip_prefix(prefix)
+                .and_then(|rest| rest.split('_').next())
+                .and_then(|secs| secs.parse::<u64>().ok());
+            if created.is_some_and(|c| now.saturating_sub(c) > 3600) {
+                let _ = conn
+                    .execute(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)").as_str())
+                    .await;
+            }
+        }
+    }
+
+    impl Drop for TestDatabase {
+        fn drop(&mut self) {
+            // Drop cannot await: drop the database from a thread with its own runtime.
+            let admin = self.admin.clone();
+            let name = std::mem::take(&mut self.name);
+            let pool = self.pool.clone();
+            let dropper = std::thread::spawn(move || {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                rt.block_on(async move {
+                    drop(pool);
+                    if let Ok(mut conn) = admin.connect().await {
+                        let _ = conn
+                            .execute(
+                                format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)").as_str(),
+                            )
+                            .await;
+                        let _ = conn.close().await;
+                    }
+                });
+            });
+            let _ = dropper.join();
+        }
+    }
+}

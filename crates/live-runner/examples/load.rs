@@ -85,17 +85,7 @@ async fn main() -> anyhow::Result<()> {
             Ok(Arc::new(Scripted(inner)) as Arc<dyn LanguageModel>)
         })
     };
-    let url = {
-        let name: String = sqlx::query_scalar("SELECT current_database()")
-            .fetch_one(pg.pool())
-            .await?;
-        let admin = std::env::var("TEST_DATABASE_URL")
-            .unwrap_or_else(|_| common::DEFAULT_TEST_DATABASE_URL.to_owned());
-        let (base, _) = admin
-            .rsplit_once('/')
-            .ok_or_else(|| anyhow::anyhow!("TEST_DATABASE_URL has no database path"))?;
-        format!("{base}/{name}")
-    };
+    let url = pg.url();
     let mut runners = Vec::new();
     for name in ["load-a", "load-b"] {
         let pool = sqlx::postgres::PgPoolOptions::new()

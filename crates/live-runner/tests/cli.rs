@@ -198,12 +198,5 @@ async fn migrate_deploy_run_once_and_list_through_the_binary_then_sigterm_stops_
 
 /// A URL of the harness's database.
 async fn pg_url(pg: &common::Pg) -> String {
-    let name: String = sqlx::query_scalar("SELECT current_database()")
-        .fetch_one(pg.pool())
-        .await
-        .expect("database name");
-    let admin = std::env::var("TEST_DATABASE_URL")
-        .unwrap_or_else(|_| common::DEFAULT_TEST_DATABASE_URL.to_owned());
-    let (base, _) = admin.rsplit_once('/').expect("a URL with a database path");
-    format!("{base}/{name}")
+    pg.url()
 }

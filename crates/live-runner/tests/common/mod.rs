@@ -4,87 +4,47 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, Utc};
+use db::test_support::pg::TestDatabase;
 use db::{PgStore, Store};
 use live_runner::metrics::Metrics;
 use live_runner::runner::{ModelResolver, Runner, RunnerConfig, default_resolver};
 use serde_json::{Value, json};
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{ConnectOptions, Connection, Executor, Row};
+use sqlx::Row;
 use types::FixedClock;
 use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-pub const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 const DB_PREFIX: &str = "live_runner_test_";
-
-fn admin_url() -> String {
-    std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_TEST_DATABASE_URL.to_owned())
-}
-
-fn unix_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
 
 /// A migrated database of its own; dropped when the harness is.
 pub struct Pg {
     pub store: Store,
-    admin: PgConnectOptions,
-    name: String,
+    db: TestDatabase,
 }
 
 /// A fresh, migrated PostgreSQL database. Fails (never skips) when no server is reachable.
 pub async fn postgres() -> Pg {
-    let url = admin_url();
-    let admin = PgConnectOptions::from_str(&url)
-        .unwrap_or_else(|e| panic!("TEST_DATABASE_URL {url:?} is not a PostgreSQL URL: {e}"));
-    let mut conn = match admin.connect().await {
-        Ok(c) => c,
-        Err(e) => panic!(
-            "cannot reach PostgreSQL at {url} ({e}).\n\
-             The live-runner tests need a server: start it with\n    \
-             pg_ctlcluster --skip-systemctl-redirect 15 main start\n\
-             (trust auth for user postgres on 127.0.0.1:5432), or point TEST_DATABASE_URL at a \
-             server where the user may CREATE DATABASE."
-        ),
-    };
-    let name = format!(
-        "{DB_PREFIX}{}_{}",
-        unix_secs(),
-        uuid::Uuid::new_v4().simple()
-    );
-    conn.execute(format!("CREATE DATABASE \"{name}\"").as_str())
-        .await
-        .unwrap_or_else(|e| panic!("CREATE DATABASE {name} on {url}: {e}"));
-    conn.close().await.ok();
-    let pool = PgPoolOptions::new()
-        .max_connections(16)
-        .connect_with(admin.clone().database(&name))
-        .await
-        .unwrap_or_else(|e| panic!("connect to test database {name}: {e}"));
-    let store = PgStore::from_pool(pool)
+    let db = TestDatabase::create(DB_PREFIX, 16).await;
+    let store = PgStore::from_pool(db.pool.clone())
         .await
         .expect("migrate test database");
     Pg {
         store: Store::Postgres(store),
-        admin,
-        name,
+        db,
     }
 }
 
 impl Pg {
     pub fn pool(&self) -> &sqlx::PgPool {
-        match &self.store {
-            Store::Postgres(pg) => pg.pool(),
-            Store::Sqlite(_) => unreachable!("a PostgreSQL harness"),
-        }
+        &self.db.pool
+    }
+
+    /// A URL of the test database.
+    pub fn url(&self) -> String {
+        self.db.url()
     }
 
     pub async fn count(&self, sql: &str) -> i64 {
@@ -93,33 +53,6 @@ impl Pg {
             .await
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
             .get::<i64, _>(0)
-    }
-}
-
-impl Drop for Pg {
-    fn drop(&mut self) {
-        let admin = self.admin.clone();
-        let name = std::mem::take(&mut self.name);
-        let pool = self.pool().clone();
-        let dropper = std::thread::spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            rt.block_on(async move {
-                pool.close().await;
-                if let Ok(mut conn) = admin.connect().await {
-                    let _ = conn
-                        .execute(
-                            format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)").as_str(),
-                        )
-                        .await;
-                }
-            });
-        });
-        let _ = dropper.join();
     }
 }
 
