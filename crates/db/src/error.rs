@@ -66,6 +66,18 @@ pub enum DbError {
         source: sqlx::migrate::MigrateError,
     },
 
+    /// A tick carried a runner state older than (or as old as) the one already stored for its
+    /// deployment: another runner has moved the deployment on. Nothing of the tick was written.
+    #[error(
+        "deployment {deployment_id}: the runner state of the tick at {stored_tick_at} is stored; \
+         the tick at {tick_at} is stale and was not written"
+    )]
+    StaleState {
+        deployment_id: uuid::Uuid,
+        tick_at: chrono::DateTime<chrono::Utc>,
+        stored_tick_at: chrono::DateTime<chrono::Utc>,
+    },
+
     /// A retried write kept conflicting with concurrent writers.
     #[error("{context}: still conflicting after {attempts} attempts")]
     Contention {

@@ -384,6 +384,42 @@ macro_rules! impl_stores {
                     return Ok(TickOutcome::AlreadyRecorded { snapshot_id });
                 }
 
+                // The runner state after this tick, only forward: a stored state of this or a
+                // later tick wins and the whole tick is refused (its runner lost the deployment).
+                if let Some(state) = &tick.runner_state {
+                    let written = sqlx::query(
+                        "INSERT INTO live_runner_state (deployment_id, tick_at, state, updated_at) \
+                         VALUES ($1, $2, $3, $4) \
+                         ON CONFLICT (deployment_id) DO UPDATE \
+                         SET tick_at = excluded.tick_at, state = excluded.state, \
+                             updated_at = excluded.updated_at \
+                         WHERE live_runner_state.tick_at IS NULL \
+                            OR live_runner_state.tick_at < excluded.tick_at",
+                    )
+                    .bind($enc::id(s.deployment_id))
+                    .bind($enc::ts(s.tick_at))
+                    .bind(Json(state))
+                    .bind($enc::ts(Utc::now()))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(ctx("writing runner state"))?;
+                    if written.rows_affected() == 0 {
+                        let row = sqlx::query(
+                            "SELECT tick_at FROM live_runner_state WHERE deployment_id = $1",
+                        )
+                        .bind($enc::id(s.deployment_id))
+                        .fetch_one(&mut *tx)
+                        .await
+                        .map_err(ctx("reading newer runner state"))?;
+                        let stored_tick_at = codec::RowExt::ts(&row, "tick_at")?;
+                        return Err(DbError::StaleState {
+                            deployment_id: s.deployment_id,
+                            tick_at: s.tick_at,
+                            stored_tick_at,
+                        });
+                    }
+                }
+
                 for f in &tick.fills {
                     sqlx::query(
                         "INSERT INTO fills (deployment_id, broker_fill_id, symbol, side, qty, price, fee_usd, \
@@ -547,6 +583,26 @@ macro_rules! impl_stores {
                 .await
                 .map_err(ctx("reading last decision snapshot"))?;
                 row.as_ref().map(codec::snapshot_from_row).transpose()
+            }
+
+            async fn runner_state(&self, deployment_id: Uuid) -> Result<Option<StoredRunnerState>, DbError> {
+                let row = sqlx::query(
+                    "SELECT deployment_id, tick_at, state FROM live_runner_state \
+                     WHERE deployment_id = $1 AND tick_at IS NOT NULL",
+                )
+                .bind($enc::id(deployment_id))
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(ctx("reading runner state"))?;
+                row.as_ref()
+                    .map(|r| {
+                        Ok(StoredRunnerState {
+                            deployment_id: codec::RowExt::uuid(r, "deployment_id")?,
+                            tick_at: codec::RowExt::ts(r, "tick_at")?,
+                            state: codec::RowExt::json(r, "state")?,
+                        })
+                    })
+                    .transpose()
             }
 
             async fn list_snapshots(&self, deployment_id: Uuid, limit: u32) -> Result<Vec<DecisionSnapshot>, DbError> {

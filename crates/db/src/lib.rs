@@ -4,7 +4,8 @@
 //! What this crate owns:
 //! - the schema: skills, deployments, the decision firehose (`decision_snapshots`), `fills`, the
 //!   closed-trade ledger (`trade_history`, column for column [`types::TradeRecord`]),
-//!   `reflection_notes` + `reflection_runs`, `user_facts` + their audit trail, `market_events`;
+//!   `reflection_notes` + `reflection_runs`, `user_facts` + their audit trail, `market_events`,
+//!   `live_runner_state` (a runner's opaque state between ticks, committed with each tick);
 //!   on PostgreSQL also the `auth` shim (roles `anon` / `authenticated` / `service_role`,
 //!   `auth.uid()`, `auth.role()`) and row-level security;
 //! - the store traits ([`RegistryStore`], [`TickStore`], [`LedgerStore`], [`NoteStore`],
@@ -12,7 +13,8 @@
 //!   ([`SqliteStore`], [`PgStore`]), chosen at run time through [`Store`] / [`connect`].
 //!
 //! Invariants it keeps (in Rust and again in the database):
-//! - a tick is written atomically and at most once ([`TickStore::record_tick`]); a fill is stored
+//! - a tick is written atomically and at most once ([`TickStore::record_tick`]), with the
+//!   runner state after it when the caller gives one (never moving backwards); a fill is stored
 //!   at most once per deployment; at most one open ledger row per deployment and symbol;
 //! - exactly one active reflection note per scope, history kept; lessons ≤ 2000 characters;
 //! - facts 4–500 characters, every change audited by a trigger; reads capped at K ≤ 30;
@@ -44,7 +46,7 @@ pub use error::{ConstraintKind, DbError};
 pub use model::{
     BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, FillTradeLink, Forget,
     NewFact, NewNote, NoteScope, ReflectionRun, RunOutcome, Skill, SkillVersion, StoredFill,
-    TickOutcome, TickRecord, TokenUsage, User,
+    StoredRunnerState, TickOutcome, TickRecord, TokenUsage, User,
 };
 pub use postgres::{POSTGRES_MIGRATOR, PgStore};
 pub use sqlite::{SQLITE_MIGRATOR, SqliteStore};

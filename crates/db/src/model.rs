@@ -177,6 +177,21 @@ pub struct TickRecord {
     pub links: Vec<FillTradeLink>,
     /// The broker-authoritative equity after the tick, stored on the deployment when given.
     pub equity_usd: Option<Decimal>,
+    /// The caller's own state after this tick (opaque JSON: a live runner's paper broker, risk
+    /// state, last decision), written to `live_runner_state` in the same transaction as the tick,
+    /// at the snapshot's `tick_at`, and only forward. `None` writes nothing (a backtest).
+    #[serde(default)]
+    pub runner_state: Option<serde_json::Value>,
+}
+
+/// The runner state a deployment's latest recorded tick committed (see
+/// [`TickRecord::runner_state`]); read back by [`TickStore::runner_state`](crate::TickStore::runner_state).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredRunnerState {
+    pub deployment_id: Uuid,
+    /// The tick this state is the result of.
+    pub tick_at: DateTime<Utc>,
+    pub state: serde_json::Value,
 }
 
 /// What [`TickStore::record_tick`](crate::TickStore::record_tick) did.

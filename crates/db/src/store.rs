@@ -14,7 +14,8 @@ use uuid::Uuid;
 
 use crate::model::{
     DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget, NewFact, NewNote, NoteScope,
-    ReflectionRun, Skill, SkillVersion, StoredFill, TickOutcome, TickRecord, User,
+    ReflectionRun, Skill, SkillVersion, StoredFill, StoredRunnerState, TickOutcome, TickRecord,
+    User,
 };
 use crate::traits::{EventStore, FactStore, LedgerStore, NoteStore, RegistryStore, TickStore};
 use crate::{DbError, PgStore, SqliteStore};
@@ -72,6 +73,7 @@ delegate!(TickStore {
     fn record_tick(&self, tick: &TickRecord) -> TickOutcome;
     fn get_snapshot(&self, id: Uuid) -> DecisionSnapshot;
     fn last_snapshot_before(&self, deployment_id: Uuid, before: DateTime<Utc>) -> Option<DecisionSnapshot>;
+    fn runner_state(&self, deployment_id: Uuid) -> Option<StoredRunnerState>;
     fn list_snapshots(&self, deployment_id: Uuid, limit: u32) -> Vec<DecisionSnapshot>;
 });
 

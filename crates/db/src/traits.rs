@@ -15,7 +15,8 @@ use uuid::Uuid;
 use crate::DbError;
 use crate::model::{
     DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget, NewFact, NewNote, NoteScope,
-    ReflectionRun, Skill, SkillVersion, StoredFill, TickOutcome, TickRecord, User,
+    ReflectionRun, Skill, SkillVersion, StoredFill, StoredRunnerState, TickOutcome, TickRecord,
+    User,
 };
 
 /// Users, skills, skill versions and deployments.
@@ -131,15 +132,19 @@ pub trait RegistryStore {
 pub trait TickStore {
     /// Writes a tick in ONE transaction: the decision snapshot, its fills (a fill already stored
     /// is skipped), the ledger rows (upserted by id, closing rows first; a row's `closed_at` is
-    /// this tick's time when it closes), the fill → trade links and the deployment's equity. Idempotent: when a snapshot for the same deployment and
-    /// `tick_at` (or the same id) exists, nothing is written and
+    /// this tick's time when it closes), the fill → trade links, the deployment's equity and,
+    /// when given, the runner state ([`TickRecord::runner_state`], stored at the snapshot's
+    /// `tick_at`). Idempotent: when a snapshot for the same deployment and `tick_at` (or the same
+    /// id) exists, nothing is written — the stored runner state included — and
     /// [`TickOutcome::AlreadyRecorded`] is returned. On any error nothing is written.
     ///
     /// # Errors
     /// [`DbError::Invalid`] when a fill or trade belongs to another deployment, a trade row
     /// would change a row already closed (closed rows are immutable), or a link names a fill
-    /// that is not stored; [`DbError::Constraint`] when the database rejects a row (unknown
-    /// deployment, a second open row for a symbol, ...).
+    /// that is not stored; [`DbError::StaleState`] when the tick carries a runner state and the
+    /// stored one is of this or a later tick (the state never moves backwards);
+    /// [`DbError::Constraint`] when the database rejects a row (unknown deployment, a second
+    /// open row for a symbol, ...).
     fn record_tick(
         &self,
         tick: &TickRecord,
@@ -161,6 +166,16 @@ pub trait TickStore {
         deployment_id: Uuid,
         before: DateTime<Utc>,
     ) -> impl Future<Output = Result<Option<DecisionSnapshot>, DbError>> + Send;
+
+    /// The runner state the deployment's latest tick committed with it (see
+    /// [`TickRecord::runner_state`]), if any.
+    ///
+    /// # Errors
+    /// [`DbError::Decode`] when the stored row cannot be read back.
+    fn runner_state(
+        &self,
+        deployment_id: Uuid,
+    ) -> impl Future<Output = Result<Option<StoredRunnerState>, DbError>> + Send;
 
     /// The newest `limit` snapshots of a deployment, newest first.
     ///

@@ -33,6 +33,7 @@ mod cases {
             trades: vec![],
             links: vec![],
             equity_usd: None,
+            runner_state: None,
         }
     }
 
@@ -329,6 +330,138 @@ mod cases {
             vec![trade.clone()]
         );
         assert_eq!(s.all_trades(fx.deployment.id).await.unwrap(), vec![trade]);
+    }
+
+    pub async fn runner_state_commits_with_its_tick_and_never_moves_back<S: Storage + RawSql>(
+        s: &S,
+    ) {
+        let fx = seed(s).await.unwrap();
+        let d = fx.deployment.id;
+        let state_of = |n: i64| serde_json::json!({"broker": {"cash": n.to_string()}, "n": n});
+        assert_eq!(s.runner_state(d).await.unwrap(), None);
+
+        // A runner marked its attempt before the first tick (attempt columns only): no state yet.
+        s.exec(&format!(
+            "INSERT INTO live_runner_state (deployment_id, attempt_owner, attempt_tick_at) \
+             VALUES ('{d}', 'runner-a', '{}')",
+            db::time_text(at(0))
+        ))
+        .await
+        .unwrap();
+        assert_eq!(s.runner_state(d).await.unwrap(), None);
+
+        // Written with the tick, at the snapshot's time.
+        let mut t0 = tick(&fx, 0);
+        t0.fills
+            .push(sample_fill("f-1", dec!(0.01), dec!(65200), at(0)));
+        t0.runner_state = Some(state_of(0));
+        assert!(matches!(
+            s.record_tick(&t0).await.unwrap(),
+            TickOutcome::Recorded { .. }
+        ));
+        let stored = s.runner_state(d).await.unwrap().expect("state stored");
+        assert_eq!(
+            (stored.deployment_id, stored.tick_at, &stored.state),
+            (d, at(0), &state_of(0))
+        );
+        // The attempt columns are the runner's own: the tick leaves them alone.
+        assert_eq!(
+            s.count(&format!(
+                "SELECT COUNT(*) FROM live_runner_state WHERE attempt_owner = 'runner-a' \
+                 AND CAST(deployment_id AS TEXT) = '{d}'"
+            ))
+            .await,
+            1
+        );
+
+        // A re-run of the recorded tick (another state, e.g. a non-deterministic model): the
+        // store answers AlreadyRecorded and the committed state stays.
+        let mut rerun = tick(&fx, 0);
+        rerun.runner_state = Some(state_of(99));
+        assert!(matches!(
+            s.record_tick(&rerun).await.unwrap(),
+            TickOutcome::AlreadyRecorded { .. }
+        ));
+        assert_eq!(
+            s.runner_state(d).await.unwrap().map(|r| r.state),
+            Some(state_of(0))
+        );
+
+        // A tick without a state (a backtest) leaves the stored one alone.
+        assert!(matches!(
+            s.record_tick(&tick(&fx, 60)).await.unwrap(),
+            TickOutcome::Recorded { .. }
+        ));
+        assert_eq!(
+            s.runner_state(d).await.unwrap().map(|r| r.tick_at),
+            Some(at(0))
+        );
+
+        let mut t120 = tick(&fx, 120);
+        t120.runner_state = Some(state_of(120));
+        s.record_tick(&t120).await.unwrap();
+        assert_eq!(
+            s.runner_state(d)
+                .await
+                .unwrap()
+                .map(|r| (r.tick_at, r.state)),
+            Some((at(120), state_of(120)))
+        );
+
+        // A runner that lost the deployment comes back with an older tick: refused whole, the
+        // newer state kept, nothing of the stale tick written.
+        let snapshots = count_rows(s, "decision_snapshots", d).await;
+        let mut stale = tick(&fx, 30);
+        stale
+            .fills
+            .push(sample_fill("f-stale", dec!(0.01), dec!(65000), at(30)));
+        stale.runner_state = Some(state_of(30));
+        match s.record_tick(&stale).await {
+            Err(DbError::StaleState {
+                deployment_id,
+                tick_at,
+                stored_tick_at,
+            }) => assert_eq!(
+                (deployment_id, tick_at, stored_tick_at),
+                (d, at(30), at(120))
+            ),
+            other => panic!("expected a stale-state refusal, got {other:?}"),
+        }
+        // As old as the stored one (a fresh snapshot id at a time whose snapshot is missing):
+        // refused too.
+        s.exec(&format!(
+            "DELETE FROM decision_snapshots WHERE CAST(deployment_id AS TEXT) = '{d}' \
+             AND tick_at = '{}'",
+            db::time_text(at(120))
+        ))
+        .await
+        .unwrap();
+        let mut same = tick(&fx, 120);
+        same.runner_state = Some(state_of(121));
+        assert!(matches!(
+            s.record_tick(&same).await,
+            Err(DbError::StaleState { .. })
+        ));
+        assert_eq!(count_rows(s, "decision_snapshots", d).await, snapshots - 1);
+        assert_eq!(count_rows(s, "fills", d).await, 1);
+        assert_eq!(
+            s.runner_state(d)
+                .await
+                .unwrap()
+                .map(|r| (r.tick_at, r.state)),
+            Some((at(120), state_of(120)))
+        );
+
+        // The database itself refuses a time without a state.
+        let refused = s
+            .exec(&format!(
+                "UPDATE live_runner_state SET state = NULL WHERE CAST(deployment_id AS TEXT) = '{d}'"
+            ))
+            .await;
+        assert!(
+            matches!(&refused, Err(e) if e.to_string().contains("live_runner_state_complete")),
+            "{refused:?}"
+        );
     }
 
     pub async fn record_tick_is_all_or_nothing<S: Storage + RawSql>(s: &S) {
@@ -1094,6 +1227,7 @@ contract!(
     record_tick_writes_snapshot_fills_trades_and_links,
     record_tick_replay_is_a_no_op,
     record_tick_is_all_or_nothing,
+    runner_state_commits_with_its_tick_and_never_moves_back,
     ledger_reads_are_point_in_time,
     decimals_and_times_round_trip_exactly,
     snapshots_read_back_in_order,

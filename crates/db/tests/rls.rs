@@ -52,6 +52,7 @@ async fn populate(store: &PgStore) -> Fixture {
             }],
             trades: vec![trade],
             equity_usd: None,
+            runner_state: None,
         })
         .await
         .unwrap();
@@ -434,4 +435,154 @@ async fn migrations_are_idempotent_and_the_auth_shim_reads_the_claims() {
     .unwrap()[0]
         .get("r");
     assert_eq!(role.as_deref(), Some("authenticated"));
+}
+
+#[tokio::test]
+async fn the_runner_state_is_the_service_roles_only() {
+    let h = common::postgres().await;
+    let w = world(&h.store).await;
+    let pool = h.store.pool();
+    let a = &w.a;
+    let d = a.deployment.id;
+    let tick = TickRecord {
+        snapshot: sample_snapshot(d, at(60)),
+        fills: vec![],
+        trades: vec![],
+        links: vec![],
+        equity_usd: None,
+        runner_state: Some(serde_json::json!({"broker": {"cash": "10000"}})),
+    };
+    h.store.record_tick(&tick).await.unwrap();
+
+    // The owner of the deployment can neither read nor write its runner state.
+    for sql in [
+        "SELECT deployment_id FROM live_runner_state".to_owned(),
+        format!("UPDATE live_runner_state SET state = '{{}}' WHERE deployment_id = '{d}'"),
+        format!("DELETE FROM live_runner_state WHERE deployment_id = '{d}'"),
+    ] {
+        assert_permission_denied(as_user(pool, a.user.id, &sql).await, &sql);
+        assert_permission_denied(as_role(pool, "anon", None, &sql).await, &sql);
+    }
+    // The service role reads and writes it.
+    let rows = as_role(
+        pool,
+        "service_role",
+        Some(Uuid::new_v4()),
+        "SELECT deployment_id FROM live_runner_state",
+    )
+    .await
+    .unwrap();
+    assert_eq!(ids(&rows, "deployment_id"), vec![d]);
+    let rows = as_role(
+        pool,
+        "service_role",
+        Some(Uuid::new_v4()),
+        &format!(
+            "UPDATE live_runner_state SET attempt_owner = 'r' WHERE deployment_id = '{d}' RETURNING deployment_id"
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 1);
+    let rls: bool = sqlx::query_scalar(
+        "SELECT relrowsecurity FROM pg_class WHERE oid = 'public.live_runner_state'::regclass",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert!(rls);
+}
+
+/// Databases where an earlier live-runner created `live_runner_state` itself (same columns, RLS
+/// on, no policy): the migration adopts the table and keeps its rows.
+#[tokio::test]
+async fn the_migration_adopts_the_runner_state_table_an_older_runner_created() {
+    use sqlx::migrate::Migrate;
+    const RUNNER_STATE_MIGRATION: i64 = 20261205000001;
+
+    let test_db = db::test_support::pg::TestDatabase::create("agent_db_test_", 4).await;
+    let pool = &test_db.pool;
+    // The schema as it was before the migration.
+    {
+        let mut conn = pool.acquire().await.unwrap();
+        conn.ensure_migrations_table().await.unwrap();
+        for m in db::POSTGRES_MIGRATOR
+            .iter()
+            .filter(|m| m.version < RUNNER_STATE_MIGRATION)
+        {
+            conn.apply(m).await.unwrap();
+        }
+    }
+    let (user, skill, d) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    for sql in [
+        format!("INSERT INTO auth.users (id) VALUES ('{user}')"),
+        format!("INSERT INTO skills (id, user_id, name) VALUES ('{skill}', '{user}', 'old')"),
+        format!(
+            "INSERT INTO skill_versions (skill_id, version, body, model) \
+             VALUES ('{skill}', 1, '{{}}', 'builtin/scripted')"
+        ),
+        format!(
+            "INSERT INTO deployments (id, user_id, skill_id, skill_version, broker, \
+             initial_equity_usd, equity_usd) VALUES ('{d}', '{user}', '{skill}', 1, 'paper', 10000, 10000)"
+        ),
+        // What live-runner's `ensure_schema` ran, and a state it saved.
+        "CREATE TABLE IF NOT EXISTS live_runner_state (deployment_id uuid PRIMARY KEY \
+         REFERENCES deployments(id) ON DELETE CASCADE, tick_at timestamptz, state jsonb, \
+         attempt_owner text, attempt_tick_at timestamptz, \
+         updated_at timestamptz NOT NULL DEFAULT now())"
+            .to_owned(),
+        "ALTER TABLE live_runner_state ENABLE ROW LEVEL SECURITY".to_owned(),
+        format!(
+            "INSERT INTO live_runner_state (deployment_id, tick_at, state, attempt_owner, attempt_tick_at) \
+             VALUES ('{d}', '{}', '{{\"broker\": {{\"cash\": \"9876.5\"}}}}', 'old-runner', '{}')",
+            at(0).to_rfc3339(),
+            at(0).to_rfc3339()
+        ),
+    ] {
+        sqlx::query(&sql)
+            .execute(pool)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    // Opening the store applies the new migration over it.
+    let store = PgStore::from_pool(pool.clone()).await.unwrap();
+    let kept = store.runner_state(d).await.unwrap().expect("the old row");
+    assert_eq!(kept.tick_at, at(0));
+    assert_eq!(
+        kept.state,
+        serde_json::json!({"broker": {"cash": "9876.5"}})
+    );
+    // The adopted table moves forward with the ticks like a new one.
+    store
+        .record_tick(&TickRecord {
+            snapshot: sample_snapshot(d, at(60)),
+            fills: vec![],
+            trades: vec![],
+            links: vec![],
+            equity_usd: None,
+            runner_state: Some(serde_json::json!({"n": 60})),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        store.runner_state(d).await.unwrap().map(|r| r.tick_at),
+        Some(at(60))
+    );
+    assert_permission_denied(
+        as_user(pool, user, "SELECT deployment_id FROM live_runner_state").await,
+        "owner reads the adopted runner state",
+    );
+    let policies: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_policies WHERE tablename = 'live_runner_state'",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        policies, 1,
+        "the service role's policy, nothing for end users"
+    );
+    // Re-running every migration changes nothing.
+    db::POSTGRES_MIGRATOR.run(pool).await.unwrap();
 }

@@ -225,6 +225,7 @@ fn rebuild_matches_a_consistent_ledger_and_reports_a_tampered_row() {
                     trades: changes.rows.into_iter().map(|w| w.row).collect(),
                     fills: vec![fill],
                     equity_usd: None,
+                    runner_state: None,
                 })
                 .await
                 .unwrap();

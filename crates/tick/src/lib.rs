@@ -662,6 +662,7 @@ where
         trades: changes.rows.iter().map(|w| w.row.clone()).collect(),
         links: fill_links(&changes),
         equity_usd: Some(after.equity_usd),
+        runner_state: None,
     };
     let recorded = match store.record_tick(&record).await {
         Ok(StoreOutcome::Recorded { .. }) => true,
