@@ -11,15 +11,12 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use crate::schedule::next_close_after;
-use crate::state;
 
 /// Why an operator command failed.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
     #[error("store: {0}")]
     Db(#[from] db::DbError),
-    #[error(transparent)]
-    State(#[from] state::StateError),
     #[error("skill file {path}: {message}")]
     Skill { path: String, message: String },
     #[error("{0}")]
@@ -34,8 +31,8 @@ pub struct MigrateReport {
     pub applied: Vec<(i64, String)>,
 }
 
-/// Applies the store's migrations (done by [`db::connect`]) and, on PostgreSQL, the runner's
-/// state table; reports the migrations the database holds.
+/// Applies the store's migrations (done by [`db::connect`]; the runner's state table,
+/// `live_runner_state`, is one of them) and reports the migrations the database holds.
 ///
 /// # Errors
 /// [`AdminError`] when the database cannot be reached or a statement fails.
@@ -43,7 +40,6 @@ pub async fn migrate(url: &str) -> Result<MigrateReport, AdminError> {
     let store = db::connect(url).await?;
     let applied = match &store {
         Store::Postgres(pg) => {
-            state::ensure_schema(pg.pool()).await?;
             let rows = sqlx::query(
                 "SELECT version, description FROM _sqlx_migrations WHERE success ORDER BY version",
             )

@@ -5,13 +5,16 @@
 //! - the operator commands ([`admin`]: migrate, deploy, list);
 //! - the tick loop ([`runner`]): leasing due deployments in the database
 //!   (`claim_due_deployments`, `FOR UPDATE SKIP LOCKED`-style), a bounded number of ticks in
-//!   flight, each in its own task with a lease heartbeat, release with the next bar close;
-//! - the runner state between ticks ([`state`], table `live_runner_state`): paper broker, risk
-//!   state, last decision, reflection drafts — the ledger itself is rebuilt from the store;
+//!   flight, each in its own task with a lease heartbeat, release with the next bar close; due
+//!   reflections on a bounded worker of their own, off the tick path;
+//! - the runner state between ticks ([`state`], table `live_runner_state`, committed by
+//!   `record_tick` with each tick): paper broker, risk state, last decision — the ledger and the
+//!   reflection notes are read back from the store;
 //! - bar-close scheduling ([`schedule`]) and the `/healthz` + `/metrics` endpoint ([`metrics`]).
 //!
 //! What it must never do: decide what trades (the engine in `tick::run_tick` does), run a tick
-//! twice for the same bar close (leases + idempotent `record_tick` + forward-only state), keep
+//! twice for the same bar close (leases + idempotent `record_tick` + state committed with the
+//! tick, forward only), keep
 //! state only in memory (a restart resumes from PostgreSQL), or call the network from a model
 //! or broker it did not get from its configuration.
 

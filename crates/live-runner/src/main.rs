@@ -73,7 +73,7 @@ enum Command {
         db: String,
     },
     /// Tick every due deployment once per closed bar, until SIGTERM / ctrl-c (in-flight ticks
-    /// finish first) or, with --once, until nothing is due.
+    /// and reflections finish first) or, with --once, until nothing is due.
     Run {
         /// Database URL (PostgreSQL for `run`), e.g. postgres://postgres@127.0.0.1:5432/agents.
         #[arg(long, env = "DATABASE_URL")]
@@ -81,6 +81,10 @@ enum Command {
         /// Most ticks (model calls) in flight at once in this process.
         #[arg(long, default_value_t = 8)]
         concurrency: usize,
+        /// Most reflections in flight at once in this process. They run off the tick path,
+        /// after the tick released its lease, and never take a tick's slot.
+        #[arg(long, default_value_t = 2)]
+        reflection_concurrency: usize,
         /// Hyperliquid API base URL (mainnet by default; testnet or a local mock).
         #[arg(long, default_value = hyperliquid::MAINNET_URL)]
         hl_url: String,
@@ -121,7 +125,7 @@ async fn main() -> anyhow::Result<()> {
             for (version, description) in report.applied {
                 println!("  {version}  {description}");
             }
-            println!("runner state table: live_runner_state");
+            println!("runner state table: live_runner_state (written with each tick)");
         }
         Command::Deploy {
             db,
@@ -167,6 +171,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Run {
             db,
             concurrency,
+            reflection_concurrency,
             hl_url,
             once,
             tick_budget_secs,
@@ -175,6 +180,9 @@ async fn main() -> anyhow::Result<()> {
         } => {
             if concurrency == 0 {
                 bail!("--concurrency must be at least 1");
+            }
+            if reflection_concurrency == 0 {
+                bail!("--reflection-concurrency must be at least 1");
             }
             let store = db::connect(&db)
                 .await
@@ -187,6 +195,7 @@ async fn main() -> anyhow::Result<()> {
                 .with_context(|| format!("binding the metrics endpoint {listen}"))?;
             let mut config = RunnerConfig::new(runner::process_owner());
             config.concurrency = concurrency;
+            config.reflection_concurrency = reflection_concurrency;
             config.once = once;
             config.poll = Duration::from_secs(poll_secs.max(1));
             let budget = i64::try_from(tick_budget_secs.max(1)).unwrap_or(120);

@@ -56,7 +56,8 @@ struct Inner {
     ticks: BTreeMap<&'static str, u64>,
     /// By rule code.
     rejections: BTreeMap<&'static str, u64>,
-    /// By outcome: `note`, `flagged`, `failed`, `store_error`.
+    /// By outcome: `note`, `flagged`, `failed`, `store_error`, `already_done` (a redo found
+    /// stored), `skipped_in_flight` (due again while the previous one still runs).
     reflections: BTreeMap<&'static str, u64>,
     lease_takeovers: u64,
     leases_lost: u64,

@@ -7,23 +7,32 @@
 //! deployment. While a tick runs, its lease is extended every third of the lease (heartbeat);
 //! a runner that dies stops heartbeating, its leases expire and another runner claims them.
 //!
-//! A tick is executed at most once per (deployment, bar close): the store records a tick
-//! atomically and idempotently (`record_tick`), the runner state only moves forward, and a
-//! deployment whose state already holds the due tick is released without running it again.
+//! A tick is executed at most once per (deployment, bar close): the store records a tick and
+//! the runner state after it in one transaction, idempotently (`record_tick`), the state only
+//! moves forward, and a deployment whose state already holds the due tick is released without
+//! running it again.
+//!
+//! Reflection is off the tick path: a tick only checks the cadence; a due reflection is handed,
+//! after the tick released its lease, to a worker of its own (at most
+//! [`RunnerConfig::reflection_concurrency`] at once, one per deployment), which calls
+//! [`tick::run_due_reflection`]. A slow or failed reflection never delays or fails a tick; a
+//! shutdown waits for the reflections in flight; one lost with its process leaves nothing
+//! stored, so the cadence finds it due again at the deployment's next tick.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_runtime::{LanguageModel, ModelError, ModelRequest, ModelResponse, builtin_model};
 use chrono::{DateTime, Utc};
-use db::{DbError, LedgerStore, RegistryStore, Store};
+use db::{DbError, LedgerStore, RegistryStore, Store, TickStore};
 use execution_engine::{BrokerError, PaperBroker, PaperBrokerConfig};
 use hyperliquid::{HlError, InfoClient};
 use memory_ledger::{LedgerScope, LedgerState};
 use skill_schema::{Format, Skill, parse_skill};
 use sqlx::PgPool;
-use tick::{ReflectionReport, TickOutcome, TickState, run_tick};
+use tick::{DueReflection, ReflectionCheck, ReflectionReport, TickOutcome, TickState};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tools::{Preloaded, RunMode, ToolContext};
@@ -33,6 +42,13 @@ use uuid::Uuid;
 use crate::metrics::Metrics;
 use crate::schedule::{bar_length, last_close_at_or_before};
 use crate::state::{self, RunnerState, StateError};
+
+/// A reflection a tick found due, for the reflection worker.
+#[derive(Debug)]
+pub struct ReflectionJob {
+    pub deployment: tick::Deployment,
+    pub due: DueReflection,
+}
 
 /// Turns a model id (the skill's `model`, or its reflection model) into a model.
 pub type ModelResolver =
@@ -69,11 +85,13 @@ pub struct RunnerConfig {
     pub retry_after: chrono::Duration,
     /// Process what is due now, then return.
     pub once: bool,
+    /// Most reflections in flight at once (off the tick path; they never hold a tick slot).
+    pub reflection_concurrency: usize,
 }
 
 impl RunnerConfig {
-    /// Defaults for `owner`: 8 at once, a 4-minute lease (2× a 2-minute tick budget), 5 s
-    /// polling, a failed tick retried after 30 s.
+    /// Defaults for `owner`: 8 ticks and 2 reflections at once, a 4-minute lease (2× a 2-minute
+    /// tick budget), 5 s polling, a failed tick retried after 30 s.
     #[must_use]
     pub fn new(owner: impl Into<String>) -> Self {
         RunnerConfig {
@@ -83,6 +101,7 @@ impl RunnerConfig {
             poll: Duration::from_secs(5),
             retry_after: chrono::Duration::seconds(30),
             once: false,
+            reflection_concurrency: 2,
         }
     }
 }
@@ -140,10 +159,12 @@ pub enum RunError {
 /// What happened to one claimed deployment.
 #[derive(Debug)]
 pub enum Done {
-    /// The tick ran (`outcome.recorded` false: the store already held it).
+    /// The tick ran (`outcome.recorded` false: the store already held it). A due reflection
+    /// comes with what it needs to run on the reflection worker.
     Ticked {
         outcome: Box<TickOutcome>,
         next: DateTime<Utc>,
+        reflection: Option<Box<ReflectionJob>>,
     },
     /// The runner state already holds the due tick: nothing ran.
     AlreadyDone { next: DateTime<Utc> },
@@ -171,6 +192,68 @@ impl LanguageModel for TimedModel {
     }
 }
 
+/// The reflection worker: due reflections run in tasks of their own, off the tick path, at most
+/// `concurrency` at once and one per deployment.
+struct Reflections {
+    set: JoinSet<()>,
+    slots: Arc<Semaphore>,
+    /// The deployment of each task in `set`.
+    by_task: HashMap<tokio::task::Id, Uuid>,
+}
+
+impl Reflections {
+    fn new(concurrency: usize) -> Self {
+        Reflections {
+            set: JoinSet::new(),
+            slots: Arc::new(Semaphore::new(concurrency.max(1))),
+            by_task: HashMap::new(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.set.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        self.set.len()
+    }
+
+    /// Starts `job` unless a reflection of its deployment is still running (that one's note, or
+    /// its absence, is what the cadence sees at the next tick).
+    fn spawn(&mut self, runner: &Arc<Runner>, job: ReflectionJob) {
+        let d = job.deployment.deployment_id;
+        if self.by_task.values().any(|x| *x == d) {
+            tracing::info!(
+                deployment = %d,
+                at = %job.due.at,
+                "a reflection of this deployment is still running; not starting another"
+            );
+            runner.metrics.reflection("skipped_in_flight");
+            return;
+        }
+        let runner = runner.clone();
+        let slots = self.slots.clone();
+        let handle = self.set.spawn(async move {
+            let Ok(_slot) = slots.acquire_owned().await else {
+                return;
+            };
+            runner.reflect(job).await;
+        });
+        self.by_task.insert(handle.id(), d);
+    }
+
+    fn finished(&mut self, joined: Result<(tokio::task::Id, ()), tokio::task::JoinError>) {
+        let id = match joined {
+            Ok((id, ())) => id,
+            Err(e) => {
+                tracing::error!(error = %e, "a reflection task panicked");
+                e.id()
+            }
+        };
+        self.by_task.remove(&id);
+    }
+}
+
 /// A runner process's shared parts.
 pub struct Runner {
     store: Store,
@@ -183,11 +266,11 @@ pub struct Runner {
 }
 
 impl Runner {
-    /// A runner over a PostgreSQL `store`; creates the runner-state table if missing.
+    /// A runner over a PostgreSQL `store` (migrated by [`db::connect`]: the runner-state table
+    /// is one of the store's).
     ///
     /// # Errors
-    /// [`RunError::NotPostgres`] for a SQLite store; [`RunError::State`] when the table cannot
-    /// be created.
+    /// [`RunError::NotPostgres`] for a SQLite store.
     pub async fn new(
         store: Store,
         info: InfoClient,
@@ -200,7 +283,6 @@ impl Runner {
             Store::Postgres(pg) => pg.pool().clone(),
             other => return Err(RunError::NotPostgres(other.backend_name())),
         };
-        state::ensure_schema(&pool).await?;
         Ok(Runner {
             store,
             pool,
@@ -222,16 +304,18 @@ impl Runner {
         &self.config.owner
     }
 
-    /// Runs until `shutdown` resolves (then finishes the ticks in flight and returns) or, with
-    /// `once`, until nothing is due and nothing is in flight.
+    /// Runs until `shutdown` resolves (then finishes the ticks and reflections in flight and
+    /// returns) or, with `once`, until nothing is due and nothing is in flight.
     ///
-    /// Dropping the returned future aborts every tick in flight (their leases then expire).
+    /// Dropping the returned future aborts every tick and reflection in flight (their leases
+    /// then expire; a lost reflection is found due again at the deployment's next tick).
     ///
     /// # Errors
     /// With `once`, a failed claim; otherwise the loop logs claim failures and retries.
     pub async fn run(self: Arc<Self>, shutdown: impl Future<Output = ()>) -> Result<(), RunError> {
         let slots = Arc::new(Semaphore::new(self.config.concurrency.max(1)));
-        let mut tasks: JoinSet<()> = JoinSet::new();
+        let mut tasks: JoinSet<Option<Box<ReflectionJob>>> = JoinSet::new();
+        let mut reflections = Reflections::new(self.config.reflection_concurrency);
         let mut stopping = false;
         tokio::pin!(shutdown);
         loop {
@@ -253,12 +337,15 @@ impl Runner {
                         Ok(claimed) => {
                             if claimed.is_empty() && tasks.is_empty() && self.config.once {
                                 // A concurrent claimer's locks make a claim come back short;
-                                // only stop when nothing claimable is left.
-                                if state::claimable_count(&self.pool, now).await? == 0 {
+                                // only stop when nothing claimable is left (and the reflections
+                                // in flight are done).
+                                if state::claimable_count(&self.pool, now).await? > 0 {
+                                    tokio::time::sleep(Duration::from_millis(20)).await;
+                                    continue;
+                                }
+                                if reflections.is_empty() {
                                     break;
                                 }
-                                tokio::time::sleep(Duration::from_millis(20)).await;
-                                continue;
                             }
                             for d in claimed {
                                 let Ok(permit) = slots.clone().acquire_owned().await else {
@@ -267,7 +354,7 @@ impl Runner {
                                 let me = self.clone();
                                 tasks.spawn(async move {
                                     let _slot = permit;
-                                    me.process(d).await;
+                                    me.process(d).await
                                 });
                             }
                         }
@@ -276,19 +363,33 @@ impl Runner {
                     }
                 }
             }
-            if stopping && tasks.is_empty() {
+            if stopping && tasks.is_empty() && reflections.is_empty() {
                 break;
             }
-            let idle = !self.config.once || tasks.is_empty();
+            let idle = !self.config.once || (tasks.is_empty() && reflections.is_empty());
             tokio::select! {
                 () = &mut shutdown, if !stopping => {
-                    tracing::info!(in_flight = tasks.len(), "shutting down: finishing the ticks in flight");
+                    tracing::info!(
+                        ticks = tasks.len(),
+                        reflections = reflections.len(),
+                        "shutting down: finishing the ticks and reflections in flight"
+                    );
                     stopping = true;
                 }
                 Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
-                    if let Err(e) = joined {
-                        tracing::error!(error = %e, "a tick task panicked");
+                    match joined {
+                        Ok(Some(job)) if stopping => tracing::info!(
+                            deployment = %job.deployment.deployment_id,
+                            at = %job.due.at,
+                            "shutting down: the due reflection is left to the next tick"
+                        ),
+                        Ok(Some(job)) => reflections.spawn(&self, *job),
+                        Ok(None) => {}
+                        Err(e) => tracing::error!(error = %e, "a tick task panicked"),
                     }
+                }
+                Some(joined) = reflections.set.join_next_with_id(), if !reflections.is_empty() => {
+                    reflections.finished(joined);
                 }
                 () = tokio::time::sleep(self.config.poll), if idle => {}
             }
@@ -296,8 +397,9 @@ impl Runner {
         Ok(())
     }
 
-    /// Ticks one claimed deployment (with a lease heartbeat) and releases it.
-    async fn process(&self, d: db::Deployment) {
+    /// Ticks one claimed deployment (with a lease heartbeat) and releases it; returns the
+    /// reflection the tick found due, for the reflection worker.
+    async fn process(&self, d: db::Deployment) -> Option<Box<ReflectionJob>> {
         let started = Instant::now();
         let heartbeat = (self.config.lease_for / 3)
             .to_std()
@@ -319,9 +421,14 @@ impl Runner {
             }
         };
         let now = self.clock.now();
-        let (label, next) = match &result {
-            Ok(Done::Ticked { outcome, next }) => {
-                self.observe(outcome);
+        let mut job = None;
+        let (label, next) = match result {
+            Ok(Done::Ticked {
+                outcome,
+                next,
+                reflection,
+            }) => {
+                self.observe(&outcome);
                 tracing::info!(
                     deployment = %d.id,
                     tick_at = %outcome.tick_at,
@@ -329,14 +436,15 @@ impl Runner {
                     verdict = tick::backtest::verdict_kind(&outcome.verdict),
                     "tick"
                 );
+                job = reflection;
                 let label = if outcome.recorded {
                     "recorded"
                 } else {
                     "already_recorded"
                 };
-                (label, *next)
+                (label, next)
             }
-            Ok(Done::AlreadyDone { next }) => ("skipped_done", *next),
+            Ok(Done::AlreadyDone { next }) => ("skipped_done", next),
             Ok(Done::Unsupported { broker }) => {
                 tracing::error!(
                     deployment = %d.id,
@@ -363,18 +471,43 @@ impl Runner {
             }
             Err(e) => tracing::error!(deployment = %d.id, error = %e, "releasing the lease failed"),
         }
+        job
     }
 
     fn observe(&self, outcome: &TickOutcome) {
         if let Verdict::Rejected { rule, .. } = &outcome.verdict {
             self.metrics.rejection(rule.as_str());
         }
-        match &outcome.reflection {
-            ReflectionReport::NotDue => {}
-            ReflectionReport::Note { flagged: false, .. } => self.metrics.reflection("note"),
-            ReflectionReport::Note { flagged: true, .. } => self.metrics.reflection("flagged"),
-            ReflectionReport::Failed { .. } => self.metrics.reflection("failed"),
-            ReflectionReport::StoreError { .. } => self.metrics.reflection("store_error"),
+        // A due reflection is counted by the worker when it ends.
+        if let ReflectionCheck::Invalid { reason } = &outcome.reflection {
+            tracing::warn!(reason, "the skill's reflection settings are invalid");
+            self.metrics.reflection("failed");
+        }
+    }
+
+    /// Runs one due reflection (on the reflection worker) and counts its outcome.
+    async fn reflect(&self, job: ReflectionJob) {
+        let done = tick::run_due_reflection(&job.deployment, &job.due, &self.store).await;
+        let label = match &done.report {
+            ReflectionReport::Note { flagged: false, .. } => "note",
+            ReflectionReport::Note { flagged: true, .. } => "flagged",
+            ReflectionReport::Failed { .. } => "failed",
+            ReflectionReport::StoreError { .. } => "store_error",
+            ReflectionReport::AlreadyDone => "already_done",
+            ReflectionReport::NotDue => "not_due",
+        };
+        self.metrics.reflection(label);
+        match &done.report {
+            ReflectionReport::Failed { reason } => tracing::warn!(
+                deployment = %job.deployment.deployment_id, at = %job.due.at, reason, "reflection failed"
+            ),
+            ReflectionReport::StoreError { message } => tracing::error!(
+                deployment = %job.deployment.deployment_id, at = %job.due.at, message,
+                "the store refused the reflection's outcome"
+            ),
+            _ => tracing::info!(
+                deployment = %job.deployment.deployment_id, at = %job.due.at, outcome = label, "reflection"
+            ),
         }
     }
 
@@ -404,21 +537,20 @@ impl Runner {
         let tick_at = last_close_at_or_before(self.clock.now(), interval);
         let next = tick_at + bar_length(interval);
 
-        let stored = state::load(&self.pool, d.id).await?;
-        if let Some(s) = &stored {
-            if s.tick_at.is_some_and(|t| t >= tick_at) {
-                return Ok(Done::AlreadyDone { next });
-            }
-            if let (Some(owner), Some(at)) = (&s.attempt_owner, s.attempt_tick_at)
-                && owner != &self.config.owner
-                && at == tick_at
-            {
-                tracing::warn!(deployment = %d.id, previous = %owner, %tick_at, "taking over an unfinished tick");
-                self.metrics.lease_takeover();
-            }
+        // The state the latest recorded tick committed with it.
+        let stored = self.store.runner_state(d.id).await?;
+        if stored.as_ref().is_some_and(|s| s.tick_at >= tick_at) {
+            return Ok(Done::AlreadyDone { next });
         }
-        state::mark_attempt(&self.pool, d.id, &self.config.owner, tick_at).await?;
-        let saved = stored.and_then(|s| s.state);
+        let saved = stored.as_ref().map(RunnerState::decode).transpose()?;
+        if let Some(previous) =
+            state::mark_attempt(&self.pool, d.id, &self.config.owner, tick_at).await?
+            && previous.owner != self.config.owner
+            && previous.tick_at == tick_at
+        {
+            tracing::warn!(deployment = %d.id, previous = %previous.owner, %tick_at, "taking over an unfinished tick");
+            self.metrics.lease_takeover();
+        }
         let last_tick_at = saved.as_ref().and_then(|s| s.last_tick_at);
 
         let market = fetch_market(&self.info, &skill, tick_at, last_tick_at).await?;
@@ -469,7 +601,8 @@ impl Runner {
             reflector,
         };
 
-        // The ledger comes from the store (the source of truth), the rest from the state row.
+        // The ledger and the reflection notes come from the store (the source of truth), the rest
+        // from the state the last tick committed.
         let scope = LedgerScope {
             deployment_id: d.id,
             skill_id: d.skill_id,
@@ -479,53 +612,44 @@ impl Runner {
         let applied = self.store.applied_fill_ids(d.id).await?;
         let ledger = LedgerState::rebuild(scope, open, applied)?;
         let trades = self.store.all_trades(d.id).await?;
-        let mut tick_state = match saved {
-            Some(s) => TickState {
-                risk: s.risk,
-                ledger,
-                trades,
-                last_decision: s.last_decision,
-                notes: s.notes,
-                last_note: s.last_note,
-                last_reflection_failure: s.last_reflection_failure,
-                last_tick_at: s.last_tick_at,
-            },
-            None => {
-                let mut fresh = TickState::new(&deployment, d.initial_equity_usd, tick_at);
-                fresh.ledger = ledger;
-                fresh.trades = trades;
-                fresh
-            }
-        };
+        let mut tick_state = TickState::new(&deployment, d.initial_equity_usd, tick_at);
+        tick_state.ledger = ledger;
+        tick_state.trades = trades;
+        if let Some(s) = saved {
+            tick_state.risk = s.risk;
+            tick_state.last_decision = s.last_decision;
+            tick_state.last_tick_at = s.last_tick_at;
+        }
+        tick::load_reflection_state(&self.store, d.id, &mut tick_state, tick_at).await?;
 
         let symbols = deployment.skill.context.symbols.clone();
         let market = Arc::new(market);
         let ctx = ToolContext::new(tick_at, RunMode::Trade, symbols, market.clone(), market);
-        let outcome = run_tick(
+        // The state after the tick is committed with it, in record_tick's transaction.
+        let carry = |broker: &PaperBroker, after: &TickState| {
+            serde_json::to_value(RunnerState::after(broker, after))
+        };
+        let outcome = tick::run_tick_carrying(
             &deployment,
             &ctx,
             &model,
             &mut broker,
             &mut tick_state,
             &self.store,
+            Some(&carry),
         )
         .await?;
-
-        let saved = RunnerState {
-            broker,
-            risk: tick_state.risk,
-            last_decision: tick_state.last_decision,
-            notes: tick_state.notes,
-            last_note: tick_state.last_note,
-            last_reflection_failure: tick_state.last_reflection_failure,
-            last_tick_at: tick_state.last_tick_at,
+        let reflection = match &outcome.reflection {
+            ReflectionCheck::Due(due) => Some(Box::new(ReflectionJob {
+                deployment,
+                due: due.clone(),
+            })),
+            ReflectionCheck::NotDue | ReflectionCheck::Invalid { .. } => None,
         };
-        if !state::save(&self.pool, d.id, tick_at, &saved).await? {
-            tracing::warn!(deployment = %d.id, %tick_at, "a newer runner state was already stored; kept it");
-        }
         Ok(Done::Ticked {
             outcome: Box::new(outcome),
             next,
+            reflection,
         })
     }
 }

@@ -1,23 +1,25 @@
-//! The runner's per-deployment state between ticks, in PostgreSQL (`live_runner_state`).
+//! The runner's per-deployment state between ticks (`live_runner_state`, in the store's
+//! migrations).
 //!
-//! What a restart needs that the store's tables do not hold: the paper broker (cash, positions,
-//! liquidation prices, marks), the engine's risk state (peak equity, the day's start, recent
-//! order times), the last decision, the reflection notes' drafts and cadence. The ledger is NOT
-//! copied here: it is rebuilt from `trade_history` and `fills` on every tick
-//! ([`memory_ledger::LedgerState::rebuild`]), so the store stays the one source of truth for it.
+//! What a restart needs that the store's other tables do not hold: the paper broker (cash,
+//! positions, liquidation prices, marks), the engine's risk state (peak equity, the day's start,
+//! recent order times) and the last decision. The ledger is NOT copied here: it is rebuilt from
+//! `trade_history` and `fills` on every tick ([`memory_ledger::LedgerState::rebuild`]); nor are
+//! the reflection notes and runs, read back with [`tick::load_reflection_state`] (a reflection
+//! runs off the tick path and may finish after the tick's state was committed).
 //!
-//! One row per deployment: `tick_at` (the tick this state is the result of), `state` (JSON of
-//! [`RunnerState`]), and `attempt_owner` / `attempt_tick_at` (which runner last started which
-//! tick, to count lease takeovers). The row is written after `record_tick` committed, and only
-//! forward (`tick_at` never goes back), so a slow runner that lost its lease cannot overwrite a
-//! newer state. RLS is enabled with no policy: only the runner's role (owner / service role)
-//! reads it, never an end user.
+//! One row per deployment: `tick_at` and `state` (JSON of [`RunnerState`]) are written by
+//! `record_tick` in the tick's own transaction (`tick::run_tick_carrying`), only forward, so a
+//! tick and the state after it commit together and a runner that lost its lease cannot
+//! overwrite a newer state; `attempt_owner` / `attempt_tick_at` (which runner last started which
+//! tick, to count lease takeovers) are this module's. RLS: the service role's only.
 
 use chrono::{DateTime, Utc};
+use db::StoredRunnerState;
 use execution_engine::{PaperBroker, RiskState};
-use reflection::{LastNote, NoteDraft};
 use serde::{Deserialize, Serialize};
 use sqlx::{PgPool, Row};
+use tick::TickState;
 use tools::LastDecisionSnapshot;
 use uuid::Uuid;
 
@@ -44,103 +46,49 @@ fn sql(what: &'static str) -> impl FnOnce(sqlx::Error) -> StateError {
     move |source| StateError::Sql { what, source }
 }
 
-/// Everything carried from one tick to the next besides the ledger.
+/// Everything carried from one tick to the next besides the ledger and the reflection notes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunnerState {
     pub broker: PaperBroker,
     pub risk: RiskState,
     pub last_decision: Option<LastDecisionSnapshot>,
-    pub notes: Vec<NoteDraft>,
-    pub last_note: Option<LastNote>,
-    pub last_reflection_failure: Option<DateTime<Utc>>,
     pub last_tick_at: Option<DateTime<Utc>>,
 }
 
-/// The stored row.
-#[derive(Debug, Clone)]
-pub struct StoredState {
-    /// The tick the state is the result of (`None`: never completed a tick).
-    pub tick_at: Option<DateTime<Utc>>,
-    pub state: Option<RunnerState>,
-    pub attempt_owner: Option<String>,
-    pub attempt_tick_at: Option<DateTime<Utc>>,
-}
-
-/// The DDL, idempotent. Run by `live-runner migrate` and at the start of `run`.
-pub const SCHEMA_SQL: &str = "CREATE TABLE IF NOT EXISTS live_runner_state (\
-    deployment_id uuid PRIMARY KEY REFERENCES deployments(id) ON DELETE CASCADE, \
-    tick_at timestamptz, \
-    state jsonb, \
-    attempt_owner text, \
-    attempt_tick_at timestamptz, \
-    updated_at timestamptz NOT NULL DEFAULT now())";
-
-/// Creates the table (under an advisory lock: many runners may start at once).
-///
-/// # Errors
-/// [`StateError::Sql`] when the statements fail.
-pub async fn ensure_schema(pool: &PgPool) -> Result<(), StateError> {
-    // Already there (the usual case when a runner starts next to running ones): no DDL, so no
-    // lock on a table other runners are writing.
-    let ready: Option<bool> = sqlx::query_scalar(
-        "SELECT relrowsecurity FROM pg_class WHERE oid = to_regclass('live_runner_state')",
-    )
-    .fetch_optional(pool)
-    .await
-    .map_err(sql("look up the table"))?;
-    if ready == Some(true) {
-        return Ok(());
+impl RunnerState {
+    /// The state after a tick: the broker as it stands and the carried parts of `tick`.
+    #[must_use]
+    pub fn after(broker: &PaperBroker, tick: &TickState) -> Self {
+        RunnerState {
+            broker: broker.clone(),
+            risk: tick.risk.clone(),
+            last_decision: tick.last_decision.clone(),
+            last_tick_at: tick.last_tick_at,
+        }
     }
-    let mut tx = pool.begin().await.map_err(sql("begin"))?;
-    // An arbitrary constant key: "live-runner state schema".
-    sqlx::query("SELECT pg_advisory_xact_lock(7346021195)")
-        .execute(&mut *tx)
-        .await
-        .map_err(sql("advisory lock"))?;
-    sqlx::query(SCHEMA_SQL)
-        .execute(&mut *tx)
-        .await
-        .map_err(sql("create table"))?;
-    sqlx::query("ALTER TABLE live_runner_state ENABLE ROW LEVEL SECURITY")
-        .execute(&mut *tx)
-        .await
-        .map_err(sql("enable row level security"))?;
-    tx.commit().await.map_err(sql("commit"))?;
-    Ok(())
+
+    /// Reads a state `record_tick` committed. Fields of older runner versions (the reflection
+    /// drafts and cadence, now read from the store) are ignored.
+    ///
+    /// # Errors
+    /// [`StateError::Decode`] when the JSON is not a runner state.
+    pub fn decode(stored: &StoredRunnerState) -> Result<Self, StateError> {
+        serde_json::from_value(stored.state.clone()).map_err(|source| StateError::Decode {
+            deployment: stored.deployment_id,
+            source,
+        })
+    }
 }
 
-/// The stored row of a deployment, if any.
-///
-/// # Errors
-/// [`StateError`] on driver failure or an unreadable state.
-pub async fn load(pool: &PgPool, deployment: Uuid) -> Result<Option<StoredState>, StateError> {
-    let row = sqlx::query(
-        "SELECT tick_at, state, attempt_owner, attempt_tick_at FROM live_runner_state \
-         WHERE deployment_id = $1",
-    )
-    .bind(deployment)
-    .fetch_optional(pool)
-    .await
-    .map_err(sql("load"))?;
-    let Some(row) = row else { return Ok(None) };
-    let state: Option<serde_json::Value> = row.try_get("state").map_err(sql("state column"))?;
-    let state = state
-        .map(serde_json::from_value::<RunnerState>)
-        .transpose()
-        .map_err(|source| StateError::Decode { deployment, source })?;
-    Ok(Some(StoredState {
-        tick_at: row.try_get("tick_at").map_err(sql("tick_at column"))?,
-        state,
-        attempt_owner: row
-            .try_get("attempt_owner")
-            .map_err(sql("attempt_owner column"))?,
-        attempt_tick_at: row
-            .try_get("attempt_tick_at")
-            .map_err(sql("attempt_tick_at column"))?,
-    }))
+/// The runner that last started a tick of a deployment, and which tick.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    pub owner: String,
+    pub tick_at: DateTime<Utc>,
 }
 
-/// Records that `owner` starts the tick at `tick_at`.
+/// Records that `owner` starts the tick at `tick_at`; returns the attempt it replaces (to tell a
+/// lease takeover of an unfinished tick). The state columns are left to `record_tick`.
 ///
 /// # Errors
 /// [`StateError::Sql`] on driver failure.
@@ -149,48 +97,29 @@ pub async fn mark_attempt(
     deployment: Uuid,
     owner: &str,
     tick_at: DateTime<Utc>,
-) -> Result<(), StateError> {
-    sqlx::query(
-        "INSERT INTO live_runner_state (deployment_id, attempt_owner, attempt_tick_at) \
+) -> Result<Option<Attempt>, StateError> {
+    // The CTE reads the row as it was before the upsert.
+    let row = sqlx::query(
+        "WITH prev AS (SELECT attempt_owner, attempt_tick_at FROM live_runner_state \
+                       WHERE deployment_id = $1) \
+         INSERT INTO live_runner_state (deployment_id, attempt_owner, attempt_tick_at) \
          VALUES ($1, $2, $3) ON CONFLICT (deployment_id) DO UPDATE \
          SET attempt_owner = EXCLUDED.attempt_owner, attempt_tick_at = EXCLUDED.attempt_tick_at, \
-             updated_at = now()",
+             updated_at = now() \
+         RETURNING (SELECT attempt_owner FROM prev) AS owner, \
+                   (SELECT attempt_tick_at FROM prev) AS tick_at",
     )
     .bind(deployment)
     .bind(owner)
     .bind(tick_at)
-    .execute(pool)
+    .fetch_one(pool)
     .await
     .map_err(sql("mark attempt"))?;
-    Ok(())
-}
-
-/// Stores the state after the tick at `tick_at`, unless a state of this or a later tick is
-/// already stored. Returns whether it was written.
-///
-/// # Errors
-/// [`StateError::Sql`] on driver failure.
-pub async fn save(
-    pool: &PgPool,
-    deployment: Uuid,
-    tick_at: DateTime<Utc>,
-    state: &RunnerState,
-) -> Result<bool, StateError> {
-    let json =
-        serde_json::to_value(state).map_err(|source| StateError::Decode { deployment, source })?;
-    let done = sqlx::query(
-        "INSERT INTO live_runner_state (deployment_id, tick_at, state) VALUES ($1, $2, $3) \
-         ON CONFLICT (deployment_id) DO UPDATE \
-         SET tick_at = EXCLUDED.tick_at, state = EXCLUDED.state, updated_at = now() \
-         WHERE live_runner_state.tick_at IS NULL OR live_runner_state.tick_at < EXCLUDED.tick_at",
-    )
-    .bind(deployment)
-    .bind(tick_at)
-    .bind(json)
-    .execute(pool)
-    .await
-    .map_err(sql("save"))?;
-    Ok(done.rows_affected() == 1)
+    let owner: Option<String> = row.try_get("owner").map_err(sql("attempt owner column"))?;
+    let at: Option<DateTime<Utc>> = row.try_get("tick_at").map_err(sql("attempt time column"))?;
+    Ok(owner
+        .zip(at)
+        .map(|(owner, tick_at)| Attempt { owner, tick_at }))
 }
 
 /// Extends `owner`'s lease on the deployment to `until` (the heartbeat of a long tick).

@@ -482,99 +482,207 @@ async fn shutdown_finishes_the_ticks_in_flight_and_claims_no_more() {
     );
 }
 
+/// Makes a deployment's runner "die" right after `record_tick`: while the deployment is listed
+/// in `test_dies_after_record`, releasing its lease fails, so the runner ends with the tick
+/// recorded and the lease still held — what a kill -9 at that point leaves behind. And makes the
+/// database refuse any runner state written outside the transaction that recorded its tick, so
+/// "right after record_tick" is also "before any other write of the runner".
+async fn die_after_record_tick(pg: &common::Pg) {
+    for sql in [
+        "CREATE FUNCTION test_state_with_its_tick() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN \
+           IF NEW.tick_at IS NOT NULL \
+              AND (TG_OP = 'INSERT' OR NEW.tick_at IS DISTINCT FROM OLD.tick_at) \
+              AND NOT EXISTS (SELECT 1 FROM decision_snapshots s \
+                              WHERE s.deployment_id = NEW.deployment_id AND s.tick_at = NEW.tick_at \
+                                AND s.xmin::text = (txid_current() % 4294967296)::text) THEN \
+             RAISE EXCEPTION 'test: a runner state written outside its tick''s transaction'; \
+           END IF; \
+           RETURN NEW; \
+         END $$",
+        "CREATE TRIGGER test_state_with_its_tick BEFORE INSERT OR UPDATE ON live_runner_state \
+         FOR EACH ROW EXECUTE FUNCTION test_state_with_its_tick()",
+        "CREATE TABLE test_dies_after_record (deployment_id uuid PRIMARY KEY)",
+        "CREATE FUNCTION test_refuse_release() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN \
+           IF NEW.lease_owner IS NULL AND OLD.lease_owner IS NOT NULL \
+              AND EXISTS (SELECT 1 FROM test_dies_after_record WHERE deployment_id = NEW.id) THEN \
+             RAISE EXCEPTION 'test: the runner died right after record_tick'; \
+           END IF; \
+           RETURN NEW; \
+         END $$",
+        "CREATE TRIGGER test_refuse_release BEFORE UPDATE ON deployments \
+         FOR EACH ROW EXECUTE FUNCTION test_refuse_release()",
+    ] {
+        sqlx::query(sql)
+            .execute(pg.pool())
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+}
+
+async fn committed_state(pg: &common::Pg, id: Uuid) -> db::StoredRunnerState {
+    pg.store
+        .runner_state(id)
+        .await
+        .expect("runner state")
+        .expect("a committed state")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_crash_between_recording_a_tick_and_saving_the_state_retries_without_doubling() {
+async fn a_runner_killed_right_after_record_tick_is_resumed_from_the_committed_state() {
     let pg = postgres().await;
     let hl = hyperliquid_mock().await;
     let first = t("2026-11-02T12:00:00Z");
-    let id = deploy_many(&pg, 1, first).await[0];
-    live_runner::state::ensure_schema(pg.pool())
-        .await
-        .expect("state table");
-    let mut saved_before = None;
-    let mut crashed_at = None;
-    for h in 0..24 {
-        let now = first + chrono::Duration::hours(h) + chrono::Duration::seconds(2);
-        let before: Option<serde_json::Value> =
-            sqlx::query_scalar("SELECT state FROM live_runner_state WHERE deployment_id = $1")
-                .bind(id)
-                .fetch_optional(pg.pool())
-                .await
-                .expect("state")
-                .flatten();
-        let r = runner(&pg, &hl, now, &format!("r{h}"), 1, None).await;
-        r.clone().run(std::future::pending()).await.expect("run");
-        let last = pg.store.list_snapshots(id, 1).await.expect("snapshots");
-        if crashed_at.is_none() && matches!(last[0].verdict, types::Verdict::Executed { .. }) {
-            saved_before = before;
-            crashed_at = Some(first + chrono::Duration::hours(h));
-            break;
-        }
-    }
-    let crashed_at = crashed_at.expect("an executed tick within 24 bars");
-    let fills_before = pg.store.list_fills(id, None).await.expect("fills").len();
-    let trades_before = pg.store.all_trades(id).await.expect("ledger");
-    // Simulate kill -9 after record_tick committed but before the state row was written: the
-    // state goes back to what it was before that tick and the deployment is due again.
-    let prev_tick = crashed_at - chrono::Duration::hours(1);
-    sqlx::query("UPDATE live_runner_state SET state = $2, tick_at = $3 WHERE deployment_id = $1")
-        .bind(id)
-        .bind(saved_before)
-        .bind(if crashed_at == first {
-            None
-        } else {
-            Some(prev_tick)
-        })
-        .execute(pg.pool())
-        .await
-        .expect("rewind state");
-    pg.store
-        .set_next_tick_at(id, Some(crashed_at))
-        .await
-        .expect("due again");
+    // Two identical deployments: `crashing` dies after every record_tick, `twin` never does.
+    let ids = deploy_many(&pg, 2, first).await;
+    let (crashing, twin) = (ids[0], ids[1]);
+    die_after_record_tick(&pg).await;
 
-    let r = runner(
-        &pg,
-        &hl,
-        crashed_at + chrono::Duration::seconds(30),
-        "retry",
-        1,
-        None,
-    )
-    .await;
-    r.clone().run(std::future::pending()).await.expect("retry");
-    assert_eq!(
-        r.metrics().ticks("already_recorded"),
-        1,
-        "the retry found the tick recorded"
-    );
-    assert_eq!(r.metrics().ticks("recorded"), 0);
+    for h in 0..14 {
+        let bar = first + chrono::Duration::hours(h);
+        sqlx::query("INSERT INTO test_dies_after_record VALUES ($1)")
+            .bind(crashing)
+            .execute(pg.pool())
+            .await
+            .expect("arm");
+        let r = runner(
+            &pg,
+            &hl,
+            bar + chrono::Duration::seconds(2),
+            &format!("r{h}"),
+            2,
+            None,
+        )
+        .await;
+        r.clone().run(std::future::pending()).await.expect("run");
+        assert_eq!(r.metrics().ticks("recorded"), 2, "bar {h}");
+        // The process is gone: the tick and the state after it are committed together, the
+        // lease is still held and the deployment still due at this bar.
+        let dead = pg.store.get_deployment(crashing).await.expect("deployment");
+        assert!(dead.lease_owner.is_some(), "bar {h}: never released");
+        assert_eq!(dead.next_tick_at, Some(bar), "bar {h}");
+        let committed = committed_state(&pg, crashing).await;
+        assert_eq!(
+            committed.tick_at, bar,
+            "bar {h}: the state is the recorded tick's"
+        );
+        let snapshots = pg
+            .store
+            .list_snapshots(crashing, 100)
+            .await
+            .expect("snapshots");
+        assert_eq!(snapshots[0].tick_at, bar);
+        sqlx::query("DELETE FROM test_dies_after_record")
+            .execute(pg.pool())
+            .await
+            .expect("disarm");
+
+        // A runner restarted after the lease expired takes the deployment over: the committed
+        // state holds the due tick, so nothing runs again, and the next bar is scheduled.
+        let restarted = runner(
+            &pg,
+            &hl,
+            bar + chrono::Duration::minutes(5),
+            &format!("restarted{h}"),
+            2,
+            None,
+        )
+        .await;
+        restarted
+            .clone()
+            .run(std::future::pending())
+            .await
+            .expect("restart");
+        assert_eq!(restarted.metrics().ticks("skipped_done"), 1, "bar {h}");
+        assert_eq!(restarted.metrics().ticks("recorded"), 0, "bar {h}");
+        assert_eq!(restarted.metrics().ticks("already_recorded"), 0, "bar {h}");
+        assert_eq!(
+            pg.store
+                .list_snapshots(crashing, 100)
+                .await
+                .expect("snapshots")
+                .len(),
+            snapshots.len(),
+            "bar {h}: no tick re-run"
+        );
+        assert_eq!(committed_state(&pg, crashing).await, committed, "bar {h}");
+        let d = pg.store.get_deployment(crashing).await.expect("deployment");
+        assert_eq!(d.lease_owner, None);
+        assert_eq!(d.next_tick_at, Some(bar + chrono::Duration::hours(1)));
+    }
     assert_eq!(duplicated_ticks(&pg).await, 0);
-    assert_eq!(
-        pg.store.list_fills(id, None).await.expect("fills").len(),
-        fills_before,
-        "no fill stored twice"
+    // (The guard is live: a state written on its own, as the runner once did after
+    // record_tick, is refused.)
+    let separate = sqlx::query(
+        "UPDATE live_runner_state SET tick_at = tick_at + interval '1 hour' WHERE deployment_id = $1",
+    )
+    .bind(crashing)
+    .execute(pg.pool())
+    .await;
+    assert!(
+        matches!(&separate, Err(e) if e.to_string().contains("outside its tick")),
+        "{separate:?}"
     );
-    assert_eq!(
-        pg.store.all_trades(id).await.expect("ledger"),
-        trades_before
-    );
-    // The state moved on to the recorded tick, and the next bar ticks normally.
-    assert_eq!(
-        pg.count(&format!(
-            "SELECT count(*) FROM live_runner_state WHERE tick_at = '{}'",
-            crashed_at.to_rfc3339()
-        ))
-        .await,
-        1
-    );
-    let next = crashed_at + chrono::Duration::hours(1) + chrono::Duration::seconds(2);
-    let r = runner(&pg, &hl, next, "next", 1, None).await;
-    r.clone()
-        .run(std::future::pending())
+
+    // Crashing after every tick changed nothing: the same decisions, fills, ledger and state as
+    // the twin that never crashed.
+    let a = pg
+        .store
+        .list_snapshots(crashing, 100)
         .await
-        .expect("next bar");
-    assert_eq!(r.metrics().ticks("recorded"), 1);
+        .expect("snapshots");
+    let b = pg.store.list_snapshots(twin, 100).await.expect("snapshots");
+    assert_eq!(a.len(), 14);
+    let decisions = |s: &[db::DecisionSnapshot]| {
+        s.iter()
+            .map(|x| (x.tick_at, x.proposal.clone(), x.verdict.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(decisions(&a), decisions(&b));
+    let executed = a
+        .iter()
+        .filter(|s| matches!(s.verdict, types::Verdict::Executed { .. }))
+        .count();
+    assert!(executed >= 2, "crashed after {executed} executed ticks");
+    let fills = |f: Vec<db::StoredFill>| {
+        f.into_iter()
+            .map(|x| {
+                (
+                    x.fill.time,
+                    x.fill.side,
+                    x.fill.qty,
+                    x.fill.price,
+                    x.fill.fee_usd,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        fills(pg.store.list_fills(crashing, None).await.expect("fills")),
+        fills(pg.store.list_fills(twin, None).await.expect("fills"))
+    );
+    let ledger = |t: Vec<types::TradeRecord>| {
+        t.into_iter()
+            .map(|x| {
+                (
+                    x.entry_tick_at,
+                    x.exit_tick_at,
+                    x.entry_price,
+                    x.exit_price,
+                    x.realized_pnl_usd,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ledger(pg.store.all_trades(crashing).await.expect("ledger")),
+        ledger(pg.store.all_trades(twin).await.expect("ledger"))
+    );
+    assert_eq!(
+        committed_state(&pg, crashing).await.state,
+        committed_state(&pg, twin).await.state
+    );
 }
 
 /// A clock the test moves forward.

@@ -145,7 +145,9 @@ pub(crate) fn reflect_now(args: ReflectArgs) -> Result<String, Failure> {
                 code: 1,
             }),
             ReflectionReport::StoreError { message } => Err(bad(message)),
-            ReflectionReport::NotDue => Err(bad("nothing to reflect on")),
+            ReflectionReport::NotDue | ReflectionReport::AlreadyDone => {
+                Err(bad("nothing to reflect on"))
+            }
         }
     })
 }

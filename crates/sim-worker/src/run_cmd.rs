@@ -544,6 +544,8 @@ struct Progress {
     bar: Option<ProgressBar>,
     total: u64,
     done: std::cell::Cell<u64>,
+    /// Notes written so far (the state keeps only the note in force).
+    notes: std::cell::Cell<u64>,
     initial: Decimal,
 }
 
@@ -562,6 +564,7 @@ impl Progress {
             bar,
             total,
             done: std::cell::Cell::new(0),
+            notes: std::cell::Cell::new(0),
             initial,
         }
     }
@@ -569,11 +572,19 @@ impl Progress {
     fn tick(&self, outcome: &tick::TickOutcome, state: &tick::TickState) {
         let done = self.done.get() + 1;
         self.done.set(done);
+        // The backtest runs a due reflection before reporting its tick: a note of this tick is
+        // the cadence's last note now.
+        if state
+            .last_note
+            .is_some_and(|n| n.generated_at == outcome.tick_at)
+        {
+            self.notes.set(self.notes.get() + 1);
+        }
         let pnl = (outcome.equity_usd - self.initial).round_dp(2);
         let msg = format!(
             "{} trades · PnL ${pnl} · {} notes",
             state.closed_trades(),
-            state.notes.len()
+            self.notes.get()
         );
         match &self.bar {
             Some(bar) => {

@@ -27,7 +27,10 @@ use serde::Serialize;
 use tools::{EventCalendar, NewsSource, Preloaded, RunMode, ToolContext};
 use types::{Fill, Interval, TradeRecord, TradeStatus, Verdict};
 
-use crate::{Deployment, ReflectionReport, TickError, TickOutcome, TickState, run_tick};
+use crate::{
+    Deployment, ReflectionCheck, ReflectionReport, TickError, TickOutcome, TickState,
+    run_due_reflection, run_tick,
+};
 
 /// What a backtest runs over.
 #[derive(Clone)]
@@ -148,6 +151,7 @@ where
 
     let mut points = Vec::with_capacity(times.len());
     let mut fills = Vec::new();
+    let mut notes = Vec::new();
     let mut reflection_failures = 0_u32;
     for at in times {
         for symbol in &symbols {
@@ -178,8 +182,18 @@ where
         )
         .await
         .map_err(|source| BacktestError::Tick { at, source })?;
-        if matches!(outcome.reflection, ReflectionReport::Failed { .. }) {
-            reflection_failures += 1;
+        // A due reflection runs right after its tick, in order: the next tick sees its note.
+        match &outcome.reflection {
+            ReflectionCheck::Due(due) => {
+                let done = run_due_reflection(&input.deployment, due, store).await;
+                done.apply(&mut state);
+                if matches!(done.report, ReflectionReport::Failed { .. }) {
+                    reflection_failures += 1;
+                }
+                notes.extend(done.note);
+            }
+            ReflectionCheck::Invalid { .. } => reflection_failures += 1,
+            ReflectionCheck::NotDue => {}
         }
         points.push(TickPoint {
             tick_at: at,
@@ -198,7 +212,7 @@ where
         points,
         trades: state.trades,
         fills,
-        notes: state.notes,
+        notes,
         reflection_failures,
         unrealized_pnl_usd: broker.unrealized_pnl_usd(),
     })

@@ -20,14 +20,24 @@
 //!    fills the broker made on its own since the last tick (liquidations), its positions and the
 //!    bars closed since the last tick (MFE/MAE) — so the memory sections are current; after the
 //!    broker, this tick's fills with their proposal and regime tags and the positions after;
-//! 6. persists the decision snapshot, fills, ledger rows and fill links in ONE
-//!    `record_tick` transaction;
-//! 7. checks the reflection cadence and, when due, runs [`reflection::reflect`] and
-//!    [`store_reflection`]: a note is stored with `insert_note` (it becomes the active note and
-//!    supersedes the previous one; a note the linter flagged is stored as pending review and
-//!    never injected unless a person accepts it); every run is recorded with
-//!    `record_reflection_run`; a failure never fails the tick;
+//! 6. persists the decision snapshot, fills, ledger rows and fill links — and, with
+//!    [`run_tick_carrying`], the caller's own state after the tick (a live runner's paper broker
+//!    and risk state) — in ONE `record_tick` transaction;
+//! 7. checks the reflection cadence ([`reflection::reflection_due`], cheap and pure) and reports
+//!    a due reflection in [`TickOutcome::reflection`] ([`ReflectionCheck::Due`]) without running
+//!    it: the model call of a reflection is off the tick path;
 //! 8. returns a [`TickOutcome`] (verdict, proposal, usage, cost, the new last decision, ...).
+//!
+//! A due reflection runs with [`run_due_reflection`], the one function both callers use: the
+//! backtest right after the tick, in order (so the next tick sees its note, deterministically);
+//! the live runner on a bounded worker of its own, so a slow reflection never delays a tick. It
+//! runs [`reflection::reflect`] and [`store_reflection`]: a note is stored with `insert_note` (it
+//! becomes the active note and supersedes the previous one; a note the linter flagged is stored
+//! as pending review and never injected unless a person accepts it); every run is recorded with
+//! `record_reflection_run`; a failure never fails a tick. A reflection of a tick that is already
+//! stored (a redo after a restart or a re-run) does nothing: its ids are UUID v5 of the
+//! deployment and the tick time. [`load_reflection_state`] reads the notes and runs back, so a
+//! reflection that finished off the tick path (or on another process) is seen by the next tick.
 //!
 //! **Deterministic:** no hash-map iteration reaches an output; ids are UUID v5 in the
 //! deployment's namespace ([`snapshot_id`], [`note_id`], [`run_id`]), fill ids come from the
@@ -193,8 +203,9 @@ pub struct TickState {
     pub trades: Vec<TradeRecord>,
     /// What the next tick shows under "Last decision".
     pub last_decision: Option<LastDecisionSnapshot>,
-    /// Every note reflection wrote for the deployment, oldest first (flagged ones too: they are
-    /// never injected, see [`visible_note_at`]).
+    /// The notes a later tick can still inject: the note in force (at most one — the latest
+    /// injectable note; older and flagged ones are dropped, the store keeps the history), see
+    /// [`visible_note_at`].
     pub notes: Vec<NoteDraft>,
     /// The cadence's view of the latest note (flagged or not).
     pub last_note: Option<LastNote>,
@@ -257,12 +268,12 @@ pub enum RestoreError {
 /// Rebuilds the state a deployment carries between ticks from what its store recorded, for a
 /// runner that restarts (or a tick run on another process): the ledger (open rows and applied
 /// fill ids, [`LedgerState::rebuild`]), every ledger row, the last decision (the latest snapshot
-/// before `at`), the notes (oldest first) and the latest failed reflection.
+/// before `at`) and the reflection side ([`load_reflection_state`]).
 ///
-/// The engine's [`RiskState`] is not in the store: it starts from `equity` at `at` (the peak is
-/// the current equity, the order-rate window is refilled from the executed snapshots of the last
-/// hour). A runner that must keep its drawdown peak across restarts persists `state.risk`
-/// (serializable) itself.
+/// The engine's [`RiskState`] is not in the store's tables: it starts from `equity` at `at` (the
+/// peak is the current equity, the order-rate window is refilled from the executed snapshots of
+/// the last hour). A runner that must keep its drawdown peak across restarts commits `state.risk`
+/// (serializable) with each tick ([`run_tick_carrying`]).
 ///
 /// # Errors
 /// [`RestoreError`] when the store cannot be read or its open rows are inconsistent.
@@ -313,58 +324,105 @@ where
     for t in executed {
         state.risk.record_order(t);
     }
-    let mut notes = store
-        .note_history(db::NoteScope::Deployment(d), 10_000)
-        .await?;
-    notes.sort_by_key(|n| n.generated_at);
-    state.notes = notes
-        .iter()
-        .filter(|n| n.generated_at <= at)
-        .map(|n| NoteDraft {
-            skill_id: n.skill_id,
-            skill_version: u32::try_from(n.skill_version).unwrap_or(0),
-            deployment_id: n.deployment_id,
-            generated_at: n.generated_at,
-            window_start: n.window_start,
-            window_end: n.window_end,
-            trades_considered: u32::try_from(n.trades_considered).unwrap_or(0),
-            lessons_text: n.lessons_text.clone(),
-            model_used: n.model_used.clone(),
-            input_tokens: n
-                .input_tokens
-                .and_then(|v| u64::try_from(v).ok())
-                .unwrap_or(0),
-            output_tokens: n
-                .output_tokens
-                .and_then(|v| u64::try_from(v).ok())
-                .unwrap_or(0),
-            cost_usd: n.cost_usd,
-            cut: false,
-            lint: reflection::LintResult {
-                // A flagged note a person accepted is in force; one pending review is not.
-                flagged: n.status == types::NoteStatus::PendingReview,
-                reasons: n.lint.iter().map(|l| l.reason.clone()).collect(),
-            },
-        })
+    load_reflection_state(store, d, &mut state, at).await?;
+    Ok(state)
+}
+
+/// Reads the reflection side of a deployment's [`TickState`] from the store, as of `at`:
+/// - `notes`: the note in force at `at` (`NoteStore::active_note`: never a note pending review;
+///   an accepted one from its acceptance);
+/// - `last_note`: the latest note generated at or before `at`, flagged or not, with the number
+///   of ledger rows closed at or before its time (`LedgerStore::count_closed_trades`);
+/// - `last_reflection_failure`: the latest run, when it failed.
+///
+/// A live runner calls it before every tick: reflections run off the tick path (and may finish
+/// on another process), so the store, not the carried state, is their source of truth — and an
+/// unfinished one (the runner died) leaves nothing, so the cadence finds it due again.
+///
+/// # Errors
+/// [`db::DbError`] when the store cannot be read.
+pub async fn load_reflection_state<S>(
+    store: &S,
+    deployment_id: Uuid,
+    state: &mut TickState,
+    at: DateTime<Utc>,
+) -> Result<(), db::DbError>
+where
+    S: LedgerStore + NoteStore + Sync,
+{
+    let scope = db::NoteScope::Deployment(deployment_id);
+    state.notes = store
+        .active_note(scope, at)
+        .await?
+        .map(|n| draft_of(&n))
+        .into_iter()
         .collect();
-    // The stored note does not keep the ledger's closed-trade total at its time; the cadence
-    // then counts by exit time alone.
-    state.last_note = state.notes.last().map(|n| n.as_last_note(None));
+    // The newest note is the one a live tick needs; a restore at an earlier time reads further.
+    let mut latest = store.note_history(scope, 1).await?;
+    if latest.first().is_some_and(|n| n.generated_at > at) {
+        latest = store.note_history(scope, 10_000).await?;
+    }
+    state.last_note = match latest.iter().find(|n| n.generated_at <= at) {
+        Some(n) => {
+            let closed = store
+                .count_closed_trades(deployment_id, n.generated_at)
+                .await?;
+            Some(LastNote {
+                generated_at: n.generated_at,
+                window_end: n.window_end,
+                closed_trades_total: Some(u32::try_from(closed).unwrap_or(u32::MAX)),
+            })
+        }
+        None => None,
+    };
     state.last_reflection_failure = store
-        .reflection_runs(db::NoteScope::Deployment(d), 1)
+        .reflection_runs(scope, 1)
         .await?
         .into_iter()
         .find(|r| matches!(r.outcome, RunOutcome::Failed { .. }) && r.started_at <= at)
         .map(|r| r.started_at);
-    Ok(state)
+    Ok(())
 }
 
-/// What a reflection check did this tick.
+/// A stored note as the draft the tick injects.
+fn draft_of(n: &types::ReflectionNote) -> NoteDraft {
+    NoteDraft {
+        skill_id: n.skill_id,
+        skill_version: u32::try_from(n.skill_version).unwrap_or(0),
+        deployment_id: n.deployment_id,
+        generated_at: n.generated_at,
+        window_start: n.window_start,
+        window_end: n.window_end,
+        trades_considered: u32::try_from(n.trades_considered).unwrap_or(0),
+        lessons_text: n.lessons_text.clone(),
+        model_used: n.model_used.clone(),
+        input_tokens: n
+            .input_tokens
+            .and_then(|v| u64::try_from(v).ok())
+            .unwrap_or(0),
+        output_tokens: n
+            .output_tokens
+            .and_then(|v| u64::try_from(v).ok())
+            .unwrap_or(0),
+        cost_usd: n.cost_usd,
+        cut: false,
+        lint: reflection::LintResult {
+            // A flagged note a person accepted is in force; one pending review is not.
+            flagged: n.status == types::NoteStatus::PendingReview,
+            reasons: n.lint.iter().map(|l| l.reason.clone()).collect(),
+        },
+    }
+}
+
+/// What a reflection did ([`run_due_reflection`], [`store_reflection`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ReflectionReport {
     /// Not due (or off).
     NotDue,
+    /// A reflection of this tick (or a later one) is already stored: nothing ran (a redo after a
+    /// restart, or a re-run of a recorded tick).
+    AlreadyDone,
     /// A note was written and stored. A `flagged` one is stored as pending review: out of the
     /// store's active slot and out of every prompt until a person accepts it.
     Note {
@@ -398,7 +456,68 @@ pub struct TickOutcome {
     /// Gross notional of the open positions after the tick, at their marks.
     pub exposure_usd: Decimal,
     pub last_decision: LastDecisionSnapshot,
-    pub reflection: ReflectionReport,
+    /// The reflection cadence after the tick. A due reflection has not run yet: the caller runs
+    /// it with [`run_due_reflection`] (off the tick path).
+    pub reflection: ReflectionCheck,
+}
+
+/// What the reflection cadence said after a tick.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ReflectionCheck {
+    /// Not due (or off, or backing off after a failure).
+    NotDue,
+    /// Due: run it with [`run_due_reflection`].
+    Due(DueReflection),
+    /// The skill's reflection settings are invalid: nothing runs (counted as a failure).
+    Invalid { reason: String },
+}
+
+/// A reflection the cadence found due at a tick, with what it reads as of that tick, so it can
+/// run later (on a worker) and still see exactly what the tick saw.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DueReflection {
+    /// The tick time: the reflection's `now`, its note's `generated_at`, the seed of its ids.
+    pub at: DateTime<Utc>,
+    /// The deployment's ledger rows after the tick.
+    #[serde(skip)]
+    pub trades: Vec<TradeRecord>,
+    /// The cadence's view of the previous note.
+    pub last: Option<LastNote>,
+    /// Closed ledger rows after the tick (kept with the new note for the cadence).
+    pub closed_total: u32,
+}
+
+/// What [`run_due_reflection`] did, and how the caller's [`TickState`] moves on
+/// ([`ReflectionDone::apply`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReflectionDone {
+    pub at: DateTime<Utc>,
+    pub report: ReflectionReport,
+    /// The note the reflection wrote (also when the store then refused it).
+    pub note: Option<NoteDraft>,
+    closed_total: u32,
+    ran: bool,
+}
+
+impl ReflectionDone {
+    /// Moves `state` on as the reflection did: a note becomes the cadence's last note (and the
+    /// note in force when it is injectable); a failed run starts the cadence's back-off. A
+    /// reflection that did not run (already done, store unreadable) changes nothing.
+    pub fn apply(&self, state: &mut TickState) {
+        if !self.ran {
+            return;
+        }
+        match &self.note {
+            Some(note) => {
+                state.last_note = Some(note.as_last_note(Some(self.closed_total)));
+                if note.injectable() {
+                    state.notes = vec![note.clone()];
+                }
+            }
+            None => state.last_reflection_failure = Some(self.at),
+        }
+    }
 }
 
 /// Why a tick could not run or could not be recorded. Nothing is persisted for a failed tick,
@@ -419,6 +538,8 @@ pub enum TickError {
     Ledger(#[from] memory_ledger::LedgerError),
     #[error("recording the tick: {0}")]
     Record(#[source] db::DbError),
+    #[error("serializing the runner state to record with the tick: {0}")]
+    CarryState(#[source] serde_json::Error),
 }
 
 /// The decision snapshot id of the tick at `at`: UUID v5 over the deployment and the time.
@@ -491,7 +612,7 @@ impl MemorySections for LedgerMemory {
 /// # Errors
 /// [`TickError`] when the broker account or the market data cannot be read, the context cannot
 /// be assembled (the model is not called then), the ledger refuses the fills, or the store
-/// cannot record the tick. A failed reflection is not an error (see [`ReflectionReport`]).
+/// cannot record the tick. Reflection is not run here (see [`ReflectionCheck`]).
 pub async fn run_tick<B, S>(
     deployment: &Deployment,
     ctx: &ToolContext,
@@ -502,7 +623,38 @@ pub async fn run_tick<B, S>(
 ) -> Result<TickOutcome, TickError>
 where
     B: Broker,
-    S: TickStore + NoteStore + Sync,
+    S: TickStore + Sync,
+{
+    run_tick_carrying(deployment, ctx, model, broker, state, store, None).await
+}
+
+/// The caller's own state after a tick, serialized (see [`run_tick_carrying`]).
+pub type CarryState<'a, B> =
+    &'a (dyn Fn(&B, &TickState) -> Result<serde_json::Value, serde_json::Error> + Sync);
+
+/// [`run_tick`], committing the caller's own state with the tick: `carry` is called once, after
+/// the broker and the ledger, with the broker and the state after the tick (its last decision
+/// and tick time already this tick's), and its value is written by `record_tick` in the tick's
+/// transaction ([`db::TickRecord::runner_state`]) — so a process that dies at any point either
+/// has both the tick and the state after it stored, or neither. When the store already held the
+/// tick (`recorded: false`) the stored state is left as it was.
+///
+/// # Errors
+/// As [`run_tick`]; [`TickError::CarryState`] when `carry` fails; [`TickError::Record`] with
+/// [`db::DbError::StaleState`] when the stored state is of this or a later tick (another runner
+/// moved the deployment on: nothing was written).
+pub async fn run_tick_carrying<B, S>(
+    deployment: &Deployment,
+    ctx: &ToolContext,
+    model: &dyn LanguageModel,
+    broker: &mut B,
+    state: &mut TickState,
+    store: &S,
+    carry: Option<CarryState<'_, B>>,
+) -> Result<TickOutcome, TickError>
+where
+    B: Broker,
+    S: TickStore + Sync,
 {
     let now = ctx.now;
     let skill = deployment.skill.as_ref();
@@ -656,13 +808,20 @@ where
         },
         cost_usd: run.cost_usd,
     };
+    let last_decision = to_last_decision_snapshot(proposal.as_ref(), &verdict, now);
+    state.last_decision = Some(last_decision.clone());
+    state.last_tick_at = Some(now);
+    let runner_state = carry
+        .map(|carry| carry(broker, state))
+        .transpose()
+        .map_err(TickError::CarryState)?;
     let record = TickRecord {
         snapshot,
         fills: fills.clone(),
         trades: changes.rows.iter().map(|w| w.row.clone()).collect(),
         links: fill_links(&changes),
         equity_usd: Some(after.equity_usd),
-        runner_state: None,
+        runner_state,
     };
     let recorded = match store.record_tick(&record).await {
         Ok(StoreOutcome::Recorded { .. }) => true,
@@ -670,12 +829,8 @@ where
         Err(e) => return Err(TickError::Record(e)),
     };
 
-    let last_decision = to_last_decision_snapshot(proposal.as_ref(), &verdict, now);
-    state.last_decision = Some(last_decision.clone());
-    state.last_tick_at = Some(now);
-
-    // 7. reflection, off the tick's critical path: never an error
-    let reflection = reflect_if_due(deployment, state, store, now).await;
+    // 7. the reflection cadence; a due reflection runs off the tick path
+    let reflection = check_reflection(deployment, state, now);
 
     let exposure_usd = after
         .positions
@@ -737,85 +892,146 @@ fn fill_links(changes: &LedgerChanges) -> Vec<FillTradeLink> {
     links
 }
 
-async fn reflect_if_due<S>(
+/// The cadence decision after a tick: pure, no store, no model.
+fn check_reflection(
     deployment: &Deployment,
-    state: &mut TickState,
-    store: &S,
+    state: &TickState,
     now: DateTime<Utc>,
-) -> ReflectionReport
-where
-    S: NoteStore + Sync,
-{
-    let skill = deployment.skill.as_ref();
-    let due = match reflection_due(
-        &skill.context.memory,
+) -> ReflectionCheck {
+    match reflection_due(
+        &deployment.skill.context.memory,
         &state.trades,
         state.last_note.as_ref(),
         state.last_reflection_failure,
         now,
     ) {
-        Ok(d) => d,
+        Ok(Due::Yes(_)) => ReflectionCheck::Due(DueReflection {
+            at: now,
+            trades: state.trades.clone(),
+            last: state.last_note,
+            closed_total: u32::try_from(state.closed_trades()).unwrap_or(u32::MAX),
+        }),
+        Ok(Due::No(_)) => ReflectionCheck::NotDue,
+        Err(e) => ReflectionCheck::Invalid {
+            reason: e.to_string(),
+        },
+    }
+}
+
+/// Runs a reflection the cadence found due ([`ReflectionCheck::Due`]) and stores its outcome
+/// ([`store_reflection`]): the one function the backtest (right after the tick) and the live
+/// runner (on its reflection worker) both call. Never fails: a model failure or an unavailable
+/// reflection model is recorded as a failed run; a store refusal is reported.
+///
+/// Idempotent: when the store already holds a reflection run or a note of `due.at` or later (a
+/// redo after a restart, or a re-run of a recorded tick), nothing runs
+/// ([`ReflectionReport::AlreadyDone`]). Apply the result to the caller's state with
+/// [`ReflectionDone::apply`].
+pub async fn run_due_reflection<S>(
+    deployment: &Deployment,
+    due: &DueReflection,
+    store: &S,
+) -> ReflectionDone
+where
+    S: NoteStore + Sync,
+{
+    let now = due.at;
+    let skipped = |report| ReflectionDone {
+        at: now,
+        report,
+        note: None,
+        closed_total: due.closed_total,
+        ran: false,
+    };
+    match already_reflected(store, deployment.deployment_id, now).await {
+        Ok(true) => return skipped(ReflectionReport::AlreadyDone),
+        Ok(false) => {}
         Err(e) => {
-            return ReflectionReport::Failed {
-                reason: e.to_string(),
-            };
+            return skipped(ReflectionReport::StoreError {
+                message: e.to_string(),
+            });
         }
-    };
-    let Due::Yes(_) = due else {
-        return ReflectionReport::NotDue;
-    };
-    let run_base = |outcome: RunOutcome, model: &str| ReflectionRun {
-        id: run_id(deployment.deployment_id, now),
-        skill_id: deployment.skill_id,
-        skill_version: deployment.skill_version,
-        deployment_id: Some(deployment.deployment_id),
-        started_at: now,
-        finished_at: now,
-        outcome,
-        model: model.to_owned(),
-        input_tokens: None,
-        output_tokens: None,
-        cost_usd: None,
-    };
+    }
+    let skill = deployment.skill.as_ref();
     let reflector = match &deployment.reflector {
         Ok(r) => r,
         Err(message) => {
-            state.last_reflection_failure = Some(now);
             let reason = format!("reflection model unavailable: {message}");
-            let run = run_base(
-                RunOutcome::Failed {
+            let run = ReflectionRun {
+                id: run_id(deployment.deployment_id, now),
+                skill_id: deployment.skill_id,
+                skill_version: deployment.skill_version,
+                deployment_id: Some(deployment.deployment_id),
+                started_at: now,
+                finished_at: now,
+                outcome: RunOutcome::Failed {
                     error: reason.clone(),
                 },
-                &skill.context.memory.reflection.model,
-            );
-            return match store.record_reflection_run(&run).await {
+                model: skill.context.memory.reflection.model.clone(),
+                input_tokens: None,
+                output_tokens: None,
+                cost_usd: None,
+            };
+            let report = match store.record_reflection_run(&run).await {
                 Ok(()) => ReflectionReport::Failed { reason },
                 Err(e) => ReflectionReport::StoreError {
                     message: e.to_string(),
                 },
             };
+            return ReflectionDone {
+                ran: true,
+                ..skipped(report)
+            };
         }
     };
-    let closed_total = u32::try_from(state.closed_trades()).unwrap_or(u32::MAX);
     let outcome = reflect(
         ReflectionInput {
             skill,
             deployment_id: Some(deployment.deployment_id),
-            trades: &state.trades,
-            last: state.last_note.as_ref(),
+            trades: &due.trades,
+            last: due.last.as_ref(),
             now,
             rates: rates_for(reflector.id()),
         },
         reflector,
     )
     .await;
-    if let ReflectionOutcome::Note(note) = &outcome {
-        state.last_note = Some(note.as_last_note(Some(closed_total)));
-        state.notes.push(note.clone());
-    } else {
-        state.last_reflection_failure = Some(now);
+    let report = store_reflection(store, deployment, &outcome, now).await;
+    ReflectionDone {
+        at: now,
+        report,
+        note: match outcome {
+            ReflectionOutcome::Note(note) => Some(note),
+            ReflectionOutcome::Failed(_) => None,
+        },
+        closed_total: due.closed_total,
+        ran: true,
     }
-    store_reflection(store, deployment, &outcome, now).await
+}
+
+/// Whether the store holds a reflection run or a note of the deployment at `at` or later.
+async fn already_reflected<S>(
+    store: &S,
+    deployment_id: Uuid,
+    at: DateTime<Utc>,
+) -> Result<bool, db::DbError>
+where
+    S: NoteStore + Sync,
+{
+    let scope = db::NoteScope::Deployment(deployment_id);
+    if store
+        .reflection_runs(scope, 1)
+        .await?
+        .first()
+        .is_some_and(|r| r.started_at >= at)
+    {
+        return Ok(true);
+    }
+    Ok(store
+        .note_history(scope, 1)
+        .await?
+        .first()
+        .is_some_and(|n| n.generated_at >= at))
 }
 
 /// Persists a reflection's outcome: a note is inserted (a note the linter flagged is stored
@@ -823,7 +1039,7 @@ where
 /// a person accepts it with `NoteStore::accept_note`), and every run, failed or not, is recorded
 /// in `reflection_runs`. A failure never displaces the note in force.
 ///
-/// Used by the tick's cadence check and by `sim-worker reflect`.
+/// Used by [`run_due_reflection`] and by `sim-worker reflect`.
 pub async fn store_reflection<S>(
     store: &S,
     deployment: &Deployment,
