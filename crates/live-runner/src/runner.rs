@@ -479,24 +479,17 @@ impl Runner {
         let applied = self.store.applied_fill_ids(d.id).await?;
         let ledger = LedgerState::rebuild(scope, open, applied)?;
         let trades = self.store.all_trades(d.id).await?;
-        let mut tick_state = match saved {
-            Some(s) => TickState {
-                risk: s.risk,
-                ledger,
-                trades,
-                last_decision: s.last_decision,
-                notes: s.notes,
-                last_note: s.last_note,
-                last_reflection_failure: s.last_reflection_failure,
-                last_tick_at: s.last_tick_at,
-            },
-            None => {
-                let mut fresh = TickState::new(&deployment, d.initial_equity_usd, tick_at);
-                fresh.ledger = ledger;
-                fresh.trades = trades;
-                fresh
-            }
-        };
+        let mut tick_state = TickState::new(&deployment, d.initial_equity_usd, tick_at);
+        tick_state.ledger = ledger;
+        tick_state.set_trades(trades);
+        if let Some(s) = saved {
+            tick_state.risk = s.risk;
+            tick_state.last_decision = s.last_decision;
+            tick_state.notes = s.notes;
+            tick_state.last_note = s.last_note;
+            tick_state.last_reflection_failure = s.last_reflection_failure;
+            tick_state.last_tick_at = s.last_tick_at;
+        }
 
         let symbols = deployment.skill.context.symbols.clone();
         let market = Arc::new(market);

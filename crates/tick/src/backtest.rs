@@ -196,7 +196,7 @@ where
         interval,
         initial_equity_usd: input.broker.initial_equity_usd,
         points,
-        trades: state.trades,
+        trades: Arc::unwrap_or_clone(state.trades),
         fills,
         notes: state.notes,
         reflection_failures,

@@ -359,7 +359,7 @@ async fn the_state_restored_from_the_store_is_the_state_the_run_ended_with() {
         .expect("restore");
 
     let key = |t: &types::TradeRecord| (t.entry_tick_at, t.id);
-    let (mut a, mut b) = (end.trades.clone(), restored.trades.clone());
+    let (mut a, mut b) = (end.trades.to_vec(), restored.trades.to_vec());
     a.sort_by_key(key);
     b.sort_by_key(key);
     assert!(a.len() >= 5);
