@@ -21,7 +21,7 @@
 //! Unicode scalar values). Exact tokenizer counts belong to the CLI, which can afford a
 //! tokenizer; the estimate here is for budgets and dashboards.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Datelike, Duration, Timelike, Utc};
@@ -76,14 +76,14 @@ pub struct SectionEstimate {
 /// left the window are dropped on every tick, so its size is bounded by one tick's bars.
 #[derive(Debug, Default, Clone)]
 pub struct RenderCache {
-    /// Per symbol (a deployment trades a handful: a linear search beats hashing the name).
-    rows: Vec<(String, SymbolRows)>,
+    /// Per symbol and interval (a deployment has a handful: a linear search beats hashing),
+    /// rows by bar open time.
+    rows: Vec<(String, Interval, RowsByTime)>,
     generation: u64,
     pub(crate) system_prompt: Option<(Option<prompt_compose::Lessons>, String)>,
 }
 
-/// One symbol's rows by (interval, bar open time).
-type SymbolRows = HashMap<(Interval, DateTime<Utc>), CachedRow>;
+type RowsByTime = BTreeMap<DateTime<Utc>, CachedRow>;
 
 #[derive(Debug, Clone)]
 struct CachedRow {
@@ -100,30 +100,28 @@ impl RenderCache {
     /// The cached entry for `bar`, (re)built when missing or when the source now returns a
     /// different bar for the same open time.
     fn row(&mut self, symbol: &str, interval: Interval, bar: &Bar) -> &mut CachedRow {
-        let i = match self.rows.iter().position(|(s, _)| s == symbol) {
+        let i = match self
+            .rows
+            .iter()
+            .position(|(s, i, _)| *i == interval && s == symbol)
+        {
             Some(i) => i,
             None => {
-                self.rows.push((symbol.to_owned(), HashMap::new()));
+                self.rows
+                    .push((symbol.to_owned(), interval, BTreeMap::new()));
                 self.rows.len() - 1
             }
         };
         let generation = self.generation;
-        let rows = &mut self.rows[i].1;
-        let entry = rows
-            .entry((interval, bar.time))
-            .or_insert_with(|| CachedRow {
-                bar: bar.clone(),
-                dp: price_dp(std::iter::once(bar)),
-                text: None,
-                used: generation,
-            });
+        let fresh = || CachedRow {
+            bar: bar.clone(),
+            dp: price_dp(std::iter::once(bar)),
+            text: None,
+            used: generation,
+        };
+        let entry = self.rows[i].2.entry(bar.time).or_insert_with(fresh);
         if entry.bar != *bar {
-            *entry = CachedRow {
-                bar: bar.clone(),
-                dp: price_dp(std::iter::once(bar)),
-                text: None,
-                used: generation,
-            };
+            *entry = fresh();
         }
         entry.used = generation;
         entry
@@ -131,10 +129,10 @@ impl RenderCache {
 
     fn evict_unused(&mut self) {
         let generation = self.generation;
-        for (_, rows) in &mut self.rows {
+        for (_, _, rows) in &mut self.rows {
             rows.retain(|_, r| r.used == generation);
         }
-        self.rows.retain(|(_, rows)| !rows.is_empty());
+        self.rows.retain(|(_, _, rows)| !rows.is_empty());
     }
 }
 
@@ -434,8 +432,10 @@ pub fn closed_bars(
         .into_iter()
         .filter(|b| b.close_time(interval) <= ctx.now)
         .collect();
-    bars.sort_by_key(|b| b.time);
-    bars.dedup_by_key(|b| b.time);
+    if !bars.is_sorted_by(|a, b| a.time < b.time) {
+        bars.sort_by_key(|b| b.time);
+        bars.dedup_by_key(|b| b.time);
+    }
     let skip = bars.len().saturating_sub(limit);
     Ok(bars.split_off(skip))
 }

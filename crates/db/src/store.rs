@@ -70,6 +70,7 @@ delegate!(RegistryStore {
 
 delegate!(TickStore {
     fn record_tick(&self, tick: &TickRecord) -> TickOutcome;
+    fn record_ticks(&self, ticks: &[TickRecord]) -> Vec<TickOutcome>;
     fn get_snapshot(&self, id: Uuid) -> DecisionSnapshot;
     fn last_snapshot_before(&self, deployment_id: Uuid, before: DateTime<Utc>) -> Option<DecisionSnapshot>;
     fn list_snapshots(&self, deployment_id: Uuid, limit: u32) -> Vec<DecisionSnapshot>;

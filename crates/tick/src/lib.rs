@@ -39,6 +39,7 @@
 
 pub mod backtest;
 pub mod replay;
+pub mod write_behind;
 
 use std::collections::BTreeMap;
 use std::future::Future;
