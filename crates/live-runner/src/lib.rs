@@ -16,6 +16,7 @@
 //! or broker it did not get from its configuration.
 
 pub mod admin;
+pub mod hl_broker;
 pub mod metrics;
 pub mod runner;
 pub mod schedule;
