@@ -369,14 +369,15 @@ impl HyperliquidBroker {
         self.tags.iter().find(|(c, _)| *c == cloid).map(|(_, s)| *s)
     }
 
+    /// The asset id and lot of `coin`, from `meta` (read once per broker).
     async fn asset(&mut self, coin: &str) -> Result<hyperliquid::AssetInfo, HlError> {
-        if self.meta.is_none() {
-            self.meta = Some(self.info.meta().await?);
+        if let Some(meta) = &self.meta {
+            return meta.require_asset(coin);
         }
-        match &self.meta {
-            Some(meta) => meta.require_asset(coin),
-            None => Err(HlError::UnknownAsset(coin.to_owned())),
-        }
+        let meta = self.info.meta().await?;
+        let asset = meta.require_asset(coin);
+        self.meta = Some(meta);
+        asset
     }
 
     async fn lookup(&self, cloid: Cloid) -> Result<OrderLookup, HlError> {
@@ -626,6 +627,9 @@ impl Broker for HyperliquidBroker {
         )
     }
 
+    /// Sends `order` as one IOC limit through `price` under `cloid_for(deployment, at)` (the
+    /// tag's own `client_order_id` is not Hyperliquid's 16-byte form and is not used), unless
+    /// the exchange already holds that client order id. See the module docs.
     async fn execute(
         &mut self,
         order: &Order,
