@@ -19,17 +19,18 @@ use agent_runtime::{LanguageModel, ModelError, ModelRequest, ModelResponse, buil
 use chrono::{DateTime, Utc};
 use db::{DbError, LedgerStore, RegistryStore, Store};
 use execution_engine::{BrokerError, PaperBroker, PaperBrokerConfig};
-use hyperliquid::{HlError, InfoClient};
+use hyperliquid::{ClientConfig, HlError, InfoClient};
 use memory_ledger::{LedgerScope, LedgerState};
 use skill_schema::{Format, Skill, parse_skill};
 use sqlx::PgPool;
-use tick::{ReflectionReport, TickOutcome, TickState, run_tick};
+use tick::{Broker, BrokerUnavailable, ReflectionReport, TickOutcome, TickState, run_tick};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tools::{Preloaded, RunMode, ToolContext};
 use types::{Clock, Interval, Verdict};
 use uuid::Uuid;
 
+use crate::hl_broker::{FillCursor, HlBrokerError, HyperliquidBroker, HyperliquidConfig};
 use crate::metrics::Metrics;
 use crate::schedule::{bar_length, last_close_at_or_before};
 use crate::state::{self, RunnerState, StateError};
@@ -49,6 +50,15 @@ fn model_providers_resolve(id: &str, skill: &Skill) -> Result<Arc<dyn LanguageMo
     providers::resolve_model(id, &providers::process_env, &|m: &str| {
         builtin_model(m, skill).ok_or_else(|| ModelError::UnknownModel(m.to_owned()))
     })
+}
+
+/// Reads an environment variable (the process environment in production; tests inject one).
+pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// The process environment.
+#[must_use]
+pub fn process_env() -> EnvLookup {
+    Arc::new(|name: &str| std::env::var(name).ok())
 }
 
 /// Most candles asked for in one candleSnapshot request (the exchange serves at most 5000).
@@ -127,8 +137,16 @@ pub enum RunError {
         #[source]
         source: HlError,
     },
-    #[error("deployment {deployment}: paper broker config in `config.paper`: {message}")]
+    #[error("deployment {deployment}: broker config: {message}")]
     BrokerConfig { deployment: Uuid, message: String },
+    #[error("deployment {deployment}: Hyperliquid broker: {source}")]
+    Exchange {
+        deployment: Uuid,
+        #[source]
+        source: HlBrokerError,
+    },
+    #[error(transparent)]
+    BrokerUnavailable(#[from] BrokerUnavailable),
     #[error("paper broker: {0}")]
     Broker(#[from] BrokerError),
     #[error("rebuilding the ledger: {0}")]
@@ -147,8 +165,6 @@ pub enum Done {
     },
     /// The runner state already holds the due tick: nothing ran.
     AlreadyDone { next: DateTime<Utc> },
-    /// A broker this runner cannot drive (the Hyperliquid exchange broker).
-    Unsupported { broker: &'static str },
 }
 
 /// Times every model call into [`Metrics`].
@@ -180,6 +196,8 @@ pub struct Runner {
     resolver: ModelResolver,
     metrics: Metrics,
     config: RunnerConfig,
+    env: EnvLookup,
+    exchange_http: ClientConfig,
 }
 
 impl Runner {
@@ -209,7 +227,25 @@ impl Runner {
             resolver,
             metrics,
             config,
+            env: process_env(),
+            exchange_http: ClientConfig::new(hyperliquid::MAINNET_URL),
         })
+    }
+
+    /// Reads the exchange deployments' private keys through `env` instead of the process
+    /// environment.
+    #[must_use]
+    pub fn with_env(mut self, env: EnvLookup) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// Timeouts and retries of the exchange deployments' Hyperliquid clients (the base URL
+    /// comes from each deployment's config).
+    #[must_use]
+    pub fn with_exchange_http(mut self, http: ClientConfig) -> Self {
+        self.exchange_http = http;
+        self
     }
 
     #[must_use]
@@ -337,14 +373,6 @@ impl Runner {
                 (label, *next)
             }
             Ok(Done::AlreadyDone { next }) => ("skipped_done", *next),
-            Ok(Done::Unsupported { broker }) => {
-                tracing::error!(
-                    deployment = %d.id,
-                    broker,
-                    "this runner drives paper deployments only; retrying in an hour"
-                );
-                ("unsupported", now + chrono::Duration::hours(1))
-            }
             Err(e) => {
                 tracing::error!(deployment = %d.id, error = %e, "tick failed; will retry");
                 ("failed", now + self.config.retry_after)
@@ -384,11 +412,6 @@ impl Runner {
     /// [`RunError`] when the skill, the state, the market data, the model or the tick fails;
     /// nothing of the runner state is written then.
     pub async fn tick_deployment(&self, d: &db::Deployment) -> Result<Done, RunError> {
-        if d.broker != db::BrokerKind::Paper {
-            return Ok(Done::Unsupported {
-                broker: d.broker.as_str(),
-            });
-        }
         let version = self
             .store
             .get_skill_version(d.skill_id, d.skill_version)
@@ -423,29 +446,6 @@ impl Runner {
 
         let market = fetch_market(&self.info, &skill, tick_at, last_tick_at).await?;
 
-        // The paper broker sees every bar closed since its last tick (liquidations, marks).
-        let mut broker = match &saved {
-            Some(s) => s.broker.clone(),
-            None => PaperBroker::new(paper_config(d)?)?,
-        };
-        for symbol in &skill.context.symbols {
-            let bars = market.all_bars(symbol, interval);
-            let fresh: Vec<_> = match last_tick_at {
-                Some(last) => bars
-                    .iter()
-                    .filter(|b| b.close_time(interval) > last && b.close_time(interval) <= tick_at)
-                    .collect(),
-                None => bars
-                    .iter()
-                    .rfind(|b| b.close_time(interval) <= tick_at)
-                    .into_iter()
-                    .collect(),
-            };
-            for bar in fresh {
-                broker.apply_bar(symbol, bar, bar.close_time(interval))?;
-            }
-        }
-
         let model_id = skill.model.clone();
         let model = (self.resolver)(&model_id, &skill).map_err(|source| RunError::Model {
             model: model_id.clone(),
@@ -468,7 +468,116 @@ impl Runner {
             skill: Arc::new(skill),
             reflector,
         };
+        let symbols = deployment.skill.context.symbols.clone();
 
+        match d.broker {
+            db::BrokerKind::Paper => {
+                // The paper broker sees every bar closed since its last tick (liquidations,
+                // marks).
+                let mut broker = match saved.as_ref().map(|s| s.broker.clone()) {
+                    Some(Some(b)) => b,
+                    Some(None) => {
+                        return Err(RunError::BrokerConfig {
+                            deployment: d.id,
+                            message: "the saved runner state holds no paper broker".to_owned(),
+                        });
+                    }
+                    None => PaperBroker::new(paper_config(d)?)?,
+                };
+                for symbol in &symbols {
+                    let bars = market.all_bars(symbol, interval);
+                    let fresh: Vec<_> = match last_tick_at {
+                        Some(last) => bars
+                            .iter()
+                            .filter(|b| {
+                                b.close_time(interval) > last && b.close_time(interval) <= tick_at
+                            })
+                            .collect(),
+                        None => bars
+                            .iter()
+                            .rfind(|b| b.close_time(interval) <= tick_at)
+                            .into_iter()
+                            .collect(),
+                    };
+                    for bar in fresh {
+                        broker.apply_bar(symbol, bar, bar.close_time(interval))?;
+                    }
+                }
+                let (outcome, mut next_state) = self
+                    .run_with(
+                        d,
+                        &deployment,
+                        &model,
+                        &mut broker,
+                        saved,
+                        market,
+                        d.initial_equity_usd,
+                        tick_at,
+                    )
+                    .await?;
+                next_state.broker = Some(broker);
+                self.finish(d, tick_at, next, outcome, &next_state).await
+            }
+            db::BrokerKind::Hyperliquid => {
+                let config = hyperliquid_config(d)?;
+                let exchange = |source| RunError::Exchange {
+                    deployment: d.id,
+                    source,
+                };
+                let signer =
+                    crate::hl_broker::signer_from_env(&config, &*self.env).map_err(exchange)?;
+                let cursor = saved
+                    .as_ref()
+                    .and_then(|s| s.hyperliquid.clone())
+                    .unwrap_or_else(|| FillCursor::starting_at(d.created_at));
+                let mut broker = HyperliquidBroker::new(
+                    d.id,
+                    &config,
+                    signer,
+                    self.clock.clone(),
+                    cursor,
+                    &self.exchange_http,
+                )
+                .map_err(exchange)?;
+                // A first tick's risk tracking starts from the account's equity (a saved state
+                // carries its own).
+                let equity = match &saved {
+                    Some(_) => rust_decimal::Decimal::ZERO,
+                    None => broker.portfolio(tick_at).await?.equity_usd,
+                };
+                let (outcome, mut next_state) = self
+                    .run_with(
+                        d,
+                        &deployment,
+                        &model,
+                        &mut broker,
+                        saved,
+                        market,
+                        equity,
+                        tick_at,
+                    )
+                    .await?;
+                next_state.hyperliquid = Some(broker.cursor().clone());
+                self.finish(d, tick_at, next, outcome, &next_state).await
+            }
+        }
+    }
+
+    /// Runs the tick with `broker` on the state `saved` (a fresh one tracking `equity` when
+    /// there is none) and the ledger from the store. Returns the outcome and the runner state to
+    /// save, without its broker part.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_with<B: Broker>(
+        &self,
+        d: &db::Deployment,
+        deployment: &tick::Deployment,
+        model: &TimedModel,
+        broker: &mut B,
+        saved: Option<RunnerState>,
+        market: Preloaded,
+        equity: rust_decimal::Decimal,
+        tick_at: DateTime<Utc>,
+    ) -> Result<(TickOutcome, RunnerState), RunError> {
         // The ledger comes from the store (the source of truth), the rest from the state row.
         let scope = LedgerScope {
             deployment_id: d.id,
@@ -479,7 +588,7 @@ impl Runner {
         let applied = self.store.applied_fill_ids(d.id).await?;
         let ledger = LedgerState::rebuild(scope, open, applied)?;
         let trades = self.store.all_trades(d.id).await?;
-        let mut tick_state = TickState::new(&deployment, d.initial_equity_usd, tick_at);
+        let mut tick_state = TickState::new(deployment, equity, tick_at);
         tick_state.ledger = ledger;
         tick_state.set_trades(trades);
         if let Some(s) = saved {
@@ -495,17 +604,17 @@ impl Runner {
         let market = Arc::new(market);
         let ctx = ToolContext::new(tick_at, RunMode::Trade, symbols, market.clone(), market);
         let outcome = run_tick(
-            &deployment,
+            deployment,
             &ctx,
-            &model,
-            &mut broker,
+            model,
+            broker,
             &mut tick_state,
             &self.store,
         )
         .await?;
-
-        let saved = RunnerState {
-            broker,
+        let next = RunnerState {
+            broker: None,
+            hyperliquid: None,
             risk: tick_state.risk,
             last_decision: tick_state.last_decision,
             notes: tick_state.notes,
@@ -513,7 +622,19 @@ impl Runner {
             last_reflection_failure: tick_state.last_reflection_failure,
             last_tick_at: tick_state.last_tick_at,
         };
-        if !state::save(&self.pool, d.id, tick_at, &saved).await? {
+        Ok((outcome, next))
+    }
+
+    /// Saves the state after the tick at `tick_at` (forward only).
+    async fn finish(
+        &self,
+        d: &db::Deployment,
+        tick_at: DateTime<Utc>,
+        next: DateTime<Utc>,
+        outcome: TickOutcome,
+        saved: &RunnerState,
+    ) -> Result<Done, RunError> {
+        if !state::save(&self.pool, d.id, tick_at, saved).await? {
             tracing::warn!(deployment = %d.id, %tick_at, "a newer runner state was already stored; kept it");
         }
         Ok(Done::Ticked {
@@ -521,6 +642,27 @@ impl Runner {
             next,
         })
     }
+}
+
+/// A Hyperliquid deployment's broker config: `config.hyperliquid`.
+fn hyperliquid_config(d: &db::Deployment) -> Result<HyperliquidConfig, RunError> {
+    let broker_config = |message: String| RunError::BrokerConfig {
+        deployment: d.id,
+        message,
+    };
+    let v = d.config.get("hyperliquid").ok_or_else(|| {
+        broker_config("`config.hyperliquid` is missing (account, network, key_env)".to_owned())
+    })?;
+    let config: HyperliquidConfig = serde_json::from_value(v.clone())
+        .map_err(|e| broker_config(format!("`config.hyperliquid`: {e}")))?;
+    let problems = config.problems();
+    if !problems.is_empty() {
+        return Err(broker_config(format!(
+            "`config.hyperliquid`: {}",
+            problems.join("; ")
+        )));
+    }
+    Ok(config)
 }
 
 /// The paper broker's config: `config.paper` when the deployment has one, else the defaults

@@ -1,7 +1,9 @@
 //! The runner's per-deployment state between ticks, in PostgreSQL (`live_runner_state`).
 //!
 //! What a restart needs that the store's tables do not hold: the paper broker (cash, positions,
-//! liquidation prices, marks), the engine's risk state (peak equity, the day's start, recent
+//! liquidation prices, marks) of a paper deployment, the fill watermark of a Hyperliquid one
+//! ([`crate::hl_broker::FillCursor`]; the exchange holds the account itself), the engine's risk
+//! state (peak equity, the day's start, recent
 //! order times), the last decision, the reflection notes' drafts and cadence. The ledger is NOT
 //! copied here: it is rebuilt from `trade_history` and `fills` on every tick
 //! ([`memory_ledger::LedgerState::rebuild`]), so the store stays the one source of truth for it.
@@ -20,6 +22,8 @@ use serde::{Deserialize, Serialize};
 use sqlx::{PgPool, Row};
 use tools::LastDecisionSnapshot;
 use uuid::Uuid;
+
+use crate::hl_broker::FillCursor;
 
 /// Errors reading or writing the runner state.
 #[derive(Debug, thiserror::Error)]
@@ -47,7 +51,13 @@ fn sql(what: &'static str) -> impl FnOnce(sqlx::Error) -> StateError {
 /// Everything carried from one tick to the next besides the ledger.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunnerState {
-    pub broker: PaperBroker,
+    /// The paper broker of a paper deployment (`None` for an exchange deployment).
+    #[serde(default)]
+    pub broker: Option<PaperBroker>,
+    /// Where a Hyperliquid deployment's next fill read starts, with its realized PnL and fee
+    /// totals (`None` for a paper deployment).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hyperliquid: Option<FillCursor>,
     pub risk: RiskState,
     pub last_decision: Option<LastDecisionSnapshot>,
     pub notes: Vec<NoteDraft>,
