@@ -14,6 +14,9 @@
 //! - **Point in time.** Everything is re-checked against `ctx.now` whatever the sources
 //!   return: a bar is shown only if it *closed* (`time + interval`) at or before `now`; news only
 //!   if published in `[now − lookback, now]`; events only if scheduled in `(now, now + lookahead]`.
+//! - **Unknown is not none.** Without a news feed (`tools::NoData`) the News section says
+//!   headlines are unknown, not that there were none; with events enabled but no calendar, the
+//!   Upcoming events section says the same of events.
 //! - **External text is data.** Headlines, sources, event titles and engine details are put on
 //!   one line and bounded, so they cannot forge a heading of this message.
 //!
@@ -198,12 +201,27 @@ pub fn assemble_context_cached(
         cfg.news_top_k as usize,
     )
     .map_err(data_err("news"))?;
-    sections.push((
-        "news",
-        news_section(&news, cfg.news_lookback_hours, cfg.news_top_k, &ctx.symbols),
-    ));
+    let news = if ctx.news.is_connected() {
+        news_section(&news, cfg.news_lookback_hours, cfg.news_top_k, &ctx.symbols)
+    } else {
+        format!(
+            "## News (last {}h, top {} by relevance)\nNo news feed is connected to this \
+             deployment: headlines are unknown, not absent.",
+            cfg.news_lookback_hours, cfg.news_top_k
+        )
+    };
+    sections.push(("news", news));
 
-    if cfg.events.enabled {
+    if cfg.events.enabled && !ctx.events.is_connected() {
+        sections.push((
+            "events",
+            format!(
+                "## Upcoming events (next {}h)\nNo event calendar is connected to this \
+                 deployment: scheduled events are unknown, not absent.",
+                cfg.events.lookahead_hours
+            ),
+        ));
+    } else if cfg.events.enabled {
         let events = upcoming_events(skill, ctx)?;
         if !events.is_empty() {
             sections.push((

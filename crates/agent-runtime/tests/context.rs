@@ -278,3 +278,38 @@ fn cached_rendering_is_byte_identical_to_uncached() {
     dps.dedup();
     assert_eq!(dps, vec![1, 2, 1]);
 }
+
+/// A deployment with no news feed and no event calendar (`NoData`): both sections say the
+/// information is unknown instead of claiming there was none.
+#[test]
+fn without_a_news_feed_or_calendar_the_sections_say_unknown_not_none() {
+    let full = ctx();
+    let bare = ToolContext::new(
+        full.now,
+        RunMode::Trade,
+        full.symbols.clone(),
+        full.market.clone(),
+        full.portfolio.clone(),
+    );
+    let out = assemble_context(&skill(), &bare, None).unwrap();
+    let news = section(&out.text, "## News");
+    let events = section(&out.text, "## Upcoming events");
+    insta::assert_snapshot!("no_feeds_news_and_events", format!("{news}\n\n{events}"));
+    assert!(news.contains("headlines are unknown, not absent"), "{news}");
+    assert!(
+        events.contains("scheduled events are unknown, not absent"),
+        "{events}"
+    );
+    // With the feeds connected but quiet, the sections say "none", not "unknown".
+    let quiet = assemble_context(&skill(), &full, None).unwrap();
+    assert!(!quiet.text.contains("unknown, not absent"));
+}
+
+/// The section of `text` starting with `heading`, up to the next blank line.
+fn section<'a>(text: &'a str, heading: &str) -> &'a str {
+    let start = text
+        .find(heading)
+        .unwrap_or_else(|| panic!("no {heading} in {text}"));
+    let rest = &text[start..];
+    &rest[..rest.find("\n\n").unwrap_or(rest.len())]
+}
