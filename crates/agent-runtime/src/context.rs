@@ -14,6 +14,9 @@
 //! - **Point in time.** Everything is re-checked against `ctx.now` whatever the sources
 //!   return: a bar is shown only if it *closed* (`time + interval`) at or before `now`; news only
 //!   if published in `[now − lookback, now]`; events only if scheduled in `(now, now + lookahead]`.
+//! - **Unknown is not none.** Without a news feed (`tools::NoData`) the News section says
+//!   headlines are unknown, not that there were none; with events enabled but no calendar, the
+//!   Upcoming events section says the same of events.
 //! - **External text is data.** Headlines, sources, event titles and engine details are put on
 //!   one line and bounded, so they cannot forge a heading of this message.
 //!
@@ -21,6 +24,7 @@
 //! Unicode scalar values). Exact tokenizer counts belong to the CLI, which can afford a
 //! tokenizer; the estimate here is for budgets and dashboards.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Datelike, Duration, Timelike, Utc};
@@ -65,6 +69,76 @@ pub struct SectionEstimate {
     pub tokens_estimate: u32,
 }
 
+/// What one deployment's ticks can reuse from the previous tick's rendering: the rows of bars
+/// that are still in the window (a closed bar never changes, so its row never does) and the
+/// composed system prompt (it changes only with the lessons).
+///
+/// Keep one per deployment (`tick::TickState` does): the system prompt memo belongs to one
+/// skill. The cache only saves work: a row is reused only for an identical bar printed with the
+/// same number of decimals, so the text is byte-identical with or without it. Rows of bars that
+/// left the window are dropped on every tick, so its size is bounded by one tick's bars.
+#[derive(Debug, Default, Clone)]
+pub struct RenderCache {
+    /// Per symbol and interval (a deployment has a handful: a linear search beats hashing),
+    /// rows by bar open time.
+    rows: Vec<(String, Interval, RowsByTime)>,
+    generation: u64,
+    pub(crate) system_prompt: Option<(Option<prompt_compose::Lessons>, String)>,
+}
+
+type RowsByTime = BTreeMap<DateTime<Utc>, CachedRow>;
+
+#[derive(Debug, Clone)]
+struct CachedRow {
+    bar: Bar,
+    /// Decimals this bar's own prices need.
+    dp: u32,
+    /// The row as printed with `text.0` decimals.
+    text: Option<(u32, String)>,
+    /// The tick (`RenderCache::generation`) that last used it.
+    used: u64,
+}
+
+impl RenderCache {
+    /// The cached entry for `bar`, (re)built when missing or when the source now returns a
+    /// different bar for the same open time.
+    fn row(&mut self, symbol: &str, interval: Interval, bar: &Bar) -> &mut CachedRow {
+        let i = match self
+            .rows
+            .iter()
+            .position(|(s, i, _)| *i == interval && s == symbol)
+        {
+            Some(i) => i,
+            None => {
+                self.rows
+                    .push((symbol.to_owned(), interval, BTreeMap::new()));
+                self.rows.len() - 1
+            }
+        };
+        let generation = self.generation;
+        let fresh = || CachedRow {
+            bar: bar.clone(),
+            dp: price_dp(std::iter::once(bar)),
+            text: None,
+            used: generation,
+        };
+        let entry = self.rows[i].2.entry(bar.time).or_insert_with(fresh);
+        if entry.bar != *bar {
+            *entry = fresh();
+        }
+        entry.used = generation;
+        entry
+    }
+
+    fn evict_unused(&mut self) {
+        let generation = self.generation;
+        for (_, _, rows) in &mut self.rows {
+            rows.retain(|_, r| r.used == generation);
+        }
+        self.rows.retain(|(_, _, rows)| !rows.is_empty());
+    }
+}
+
 /// Why the context could not be assembled. A tick without its data must not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("assembling the {section} section: {source}")]
@@ -96,11 +170,29 @@ pub fn assemble_context(
     ctx: &ToolContext,
     last_decision: Option<&LastDecisionSnapshot>,
 ) -> Result<AssembledContext, ContextError> {
+    assemble_context_cached(skill, ctx, last_decision, &mut RenderCache::default())
+}
+
+/// [`assemble_context`] reusing the bar rows `cache` rendered on earlier ticks of the same
+/// deployment: a closed bar's row never changes, so a tick renders only the bars that are new
+/// to it. The text is byte-identical to [`assemble_context`]'s.
+///
+/// # Errors
+/// As [`assemble_context`].
+pub fn assemble_context_cached(
+    skill: &Skill,
+    ctx: &ToolContext,
+    last_decision: Option<&LastDecisionSnapshot>,
+    cache: &mut RenderCache,
+) -> Result<AssembledContext, ContextError> {
     let cfg = &skill.context;
     let mut sections: Vec<(&'static str, String)> = Vec::new();
 
     sections.push(("time", time_section(ctx.now, cfg.bars_interval)));
-    sections.push(("market", market_section(skill, ctx)?));
+    cache.generation = cache.generation.wrapping_add(1);
+    let market = market_section(skill, ctx, cache);
+    cache.evict_unused();
+    sections.push(("market", market?));
 
     let news = news_window(
         ctx,
@@ -109,12 +201,27 @@ pub fn assemble_context(
         cfg.news_top_k as usize,
     )
     .map_err(data_err("news"))?;
-    sections.push((
-        "news",
-        news_section(&news, cfg.news_lookback_hours, cfg.news_top_k, &ctx.symbols),
-    ));
+    let news = if ctx.news.is_connected() {
+        news_section(&news, cfg.news_lookback_hours, cfg.news_top_k, &ctx.symbols)
+    } else {
+        format!(
+            "## News (last {}h, top {} by relevance)\nNo news feed is connected to this \
+             deployment: headlines are unknown, not absent.",
+            cfg.news_lookback_hours, cfg.news_top_k
+        )
+    };
+    sections.push(("news", news));
 
-    if cfg.events.enabled {
+    if cfg.events.enabled && !ctx.events.is_connected() {
+        sections.push((
+            "events",
+            format!(
+                "## Upcoming events (next {}h)\nNo event calendar is connected to this \
+                 deployment: scheduled events are unknown, not absent.",
+                cfg.events.lookahead_hours
+            ),
+        ));
+    } else if cfg.events.enabled {
         let events = upcoming_events(skill, ctx)?;
         if !events.is_empty() {
             sections.push((
@@ -343,29 +450,49 @@ pub fn closed_bars(
         .into_iter()
         .filter(|b| b.close_time(interval) <= ctx.now)
         .collect();
-    bars.sort_by_key(|b| b.time);
-    bars.dedup_by_key(|b| b.time);
+    if !bars.is_sorted_by(|a, b| a.time < b.time) {
+        bars.sort_by_key(|b| b.time);
+        bars.dedup_by_key(|b| b.time);
+    }
     let skip = bars.len().saturating_sub(limit);
     Ok(bars.split_off(skip))
 }
 
-fn bar_rows(out: &mut String, bars: &[Bar], interval: Interval, dp: u32) {
+fn bar_rows(
+    out: &mut String,
+    cache: &mut RenderCache,
+    symbol: &str,
+    bars: &[Bar],
+    interval: Interval,
+    dp: u32,
+) {
     out.push_str(BAR_TABLE_HEADER);
     for b in bars {
-        let _ = write!(
-            out,
-            "\n{} {} {} {} {} {}",
-            bar_time(b.time, interval),
-            fixed(b.open, dp),
-            fixed(b.high, dp),
-            fixed(b.low, dp),
-            fixed(b.close, dp),
-            fmt_volume(b.volume)
-        );
+        let row = cache.row(symbol, interval, b);
+        let text = match &row.text {
+            Some((row_dp, text)) if *row_dp == dp => text,
+            _ => {
+                let text = format!(
+                    "\n{} {} {} {} {} {}",
+                    bar_time(b.time, interval),
+                    fixed(b.open, dp),
+                    fixed(b.high, dp),
+                    fixed(b.low, dp),
+                    fixed(b.close, dp),
+                    fmt_volume(b.volume)
+                );
+                &row.text.insert((dp, text)).1
+            }
+        };
+        out.push_str(text);
     }
 }
 
-fn market_section(skill: &Skill, ctx: &ToolContext) -> Result<String, ContextError> {
+fn market_section(
+    skill: &Skill,
+    ctx: &ToolContext,
+    cache: &mut RenderCache,
+) -> Result<String, ContextError> {
     let cfg = &skill.context;
     let interval = cfg.bars_interval;
     let lookback = cfg.bars_lookback as usize;
@@ -378,7 +505,14 @@ fn market_section(skill: &Skill, ctx: &ToolContext) -> Result<String, ContextErr
             let hb = closed_bars(ctx, symbol, h, HTF_FETCH_BARS).map_err(data_err("market"))?;
             htf.push((h, hb));
         }
-        let dp = price_dp(bars.iter().chain(htf.iter().flat_map(|(_, b)| b.iter())));
+        // As `price_dp` over every bar shown or classified, from each bar's cached decimals.
+        let mut dp = 0;
+        for (i, b) in bars.iter().map(|b| (interval, b)).chain(
+            htf.iter()
+                .flat_map(|(h, hb)| hb.iter().map(move |b| (*h, b))),
+        ) {
+            dp = dp.max(cache.row(symbol, i, b).dp);
+        }
         out.push_str("\n\n");
         if bars.is_empty() {
             let _ = write!(out, "### {symbol} {interval} · no closed bars available");
@@ -389,7 +523,7 @@ fn market_section(skill: &Skill, ctx: &ToolContext) -> Result<String, ContextErr
                 classify_regime(&bars),
                 bars.len()
             );
-            bar_rows(&mut out, &bars, interval, dp);
+            bar_rows(&mut out, cache, symbol, &bars, interval, dp);
         }
         for (h, hb) in &htf {
             out.push('\n');
@@ -405,7 +539,7 @@ fn market_section(skill: &Skill, ctx: &ToolContext) -> Result<String, ContextErr
                 hb.len(),
                 shown.len()
             );
-            bar_rows(&mut out, shown, *h, dp);
+            bar_rows(&mut out, cache, symbol, shown, *h, dp);
         }
     }
     Ok(out)

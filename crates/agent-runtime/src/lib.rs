@@ -22,7 +22,10 @@ pub mod model;
 mod run;
 
 pub use builtin::{ScriptedModel, SmaCrossModel, builtin_model};
-pub use context::{AssembledContext, ContextError, SectionEstimate, assemble_context};
+pub use context::{
+    AssembledContext, ContextError, RenderCache, SectionEstimate, assemble_context,
+    assemble_context_cached,
+};
 pub use cost::{CostEstimate, estimate_cost, rates_for};
 pub use model::{
     FinishReason, LanguageModel, Message, ModelError, ModelRequest, ModelResponse, Rates, ToolCall,
@@ -57,6 +60,10 @@ pub enum TickError {
 
 /// One tick: [`assemble_context`], `prompt_compose::compose_system_prompt`, then [`run_skill`].
 ///
+/// `cache` carries what the previous tick of the same deployment (same skill) rendered: bar
+/// rows still in the window, and the system prompt, recomposed only when the lessons change.
+/// Pass a fresh [`RenderCache`] for a one-off tick; the texts are identical either way.
+///
 /// # Errors
 /// [`TickError`] when the context cannot be assembled (a data source failed) or the system
 /// prompt cannot be composed; the model is not called then.
@@ -66,9 +73,17 @@ pub async fn run_tick(
     model: &dyn LanguageModel,
     lessons: Option<&Lessons>,
     last_decision: Option<&LastDecisionSnapshot>,
+    cache: &mut RenderCache,
 ) -> Result<TickOutput, TickError> {
-    let context = assemble_context(skill, ctx, last_decision)?;
-    let system_prompt = prompt_compose::compose_system_prompt(skill, lessons)?;
+    let context = assemble_context_cached(skill, ctx, last_decision, cache)?;
+    let system_prompt = match &cache.system_prompt {
+        Some((cached_lessons, text)) if cached_lessons.as_ref() == lessons => text.clone(),
+        _ => {
+            let text = prompt_compose::compose_system_prompt(skill, lessons)?;
+            cache.system_prompt = Some((lessons.cloned(), text.clone()));
+            text
+        }
+    };
     let run = run_skill(skill, ctx, model, &system_prompt, &context.text).await;
     Ok(TickOutput {
         system_prompt,

@@ -234,3 +234,82 @@ fn an_absurd_broker_snapshot_is_an_error_not_a_panic() {
         "broker: position BTC: qty × mark is out of range"
     );
 }
+
+/// Forty consecutive hourly ticks through one `RenderCache`, with the data changing under it the
+/// ways it can: a bar with more decimals closes (while it is in the window every row is printed
+/// with 2 decimals instead of 1) and a source revises a bar it had already served. Every tick's text
+/// must be byte-identical to an uncached assembly.
+#[test]
+fn cached_rendering_is_byte_identical_to_uncached() {
+    let base = data();
+    let mut cache = agent_runtime::RenderCache::default();
+    // Decimals of the first BTC row's open, per tick: the scenario must really change them.
+    let mut dps = Vec::new();
+    for step in 0..40_i64 {
+        let at = now() - Duration::hours(39 - step);
+        let mut source = base.clone();
+        let mut btc = source.all_bars("BTC", Interval::H1).to_vec();
+        let target = now() - Duration::hours(30);
+        for b in &mut btc {
+            // A bar with a 2-decimal close, in the window for some ticks only.
+            if b.time == target {
+                b.close += dec!(0.05);
+                b.high = b.high.max(b.close);
+            }
+            // From tick 20 the source serves a corrected version of the bar 5 hours back.
+            if step >= 20 && b.time == now() - Duration::hours(25) {
+                b.volume += dec!(1);
+            }
+        }
+        source = common::with_bars(source, "BTC", btc);
+        let ctx = ToolContext {
+            now: at,
+            ..ctx_from(source, RunMode::Trade)
+        };
+        let cached =
+            agent_runtime::assemble_context_cached(&skill(), &ctx, None, &mut cache).unwrap();
+        let fresh = assemble_context(&skill(), &ctx, None).unwrap();
+        assert_eq!(cached, fresh, "tick {step} at {at}");
+        let first_row = cached.text.split("time o h l c v\n").nth(1).unwrap();
+        let open = first_row.split(' ').nth(1).unwrap();
+        dps.push(open.split('.').nth(1).map_or(0, str::len));
+    }
+    // 1 decimal, 2 while the bar is in the window, 1 again once it left.
+    dps.dedup();
+    assert_eq!(dps, vec![1, 2, 1]);
+}
+
+/// A deployment with no news feed and no event calendar (`NoData`): both sections say the
+/// information is unknown instead of claiming there was none.
+#[test]
+fn without_a_news_feed_or_calendar_the_sections_say_unknown_not_none() {
+    let full = ctx();
+    let bare = ToolContext::new(
+        full.now,
+        RunMode::Trade,
+        full.symbols.clone(),
+        full.market.clone(),
+        full.portfolio.clone(),
+    );
+    let out = assemble_context(&skill(), &bare, None).unwrap();
+    let news = section(&out.text, "## News");
+    let events = section(&out.text, "## Upcoming events");
+    insta::assert_snapshot!("no_feeds_news_and_events", format!("{news}\n\n{events}"));
+    assert!(news.contains("headlines are unknown, not absent"), "{news}");
+    assert!(
+        events.contains("scheduled events are unknown, not absent"),
+        "{events}"
+    );
+    // With the feeds connected but quiet, the sections say "none", not "unknown".
+    let quiet = assemble_context(&skill(), &full, None).unwrap();
+    assert!(!quiet.text.contains("unknown, not absent"));
+}
+
+/// The section of `text` starting with `heading`, up to the next blank line.
+fn section<'a>(text: &'a str, heading: &str) -> &'a str {
+    let start = text
+        .find(heading)
+        .unwrap_or_else(|| panic!("no {heading} in {text}"));
+    let rest = &text[start..];
+    &rest[..rest.find("\n\n").unwrap_or(rest.len())]
+}

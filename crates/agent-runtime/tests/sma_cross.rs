@@ -116,9 +116,16 @@ async fn tick(last: Decimal, position: Option<Side>) -> agent_runtime::TickOutpu
     );
     let skill = skill();
     let model = builtin_model(&skill.model, &skill).expect("the example skill names sma-cross");
-    run_tick(&skill, &ctx, model.as_ref(), None, None)
-        .await
-        .unwrap()
+    run_tick(
+        &skill,
+        &ctx,
+        model.as_ref(),
+        None,
+        None,
+        &mut agent_runtime::RenderCache::default(),
+    )
+    .await
+    .unwrap()
 }
 
 #[tokio::test]

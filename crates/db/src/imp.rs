@@ -336,12 +336,14 @@ macro_rules! impl_stores {
             }
         }
 
-        impl TickStore for $store {
-            async fn record_tick(&self, tick: &TickRecord) -> Result<TickOutcome, DbError> {
-                validate_tick(tick)?;
+        impl $store {
+            /// One tick's rows inside the caller's transaction (see `TickStore::record_tick`),
+            /// the deployment's equity aside. A replayed tick writes nothing.
+            async fn write_tick(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                tick: &TickRecord,
+            ) -> Result<TickOutcome, DbError> {
                 let s = &tick.snapshot;
-                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning tick"))?;
-
                 let inserted = sqlx::query(
                     "INSERT INTO decision_snapshots (id, deployment_id, tick_at, system_prompt, context, \
                      steps, proposal, verdict, model, finish_reason, input_tokens, output_tokens, \
@@ -364,7 +366,7 @@ macro_rules! impl_stores {
                 .bind(u64_to_i64("cache read tokens", s.usage.cache_read)?)
                 .bind(u64_to_i64("cache write tokens", s.usage.cache_write)?)
                 .bind($enc::dec(s.cost_usd))
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await
                 .map_err(ctx("inserting decision snapshot"))?;
 
@@ -376,11 +378,10 @@ macro_rules! impl_stores {
                     .bind($enc::id(s.id))
                     .bind($enc::id(s.deployment_id))
                     .bind($enc::ts(s.tick_at))
-                    .fetch_one(&mut *tx)
+                    .fetch_one(&mut **tx)
                     .await
                     .map_err(ctx("reading replayed snapshot"))?;
                     let snapshot_id = codec::RowExt::uuid(&row, "id")?;
-                    tx.rollback().await.map_err(ctx("ending replayed tick"))?;
                     return Ok(TickOutcome::AlreadyRecorded { snapshot_id });
                 }
 
@@ -400,7 +401,7 @@ macro_rules! impl_stores {
                     .bind($enc::ts(s.tick_at))
                     .bind(Json(state))
                     .bind($enc::ts(Utc::now()))
-                    .execute(&mut *tx)
+                    .execute(&mut **tx)
                     .await
                     .map_err(ctx("writing runner state"))?;
                     if written.rows_affected() == 0 {
@@ -408,7 +409,7 @@ macro_rules! impl_stores {
                             "SELECT tick_at FROM live_runner_state WHERE deployment_id = $1",
                         )
                         .bind($enc::id(s.deployment_id))
-                        .fetch_one(&mut *tx)
+                        .fetch_one(&mut **tx)
                         .await
                         .map_err(ctx("reading newer runner state"))?;
                         let stored_tick_at = codec::RowExt::ts(&row, "tick_at")?;
@@ -438,7 +439,7 @@ macro_rules! impl_stores {
                     .bind($enc::oid(f.snapshot_id))
                     .bind(f.client_order_id.as_deref())
                     .bind(f.liquidation)
-                    .execute(&mut *tx)
+                    .execute(&mut **tx)
                     .await
                     .map_err(ctx("inserting fill"))?;
                 }
@@ -508,7 +509,7 @@ macro_rules! impl_stores {
                     .bind(t.broker_reconciled)
                     .bind($enc::ots(closed_at))
                     .bind($enc::ts(now))
-                    .execute(&mut *tx)
+                    .execute(&mut **tx)
                     .await
                     .map_err(ctx("upserting trade_history row"))?;
                     if done.rows_affected() == 0 {
@@ -531,7 +532,7 @@ macro_rules! impl_stores {
                     .bind(&link.broker_fill_id)
                     .bind($enc::id(link.trade_id))
                     .bind($enc::oid(link.flip_trade_id))
-                    .execute(&mut *tx)
+                    .execute(&mut **tx)
                     .await
                     .map_err(ctx("linking fill to trade"))?;
                     if done.rows_affected() == 0 {
@@ -545,17 +546,67 @@ macro_rules! impl_stores {
                     }
                 }
 
-                if let Some(equity) = tick.equity_usd {
-                    sqlx::query("UPDATE deployments SET equity_usd = $2 WHERE id = $1")
-                        .bind($enc::id(s.deployment_id))
-                        .bind($enc::dec(equity))
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(ctx("updating deployment equity"))?;
-                }
-
-                tx.commit().await.map_err(ctx("committing tick"))?;
                 Ok(TickOutcome::Recorded { snapshot_id: s.id })
+            }
+
+            async fn write_equity(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                deployment_id: Uuid,
+                equity: Decimal,
+            ) -> Result<(), DbError> {
+                sqlx::query("UPDATE deployments SET equity_usd = $2 WHERE id = $1")
+                    .bind($enc::id(deployment_id))
+                    .bind($enc::dec(equity))
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(ctx("updating deployment equity"))?;
+                Ok(())
+            }
+        }
+
+        impl TickStore for $store {
+            async fn record_tick(&self, tick: &TickRecord) -> Result<TickOutcome, DbError> {
+                validate_tick(tick)?;
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning tick"))?;
+                let outcome = Self::write_tick(&mut tx, tick).await?;
+                match (outcome, tick.equity_usd) {
+                    (TickOutcome::Recorded { .. }, Some(equity)) => {
+                        Self::write_equity(&mut tx, tick.snapshot.deployment_id, equity).await?;
+                    }
+                    (TickOutcome::Recorded { .. }, None) => {}
+                    (TickOutcome::AlreadyRecorded { .. }, _) => {
+                        tx.rollback().await.map_err(ctx("ending replayed tick"))?;
+                        return Ok(outcome);
+                    }
+                }
+                tx.commit().await.map_err(ctx("committing tick"))?;
+                Ok(outcome)
+            }
+
+            async fn record_ticks(&self, ticks: &[TickRecord]) -> Result<Vec<TickOutcome>, DbError> {
+                for tick in ticks {
+                    validate_tick(tick)?;
+                }
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning ticks"))?;
+                let mut outcomes = Vec::with_capacity(ticks.len());
+                // Per deployment, the equity of its last recorded tick that carries one.
+                let mut equity: Vec<(Uuid, Decimal)> = Vec::new();
+                for tick in ticks {
+                    let outcome = Self::write_tick(&mut tx, tick).await?;
+                    if let (TickOutcome::Recorded { .. }, Some(e)) = (outcome, tick.equity_usd) {
+                        let d = tick.snapshot.deployment_id;
+                        match equity.iter_mut().find(|(id, _)| *id == d) {
+                            Some(slot) => slot.1 = e,
+                            None => equity.push((d, e)),
+                        }
+                    }
+                    outcomes.push(outcome);
+                }
+                for (d, e) in equity {
+                    Self::write_equity(&mut tx, d, e).await?;
+                }
+                tx.commit().await.map_err(ctx("committing ticks"))?;
+                Ok(outcomes)
             }
 
             async fn get_snapshot(&self, id: Uuid) -> Result<DecisionSnapshot, DbError> {

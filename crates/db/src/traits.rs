@@ -150,6 +150,19 @@ pub trait TickStore {
         tick: &TickRecord,
     ) -> impl Future<Output = Result<TickOutcome, DbError>> + Send;
 
+    /// Writes several ticks in ONE transaction, each exactly as [`TickStore::record_tick`] would
+    /// (one already recorded is skipped and reported [`TickOutcome::AlreadyRecorded`]; the
+    /// others are still written), in order; a deployment's equity is the last recorded tick's.
+    /// On any error nothing of the batch is written. For a writer that owns its deployment (a
+    /// backtest): one commit per batch instead of one per tick.
+    ///
+    /// # Errors
+    /// As [`TickStore::record_tick`], for any tick of the batch.
+    fn record_ticks(
+        &self,
+        ticks: &[TickRecord],
+    ) -> impl Future<Output = Result<Vec<TickOutcome>, DbError>> + Send;
+
     /// # Errors
     /// [`DbError::NotFound`] when no snapshot has this id.
     fn get_snapshot(

@@ -452,6 +452,43 @@ mod cases {
             Some((at(120), state_of(120)))
         );
 
+        // A batch moves it to its last tick's state; a stale tick refuses the whole batch.
+        let batch: Vec<TickRecord> = [180, 240]
+            .into_iter()
+            .map(|m| TickRecord {
+                runner_state: Some(state_of(m)),
+                ..tick(&fx, m)
+            })
+            .collect();
+        s.record_ticks(&batch).await.unwrap();
+        assert_eq!(
+            s.runner_state(d)
+                .await
+                .unwrap()
+                .map(|r| (r.tick_at, r.state)),
+            Some((at(240), state_of(240)))
+        );
+        let mut stale_batch = vec![tick(&fx, 300), tick(&fx, 200)];
+        stale_batch[1].runner_state = Some(state_of(200));
+        assert!(matches!(
+            s.record_ticks(&stale_batch).await,
+            Err(DbError::StaleState { .. })
+        ));
+        assert_eq!(
+            s.runner_state(d).await.unwrap().map(|r| r.tick_at),
+            Some(at(240))
+        );
+        assert_eq!(
+            s.count(&format!(
+                "SELECT COUNT(*) FROM decision_snapshots WHERE CAST(deployment_id AS TEXT) = '{d}' \
+                 AND tick_at = '{}'",
+                db::time_text(at(300))
+            ))
+            .await,
+            0,
+            "nothing of the refused batch"
+        );
+
         // The database itself refuses a time without a state.
         let refused = s
             .exec(&format!(
@@ -513,6 +550,81 @@ mod cases {
                 ..
             })
         ));
+    }
+
+    pub async fn record_ticks_is_one_all_or_nothing_batch<S: Storage + RawSql>(s: &S) {
+        let fx = seed(s).await.unwrap();
+        let d = fx.deployment.id;
+        // Tick 0 alone first: the batch below replays it.
+        let t0 = tick(&fx, 0);
+        s.record_tick(&t0).await.unwrap();
+
+        // A batch: tick 0 again, tick 1 opens a row, tick 2 closes it; equities 9,990 then 10,020.
+        let mut t1 = tick(&fx, 1);
+        let mut fill = sample_fill("f-1", dec!(0.01), dec!(65200), at(1));
+        fill.snapshot_id = Some(t1.snapshot.id);
+        let mut open = sample_open_trade(&fx, at(1));
+        open.entry_snapshot_id = Some(t1.snapshot.id);
+        t1.fills.push(fill);
+        t1.trades.push(open.clone());
+        t1.links.push(FillTradeLink {
+            broker_fill_id: "f-1".into(),
+            trade_id: open.id,
+            flip_trade_id: None,
+        });
+        t1.equity_usd = Some(dec!(9990));
+        let mut t2 = tick(&fx, 2);
+        t2.equity_usd = Some(dec!(10020));
+        let outcomes = s
+            .record_ticks(&[t0.clone(), t1.clone(), t2.clone()])
+            .await
+            .unwrap();
+        assert_eq!(
+            outcomes,
+            vec![
+                TickOutcome::AlreadyRecorded {
+                    snapshot_id: t0.snapshot.id
+                },
+                TickOutcome::Recorded {
+                    snapshot_id: t1.snapshot.id
+                },
+                TickOutcome::Recorded {
+                    snapshot_id: t2.snapshot.id
+                },
+            ]
+        );
+        assert_eq!(count_rows(s, "decision_snapshots", d).await, 3);
+        assert_eq!(s.open_trades(d).await.unwrap(), vec![open.clone()]);
+        let fills = s.list_fills(d, None).await.unwrap();
+        assert_eq!(fills.len(), 1);
+        assert_eq!(fills[0].trade_id, Some(open.id));
+        // The last tick's equity, not the first one's.
+        assert_eq!(s.get_deployment(d).await.unwrap().equity_usd, dec!(10020));
+
+        // A batch whose second tick is refused writes nothing, not even its valid first tick.
+        let t3 = tick(&fx, 3);
+        let mut t4 = tick(&fx, 4);
+        t4.links.push(FillTradeLink {
+            broker_fill_id: "nope".into(),
+            trade_id: open.id,
+            flip_trade_id: None,
+        });
+        t4.equity_usd = Some(dec!(1));
+        assert!(matches!(
+            s.record_ticks(&[t3.clone(), t4]).await,
+            Err(DbError::Invalid {
+                what: "fill link",
+                ..
+            })
+        ));
+        assert!(matches!(
+            s.get_snapshot(t3.snapshot.id).await,
+            Err(DbError::NotFound { .. })
+        ));
+        assert_eq!(count_rows(s, "decision_snapshots", d).await, 3);
+        assert_eq!(s.get_deployment(d).await.unwrap().equity_usd, dec!(10020));
+        // An empty batch is a no-op.
+        assert_eq!(s.record_ticks(&[]).await.unwrap(), vec![]);
     }
 
     pub async fn ledger_reads_are_point_in_time<S: Storage + RawSql>(s: &S) {
@@ -1228,6 +1340,7 @@ contract!(
     record_tick_replay_is_a_no_op,
     record_tick_is_all_or_nothing,
     runner_state_commits_with_its_tick_and_never_moves_back,
+    record_ticks_is_one_all_or_nothing_batch,
     ledger_reads_are_point_in_time,
     decimals_and_times_round_trip_exactly,
     snapshots_read_back_in_order,

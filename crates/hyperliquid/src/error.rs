@@ -63,6 +63,10 @@ pub enum HlError {
     #[error("invalid address {0:?}: expected 0x followed by 40 hex digits")]
     InvalidAddress(String),
 
+    /// A network name is not `mainnet` or `testnet`.
+    #[error("invalid network {0:?}: expected mainnet or testnet")]
+    InvalidNetwork(String),
+
     /// A client order id is not `0x` followed by 32 hex digits.
     #[error("invalid client order id {0:?}: expected 0x followed by 32 hex digits")]
     InvalidCloid(String),

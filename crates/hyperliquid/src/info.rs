@@ -7,11 +7,15 @@ use types::{Bar, Interval};
 use crate::error::Result;
 use crate::http::{ClientConfig, Transport};
 use crate::signing::Address;
+use crate::signing::Cloid;
 use crate::wire::{
     AccountState, Candle, ClearinghouseState, FundingRate, HlFill, Meta, MetaAndAssetCtxs,
-    candles_to_bars, parse_candles, parse_clearinghouse_state, parse_funding_history, parse_meta,
-    parse_meta_and_asset_ctxs, parse_user_fills,
+    OrderLookup, candles_to_bars, parse_candles, parse_clearinghouse_state, parse_funding_history,
+    parse_meta, parse_meta_and_asset_ctxs, parse_order_status, parse_user_fills,
 };
+
+/// Most fills one `userFills` / `userFillsByTime` response carries.
+pub const USER_FILLS_PAGE: usize = 2000;
 
 /// The JSON bodies of the info requests, `{"type": ..., ...}`.
 #[derive(Debug, Clone, Serialize)]
@@ -42,6 +46,19 @@ pub enum InfoRequest {
         #[serde(skip_serializing_if = "Option::is_none")]
         end_time: Option<i64>,
     },
+    OrderStatus {
+        user: Address,
+        oid: OrderRef,
+    },
+}
+
+/// Which order `orderStatus` asks about: the exchange's order id or the client order id (the
+/// `oid` field takes either).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum OrderRef {
+    Oid(u64),
+    Cloid(Cloid),
 }
 
 /// `{"coin", "interval", "startTime", "endTime"}` of a candle snapshot.
@@ -183,7 +200,17 @@ impl InfoClient {
         parse_user_fills(&self.raw(&InfoRequest::UserFills { user }).await?)
     }
 
-    /// The user's fills from `start` (to `end`, or now), oldest first.
+    /// The status of one of the user's orders, by order id or client order id.
+    ///
+    /// # Errors
+    /// Transport/status/retry errors, or [`HlError::Decode`](crate::HlError::Decode).
+    pub async fn order_status(&self, user: Address, oid: OrderRef) -> Result<OrderLookup> {
+        parse_order_status(&self.raw(&InfoRequest::OrderStatus { user, oid }).await?)
+    }
+
+    /// The user's fills from `start` (to `end`, or now), oldest first. The exchange returns at
+    /// most 2000 fills per request ([`USER_FILLS_PAGE`](crate::info::USER_FILLS_PAGE)): page
+    /// by asking again from the newest fill's time.
     ///
     /// # Errors
     /// Transport/status/retry errors, or [`HlError::Decode`](crate::HlError::Decode).

@@ -2,7 +2,7 @@
 //!
 //! What it owns:
 //! - the wire types of the info API (`POST {base}/info`: `candleSnapshot`, `meta`,
-//!   `metaAndAssetCtxs`, `fundingHistory`, `clearinghouseState`, `userFills`) and their
+//!   `metaAndAssetCtxs`, `fundingHistory`, `clearinghouseState`, `userFills`, `orderStatus`) and their
 //!   conversion into the workspace's [`types`] ([`types::Bar`], [`types::Position`],
 //!   [`types::Fill`], [`types::PortfolioSnapshot`] via [`AccountState`]) — see [`wire`];
 //! - [`InfoClient`], an async reqwest client with a timeout and bounded retries (exponential
@@ -36,9 +36,9 @@ pub use exchange::{
     parse_exchange_response,
 };
 pub use http::{ClientConfig, MAINNET_URL, RetryPolicy, TESTNET_URL};
-pub use info::{CandleRequest, InfoClient, InfoRequest};
-pub use signing::{Action, Address, Cloid, Network, Signature, Signer, Tif};
+pub use info::{CandleRequest, InfoClient, InfoRequest, OrderRef, USER_FILLS_PAGE};
+pub use signing::{Action, Address, Cloid, Network, Signature, Signer, Tif, recover_signer};
 pub use wire::{
     AccountState, AssetCtx, AssetInfo, AssetMeta, Candle, ClearinghouseState, FundingRate, HlFill,
-    HlSide, Meta, MetaAndAssetCtxs,
+    HlSide, Meta, MetaAndAssetCtxs, OrderInfo, OrderLookup, OrderState,
 };

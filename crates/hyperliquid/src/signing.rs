@@ -38,8 +38,10 @@ fn parse_hex_exact<const N: usize>(s: &str) -> Option<[u8; N]> {
     Some(out)
 }
 
-/// Which chain an action is meant for; it is part of what gets signed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which chain an action is meant for; it is part of what gets signed. Serialized as
+/// `"mainnet"` / `"testnet"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Network {
     Mainnet,
     Testnet,
@@ -52,6 +54,44 @@ impl Network {
         match self {
             Network::Mainnet => "a",
             Network::Testnet => "b",
+        }
+    }
+
+    /// `"mainnet"` or `"testnet"`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Network::Mainnet => "mainnet",
+            Network::Testnet => "testnet",
+        }
+    }
+
+    /// The public API of this network ([`MAINNET_URL`](crate::MAINNET_URL) or
+    /// [`TESTNET_URL`](crate::TESTNET_URL)).
+    #[must_use]
+    pub const fn api_url(self) -> &'static str {
+        match self {
+            Network::Mainnet => crate::http::MAINNET_URL,
+            Network::Testnet => crate::http::TESTNET_URL,
+        }
+    }
+}
+
+impl fmt::Display for Network {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Network {
+    type Err = HlError;
+
+    /// `mainnet` or `testnet` (exactly; the network is never guessed).
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "mainnet" => Ok(Network::Mainnet),
+            "testnet" => Ok(Network::Testnet),
+            other => Err(HlError::InvalidNetwork(other.to_owned())),
         }
     }
 }
@@ -493,6 +533,39 @@ pub fn sign_l1_action<A: Serialize + ?Sized>(
     })
 }
 
+/// The address whose key produced `signature` over `action` at `nonce` (with `vault`, on
+/// `network`): the inverse of [`sign_l1_action`], what the exchange does to authenticate a
+/// request. A tampered action, nonce or network recovers a different address.
+///
+/// # Errors
+/// [`HlError::Msgpack`] if the action cannot be encoded; [`HlError::Signing`] when the
+/// signature is malformed (`v` not 27/28, `r`/`s` out of range) or recovers no key.
+pub fn recover_signer<A: Serialize + ?Sized>(
+    action: &A,
+    nonce: u64,
+    vault: Option<&Address>,
+    network: Network,
+    signature: &Signature,
+) -> Result<Address> {
+    use k256::ecdsa::{RecoveryId, Signature as EcdsaSignature, VerifyingKey};
+    let hash = action_hash(action, nonce, vault)?;
+    let digest = agent_signing_hash(&hash, network);
+    let recid = signature
+        .v
+        .checked_sub(27)
+        .and_then(RecoveryId::from_byte)
+        .ok_or_else(|| HlError::Signing(format!("v must be 27 or 28, got {}", signature.v)))?;
+    let sig = EcdsaSignature::from_scalars(signature.r, signature.s)
+        .map_err(|e| HlError::Signing(format!("r/s: {e}")))?;
+    let key = VerifyingKey::recover_from_prehash(&digest, &sig, recid)
+        .map_err(|e| HlError::Signing(format!("recovering the key: {e}")))?;
+    let point = key.to_encoded_point(false);
+    let hash = keccak256(&point.as_bytes()[1..]);
+    let mut address = [0u8; 20];
+    address.copy_from_slice(&hash[12..]);
+    Ok(Address(address))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -530,6 +603,41 @@ mod tests {
         assert_eq!(json["s"], "0x0");
         let back: Signature = serde_json::from_value(json).unwrap();
         assert_eq!(back, sig);
+    }
+
+    #[test]
+    fn recover_signer_inverts_signing_and_notices_tampering() {
+        let signer =
+            Signer::from_hex("0x0123456789012345678901234567890123456789012345678901234567890123")
+                .unwrap();
+        let action = Action::Cancel(BulkCancel {
+            cancels: vec![CancelWire { asset: 1, oid: 82 }],
+        });
+        let signed = sign_l1_action(&signer, &action, 7, None, Network::Testnet).unwrap();
+        let who = recover_signer(&action, 7, None, Network::Testnet, &signed.signature).unwrap();
+        assert_eq!(who, signer.address());
+        // Another nonce or network is another message: some other address.
+        let other = recover_signer(&action, 8, None, Network::Testnet, &signed.signature).unwrap();
+        assert_ne!(other, signer.address());
+        let other = recover_signer(&action, 7, None, Network::Mainnet, &signed.signature).unwrap();
+        assert_ne!(other, signer.address());
+        let bad_v = Signature {
+            v: 29,
+            ..signed.signature
+        };
+        assert!(recover_signer(&action, 7, None, Network::Testnet, &bad_v).is_err());
+    }
+
+    #[test]
+    fn networks_are_named_exactly() {
+        assert_eq!("mainnet".parse::<Network>().unwrap(), Network::Mainnet);
+        assert_eq!("testnet".parse::<Network>().unwrap(), Network::Testnet);
+        assert!("Mainnet".parse::<Network>().is_err());
+        assert_eq!(
+            serde_json::to_value(Network::Testnet).unwrap(),
+            serde_json::json!("testnet")
+        );
+        assert_eq!(Network::Mainnet.api_url(), crate::MAINNET_URL);
     }
 
     #[test]

@@ -618,6 +618,152 @@ pub fn parse_user_fills(body: &[u8]) -> Result<Vec<HlFill>> {
     Ok(fills)
 }
 
+// ---------------------------------------------------------------------------------------------
+// orderStatus
+// ---------------------------------------------------------------------------------------------
+
+/// One order as `orderStatus` reports it (`order.order` on the wire) with its status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderInfo {
+    pub coin: String,
+    pub side: HlSide,
+    pub limit_px: Decimal,
+    /// Size still open on the book (`sz`; zero once filled or cancelled).
+    pub remaining_sz: Decimal,
+    /// Size the order was placed with (`origSz`).
+    pub orig_sz: Decimal,
+    pub oid: u64,
+    /// When the order was placed (`timestamp`).
+    pub placed_at: DateTime<Utc>,
+    pub cloid: Option<crate::signing::Cloid>,
+    pub reduce_only: bool,
+    /// The exchange's status word: `open`, `filled`, `canceled`, `triggered`, `rejected`,
+    /// `marginCanceled`, `perpMarginRejected`, `iocCancelRejected`, ...
+    pub status: String,
+    /// When the order reached that status (`statusTimestamp`).
+    pub status_at: DateTime<Utc>,
+}
+
+/// The family of an [`OrderInfo::status`] word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrderState {
+    /// On the book (`open`, `triggered`).
+    Open,
+    /// `filled`.
+    Filled,
+    /// Cancelled by the user or the exchange (`canceled`, `marginCanceled`, ...).
+    Canceled,
+    /// Refused when placed (`rejected`, `perpMarginRejected`, `iocCancelRejected`, ...).
+    Rejected,
+    /// A status this adapter does not know.
+    Other,
+}
+
+impl OrderInfo {
+    /// How much of the order filled as the status reports it: `origSz − sz` (never negative).
+    /// The exact fills (prices, fees) are in `userFills`.
+    #[must_use]
+    pub fn filled_sz(&self) -> Decimal {
+        (self.orig_sz - self.remaining_sz).max(Decimal::ZERO)
+    }
+
+    /// The family of the status word.
+    #[must_use]
+    pub fn state(&self) -> OrderState {
+        let s = self.status.as_str();
+        match s {
+            "open" | "triggered" => OrderState::Open,
+            "filled" => OrderState::Filled,
+            "canceled" | "scheduledCancel" => OrderState::Canceled,
+            "rejected" => OrderState::Rejected,
+            _ if s.ends_with("Rejected") => OrderState::Rejected,
+            _ if s.ends_with("Canceled") => OrderState::Canceled,
+            _ => OrderState::Other,
+        }
+    }
+}
+
+/// What `orderStatus` answered for an order id or client order id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OrderLookup {
+    /// `{"status": "unknownOid"}`: the exchange has no such order for this user.
+    Unknown,
+    /// `{"status": "order", "order": {...}}`.
+    Found(OrderInfo),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OrderStatusWire {
+    status: String,
+    #[serde(default)]
+    order: Option<OrderEntryWire>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OrderEntryWire {
+    order: OrderWireInfo,
+    status: String,
+    #[serde(with = "chrono::serde::ts_milliseconds")]
+    status_timestamp: DateTime<Utc>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OrderWireInfo {
+    coin: String,
+    side: HlSide,
+    #[serde(with = "rust_decimal::serde::str")]
+    limit_px: Decimal,
+    #[serde(with = "rust_decimal::serde::str")]
+    sz: Decimal,
+    oid: u64,
+    #[serde(with = "chrono::serde::ts_milliseconds")]
+    timestamp: DateTime<Utc>,
+    #[serde(with = "rust_decimal::serde::str")]
+    orig_sz: Decimal,
+    #[serde(default)]
+    cloid: Option<crate::signing::Cloid>,
+    #[serde(default)]
+    reduce_only: bool,
+}
+
+/// Parses an `orderStatus` response.
+///
+/// # Errors
+/// [`HlError::Decode`] naming the path of the first bad value, or an unknown top-level status /
+/// a found order without its `order` object.
+pub fn parse_order_status(body: &[u8]) -> Result<OrderLookup> {
+    let wire: OrderStatusWire = decode("orderStatus", body)?;
+    match (wire.status.as_str(), wire.order) {
+        ("unknownOid", _) => Ok(OrderLookup::Unknown),
+        ("order", Some(e)) => Ok(OrderLookup::Found(OrderInfo {
+            coin: e.order.coin,
+            side: e.order.side,
+            limit_px: e.order.limit_px.normalize(),
+            remaining_sz: e.order.sz.normalize(),
+            orig_sz: e.order.orig_sz.normalize(),
+            oid: e.order.oid,
+            placed_at: e.order.timestamp,
+            cloid: e.order.cloid,
+            reduce_only: e.order.reduce_only,
+            status: e.status,
+            status_at: e.status_timestamp,
+        })),
+        ("order", None) => Err(HlError::Decode {
+            what: "orderStatus",
+            path: "order".to_owned(),
+            message: "status \"order\" without an order object".to_owned(),
+        }),
+        (other, _) => Err(HlError::Decode {
+            what: "orderStatus",
+            path: "status".to_owned(),
+            message: format!("unknown status {other:?}"),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use rust_decimal_macros::dec;

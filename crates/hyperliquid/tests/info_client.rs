@@ -422,3 +422,116 @@ async fn malformed_bodies_name_the_bad_field() {
         other => panic!("unexpected {other:?}"),
     }
 }
+
+/// `orderStatus` looked up by client order id: the documented request (`oid` carries the cloid
+/// as a hex string) and the documented answers — a found order (the shape of the API docs'
+/// example, not a recording) and `unknownOid`.
+#[tokio::test]
+async fn order_status_by_cloid_finds_an_order_or_reports_it_unknown() {
+    use hyperliquid::{Cloid, HlSide, OrderLookup, OrderRef, OrderState};
+    let user: Address = "0x5e9ee1089755c3435139848e47e6635505d5a13a"
+        .parse()
+        .unwrap();
+    let cloid: Cloid = "0x1234567890abcdef1234567890abcdef".parse().unwrap();
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/info"))
+        .and(body_json(serde_json::json!({
+            "type": "orderStatus",
+            "user": "0x5e9ee1089755c3435139848e47e6635505d5a13a",
+            "oid": "0x1234567890abcdef1234567890abcdef",
+        })))
+        .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "status": "order",
+            "order": {
+                "order": {
+                    "coin": "ETH", "side": "A", "limitPx": "2412.7", "sz": "0.0",
+                    "oid": 1, "timestamp": 1_724_361_546_645_i64,
+                    "triggerCondition": "N/A", "isTrigger": false, "triggerPx": "0.0",
+                    "children": [], "isPositionTpsl": false, "reduceOnly": true,
+                    "orderType": "Market", "origSz": "0.0076", "tif": "FrontendMarket",
+                    "cloid": "0x1234567890abcdef1234567890abcdef"
+                },
+                "status": "filled",
+                "statusTimestamp": 1_724_361_546_645_i64
+            }
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/info"))
+        .and(body_json(serde_json::json!({
+            "type": "orderStatus",
+            "user": "0x5e9ee1089755c3435139848e47e6635505d5a13a",
+            "oid": 77_738_308_u64,
+        })))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(serde_json::json!({"status": "unknownOid"})),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let client = InfoClient::new(&fast_config(&server.uri())).unwrap();
+    let OrderLookup::Found(o) = client
+        .order_status(user, OrderRef::Cloid(cloid))
+        .await
+        .unwrap()
+    else {
+        panic!("the order is known")
+    };
+    assert_eq!((o.coin.as_str(), o.side, o.oid), ("ETH", HlSide::Ask, 1));
+    assert_eq!(
+        (o.orig_sz, o.remaining_sz, o.filled_sz()),
+        (dec!(0.0076), dec!(0), dec!(0.0076))
+    );
+    assert_eq!(o.limit_px, dec!(2412.7));
+    assert_eq!(o.cloid, Some(cloid));
+    assert!(o.reduce_only);
+    assert_eq!(o.state(), OrderState::Filled);
+    assert_eq!(o.placed_at, ms(1_724_361_546_645));
+    assert_eq!(
+        client
+            .order_status(user, OrderRef::Oid(77_738_308))
+            .await
+            .unwrap(),
+        OrderLookup::Unknown
+    );
+}
+
+#[test]
+fn order_status_words_fall_into_families() {
+    use hyperliquid::wire::parse_order_status;
+    use hyperliquid::{OrderLookup, OrderState};
+    let body = |status: &str| {
+        format!(
+            r#"{{"status":"order","order":{{"order":{{"coin":"BTC","side":"B","limitPx":"60000","sz":"0.01","oid":5,"timestamp":1,"origSz":"0.01","cloid":null}},"status":"{status}","statusTimestamp":2}}}}"#
+        )
+    };
+    for (word, state) in [
+        ("open", OrderState::Open),
+        ("triggered", OrderState::Open),
+        ("filled", OrderState::Filled),
+        ("canceled", OrderState::Canceled),
+        ("marginCanceled", OrderState::Canceled),
+        ("rejected", OrderState::Rejected),
+        ("perpMarginRejected", OrderState::Rejected),
+        ("iocCancelRejected", OrderState::Rejected),
+        ("somethingNew", OrderState::Other),
+    ] {
+        let OrderLookup::Found(o) = parse_order_status(body(word).as_bytes()).unwrap() else {
+            panic!("{word}: found")
+        };
+        assert_eq!(o.state(), state, "{word}");
+        assert_eq!(o.cloid, None);
+        assert_eq!(o.filled_sz(), dec!(0), "{word}");
+    }
+    let err = parse_order_status(br#"{"status":"weird"}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("weird"), "{err}");
+    let err = parse_order_status(br#"{"status":"order"}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("without an order"), "{err}");
+}

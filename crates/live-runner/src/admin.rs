@@ -10,6 +10,7 @@ use serde_json::json;
 use sqlx::Row;
 use uuid::Uuid;
 
+use crate::hl_broker::HyperliquidConfig;
 use crate::schedule::next_close_after;
 
 /// Why an operator command failed.
@@ -66,38 +67,74 @@ pub async fn migrate(url: &str) -> Result<MigrateReport, AdminError> {
 pub struct DeployRequest {
     pub owner: Uuid,
     pub broker: db::BrokerKind,
+    /// The paper account's starting equity. Zero for a Hyperliquid deployment: its equity is
+    /// the exchange account's.
     pub equity_usd: Decimal,
     /// The deployment id (a new v4 when `None`).
     pub id: Option<Uuid>,
+    /// The exchange account of a Hyperliquid deployment (`None` for paper).
+    pub hyperliquid: Option<HyperliquidConfig>,
 }
 
 /// Stores the owner (when missing), the skill, the skill version (the skill's JSON body) and an
 /// active deployment scheduled at the next bar close after `now`. The deployment's `config`
-/// holds the symbols, the risk caps and the paper broker's config.
+/// holds the symbols, the risk caps and the broker's config: `paper` (the paper broker's
+/// config) or `hyperliquid` ([`HyperliquidConfig`]: account, network, the NAME of the key's
+/// environment variable, optional base URL, max slippage — never a key).
 ///
 /// # Errors
-/// [`AdminError::Refused`] for the Hyperliquid exchange broker (not driven by this runner yet),
-/// a skill owned by another user or a version stored with a different body;
-/// [`AdminError::Db`] from the store.
+/// [`AdminError::Refused`] for a broker config that does not fit the broker (every problem
+/// listed), an exchange account another active deployment trades on, a skill owned by another
+/// user or a version stored with a different body; [`AdminError::Db`] from the store.
 pub async fn deploy(
     store: &Store,
     skill: &skill_schema::Skill,
     req: &DeployRequest,
     now: DateTime<Utc>,
 ) -> Result<db::Deployment, AdminError> {
-    if req.broker != db::BrokerKind::Paper {
-        return Err(AdminError::Refused(
-            "--broker hyperliquid: the exchange broker is not driven by live-runner yet; \
-             deploy with --broker paper"
-                .to_owned(),
-        ));
-    }
-    if req.equity_usd <= Decimal::ZERO {
-        return Err(AdminError::Refused(format!(
-            "--equity must be positive, got {}",
-            req.equity_usd
-        )));
-    }
+    let broker_config = match (req.broker, &req.hyperliquid) {
+        (db::BrokerKind::Paper, None) => {
+            if req.equity_usd <= Decimal::ZERO {
+                return Err(AdminError::Refused(format!(
+                    "--equity must be positive, got {}",
+                    req.equity_usd
+                )));
+            }
+            ("paper", json!(PaperBrokerConfig::new(req.equity_usd)))
+        }
+        (db::BrokerKind::Paper, Some(_)) => {
+            return Err(AdminError::Refused(
+                "--hl-account, --hl-network, --hl-key-env, --hl-url and --hl-max-slippage are for \
+                 --broker hyperliquid only"
+                    .to_owned(),
+            ));
+        }
+        (db::BrokerKind::Hyperliquid, None) => {
+            return Err(AdminError::Refused(
+                "--broker hyperliquid needs --hl-account, --hl-network and --hl-key-env".to_owned(),
+            ));
+        }
+        (db::BrokerKind::Hyperliquid, Some(hl)) => {
+            let mut problems = hl.problems();
+            if !req.equity_usd.is_zero() {
+                problems.push(
+                    "--equity is the paper account's starting equity; a Hyperliquid \
+                     deployment's equity is the exchange account's"
+                        .to_owned(),
+                );
+            }
+            if !problems.is_empty() {
+                return Err(AdminError::Refused(problems.join("\n")));
+            }
+            ensure_account_free(store, hl).await?;
+            (
+                "hyperliquid",
+                serde_json::to_value(hl).map_err(|e| {
+                    AdminError::Refused(format!("serializing the Hyperliquid config: {e}"))
+                })?,
+            )
+        }
+    };
     ensure_user(store, req.owner).await?;
     let skill_id = skill.skill_id();
     let version = i32::try_from(skill.version).map_err(|_| {
@@ -145,7 +182,12 @@ pub async fn deploy(
         }
         Err(e) => return Err(e.into()),
     }
-    let paper = PaperBrokerConfig::new(req.equity_usd);
+    let mut config = json!({
+        "symbols": skill.context.symbols,
+        "interval": skill.context.bars_interval.as_str(),
+        "risk": skill.risk,
+    });
+    config[broker_config.0] = broker_config.1;
     let deployment = db::Deployment {
         id: req.id.unwrap_or_else(Uuid::new_v4),
         user_id: req.owner,
@@ -155,12 +197,7 @@ pub async fn deploy(
         status: db::DeploymentStatus::Active,
         initial_equity_usd: req.equity_usd,
         equity_usd: req.equity_usd,
-        config: json!({
-            "symbols": skill.context.symbols,
-            "interval": skill.context.bars_interval.as_str(),
-            "risk": skill.risk,
-            "paper": paper,
-        }),
+        config,
         created_at: now,
         next_tick_at: Some(next_close_after(now, skill.context.bars_interval)),
         lease_owner: None,
@@ -168,6 +205,32 @@ pub async fn deploy(
     };
     store.create_deployment(&deployment).await?;
     Ok(deployment)
+}
+
+/// Refuses an exchange account (on the same network) that an active deployment already trades
+/// on: the broker attributes every fill and position of the account to its deployment.
+async fn ensure_account_free(store: &Store, hl: &HyperliquidConfig) -> Result<(), AdminError> {
+    for d in store.list_deployments(None).await? {
+        if d.broker != db::BrokerKind::Hyperliquid || d.status != db::DeploymentStatus::Active {
+            continue;
+        }
+        let other = d
+            .config
+            .get("hyperliquid")
+            .cloned()
+            .and_then(|v| serde_json::from_value::<HyperliquidConfig>(v).ok());
+        if let Some(other) = other
+            && other.account == hl.account
+            && other.network == hl.network
+        {
+            return Err(AdminError::Refused(format!(
+                "--hl-account {} on {} is already traded by active deployment {}; one account \
+                 per deployment",
+                hl.account, hl.network, d.id
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Inserts the user unless it exists (an existing user's email is left as it is).
@@ -203,10 +266,13 @@ pub struct DeploymentRow {
     pub last_tick: Option<DateTime<Utc>>,
     pub open_positions: usize,
     pub realized_pnl_usd: Decimal,
+    /// The exchange account of a Hyperliquid deployment, `account@network`.
+    pub account: Option<String>,
 }
 
 /// Every deployment with its last tick, open positions and realized PnL (closed rows and the
-/// realized part of open ones, net of fees as the ledger records it).
+/// realized part of open ones, net of fees as the ledger records it), and the exchange account
+/// of a Hyperliquid deployment.
 ///
 /// # Errors
 /// [`AdminError::Db`] from the store.
@@ -229,6 +295,12 @@ pub async fn list(store: &Store) -> Result<Vec<DeploymentRow>, AdminError> {
             .filter(|t| t.status == types::TradeStatus::Open)
             .count();
         let realized_pnl_usd = trades.iter().map(|t| t.realized_pnl_usd).sum();
+        let account = d
+            .config
+            .get("hyperliquid")
+            .cloned()
+            .and_then(|v| serde_json::from_value::<HyperliquidConfig>(v).ok())
+            .map(|hl| format!("{}@{}", hl.account, hl.network));
         rows.push(DeploymentRow {
             id: d.id,
             owner: d.user_id,
@@ -238,6 +310,7 @@ pub async fn list(store: &Store) -> Result<Vec<DeploymentRow>, AdminError> {
             last_tick,
             open_positions,
             realized_pnl_usd,
+            account,
         });
     }
     Ok(rows)
@@ -247,8 +320,8 @@ pub async fn list(store: &Store) -> Result<Vec<DeploymentRow>, AdminError> {
 #[must_use]
 pub fn render_table(rows: &[DeploymentRow]) -> String {
     let mut out = format!(
-        "{:<36}  {:<36}  {:<32}  {:<7}  {:<6}  {:<20}  {:>4}  {:>14}\n",
-        "ID", "OWNER", "SKILL", "STATUS", "BROKER", "LAST TICK", "OPEN", "REALIZED USD"
+        "{:<36}  {:<36}  {:<32}  {:<7}  {:<11}  {:<20}  {:>4}  {:>14}  {}\n",
+        "ID", "OWNER", "SKILL", "STATUS", "BROKER", "LAST TICK", "OPEN", "REALIZED USD", "ACCOUNT"
     );
     for r in rows {
         let last = r
@@ -257,7 +330,7 @@ pub fn render_table(rows: &[DeploymentRow]) -> String {
             .unwrap_or_else(|| "never".to_owned());
         let skill: String = r.skill.chars().take(32).collect();
         out.push_str(&format!(
-            "{:<36}  {:<36}  {:<32}  {:<7}  {:<6}  {:<20}  {:>4}  {:>14}\n",
+            "{:<36}  {:<36}  {:<32}  {:<7}  {:<11}  {:<20}  {:>4}  {:>14}  {}\n",
             r.id,
             r.owner,
             skill,
@@ -265,7 +338,8 @@ pub fn render_table(rows: &[DeploymentRow]) -> String {
             r.broker,
             last,
             r.open_positions,
-            r.realized_pnl_usd.round_dp(2)
+            r.realized_pnl_usd.round_dp(2),
+            r.account.as_deref().unwrap_or("-")
         ));
     }
     out

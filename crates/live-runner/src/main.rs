@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use live_runner::admin::{self, DeployRequest};
+use live_runner::hl_broker::HyperliquidConfig;
 use live_runner::metrics::{self, Metrics};
 use live_runner::runner::{self, Runner, RunnerConfig};
 use rust_decimal::Decimal;
@@ -20,10 +21,12 @@ use uuid::Uuid;
     name = "live-runner",
     version,
     about = "Ticks trading-agent deployments on PostgreSQL with Hyperliquid market data.",
-    long_about = "Ticks trading-agent deployments on PostgreSQL with Hyperliquid market data and \
-                  the paper broker. Any number of `run` processes share the deployments by \
-                  leasing due ticks in the database; a tick runs at most once per bar close, and \
-                  a restarted runner resumes from the database."
+    long_about = "Ticks trading-agent deployments on PostgreSQL with Hyperliquid market data, \
+                  trading on the paper broker or on a Hyperliquid account. Any number of `run` \
+                  processes share the deployments by leasing due ticks in the database; a tick \
+                  runs at most once per bar close (and places at most one order, under a \
+                  deterministic client order id), and a restarted runner resumes from the \
+                  database."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -34,8 +37,14 @@ struct Cli {
 enum BrokerArg {
     /// Simulated fills at Hyperliquid prices (slippage and fees applied).
     Paper,
-    /// Real orders on the Hyperliquid exchange (not driven by this runner yet: refused).
+    /// Real orders on a Hyperliquid account (needs --hl-account, --hl-network, --hl-key-env).
     Hyperliquid,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum NetworkArg {
+    Mainnet,
+    Testnet,
 }
 
 #[derive(Subcommand)]
@@ -59,11 +68,32 @@ enum Command {
         /// The owner's user id (UUID).
         #[arg(long)]
         owner: Uuid,
+        /// Where orders go: the paper broker, or a Hyperliquid account (real orders).
         #[arg(long, value_enum, default_value = "paper")]
         broker: BrokerArg,
-        /// Starting equity of the paper account, in USD.
-        #[arg(long, default_value = "10000")]
-        equity: Decimal,
+        /// Starting equity of the paper account, in USD (paper only; default 10000). A
+        /// Hyperliquid deployment's equity is its exchange account's.
+        #[arg(long)]
+        equity: Option<Decimal>,
+        /// Hyperliquid account address (0x + 40 hex digits) the deployment trades; one
+        /// active deployment per account.
+        #[arg(long, value_name = "ADDRESS")]
+        hl_account: Option<String>,
+        /// Hyperliquid network of the account: mainnet or testnet (required, never guessed).
+        #[arg(long, value_enum, value_name = "NETWORK")]
+        hl_network: Option<NetworkArg>,
+        /// NAME of the environment variable holding the account's private key when `run`
+        /// ticks it. The key itself is never stored.
+        #[arg(long, value_name = "VAR")]
+        hl_key_env: Option<String>,
+        /// Hyperliquid API base URL for this deployment's account reads and orders (default:
+        /// the network's public API).
+        #[arg(long, value_name = "URL")]
+        hl_url: Option<String>,
+        /// Worst accepted price of an order, as a fraction of the mark (orders are
+        /// immediate-or-cancel limits this far through the mark).
+        #[arg(long, value_name = "FRACTION", default_value = "0.01")]
+        hl_max_slippage: Decimal,
     },
     /// List the deployments: id, owner, skill, status, broker, last tick, open positions and
     /// realized PnL.
@@ -85,7 +115,9 @@ enum Command {
         /// after the tick released its lease, and never take a tick's slot.
         #[arg(long, default_value_t = 2)]
         reflection_concurrency: usize,
-        /// Hyperliquid API base URL (mainnet by default; testnet or a local mock).
+        /// Hyperliquid API base URL of the market data (candles) every deployment reads
+        /// (mainnet by default; testnet or a local mock). A Hyperliquid deployment's account
+        /// and orders use its own network's API (see `deploy --hl-url`).
         #[arg(long, default_value = hyperliquid::MAINNET_URL)]
         hl_url: String,
         /// Process what is due now, wait for it, and exit.
@@ -133,20 +165,53 @@ async fn main() -> anyhow::Result<()> {
             owner,
             broker,
             equity,
+            hl_account,
+            hl_network,
+            hl_key_env,
+            hl_url,
+            hl_max_slippage,
         } => {
+            let (broker, hyperliquid, equity_usd) = match broker {
+                BrokerArg::Paper => {
+                    let given = [
+                        ("--hl-account", hl_account.is_some()),
+                        ("--hl-network", hl_network.is_some()),
+                        ("--hl-key-env", hl_key_env.is_some()),
+                        ("--hl-url", hl_url.is_some()),
+                    ];
+                    let given: Vec<&str> =
+                        given.iter().filter(|(_, g)| *g).map(|(f, _)| *f).collect();
+                    if !given.is_empty() {
+                        bail!("{} apply to --broker hyperliquid only", given.join(", "));
+                    }
+                    (
+                        db::BrokerKind::Paper,
+                        None,
+                        equity.unwrap_or(Decimal::from(10_000)),
+                    )
+                }
+                BrokerArg::Hyperliquid => {
+                    let config = hyperliquid_config(
+                        hl_account,
+                        hl_network,
+                        hl_key_env,
+                        hl_url,
+                        hl_max_slippage,
+                        equity,
+                    )?;
+                    (db::BrokerKind::Hyperliquid, Some(config), Decimal::ZERO)
+                }
+            };
             let parsed = admin::load_skill_file(&skill)?;
             let store = db::connect(&db)
                 .await
                 .context("connecting to the database")?;
-            let broker = match broker {
-                BrokerArg::Paper => db::BrokerKind::Paper,
-                BrokerArg::Hyperliquid => db::BrokerKind::Hyperliquid,
-            };
             let req = DeployRequest {
                 owner,
                 broker,
-                equity_usd: equity,
+                equity_usd,
                 id: None,
+                hyperliquid,
             };
             let d = admin::deploy(&store, &parsed, &req, SystemClock.now())
                 .await
@@ -217,6 +282,70 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The Hyperliquid broker config from `deploy`'s flags; every problem at once.
+fn hyperliquid_config(
+    account: Option<String>,
+    network: Option<NetworkArg>,
+    key_env: Option<String>,
+    url: Option<String>,
+    max_slippage: Decimal,
+    equity: Option<Decimal>,
+) -> anyhow::Result<HyperliquidConfig> {
+    let mut problems = Vec::new();
+    let account = match account {
+        None => {
+            problems.push("--hl-account is required with --broker hyperliquid".to_owned());
+            None
+        }
+        Some(a) => match a.parse::<hyperliquid::Address>() {
+            Ok(a) => Some(a),
+            Err(e) => {
+                problems.push(format!("--hl-account: {e}"));
+                None
+            }
+        },
+    };
+    let network = match network {
+        None => {
+            problems.push(
+                "--hl-network (mainnet or testnet) is required with --broker hyperliquid"
+                    .to_owned(),
+            );
+            None
+        }
+        Some(NetworkArg::Mainnet) => Some(hyperliquid::Network::Mainnet),
+        Some(NetworkArg::Testnet) => Some(hyperliquid::Network::Testnet),
+    };
+    if key_env.is_none() {
+        problems.push(
+            "--hl-key-env (the NAME of the environment variable holding the private key) is \
+             required with --broker hyperliquid"
+                .to_owned(),
+        );
+    }
+    if equity.is_some() {
+        problems.push(
+            "--equity is the paper account's starting equity; a Hyperliquid deployment's \
+             equity is the exchange account's"
+                .to_owned(),
+        );
+    }
+    if let (Some(account), Some(network), Some(key_env)) = (account, network, key_env) {
+        let config = HyperliquidConfig {
+            account,
+            network,
+            key_env,
+            base_url: url,
+            max_slippage,
+        };
+        problems.extend(config.problems());
+        if problems.is_empty() {
+            return Ok(config);
+        }
+    }
+    bail!("{}", problems.join("\n"))
 }
 
 /// Resolves on ctrl-c or SIGTERM.

@@ -28,20 +28,24 @@ use agent_runtime::{LanguageModel, ModelError, ModelRequest, ModelResponse, buil
 use chrono::{DateTime, Utc};
 use db::{DbError, LedgerStore, RegistryStore, Store, TickStore};
 use execution_engine::{BrokerError, PaperBroker, PaperBrokerConfig};
-use hyperliquid::{HlError, InfoClient};
+use hyperliquid::{ClientConfig, HlError, InfoClient};
 use memory_ledger::{LedgerScope, LedgerState};
 use skill_schema::{Format, Skill, parse_skill};
 use sqlx::PgPool;
-use tick::{DueReflection, ReflectionCheck, ReflectionReport, TickOutcome, TickState};
+use tick::{
+    Broker, BrokerUnavailable, DueReflection, ReflectionCheck, ReflectionReport, TickOutcome,
+    TickState,
+};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tools::{Preloaded, RunMode, ToolContext};
 use types::{Clock, Interval, Verdict};
 use uuid::Uuid;
 
+use crate::hl_broker::{FillCursor, HlBrokerError, HyperliquidBroker, HyperliquidConfig};
 use crate::metrics::Metrics;
 use crate::schedule::{bar_length, last_close_at_or_before};
-use crate::state::{self, RunnerState, StateError};
+use crate::state::{self, CarriedBroker, RunnerState, StateError};
 
 /// A reflection a tick found due, for the reflection worker.
 #[derive(Debug)]
@@ -65,6 +69,15 @@ fn model_providers_resolve(id: &str, skill: &Skill) -> Result<Arc<dyn LanguageMo
     providers::resolve_model(id, &providers::process_env, &|m: &str| {
         builtin_model(m, skill).ok_or_else(|| ModelError::UnknownModel(m.to_owned()))
     })
+}
+
+/// Reads an environment variable (the process environment in production; tests inject one).
+pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// The process environment.
+#[must_use]
+pub fn process_env() -> EnvLookup {
+    Arc::new(|name: &str| std::env::var(name).ok())
 }
 
 /// Most candles asked for in one candleSnapshot request (the exchange serves at most 5000).
@@ -146,8 +159,16 @@ pub enum RunError {
         #[source]
         source: HlError,
     },
-    #[error("deployment {deployment}: paper broker config in `config.paper`: {message}")]
+    #[error("deployment {deployment}: broker config: {message}")]
     BrokerConfig { deployment: Uuid, message: String },
+    #[error("deployment {deployment}: Hyperliquid broker: {source}")]
+    Exchange {
+        deployment: Uuid,
+        #[source]
+        source: HlBrokerError,
+    },
+    #[error(transparent)]
+    BrokerUnavailable(#[from] BrokerUnavailable),
     #[error("paper broker: {0}")]
     Broker(#[from] BrokerError),
     #[error("rebuilding the ledger: {0}")]
@@ -168,8 +189,6 @@ pub enum Done {
     },
     /// The runner state already holds the due tick: nothing ran.
     AlreadyDone { next: DateTime<Utc> },
-    /// A broker this runner cannot drive (the Hyperliquid exchange broker).
-    Unsupported { broker: &'static str },
 }
 
 /// Times every model call into [`Metrics`].
@@ -263,6 +282,8 @@ pub struct Runner {
     resolver: ModelResolver,
     metrics: Metrics,
     config: RunnerConfig,
+    env: EnvLookup,
+    exchange_http: ClientConfig,
 }
 
 impl Runner {
@@ -291,7 +312,25 @@ impl Runner {
             resolver,
             metrics,
             config,
+            env: process_env(),
+            exchange_http: ClientConfig::new(hyperliquid::MAINNET_URL),
         })
+    }
+
+    /// Reads the exchange deployments' private keys through `env` instead of the process
+    /// environment.
+    #[must_use]
+    pub fn with_env(mut self, env: EnvLookup) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// Timeouts and retries of the exchange deployments' Hyperliquid clients (the base URL
+    /// comes from each deployment's config).
+    #[must_use]
+    pub fn with_exchange_http(mut self, http: ClientConfig) -> Self {
+        self.exchange_http = http;
+        self
     }
 
     #[must_use]
@@ -445,14 +484,6 @@ impl Runner {
                 (label, next)
             }
             Ok(Done::AlreadyDone { next }) => ("skipped_done", next),
-            Ok(Done::Unsupported { broker }) => {
-                tracing::error!(
-                    deployment = %d.id,
-                    broker,
-                    "this runner drives paper deployments only; retrying in an hour"
-                );
-                ("unsupported", now + chrono::Duration::hours(1))
-            }
             Err(e) => {
                 tracing::error!(deployment = %d.id, error = %e, "tick failed; will retry");
                 ("failed", now + self.config.retry_after)
@@ -517,11 +548,6 @@ impl Runner {
     /// [`RunError`] when the skill, the state, the market data, the model or the tick fails;
     /// nothing of the runner state is written then.
     pub async fn tick_deployment(&self, d: &db::Deployment) -> Result<Done, RunError> {
-        if d.broker != db::BrokerKind::Paper {
-            return Ok(Done::Unsupported {
-                broker: d.broker.as_str(),
-            });
-        }
         let version = self
             .store
             .get_skill_version(d.skill_id, d.skill_version)
@@ -555,29 +581,6 @@ impl Runner {
 
         let market = fetch_market(&self.info, &skill, tick_at, last_tick_at).await?;
 
-        // The paper broker sees every bar closed since its last tick (liquidations, marks).
-        let mut broker = match &saved {
-            Some(s) => s.broker.clone(),
-            None => PaperBroker::new(paper_config(d)?)?,
-        };
-        for symbol in &skill.context.symbols {
-            let bars = market.all_bars(symbol, interval);
-            let fresh: Vec<_> = match last_tick_at {
-                Some(last) => bars
-                    .iter()
-                    .filter(|b| b.close_time(interval) > last && b.close_time(interval) <= tick_at)
-                    .collect(),
-                None => bars
-                    .iter()
-                    .rfind(|b| b.close_time(interval) <= tick_at)
-                    .into_iter()
-                    .collect(),
-            };
-            for bar in fresh {
-                broker.apply_bar(symbol, bar, bar.close_time(interval))?;
-            }
-        }
-
         let model_id = skill.model.clone();
         let model = (self.resolver)(&model_id, &skill).map_err(|source| RunError::Model {
             model: model_id.clone(),
@@ -600,7 +603,113 @@ impl Runner {
             skill: Arc::new(skill),
             reflector,
         };
+        let symbols = deployment.skill.context.symbols.clone();
 
+        match d.broker {
+            db::BrokerKind::Paper => {
+                // The paper broker sees every bar closed since its last tick (liquidations,
+                // marks).
+                let mut broker = match saved.as_ref().map(|s| s.broker.clone()) {
+                    Some(Some(b)) => b,
+                    Some(None) => {
+                        return Err(RunError::BrokerConfig {
+                            deployment: d.id,
+                            message: "the saved runner state holds no paper broker".to_owned(),
+                        });
+                    }
+                    None => PaperBroker::new(paper_config(d)?)?,
+                };
+                for symbol in &symbols {
+                    let bars = market.all_bars(symbol, interval);
+                    let fresh: Vec<_> = match last_tick_at {
+                        Some(last) => bars
+                            .iter()
+                            .filter(|b| {
+                                b.close_time(interval) > last && b.close_time(interval) <= tick_at
+                            })
+                            .collect(),
+                        None => bars
+                            .iter()
+                            .rfind(|b| b.close_time(interval) <= tick_at)
+                            .into_iter()
+                            .collect(),
+                    };
+                    for bar in fresh {
+                        broker.apply_bar(symbol, bar, bar.close_time(interval))?;
+                    }
+                }
+                self.run_with(
+                    d,
+                    deployment,
+                    &model,
+                    &mut broker,
+                    saved,
+                    market,
+                    d.initial_equity_usd,
+                    tick_at,
+                    next,
+                )
+                .await
+            }
+            db::BrokerKind::Hyperliquid => {
+                let config = hyperliquid_config(d)?;
+                let exchange = |source| RunError::Exchange {
+                    deployment: d.id,
+                    source,
+                };
+                let signer =
+                    crate::hl_broker::signer_from_env(&config, &*self.env).map_err(exchange)?;
+                let cursor = saved
+                    .as_ref()
+                    .and_then(|s| s.hyperliquid.clone())
+                    .unwrap_or_else(|| FillCursor::starting_at(d.created_at));
+                let mut broker = HyperliquidBroker::new(
+                    d.id,
+                    &config,
+                    signer,
+                    self.clock.clone(),
+                    cursor,
+                    &self.exchange_http,
+                )
+                .map_err(exchange)?;
+                // A first tick's risk tracking starts from the account's equity (a saved state
+                // carries its own).
+                let equity = match &saved {
+                    Some(_) => rust_decimal::Decimal::ZERO,
+                    None => broker.portfolio(tick_at).await?.equity_usd,
+                };
+                self.run_with(
+                    d,
+                    deployment,
+                    &model,
+                    &mut broker,
+                    saved,
+                    market,
+                    equity,
+                    tick_at,
+                    next,
+                )
+                .await
+            }
+        }
+    }
+
+    /// Runs the tick with `broker` on the state `saved` (a fresh one tracking `equity` when
+    /// there is none), the ledger and the reflection notes from the store; the state after the
+    /// tick (the broker's part included) is committed with it, in `record_tick`'s transaction.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_with<B: Broker + CarriedBroker + Sync>(
+        &self,
+        d: &db::Deployment,
+        deployment: tick::Deployment,
+        model: &TimedModel,
+        broker: &mut B,
+        saved: Option<RunnerState>,
+        market: Preloaded,
+        equity: rust_decimal::Decimal,
+        tick_at: DateTime<Utc>,
+        next: DateTime<Utc>,
+    ) -> Result<Done, RunError> {
         // The ledger and the reflection notes come from the store (the source of truth), the rest
         // from the state the last tick committed.
         let scope = LedgerScope {
@@ -612,9 +721,9 @@ impl Runner {
         let applied = self.store.applied_fill_ids(d.id).await?;
         let ledger = LedgerState::rebuild(scope, open, applied)?;
         let trades = self.store.all_trades(d.id).await?;
-        let mut tick_state = TickState::new(&deployment, d.initial_equity_usd, tick_at);
+        let mut tick_state = TickState::new(&deployment, equity, tick_at);
         tick_state.ledger = ledger;
-        tick_state.trades = trades;
+        tick_state.set_trades(trades);
         if let Some(s) = saved {
             tick_state.risk = s.risk;
             tick_state.last_decision = s.last_decision;
@@ -625,15 +734,13 @@ impl Runner {
         let symbols = deployment.skill.context.symbols.clone();
         let market = Arc::new(market);
         let ctx = ToolContext::new(tick_at, RunMode::Trade, symbols, market.clone(), market);
-        // The state after the tick is committed with it, in record_tick's transaction.
-        let carry = |broker: &PaperBroker, after: &TickState| {
-            serde_json::to_value(RunnerState::after(broker, after))
-        };
+        let carry =
+            |broker: &B, after: &TickState| serde_json::to_value(RunnerState::after(broker, after));
         let outcome = tick::run_tick_carrying(
             &deployment,
             &ctx,
-            &model,
-            &mut broker,
+            model,
+            broker,
             &mut tick_state,
             &self.store,
             Some(&carry),
@@ -652,6 +759,27 @@ impl Runner {
             reflection,
         })
     }
+}
+
+/// A Hyperliquid deployment's broker config: `config.hyperliquid`.
+fn hyperliquid_config(d: &db::Deployment) -> Result<HyperliquidConfig, RunError> {
+    let broker_config = |message: String| RunError::BrokerConfig {
+        deployment: d.id,
+        message,
+    };
+    let v = d.config.get("hyperliquid").ok_or_else(|| {
+        broker_config("`config.hyperliquid` is missing (account, network, key_env)".to_owned())
+    })?;
+    let config: HyperliquidConfig = serde_json::from_value(v.clone())
+        .map_err(|e| broker_config(format!("`config.hyperliquid`: {e}")))?;
+    let problems = config.problems();
+    if !problems.is_empty() {
+        return Err(broker_config(format!(
+            "`config.hyperliquid`: {}",
+            problems.join("; ")
+        )));
+    }
+    Ok(config)
 }
 
 /// The paper broker's config: `config.paper` when the deployment has one, else the defaults

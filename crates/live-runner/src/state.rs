@@ -2,11 +2,13 @@
 //! migrations).
 //!
 //! What a restart needs that the store's other tables do not hold: the paper broker (cash,
-//! positions, liquidation prices, marks), the engine's risk state (peak equity, the day's start,
-//! recent order times) and the last decision. The ledger is NOT copied here: it is rebuilt from
-//! `trade_history` and `fills` on every tick ([`memory_ledger::LedgerState::rebuild`]); nor are
-//! the reflection notes and runs, read back with [`tick::load_reflection_state`] (a reflection
-//! runs off the tick path and may finish after the tick's state was committed).
+//! positions, liquidation prices, marks) of a paper deployment, the fill watermark of a
+//! Hyperliquid one ([`crate::hl_broker::FillCursor`]; the exchange holds the account itself), the
+//! engine's risk state (peak equity, the day's start, recent order times) and the last decision.
+//! The ledger is NOT copied here: it is rebuilt from `trade_history` and `fills` on every tick
+//! ([`memory_ledger::LedgerState::rebuild`]); nor are the reflection notes and runs, read back
+//! with [`tick::load_reflection_state`] (a reflection runs off the tick path and may finish after
+//! the tick's state was committed).
 //!
 //! One row per deployment: `tick_at` and `state` (JSON of [`RunnerState`]) are written by
 //! `record_tick` in the tick's own transaction (`tick::run_tick_carrying`), only forward, so a
@@ -22,6 +24,8 @@ use sqlx::{PgPool, Row};
 use tick::TickState;
 use tools::LastDecisionSnapshot;
 use uuid::Uuid;
+
+use crate::hl_broker::{FillCursor, HyperliquidBroker};
 
 /// Errors reading or writing the runner state.
 #[derive(Debug, thiserror::Error)]
@@ -49,22 +53,49 @@ fn sql(what: &'static str) -> impl FnOnce(sqlx::Error) -> StateError {
 /// Everything carried from one tick to the next besides the ledger and the reflection notes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunnerState {
-    pub broker: PaperBroker,
+    /// The paper broker of a paper deployment (`None` for an exchange deployment).
+    #[serde(default)]
+    pub broker: Option<PaperBroker>,
+    /// Where a Hyperliquid deployment's next fill read starts, with its realized PnL and fee
+    /// totals (`None` for a paper deployment).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hyperliquid: Option<FillCursor>,
     pub risk: RiskState,
     pub last_decision: Option<LastDecisionSnapshot>,
     pub last_tick_at: Option<DateTime<Utc>>,
 }
 
+/// The part of a broker the runner state keeps.
+pub trait CarriedBroker {
+    /// Puts the broker's part into `state`.
+    fn carry_into(&self, state: &mut RunnerState);
+}
+
+impl CarriedBroker for PaperBroker {
+    fn carry_into(&self, state: &mut RunnerState) {
+        state.broker = Some(self.clone());
+    }
+}
+
+impl CarriedBroker for HyperliquidBroker {
+    fn carry_into(&self, state: &mut RunnerState) {
+        state.hyperliquid = Some(self.cursor().clone());
+    }
+}
+
 impl RunnerState {
-    /// The state after a tick: the broker as it stands and the carried parts of `tick`.
+    /// The state after a tick: the broker's part as it stands and the carried parts of `tick`.
     #[must_use]
-    pub fn after(broker: &PaperBroker, tick: &TickState) -> Self {
-        RunnerState {
-            broker: broker.clone(),
+    pub fn after<B: CarriedBroker>(broker: &B, tick: &TickState) -> Self {
+        let mut state = RunnerState {
+            broker: None,
+            hyperliquid: None,
             risk: tick.risk.clone(),
             last_decision: tick.last_decision.clone(),
             last_tick_at: tick.last_tick_at,
-        }
+        };
+        broker.carry_into(&mut state);
+        state
     }
 
     /// Reads a state `record_tick` committed. Fields of older runner versions (the reflection

@@ -51,6 +51,7 @@ fn free_port() -> u16 {
 async fn migrate_deploy_run_once_and_list_through_the_binary_then_sigterm_stops_cleanly() {
     let pg = postgres().await;
     let hl = hyperliquid_mock().await;
+    common::hl_exchange::mount(&hl, common::hl_exchange::account(10_000, &[], 0)).await;
     let url = pg_url(&pg).await;
 
     let out = output({
@@ -67,19 +68,67 @@ async fn migrate_deploy_run_once_and_list_through_the_binary_then_sigterm_stops_
     let owner = "00000000-0000-0000-0000-0000000a11ce";
     let skill = common::fixture("btc-sma-cross.yaml");
     let skill = skill.to_str().expect("path");
+    // A Hyperliquid deployment needs its account, network and key variable; every missing or
+    // bad flag is named at once, nothing is stored.
     let refused = output({
         let mut c = bin();
         c.args(["deploy", "--db", &url, "--skill", skill, "--owner", owner]);
-        c.args(["--broker", "hyperliquid"]);
+        c.args(["--broker", "hyperliquid", "--equity", "100"]);
+        c
+    })
+    .await;
+    assert!(!refused.status.success());
+    let stderr = text(&refused.stderr);
+    for flag in ["--hl-account", "--hl-network", "--hl-key-env", "--equity"] {
+        assert!(stderr.contains(flag), "{flag}: {stderr}");
+    }
+    assert!(text(&refused.stdout).is_empty());
+    let refused = output({
+        let mut c = bin();
+        c.args(["deploy", "--db", &url, "--skill", skill, "--owner", owner]);
+        c.args(["--broker", "hyperliquid", "--hl-account", "0x1234"]);
+        c.args(["--hl-network", "testnet", "--hl-key-env", "HL KEY"]);
+        c
+    })
+    .await;
+    assert!(!refused.status.success());
+    let stderr = text(&refused.stderr);
+    assert!(
+        stderr.contains("--hl-account: invalid address \"0x1234\""),
+        "{stderr}"
+    );
+    let refused = output({
+        let mut c = bin();
+        c.args(["deploy", "--db", &url, "--skill", skill, "--owner", owner]);
+        c.args(["--broker", "paper", "--hl-key-env", "HL_KEY"]);
         c
     })
     .await;
     assert!(!refused.status.success());
     assert!(
-        text(&refused.stderr).contains("--broker paper"),
+        text(&refused.stderr).contains("--broker hyperliquid only"),
         "{}",
         text(&refused.stderr)
     );
+    assert_eq!(pg.count("SELECT count(*) FROM deployments").await, 0);
+
+    let account = common::hl_exchange::test_account().to_string();
+    let hl_uri = hl.uri();
+    let out = output({
+        let mut c = bin();
+        c.args(["deploy", "--db", &url, "--skill", skill, "--owner", owner]);
+        c.args(["--broker", "hyperliquid", "--hl-account", &account]);
+        c.args(["--hl-network", "testnet", "--hl-key-env", "HL_CLI_TEST_KEY"]);
+        c.args(["--hl-url", &hl_uri]);
+        c
+    })
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let hl_id = text(&out.stdout)
+        .split_whitespace()
+        .nth(1)
+        .expect("deployment id")
+        .to_owned();
 
     let out = output({
         let mut c = bin();
@@ -102,15 +151,22 @@ async fn migrate_deploy_run_once_and_list_through_the_binary_then_sigterm_stops_
         .execute(pg.pool())
         .await
         .expect("make due");
+    // The exchange deployment's key comes from the variable it names, in the runner's
+    // environment.
     let out = output({
         let mut c = bin();
         c.args(["run", "--db", &url, "--once", "--hl-url", &hl.uri()]);
         c.args(["--listen", "127.0.0.1:0"]);
+        c.env("HL_CLI_TEST_KEY", common::hl_exchange::TEST_KEY);
         c
     })
     .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(pg.count("SELECT count(*) FROM decision_snapshots").await, 1);
+    assert_eq!(pg.count("SELECT count(*) FROM decision_snapshots").await, 2);
+    assert!(
+        !text(&out.stderr).contains(&common::hl_exchange::TEST_KEY[2..]),
+        "the key is never logged"
+    );
 
     let out = output({
         let mut c = bin();
@@ -125,6 +181,13 @@ async fn migrate_deploy_run_once_and_list_through_the_binary_then_sigterm_stops_
         .find(|l| l.starts_with(&id))
         .unwrap_or_else(|| panic!("{id} in {table}"));
     assert!(line.contains("active") && line.contains("paper"), "{line}");
+    assert!(!line.contains("never"), "it ticked: {line}");
+    let line = table
+        .lines()
+        .find(|l| l.starts_with(&hl_id))
+        .unwrap_or_else(|| panic!("{hl_id} in {table}"));
+    assert!(line.contains(" hyperliquid "), "{line}");
+    assert!(line.contains(&format!("{account}@testnet")), "{line}");
     assert!(!line.contains("never"), "it ticked: {line}");
 
     // A long-running runner serves its endpoints and stops on SIGTERM.

@@ -39,6 +39,7 @@ async fn deploy(pg: &common::Pg, first_tick: DateTime<Utc>) -> Uuid {
         broker: db::BrokerKind::Paper,
         equity_usd: Decimal::from(10_000),
         id: Some(Uuid::from_u128(0xd1)),
+        hyperliquid: None,
     };
     admin::deploy(
         &pg.store,

@@ -33,6 +33,7 @@ async fn deploy_many(pg: &common::Pg, n: usize, first_tick: DateTime<Utc>) -> Ve
             broker: db::BrokerKind::Paper,
             equity_usd: Decimal::from(10_000),
             id: Some(Uuid::from_u128(0xd000 + i as u128)),
+            hyperliquid: None,
         };
         let d = admin::deploy(
             &pg.store,

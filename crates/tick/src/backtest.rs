@@ -11,6 +11,9 @@
 //! 3. a market order fills at the close of the bar that closed at `T`, adjusted by the broker's
 //!    slippage, and pays its taker fee.
 //!
+//! The store is written through [`write_behind`](crate::write_behind): one transaction per
+//! batch of ticks, flushed before any other store call, at the end and on an error.
+//!
 //! Nothing here reads a file or the clock: the caller loads the data (and resamples the higher
 //! timeframes) and passes it in.
 
@@ -27,6 +30,7 @@ use serde::Serialize;
 use tools::{EventCalendar, NewsSource, Preloaded, RunMode, ToolContext};
 use types::{Fill, Interval, TradeRecord, TradeStatus, Verdict};
 
+use crate::write_behind::WriteBehind;
 use crate::{
     Deployment, ReflectionCheck, ReflectionReport, TickError, TickOutcome, TickState,
     run_due_reflection, run_tick,
@@ -90,6 +94,8 @@ pub enum BacktestError {
     },
     #[error("no bar of {interval} closes in the requested range")]
     NoTicks { interval: Interval },
+    #[error("writing the backtest's ticks to the store: {0}")]
+    Store(#[source] db::DbError),
 }
 
 /// The tick times of a backtest: the close times of every symbol's bars at `interval`, within
@@ -127,6 +133,7 @@ where
     S: TickStore + NoteStore + Sync,
     F: FnMut(&TickOutcome, &TickState),
 {
+    let store = WriteBehind::new(store);
     let skill = input.deployment.skill.as_ref();
     let interval = skill.context.bars_interval;
     let symbols = skill.context.symbols.clone();
@@ -172,20 +179,28 @@ where
         if let Some(events) = &input.events {
             ctx = ctx.with_events(events.clone());
         }
-        let outcome = run_tick(
+        let outcome = match run_tick(
             &input.deployment,
             &ctx,
             model,
             &mut broker,
             &mut state,
-            store,
+            &store,
         )
         .await
-        .map_err(|source| BacktestError::Tick { at, source })?;
+        {
+            Ok(outcome) => outcome,
+            Err(source) => {
+                // Keep every tick that ran before the failing one; the tick's error is the one
+                // to report.
+                let _ = store.flush().await;
+                return Err(BacktestError::Tick { at, source });
+            }
+        };
         // A due reflection runs right after its tick, in order: the next tick sees its note.
         match &outcome.reflection {
             ReflectionCheck::Due(due) => {
-                let done = run_due_reflection(&input.deployment, due, store).await;
+                let done = run_due_reflection(&input.deployment, due, &store).await;
                 done.apply(&mut state);
                 if matches!(done.report, ReflectionReport::Failed { .. }) {
                     reflection_failures += 1;
@@ -206,11 +221,12 @@ where
         fills.extend(outcome.fills.iter().cloned());
         on_tick(&outcome, &state);
     }
+    store.flush().await.map_err(BacktestError::Store)?;
     Ok(BacktestResult {
         interval,
         initial_equity_usd: input.broker.initial_equity_usd,
         points,
-        trades: state.trades,
+        trades: Arc::unwrap_or_clone(state.trades),
         fills,
         notes,
         reflection_failures,

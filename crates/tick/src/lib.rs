@@ -49,12 +49,13 @@
 
 pub mod backtest;
 pub mod replay;
+pub mod write_behind;
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
-use agent_runtime::{LanguageModel, TickOutput, Usage, rates_for};
+use agent_runtime::{LanguageModel, RenderCache, TickOutput, Usage, rates_for};
 use chrono::{DateTime, Utc};
 use db::{
     DecisionSnapshot, FillTradeLink, LedgerStore, NewNote, NoteStore, ReflectionRun, RunOutcome,
@@ -199,8 +200,9 @@ pub struct TickState {
     pub risk: RiskState,
     /// The materializer's open rows and applied fill ids.
     pub ledger: LedgerState,
-    /// Every ledger row of the deployment, in the order they were first written.
-    pub trades: Vec<TradeRecord>,
+    /// Every ledger row of the deployment, in the order they were first written. Shared with the
+    /// tick's memory sections (`Arc`), so a tick does not copy the ledger.
+    pub trades: Arc<Vec<TradeRecord>>,
     /// What the next tick shows under "Last decision".
     pub last_decision: Option<LastDecisionSnapshot>,
     /// The notes a later tick can still inject: the note in force (at most one — the latest
@@ -213,6 +215,12 @@ pub struct TickState {
     pub last_reflection_failure: Option<DateTime<Utc>>,
     /// The previous tick's time (bars closed after it feed MFE/MAE this tick).
     pub last_tick_at: Option<DateTime<Utc>>,
+    /// What the previous tick rendered and this one can reuse (bar rows, system prompt). Only
+    /// saves work: a fresh cache renders the same bytes.
+    pub render: RenderCache,
+    /// The "Recent trades" body as last rendered: (k, as of, text). Cleared when a closed row
+    /// changes.
+    recent_trades: Option<(u32, DateTime<Utc>, String)>,
 }
 
 impl TickState {
@@ -227,12 +235,14 @@ impl TickState {
                 skill_id: deployment.skill_id,
                 skill_version: deployment.skill_version,
             }),
-            trades: Vec::new(),
+            trades: Arc::new(Vec::new()),
             last_decision: None,
             notes: Vec::new(),
             last_note: None,
             last_reflection_failure: None,
             last_tick_at: None,
+            render: RenderCache::default(),
+            recent_trades: None,
         }
     }
 
@@ -245,12 +255,39 @@ impl TickState {
             .count()
     }
 
+    /// Replaces the ledger rows (a restarted runner reads them from the store).
+    pub fn set_trades(&mut self, trades: Vec<TradeRecord>) {
+        self.trades = Arc::new(trades);
+        self.recent_trades = None;
+    }
+
     fn upsert_rows(&mut self, changes: &LedgerChanges) {
+        if changes.rows.is_empty() {
+            return;
+        }
+        // No copy: the previous tick's memory view has been dropped by now.
+        let trades = Arc::make_mut(&mut self.trades);
         for w in &changes.rows {
-            if let Some(existing) = self.trades.iter_mut().find(|t| t.id == w.row.id) {
+            if w.row.status == TradeStatus::Closed {
+                self.recent_trades = None;
+            }
+            if let Some(existing) = trades.iter_mut().find(|t| t.id == w.row.id) {
                 *existing = w.row.clone();
             } else {
-                self.trades.push(w.row.clone());
+                trades.push(w.row.clone());
+            }
+        }
+    }
+
+    /// The "Recent trades" body for `k` as of `now`, rendered again only when a closed row
+    /// changed (rows closed at or before an earlier `as_of` stay in it as time moves on).
+    fn recent_trades_text(&mut self, k: u32, now: DateTime<Utc>) -> String {
+        match &self.recent_trades {
+            Some((memo_k, as_of, text)) if *memo_k == k && *as_of <= now => text.clone(),
+            _ => {
+                let text = memory_ledger::render_recent_trades(&self.trades, k as usize, now);
+                self.recent_trades = Some((k, now, text.clone()));
+                text
             }
         }
     }
@@ -299,7 +336,7 @@ where
     )?;
     let mut state = TickState::new(deployment, equity, at);
     state.ledger = ledger;
-    state.trades = store.all_trades(d).await?;
+    state.set_trades(store.all_trades(d).await?);
     // The newest snapshots; the last decision is the latest at or before `at`.
     let recent = store.list_snapshots(d, 64).await?;
     if let Some(snap) = recent
@@ -479,9 +516,9 @@ pub enum ReflectionCheck {
 pub struct DueReflection {
     /// The tick time: the reflection's `now`, its note's `generated_at`, the seed of its ids.
     pub at: DateTime<Utc>,
-    /// The deployment's ledger rows after the tick.
+    /// The deployment's ledger rows after the tick (shared with the tick's state, not copied).
     #[serde(skip)]
-    pub trades: Vec<TradeRecord>,
+    pub trades: Arc<Vec<TradeRecord>>,
     /// The cadence's view of the previous note.
     pub last: Option<LastNote>,
     /// Closed ledger rows after the tick (kept with the new note for the cadence).
@@ -584,12 +621,20 @@ impl PortfolioView for SnapshotView {
 
 /// The two memory sections, rendered from the ledger rows as of the asked time.
 struct LedgerMemory {
-    rows: Vec<TradeRecord>,
+    rows: Arc<Vec<TradeRecord>>,
     marks: BTreeMap<String, Decimal>,
+    /// The recent-trades body the tick will ask for: (k, as of, text), from the state's memo.
+    recent: Option<(u32, DateTime<Utc>, String)>,
 }
 
 impl MemorySections for LedgerMemory {
     fn recent_trades(&self, k: u32, as_of: DateTime<Utc>) -> Result<String, DataError> {
+        if let Some((memo_k, memo_at, text)) = &self.recent
+            && *memo_k == k
+            && *memo_at == as_of
+        {
+            return Ok(text.clone());
+        }
         Ok(memory_ledger::render_recent_trades(
             &self.rows, k as usize, as_of,
         ))
@@ -719,9 +764,18 @@ where
     state.upsert_rows(&changes);
 
     // 2. + 3. context, system prompt (point-in-time lessons), model loop
+    // The body assemble_context will ask for, when the memory dial is on.
+    let memory = &skill.context.memory;
+    let recent = memory.enabled.then(|| {
+        let k = memory
+            .recent_trades_k
+            .min(skill_schema::limits::MAX_RECENT_TRADES_K);
+        (k, now, state.recent_trades_text(k, now))
+    });
     let tick_ctx = ctx.clone().with_memory(Arc::new(LedgerMemory {
-        rows: state.trades.clone(),
+        rows: Arc::clone(&state.trades),
         marks: marks.clone(),
+        recent,
     }));
     let tick_ctx = ToolContext {
         portfolio: Arc::new(SnapshotView(portfolio.clone())),
@@ -738,8 +792,11 @@ where
         model,
         lessons.as_ref(),
         state.last_decision.as_ref(),
+        &mut state.render,
     )
     .await?;
+    // Releases the ledger rows it shares with `state.trades`.
+    drop(tick_ctx);
 
     // 4. the engine's verdict, then the broker
     let snapshot_id = snapshot_id(deployment.deployment_id, now);
@@ -907,7 +964,7 @@ fn check_reflection(
     ) {
         Ok(Due::Yes(_)) => ReflectionCheck::Due(DueReflection {
             at: now,
-            trades: state.trades.clone(),
+            trades: Arc::clone(&state.trades),
             last: state.last_note,
             closed_total: u32::try_from(state.closed_trades()).unwrap_or(u32::MAX),
         }),

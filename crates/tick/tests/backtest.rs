@@ -359,7 +359,7 @@ async fn the_state_restored_from_the_store_is_the_state_the_run_ended_with() {
         .expect("restore");
 
     let key = |t: &types::TradeRecord| (t.entry_tick_at, t.id);
-    let (mut a, mut b) = (end.trades.clone(), restored.trades.clone());
+    let (mut a, mut b) = (end.trades.to_vec(), restored.trades.to_vec());
     a.sort_by_key(key);
     b.sort_by_key(key);
     assert!(a.len() >= 5);
@@ -385,4 +385,62 @@ async fn the_state_restored_from_the_store_is_the_state_the_run_ended_with() {
         restored.last_note.map(|n| n.window_end)
     );
     assert_eq!(end.risk.order_times, restored.risk.order_times);
+}
+
+/// The backtest writes its ticks in batches and reports them recorded before the batch commits;
+/// a tick some other writer already stored in the backtest's deployment is caught when its
+/// batch is written: the run fails naming it, and every other tick is still in the store.
+#[tokio::test]
+async fn a_tick_another_writer_stored_fails_the_backtest_and_keeps_the_others() {
+    let bars = eurusd(40);
+    let input = input(&bars, Decimal::ZERO, Decimal::ZERO);
+    let d = input.deployment.deployment_id;
+    let store = db::connect("sqlite::memory:").await.expect("store");
+    let first = bars[0].close_time(Interval::H1);
+    register(&store, &input, serde_json::json!({}), first)
+        .await
+        .expect("register");
+    // Another writer's snapshot at the 10th tick (a different id, same deployment and time).
+    let intruder_at = bars[9].close_time(Interval::H1);
+    let mut foreign = snapshots(&run(&input).await.0, d)
+        .await
+        .into_iter()
+        .find(|s| s.tick_at == intruder_at)
+        .expect("a snapshot at the 10th tick");
+    foreign.id = Uuid::from_u128(99);
+    store
+        .record_tick(&db::TickRecord {
+            snapshot: foreign,
+            fills: vec![],
+            trades: vec![],
+            links: vec![],
+            equity_usd: None,
+            runner_state: None,
+        })
+        .await
+        .expect("the other writer's tick");
+
+    let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
+        .expect("builtin model");
+    let err = run_backtest(&input, model.as_ref(), &store, |_, _| {})
+        .await
+        .expect_err("the store already held a tick of this deployment");
+    let message = err.to_string();
+    assert!(
+        message.contains("already held the tick at") && message.contains(&intruder_at.to_string()),
+        "{message}"
+    );
+    let stored = snapshots(&store, d).await;
+    assert_eq!(
+        stored.len(),
+        40,
+        "39 of the backtest's ticks and the other writer's one"
+    );
+    assert_eq!(
+        stored
+            .iter()
+            .filter(|s| s.id == Uuid::from_u128(99))
+            .count(),
+        1
+    );
 }

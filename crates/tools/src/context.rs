@@ -174,6 +174,12 @@ pub trait NewsSource: Send + Sync {
         to: DateTime<Utc>,
         top_k: usize,
     ) -> Result<Vec<NewsItem>, DataError>;
+
+    /// Whether a feed is behind this source. `false` (only [`NoData`]) makes the News section
+    /// say that headlines are unknown, rather than that there were none.
+    fn is_connected(&self) -> bool {
+        true
+    }
 }
 
 /// The forward-looking market-event calendar.
@@ -190,6 +196,12 @@ pub trait EventCalendar: Send + Sync {
         kinds: &[EventKind],
         min_importance: Decimal,
     ) -> Result<Vec<UpcomingEvent>, DataError>;
+
+    /// Whether a calendar is behind this source. `false` (only [`NoData`]) makes the Upcoming
+    /// events section say that events are unknown, rather than leave it out as "none".
+    fn is_connected(&self) -> bool {
+        true
+    }
 }
 
 /// The broker-authoritative account of the deployment.
@@ -269,6 +281,10 @@ impl NewsSource for NoData {
     ) -> Result<Vec<NewsItem>, DataError> {
         Ok(Vec::new())
     }
+
+    fn is_connected(&self) -> bool {
+        false
+    }
 }
 
 impl EventCalendar for NoData {
@@ -280,6 +296,10 @@ impl EventCalendar for NoData {
         _: Decimal,
     ) -> Result<Vec<UpcomingEvent>, DataError> {
         Ok(Vec::new())
+    }
+
+    fn is_connected(&self) -> bool {
+        false
     }
 }
 

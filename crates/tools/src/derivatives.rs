@@ -1,6 +1,8 @@
 //! `get_funding_rate` and `get_open_interest`: perp data the agent fetches on demand (they are
 //! not injected into the context; see the runtime design, 2026-06-10).
 
+use std::sync::OnceLock;
+
 use rust_decimal::Decimal;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -8,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::registry::{ArgsParser, Tool, args_schema};
+use crate::registry::{ArgsSpec, Tool};
 use crate::risk::pct;
 
 pub(crate) const FUNDING_NAME: &str = "get_funding_rate";
@@ -47,19 +49,16 @@ fn check_symbol(tool: &str, ctx: &ToolContext, symbol: &str) -> Result<(), ToolE
 /// The `get_funding_rate` tool.
 pub struct GetFundingRate {
     ctx: ToolContext,
-    schema: Value,
-    parser: ArgsParser,
+    args: &'static ArgsSpec,
 }
 
 impl GetFundingRate {
     #[must_use]
     pub fn new(ctx: ToolContext) -> Self {
-        let schema = args_schema::<PerpDataArgs>();
-        let parser = ArgsParser::new(&schema);
+        static ARGS: OnceLock<ArgsSpec> = OnceLock::new();
         Self {
             ctx,
-            schema,
-            parser,
+            args: ARGS.get_or_init(ArgsSpec::of::<PerpDataArgs>),
         }
     }
 }
@@ -75,11 +74,11 @@ impl Tool for GetFundingRate {
     }
 
     fn parameters(&self) -> &Value {
-        &self.schema
+        &self.args.schema
     }
 
     fn call(&self, args: Value) -> Result<Value, ToolError> {
-        let args: PerpDataArgs = self.parser.parse(FUNDING_NAME, args)?;
+        let args: PerpDataArgs = self.args.parser.parse(FUNDING_NAME, args)?;
         check_symbol(FUNDING_NAME, &self.ctx, &args.symbol)?;
         let limit = args.limit.unwrap_or(24) as usize;
         let mut rates = self
@@ -118,19 +117,16 @@ impl Tool for GetFundingRate {
 /// The `get_open_interest` tool.
 pub struct GetOpenInterest {
     ctx: ToolContext,
-    schema: Value,
-    parser: ArgsParser,
+    args: &'static ArgsSpec,
 }
 
 impl GetOpenInterest {
     #[must_use]
     pub fn new(ctx: ToolContext) -> Self {
-        let schema = args_schema::<PerpDataArgs>();
-        let parser = ArgsParser::new(&schema);
+        static ARGS: OnceLock<ArgsSpec> = OnceLock::new();
         Self {
             ctx,
-            schema,
-            parser,
+            args: ARGS.get_or_init(ArgsSpec::of::<PerpDataArgs>),
         }
     }
 }
@@ -146,11 +142,11 @@ impl Tool for GetOpenInterest {
     }
 
     fn parameters(&self) -> &Value {
-        &self.schema
+        &self.args.schema
     }
 
     fn call(&self, args: Value) -> Result<Value, ToolError> {
-        let args: PerpDataArgs = self.parser.parse(OI_NAME, args)?;
+        let args: PerpDataArgs = self.args.parser.parse(OI_NAME, args)?;
         check_symbol(OI_NAME, &self.ctx, &args.symbol)?;
         let limit = args.limit.unwrap_or(24) as usize;
         let mut points = self

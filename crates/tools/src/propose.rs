@@ -1,6 +1,8 @@
 //! `propose_order`: the one tool that acts. It validates and records the model's proposal; it
 //! never executes anything. The execution engine decides after the model loop.
 
+use std::sync::OnceLock;
+
 use rust_decimal::Decimal;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -9,7 +11,7 @@ use types::{OrderAction, ProposedAction};
 
 use crate::context::{RunMode, ToolContext};
 use crate::error::ToolError;
-use crate::registry::{ArgsParser, Tool, args_schema};
+use crate::registry::{ArgsSpec, Tool};
 
 pub(crate) const NAME: &str = "propose_order";
 
@@ -156,19 +158,16 @@ pub fn proposal_from_result(result: &Value) -> Option<ProposedAction> {
 /// The `propose_order` tool.
 pub struct ProposeOrder {
     ctx: ToolContext,
-    schema: Value,
-    parser: ArgsParser,
+    args: &'static ArgsSpec,
 }
 
 impl ProposeOrder {
     #[must_use]
     pub fn new(ctx: ToolContext) -> Self {
-        let schema = args_schema::<ProposeOrderArgs>();
-        let parser = ArgsParser::new(&schema);
+        static ARGS: OnceLock<ArgsSpec> = OnceLock::new();
         Self {
             ctx,
-            schema,
-            parser,
+            args: ARGS.get_or_init(ArgsSpec::of::<ProposeOrderArgs>),
         }
     }
 }
@@ -186,7 +185,7 @@ impl Tool for ProposeOrder {
     }
 
     fn parameters(&self) -> &Value {
-        &self.schema
+        &self.args.schema
     }
 
     fn can_act(&self) -> bool {
@@ -199,7 +198,7 @@ impl Tool for ProposeOrder {
                 tool: NAME.to_owned(),
             });
         }
-        let args: ProposeOrderArgs = self.parser.parse(NAME, args)?;
+        let args: ProposeOrderArgs = self.args.parser.parse(NAME, args)?;
         let proposal = validate_proposal(args, &self.ctx)?;
         Ok(json!({
             "status": "recorded",

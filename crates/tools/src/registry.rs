@@ -95,6 +95,21 @@ fn tidy(value: &mut Value) {
     }
 }
 
+/// A tool's argument schema and its compiled validator, built once per argument type for the
+/// process (`OnceLock` in each tool): compiling a JSON Schema costs far more than a tick.
+pub(crate) struct ArgsSpec {
+    pub(crate) schema: Value,
+    pub(crate) parser: ArgsParser,
+}
+
+impl ArgsSpec {
+    pub(crate) fn of<T: JsonSchema>() -> Self {
+        let schema = args_schema::<T>();
+        let parser = ArgsParser::new(&schema);
+        Self { schema, parser }
+    }
+}
+
 /// Parses a tool's arguments: first against its JSON Schema (every violation reported, with the
 /// argument it is about), then into `T`.
 pub(crate) struct ArgsParser {

@@ -1,6 +1,8 @@
 //! `get_position_risk`: the broker-authoritative positions with the numbers a sizing decision
 //! needs (notional, share of equity, distance to liquidation).
 
+use std::sync::OnceLock;
+
 use rust_decimal::{Decimal, RoundingStrategy};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -9,7 +11,7 @@ use types::{PortfolioSnapshot, Position, Side};
 
 use crate::context::{DataError, ToolContext};
 use crate::error::ToolError;
-use crate::registry::{ArgsParser, Tool, args_schema};
+use crate::registry::{ArgsSpec, Tool};
 use crate::round2;
 
 pub(crate) const NAME: &str = "get_position_risk";
@@ -73,19 +75,16 @@ pub struct PositionRiskArgs {
 /// The `get_position_risk` tool.
 pub struct GetPositionRisk {
     ctx: ToolContext,
-    schema: Value,
-    parser: ArgsParser,
+    args: &'static ArgsSpec,
 }
 
 impl GetPositionRisk {
     #[must_use]
     pub fn new(ctx: ToolContext) -> Self {
-        let schema = args_schema::<PositionRiskArgs>();
-        let parser = ArgsParser::new(&schema);
+        static ARGS: OnceLock<ArgsSpec> = OnceLock::new();
         Self {
             ctx,
-            schema,
-            parser,
+            args: ARGS.get_or_init(ArgsSpec::of::<PositionRiskArgs>),
         }
     }
 }
@@ -101,11 +100,11 @@ impl Tool for GetPositionRisk {
     }
 
     fn parameters(&self) -> &Value {
-        &self.schema
+        &self.args.schema
     }
 
     fn call(&self, args: Value) -> Result<Value, ToolError> {
-        let args: PositionRiskArgs = self.parser.parse(NAME, args)?;
+        let args: PositionRiskArgs = self.args.parser.parse(NAME, args)?;
         let portfolio = self
             .ctx
             .portfolio

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod hl_exchange;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

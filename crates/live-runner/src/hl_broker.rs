@@ -1,0 +1,686 @@
+//! The Hyperliquid exchange broker: [`tick::Broker`] over the exchange's info and exchange
+//! endpoints, for deployments whose broker is `hyperliquid`.
+//!
+//! The exchange is authoritative:
+//! - [`portfolio`](tick::Broker::portfolio) reads `clearinghouseState` (equity, free margin,
+//!   positions at the exchange's marks); lifetime realized PnL and fees are the sums over the
+//!   fills drained so far (the account state carries neither);
+//! - [`drain_fills`](tick::Broker::drain_fills) reads `userFillsByTime` from a watermark
+//!   ([`FillCursor`]), paging past the exchange's 2000-fill cap, and returns every fill not
+//!   returned before — liquidations and auto-deleveraging included (`liquidation` set) — with
+//!   the exchange's ids (the trade id `tid`). The runner persists the cursor with its state, so
+//!   it survives a restart; it is saved only after the tick is recorded, so it can lag (the
+//!   fills come again and the ledger and the store skip them by id) but never skip a fill;
+//! - [`execute`](tick::Broker::execute) sends a marketable IOC limit order (Hyperliquid has no
+//!   market order: the limit is the mark moved by `max_slippage` against us, rounded to the
+//!   asset's tick, the size rounded toward zero to its lot) with the client order id
+//!   [`hyperliquid::cloid_for`]`(deployment, tick time)`.
+//!
+//! **Restart safety:** before placing, the broker asks the exchange for that client order id
+//! (`orderStatus`). If the exchange knows it, a previous run of this very tick placed it (a
+//! crash or a lost answer): it is not placed again; its fills are reported (and they carry this
+//! tick's snapshot id). The same lookup follows any placement whose answer is not a clear
+//! per-order status (a transport error, a whole-request error), because the order may have
+//! landed anyway.
+//!
+//! **Failures:** an exchange refusal of the order (insufficient margin, minimum value, reduce
+//! only, no liquidity, ...) is a [`BrokerRefusal`] with a fitting rule code and the exchange's
+//! words: the tick records a rejection. A failure to reach the exchange (transport errors, 5xx
+//! after the client's retries, an unreadable answer) is never turned into a rejection: the
+//! broker remembers it and fails every later call with [`BrokerUnavailable`], so the tick fails
+//! before recording anything (`run_tick` reads the fills right after `execute`) and the runner
+//! retries it; the retry finds the order by its client order id if it landed.
+//!
+//! **The account is the deployment's alone:** every position and fill on it is attributed to
+//! the deployment (`deploy` refuses a second active deployment on one account). The private key
+//! never reaches the database: the deployment's config names the environment variable holding
+//! it, and the key must be the account's own (API wallets are not supported yet).
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use execution_engine::{Order, OrderTag};
+use hyperliquid::{
+    Address, ClientConfig, Cloid, ExchangeClient, HlError, InfoClient, Meta, Network, OrderInfo,
+    OrderLookup, OrderRef, OrderRequest, OrderState, OrderStatus, Signer, USER_FILLS_PAGE,
+    cloid_for,
+};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use tick::{Broker, BrokerRefusal, BrokerUnavailable};
+use types::{Clock, Fill, PortfolioSnapshot, RuleCode};
+use uuid::Uuid;
+
+/// The default worst price of an order, as a fraction of the mark (1 %).
+pub const DEFAULT_MAX_SLIPPAGE: Decimal = Decimal::from_parts(1, 0, 0, false, 2);
+
+/// How far before the watermark every fill read starts again, so a fill the exchange indexed
+/// late is still seen (the ones already returned are recognised by id).
+pub const FILL_OVERLAP: Duration = Duration::seconds(60);
+
+/// Pages of `userFillsByTime` read at most per drain (2000 fills each).
+const MAX_FILL_PAGES: usize = 50;
+
+fn default_max_slippage() -> Decimal {
+    DEFAULT_MAX_SLIPPAGE
+}
+
+/// A Hyperliquid deployment's broker config, stored under `config.hyperliquid` of the
+/// deployment. Holds no secret: the key is read from the environment variable `key_env` when
+/// the deployment ticks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HyperliquidConfig {
+    /// The trading account (`0x` + 40 hex digits).
+    pub account: Address,
+    /// Mainnet or testnet: explicit, never inferred from a URL (it is part of what is signed).
+    pub network: Network,
+    /// The name of the environment variable holding the account's private key.
+    pub key_env: String,
+    /// The API base URL for this account's reads and orders; the network's public API when
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The worst price an order accepts, as a fraction of the mark: a buy's limit is
+    /// `mark × (1 + max_slippage)`, a sell's `mark × (1 − max_slippage)`.
+    #[serde(default = "default_max_slippage")]
+    pub max_slippage: Decimal,
+}
+
+impl HyperliquidConfig {
+    /// Every problem with the config, each naming the flag it comes from; empty when valid.
+    #[must_use]
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !is_env_name(&self.key_env) {
+            out.push(format!(
+                "--hl-key-env: {:?} is not an environment variable name (letters, digits and \
+                 underscores, not starting with a digit)",
+                self.key_env
+            ));
+        }
+        if let Some(url) = &self.base_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            out.push(format!(
+                "--hl-url: {url:?} must start with http:// or https://"
+            ));
+        }
+        if self.max_slippage <= Decimal::ZERO || self.max_slippage > Decimal::new(5, 1) {
+            out.push(format!(
+                "--hl-max-slippage: must be above 0 and at most 0.5 (a fraction of the mark), \
+                 got {}",
+                self.max_slippage
+            ));
+        }
+        out
+    }
+
+    /// The API base URL: `base_url`, else the network's public API.
+    #[must_use]
+    pub fn api_url(&self) -> &str {
+        self.base_url
+            .as_deref()
+            .unwrap_or_else(|| self.network.api_url())
+    }
+}
+
+fn is_env_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Why a Hyperliquid deployment's broker cannot be built. Never contains the key.
+#[derive(Debug, thiserror::Error)]
+pub enum HlBrokerError {
+    #[error(
+        "the environment variable {var} holding the private key of Hyperliquid account \
+         {account} is not set"
+    )]
+    MissingKey { var: String, account: Address },
+    #[error("the environment variable {var} does not hold a usable private key: {source}")]
+    InvalidKey {
+        var: String,
+        #[source]
+        source: HlError,
+    },
+    #[error(
+        "the key in {var} belongs to {signer}, not to the deployment's account {account} \
+         (API wallets are not supported)"
+    )]
+    WrongAccount {
+        var: String,
+        signer: Address,
+        account: Address,
+    },
+    #[error("Hyperliquid client for {url}: {source}")]
+    Client {
+        url: String,
+        #[source]
+        source: HlError,
+    },
+}
+
+/// The signer for `config`'s account, its key read from the environment through `env`.
+///
+/// # Errors
+/// [`HlBrokerError`] naming the variable when it is unset or blank, holds no valid key, or
+/// holds the key of another account.
+pub fn signer_from_env(
+    config: &HyperliquidConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Signer, HlBrokerError> {
+    let var = config.key_env.clone();
+    let Some(key) = env(&var).filter(|k| !k.trim().is_empty()) else {
+        return Err(HlBrokerError::MissingKey {
+            var,
+            account: config.account,
+        });
+    };
+    let signer = Signer::from_hex(&key).map_err(|source| HlBrokerError::InvalidKey {
+        var: var.clone(),
+        source,
+    })?;
+    if signer.address() != config.account {
+        return Err(HlBrokerError::WrongAccount {
+            var,
+            signer: signer.address(),
+            account: config.account,
+        });
+    }
+    Ok(signer)
+}
+
+/// A fill already returned, remembered while it is inside the re-read overlap.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeenFill {
+    pub time: DateTime<Utc>,
+    pub id: String,
+}
+
+/// Where the next fill read starts, and the account's totals over the fills read so far. Part
+/// of the runner state of a Hyperliquid deployment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FillCursor {
+    /// No fill before this instant is the deployment's (its creation).
+    pub start: DateTime<Utc>,
+    /// The newest fill time returned so far (`start` before the first fill).
+    pub since: DateTime<Utc>,
+    /// The fills returned with a time within [`FILL_OVERLAP`] before `since` (the next read
+    /// covers them again and must not return them twice).
+    #[serde(default)]
+    pub recent: Vec<SeenFill>,
+    /// Sum of the drained fills' `closedPnl` (gross of fees).
+    #[serde(default)]
+    pub realized_pnl_usd: Decimal,
+    /// Sum of the drained fills' fees (rebates negative).
+    #[serde(default)]
+    pub fees_paid_usd: Decimal,
+}
+
+impl FillCursor {
+    /// A cursor returning every fill from `start` on.
+    #[must_use]
+    pub fn starting_at(start: DateTime<Utc>) -> Self {
+        FillCursor {
+            start,
+            since: start,
+            recent: Vec::new(),
+            realized_pnl_usd: Decimal::ZERO,
+            fees_paid_usd: Decimal::ZERO,
+        }
+    }
+
+    /// Where the next read starts: [`FILL_OVERLAP`] before `since`, never before `start`.
+    #[must_use]
+    pub fn read_from(&self) -> DateTime<Utc> {
+        (self.since - FILL_OVERLAP).max(self.start)
+    }
+
+    /// Whether a fill at `time` with `id` is the deployment's and was not returned before.
+    fn is_new(&self, time: DateTime<Utc>, id: &str) -> bool {
+        time >= self.read_from() && !self.recent.iter().any(|s| s.id == id)
+    }
+
+    fn remember(&mut self, time: DateTime<Utc>, id: String) {
+        if time > self.since {
+            self.since = time;
+        }
+        self.recent.push(SeenFill { time, id });
+        let floor = self.since - FILL_OVERLAP;
+        self.recent.retain(|s| s.time >= floor);
+    }
+}
+
+/// [`tick::Broker`] on a Hyperliquid account. One per deployment and tick: the runner builds
+/// it from the deployment's [`HyperliquidConfig`] and its saved [`FillCursor`], and saves
+/// [`HyperliquidBroker::cursor`] after the tick.
+pub struct HyperliquidBroker {
+    deployment_id: Uuid,
+    account: Address,
+    info: InfoClient,
+    exchange: ExchangeClient,
+    max_slippage: Decimal,
+    cursor: FillCursor,
+    meta: Option<Meta>,
+    /// Client order ids of this broker's ticks and the snapshot their fills belong to.
+    tags: Vec<(Cloid, Uuid)>,
+    /// Every fill drained by this broker, for reporting an order placed by an earlier run.
+    drained: Vec<Fill>,
+    /// Set when the exchange could not be reached while placing an order: every later call
+    /// fails, so the tick is not recorded and is retried.
+    broken: Option<String>,
+}
+
+impl std::fmt::Debug for HyperliquidBroker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HyperliquidBroker")
+            .field("deployment_id", &self.deployment_id)
+            .field("account", &self.account)
+            .field("exchange", &self.exchange)
+            .field("cursor", &self.cursor)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HyperliquidBroker {
+    /// A broker for `deployment_id` on `config`'s account, signing with `signer` (see
+    /// [`signer_from_env`]), reading fills from `cursor`. `http` sets timeouts and retries; its
+    /// base URL is replaced by [`HyperliquidConfig::api_url`]. `clock` gives the order nonces.
+    ///
+    /// # Errors
+    /// [`HlBrokerError::Client`] for an unusable base URL;
+    /// [`HlBrokerError::WrongAccount`] when `signer` is not the account's key.
+    pub fn new(
+        deployment_id: Uuid,
+        config: &HyperliquidConfig,
+        signer: Signer,
+        clock: Arc<dyn Clock>,
+        cursor: FillCursor,
+        http: &ClientConfig,
+    ) -> Result<Self, HlBrokerError> {
+        if signer.address() != config.account {
+            return Err(HlBrokerError::WrongAccount {
+                var: config.key_env.clone(),
+                signer: signer.address(),
+                account: config.account,
+            });
+        }
+        let url = config.api_url().to_owned();
+        let http = ClientConfig {
+            base_url: url.clone(),
+            ..http.clone()
+        };
+        let client_err = |source| HlBrokerError::Client {
+            url: url.clone(),
+            source,
+        };
+        let info = InfoClient::new(&http).map_err(client_err)?;
+        let exchange =
+            ExchangeClient::new(&http, signer, config.network, clock).map_err(client_err)?;
+        Ok(HyperliquidBroker {
+            deployment_id,
+            account: config.account,
+            info,
+            exchange,
+            max_slippage: config.max_slippage,
+            cursor,
+            meta: None,
+            tags: Vec::new(),
+            drained: Vec::new(),
+            broken: None,
+        })
+    }
+
+    /// The fill watermark and totals to persist after the tick.
+    #[must_use]
+    pub fn cursor(&self) -> &FillCursor {
+        &self.cursor
+    }
+
+    fn check(&self) -> Result<(), BrokerUnavailable> {
+        match &self.broken {
+            Some(e) => Err(BrokerUnavailable(e.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Marks the broker unusable for the rest of the tick and says so as a refusal (which the
+    /// tick never records: its next call to the broker fails).
+    fn fail(&mut self, message: String) -> BrokerRefusal {
+        tracing::error!(deployment = %self.deployment_id, error = %message, "Hyperliquid unreachable while placing an order");
+        self.broken = Some(message.clone());
+        BrokerRefusal {
+            rule: RuleCode::InvalidOrder,
+            message,
+        }
+    }
+
+    fn tag(&mut self, cloid: Cloid, snapshot: Uuid) {
+        if !self.tags.iter().any(|(c, _)| *c == cloid) {
+            self.tags.push((cloid, snapshot));
+        }
+    }
+
+    fn snapshot_of(&self, client_order_id: Option<&str>) -> Option<Uuid> {
+        let cloid = Cloid::from_str(client_order_id?).ok()?;
+        self.tags.iter().find(|(c, _)| *c == cloid).map(|(_, s)| *s)
+    }
+
+    /// The asset id and lot of `coin`, from `meta` (read once per broker).
+    async fn asset(&mut self, coin: &str) -> Result<hyperliquid::AssetInfo, HlError> {
+        if let Some(meta) = &self.meta {
+            return meta.require_asset(coin);
+        }
+        let meta = self.info.meta().await?;
+        let asset = meta.require_asset(coin);
+        self.meta = Some(meta);
+        asset
+    }
+
+    async fn lookup(&self, cloid: Cloid) -> Result<OrderLookup, HlError> {
+        self.info
+            .order_status(self.account, OrderRef::Cloid(cloid))
+            .await
+    }
+
+    /// The answer for an order the exchange already holds under this tick's client order id.
+    fn known_order(
+        &self,
+        order: &Order,
+        known: &OrderInfo,
+        cloid: Cloid,
+        at: DateTime<Utc>,
+        tag: &OrderTag,
+    ) -> Result<Fill, BrokerRefusal> {
+        let side = known.side.order_side();
+        if known.coin != order.symbol || side != order.side {
+            return Err(BrokerRefusal {
+                rule: RuleCode::InvalidOrder,
+                message: format!(
+                    "this tick's order {cloid} is already at Hyperliquid as {} {} {} ({}); this \
+                     run's {} {} {} is not placed as well",
+                    side_word(side),
+                    known.orig_sz,
+                    known.coin,
+                    known.status,
+                    side_word(order.side),
+                    order.qty,
+                    order.symbol
+                ),
+            });
+        }
+        let cloid_text = cloid.to_string();
+        let fills: Vec<&Fill> = self
+            .drained
+            .iter()
+            .filter(|f| f.client_order_id.as_deref() == Some(cloid_text.as_str()))
+            .collect();
+        let (qty, price, fee) = if fills.is_empty() {
+            (known.filled_sz(), known.limit_px, Decimal::ZERO)
+        } else {
+            let qty: Decimal = fills.iter().map(|f| f.qty).sum();
+            let notional: Decimal = fills.iter().map(|f| f.qty * f.price).sum();
+            let fee: Decimal = fills.iter().map(|f| f.fee_usd).sum();
+            (qty, (notional / qty).normalize(), fee)
+        };
+        if qty.is_zero() || known.state() == OrderState::Open {
+            return Err(BrokerRefusal {
+                rule: RuleCode::InvalidOrder,
+                message: format!(
+                    "this tick's order {cloid} is already at Hyperliquid with status {} and \
+                     {qty} filled; it is not placed again",
+                    known.status
+                ),
+            });
+        }
+        tracing::warn!(deployment = %self.deployment_id, %cloid, status = %known.status, "this tick's order was already placed; not placing it again");
+        Ok(summary_fill(
+            known.oid,
+            order,
+            qty,
+            price,
+            fee,
+            at,
+            tag.snapshot_id,
+            cloid,
+        ))
+    }
+
+    async fn place(
+        &mut self,
+        order: &Order,
+        price: Decimal,
+        at: DateTime<Utc>,
+        tag: &OrderTag,
+    ) -> Result<Fill, BrokerRefusal> {
+        self.check().map_err(|e| BrokerRefusal {
+            rule: RuleCode::InvalidOrder,
+            message: e.to_string(),
+        })?;
+        let cloid = cloid_for(self.deployment_id, at);
+        if let Some(snapshot) = tag.snapshot_id {
+            self.tag(cloid, snapshot);
+        }
+        match self.lookup(cloid).await {
+            Ok(OrderLookup::Found(known)) => {
+                return self.known_order(order, &known, cloid, at, tag);
+            }
+            Ok(OrderLookup::Unknown) => {}
+            Err(e) => {
+                return Err(self.fail(format!(
+                    "looking up this tick's order {cloid} before placing it: {e}"
+                )));
+            }
+        }
+        let asset = match self.asset(&order.symbol).await {
+            Ok(a) => a,
+            Err(HlError::UnknownAsset(coin)) => {
+                return Err(BrokerRefusal {
+                    rule: RuleCode::UnknownSymbol,
+                    message: format!("{coin} is not a Hyperliquid perp"),
+                });
+            }
+            Err(e) => return Err(self.fail(format!("reading Hyperliquid's meta: {e}"))),
+        };
+        let request = OrderRequest::ioc_with_slippage(
+            asset,
+            order.side,
+            order.qty,
+            price,
+            self.max_slippage,
+            order.reduce_only,
+            Some(cloid),
+        )
+        .and_then(|r| r.to_wire().map(|_| r))
+        .map_err(|e| BrokerRefusal {
+            rule: RuleCode::InvalidOrder,
+            message: format!("the order cannot be put on Hyperliquid's wire: {e}"),
+        })?;
+        let placed = self.exchange.place_order(&request).await;
+        match placed {
+            Ok(OrderStatus::Filled {
+                oid,
+                total_sz,
+                avg_px,
+                ..
+            }) => Ok(summary_fill(
+                oid,
+                order,
+                total_sz,
+                avg_px,
+                Decimal::ZERO,
+                at,
+                tag.snapshot_id,
+                cloid,
+            )),
+            Ok(OrderStatus::Error(message)) => Err(refusal(&message)),
+            Ok(OrderStatus::Resting { oid, .. }) => {
+                // An IOC never rests; if the exchange says it does, take it off the book.
+                let cancelled = self.exchange.cancel(asset.index, oid).await;
+                Err(BrokerRefusal {
+                    rule: RuleCode::InvalidOrder,
+                    message: format!(
+                        "Hyperliquid left the immediate-or-cancel order {cloid} resting (oid \
+                         {oid}); cancel: {cancelled:?}"
+                    ),
+                })
+            }
+            Ok(other) => Err(BrokerRefusal {
+                rule: RuleCode::InvalidOrder,
+                message: format!("Hyperliquid answered the order {cloid} with {other:?}"),
+            }),
+            Err(e) => {
+                // The order may have landed although the answer says otherwise or never came.
+                match self.lookup(cloid).await {
+                    Ok(OrderLookup::Found(known)) => {
+                        self.known_order(order, &known, cloid, at, tag)
+                    }
+                    Ok(OrderLookup::Unknown) => match e {
+                        HlError::Rejected(message) => Err(refusal(&message)),
+                        other => Err(self.fail(format!("placing the order {cloid}: {other}"))),
+                    },
+                    Err(lookup) => Err(self.fail(format!(
+                        "placing the order {cloid}: {e}; then looking it up: {lookup}"
+                    ))),
+                }
+            }
+        }
+    }
+}
+
+fn side_word(side: types::OrderSide) -> &'static str {
+    match side {
+        types::OrderSide::Buy => "buy",
+        types::OrderSide::Sell => "sell",
+    }
+}
+
+/// The exchange's refusal of an order as a rejection with a fitting rule code.
+fn refusal(message: &str) -> BrokerRefusal {
+    let lower = message.to_ascii_lowercase();
+    let rule = if lower.contains("margin") {
+        RuleCode::InsufficientMargin
+    } else if lower.contains("minimum value") {
+        RuleCode::OrderTooSmall
+    } else {
+        RuleCode::InvalidOrder
+    };
+    BrokerRefusal {
+        rule,
+        message: format!("Hyperliquid refused the order: {message}"),
+    }
+}
+
+/// What `execute` returns for a filled order: a summary (`id` `hl-order:{oid}`). The exchange's
+/// own fills, with their ids, exact prices and fees, come from `drain_fills`.
+#[allow(clippy::too_many_arguments)]
+fn summary_fill(
+    oid: u64,
+    order: &Order,
+    qty: Decimal,
+    price: Decimal,
+    fee_usd: Decimal,
+    at: DateTime<Utc>,
+    snapshot_id: Option<Uuid>,
+    cloid: Cloid,
+) -> Fill {
+    Fill {
+        id: format!("hl-order:{oid}"),
+        symbol: order.symbol.clone(),
+        side: order.side,
+        qty,
+        price,
+        fee_usd,
+        time: at,
+        snapshot_id,
+        client_order_id: Some(cloid.to_string()),
+        liquidation: false,
+    }
+}
+
+impl Broker for HyperliquidBroker {
+    async fn portfolio(
+        &mut self,
+        at: DateTime<Utc>,
+    ) -> Result<PortfolioSnapshot, BrokerUnavailable> {
+        self.check()?;
+        // This tick's order (if a previous run placed it) belongs to this tick's snapshot.
+        self.tag(
+            cloid_for(self.deployment_id, at),
+            tick::snapshot_id(self.deployment_id, at),
+        );
+        let state = self.info.account_state(self.account).await.map_err(|e| {
+            BrokerUnavailable(format!(
+                "reading Hyperliquid's clearinghouseState of {}: {e}",
+                self.account
+            ))
+        })?;
+        Ok(
+            state.to_portfolio_snapshot(
+                at,
+                self.cursor.realized_pnl_usd,
+                self.cursor.fees_paid_usd,
+            ),
+        )
+    }
+
+    /// Sends `order` as one IOC limit through `price` under `cloid_for(deployment, at)` (the
+    /// tag's own `client_order_id` is not Hyperliquid's 16-byte form and is not used), unless
+    /// the exchange already holds that client order id. See the module docs.
+    async fn execute(
+        &mut self,
+        order: &Order,
+        price: Decimal,
+        at: DateTime<Utc>,
+        tag: OrderTag,
+    ) -> Result<Fill, BrokerRefusal> {
+        self.place(order, price, at, &tag).await
+    }
+
+    async fn drain_fills(&mut self) -> Result<Vec<Fill>, BrokerUnavailable> {
+        self.check()?;
+        let mut out = Vec::new();
+        let mut start = self.cursor.read_from();
+        for _ in 0..MAX_FILL_PAGES {
+            let page = self
+                .info
+                .user_fills_by_time(self.account, start, None)
+                .await
+                .map_err(|e| {
+                    BrokerUnavailable(format!(
+                        "reading Hyperliquid's userFillsByTime of {} from {start}: {e}",
+                        self.account
+                    ))
+                })?;
+            let full = page.len() >= USER_FILLS_PAGE;
+            let newest = page.iter().map(|f| f.time).max();
+            for hl in page {
+                if !self.cursor.is_new(hl.time, &hl.id) {
+                    continue;
+                }
+                let mut fill = hl.to_fill();
+                fill.snapshot_id = self.snapshot_of(fill.client_order_id.as_deref());
+                self.cursor.realized_pnl_usd += hl.closed_pnl;
+                self.cursor.fees_paid_usd += hl.fee;
+                self.cursor.remember(hl.time, hl.id.clone());
+                out.push(fill);
+            }
+            if !full {
+                break;
+            }
+            match newest {
+                Some(t) if t > start => start = t,
+                _ => {
+                    tracing::warn!(deployment = %self.deployment_id, %start, "a full page of fills within one millisecond; reading on at the next tick");
+                    break;
+                }
+            }
+        }
+        out.sort_by_key(|f| f.time);
+        self.drained.extend(out.iter().cloned());
+        Ok(out)
+    }
+}
