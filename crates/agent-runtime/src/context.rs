@@ -297,23 +297,29 @@ pub fn assemble_context_cached(
             .to_owned(),
     ));
 
-    let mut text = String::new();
+    // Each section's characters are counted once; the whole text adds the blank-line joins and
+    // the final newline.
+    let mut text = String::with_capacity(sections.iter().map(|(_, b)| b.len() + 2).sum());
     let mut estimates = Vec::with_capacity(sections.len());
+    let mut total_chars: usize = 0;
     for (i, (name, body)) in sections.iter().enumerate() {
         if i > 0 {
             text.push_str("\n\n");
+            total_chars += 2;
         }
         text.push_str(body);
-        let chars = u32::try_from(body.chars().count()).unwrap_or(u32::MAX);
+        let chars = body.chars().count();
+        total_chars += chars;
         estimates.push(SectionEstimate {
             name,
-            chars,
-            tokens_estimate: estimate_tokens(body),
+            chars: u32::try_from(chars).unwrap_or(u32::MAX),
+            tokens_estimate: u32::try_from(chars.div_ceil(4)).unwrap_or(u32::MAX),
         });
     }
     text.push('\n');
+    total_chars += 1;
     Ok(AssembledContext {
-        total_tokens_estimate: estimate_tokens(&text),
+        total_tokens_estimate: u32::try_from(total_chars.div_ceil(4)).unwrap_or(u32::MAX),
         text,
         sections: estimates,
     })
@@ -444,12 +450,13 @@ pub fn closed_bars(
     interval: Interval,
     limit: usize,
 ) -> Result<Vec<Bar>, DataError> {
-    let mut bars: Vec<Bar> = ctx
-        .market
-        .bars(symbol, interval, ctx.now, limit)?
-        .into_iter()
-        .filter(|b| b.close_time(interval) <= ctx.now)
-        .collect();
+    let mut bars = ctx.market.bars(symbol, interval, ctx.now, limit)?;
+    // Closed by `now` ⇔ opened by `now − interval` (one subtraction instead of one addition per
+    // bar).
+    match ctx.now.checked_sub_signed(interval.duration()) {
+        Some(latest_open) => bars.retain(|b| b.time <= latest_open),
+        None => bars.clear(),
+    }
     if !bars.is_sorted_by(|a, b| a.time < b.time) {
         bars.sort_by_key(|b| b.time);
         bars.dedup_by_key(|b| b.time);

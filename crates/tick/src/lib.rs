@@ -594,10 +594,19 @@ where
                     .unwrap_or(MAX_BARS_SINCE_LAST_TICK)
                     .saturating_add(1)
                     .min(MAX_BARS_SINCE_LAST_TICK);
-                agent_runtime::context::closed_bars(ctx, symbol, interval, limit)
-                    .map_err(market_err)?
-                    .into_iter()
+                let recent: Vec<Bar>;
+                let latest = if limit <= bars.len() {
+                    // The latest `limit` closed bars are the tail of the lookback already read.
+                    &bars[bars.len() - limit..]
+                } else {
+                    recent = agent_runtime::context::closed_bars(ctx, symbol, interval, limit)
+                        .map_err(market_err)?;
+                    &recent
+                };
+                latest
+                    .iter()
                     .filter(|b| b.close_time(interval) > last_tick)
+                    .cloned()
                     .collect()
             }
             None => bars.last().cloned().into_iter().collect(),
