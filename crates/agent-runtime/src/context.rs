@@ -24,7 +24,6 @@
 //! Unicode scalar values). Exact tokenizer counts belong to the CLI, which can afford a
 //! tokenizer; the estimate here is for budgets and dashboards.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Datelike, Duration, Timelike, Utc};
@@ -80,13 +79,11 @@ pub struct SectionEstimate {
 #[derive(Debug, Default, Clone)]
 pub struct RenderCache {
     /// Per symbol and interval (a deployment has a handful: a linear search beats hashing),
-    /// rows by bar open time.
-    rows: Vec<(String, Interval, RowsByTime)>,
+    /// rows sorted by bar open time (a tick's window is a run of consecutive bars).
+    rows: Vec<(String, Interval, Vec<CachedRow>)>,
     generation: u64,
     pub(crate) system_prompt: Option<(Option<prompt_compose::Lessons>, String)>,
 }
-
-type RowsByTime = BTreeMap<DateTime<Utc>, CachedRow>;
 
 #[derive(Debug, Clone)]
 struct CachedRow {
@@ -110,8 +107,7 @@ impl RenderCache {
         {
             Some(i) => i,
             None => {
-                self.rows
-                    .push((symbol.to_owned(), interval, BTreeMap::new()));
+                self.rows.push((symbol.to_owned(), interval, Vec::new()));
                 self.rows.len() - 1
             }
         };
@@ -122,10 +118,20 @@ impl RenderCache {
             text: None,
             used: generation,
         };
-        let entry = self.rows[i].2.entry(bar.time).or_insert_with(fresh);
-        if entry.bar != *bar {
-            *entry = fresh();
-        }
+        let rows = &mut self.rows[i].2;
+        let at = match rows.binary_search_by(|r| r.bar.time.cmp(&bar.time)) {
+            Ok(at) => {
+                if rows[at].bar != *bar {
+                    rows[at] = fresh();
+                }
+                at
+            }
+            Err(at) => {
+                rows.insert(at, fresh());
+                at
+            }
+        };
+        let entry = &mut rows[at];
         entry.used = generation;
         entry
     }
@@ -133,7 +139,7 @@ impl RenderCache {
     fn evict_unused(&mut self) {
         let generation = self.generation;
         for (_, _, rows) in &mut self.rows {
-            rows.retain(|_, r| r.used == generation);
+            rows.retain(|r| r.used == generation);
         }
         self.rows.retain(|(_, _, rows)| !rows.is_empty());
     }
