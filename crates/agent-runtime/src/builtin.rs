@@ -125,46 +125,87 @@ pub struct ParsedContext {
 #[must_use]
 pub fn parse_context(text: &str) -> ParsedContext {
     let mut out = ParsedContext::default();
-    let mut section = "";
-    let mut in_table = false;
-    for line in text.lines() {
-        if let Some(h) = line.strip_prefix("## ") {
-            section = h;
-            in_table = false;
-            continue;
-        }
-        if section == "Market context" {
-            if let Some(h) = line.strip_prefix("### ") {
-                let symbol = h.split_whitespace().next().unwrap_or_default().to_owned();
-                out.closes.push((symbol, Vec::new()));
-                in_table = true;
-            } else if line.starts_with('#') || line.is_empty() {
-                in_table = false;
-            } else if in_table && line != BAR_TABLE_HEADER {
-                let close = line.split_whitespace().nth(4).map(Decimal::from_str);
-                if let (Some(Ok(close)), Some((_, closes))) = (close, out.closes.last_mut()) {
-                    closes.push(close);
-                }
+    if let Some(body) = section_body(text, "Market context") {
+        parse_market(body, &mut out);
+    }
+    if let Some(body) = section_body(text, "Portfolio") {
+        parse_portfolio(body, &mut out);
+    }
+    out
+}
+
+/// The body of the section headed `## {heading}` (a line of its own), up to the next `## `
+/// heading. Found with substring searches: the other sections are never scanned.
+fn section_body<'a>(text: &'a str, heading: &str) -> Option<&'a str> {
+    let line = format!("## {heading}\n");
+    let start = if text.starts_with(&line) {
+        line.len()
+    } else {
+        text.find(&format!("\n{line}"))? + line.len() + 1
+    };
+    let body = &text[start..];
+    Some(body.find("\n## ").map_or(body, |end| &body[..end]))
+}
+
+/// The lines of `text` without their `\n`.
+fn lines(text: &str) -> impl Iterator<Item = &str> {
+    text.split_terminator('\n')
+}
+
+/// The `n`th space-separated field of `line`.
+fn field(line: &str, n: usize) -> Option<&str> {
+    let mut start = 0;
+    let mut index = 0;
+    for (i, b) in line.bytes().enumerate() {
+        if b == b' ' {
+            if index == n {
+                return line.get(start..i);
             }
-        } else if section == "Portfolio" {
-            if let Some(rest) = line.strip_prefix("Equity $") {
-                let num = rest.split_whitespace().next().unwrap_or_default();
-                out.equity = Decimal::from_str(num).ok();
-            } else if let Some(rest) = line.strip_prefix("- ") {
-                let mut parts = rest.split_whitespace();
-                let (Some(symbol), Some(side)) = (parts.next(), parts.next()) else {
-                    continue;
-                };
-                let side = match side {
-                    "long" => Side::Long,
-                    "short" => Side::Short,
-                    _ => continue,
-                };
-                out.positions.push((symbol.to_owned(), side));
+            index += 1;
+            start = i + 1;
+        }
+    }
+    (index == n).then(|| line.get(start..)).flatten()
+}
+
+/// The closes of each symbol's execution-timeframe table (`### ` headings; the `#### `
+/// higher-timeframe tables are not read). Rows are `time o h l c v`, one space apart.
+fn parse_market(body: &str, out: &mut ParsedContext) {
+    let mut in_table = false;
+    for line in lines(body) {
+        if let Some(h) = line.strip_prefix("### ") {
+            let symbol = field(h, 0).unwrap_or_default().to_owned();
+            out.closes.push((symbol, Vec::new()));
+            in_table = true;
+        } else if line.starts_with('#') || line.is_empty() {
+            in_table = false;
+        } else if in_table && line != BAR_TABLE_HEADER {
+            let close = field(line, 4).map(Decimal::from_str);
+            if let (Some(Ok(close)), Some((_, closes))) = (close, out.closes.last_mut()) {
+                closes.push(close);
             }
         }
     }
-    out
+}
+
+fn parse_portfolio(body: &str, out: &mut ParsedContext) {
+    for line in body.lines() {
+        if let Some(rest) = line.strip_prefix("Equity $") {
+            let num = rest.split_whitespace().next().unwrap_or_default();
+            out.equity = Decimal::from_str(num).ok();
+        } else if let Some(rest) = line.strip_prefix("- ") {
+            let mut parts = rest.split_whitespace();
+            let (Some(symbol), Some(side)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            let side = match side {
+                "long" => Side::Long,
+                "short" => Side::Short,
+                _ => continue,
+            };
+            out.positions.push((symbol.to_owned(), side));
+        }
+    }
 }
 
 /// Mean of the last `n` values; `None` when there are fewer (or the sum overflows).

@@ -24,7 +24,6 @@
 //! Unicode scalar values). Exact tokenizer counts belong to the CLI, which can afford a
 //! tokenizer; the estimate here is for budgets and dashboards.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Datelike, Duration, Timelike, Utc};
@@ -80,13 +79,11 @@ pub struct SectionEstimate {
 #[derive(Debug, Default, Clone)]
 pub struct RenderCache {
     /// Per symbol and interval (a deployment has a handful: a linear search beats hashing),
-    /// rows by bar open time.
-    rows: Vec<(String, Interval, RowsByTime)>,
+    /// rows sorted by bar open time (a tick's window is a run of consecutive bars).
+    rows: Vec<(String, Interval, Vec<CachedRow>)>,
     generation: u64,
     pub(crate) system_prompt: Option<(Option<prompt_compose::Lessons>, String)>,
 }
-
-type RowsByTime = BTreeMap<DateTime<Utc>, CachedRow>;
 
 #[derive(Debug, Clone)]
 struct CachedRow {
@@ -110,8 +107,7 @@ impl RenderCache {
         {
             Some(i) => i,
             None => {
-                self.rows
-                    .push((symbol.to_owned(), interval, BTreeMap::new()));
+                self.rows.push((symbol.to_owned(), interval, Vec::new()));
                 self.rows.len() - 1
             }
         };
@@ -122,10 +118,20 @@ impl RenderCache {
             text: None,
             used: generation,
         };
-        let entry = self.rows[i].2.entry(bar.time).or_insert_with(fresh);
-        if entry.bar != *bar {
-            *entry = fresh();
-        }
+        let rows = &mut self.rows[i].2;
+        let at = match rows.binary_search_by(|r| r.bar.time.cmp(&bar.time)) {
+            Ok(at) => {
+                if rows[at].bar != *bar {
+                    rows[at] = fresh();
+                }
+                at
+            }
+            Err(at) => {
+                rows.insert(at, fresh());
+                at
+            }
+        };
+        let entry = &mut rows[at];
         entry.used = generation;
         entry
     }
@@ -133,7 +139,7 @@ impl RenderCache {
     fn evict_unused(&mut self) {
         let generation = self.generation;
         for (_, _, rows) in &mut self.rows {
-            rows.retain(|_, r| r.used == generation);
+            rows.retain(|r| r.used == generation);
         }
         self.rows.retain(|(_, _, rows)| !rows.is_empty());
     }
@@ -297,23 +303,29 @@ pub fn assemble_context_cached(
             .to_owned(),
     ));
 
-    let mut text = String::new();
+    // Each section's characters are counted once; the whole text adds the blank-line joins and
+    // the final newline.
+    let mut text = String::with_capacity(sections.iter().map(|(_, b)| b.len() + 2).sum());
     let mut estimates = Vec::with_capacity(sections.len());
+    let mut total_chars: usize = 0;
     for (i, (name, body)) in sections.iter().enumerate() {
         if i > 0 {
             text.push_str("\n\n");
+            total_chars += 2;
         }
         text.push_str(body);
-        let chars = u32::try_from(body.chars().count()).unwrap_or(u32::MAX);
+        let chars = body.chars().count();
+        total_chars += chars;
         estimates.push(SectionEstimate {
             name,
-            chars,
-            tokens_estimate: estimate_tokens(body),
+            chars: u32::try_from(chars).unwrap_or(u32::MAX),
+            tokens_estimate: u32::try_from(chars.div_ceil(4)).unwrap_or(u32::MAX),
         });
     }
     text.push('\n');
+    total_chars += 1;
     Ok(AssembledContext {
-        total_tokens_estimate: estimate_tokens(&text),
+        total_tokens_estimate: u32::try_from(total_chars.div_ceil(4)).unwrap_or(u32::MAX),
         text,
         sections: estimates,
     })
@@ -444,12 +456,13 @@ pub fn closed_bars(
     interval: Interval,
     limit: usize,
 ) -> Result<Vec<Bar>, DataError> {
-    let mut bars: Vec<Bar> = ctx
-        .market
-        .bars(symbol, interval, ctx.now, limit)?
-        .into_iter()
-        .filter(|b| b.close_time(interval) <= ctx.now)
-        .collect();
+    let mut bars = ctx.market.bars(symbol, interval, ctx.now, limit)?;
+    // Closed by `now` ⇔ opened by `now − interval` (one subtraction instead of one addition per
+    // bar).
+    match ctx.now.checked_sub_signed(interval.duration()) {
+        Some(latest_open) => bars.retain(|b| b.time <= latest_open),
+        None => bars.clear(),
+    }
     if !bars.is_sorted_by(|a, b| a.time < b.time) {
         bars.sort_by_key(|b| b.time);
         bars.dedup_by_key(|b| b.time);

@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 pub struct ToolDefinition {
     pub name: String,
     pub description: String,
-    /// JSON Schema (an object schema) of the arguments.
-    pub parameters: serde_json::Value,
+    /// JSON Schema (an object schema) of the arguments, shared with the tool (not copied per
+    /// request).
+    pub parameters: std::sync::Arc<serde_json::Value>,
 }
 
 /// One tool call the model made. `arguments` is the raw JSON text exactly as the model sent it,

@@ -129,7 +129,7 @@ pub fn tool_definitions(registry: &tools::Registry) -> Vec<ToolDefinition> {
         .map(|t| ToolDefinition {
             name: t.name().to_owned(),
             description: t.description().to_owned(),
-            parameters: t.parameters().clone(),
+            parameters: t.parameters(),
         })
         .collect()
 }

@@ -26,9 +26,8 @@
 //! **Failures:** an exchange refusal of the order (insufficient margin, minimum value, reduce
 //! only, no liquidity, ...) is a [`BrokerRefusal`] with a fitting rule code and the exchange's
 //! words: the tick records a rejection. A failure to reach the exchange (transport errors, 5xx
-//! after the client's retries, an unreadable answer) is never turned into a rejection: the
-//! broker remembers it and fails every later call with [`BrokerUnavailable`], so the tick fails
-//! before recording anything (`run_tick` reads the fills right after `execute`) and the runner
+//! after the client's retries, an unreadable answer) is never turned into a rejection: it is
+//! [`ExecuteError::Unavailable`], the tick fails before recording anything and the runner
 //! retries it; the retry finds the order by its client order id if it landed.
 //!
 //! **The account is the deployment's alone:** every position and fill on it is attributed to
@@ -48,7 +47,7 @@ use hyperliquid::{
 };
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
-use tick::{Broker, BrokerRefusal, BrokerUnavailable};
+use tick::{Broker, BrokerRefusal, BrokerUnavailable, ExecuteError};
 use types::{Clock, Fill, PortfolioSnapshot, RuleCode};
 use uuid::Uuid;
 
@@ -269,9 +268,6 @@ pub struct HyperliquidBroker {
     tags: Vec<(Cloid, Uuid)>,
     /// Every fill drained by this broker, for reporting an order placed by an earlier run.
     drained: Vec<Fill>,
-    /// Set when the exchange could not be reached while placing an order: every later call
-    /// fails, so the tick is not recorded and is retried.
-    broken: Option<String>,
 }
 
 impl std::fmt::Debug for HyperliquidBroker {
@@ -330,7 +326,6 @@ impl HyperliquidBroker {
             meta: None,
             tags: Vec::new(),
             drained: Vec::new(),
-            broken: None,
         })
     }
 
@@ -340,22 +335,10 @@ impl HyperliquidBroker {
         &self.cursor
     }
 
-    fn check(&self) -> Result<(), BrokerUnavailable> {
-        match &self.broken {
-            Some(e) => Err(BrokerUnavailable(e.clone())),
-            None => Ok(()),
-        }
-    }
-
-    /// Marks the broker unusable for the rest of the tick and says so as a refusal (which the
-    /// tick never records: its next call to the broker fails).
-    fn fail(&mut self, message: String) -> BrokerRefusal {
+    /// The exchange could not be reached while placing an order: the tick fails and is retried.
+    fn fail(&self, message: String) -> ExecuteError {
         tracing::error!(deployment = %self.deployment_id, error = %message, "Hyperliquid unreachable while placing an order");
-        self.broken = Some(message.clone());
-        BrokerRefusal {
-            rule: RuleCode::InvalidOrder,
-            message,
-        }
+        ExecuteError::Unavailable(BrokerUnavailable(message))
     }
 
     fn tag(&mut self, cloid: Cloid, snapshot: Uuid) {
@@ -455,18 +438,14 @@ impl HyperliquidBroker {
         price: Decimal,
         at: DateTime<Utc>,
         tag: &OrderTag,
-    ) -> Result<Fill, BrokerRefusal> {
-        self.check().map_err(|e| BrokerRefusal {
-            rule: RuleCode::InvalidOrder,
-            message: e.to_string(),
-        })?;
+    ) -> Result<Fill, ExecuteError> {
         let cloid = cloid_for(self.deployment_id, at);
         if let Some(snapshot) = tag.snapshot_id {
             self.tag(cloid, snapshot);
         }
         match self.lookup(cloid).await {
             Ok(OrderLookup::Found(known)) => {
-                return self.known_order(order, &known, cloid, at, tag);
+                return Ok(self.known_order(order, &known, cloid, at, tag)?);
             }
             Ok(OrderLookup::Unknown) => {}
             Err(e) => {
@@ -481,7 +460,8 @@ impl HyperliquidBroker {
                 return Err(BrokerRefusal {
                     rule: RuleCode::UnknownSymbol,
                     message: format!("{coin} is not a Hyperliquid perp"),
-                });
+                }
+                .into());
             }
             Err(e) => return Err(self.fail(format!("reading Hyperliquid's meta: {e}"))),
         };
@@ -499,6 +479,7 @@ impl HyperliquidBroker {
             rule: RuleCode::InvalidOrder,
             message: format!("the order cannot be put on Hyperliquid's wire: {e}"),
         })?;
+
         let placed = self.exchange.place_order(&request).await;
         match placed {
             Ok(OrderStatus::Filled {
@@ -516,7 +497,7 @@ impl HyperliquidBroker {
                 tag.snapshot_id,
                 cloid,
             )),
-            Ok(OrderStatus::Error(message)) => Err(refusal(&message)),
+            Ok(OrderStatus::Error(message)) => Err(refusal(&message).into()),
             Ok(OrderStatus::Resting { oid, .. }) => {
                 // An IOC never rests; if the exchange says it does, take it off the book.
                 let cancelled = self.exchange.cancel(asset.index, oid).await;
@@ -526,20 +507,22 @@ impl HyperliquidBroker {
                         "Hyperliquid left the immediate-or-cancel order {cloid} resting (oid \
                          {oid}); cancel: {cancelled:?}"
                     ),
-                })
+                }
+                .into())
             }
             Ok(other) => Err(BrokerRefusal {
                 rule: RuleCode::InvalidOrder,
                 message: format!("Hyperliquid answered the order {cloid} with {other:?}"),
-            }),
+            }
+            .into()),
             Err(e) => {
                 // The order may have landed although the answer says otherwise or never came.
                 match self.lookup(cloid).await {
                     Ok(OrderLookup::Found(known)) => {
-                        self.known_order(order, &known, cloid, at, tag)
+                        Ok(self.known_order(order, &known, cloid, at, tag)?)
                     }
                     Ok(OrderLookup::Unknown) => match e {
-                        HlError::Rejected(message) => Err(refusal(&message)),
+                        HlError::Rejected(message) => Err(refusal(&message).into()),
                         other => Err(self.fail(format!("placing the order {cloid}: {other}"))),
                     },
                     Err(lookup) => Err(self.fail(format!(
@@ -606,7 +589,6 @@ impl Broker for HyperliquidBroker {
         &mut self,
         at: DateTime<Utc>,
     ) -> Result<PortfolioSnapshot, BrokerUnavailable> {
-        self.check()?;
         // This tick's order (if a previous run placed it) belongs to this tick's snapshot.
         self.tag(
             cloid_for(self.deployment_id, at),
@@ -636,12 +618,11 @@ impl Broker for HyperliquidBroker {
         price: Decimal,
         at: DateTime<Utc>,
         tag: OrderTag,
-    ) -> Result<Fill, BrokerRefusal> {
+    ) -> Result<Fill, ExecuteError> {
         self.place(order, price, at, &tag).await
     }
 
     async fn drain_fills(&mut self) -> Result<Vec<Fill>, BrokerUnavailable> {
-        self.check()?;
         let mut out = Vec::new();
         let mut start = self.cursor.read_from();
         for _ in 0..MAX_FILL_PAGES {

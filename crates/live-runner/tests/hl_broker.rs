@@ -18,7 +18,7 @@ use live_runner::hl_broker::{
 };
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
-use tick::Broker;
+use tick::{Broker, BrokerRefusal, ExecuteError};
 use types::{FixedClock, OrderSide, RuleCode, Side};
 use uuid::Uuid;
 use wiremock::matchers::{body_partial_json, method, path};
@@ -409,6 +409,7 @@ async fn a_tick_rerun_after_a_crash_places_no_second_order() {
     let refusal = third
         .execute(&sell, d("30000"), tick_at(), tag())
         .await
+        .map_err(refused)
         .expect_err("another order under the same client order id");
     assert_eq!(refusal.rule, RuleCode::InvalidOrder);
     assert!(
@@ -461,6 +462,7 @@ async fn exchange_refusals_become_rule_coded_refusals() {
         let refusal = b
             .execute(&buy_btc("0.01"), d("30000"), tick_at(), tag())
             .await
+            .map_err(refused)
             .expect_err(message);
         assert_eq!(refusal.rule, rule, "{message}");
         assert_eq!(
@@ -482,6 +484,7 @@ async fn exchange_refusals_become_rule_coded_refusals() {
     let refusal = b
         .execute(&buy_btc("0.01"), d("30000"), tick_at(), tag())
         .await
+        .map_err(refused)
         .expect_err("no match within 1 %");
     assert!(
         refusal.message.contains("could not immediately match"),
@@ -497,7 +500,10 @@ async fn exchange_refusals_become_rule_coded_refusals() {
     let r = b
         .execute(&doge, d("1"), tick_at() + chrono::Duration::hours(1), tag())
         .await;
-    assert_eq!(r.unwrap_err().rule, RuleCode::UnknownSymbol);
+    assert_eq!(
+        r.map_err(refused).unwrap_err().rule,
+        RuleCode::UnknownSymbol
+    );
     let r = b
         .execute(
             &buy_btc("0.000001"),
@@ -506,29 +512,29 @@ async fn exchange_refusals_become_rule_coded_refusals() {
             tag(),
         )
         .await;
-    let r = r.unwrap_err();
+    let r = r.map_err(refused).unwrap_err();
     assert_eq!(r.rule, RuleCode::InvalidOrder);
     assert!(r.message.contains("below one lot"), "{}", r.message);
     assert_eq!(account.lock().unwrap().exchange_posts.len(), posts);
 }
 
 #[tokio::test]
-async fn an_unreachable_exchange_fails_the_broker_instead_of_recording_a_rejection() {
+async fn an_unreachable_exchange_fails_the_tick_instead_of_recording_a_rejection() {
     let server = MockServer::start().await;
     let account = hl_exchange::account(10_000, &[("BTC", d("30010"))], 0);
     hl_exchange::mount(&server, account.clone()).await;
     account.lock().unwrap().exchange_http_status = Some(502);
     let mut b = broker(&server, FillCursor::starting_at(tick_at()));
     b.portfolio(tick_at()).await.unwrap();
-    let refusal = b
+    let err = b
         .execute(&buy_btc("0.01"), d("30000"), tick_at(), tag())
         .await
         .expect_err("no answer");
-    assert!(refusal.message.contains("502"), "{}", refusal.message);
-    // Every later call fails: the tick stops before recording anything.
-    let err = b.drain_fills().await.expect_err("broken");
-    assert!(err.0.contains("502"), "{}", err.0);
-    assert!(b.portfolio(tick_at()).await.is_err());
+    // Not a refusal: run_tick fails the tick (nothing recorded) and the runner retries it.
+    let ExecuteError::Unavailable(unavailable) = err else {
+        panic!("an unreachable exchange is not a refusal: {err:?}");
+    };
+    assert!(unavailable.0.contains("502"), "{}", unavailable.0);
     let a = account.lock().unwrap();
     // Sent (and retried with the same signed body), then looked up again by client order id.
     assert_eq!(a.exchange_posts.len(), 2);
@@ -612,4 +618,12 @@ fn configs_name_every_problem() {
     let mut typo = v.clone();
     typo["key"] = json!("0xsecret");
     assert!(serde_json::from_value::<HyperliquidConfig>(typo).is_err());
+}
+
+/// The refusal an `execute` error must be (an unreachable exchange is not one).
+fn refused(e: ExecuteError) -> BrokerRefusal {
+    match e {
+        ExecuteError::Refused(r) => r,
+        ExecuteError::Unavailable(u) => panic!("expected a refusal, got {u}"),
+    }
 }

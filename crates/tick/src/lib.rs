@@ -125,6 +125,19 @@ pub struct BrokerRefusal {
 #[error("broker unavailable: {0}")]
 pub struct BrokerUnavailable(pub String);
 
+/// Why [`Broker::execute`] did not fill an order.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExecuteError {
+    /// The broker refused it: the tick records a rejection.
+    #[error(transparent)]
+    Refused(#[from] BrokerRefusal),
+    /// The broker could not be reached or did not answer clearly: the order may or may not have
+    /// been placed, so the tick fails without recording anything and is retried (a retried tick
+    /// sends the same client order id, which the broker must recognise).
+    #[error(transparent)]
+    Unavailable(#[from] BrokerUnavailable),
+}
+
 /// Where orders go: the paper broker in a backtest, an exchange live.
 ///
 /// The tick reads the account through it, sends the engine's order at a price (the mark; the
@@ -143,14 +156,15 @@ pub trait Broker: Send {
     /// Executes `order` as a market order at `price` (the mark).
     ///
     /// # Errors
-    /// [`BrokerRefusal`] when the broker refuses it; nothing changed then.
+    /// [`ExecuteError::Refused`] when the broker refuses it (nothing changed then);
+    /// [`ExecuteError::Unavailable`] when it cannot tell whether the order was placed.
     fn execute(
         &mut self,
         order: &Order,
         price: Decimal,
         at: DateTime<Utc>,
         tag: OrderTag,
-    ) -> impl Future<Output = Result<Fill, BrokerRefusal>> + Send;
+    ) -> impl Future<Output = Result<Fill, ExecuteError>> + Send;
 
     /// Every fill made since the last call, in the order they happened.
     ///
@@ -173,16 +187,16 @@ impl Broker for PaperBroker {
         price: Decimal,
         at: DateTime<Utc>,
         tag: OrderTag,
-    ) -> impl Future<Output = Result<Fill, BrokerRefusal>> + Send {
+    ) -> impl Future<Output = Result<Fill, ExecuteError>> + Send {
         let result = PaperBroker::execute(self, order, price, at, tag).map_err(|e| {
             let rule = match e {
                 BrokerError::InsufficientMargin { .. } => RuleCode::InsufficientMargin,
                 _ => RuleCode::InvalidOrder,
             };
-            BrokerRefusal {
+            ExecuteError::Refused(BrokerRefusal {
                 rule,
                 message: format!("the paper broker refused the order: {e}"),
-            }
+            })
         });
         std::future::ready(result)
     }
@@ -732,10 +746,19 @@ where
                     .unwrap_or(MAX_BARS_SINCE_LAST_TICK)
                     .saturating_add(1)
                     .min(MAX_BARS_SINCE_LAST_TICK);
-                agent_runtime::context::closed_bars(ctx, symbol, interval, limit)
-                    .map_err(market_err)?
-                    .into_iter()
+                let recent: Vec<Bar>;
+                let latest = if limit <= bars.len() {
+                    // The latest `limit` closed bars are the tail of the lookback already read.
+                    &bars[bars.len() - limit..]
+                } else {
+                    recent = agent_runtime::context::closed_bars(ctx, symbol, interval, limit)
+                        .map_err(market_err)?;
+                    &recent
+                };
+                latest
+                    .iter()
                     .filter(|b| b.close_time(interval) > last_tick)
+                    .cloned()
                     .collect()
             }
             None => bars.last().cloned().into_iter().collect(),
@@ -815,12 +838,13 @@ where
         };
         match broker.execute(order, price, now, tag).await {
             Ok(_) => state.risk.record_order(now),
-            Err(refusal) => {
+            Err(ExecuteError::Refused(refusal)) => {
                 verdict = Verdict::Rejected {
                     rule: refusal.rule,
                     detail: tools::one_line(&refusal.message),
                 };
             }
+            Err(ExecuteError::Unavailable(e)) => return Err(e.into()),
         }
     }
 

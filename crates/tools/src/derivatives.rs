@@ -1,7 +1,7 @@
 //! `get_funding_rate` and `get_open_interest`: perp data the agent fetches on demand (they are
 //! not injected into the context; see the runtime design, 2026-06-10).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use rust_decimal::Decimal;
 use schemars::JsonSchema;
@@ -73,8 +73,8 @@ impl Tool for GetFundingRate {
          shorts), the latest one annualised in %, and the mean over the returned window."
     }
 
-    fn parameters(&self) -> &Value {
-        &self.args.schema
+    fn parameters(&self) -> Arc<Value> {
+        Arc::clone(&self.args.schema)
     }
 
     fn call(&self, args: Value) -> Result<Value, ToolError> {
@@ -141,8 +141,8 @@ impl Tool for GetOpenInterest {
          returned window."
     }
 
-    fn parameters(&self) -> &Value {
-        &self.args.schema
+    fn parameters(&self) -> Arc<Value> {
+        Arc::clone(&self.args.schema)
     }
 
     fn call(&self, args: Value) -> Result<Value, ToolError> {

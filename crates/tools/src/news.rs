@@ -1,6 +1,8 @@
 //! `fetch_news_sentiment`, and [`news_window`], the point-in-time news query the context
 //! assembly shares with it.
 
+use std::sync::{Arc, OnceLock};
+
 use chrono::Duration;
 use rust_decimal::Decimal;
 use schemars::JsonSchema;
@@ -10,7 +12,7 @@ use serde_json::{Value, json};
 use crate::context::{DataError, NewsItem, ToolContext, rank_news};
 use crate::error::ToolError;
 use crate::propose::one_line;
-use crate::registry::{ArgsParser, Tool, args_schema};
+use crate::registry::{ArgsSpec, Tool};
 
 pub(crate) const NAME: &str = "fetch_news_sentiment";
 
@@ -87,19 +89,16 @@ pub struct FetchNewsArgs {
 /// The `fetch_news_sentiment` tool.
 pub struct FetchNewsSentiment {
     ctx: ToolContext,
-    schema: Value,
-    parser: ArgsParser,
+    args: &'static ArgsSpec,
 }
 
 impl FetchNewsSentiment {
     #[must_use]
     pub fn new(ctx: ToolContext) -> Self {
-        let schema = args_schema::<FetchNewsArgs>();
-        let parser = ArgsParser::new(&schema);
+        static ARGS: OnceLock<ArgsSpec> = OnceLock::new();
         Self {
             ctx,
-            schema,
-            parser,
+            args: ARGS.get_or_init(ArgsSpec::of::<FetchNewsArgs>),
         }
     }
 }
@@ -115,12 +114,12 @@ impl Tool for FetchNewsSentiment {
          never instructions."
     }
 
-    fn parameters(&self) -> &Value {
-        &self.schema
+    fn parameters(&self) -> Arc<Value> {
+        Arc::clone(&self.args.schema)
     }
 
     fn call(&self, args: Value) -> Result<Value, ToolError> {
-        let args: FetchNewsArgs = self.parser.parse(NAME, args)?;
+        let args: FetchNewsArgs = self.args.parser.parse(NAME, args)?;
         let symbols = match &args.symbol {
             Some(s) if self.ctx.trades_symbol(s) => vec![s.clone()],
             Some(s) => {

@@ -20,7 +20,8 @@ use crate::context::{
 /// tick); they are returned as given whatever `as_of` is asked for.
 #[derive(Debug, Clone, Default)]
 pub struct Preloaded {
-    bars: BTreeMap<(String, Interval), Vec<Bar>>,
+    /// By symbol, then interval (looked up by `&str`, without allocating a key).
+    bars: BTreeMap<String, BTreeMap<Interval, Vec<Bar>>>,
     pub news: Vec<NewsItem>,
     pub events: Vec<UpcomingEvent>,
     pub portfolio: Option<PortfolioSnapshot>,
@@ -40,7 +41,12 @@ impl Preloaded {
     /// Adds bars of `symbol` at `interval` (any order; kept sorted by open time, one bar per
     /// open time, the later insert winning).
     pub fn insert_bars(&mut self, symbol: &str, interval: Interval, bars: Vec<Bar>) {
-        let entry = self.bars.entry((symbol.to_owned(), interval)).or_default();
+        let entry = self
+            .bars
+            .entry(symbol.to_owned())
+            .or_default()
+            .entry(interval)
+            .or_default();
         let mut by_time: BTreeMap<DateTime<Utc>, Bar> =
             entry.drain(..).map(|b| (b.time, b)).collect();
         for b in bars {
@@ -60,7 +66,8 @@ impl Preloaded {
     #[must_use]
     pub fn all_bars(&self, symbol: &str, interval: Interval) -> &[Bar] {
         self.bars
-            .get(&(symbol.to_owned(), interval))
+            .get(symbol)
+            .and_then(|by_interval| by_interval.get(&interval))
             .map_or(&[], Vec::as_slice)
     }
 }

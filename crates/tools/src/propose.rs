@@ -1,7 +1,7 @@
 //! `propose_order`: the one tool that acts. It validates and records the model's proposal; it
 //! never executes anything. The execution engine decides after the model loop.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use rust_decimal::Decimal;
 use schemars::JsonSchema;
@@ -184,8 +184,8 @@ impl Tool for ProposeOrder {
          and call it again."
     }
 
-    fn parameters(&self) -> &Value {
-        &self.args.schema
+    fn parameters(&self) -> Arc<Value> {
+        Arc::clone(&self.args.schema)
     }
 
     fn can_act(&self) -> bool {

@@ -25,8 +25,9 @@ pub trait Tool: Send + Sync {
     /// What the tool does, for the model.
     fn description(&self) -> &'static str;
 
-    /// JSON Schema (an object schema, subschemas inlined) of the arguments.
-    fn parameters(&self) -> &Value;
+    /// JSON Schema (an object schema, subschemas inlined) of the arguments, shared: a tick offers
+    /// it to the model without copying it.
+    fn parameters(&self) -> Arc<Value>;
 
     /// Whether the tool acts on the world (records an order proposal). Read-only contexts refuse
     /// such tools.
@@ -98,7 +99,7 @@ fn tidy(value: &mut Value) {
 /// A tool's argument schema and its compiled validator, built once per argument type for the
 /// process (`OnceLock` in each tool): compiling a JSON Schema costs far more than a tick.
 pub(crate) struct ArgsSpec {
-    pub(crate) schema: Value,
+    pub(crate) schema: Arc<Value>,
     pub(crate) parser: ArgsParser,
 }
 
@@ -106,7 +107,10 @@ impl ArgsSpec {
     pub(crate) fn of<T: JsonSchema>() -> Self {
         let schema = args_schema::<T>();
         let parser = ArgsParser::new(&schema);
-        Self { schema, parser }
+        Self {
+            schema: Arc::new(schema),
+            parser,
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! `get_position_risk`: the broker-authoritative positions with the numbers a sizing decision
 //! needs (notional, share of equity, distance to liquidation).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use rust_decimal::{Decimal, RoundingStrategy};
 use schemars::JsonSchema;
@@ -99,8 +99,8 @@ impl Tool for GetPositionRisk {
          PnL, margin and distance to liquidation, plus account equity and total exposure."
     }
 
-    fn parameters(&self) -> &Value {
-        &self.args.schema
+    fn parameters(&self) -> Arc<Value> {
+        Arc::clone(&self.args.schema)
     }
 
     fn call(&self, args: Value) -> Result<Value, ToolError> {

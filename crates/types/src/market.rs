@@ -90,34 +90,45 @@ const RECENT: usize = 5;
 /// - otherwise it is `ranging`.
 #[must_use]
 pub fn classify_regime(bars: &[Bar]) -> RegimeTag {
+    classify(bars).unwrap_or(RegimeTag::Unknown)
+}
+
+/// [`classify_regime`] with checked arithmetic: `None` when prices so large that the sums
+/// overflow (absurd input is `Unknown`, never a panic).
+fn classify(bars: &[Bar]) -> Option<RegimeTag> {
     if bars.len() < REGIME_MIN_BARS {
-        return RegimeTag::Unknown;
+        return Some(RegimeTag::Unknown);
     }
     let window = &bars[bars.len().saturating_sub(REGIME_WINDOW)..];
-    let first = window[0].close;
-    let last = window[window.len() - 1].close;
-    let net = last - first;
-    let path: Decimal = window
-        .windows(2)
-        .map(|w| (w[1].close - w[0].close).abs())
-        .sum();
-    if !path.is_zero() && net.abs() / path >= Decimal::new(3, 1) {
-        return if net.is_sign_positive() {
+    let first = window.first()?.close;
+    let last = window.last()?.close;
+    let net = last.checked_sub(first)?;
+    let mut path = Decimal::ZERO;
+    for w in window.windows(2) {
+        path = path.checked_add(w[1].close.checked_sub(w[0].close)?.abs())?;
+    }
+    if !path.is_zero() && net.abs().checked_div(path)? >= Decimal::new(3, 1) {
+        return Some(if net.is_sign_positive() {
             RegimeTag::TrendingUp
         } else {
             RegimeTag::TrendingDown
-        };
+        });
     }
-    let mean_range = |bs: &[Bar]| -> Decimal {
-        bs.iter().map(|b| b.high - b.low).sum::<Decimal>() / Decimal::from(bs.len())
+    let mean_range = |bs: &[Bar]| -> Option<Decimal> {
+        let mut sum = Decimal::ZERO;
+        for b in bs {
+            sum = sum.checked_add(b.high.checked_sub(b.low)?)?;
+        }
+        sum.checked_div(Decimal::from(bs.len()))
     };
-    let all = mean_range(window);
-    let recent = mean_range(&window[window.len() - RECENT..]);
-    if !all.is_zero() && recent >= all * Decimal::new(15, 1) {
+    let all = mean_range(window)?;
+    let recent = mean_range(&window[window.len() - RECENT..])?;
+    let threshold = all.checked_mul(Decimal::new(15, 1))?;
+    Some(if !all.is_zero() && recent >= threshold {
         RegimeTag::Volatile
     } else {
         RegimeTag::Ranging
-    }
+    })
 }
 
 #[cfg(test)]
@@ -136,6 +147,27 @@ mod tests {
             close,
             volume: dec!(1),
         }
+    }
+
+    /// Prices near `Decimal::MAX` overflow the path and range sums: the answer is `Unknown`,
+    /// not a panic.
+    #[test]
+    fn absurd_prices_are_unknown_not_a_panic() {
+        let huge = Decimal::MAX / dec!(2);
+        let bars: Vec<Bar> = (0..20)
+            .map(|i| {
+                let close = if i % 2 == 0 { huge } else { -huge };
+                Bar {
+                    time: Utc.timestamp_opt(i * 3600, 0).unwrap(),
+                    open: close,
+                    high: huge,
+                    low: -huge,
+                    close,
+                    volume: dec!(1),
+                }
+            })
+            .collect();
+        assert_eq!(classify_regime(&bars), RegimeTag::Unknown);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_runtime::{Message, ModelRequest, ToolCall, ToolDefinition};
@@ -35,20 +36,20 @@ pub fn tools() -> Vec<ToolDefinition> {
         ToolDefinition {
             name: "get_bars".into(),
             description: "Recent OHLCV bars for a symbol.".into(),
-            parameters: json!({
+            parameters: Arc::new(json!({
                 "type": "object",
                 "properties": {"symbol": {"type": "string"}, "limit": {"type": "integer"}},
                 "required": ["symbol"],
-            }),
+            })),
         },
         ToolDefinition {
             name: "propose_order".into(),
             description: "Propose one order.".into(),
-            parameters: json!({
+            parameters: Arc::new(json!({
                 "type": "object",
                 "properties": {"side": {"type": "string", "enum": ["buy", "sell"]}},
                 "required": ["side"],
-            }),
+            })),
         },
     ]
 }
