@@ -8,9 +8,9 @@
 //! - [`drain_fills`](tick::Broker::drain_fills) reads `userFillsByTime` from a watermark
 //!   ([`FillCursor`]), paging past the exchange's 2000-fill cap, and returns every fill not
 //!   returned before — liquidations and auto-deleveraging included (`liquidation` set) — with
-//!   the exchange's ids (the trade id `tid`). The runner persists the cursor with its state, so
-//!   it survives a restart; it is saved only after the tick is recorded, so it can lag (the
-//!   fills come again and the ledger and the store skip them by id) but never skip a fill;
+//!   the exchange's ids (the trade id `tid`). The runner commits the cursor with its state in
+//!   the tick's own `record_tick` transaction, so it survives a restart and is never ahead of
+//!   the stored fills (fills read again are skipped by id by the ledger and the store);
 //! - [`execute`](tick::Broker::execute) sends a marketable IOC limit order (Hyperliquid has no
 //!   market order: the limit is the mark moved by `max_slippage` against us, rounded to the
 //!   asset's tick, the size rounded toward zero to its lot) with the client order id
