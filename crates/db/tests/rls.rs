@@ -498,7 +498,7 @@ async fn the_runner_state_is_the_service_roles_only() {
 #[tokio::test]
 async fn the_migration_adopts_the_runner_state_table_an_older_runner_created() {
     use sqlx::migrate::Migrate;
-    const RUNNER_STATE_MIGRATION: i64 = 20261205000001;
+    const RUNNER_STATE_MIGRATION: i64 = 20261122000004;
 
     let test_db = db::test_support::pg::TestDatabase::create("agent_db_test_", 4).await;
     let pool = &test_db.pool;

@@ -1,4 +1,4 @@
--- SQLite mirror of postgres/20261205000001_runner_state.sql: the state a runner carries between
+-- SQLite mirror of postgres/20261122000004_runner_state.sql: the state a runner carries between
 -- ticks of a deployment (opaque JSON), written by record_tick in the tick's own transaction and
 -- only forward (tick_at never goes back).
 CREATE TABLE live_runner_state (
