@@ -2,54 +2,22 @@
 //! reflection every 5 trades, every tick persisted to a SQLite file. Reported as ticks/s
 //! (criterion's element throughput).
 
-use std::path::PathBuf;
-use std::sync::Arc;
+#[path = "../tests/common/mod.rs"]
+mod common;
 
-use agent_runtime::{ModelError, builtin_model};
+use agent_runtime::builtin_model;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use execution_engine::PaperBrokerConfig;
-use reflection::resolve_reflection_model;
 use rust_decimal::Decimal;
-use tick::Deployment;
 use tick::backtest::{BacktestInput, register, run_backtest};
-use tools::Preloaded;
-use types::{Interval, Uuid};
-
-fn repo(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(path)
-}
+use types::Interval;
 
 fn input() -> BacktestInput {
-    let bars = market_data::load_bars(&repo("examples/data/EURUSD.csv")).expect("bars");
-    let skill = skill_schema::load_skill(&repo("examples/skills/eurusd-sma-cross.yaml"))
-        .expect("skill")
-        .skill;
-    let mut market = Preloaded::new().with_bars("EURUSD", Interval::H1, bars.clone());
-    for h in skill.context.effective_higher_timeframes() {
-        market.insert_bars("EURUSD", h, market_data::resample(&bars, h));
-    }
-    let reflector = resolve_reflection_model(&skill.context.memory.reflection.model, |id| {
-        builtin_model(id, &skill).ok_or_else(|| ModelError::UnknownModel(id.to_owned()))
-    })
-    .map_err(|e| e.to_string());
-    BacktestInput {
-        deployment: Deployment {
-            user_id: Uuid::from_u128(1),
-            deployment_id: Uuid::from_u128(2),
-            skill_id: Uuid::from_u128(3),
-            skill_version: 1,
-            skill: Arc::new(skill),
-            reflector,
-        },
-        market: Arc::new(market),
-        news: None,
-        events: None,
-        from: None,
-        to: None,
-        broker: PaperBrokerConfig::new(Decimal::from(10_000)),
-    }
+    // The paper broker's default fees and slippage.
+    common::eurusd_input(
+        &common::eurusd(usize::MAX),
+        Decimal::new(45, 1),
+        Decimal::ONE,
+    )
 }
 
 fn full_sim(c: &mut Criterion) {

@@ -2,65 +2,21 @@
 //! (`builtin/sma-cross:10:20`, reflection every 5 closed trades with the statistics reflector):
 //! fills at bar closes, determinism, the reflection acceptance test and point in time.
 
-use std::path::PathBuf;
-use std::sync::Arc;
+mod common;
 
-use agent_runtime::{ModelError, builtin_model, context::short_time};
+use agent_runtime::{builtin_model, context::short_time};
 use chrono::{DateTime, Utc};
 use db::{LedgerStore, NoteScope, NoteStore, Store, TickStore};
-use execution_engine::PaperBrokerConfig;
-use reflection::resolve_reflection_model;
 use rust_decimal::Decimal;
 use tick::backtest::{BacktestInput, BacktestResult, Summary, register, run_backtest};
-use tick::{Deployment, snapshot_id};
-use tools::{Preloaded, fixed};
+use tick::snapshot_id;
+use tools::fixed;
 use types::{Bar, Interval, Uuid};
 
 const LESSONS_HEADER: &str = "Lessons from your recent trades on this skill";
 
-fn repo(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(path)
-}
-
-fn eurusd(n: usize) -> Vec<Bar> {
-    let mut bars = market_data::load_bars(&repo("examples/data/EURUSD.csv")).expect("bars");
-    bars.truncate(n);
-    bars
-}
-
 fn input(bars: &[Bar], fee_bps: Decimal, slippage_bps: Decimal) -> BacktestInput {
-    let skill = skill_schema::load_skill(&repo("examples/skills/eurusd-sma-cross.yaml"))
-        .expect("skill")
-        .skill;
-    let mut market = Preloaded::new().with_bars("EURUSD", Interval::H1, bars.to_vec());
-    for h in skill.context.effective_higher_timeframes() {
-        market.insert_bars("EURUSD", h, market_data::resample(bars, h));
-    }
-    let reflector = resolve_reflection_model(&skill.context.memory.reflection.model, |id| {
-        builtin_model(id, &skill).ok_or_else(|| ModelError::UnknownModel(id.to_owned()))
-    })
-    .map_err(|e| e.to_string());
-    let mut broker = PaperBrokerConfig::new(Decimal::from(10_000));
-    broker.taker_fee_bps = fee_bps;
-    broker.slippage_bps = slippage_bps;
-    BacktestInput {
-        deployment: Deployment {
-            user_id: Uuid::from_u128(1),
-            deployment_id: Uuid::from_u128(2),
-            skill_id: Uuid::from_u128(3),
-            skill_version: 1,
-            skill: Arc::new(skill),
-            reflector,
-        },
-        market: Arc::new(market),
-        news: None,
-        events: None,
-        from: None,
-        to: None,
-        broker,
-    }
+    common::eurusd_input(bars, fee_bps, slippage_bps)
 }
 
 async fn run(input: &BacktestInput) -> (Store, BacktestResult) {
@@ -88,7 +44,7 @@ async fn snapshots(store: &Store, deployment: Uuid) -> Vec<db::DecisionSnapshot>
 
 #[tokio::test]
 async fn with_zero_fee_and_slippage_every_fill_is_exactly_the_bar_close() {
-    let bars = eurusd(300);
+    let bars = common::eurusd(300);
     let input = input(&bars, Decimal::ZERO, Decimal::ZERO);
     let (store, result) = run(&input).await;
     assert_eq!(result.points.len(), 300, "one tick per closed bar");
@@ -141,7 +97,7 @@ async fn with_zero_fee_and_slippage_every_fill_is_exactly_the_bar_close() {
 
 #[tokio::test]
 async fn two_runs_with_the_same_inputs_are_byte_identical() {
-    let bars = eurusd(250);
+    let bars = common::eurusd(250);
     let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
     let (a, ra) = run(&input).await;
     let (b, rb) = run(&input).await;
@@ -166,7 +122,7 @@ async fn two_runs_with_the_same_inputs_are_byte_identical() {
 
 #[tokio::test]
 async fn reflection_every_five_trades_feeds_the_lessons_of_every_later_tick() {
-    let bars = eurusd(400);
+    let bars = common::eurusd(400);
     let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
     let (store, result) = run(&input).await;
     let d = input.deployment.deployment_id;
@@ -257,7 +213,7 @@ fn row(b: &Bar, interval: Interval) -> String {
 
 #[tokio::test]
 async fn no_snapshot_shows_a_bar_that_closed_after_its_tick() {
-    let bars = eurusd(200);
+    let bars = common::eurusd(200);
     let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
     let (store, _) = run(&input).await;
     let d = input.deployment.deployment_id;
@@ -293,7 +249,7 @@ async fn no_snapshot_shows_a_bar_that_closed_after_its_tick() {
 
 #[tokio::test]
 async fn replaying_the_recorded_proposals_reproduces_the_ledger_exactly() {
-    let bars = eurusd(300);
+    let bars = common::eurusd(300);
     let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
     let (store, original) = run(&input).await;
     let d = input.deployment.deployment_id;
@@ -337,7 +293,7 @@ async fn replaying_the_recorded_proposals_reproduces_the_ledger_exactly() {
 
 #[tokio::test]
 async fn the_state_restored_from_the_store_is_the_state_the_run_ended_with() {
-    let bars = eurusd(300);
+    let bars = common::eurusd(300);
     let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
     let store = db::connect("sqlite::memory:").await.expect("store");
     register(&store, &input, serde_json::json!({}), bars[0].time)
@@ -392,7 +348,7 @@ async fn the_state_restored_from_the_store_is_the_state_the_run_ended_with() {
 /// batch is written: the run fails naming it, and every other tick is still in the store.
 #[tokio::test]
 async fn a_tick_another_writer_stored_fails_the_backtest_and_keeps_the_others() {
-    let bars = eurusd(40);
+    let bars = common::eurusd(40);
     let input = input(&bars, Decimal::ZERO, Decimal::ZERO);
     let d = input.deployment.deployment_id;
     let store = db::connect("sqlite::memory:").await.expect("store");

@@ -2,60 +2,24 @@
 //! (`run_tick_carrying`) and reflection off the tick path (`run_due_reflection`, idempotent per
 //! tick time; `load_reflection_state` reads its outcome back).
 
-use std::path::PathBuf;
-use std::sync::Arc;
+mod common;
 
-use agent_runtime::{ModelError, builtin_model};
+use agent_runtime::builtin_model;
 use chrono::{DateTime, Utc};
 use db::{LedgerStore, NoteScope, NoteStore, Store, TickStore};
 use execution_engine::{PaperBroker, PaperBrokerConfig};
-use reflection::resolve_reflection_model;
 use rust_decimal::Decimal;
 use tick::backtest::{BacktestInput, register, run_backtest};
 use tick::{
-    Deployment, DueReflection, ReflectionCheck, ReflectionReport, TickState, load_reflection_state,
+    DueReflection, ReflectionCheck, ReflectionReport, TickState, load_reflection_state,
     restore_state, run_due_reflection, run_tick_carrying,
 };
-use tools::{Preloaded, RunMode, ToolContext};
-use types::{Bar, Interval, Uuid};
-
-fn repo(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(path)
-}
+use tools::{RunMode, ToolContext};
+use types::Interval;
 
 fn input(n: usize) -> BacktestInput {
-    let mut bars: Vec<Bar> =
-        market_data::load_bars(&repo("examples/data/EURUSD.csv")).expect("bars");
-    bars.truncate(n);
-    let skill = skill_schema::load_skill(&repo("examples/skills/eurusd-sma-cross.yaml"))
-        .expect("skill")
-        .skill;
-    let mut market = Preloaded::new().with_bars("EURUSD", Interval::H1, bars.clone());
-    for h in skill.context.effective_higher_timeframes() {
-        market.insert_bars("EURUSD", h, market_data::resample(&bars, h));
-    }
-    let reflector = resolve_reflection_model(&skill.context.memory.reflection.model, |id| {
-        builtin_model(id, &skill).ok_or_else(|| ModelError::UnknownModel(id.to_owned()))
-    })
-    .map_err(|e| e.to_string());
-    BacktestInput {
-        deployment: Deployment {
-            user_id: Uuid::from_u128(1),
-            deployment_id: Uuid::from_u128(2),
-            skill_id: Uuid::from_u128(3),
-            skill_version: 1,
-            skill: Arc::new(skill),
-            reflector,
-        },
-        market: Arc::new(market),
-        news: None,
-        events: None,
-        from: None,
-        to: None,
-        broker: PaperBrokerConfig::new(Decimal::from(10_000)),
-    }
+    // The paper broker's default fees and slippage.
+    common::eurusd_input(&common::eurusd(n), Decimal::new(45, 1), Decimal::ONE)
 }
 
 fn first_close(input: &BacktestInput) -> DateTime<Utc> {

@@ -2,61 +2,23 @@
 //! the bar that closed at its tick, moved against the taker by exactly the slippage, and pays
 //! exactly the fee; equity always equals initial + net realized + unrealized.
 
-use std::path::PathBuf;
-use std::sync::Arc;
+mod common;
 
-use agent_runtime::{ModelError, builtin_model};
-use execution_engine::{PRICE_DP, PaperBrokerConfig, USD_DP};
+use agent_runtime::builtin_model;
+use execution_engine::{PRICE_DP, USD_DP};
 use proptest::prelude::*;
-use reflection::resolve_reflection_model;
 use rust_decimal::{Decimal, RoundingStrategy};
-use tick::Deployment;
-use tick::backtest::{BacktestInput, Summary, register, run_backtest};
-use tools::Preloaded;
-use types::{Bar, Interval, OrderSide, Uuid};
-
-fn repo(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(path)
-}
+use tick::backtest::{Summary, register, run_backtest};
+use types::{Bar, Interval, OrderSide};
 
 fn all_bars() -> Vec<Bar> {
-    market_data::load_bars(&repo("examples/data/EURUSD.csv")).expect("bars")
+    common::eurusd(usize::MAX)
 }
 
 fn backtest(bars: &[Bar], fee: Decimal, slip: Decimal) -> tick::backtest::BacktestResult {
-    let skill = skill_schema::load_skill(&repo("examples/skills/eurusd-sma-cross.yaml"))
-        .expect("skill")
-        .skill;
-    let mut market = Preloaded::new().with_bars("EURUSD", Interval::H1, bars.to_vec());
-    for h in skill.context.effective_higher_timeframes() {
-        market.insert_bars("EURUSD", h, market_data::resample(bars, h));
-    }
-    let reflector = resolve_reflection_model(&skill.context.memory.reflection.model, |id| {
-        builtin_model(id, &skill).ok_or_else(|| ModelError::UnknownModel(id.to_owned()))
-    })
-    .map_err(|e| e.to_string());
-    let model = builtin_model(&skill.model, &skill).expect("model");
-    let mut broker = PaperBrokerConfig::new(Decimal::from(10_000));
-    broker.taker_fee_bps = fee;
-    broker.slippage_bps = slip;
-    let input = BacktestInput {
-        deployment: Deployment {
-            user_id: Uuid::from_u128(1),
-            deployment_id: Uuid::from_u128(2),
-            skill_id: Uuid::from_u128(3),
-            skill_version: 1,
-            skill: Arc::new(skill),
-            reflector,
-        },
-        market: Arc::new(market),
-        news: None,
-        events: None,
-        from: None,
-        to: None,
-        broker,
-    };
+    let input = common::eurusd_input(bars, fee, slip);
+    let skill = &input.deployment.skill;
+    let model = builtin_model(&skill.model, skill).expect("model");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
