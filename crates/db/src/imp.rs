@@ -3,7 +3,8 @@
 //! The SQL is the common subset of PostgreSQL and SQLite (numbered `$n` parameters, `ON CONFLICT`,
 //! `RETURNING`, `NULLS LAST`); the only differences are how values are bound (the `$enc` module:
 //! [`crate::codec::lite`] binds uuid/decimal/time as TEXT, [`crate::codec::pg`] natively) and the
-//! users table's name. Rows are decoded by the shared `*_from_row` functions through
+//! users table's name, and the row-locking clause of the lease claim (`FOR UPDATE SKIP LOCKED` on
+//! PostgreSQL; nothing on SQLite, which has one writer at a time). Rows are decoded by the shared `*_from_row` functions through
 //! [`crate::codec::RowExt`]. Write transactions open with `$begin`: `BEGIN IMMEDIATE` on SQLite
 //! (take the write lock up front, so a read-then-write transaction waits for a concurrent writer
 //! instead of failing with `SQLITE_BUSY`), plain `BEGIN` on PostgreSQL. The `Any` driver is not used: it cannot carry decimals, uuids, times or
@@ -102,7 +103,7 @@ pub(crate) fn validate_tick(tick: &crate::TickRecord) -> Result<(), crate::DbErr
 }
 
 macro_rules! impl_stores {
-    ($store:ty, $db:ty, $enc:ident, $users:literal, $begin:literal) => {
+    ($store:ty, $db:ty, $enc:ident, $users:literal, $begin:literal, $skip_locked:literal) => {
         use std::collections::BTreeSet;
 
         use chrono::{DateTime, Utc};
@@ -290,17 +291,20 @@ macro_rules! impl_stores {
                     });
                 }
                 let limit = check_limit("claim limit", limit, 1000)?;
-                // The outer WHERE repeats the availability test: on PostgreSQL a concurrent
-                // claimer that picked the same row waits for its lock, re-checks, and skips it.
-                let rows = sqlx::query(
+                // On PostgreSQL the due rows are locked `FOR UPDATE SKIP LOCKED`: concurrent
+                // claimers never wait on each other's rows (so they cannot deadlock) and each
+                // row goes to one of them. The outer WHERE repeats the availability test.
+                // SQLite runs the statement alone (one writer at a time).
+                let rows = sqlx::query(concat!(
                     "UPDATE deployments SET lease_owner = $1, lease_expires_at = $3 \
                      WHERE id IN (SELECT id FROM deployments WHERE status = 'active' \
                          AND (next_tick_at IS NULL OR next_tick_at <= $2) \
                          AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
-                         ORDER BY next_tick_at NULLS FIRST, id LIMIT $4) \
-                     AND status = 'active' AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
+                         ORDER BY next_tick_at NULLS FIRST, id LIMIT $4",
+                    $skip_locked,
+                    ") AND status = 'active' AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
                      RETURNING *",
-                )
+                ))
                 .bind(owner)
                 .bind($enc::ts(now))
                 .bind($enc::ts(now + lease_for))

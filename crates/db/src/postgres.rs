@@ -56,4 +56,11 @@ impl PgStore {
     }
 }
 
-crate::imp::impl_stores!(PgStore, sqlx::Postgres, pg, "auth.users", "BEGIN");
+crate::imp::impl_stores!(
+    PgStore,
+    sqlx::Postgres,
+    pg,
+    "auth.users",
+    "BEGIN",
+    " FOR UPDATE SKIP LOCKED"
+);

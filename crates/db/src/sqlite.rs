@@ -76,4 +76,11 @@ impl SqliteStore {
     }
 }
 
-crate::imp::impl_stores!(SqliteStore, sqlx::Sqlite, lite, "users", "BEGIN IMMEDIATE");
+crate::imp::impl_stores!(
+    SqliteStore,
+    sqlx::Sqlite,
+    lite,
+    "users",
+    "BEGIN IMMEDIATE",
+    ""
+);

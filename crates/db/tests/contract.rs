@@ -224,6 +224,50 @@ mod cases {
         ));
     }
 
+    /// Eight runners claim at once, in small bites, from 40 due deployments: no claim fails
+    /// (PostgreSQL locks `FOR UPDATE SKIP LOCKED`, so claimers never wait on each other and
+    /// cannot deadlock) and every deployment goes to exactly one runner.
+    pub async fn concurrent_claimers_split_the_due_deployments<S: Storage + RawSql>(s: &S) {
+        let mut due = Vec::new();
+        for i in 0..40 {
+            let id = seed(s).await.unwrap().deployment.id;
+            s.set_next_tick_at(id, Some(at(i % 3))).await.unwrap();
+            due.push(id);
+        }
+        let lease = chrono::Duration::minutes(5);
+        let mut claimed: Vec<Uuid> = Vec::new();
+        // Rounds of eight concurrent claims of 3 until nothing is left.
+        for _ in 0..10 {
+            let claim = |r: usize| async move {
+                s.claim_due_deployments(&format!("runner-{r}"), at(5), lease, 3)
+                    .await
+            };
+            let (c0, c1, c2, c3, c4, c5, c6, c7) = tokio::join!(
+                claim(0),
+                claim(1),
+                claim(2),
+                claim(3),
+                claim(4),
+                claim(5),
+                claim(6),
+                claim(7)
+            );
+            let results = [c0, c1, c2, c3, c4, c5, c6, c7];
+            let mut round = 0;
+            for r in results {
+                let got = r.expect("a concurrent claim never fails");
+                round += got.len();
+                claimed.extend(got.into_iter().map(|d| d.id));
+            }
+            if round == 0 {
+                break;
+            }
+        }
+        claimed.sort();
+        due.sort();
+        assert_eq!(claimed, due, "each due deployment exactly once");
+    }
+
     pub async fn record_tick_writes_snapshot_fills_trades_and_links<S: Storage + RawSql>(s: &S) {
         let fx = seed(s).await.unwrap();
         let mut t = tick(&fx, 0);
@@ -1336,6 +1380,7 @@ macro_rules! contract {
 contract!(
     registry_round_trip,
     leases_hand_each_due_deployment_to_one_runner,
+    concurrent_claimers_split_the_due_deployments,
     record_tick_writes_snapshot_fills_trades_and_links,
     record_tick_replay_is_a_no_op,
     record_tick_is_all_or_nothing,
@@ -1353,3 +1398,45 @@ contract!(
     database_rejects_a_second_active_note,
     database_rejects_out_of_bounds_text,
 );
+
+/// PostgreSQL only: a claim skips a due row another transaction holds locked (a runner in the
+/// middle of claiming or releasing it) instead of waiting for it — `FOR UPDATE SKIP LOCKED`.
+#[tokio::test]
+async fn postgres_claim_skips_rows_locked_by_another_transaction() {
+    use db::test_support::{at, seed};
+    use db::RegistryStore;
+    use uuid::Uuid;
+
+    let h = crate::common::postgres().await;
+    let s = &h.store;
+    let locked = seed(s).await.unwrap().deployment.id;
+    let free = seed(s).await.unwrap().deployment.id;
+    for id in [locked, free] {
+        s.set_next_tick_at(id, Some(at(0))).await.unwrap();
+    }
+    let mut holder = s.pool().begin().await.unwrap();
+    sqlx::query("SELECT id FROM deployments WHERE id = $1 FOR UPDATE")
+        .bind(locked)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let claimed = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        s.claim_due_deployments("runner-a", at(1), chrono::Duration::minutes(5), 10),
+    )
+    .await
+    .expect("the claim does not wait for the locked row")
+    .unwrap();
+    let ids: Vec<Uuid> = claimed.iter().map(|d| d.id).collect();
+    assert_eq!(ids, vec![free]);
+    holder.rollback().await.unwrap();
+    // Once the lock is gone the row is claimable again.
+    let ids: Vec<Uuid> = s
+        .claim_due_deployments("runner-b", at(1), chrono::Duration::minutes(5), 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(ids, vec![locked]);
+}
