@@ -779,20 +779,23 @@ fn memory_section(heading: &str, body: &str, empty: &str) -> String {
     if lines.peek().is_some_and(|l| l.trim() == heading) {
         lines.next();
     }
-    let lines: Vec<String> = lines
-        .map(str::trim_end)
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            if l.trim_start().starts_with('#') {
-                format!("\\{}", l.trim_start())
-            } else {
-                l.to_owned()
-            }
-        })
-        .collect();
-    if lines.is_empty() {
-        format!("{heading}\n{empty}")
-    } else {
-        format!("{heading}\n{}", lines.join("\n"))
+    let mut out = String::with_capacity(heading.len() + body.len() + 8);
+    out.push_str(heading);
+    let mut any = false;
+    for l in lines.map(str::trim_end).filter(|l| !l.trim().is_empty()) {
+        out.push('\n');
+        // A line of the body cannot pass for a heading of this message.
+        if l.trim_start().starts_with('#') {
+            out.push('\\');
+            out.push_str(l.trim_start());
+        } else {
+            out.push_str(l);
+        }
+        any = true;
     }
+    if !any {
+        out.push('\n');
+        out.push_str(empty);
+    }
+    out
 }
