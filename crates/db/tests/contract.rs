@@ -1403,8 +1403,8 @@ contract!(
 /// middle of claiming or releasing it) instead of waiting for it — `FOR UPDATE SKIP LOCKED`.
 #[tokio::test]
 async fn postgres_claim_skips_rows_locked_by_another_transaction() {
-    use db::test_support::{at, seed};
     use db::RegistryStore;
+    use db::test_support::{at, seed};
     use uuid::Uuid;
 
     let h = crate::common::postgres().await;
