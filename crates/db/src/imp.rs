@@ -293,16 +293,19 @@ macro_rules! impl_stores {
                 let limit = check_limit("claim limit", limit, 1000)?;
                 // On PostgreSQL the due rows are locked `FOR UPDATE SKIP LOCKED`: concurrent
                 // claimers never wait on each other's rows (so they cannot deadlock) and each
-                // row goes to one of them. The outer WHERE repeats the availability test.
-                // SQLite runs the statement alone (one writer at a time).
+                // row goes to one of them. The choice is a MATERIALIZED CTE so it runs once (a
+                // subquery in `IN (...)` may be re-run by the planner and lock more than LIMIT
+                // rows). The UPDATE repeats the availability test. SQLite runs the statement
+                // alone (one writer at a time).
                 let rows = sqlx::query(concat!(
-                    "UPDATE deployments SET lease_owner = $1, lease_expires_at = $3 \
-                     WHERE id IN (SELECT id FROM deployments WHERE status = 'active' \
+                    "WITH due AS MATERIALIZED (SELECT id FROM deployments WHERE status = 'active' \
                          AND (next_tick_at IS NULL OR next_tick_at <= $2) \
                          AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
                          ORDER BY next_tick_at NULLS FIRST, id LIMIT $4",
                     $skip_locked,
-                    ") AND status = 'active' AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
+                    ") UPDATE deployments SET lease_owner = $1, lease_expires_at = $3 \
+                     WHERE id IN (SELECT id FROM due) \
+                     AND status = 'active' AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
                      RETURNING *",
                 ))
                 .bind(owner)

@@ -256,6 +256,7 @@ mod cases {
             let mut round = 0;
             for r in results {
                 let got = r.expect("a concurrent claim never fails");
+                assert!(got.len() <= 3, "a claim of 3 returned {}", got.len());
                 round += got.len();
                 claimed.extend(got.into_iter().map(|d| d.id));
             }
