@@ -720,7 +720,7 @@ where
     let interval = skill.context.bars_interval;
 
     // 1. the broker-authoritative account
-    let portfolio = broker.portfolio(now).await?;
+    let portfolio = checked_account(broker.portfolio(now).await?)?;
     state.risk.observe_equity(portfolio.equity_usd, now);
 
     // Marks, regimes and the bars closed since the last tick, per symbol.
@@ -850,7 +850,7 @@ where
 
     // 5. the ledger: this tick's fills and the positions after them
     let tick_fills = broker.drain_fills().await?;
-    let after = broker.portfolio(now).await?;
+    let after = checked_account(broker.portfolio(now).await?)?;
     let mut proposals = Proposals::new();
     if let Some(p) = &proposal {
         proposals.insert(snapshot_id, ProposalInfo::from(p));
@@ -933,6 +933,15 @@ where
         last_decision,
         reflection,
     })
+}
+
+/// The account as read, or [`BrokerUnavailable`] when its numbers are out of range (sizes ×
+/// prices or equity that overflow): the tick stops before recording anything instead of
+/// panicking on them later (exposure, sizing, the Portfolio section).
+fn checked_account(account: PortfolioSnapshot) -> Result<PortfolioSnapshot, BrokerUnavailable> {
+    tools::check_portfolio(&account)
+        .map(|()| account)
+        .map_err(|e| BrokerUnavailable(format!("the broker's account: {e}")))
 }
 
 /// `later` on top of `earlier`: a row written twice keeps its first position and its latest
