@@ -147,11 +147,6 @@ fn section_body<'a>(text: &'a str, heading: &str) -> Option<&'a str> {
     Some(body.find("\n## ").map_or(body, |end| &body[..end]))
 }
 
-/// The lines of `text` without their `\n`.
-fn lines(text: &str) -> impl Iterator<Item = &str> {
-    text.split_terminator('\n')
-}
-
 /// The `n`th space-separated field of `line`.
 fn field(line: &str, n: usize) -> Option<&str> {
     let mut start = 0;
@@ -172,7 +167,7 @@ fn field(line: &str, n: usize) -> Option<&str> {
 /// higher-timeframe tables are not read). Rows are `time o h l c v`, one space apart.
 fn parse_market(body: &str, out: &mut ParsedContext) {
     let mut in_table = false;
-    for line in lines(body) {
+    for line in body.lines() {
         if let Some(h) = line.strip_prefix("### ") {
             let symbol = field(h, 0).unwrap_or_default().to_owned();
             out.closes.push((symbol, Vec::new()));
