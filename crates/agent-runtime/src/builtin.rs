@@ -124,62 +124,103 @@ pub struct ParsedContext {
 /// [`crate::assemble_context`]. Lines that do not fit the format are skipped.
 #[must_use]
 pub fn parse_context(text: &str) -> ParsedContext {
+    parse_context_last(text, usize::MAX)
+}
+
+/// As [`parse_context`], keeping only the last `keep` closes of each table: the baseline needs
+/// `slow + 1`, and parsing the other rows of a long lookback was most of its cost.
+#[must_use]
+pub fn parse_context_last(text: &str, keep: usize) -> ParsedContext {
     let mut out = ParsedContext::default();
-    if let Some(body) = section_body(text, "Market context") {
-        parse_market(body, &mut out);
+    let mut rest = text;
+    if let Some((body, after)) = section_body(text, "Market context") {
+        parse_market(body, keep, &mut out);
+        // The Portfolio section follows the market: search only what comes after it.
+        rest = after;
     }
-    if let Some(body) = section_body(text, "Portfolio") {
+    if let Some((body, _)) = section_body(rest, "Portfolio") {
         parse_portfolio(body, &mut out);
     }
     out
 }
 
 /// The body of the section headed `## {heading}` (a line of its own), up to the next `## `
-/// heading. Found with substring searches: the other sections are never scanned.
-fn section_body<'a>(text: &'a str, heading: &str) -> Option<&'a str> {
+/// heading, and the text after it. Found with SIMD substring searches: the other sections are
+/// never parsed.
+fn section_body<'a>(text: &'a str, heading: &str) -> Option<(&'a str, &'a str)> {
     let line = format!("## {heading}\n");
     let start = if text.starts_with(&line) {
         line.len()
     } else {
-        text.find(&format!("\n{line}"))? + line.len() + 1
+        find(text, &format!("\n{line}"))? + line.len() + 1
     };
     let body = &text[start..];
-    Some(body.find("\n## ").map_or(body, |end| &body[..end]))
+    Some(find(body, "\n## ").map_or((body, ""), |end| body.split_at(end)))
+}
+
+fn find(haystack: &str, needle: &str) -> Option<usize> {
+    memchr::memmem::find(haystack.as_bytes(), needle.as_bytes())
 }
 
 /// The `n`th space-separated field of `line`.
 fn field(line: &str, n: usize) -> Option<&str> {
-    let mut start = 0;
-    let mut index = 0;
-    for (i, b) in line.bytes().enumerate() {
-        if b == b' ' {
-            if index == n {
-                return line.get(start..i);
-            }
-            index += 1;
-            start = i + 1;
-        }
-    }
-    (index == n).then(|| line.get(start..)).flatten()
+    line.split(' ').nth(n)
 }
 
-/// The closes of each symbol's execution-timeframe table (`### ` headings; the `#### `
-/// higher-timeframe tables are not read). Rows are `time o h l c v`, one space apart.
-fn parse_market(body: &str, out: &mut ParsedContext) {
-    let mut in_table = false;
-    for line in body.lines() {
-        if let Some(h) = line.strip_prefix("### ") {
-            let symbol = field(h, 0).unwrap_or_default().to_owned();
-            out.closes.push((symbol, Vec::new()));
-            in_table = true;
-        } else if line.starts_with('#') || line.is_empty() {
-            in_table = false;
-        } else if in_table && line != BAR_TABLE_HEADER {
-            let close = field(line, 4).map(Decimal::from_str);
-            if let (Some(Ok(close)), Some((_, closes))) = (close, out.closes.last_mut()) {
-                closes.push(close);
-            }
-        }
+/// The last `keep` closes of each symbol's execution-timeframe table (`### ` headings; the
+/// `#### ` higher-timeframe tables are not read). Rows are `time o h l c v`, one space apart
+/// (the close is the fifth of six fields), and a table ends at an empty line or the next
+/// heading.
+fn parse_market(body: &str, keep: usize, out: &mut ParsedContext) {
+    let mut rest = body;
+    loop {
+        let at = if rest.starts_with("### ") {
+            0
+        } else if let Some(i) = find(rest, "\n### ") {
+            i + 1
+        } else {
+            break;
+        };
+        let after = &rest[at + 4..];
+        let (heading, table) = after.split_once('\n').unwrap_or((after, ""));
+        let end = table_end(table);
+        rest = &table[end..];
+        let symbol = field(heading, 0).unwrap_or_default().to_owned();
+        // Newest rows first (only as many as kept), then back to oldest first.
+        let mut closes: Vec<Decimal> = table[..end]
+            .rsplit('\n')
+            .filter_map(close_of_row)
+            .take(keep)
+            .collect();
+        closes.reverse();
+        out.closes.push((symbol, closes));
+    }
+}
+
+/// The close of a `time o h l c v` row; `None` for anything else (the header included).
+fn close_of_row(row: &str) -> Option<Decimal> {
+    if row == BAR_TABLE_HEADER {
+        return None;
+    }
+    let mut fields = row.rsplitn(3, ' ');
+    let (_volume, close, rest) = (fields.next()?, fields.next()?, fields.next()?);
+    // Four fields before the close: time, open, high, low.
+    if rest.bytes().filter(|&b| b == b' ').count() != 3 {
+        return None;
+    }
+    Decimal::from_str(close).ok()
+}
+
+/// The length of a bar table's rows: up to an empty line or a line starting with `#`.
+fn table_end(table: &str) -> usize {
+    if table.is_empty() || table.starts_with('#') || table.starts_with('\n') {
+        return 0;
+    }
+    let blank = find(table, "\n\n");
+    let heading = find(table, "\n#");
+    match (blank, heading) {
+        (Some(a), Some(b)) => a.min(b),
+        (a, b) => a.or(b).unwrap_or(table.len()),
     }
 }
 
@@ -288,7 +329,7 @@ impl SmaCrossModel {
     /// The `propose_order` arguments for a rendered context.
     #[must_use]
     pub fn decide(&self, context: &str) -> String {
-        let parsed = parse_context(context);
+        let parsed = parse_context_last(context, self.slow + 1);
         let label = self.label();
         let first = parsed
             .closes

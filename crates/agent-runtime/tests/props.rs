@@ -5,7 +5,7 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_runtime::builtin::parse_context;
+use agent_runtime::builtin::{parse_context, parse_context_last};
 use agent_runtime::{
     FinishReason, ModelResponse, ScriptedModel, ToolCall, Usage, assemble_context, run_skill,
 };
@@ -56,6 +56,17 @@ proptest! {
         let expected = closed[closed.len().saturating_sub(24)..].to_vec();
         let parsed = parse_context(&a.text);
         prop_assert_eq!(&parsed.closes[0].1, &expected);
+        // The baseline's tail parse reads the same closes, only the last `keep` of them, and the
+        // same portfolio.
+        for keep in [0, 1, 5, 21, usize::MAX] {
+            let tail = parse_context_last(&a.text, keep);
+            prop_assert_eq!(
+                &tail.closes[0].1[..],
+                &expected[expected.len().saturating_sub(keep)..]
+            );
+            prop_assert_eq!(&tail.equity, &parsed.equity);
+            prop_assert_eq!(&tail.positions, &parsed.positions);
+        }
     }
 
     #[test]
