@@ -45,7 +45,7 @@ pub use codec::time_text;
 pub use error::{ConstraintKind, DbError};
 pub use model::{
     BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, FillTradeLink, Forget,
-    NewFact, NewNote, NoteScope, ReflectionRun, RunOutcome, Skill, SkillVersion, StoredFill,
+    JsonText, NewFact, NewNote, NoteScope, ReflectionRun, RunOutcome, Skill, SkillVersion, StoredFill,
     StoredRunnerState, TickOutcome, TickRecord, TokenUsage, User,
 };
 pub use postgres::{POSTGRES_MIGRATOR, PgStore};

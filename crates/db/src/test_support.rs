@@ -121,7 +121,8 @@ pub fn sample_snapshot(deployment_id: Uuid, tick_at: DateTime<Utc>) -> DecisionS
         tick_at,
         system_prompt: "HEADER\nSTRATEGY\nFOOTER".into(),
         context: format!("## Time\n{}\n## Your turn", crate::time_text(tick_at)),
-        steps: serde_json::json!([{"tool": "propose_order", "ok": true}]),
+        steps: crate::JsonText::from_text(r#"[{"tool":"propose_order","ok":true}]"#.to_owned())
+            .expect("literal JSON"),
         proposal: Some(ProposedAction {
             action: OrderAction::OpenLong,
             symbol: "BTC".into(),

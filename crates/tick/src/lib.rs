@@ -58,7 +58,7 @@ use std::sync::Arc;
 use agent_runtime::{LanguageModel, RenderCache, TickOutput, Usage, rates_for};
 use chrono::{DateTime, Utc};
 use db::{
-    DecisionSnapshot, FillTradeLink, LedgerStore, NewNote, NoteStore, ReflectionRun, RunOutcome,
+    DecisionSnapshot, FillTradeLink, JsonText, LedgerStore, NewNote, NoteStore, ReflectionRun, RunOutcome,
     TickOutcome as StoreOutcome, TickRecord, TickStore, TokenUsage,
 };
 use execution_engine::{BrokerError, Order, OrderTag, PaperBroker, RiskState, validate};
@@ -591,6 +591,8 @@ pub enum TickError {
     Record(#[source] db::DbError),
     #[error("serializing the runner state to record with the tick: {0}")]
     CarryState(#[source] serde_json::Error),
+    #[error("serializing the model loop's steps to record with the tick: {0}")]
+    Steps(#[source] serde_json::Error),
 }
 
 /// The decision snapshot id of the tick at `at`: UUID v5 over the deployment and the time.
@@ -876,7 +878,7 @@ where
         tick_at: now,
         system_prompt,
         context: context.text,
-        steps: serde_json::to_value(&run.steps).unwrap_or(serde_json::Value::Null),
+        steps: JsonText::new(&run.steps).map_err(TickError::Steps)?,
         proposal: proposal.clone(),
         verdict: verdict.clone(),
         model: model.id().to_owned(),
