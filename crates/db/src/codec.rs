@@ -37,6 +37,10 @@ pub fn time_text(t: DateTime<Utc>) -> String {
 pub(crate) mod lite {
     use super::{DateTime, Decimal, Utc, Uuid, time_text};
 
+    /// Generated multi-row statements use anonymous `?` parameters: the driver looks a numbered
+    /// one up by name, a linear scan per parameter in SQLite (quadratic in a long `VALUES`).
+    pub const NUMBERED_PARAMS: bool = false;
+
     pub fn id(v: Uuid) -> String {
         v.to_string()
     }
@@ -64,6 +68,9 @@ pub(crate) mod lite {
 /// Encoders for PostgreSQL: native uuid, numeric, timestamptz and text[].
 pub(crate) mod pg {
     use super::{DateTime, Decimal, Utc, Uuid};
+
+    /// PostgreSQL has only numbered `$n` parameters.
+    pub const NUMBERED_PARAMS: bool = true;
 
     pub fn id(v: Uuid) -> Uuid {
         v

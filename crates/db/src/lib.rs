@@ -45,8 +45,8 @@ pub use codec::time_text;
 pub use error::{ConstraintKind, DbError};
 pub use model::{
     BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, FillTradeLink, Forget,
-    JsonText, NewFact, NewNote, NoteScope, ReflectionRun, RunOutcome, Skill, SkillVersion, StoredFill,
-    StoredRunnerState, TickOutcome, TickRecord, TokenUsage, User,
+    JsonText, NewFact, NewNote, NoteScope, ReflectionRun, RunOutcome, Skill, SkillVersion,
+    StoredFill, StoredRunnerState, TickOutcome, TickRecord, TokenUsage, User,
 };
 pub use postgres::{POSTGRES_MIGRATOR, PgStore};
 pub use sqlite::{SQLITE_MIGRATOR, SqliteStore};

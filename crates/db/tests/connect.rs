@@ -26,6 +26,19 @@ async fn a_sqlite_file_is_created_on_first_use_and_keeps_its_data() {
     // Re-opening applies no migration twice and sees the same rows.
     let again = db::connect(&url).await.unwrap();
     assert_eq!(again.get_skill(skill.id).await.unwrap(), skill);
+
+    // A new file has 16 KiB pages (a decision snapshot fits one) and is in WAL mode.
+    let Store::Sqlite(lite) = &again else {
+        unreachable!("matched above")
+    };
+    let pragma = |name: &'static str| async move {
+        sqlx::query_scalar::<_, String>(&format!("SELECT CAST({name} AS TEXT) FROM pragma_{name}"))
+            .fetch_one(lite.pool())
+            .await
+            .unwrap()
+    };
+    assert_eq!(pragma("page_size").await, "16384");
+    assert_eq!(pragma("journal_mode").await, "wal");
 }
 
 #[tokio::test]

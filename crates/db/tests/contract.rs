@@ -672,6 +672,132 @@ mod cases {
         assert_eq!(s.record_ticks(&[]).await.unwrap(), vec![]);
     }
 
+    pub async fn record_ticks_writes_what_tick_by_tick_recording_would<S: Storage + RawSql>(s: &S) {
+        // The same five ticks of one position's life, recorded one by one for deployment a and
+        // as one batch for deployment b: open at 0, excursions move at 1 and 2, a flip at 3
+        // closes the long and opens a short, the short's excursion moves at 4.
+        let script = |fx: &Fixture| {
+            let long = sample_open_trade(fx, at(0));
+            let mut ticks: Vec<TickRecord> = (0..5).map(|m| tick(fx, m)).collect();
+            ticks[0].trades.push(long.clone());
+            ticks[1].trades.push(TradeRecord {
+                mfe_usd: dec!(1.00),
+                mae_usd: dec!(-0.50),
+                ..long.clone()
+            });
+            ticks[2].trades.push(TradeRecord {
+                mfe_usd: dec!(2.00),
+                mae_usd: dec!(-0.50),
+                ..long.clone()
+            });
+            let closed = sample_closed_trade(&long, at(3));
+            let short = TradeRecord {
+                id: Uuid::new_v4(),
+                side: Side::Short,
+                entry_tick_at: at(3),
+                ..sample_open_trade(fx, at(3))
+            };
+            // The opening row listed first: the store writes closing rows first anyway.
+            ticks[3].trades.extend([short.clone(), closed.clone()]);
+            let short_now = TradeRecord {
+                mae_usd: dec!(-1.25),
+                ..short.clone()
+            };
+            ticks[4].trades.push(short_now.clone());
+            (ticks, closed, short_now)
+        };
+        let a = seed(s).await.unwrap();
+        let b = seed(s).await.unwrap();
+        let (ticks_a, closed_a, open_a) = script(&a);
+        let (ticks_b, closed_b, open_b) = script(&b);
+        for t in &ticks_a {
+            s.record_tick(t).await.unwrap();
+        }
+        let outcomes = s.record_ticks(&ticks_b).await.unwrap();
+        assert!(
+            outcomes
+                .iter()
+                .all(|o| matches!(o, TickOutcome::Recorded { .. }))
+        );
+        for (fx, closed, open) in [(&a, &closed_a, &open_a), (&b, &closed_b, &open_b)] {
+            let d = fx.deployment.id;
+            assert_eq!(s.open_trades(d).await.unwrap(), vec![open.clone()]);
+            assert_eq!(
+                s.closed_trades(d, at(10), 10).await.unwrap(),
+                vec![closed.clone()]
+            );
+            // Closed by the tick at minute 3, not by the batch's last tick.
+            assert_eq!(
+                s.count(&format!(
+                    "SELECT COUNT(*) FROM trade_history WHERE CAST(id AS TEXT) = '{}' \
+                     AND closed_at = '{}'",
+                    closed.id,
+                    db::time_text(at(3))
+                ))
+                .await,
+                1
+            );
+            assert_eq!(count_rows(s, "trade_history", d).await, 2);
+        }
+
+        // A batch that writes a row again after one of its ticks closed it writes nothing.
+        let c = seed(s).await.unwrap();
+        let long = sample_open_trade(&c, at(0));
+        let mut t0 = tick(&c, 0);
+        t0.trades.push(sample_closed_trade(&long, at(0)));
+        let mut t1 = tick(&c, 1);
+        t1.trades.push(long);
+        let err = s.record_ticks(&[t0.clone(), t1]).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                DbError::Invalid {
+                    what: "trade_history row",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert_eq!(
+            count_rows(s, "decision_snapshots", c.deployment.id).await,
+            0
+        );
+        assert_eq!(count_rows(s, "trade_history", c.deployment.id).await, 0);
+
+        // Two ticks of one batch at the same time are refused before the database sees them.
+        let mut twin = tick(&c, 0);
+        twin.snapshot.id = Uuid::new_v4();
+        assert!(matches!(
+            s.record_ticks(&[t0, twin]).await,
+            Err(DbError::Invalid {
+                what: "tick batch",
+                ..
+            })
+        ));
+        assert_eq!(
+            count_rows(s, "decision_snapshots", c.deployment.id).await,
+            0
+        );
+
+        // More ticks than one INSERT statement carries: every one is stored, in order.
+        let many: Vec<TickRecord> = (100..300).map(|m| tick(&c, m)).collect();
+        let outcomes = s.record_ticks(&many).await.unwrap();
+        assert_eq!(outcomes.len(), 200);
+        assert!(outcomes.iter().zip(&many).all(|(o, t)| *o
+            == TickOutcome::Recorded {
+                snapshot_id: t.snapshot.id
+            }));
+        assert_eq!(
+            count_rows(s, "decision_snapshots", c.deployment.id).await,
+            200
+        );
+        let replayed = s.record_ticks(&many[150..]).await.unwrap();
+        assert!(replayed.iter().zip(&many[150..]).all(|(o, t)| *o
+            == TickOutcome::AlreadyRecorded {
+                snapshot_id: t.snapshot.id
+            }));
+    }
+
     pub async fn ledger_reads_are_point_in_time<S: Storage + RawSql>(s: &S) {
         let fx = seed(s).await.unwrap();
         let a = sample_open_trade(&fx, at(0));
@@ -1387,6 +1513,7 @@ contract!(
     record_tick_is_all_or_nothing,
     runner_state_commits_with_its_tick_and_never_moves_back,
     record_ticks_is_one_all_or_nothing_batch,
+    record_ticks_writes_what_tick_by_tick_recording_would,
     ledger_reads_are_point_in_time,
     decimals_and_times_round_trip_exactly,
     snapshots_read_back_in_order,

@@ -58,8 +58,8 @@ use std::sync::Arc;
 use agent_runtime::{LanguageModel, RenderCache, TickOutput, Usage, rates_for};
 use chrono::{DateTime, Utc};
 use db::{
-    DecisionSnapshot, FillTradeLink, JsonText, LedgerStore, NewNote, NoteStore, ReflectionRun, RunOutcome,
-    TickOutcome as StoreOutcome, TickRecord, TickStore, TokenUsage,
+    DecisionSnapshot, FillTradeLink, JsonText, LedgerStore, NewNote, NoteStore, ReflectionRun,
+    RunOutcome, TickOutcome as StoreOutcome, TickRecord, TickStore, TokenUsage,
 };
 use execution_engine::{BrokerError, Order, OrderTag, PaperBroker, RiskState, validate};
 use memory_ledger::{FillLeg, LedgerChanges, LedgerState, ProposalInfo, Proposals, TickInput};
