@@ -202,13 +202,19 @@ fn close_of_row(row: &str) -> Option<Decimal> {
     if row == BAR_TABLE_HEADER {
         return None;
     }
-    let mut fields = row.rsplitn(3, ' ');
-    let (_volume, close, rest) = (fields.next()?, fields.next()?, fields.next()?);
-    // Four fields before the close: time, open, high, low.
-    if rest.bytes().filter(|&b| b == b' ').count() != 3 {
+    // Exactly five spaces; the close lies between the fourth and the fifth.
+    let mut spaces = [0_usize; 5];
+    let mut n = 0;
+    for (i, b) in row.bytes().enumerate() {
+        if b == b' ' {
+            *spaces.get_mut(n)? = i;
+            n += 1;
+        }
+    }
+    if n != 5 {
         return None;
     }
-    Decimal::from_str(close).ok()
+    Decimal::from_str(&row[spaces[3] + 1..spaces[4]]).ok()
 }
 
 /// The length of a bar table's rows: up to an empty line or a line starting with `#`.

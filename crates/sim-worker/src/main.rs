@@ -13,6 +13,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc: a backtest tick is mostly small allocations, ≈11% fewer instructions than
+/// glibc's allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Backtest trading-agent skills and inspect exactly what the agent sees.
 #[derive(Debug, Parser)]
 #[command(name = "sim-worker", version, about, long_about = None)]

@@ -1,6 +1,7 @@
 //! The whole backtest of the README: EURUSD, 5,000 hourly bars, `builtin/sma-cross:10:20`,
 //! reflection every 5 trades, every tick persisted to a SQLite file. Reported as ticks/s
-//! (criterion's element throughput).
+//! (criterion's element throughput). With `sim-worker`'s allocator (mimalloc), so the figure is
+//! the binary's.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -10,6 +11,9 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rust_decimal::Decimal;
 use tick::backtest::{BacktestInput, register, run_backtest};
 use types::Interval;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn input() -> BacktestInput {
     // The paper broker's default fees and slippage.
