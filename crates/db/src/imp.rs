@@ -202,16 +202,16 @@ impl<'a> BatchTrades<'a> {
     /// Adds one recorded tick's rows, after the earlier ticks' rows.
     pub(crate) fn add(&mut self, tick: &'a crate::TickRecord) -> Result<(), crate::DbError> {
         for t in closing_first(&tick.trades) {
-            if let Some((_, earlier, _)) = self.last.get(&t.id) {
-                if earlier.status == types::TradeStatus::Closed {
-                    return Err(crate::DbError::Invalid {
-                        what: "trade_history row",
-                        detail: format!(
-                            "{} is closed (closed rows are immutable) or belongs to another deployment",
-                            t.id
-                        ),
-                    });
-                }
+            if let Some((_, earlier, _)) = self.last.get(&t.id)
+                && earlier.status == types::TradeStatus::Closed
+            {
+                return Err(crate::DbError::Invalid {
+                    what: "trade_history row",
+                    detail: format!(
+                        "{} is closed (closed rows are immutable) or belongs to another deployment",
+                        t.id
+                    ),
+                });
             }
             self.last
                 .insert(t.id, (self.next, t, tick.snapshot.tick_at));
