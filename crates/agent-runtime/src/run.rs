@@ -277,7 +277,7 @@ pub async fn run_skill_with(
                     request.messages.push(Message::Tool {
                         call_id: call.id.clone(),
                         name: call.name.clone(),
-                        content: result.to_string(),
+                        content: json_text(&result),
                     });
                     step.tool_calls
                         .push(record(call, ToolOutcome::Ok { result }));
@@ -287,7 +287,7 @@ pub async fn run_skill_with(
                     request.messages.push(Message::Tool {
                         call_id: call.id.clone(),
                         name: call.name.clone(),
-                        content: json!({ "error": message }).to_string(),
+                        content: json_text(&json!({ "error": message })),
                     });
                     step.tool_calls.push(record(
                         call,
@@ -325,6 +325,12 @@ pub async fn run_skill_with(
     }
     // The last allowed step still asked for tools; they ran, and the tick ends here.
     run.finish(model, FinishReason::ToolCalls, None)
+}
+
+/// `value` as compact JSON text: the bytes of its `Display`, written straight into a buffer
+/// rather than through the formatter.
+fn json_text(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| value.to_string())
 }
 
 fn record(call: &crate::model::ToolCall, outcome: ToolOutcome) -> ToolCallRecord {
@@ -365,6 +371,31 @@ impl Loop {
                 finish_reason
             },
             error,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tool message a model reads is the result's `Display` text, byte for byte.
+    #[test]
+    fn json_text_is_the_display_text() {
+        let values = [
+            json!({
+                "status": "recorded",
+                "proposal": {"action": "open_long", "symbol": "BTC", "size_usd": "2500.00",
+                             "reason": "say \"hi\"\n\t\u{7}\u{2028} → é", "confidence": 70,
+                             "stop": null},
+                "note": "Recorded, not executed.",
+            }),
+            json!({"error": "propose_order: reason: must not be blank"}),
+            json!([1, -2.5, 1e300, true, null, "", {}]),
+            json!("plain"),
+        ];
+        for v in values {
+            assert_eq!(json_text(&v), v.to_string());
         }
     }
 }
