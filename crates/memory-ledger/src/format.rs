@@ -217,11 +217,21 @@ pub fn quoted(text: &str) -> String {
     out
 }
 
-/// [`quoted`], written into `out`. Runs of characters that need no escape are copied at once.
+/// [`quoted`], written into `out`. Runs of bytes that need no escape are copied at once.
 pub fn push_quoted(out: &mut String, text: &str) {
     out.push('"');
+    let bytes = text.as_bytes();
     let mut plain = 0;
-    for (i, ch) in text.char_indices() {
+    let mut i = 0;
+    while i < bytes.len() {
+        if !MAY_ESCAPE[usize::from(bytes[i])] {
+            i += 1;
+            continue;
+        }
+        // `i` is a char boundary: every byte that may start an escape is ASCII or a lead byte.
+        let Some(ch) = text[i..].chars().next() else {
+            break;
+        };
         let escaped = match ch {
             '"' => "\\\"",
             '\\' => "\\\\",
@@ -229,7 +239,10 @@ pub fn push_quoted(out: &mut String, text: &str) {
             '\r' => "\\r",
             '\t' => "\\t",
             c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => "",
-            _ => continue,
+            _ => {
+                i += ch.len_utf8();
+                continue;
+            }
         };
         out.push_str(&text[plain..i]);
         if escaped.is_empty() {
@@ -237,11 +250,29 @@ pub fn push_quoted(out: &mut String, text: &str) {
         } else {
             out.push_str(escaped);
         }
-        plain = i + ch.len_utf8();
+        i += ch.len_utf8();
+        plain = i;
     }
     out.push_str(&text[plain..]);
     out.push('"');
 }
+
+/// Bytes that may start a char [`push_quoted`] escapes: ASCII controls, `"`, `\`, DEL, and the
+/// UTF-8 lead bytes of U+0080..=U+009F (`C2`) and U+2028/U+2029 (`E2`).
+const MAY_ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = true;
+        b += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t[0x7f] = true;
+    t[0xc2] = true;
+    t[0xe2] = true;
+    t
+};
 
 #[cfg(test)]
 mod tests {
@@ -404,7 +435,8 @@ mod tests {
         #[test]
         fn durations_and_quotes_format_as_the_reference(
             minutes in any::<i64>(),
-            text in "(\\PC|[\"\\\\\n\r\t\u{0}-\u{1f}\u{7f}-\u{9f}\u{2028}\u{2029}]){0,40}",
+            // Every escaped char, and neighbours sharing their UTF-8 lead bytes (C2, E2) that are not.
+            text in "(\\PC|[\"\\\\\n\r\t\u{0}-\u{1f}\u{7f}-\u{a1}\u{bf}\u{2000}\u{2027}-\u{202a}→\u{2fff}]){0,40}",
         ) {
             prop_assert_eq!(duration_minutes(minutes), reference::duration_minutes(minutes));
             prop_assert_eq!(quoted(&text), reference::quoted(&text));

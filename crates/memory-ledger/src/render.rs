@@ -83,7 +83,8 @@ pub fn render_recent_trades(rows: &[TradeRecord], k: usize, now: DateTime<Utc>) 
     });
     closed.truncate(k.min(MAX_RECENT_TRADES_K));
 
-    let mut out = String::from(RECENT_TRADES_HEADER);
+    let mut out = String::with_capacity(RECENT_TRADES_HEADER.len() + 256 * closed.len() + 128);
+    out.push_str(RECENT_TRADES_HEADER);
     out.push('\n');
     if closed.is_empty() {
         out.push_str("- none: no trade of this skill has closed yet.\n");
@@ -165,7 +166,8 @@ pub fn render_open_positions(
         .collect();
     open.sort_by(|a, b| a.symbol.cmp(&b.symbol).then_with(|| a.id.cmp(&b.id)));
 
-    let mut out = String::from(OPEN_POSITIONS_HEADER);
+    let mut out = String::with_capacity(OPEN_POSITIONS_HEADER.len() + 320 * open.len() + 128);
+    out.push_str(OPEN_POSITIONS_HEADER);
     out.push('\n');
     if open.is_empty() {
         out.push_str("- none: flat on every symbol.\n");
