@@ -521,9 +521,16 @@ fn preloaded_bars_are_the_closed_ones() {
     };
     // The bar opened at now − 1h closes at now; the one opened at now is still open.
     assert_eq!(times(now(), 100), vec![-5, -4, -3, -2, -1]);
-    assert_eq!(times(now() - Duration::seconds(1), 100), vec![-5, -4, -3, -2]);
+    assert_eq!(
+        times(now() - Duration::seconds(1), 100),
+        vec![-5, -4, -3, -2]
+    );
     assert_eq!(times(now() + Duration::hours(1), 3), vec![-2, -1, 0]);
     assert_eq!(times(now(), 0), Vec::<i64>::new());
     assert!(times(DateTime::<Utc>::MIN_UTC, 100).is_empty());
-    assert!(data.bars("ETH", Interval::H1, now(), 10).unwrap().is_empty());
+    assert!(
+        data.bars("ETH", Interval::H1, now(), 10)
+            .unwrap()
+            .is_empty()
+    );
 }
