@@ -341,7 +341,13 @@ pub async fn run_skill_with(
 /// `value` as compact JSON text: the bytes of its `Display`, written straight into a buffer
 /// rather than through the formatter.
 fn json_text(value: &Value) -> String {
-    serde_json::to_string(value).unwrap_or_else(|_| value.to_string())
+    // Room for a typical tool result (a recorded proposal is ~600 bytes), so the buffer is not
+    // regrown three times on the way.
+    let mut buf = Vec::with_capacity(1024);
+    match serde_json::to_writer(&mut buf, value) {
+        Ok(()) => String::from_utf8(buf).unwrap_or_else(|_| value.to_string()),
+        Err(_) => value.to_string(),
+    }
 }
 
 fn record(call: ToolCall, outcome: ToolOutcome) -> ToolCallRecord {
