@@ -9,7 +9,8 @@ use types::ProposedAction;
 
 use crate::cost::estimate_cost;
 use crate::model::{
-    FinishReason, LanguageModel, Message, ModelError, ModelRequest, ToolDefinition, Usage,
+    FinishReason, LanguageModel, Message, ModelError, ModelRequest, ModelResponse, ToolCall,
+    ToolDefinition, Usage,
 };
 
 /// Output-token budget of one model call unless [`RunOptions`] says otherwise.
@@ -177,8 +178,10 @@ pub async fn run_skill_with(
     user_message: &str,
     options: RunOptions,
 ) -> RunResult {
+    let max_steps = skill.max_steps.max(1);
     let mut run = Loop {
-        steps: Vec::new(),
+        // A typical tick's steps; `max_steps` is the skill's to set, so it does not size this.
+        steps: Vec::with_capacity(2),
         texts: Vec::new(),
         usage: Usage::default(),
         proposal: None,
@@ -195,13 +198,17 @@ pub async fn run_skill_with(
     let mut request = ModelRequest {
         model: model_name,
         system: system_prompt.to_owned(),
-        messages: vec![Message::User {
-            content: user_message.to_owned(),
-        }],
+        // The user message, then an assistant turn and a tool result per tool-calling step.
+        messages: {
+            let mut messages = Vec::with_capacity(4);
+            messages.push(Message::User {
+                content: user_message.to_owned(),
+            });
+            messages
+        },
         tools: tool_definitions(&registry),
         max_output_tokens: options.max_output_tokens,
     };
-    let max_steps = skill.max_steps.max(1);
     for index in 0..max_steps {
         let response = match model.generate(&request).await {
             Ok(r) => r,
@@ -216,28 +223,35 @@ pub async fn run_skill_with(
                 );
             }
         };
-        run.usage += response.usage;
-        if let Some(t) = response.text.as_deref().map(str::trim)
+        let ModelResponse {
+            text,
+            tool_calls,
+            finish,
+            usage,
+        } = response;
+        run.usage += usage;
+        if let Some(t) = text.as_deref().map(str::trim)
             && !t.is_empty()
         {
             run.texts.push(t.to_owned());
         }
         let mut step = Step {
             index,
-            text: response.text.clone(),
-            tool_calls: Vec::new(),
-            usage: response.usage,
-            finish: response.finish,
+            text,
+            tool_calls: Vec::with_capacity(tool_calls.len()),
+            usage,
+            finish,
         };
-        if response.tool_calls.is_empty() {
+        if tool_calls.is_empty() {
             run.steps.push(step);
-            return run.finish(model, response.finish, None);
+            return run.finish(model, finish, None);
         }
+        // The conversation keeps a copy of the calls; the step's records take the originals.
         request.messages.push(Message::Assistant {
-            text: response.text.clone(),
-            tool_calls: response.tool_calls.clone(),
+            text: step.text.clone(),
+            tool_calls: tool_calls.clone(),
         });
-        for call in &response.tool_calls {
+        for call in tool_calls {
             let args = if call.arguments.trim().is_empty() {
                 Ok(json!({}))
             } else {
@@ -247,6 +261,12 @@ pub async fn run_skill_with(
                 Ok(v) => v,
                 Err(e) => {
                     let message = e.to_string();
+                    let error = RunError::MalformedArguments {
+                        step: index,
+                        tool: call.name.clone(),
+                        call_id: call.id.clone(),
+                        message: message.clone(),
+                    };
                     step.tool_calls.push(record(
                         call,
                         ToolOutcome::Error {
@@ -255,16 +275,7 @@ pub async fn run_skill_with(
                         },
                     ));
                     run.steps.push(step);
-                    return run.finish(
-                        model,
-                        FinishReason::Error,
-                        Some(RunError::MalformedArguments {
-                            step: index,
-                            tool: call.name.clone(),
-                            call_id: call.id.clone(),
-                            message,
-                        }),
-                    );
+                    return run.finish(model, FinishReason::Error, Some(error));
                 }
             };
             match registry.call(&call.name, args) {
@@ -277,7 +288,7 @@ pub async fn run_skill_with(
                     request.messages.push(Message::Tool {
                         call_id: call.id.clone(),
                         name: call.name.clone(),
-                        content: result.to_string(),
+                        content: json_text(&result),
                     });
                     step.tool_calls
                         .push(record(call, ToolOutcome::Ok { result }));
@@ -287,7 +298,7 @@ pub async fn run_skill_with(
                     request.messages.push(Message::Tool {
                         call_id: call.id.clone(),
                         name: call.name.clone(),
-                        content: json!({ "error": message }).to_string(),
+                        content: json_text(&json!({ "error": message })),
                     });
                     step.tool_calls.push(record(
                         call,
@@ -327,11 +338,23 @@ pub async fn run_skill_with(
     run.finish(model, FinishReason::ToolCalls, None)
 }
 
-fn record(call: &crate::model::ToolCall, outcome: ToolOutcome) -> ToolCallRecord {
+/// `value` as compact JSON text: the bytes of its `Display`, written straight into a buffer
+/// rather than through the formatter.
+fn json_text(value: &Value) -> String {
+    // Room for a typical tool result (a recorded proposal is ~600 bytes), so the buffer is not
+    // regrown three times on the way.
+    let mut buf = Vec::with_capacity(1024);
+    match serde_json::to_writer(&mut buf, value) {
+        Ok(()) => String::from_utf8(buf).unwrap_or_else(|_| value.to_string()),
+        Err(_) => value.to_string(),
+    }
+}
+
+fn record(call: ToolCall, outcome: ToolOutcome) -> ToolCallRecord {
     ToolCallRecord {
-        id: call.id.clone(),
-        name: call.name.clone(),
-        arguments: call.arguments.clone(),
+        id: call.id,
+        name: call.name,
+        arguments: call.arguments,
         outcome,
     }
 }
@@ -365,6 +388,31 @@ impl Loop {
                 finish_reason
             },
             error,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tool message a model reads is the result's `Display` text, byte for byte.
+    #[test]
+    fn json_text_is_the_display_text() {
+        let values = [
+            json!({
+                "status": "recorded",
+                "proposal": {"action": "open_long", "symbol": "BTC", "size_usd": "2500.00",
+                             "reason": "say \"hi\"\n\t\u{7}\u{2028} → é", "confidence": 70,
+                             "stop": null},
+                "note": "Recorded, not executed.",
+            }),
+            json!({"error": "propose_order: reason: must not be blank"}),
+            json!([1, -2.5, 1e300, true, null, "", {}]),
+            json!("plain"),
+        ];
+        for v in values {
+            assert_eq!(json_text(&v), v.to_string());
         }
     }
 }

@@ -699,7 +699,7 @@ impl PaperBroker {
     /// The broker-authoritative portfolio at `at`, positions ordered by symbol.
     #[must_use]
     pub fn snapshot(&self, at: DateTime<Utc>) -> PortfolioSnapshot {
-        let positions = self
+        let positions: Vec<Position> = self
             .positions
             .iter()
             .map(|(symbol, pos)| Position {
@@ -714,9 +714,16 @@ impl PaperBroker {
                 margin_usd: round_usd(pos.margin_usd),
             })
             .collect();
+        // `equity_usd()` from the unrealized PnL just computed: the same terms in the same
+        // order (by symbol), without pricing every position twice.
+        let unrealized = positions
+            .iter()
+            .map(|p| p.unrealized_pnl_usd)
+            .sum::<Decimal>()
+            .normalize();
         PortfolioSnapshot {
             at,
-            equity_usd: self.equity_usd(),
+            equity_usd: (self.cash_usd + unrealized).normalize(),
             available_margin_usd: self.available_margin_usd(),
             positions,
             realized_pnl_usd: self.realized_pnl_usd,

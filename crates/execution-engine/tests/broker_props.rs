@@ -115,6 +115,8 @@ proptest! {
             }
 
             let s = b.snapshot(at);
+            // The snapshot's equity is `equity_usd()`, digit for digit (it is stored and shown).
+            prop_assert_eq!(s.equity_usd.to_string(), b.equity_usd().to_string());
             let unrealized: Decimal = s.positions.iter().map(|p| p.unrealized_pnl_usd).sum();
             // equity == initial + realized − fees + unrealized, exactly.
             prop_assert_eq!(

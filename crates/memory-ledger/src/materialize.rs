@@ -1,5 +1,7 @@
 //! The materializer: fills and broker positions → `trade_history` rows.
 
+use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
@@ -218,16 +220,22 @@ fn overflow(symbol: &str, what: &'static str) -> impl FnOnce() -> LedgerError {
 /// with `…`. Leading/trailing whitespace is trimmed; an empty reason becomes `None`.
 #[must_use]
 pub fn bound_reason(reason: &str) -> Option<String> {
+    bounded_reason(reason).map(Cow::into_owned)
+}
+
+/// [`bound_reason`], borrowing `reason` when it needs no cut.
+pub(crate) fn bounded_reason(reason: &str) -> Option<Cow<'_, str>> {
     let trimmed = reason.trim();
     if trimmed.is_empty() {
         return None;
     }
-    if trimmed.chars().count() <= REASON_MAX_CHARS {
-        return Some(trimmed.to_owned());
+    // At most one char per byte: short text needs no count.
+    if trimmed.len() <= REASON_MAX_CHARS || trimmed.chars().count() <= REASON_MAX_CHARS {
+        return Some(Cow::Borrowed(trimmed));
     }
     let mut out: String = trimmed.chars().take(REASON_MAX_CHARS - 1).collect();
     out.push('…');
-    Some(out)
+    Some(Cow::Owned(out))
 }
 
 /// Deterministic row id: UUID v5 in the deployment's namespace over `symbol` and the key of the
@@ -275,8 +283,10 @@ fn validate_fill(index: usize, f: &Fill) -> Result<(), LedgerError> {
 }
 
 fn validate_positions(positions: &[Position]) -> Result<(), LedgerError> {
+    // A few positions (the usual case) are compared pairwise: no set to build.
+    const FEW: usize = 16;
     let mut seen = HashSet::new();
-    for p in positions {
+    for (i, p) in positions.iter().enumerate() {
         if p.qty <= Decimal::ZERO {
             return Err(LedgerError::NonPositivePositionQty {
                 symbol: p.symbol.clone(),
@@ -292,7 +302,12 @@ fn validate_positions(positions: &[Position]) -> Result<(), LedgerError> {
                 });
             }
         }
-        if !seen.insert(p.symbol.as_str()) {
+        let duplicate = if positions.len() <= FEW {
+            positions[..i].iter().any(|q| q.symbol == p.symbol)
+        } else {
+            !seen.insert(p.symbol.as_str())
+        };
+        if duplicate {
             return Err(LedgerError::DuplicatePosition {
                 symbol: p.symbol.clone(),
             });
@@ -310,6 +325,11 @@ fn closed_bars_since(
 ) -> impl Iterator<Item = &Bar> {
     bars.iter()
         .filter(move |b| b.time >= since && b.close_time(interval) <= at)
+}
+
+/// The key of rows a reconciliation opens at `at` (`broker@<RFC 3339>`), formatted once.
+fn broker_key(cell: &OnceCell<String>, at: DateTime<Utc>) -> &str {
+    cell.get_or_init(|| format!("broker@{}", at.to_rfc3339()))
 }
 
 /// MFE/MAE update of one open row from one bar, with the row's current entry and open qty.
@@ -457,8 +477,7 @@ impl LedgerState {
         let mut touched = Touched::default();
 
         // 1. Excursions of the rows open before this tick's fills.
-        let before: Vec<String> = self.open.keys().cloned().collect();
-        self.bars_pass(&before, &input, &mut touched)?;
+        self.bars_pass(false, &input, &mut touched)?;
 
         // 2. Fills.
         for f in fresh {
@@ -466,31 +485,35 @@ impl LedgerState {
         }
 
         // 3. Excursions of the rows opened by this tick's fills (only bars after their entry).
-        let new_rows: Vec<String> = self
-            .open
-            .iter()
-            .filter(|(_, r)| touched.inserted.contains(&r.id))
-            .map(|(s, _)| s.clone())
-            .collect();
-        self.bars_pass(&new_rows, &input, &mut touched)?;
+        self.bars_pass(true, &input, &mut touched)?;
 
         // 4. Reconcile against the broker.
         self.reconcile(&input, &mut touched)?;
 
-        // 5. Remember mark and liquidation price for the next tick.
-        self.broker = input
-            .positions
-            .iter()
-            .map(|p| {
-                (
-                    p.symbol.clone(),
-                    BrokerSeen {
-                        mark: p.mark_price,
-                        liquidation_price: p.liquidation_price,
-                    },
-                )
-            })
-            .collect();
+        // 5. Remember mark and liquidation price for the next tick (in place when the broker
+        // holds the same symbols as last tick; symbols are unique, see `validate_positions`).
+        let seen = |p: &Position| BrokerSeen {
+            mark: p.mark_price,
+            liquidation_price: p.liquidation_price,
+        };
+        let same_symbols = self.broker.len() == input.positions.len()
+            && input
+                .positions
+                .iter()
+                .all(|p| self.broker.contains_key(&p.symbol));
+        if same_symbols {
+            for p in input.positions {
+                if let Some(b) = self.broker.get_mut(&p.symbol) {
+                    *b = seen(p);
+                }
+            }
+        } else {
+            self.broker = input
+                .positions
+                .iter()
+                .map(|p| (p.symbol.clone(), seen(p)))
+                .collect();
+        }
         Ok(touched.finish(&self.open))
     }
 
@@ -517,15 +540,19 @@ impl LedgerState {
         Ok(fresh)
     }
 
+    /// MFE/MAE of the open rows (by symbol) from the tick's bars; `only_inserted`: just the rows
+    /// this call opened.
     fn bars_pass(
         &mut self,
-        symbols: &[String],
+        only_inserted: bool,
         input: &TickInput<'_>,
         touched: &mut Touched,
     ) -> Result<(), LedgerError> {
-        for symbol in symbols {
-            let (Some(row), Some(bars)) = (self.open.get_mut(symbol), input.bars.get(symbol))
-            else {
+        for (symbol, row) in &mut self.open {
+            if only_inserted && !touched.inserted.contains(&row.id) {
+                continue;
+            }
+            let Some(bars) = input.bars.get(symbol) else {
                 continue;
             };
             let (mfe, mae) = (row.mfe_usd, row.mae_usd);
@@ -695,19 +722,23 @@ impl LedgerState {
         input: &TickInput<'_>,
         touched: &mut Touched,
     ) -> Result<(), LedgerError> {
-        let positions: BTreeMap<&str, &Position> = input
-            .positions
-            .iter()
-            .map(|p| (p.symbol.as_str(), p))
-            .collect();
-        let key = format!("broker@{}", input.at.to_rfc3339());
+        // By symbol (symbols are unique, see `validate_positions`).
+        let mut positions: Vec<&Position> = input.positions.iter().collect();
+        positions.sort_unstable_by(|a, b| a.symbol.cmp(&b.symbol));
+        let has_position = |symbol: &str| {
+            positions
+                .binary_search_by(|p| p.symbol.as_str().cmp(symbol))
+                .is_ok()
+        };
+        // Formatted only when a reconciliation step needs it.
+        let key = OnceCell::new();
         let no_proposals = Proposals::new();
 
         // Rows the broker no longer has: vanished without a fill of ours.
         let vanished: Vec<String> = self
             .open
             .keys()
-            .filter(|s| !positions.contains_key(s.as_str()))
+            .filter(|s| !has_position(s))
             .cloned()
             .collect();
         for symbol in vanished {
@@ -743,7 +774,7 @@ impl LedgerState {
             };
             let ex = Exec {
                 fill_id: None,
-                open_key: &key,
+                open_key: broker_key(&key, input.at),
                 side: row.side.opposite().opening_order(),
                 qty: row.open_qty,
                 price,
@@ -759,11 +790,15 @@ impl LedgerState {
         }
 
         // Positions the fills do not explain.
-        for (symbol, pos) in positions {
+        for pos in positions {
+            let symbol = pos.symbol.as_str();
             let row = self.open.get(symbol);
+            if row.is_some_and(|row| row.side == pos.side && row.open_qty == pos.qty) {
+                continue;
+            }
             let opening = Exec {
                 fill_id: None,
-                open_key: &key,
+                open_key: broker_key(&key, input.at),
                 side: pos.side.opening_order(),
                 qty: pos.qty,
                 price: pos.entry_price,

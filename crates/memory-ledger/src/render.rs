@@ -4,12 +4,12 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, Timelike, Utc};
 use rust_decimal::Decimal;
 use types::{CloseKind, TradeRecord, TradeStatus};
 
 use crate::format;
-use crate::materialize::bound_reason;
+use crate::materialize::bounded_reason;
 
 /// Header of the closed-trades section.
 pub const RECENT_TRADES_HEADER: &str = "## Recent trades on this skill (closed)";
@@ -20,11 +20,44 @@ pub const MAX_RECENT_TRADES_K: usize = 30;
 
 const TIME_FMT: &str = "%Y-%m-%dT%H:%M";
 
-fn reason_text(reason: Option<&str>) -> String {
-    match reason.and_then(bound_reason) {
-        Some(r) => format::quoted(&r),
-        None => "(no reason recorded)".to_owned(),
+/// The reason as quoted data, or `(no reason recorded)`.
+fn push_reason(out: &mut String, reason: Option<&str>) {
+    match reason.and_then(bounded_reason) {
+        Some(r) => format::push_quoted(out, &r),
+        None => out.push_str("(no reason recorded)"),
     }
+}
+
+/// Two digits of `n` (`n` < 100).
+fn push_2(out: &mut String, n: u32) {
+    out.push(char::from(b'0' + (n / 10 % 10) as u8));
+    out.push(char::from(b'0' + (n % 10) as u8));
+}
+
+/// `t` as `TIME_FMT` (`with_date`) or `%H:%M`, as chrono formats them.
+fn push_time(out: &mut String, t: DateTime<Utc>, with_date: bool) {
+    if with_date {
+        let year = t.year();
+        match u32::try_from(year) {
+            Ok(y) if y <= 9999 => {
+                push_2(out, y / 100);
+                push_2(out, y % 100);
+                out.push('-');
+                push_2(out, t.month());
+                out.push('-');
+                push_2(out, t.day());
+                out.push('T');
+            }
+            // chrono signs and widens years outside 0..=9999.
+            _ => {
+                let _ = write!(out, "{}", t.format(TIME_FMT));
+                return;
+            }
+        }
+    }
+    push_2(out, t.hour());
+    out.push(':');
+    push_2(out, t.minute());
 }
 
 /// "## Recent trades on this skill (closed)": at most `k` (capped at [`MAX_RECENT_TRADES_K`])
@@ -50,7 +83,8 @@ pub fn render_recent_trades(rows: &[TradeRecord], k: usize, now: DateTime<Utc>) 
     });
     closed.truncate(k.min(MAX_RECENT_TRADES_K));
 
-    let mut out = String::from(RECENT_TRADES_HEADER);
+    let mut out = String::with_capacity(RECENT_TRADES_HEADER.len() + 256 * closed.len() + 128);
+    out.push_str(RECENT_TRADES_HEADER);
     out.push('\n');
     if closed.is_empty() {
         out.push_str("- none: no trade of this skill has closed yet.\n");
@@ -59,40 +93,56 @@ pub fn render_recent_trades(rows: &[TradeRecord], k: usize, now: DateTime<Utc>) 
     out.push_str("(times UTC; newest entry first; PnL gross of fees, % of entry notional)\n");
     for r in closed {
         let exit_at = r.exit_tick_at.unwrap_or(r.entry_tick_at);
-        let exit_fmt = if exit_at.date_naive() == r.entry_tick_at.date_naive() {
-            "%H:%M"
-        } else {
-            TIME_FMT
-        };
-        let _ = write!(
-            out,
-            "- {} → {} {} {} {} @ {} → {} {}",
-            r.entry_tick_at.format(TIME_FMT),
-            exit_at.format(exit_fmt),
-            r.symbol,
-            r.side,
-            format::usd(r.entry_size_usd),
-            format::price(r.entry_price),
-            r.exit_price.map_or_else(|| "?".to_owned(), format::price),
-            format::signed_usd(r.realized_pnl_usd),
+        out.push_str("- ");
+        push_time(&mut out, r.entry_tick_at, true);
+        out.push_str(" → ");
+        push_time(
+            &mut out,
+            exit_at,
+            exit_at.date_naive() != r.entry_tick_at.date_naive(),
         );
-        if let Some(pct) = format::percent(r.realized_pnl_usd, r.entry_size_usd) {
-            let _ = write!(out, " ({pct})");
+        out.push(' ');
+        out.push_str(&r.symbol);
+        out.push(' ');
+        out.push_str(r.side.as_str());
+        out.push(' ');
+        format::push_usd(&mut out, r.entry_size_usd);
+        out.push_str(" @ ");
+        format::push_price(&mut out, r.entry_price);
+        out.push_str(" → ");
+        match r.exit_price {
+            Some(p) => format::push_price(&mut out, p),
+            None => out.push('?'),
+        }
+        out.push(' ');
+        format::push_signed_usd(&mut out, r.realized_pnl_usd);
+        let before = out.len();
+        out.push_str(" (");
+        if format::push_percent(&mut out, r.realized_pnl_usd, r.entry_size_usd) {
+            out.push(')');
+        } else {
+            out.truncate(before);
         }
         if !r.fees_usd.is_zero() {
-            let _ = write!(out, " fees {}", format::usd(r.fees_usd));
+            out.push_str(" fees ");
+            format::push_usd(&mut out, r.fees_usd);
         }
         let minutes = r
             .holding_minutes
             .map_or(0, |m| m.trunc().try_into().unwrap_or(i64::MAX));
-        let _ = write!(out, " {}", format::duration_minutes(minutes));
+        out.push(' ');
+        format::push_duration_minutes(&mut out, minutes);
         match r.close_kind {
             Some(CloseKind::Signal) | None => {}
             Some(kind) => {
-                let _ = write!(out, " [{kind}]");
+                out.push_str(" [");
+                out.push_str(kind.as_str());
+                out.push(']');
             }
         }
-        let _ = writeln!(out, " {}", reason_text(r.entry_reason.as_deref()));
+        out.push(' ');
+        push_reason(&mut out, r.entry_reason.as_deref());
+        out.push('\n');
     }
     out
 }
@@ -116,7 +166,8 @@ pub fn render_open_positions(
         .collect();
     open.sort_by(|a, b| a.symbol.cmp(&b.symbol).then_with(|| a.id.cmp(&b.id)));
 
-    let mut out = String::from(OPEN_POSITIONS_HEADER);
+    let mut out = String::with_capacity(OPEN_POSITIONS_HEADER.len() + 320 * open.len() + 128);
+    out.push_str(OPEN_POSITIONS_HEADER);
     out.push('\n');
     if open.is_empty() {
         out.push_str("- none: flat on every symbol.\n");
@@ -127,14 +178,14 @@ pub fn render_open_positions(
             .open_qty
             .checked_mul(r.entry_price)
             .unwrap_or(r.entry_size_usd);
-        let _ = write!(
-            out,
-            "- {} {} {} @ {}",
-            r.symbol,
-            r.side,
-            format::usd(size),
-            format::price(r.entry_price)
-        );
+        out.push_str("- ");
+        out.push_str(&r.symbol);
+        out.push(' ');
+        out.push_str(r.side.as_str());
+        out.push(' ');
+        format::push_usd(&mut out, size);
+        out.push_str(" @ ");
+        format::push_price(&mut out, r.entry_price);
         match marks.get(&r.symbol) {
             Some(mark) => {
                 let upnl = r
@@ -142,29 +193,304 @@ pub fn render_open_positions(
                     .sign()
                     .checked_mul(*mark - r.entry_price)
                     .and_then(|d| d.checked_mul(r.open_qty));
-                let _ = write!(out, " mark={}", format::price(*mark));
+                out.push_str(" mark=");
+                format::push_price(&mut out, *mark);
                 if let Some(upnl) = upnl {
-                    let _ = write!(out, " uPnL={}", format::signed_usd(upnl));
+                    out.push_str(" uPnL=");
+                    format::push_signed_usd(&mut out, upnl);
                 }
             }
             None => out.push_str(" mark=n/a"),
         }
-        let _ = write!(
-            out,
-            " MFE={} / MAE={}",
-            format::signed_usd(r.mfe_usd),
-            format::signed_usd(r.mae_usd)
-        );
+        out.push_str(" MFE=");
+        format::push_signed_usd(&mut out, r.mfe_usd);
+        out.push_str(" / MAE=");
+        format::push_signed_usd(&mut out, r.mae_usd);
         if !r.realized_pnl_usd.is_zero() {
-            let _ = write!(out, " realized={}", format::signed_usd(r.realized_pnl_usd));
+            out.push_str(" realized=");
+            format::push_signed_usd(&mut out, r.realized_pnl_usd);
         }
         let held = (now - r.entry_tick_at).num_minutes();
-        let _ = writeln!(
-            out,
-            " held {} {}",
-            format::duration_minutes(held),
-            reason_text(r.entry_reason.as_deref())
-        );
+        out.push_str(" held ");
+        format::push_duration_minutes(&mut out, held);
+        out.push(' ');
+        push_reason(&mut out, r.entry_reason.as_deref());
+        out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+    use proptest::prelude::*;
+    use rust_decimal_macros::dec;
+    use types::{Side, Uuid};
+
+    use super::*;
+    use crate::materialize::bound_reason;
+
+    /// The sections as first written (`write!` of the `format` functions' Strings, chrono's
+    /// `format`): the functions above must give the same bytes.
+    mod reference {
+        use std::collections::BTreeMap;
+        use std::fmt::Write as _;
+
+        use chrono::{DateTime, Utc};
+        use rust_decimal::Decimal;
+        use types::{CloseKind, TradeRecord, TradeStatus};
+
+        use super::super::{
+            MAX_RECENT_TRADES_K, OPEN_POSITIONS_HEADER, RECENT_TRADES_HEADER, TIME_FMT,
+        };
+        use super::bound_reason;
+        use crate::format;
+
+        fn reason_text(reason: Option<&str>) -> String {
+            match reason.and_then(bound_reason) {
+                Some(r) => format::quoted(&r),
+                None => "(no reason recorded)".to_owned(),
+            }
+        }
+
+        pub fn recent(rows: &[TradeRecord], k: usize, now: DateTime<Utc>) -> String {
+            let mut closed: Vec<&TradeRecord> = rows
+                .iter()
+                .filter(|r| {
+                    r.status == TradeStatus::Closed && r.exit_tick_at.is_some_and(|t| t <= now)
+                })
+                .collect();
+            closed.sort_by(|a, b| {
+                b.entry_tick_at
+                    .cmp(&a.entry_tick_at)
+                    .then_with(|| a.symbol.cmp(&b.symbol))
+                    .then_with(|| a.id.cmp(&b.id))
+            });
+            closed.truncate(k.min(MAX_RECENT_TRADES_K));
+            let mut out = String::from(RECENT_TRADES_HEADER);
+            out.push('\n');
+            if closed.is_empty() {
+                out.push_str("- none: no trade of this skill has closed yet.\n");
+                return out;
+            }
+            out.push_str(
+                "(times UTC; newest entry first; PnL gross of fees, % of entry notional)\n",
+            );
+            for r in closed {
+                let exit_at = r.exit_tick_at.unwrap_or(r.entry_tick_at);
+                let exit_fmt = if exit_at.date_naive() == r.entry_tick_at.date_naive() {
+                    "%H:%M"
+                } else {
+                    TIME_FMT
+                };
+                let _ = write!(
+                    out,
+                    "- {} → {} {} {} {} @ {} → {} {}",
+                    r.entry_tick_at.format(TIME_FMT),
+                    exit_at.format(exit_fmt),
+                    r.symbol,
+                    r.side,
+                    format::usd(r.entry_size_usd),
+                    format::price(r.entry_price),
+                    r.exit_price.map_or_else(|| "?".to_owned(), format::price),
+                    format::signed_usd(r.realized_pnl_usd),
+                );
+                if let Some(pct) = format::percent(r.realized_pnl_usd, r.entry_size_usd) {
+                    let _ = write!(out, " ({pct})");
+                }
+                if !r.fees_usd.is_zero() {
+                    let _ = write!(out, " fees {}", format::usd(r.fees_usd));
+                }
+                let minutes = r
+                    .holding_minutes
+                    .map_or(0, |m| m.trunc().try_into().unwrap_or(i64::MAX));
+                let _ = write!(out, " {}", format::duration_minutes(minutes));
+                match r.close_kind {
+                    Some(CloseKind::Signal) | None => {}
+                    Some(kind) => {
+                        let _ = write!(out, " [{kind}]");
+                    }
+                }
+                let _ = writeln!(out, " {}", reason_text(r.entry_reason.as_deref()));
+            }
+            out
+        }
+
+        pub fn open(
+            rows: &[TradeRecord],
+            marks: &BTreeMap<String, Decimal>,
+            now: DateTime<Utc>,
+        ) -> String {
+            let mut open: Vec<&TradeRecord> = rows
+                .iter()
+                .filter(|r| r.status == TradeStatus::Open && r.entry_tick_at <= now)
+                .collect();
+            open.sort_by(|a, b| a.symbol.cmp(&b.symbol).then_with(|| a.id.cmp(&b.id)));
+            let mut out = String::from(OPEN_POSITIONS_HEADER);
+            out.push('\n');
+            if open.is_empty() {
+                out.push_str("- none: flat on every symbol.\n");
+                return out;
+            }
+            for r in open {
+                let size = r
+                    .open_qty
+                    .checked_mul(r.entry_price)
+                    .unwrap_or(r.entry_size_usd);
+                let _ = write!(
+                    out,
+                    "- {} {} {} @ {}",
+                    r.symbol,
+                    r.side,
+                    format::usd(size),
+                    format::price(r.entry_price)
+                );
+                match marks.get(&r.symbol) {
+                    Some(mark) => {
+                        let upnl = r
+                            .side
+                            .sign()
+                            .checked_mul(*mark - r.entry_price)
+                            .and_then(|d| d.checked_mul(r.open_qty));
+                        let _ = write!(out, " mark={}", format::price(*mark));
+                        if let Some(upnl) = upnl {
+                            let _ = write!(out, " uPnL={}", format::signed_usd(upnl));
+                        }
+                    }
+                    None => out.push_str(" mark=n/a"),
+                }
+                let _ = write!(
+                    out,
+                    " MFE={} / MAE={}",
+                    format::signed_usd(r.mfe_usd),
+                    format::signed_usd(r.mae_usd)
+                );
+                if !r.realized_pnl_usd.is_zero() {
+                    let _ = write!(out, " realized={}", format::signed_usd(r.realized_pnl_usd));
+                }
+                let held = (now - r.entry_tick_at).num_minutes();
+                let _ = writeln!(
+                    out,
+                    " held {} {}",
+                    format::duration_minutes(held),
+                    reason_text(r.entry_reason.as_deref())
+                );
+            }
+            out
+        }
+    }
+
+    fn money() -> impl Strategy<Value = Decimal> {
+        prop_oneof![
+            Just(Decimal::ZERO),
+            (-10_000_000_000i64..10_000_000_000, 0u32..=10).prop_map(|(m, s)| Decimal::new(m, s)),
+            (any::<i64>(), 0u32..=20).prop_map(|(m, s)| Decimal::new(m, s)),
+        ]
+    }
+
+    /// Minutes around 2026, and a few instants outside chrono's 4-digit years.
+    fn instant() -> impl Strategy<Value = DateTime<Utc>> {
+        prop_oneof![
+            8 => (-2_000_000i64..2_000_000).prop_map(|m| {
+                Utc.with_ymd_and_hms(2026, 6, 4, 10, 0, 0).unwrap() + chrono::Duration::minutes(m)
+            }),
+            1 => Just(Utc.with_ymd_and_hms(-12, 1, 2, 3, 4, 0).unwrap()),
+            1 => Just(Utc.with_ymd_and_hms(10_001, 12, 31, 23, 59, 0).unwrap()),
+            1 => Just(Utc.with_ymd_and_hms(0, 1, 1, 0, 0, 0).unwrap()),
+        ]
+    }
+
+    fn row() -> impl Strategy<Value = TradeRecord> {
+        (
+            (
+                any::<u128>(),
+                prop::sample::select(vec!["BTC", "ETH", "EURUSD", "DOGE"]),
+            ),
+            (
+                any::<bool>(),
+                any::<bool>(),
+                instant(),
+                prop::option::of(instant()),
+            ),
+            (money(), money(), money(), prop::option::of(money())),
+            (
+                money(),
+                money(),
+                money(),
+                money(),
+                prop::option::of(money()),
+            ),
+            (
+                prop::option::of("(\\PC|[\"\\\\\n\t ]){0,300}"),
+                prop::option::of(prop::sample::select(vec![
+                    CloseKind::Signal,
+                    CloseKind::Flip,
+                    CloseKind::Liquidation,
+                    CloseKind::External,
+                ])),
+            ),
+        )
+            .prop_map(
+                |(
+                    (id, symbol),
+                    (long, closed, entry, exit),
+                    (price, size, qty, exit_price),
+                    (pnl, fees, mfe, mae, minutes),
+                    (reason, close_kind),
+                )| TradeRecord {
+                    id: Uuid::from_u128(id),
+                    deployment_id: Uuid::nil(),
+                    skill_id: Uuid::nil(),
+                    skill_version: 1,
+                    symbol: symbol.to_owned(),
+                    side: if long { Side::Long } else { Side::Short },
+                    status: if closed {
+                        TradeStatus::Closed
+                    } else {
+                        TradeStatus::Open
+                    },
+                    entry_tick_at: entry,
+                    entry_price: price,
+                    entry_size_usd: size,
+                    entry_leverage: None,
+                    entry_reason: reason,
+                    entry_snapshot_id: None,
+                    entry_regime_tag: None,
+                    opened_qty: qty,
+                    open_qty: qty,
+                    exit_tick_at: exit,
+                    exit_price,
+                    exit_size_usd: Decimal::ZERO,
+                    exit_reason: None,
+                    exit_snapshot_id: None,
+                    close_kind,
+                    holding_minutes: minutes,
+                    realized_pnl_usd: pnl,
+                    fees_usd: fees,
+                    mfe_usd: mfe,
+                    mae_usd: mae,
+                    broker_reconciled: false,
+                },
+            )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1024))]
+
+        #[test]
+        fn sections_render_as_the_reference(
+            rows in prop::collection::vec(row(), 0..6),
+            now in instant(),
+            k in 0usize..8,
+            mark in money(),
+        ) {
+            // Every row closed before `now` shows, whatever its times.
+            let marks = BTreeMap::from([("BTC".to_owned(), mark), ("EURUSD".to_owned(), dec!(1.0712))]);
+            prop_assert_eq!(render_recent_trades(&rows, k, now), reference::recent(&rows, k, now));
+            prop_assert_eq!(
+                render_open_positions(&rows, &marks, now),
+                reference::open(&rows, &marks, now)
+            );
+        }
+    }
 }

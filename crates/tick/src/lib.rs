@@ -234,7 +234,7 @@ pub struct TickState {
     pub render: RenderCache,
     /// The "Recent trades" body as last rendered: (k, as of, text). Cleared when a closed row
     /// changes.
-    recent_trades: Option<(u32, DateTime<Utc>, String)>,
+    recent_trades: Option<(u32, DateTime<Utc>, Arc<str>)>,
 }
 
 impl TickState {
@@ -285,7 +285,8 @@ impl TickState {
             if w.row.status == TradeStatus::Closed {
                 self.recent_trades = None;
             }
-            if let Some(existing) = trades.iter_mut().find(|t| t.id == w.row.id) {
+            // From the end: the rows a tick writes are the latest ones.
+            if let Some(existing) = trades.iter_mut().rev().find(|t| t.id == w.row.id) {
                 *existing = w.row.clone();
             } else {
                 trades.push(w.row.clone());
@@ -295,12 +296,13 @@ impl TickState {
 
     /// The "Recent trades" body for `k` as of `now`, rendered again only when a closed row
     /// changed (rows closed at or before an earlier `as_of` stay in it as time moves on).
-    fn recent_trades_text(&mut self, k: u32, now: DateTime<Utc>) -> String {
+    fn recent_trades_text(&mut self, k: u32, now: DateTime<Utc>) -> Arc<str> {
         match &self.recent_trades {
-            Some((memo_k, as_of, text)) if *memo_k == k && *as_of <= now => text.clone(),
+            Some((memo_k, as_of, text)) if *memo_k == k && *as_of <= now => Arc::clone(text),
             _ => {
-                let text = memory_ledger::render_recent_trades(&self.trades, k as usize, now);
-                self.recent_trades = Some((k, now, text.clone()));
+                let text: Arc<str> =
+                    memory_ledger::render_recent_trades(&self.trades, k as usize, now).into();
+                self.recent_trades = Some((k, now, Arc::clone(&text)));
                 text
             }
         }
@@ -614,11 +616,45 @@ pub fn run_id(deployment_id: Uuid, at: DateTime<Utc>) -> Uuid {
 }
 
 fn derive_id(deployment_id: Uuid, kind: &str, at: DateTime<Utc>) -> Uuid {
-    let name = format!(
-        "{deployment_id}\n{kind}\n{}",
-        at.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)
+    // `{deployment_id}\n{kind}\n{at as RFC 3339 with nanoseconds and Z}`, written in place.
+    let mut name = String::with_capacity(80);
+    name.push_str(
+        deployment_id
+            .hyphenated()
+            .encode_lower(&mut Uuid::encode_buffer()),
     );
+    name.push('\n');
+    name.push_str(kind);
+    name.push('\n');
+    push_rfc3339_nanos(&mut name, at);
     Uuid::new_v5(&ID_NAMESPACE, name.as_bytes())
+}
+
+/// `at.to_rfc3339_opts(SecondsFormat::Nanos, true)`, written into `out` (chrono itself for what
+/// it prints differently: years outside 0..=9999 and leap seconds).
+fn push_rfc3339_nanos(out: &mut String, at: DateTime<Utc>) {
+    use chrono::{Datelike, Timelike};
+    let year = at.year();
+    let nanos = at.nanosecond();
+    if !(0..=9999).contains(&year) || nanos >= 1_000_000_000 {
+        out.push_str(&at.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true));
+        return;
+    }
+    let mut buf = *b"0000-00-00T00:00:00.000000000Z";
+    let mut put = |at: usize, width: usize, mut v: u32| {
+        for i in (at..at + width).rev() {
+            buf[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    };
+    put(0, 4, year.unsigned_abs());
+    put(5, 2, at.month());
+    put(8, 2, at.day());
+    put(11, 2, at.hour());
+    put(14, 2, at.minute());
+    put(17, 2, at.second());
+    put(20, 9, nanos);
+    out.extend(buf.iter().map(|&b| char::from(b)));
 }
 
 /// The account as the broker reported it this tick.
@@ -640,7 +676,7 @@ struct LedgerMemory {
     rows: Arc<Vec<TradeRecord>>,
     marks: BTreeMap<String, Decimal>,
     /// The recent-trades body the tick will ask for: (k, as of, text), from the state's memo.
-    recent: Option<(u32, DateTime<Utc>, String)>,
+    recent: Option<(u32, DateTime<Utc>, Arc<str>)>,
 }
 
 impl MemorySections for LedgerMemory {
@@ -649,7 +685,7 @@ impl MemorySections for LedgerMemory {
             && *memo_k == k
             && *memo_at == as_of
         {
-            return Ok(text.clone());
+            return Ok(text.to_string());
         }
         Ok(memory_ledger::render_recent_trades(
             &self.rows, k as usize, as_of,
@@ -797,14 +833,18 @@ where
             .min(skill_schema::limits::MAX_RECENT_TRADES_K);
         (k, now, state.recent_trades_text(k, now))
     });
-    let tick_ctx = ctx.clone().with_memory(Arc::new(LedgerMemory {
+    // Typed handles on the context's portfolio and memory: once the context is dropped, the
+    // account and the marks come back out of them without a copy.
+    let view = Arc::new(SnapshotView(portfolio));
+    let memory_view = Arc::new(LedgerMemory {
         rows: Arc::clone(&state.trades),
-        marks: marks.clone(),
+        marks,
         recent,
-    }));
+    });
     let tick_ctx = ToolContext {
-        portfolio: Arc::new(SnapshotView(portfolio.clone())),
-        ..tick_ctx
+        portfolio: Arc::clone(&view) as Arc<dyn PortfolioView>,
+        memory: Arc::clone(&memory_view) as Arc<dyn MemorySections>,
+        ..ctx.clone()
     };
     let lessons = visible_note_at(&state.notes, now).map(to_lessons);
     let TickOutput {
@@ -822,15 +862,18 @@ where
     .await?;
     // Releases the ledger rows it shares with `state.trades`.
     drop(tick_ctx);
+    let portfolio = Arc::try_unwrap(view).map_or_else(|view| view.0.clone(), |view| view.0);
+    let marks = Arc::try_unwrap(memory_view).map_or_else(|m| m.marks.clone(), |m| m.marks);
 
     // 4. the engine's verdict, then the broker
     let snapshot_id = snapshot_id(deployment.deployment_id, now);
-    let proposal = run.proposed_action.clone();
-    let account = state.risk.account_view(portfolio.clone(), marks.clone());
+    let proposal = run.proposed_action;
+    let account = state.risk.account_view(portfolio, marks);
     let decision = validate(proposal.as_ref(), &skill.risk, &account, &ctx.symbols, now);
-    let mut verdict = decision.verdict.clone();
+    let mut verdict = decision.verdict;
     if let Some(order) = &decision.order {
-        let price = marks
+        let price = account
+            .marks
             .get(&order.symbol)
             .copied()
             .unwrap_or(order.reference_price);
@@ -898,11 +941,12 @@ where
         .map(|carry| carry(broker, state))
         .transpose()
         .map_err(TickError::CarryState)?;
+    let links = fill_links(&changes);
     let record = TickRecord {
         snapshot,
-        fills: fills.clone(),
-        trades: changes.rows.iter().map(|w| w.row.clone()).collect(),
-        links: fill_links(&changes),
+        fills,
+        trades: changes.rows.into_iter().map(|w| w.row).collect(),
+        links,
         equity_usd: Some(after.equity_usd),
         runner_state,
     };
@@ -928,7 +972,7 @@ where
         verdict,
         usage,
         cost_usd: run.cost_usd,
-        fills,
+        fills: record.fills,
         trades: record.trades,
         equity_usd: after.equity_usd,
         exposure_usd,
@@ -1230,4 +1274,61 @@ fn bounded_lint_reason(reasons: &[String]) -> String {
         .collect();
     cut.push('…');
     cut
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// The ids as first derived (through `format!` and chrono): [`derive_id`] must give the same.
+    fn reference_id(deployment_id: Uuid, kind: &str, at: DateTime<Utc>) -> Uuid {
+        let name = format!(
+            "{deployment_id}\n{kind}\n{}",
+            at.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)
+        );
+        Uuid::new_v5(&ID_NAMESPACE, name.as_bytes())
+    }
+
+    fn instant() -> impl Strategy<Value = DateTime<Utc>> {
+        prop_oneof![
+            // Any second and nanosecond from year 0 to 9999, and beyond on both sides.
+            (-62_167_219_200i64..253_402_300_800, 0u32..1_000_000_000),
+            (-100_000_000_000i64..100_000_000_000, 0u32..1_000_000_000),
+            // Leap seconds.
+            (0i64..4_000_000_000, 1_000_000_000u32..2_000_000_000)
+                .prop_map(|(s, n)| (s - s.rem_euclid(60) + 59, n)),
+        ]
+        .prop_filter_map("representable", |(secs, nanos)| {
+            DateTime::from_timestamp(secs, nanos)
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        #[test]
+        fn ids_are_derived_from_the_same_text(
+            at in instant(),
+            deployment in any::<u128>(),
+            kind in prop::sample::select(vec!["snapshot", "note", "reflection-run"]),
+        ) {
+            let d = Uuid::from_u128(deployment);
+            let mut text = String::new();
+            push_rfc3339_nanos(&mut text, at);
+            prop_assert_eq!(&text, &at.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true));
+            prop_assert_eq!(derive_id(d, kind, at), reference_id(d, kind, at));
+        }
+    }
+
+    #[test]
+    fn the_snapshot_id_of_a_known_tick_is_stable() {
+        let d = Uuid::from_u128(0x1234_5678_9abc_def0_1234_5678_9abc_def0);
+        let at = Utc.with_ymd_and_hms(2017, 4, 19, 10, 0, 0).unwrap();
+        assert_eq!(snapshot_id(d, at), reference_id(d, "snapshot", at));
+        assert_eq!(note_id(d, at), reference_id(d, "note", at));
+        assert_eq!(run_id(d, at), reference_id(d, "reflection-run", at));
+    }
 }

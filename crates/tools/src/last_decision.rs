@@ -1,5 +1,7 @@
 //! The "Last decision" the next tick sees: what the agent proposed and what the engine did.
 
+use std::fmt::Write as _;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use types::{OrderAction, ProposedAction, RuleCode, Verdict};
@@ -44,24 +46,31 @@ pub struct LastDecisionSnapshot {
 /// confidence 70: "reason"`.
 #[must_use]
 pub fn summarize_proposal(p: &ProposedAction) -> String {
-    let mut out = format!("{} {}", p.action, p.symbol);
+    // Written into one buffer: this runs every tick.
+    let mut out = String::with_capacity(64 + p.symbol.len() + p.reason.len());
+    out.push_str(p.action.as_str());
+    out.push(' ');
+    out.push_str(&p.symbol);
     if let Some(size) = p.size_usd {
-        out.push_str(&format!(" ${}", fixed(size, 2)));
+        out.push_str(" $");
+        out.push_str(&fixed(size, 2));
     }
     if let Some(lev) = p.leverage {
-        out.push_str(&format!(" at {}x", lev.normalize()));
+        let _ = write!(out, " at {}x", lev.normalize());
     }
     if let Some(stop) = p.stop {
-        out.push_str(&format!(", stop {}", stop.normalize()));
+        let _ = write!(out, ", stop {}", stop.normalize());
     }
     if let Some(target) = p.target {
-        out.push_str(&format!(", target {}", target.normalize()));
+        let _ = write!(out, ", target {}", target.normalize());
     }
     if let Some(c) = p.confidence {
-        out.push_str(&format!(", confidence {c}"));
+        let _ = write!(out, ", confidence {c}");
     }
     if p.action != OrderAction::NoOp || !p.reason.is_empty() {
-        out.push_str(&format!(": \"{}\"", one_line(&p.reason)));
+        out.push_str(": \"");
+        out.push_str(&one_line(&p.reason));
+        out.push('"');
     }
     out
 }

@@ -81,8 +81,14 @@ impl MarketData for Preloaded {
         limit: usize,
     ) -> Result<Vec<Bar>, DataError> {
         let all = self.all_bars(symbol, interval);
-        // Bars are sorted by open time, so the closed ones are a prefix.
-        let closed = all.partition_point(|b| b.close_time(interval) <= closed_by);
+        // Bars are sorted by open time, so the closed ones are a prefix. Closed by `closed_by`
+        // ⇔ opened by `closed_by − interval` (one subtraction instead of one addition per probe);
+        // nothing is closed before the earliest representable time plus one interval.
+        let closed = closed_by
+            .checked_sub_signed(interval.duration())
+            .map_or(0, |latest_open| {
+                all.partition_point(|b| b.time <= latest_open)
+            });
         let start = closed.saturating_sub(limit);
         Ok(all[start..closed].to_vec())
     }

@@ -60,7 +60,52 @@ pub struct ProposeOrderArgs {
 /// stays on one line, so it cannot forge a prompt heading.
 #[must_use]
 pub fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    // Most text (reasons, engine details) is already on one line: copy it as is.
+    if is_one_line(text) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
+}
+
+/// Whether `text` is its own [`one_line`]: no leading or trailing whitespace, and every
+/// whitespace run is one plain space (whitespace as [`char::is_whitespace`] defines it).
+fn is_one_line(text: &str) -> bool {
+    // True at the start, so leading whitespace fails.
+    let mut after_space = true;
+    for (i, &b) in text.as_bytes().iter().enumerate() {
+        match b {
+            b' ' if after_space => return false,
+            b' ' => after_space = true,
+            b'\t'..=b'\r' => return false,
+            0x80.. => return rest_is_one_line(&text[i..], after_space),
+            _ => after_space = false,
+        }
+    }
+    !after_space || text.is_empty()
+}
+
+/// [`is_one_line`] from the first non-ASCII byte on (a char boundary), char by char.
+fn rest_is_one_line(rest: &str, mut after_space: bool) -> bool {
+    for c in rest.chars() {
+        if c == ' ' {
+            if after_space {
+                return false;
+            }
+            after_space = true;
+        } else if c.is_whitespace() {
+            return false;
+        } else {
+            after_space = false;
+        }
+    }
+    !after_space
 }
 
 /// Checks the rules the schema cannot express and returns the proposal as recorded.
@@ -152,7 +197,8 @@ pub fn proposal_from_result(result: &Value) -> Option<ProposedAction> {
     if result.get("status")?.as_str()? != "recorded" {
         return None;
     }
-    serde_json::from_value(result.get("proposal")?.clone()).ok()
+    // Read in place: no copy of the result's tree.
+    ProposedAction::deserialize(result.get("proposal")?).ok()
 }
 
 /// The `propose_order` tool.

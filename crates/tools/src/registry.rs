@@ -147,21 +147,26 @@ impl ArgsParser {
                 vec![format!("internal: the tool's schema is invalid: {e}")],
             )
         })?;
-        let mut problems: Vec<String> = validator
-            .iter_errors(&args)
-            .map(|e| {
-                let path = e
-                    .instance_path()
-                    .as_str()
-                    .trim_start_matches('/')
-                    .replace('/', ".");
-                if path.is_empty() {
-                    format!("{e}")
-                } else {
-                    format!("{path}: {e}")
-                }
-            })
-            .collect();
+        // Valid arguments (the common case) skip collecting the error list.
+        let mut problems: Vec<String> = if validator.is_valid(&args) {
+            Vec::new()
+        } else {
+            validator
+                .iter_errors(&args)
+                .map(|e| {
+                    let path = e
+                        .instance_path()
+                        .as_str()
+                        .trim_start_matches('/')
+                        .replace('/', ".");
+                    if path.is_empty() {
+                        format!("{e}")
+                    } else {
+                        format!("{path}: {e}")
+                    }
+                })
+                .collect()
+        };
         if !problems.is_empty() {
             problems.sort();
             problems.dedup();

@@ -83,3 +83,29 @@ proptest! {
         }
     }
 }
+
+/// Text made of words and every kind of whitespace `char::is_whitespace` knows (ASCII and not),
+/// plus look-alikes that are not whitespace.
+fn messy_text() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop::sample::select(vec![
+            "a", "Zé", "→", "x1", " ", "  ", "\t", "\n", "\r\n", "\r", "\u{0B}", "\u{0C}",
+            "\u{85}", "\u{A0}", "\u{1680}", "\u{2003}", "\u{2028}", "\u{2029}", "\u{202F}",
+            "\u{3000}", "\u{1C}", "\u{200B}", "\u{FEFF}", "\"",
+        ]),
+        0..24,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    /// `one_line` copies text that is already on one line instead of re-joining it: the result
+    /// is byte for byte the plain split-and-join.
+    #[test]
+    fn one_line_is_split_whitespace_joined_by_one_space(text in messy_text()) {
+        let reference = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        prop_assert_eq!(tools::one_line(&text), reference);
+    }
+}

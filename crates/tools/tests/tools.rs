@@ -496,3 +496,41 @@ fn tool_definitions_snapshot() {
         serde_json::to_string_pretty(&defs).unwrap()
     );
 }
+
+/// `Preloaded` returns the bars closed by the asked time (a bar closing exactly then included),
+/// the latest `limit` of them, and nothing near the earliest representable time.
+#[test]
+fn preloaded_bars_are_the_closed_ones() {
+    use tools::MarketData;
+    use types::{Bar, Interval};
+    let bar = |h: i64| Bar {
+        time: now() + Duration::hours(h),
+        open: dec!(1),
+        high: dec!(2),
+        low: dec!(0.5),
+        close: dec!(1.5),
+        volume: dec!(10),
+    };
+    let data = Preloaded::new().with_bars("BTC", Interval::H1, (-5..5).map(bar).collect());
+    let times = |closed_by: DateTime<Utc>, limit: usize| -> Vec<i64> {
+        data.bars("BTC", Interval::H1, closed_by, limit)
+            .unwrap()
+            .iter()
+            .map(|b| (b.time - now()).num_hours())
+            .collect()
+    };
+    // The bar opened at now − 1h closes at now; the one opened at now is still open.
+    assert_eq!(times(now(), 100), vec![-5, -4, -3, -2, -1]);
+    assert_eq!(
+        times(now() - Duration::seconds(1), 100),
+        vec![-5, -4, -3, -2]
+    );
+    assert_eq!(times(now() + Duration::hours(1), 3), vec![-2, -1, 0]);
+    assert_eq!(times(now(), 0), Vec::<i64>::new());
+    assert!(times(DateTime::<Utc>::MIN_UTC, 100).is_empty());
+    assert!(
+        data.bars("ETH", Interval::H1, now(), 10)
+            .unwrap()
+            .is_empty()
+    );
+}
