@@ -129,7 +129,7 @@ pub trait RegistryStore {
 }
 
 /// The firehose: ticks (snapshot + fills + ledger changes, atomically) and snapshot reads.
-pub trait TickStore {
+pub trait TickStore: Sync {
     /// Writes a tick in ONE transaction: the decision snapshot, its fills (a fill already stored
     /// is skipped), the ledger rows (upserted by id, closing rows first; a row's `closed_at` is
     /// this tick's time when it closes), the fill → trade links, the deployment's equity and,
@@ -149,6 +149,18 @@ pub trait TickStore {
         &self,
         tick: &TickRecord,
     ) -> impl Future<Output = Result<TickOutcome, DbError>> + Send;
+
+    /// As [`TickStore::record_tick`], taking the record by value: a writer that buffers ticks
+    /// keeps it without copying its snapshot. The default writes it at once.
+    ///
+    /// # Errors
+    /// As [`TickStore::record_tick`].
+    fn record_tick_owned(
+        &self,
+        tick: TickRecord,
+    ) -> impl Future<Output = Result<TickOutcome, DbError>> + Send {
+        async move { self.record_tick(&tick).await }
+    }
 
     /// Writes several ticks in ONE transaction, each exactly as [`TickStore::record_tick`] would
     /// (one already recorded is skipped and reported [`TickOutcome::AlreadyRecorded`]; the

@@ -950,7 +950,10 @@ where
         equity_usd: Some(after.equity_usd),
         runner_state,
     };
-    let recorded = match store.record_tick(&record).await {
+    // The outcome reports the fills and rows; the record itself (its snapshot is most of the
+    // bytes) goes to the store by value.
+    let (outcome_fills, outcome_trades) = (record.fills.clone(), record.trades.clone());
+    let recorded = match store.record_tick_owned(record).await {
         Ok(StoreOutcome::Recorded { .. }) => true,
         Ok(StoreOutcome::AlreadyRecorded { .. }) => false,
         Err(e) => return Err(TickError::Record(e)),
@@ -972,8 +975,8 @@ where
         verdict,
         usage,
         cost_usd: run.cost_usd,
-        fills: record.fills,
-        trades: record.trades,
+        fills: outcome_fills,
+        trades: outcome_trades,
         equity_usd: after.equity_usd,
         exposure_usd,
         last_decision,

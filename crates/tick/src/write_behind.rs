@@ -82,20 +82,23 @@ where
     S: TickStore + NoteStore + Sync,
 {
     async fn record_tick(&self, tick: &TickRecord) -> Result<TickOutcome, DbError> {
+        self.record_tick_owned(tick.clone()).await
+    }
+
+    async fn record_tick_owned(&self, tick: TickRecord) -> Result<TickOutcome, DbError> {
+        let snapshot_id = tick.snapshot.id;
         let full = {
             let mut pending = self
                 .pending
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            pending.push(tick.clone());
+            pending.push(tick);
             pending.len() >= BATCH_TICKS
         };
         if full {
             self.flush().await?;
         }
-        Ok(TickOutcome::Recorded {
-            snapshot_id: tick.snapshot.id,
-        })
+        Ok(TickOutcome::Recorded { snapshot_id })
     }
 
     async fn record_ticks(&self, ticks: &[TickRecord]) -> Result<Vec<TickOutcome>, DbError> {
