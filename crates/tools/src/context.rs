@@ -12,6 +12,7 @@
 //! `assemble_context` in `agent-runtime`) re-check every timestamp they receive, so a data source
 //! that leaks the future cannot put it in front of the model.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -158,6 +159,23 @@ pub trait MarketData: Send + Sync {
         closed_by: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<Bar>, DataError>;
+
+    /// As [`MarketData::bars`] (same bars, same order), borrowed from the source when it holds
+    /// them in memory, so a caller that only reads them copies nothing. The default returns
+    /// [`MarketData::bars`]' vector; an in-memory source ([`crate::Preloaded`]) overrides it.
+    ///
+    /// # Errors
+    /// As [`MarketData::bars`].
+    fn bars_borrowed(
+        &self,
+        symbol: &str,
+        interval: Interval,
+        closed_by: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Cow<'_, [Bar]>, DataError> {
+        self.bars(symbol, interval, closed_by, limit)
+            .map(Cow::Owned)
+    }
 }
 
 /// Headlines.

@@ -46,9 +46,10 @@ pub use news::{
     FetchNewsArgs, FetchNewsSentiment, MAX_HEADLINE_CHARS, mean_sentiment, news_window,
 };
 pub use preloaded::Preloaded;
+
 pub use propose::{
     MAX_REASON_CHARS, ProposeOrder, ProposeOrderArgs, one_line, proposal_from_result,
-    validate_proposal,
+    push_one_line, validate_proposal,
 };
 pub use registry::{Registry, Tool, args_schema, build_tools, builtin_names};
 pub use risk::{
@@ -86,7 +87,73 @@ pub fn round2(d: Decimal) -> Decimal {
 /// `"5.00"`). Deterministic: no float, no locale.
 #[must_use]
 pub fn fixed(d: Decimal, dp: u32) -> String {
+    let mut out = String::with_capacity(16);
+    push_fixed(&mut out, d, dp);
+    out
+}
+
+/// Appends [`fixed`]`(d, dp)` to `out` (no temporary string).
+pub fn push_fixed(out: &mut String, d: Decimal, dp: u32) {
     let mut r = d.round_dp_with_strategy(dp, RoundingStrategy::MidpointAwayFromZero);
     r.rescale(dp);
-    r.to_string()
+    push_decimal(out, r);
+}
+
+/// Appends `d` exactly as its `Display` prints it (`d.to_string()`: the mantissa's digits with
+/// the point `scale` digits from the right, `0.05`, `-0.00` for a negative zero) without the
+/// formatting machinery or a temporary string.
+pub fn push_decimal(out: &mut String, d: Decimal) {
+    /// Digits right to left into the end of `buf`, at least `min_digits` of them (zero-padded),
+    /// with the point before the last `scale`; returns where the text starts.
+    fn digits<T>(buf: &mut [u8; 32], mut m: T, scale: usize) -> usize
+    where
+        T: Copy + PartialEq + From<u8> + std::ops::Rem<Output = T> + std::ops::Div<Output = T>,
+        u8: TryFrom<T>,
+    {
+        let (zero, ten) = (T::from(0), T::from(10));
+        let mut at = buf.len();
+        let mut written = 0;
+        // `0.05` has `scale + 1` digits at least, `0` one.
+        while m != zero || written <= scale {
+            if written == scale && scale > 0 {
+                at -= 1;
+                buf[at] = b'.';
+            }
+            at -= 1;
+            buf[at] = b'0' + u8::try_from(m % ten).unwrap_or(0);
+            m = m / ten;
+            written += 1;
+        }
+        at
+    }
+    // At most 29 digits, a leading `0`, the point and the sign.
+    let mut buf = [0_u8; 32];
+    let scale = d.scale() as usize;
+    let mantissa = d.mantissa().unsigned_abs();
+    let mut at = match u64::try_from(mantissa) {
+        Ok(m) => digits(&mut buf, m, scale),
+        Err(_) => digits(&mut buf, mantissa, scale),
+    };
+    if d.is_sign_negative() {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    // Only ASCII digits, `.` and `-` were written.
+    out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
+}
+
+/// Appends the decimal digits of `n` (as `n.to_string()`).
+pub fn push_uint(out: &mut String, n: u64) {
+    let mut buf = [0_u8; 20];
+    let mut at = buf.len();
+    let mut m = n;
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
 }

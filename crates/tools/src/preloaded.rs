@@ -2,6 +2,7 @@
 //! (which holds its whole history in memory), for a live runner that fetched a tick's data up
 //! front, and for tests.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
@@ -80,11 +81,43 @@ impl MarketData for Preloaded {
         closed_by: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<Bar>, DataError> {
+        Ok(self
+            .closed_slice(symbol, interval, closed_by, limit)
+            .to_vec())
+    }
+
+    fn bars_borrowed(
+        &self,
+        symbol: &str,
+        interval: Interval,
+        closed_by: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Cow<'_, [Bar]>, DataError> {
+        Ok(Cow::Borrowed(
+            self.closed_slice(symbol, interval, closed_by, limit),
+        ))
+    }
+}
+
+impl Preloaded {
+    /// The last `limit` bars that closed at or before `closed_by`.
+    fn closed_slice(
+        &self,
+        symbol: &str,
+        interval: Interval,
+        closed_by: DateTime<Utc>,
+        limit: usize,
+    ) -> &[Bar] {
         let all = self.all_bars(symbol, interval);
-        // Bars are sorted by open time, so the closed ones are a prefix.
-        let closed = all.partition_point(|b| b.close_time(interval) <= closed_by);
+        // Bars are sorted by open time, so the closed ones are a prefix: those that opened by
+        // `closed_by − interval` (one subtraction instead of one addition per probe). When that
+        // instant is out of range, no bar can have closed by `closed_by`.
+        let closed = match closed_by.checked_sub_signed(interval.duration()) {
+            Some(latest_open) => all.partition_point(|b| b.time <= latest_open),
+            None => 0,
+        };
         let start = closed.saturating_sub(limit);
-        Ok(all[start..closed].to_vec())
+        &all[start..closed]
     }
 }
 

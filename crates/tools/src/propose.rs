@@ -60,7 +60,40 @@ pub struct ProposeOrderArgs {
 /// stays on one line, so it cannot forge a prompt heading.
 #[must_use]
 pub fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    let mut out = String::with_capacity(text.len());
+    push_one_line(&mut out, text);
+    out
+}
+
+/// Appends [`one_line`]`(text)` to `out` (no temporary strings).
+pub fn push_one_line(out: &mut String, text: &str) {
+    // Fast path: printable ASCII words separated by single spaces are already on one line.
+    let mut after_space = true;
+    let mut clean = true;
+    for &c in text.as_bytes() {
+        if c == b' ' {
+            if after_space {
+                clean = false;
+                break;
+            }
+            after_space = true;
+        } else if c > b' ' && c.is_ascii() {
+            after_space = false;
+        } else {
+            clean = false;
+            break;
+        }
+    }
+    if clean && !after_space {
+        out.push_str(text);
+        return;
+    }
+    for (i, word) in text.split_whitespace().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
 }
 
 /// Checks the rules the schema cannot express and returns the proposal as recorded.
