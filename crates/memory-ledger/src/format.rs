@@ -1,4 +1,7 @@
 //! Deterministic number and text formatting for prompt text: no floats, no locale.
+//!
+//! Each `String` function has a `push_*` twin that appends the same text to a buffer, without
+//! temporary strings (the renderers write a whole section into one buffer).
 
 use rust_decimal::{Decimal, RoundingStrategy};
 
@@ -15,38 +18,93 @@ fn round(d: Decimal, dp: u32) -> Decimal {
     r
 }
 
-/// Inserts `,` every three integer digits of a plain decimal string (`-1234.5` → `-1,234.5`).
-fn group(plain: &str) -> String {
-    let (sign, rest) = match plain.strip_prefix('-') {
-        Some(r) => ("-", r),
-        None => ("", plain),
+/// `d` exactly as its `Display` prints it (`-1234.50`), written into the end of `buf`.
+fn plain(d: Decimal, buf: &mut [u8; 32]) -> &str {
+    /// Digits right to left, at least `scale + 1` (`0.05`), the point before the last `scale`.
+    fn digits<T>(buf: &mut [u8; 32], mut m: T, scale: usize) -> usize
+    where
+        T: Copy + PartialEq + From<u8> + std::ops::Rem<Output = T> + std::ops::Div<Output = T>,
+        u8: TryFrom<T>,
+    {
+        let (zero, ten) = (T::from(0), T::from(10));
+        let mut at = buf.len();
+        let mut written = 0;
+        while m != zero || written <= scale {
+            if written == scale && scale > 0 {
+                at -= 1;
+                buf[at] = b'.';
+            }
+            at -= 1;
+            buf[at] = b'0' + u8::try_from(m % ten).unwrap_or(0);
+            m = m / ten;
+            written += 1;
+        }
+        at
+    }
+    let scale = d.scale() as usize;
+    let mantissa = d.mantissa().unsigned_abs();
+    let mut at = match u64::try_from(mantissa) {
+        Ok(m) => digits(buf, m, scale),
+        Err(_) => digits(buf, mantissa, scale),
+    };
+    if d.is_sign_negative() {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    // Only ASCII digits, `.` and `-` were written.
+    std::str::from_utf8(&buf[at..]).unwrap_or_default()
+}
+
+/// Appends `d` with `,` every three integer digits (`-1234.5` → `-1,234.5`).
+fn push_grouped(out: &mut String, d: Decimal) {
+    let mut buf = [0_u8; 32];
+    let plain = plain(d, &mut buf);
+    let rest = match plain.strip_prefix('-') {
+        Some(r) => {
+            out.push('-');
+            r
+        }
+        None => plain,
     };
     let (int, frac) = match rest.split_once('.') {
         Some((i, f)) => (i, Some(f)),
         None => (rest, None),
     };
-    let mut out = String::with_capacity(plain.len() + int.len() / 3);
-    out.push_str(sign);
-    let len = int.len();
-    for (i, ch) in int.chars().enumerate() {
-        if i > 0 && (len - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
+    let head = match int.len() % 3 {
+        0 => 3.min(int.len()),
+        n => n,
+    };
+    out.push_str(&int[..head]);
+    let mut at = head;
+    while at < int.len() {
+        out.push(',');
+        out.push_str(&int[at..at + 3]);
+        at += 3;
     }
     if let Some(f) = frac {
         out.push('.');
         out.push_str(f);
     }
-    out
+}
+
+/// `d` rounded to exactly `dp` decimals (half away from zero; a zero is never `-0`).
+fn rounded(d: Decimal, dp: u32) -> Decimal {
+    let mut r = round(d, dp);
+    r.rescale(dp);
+    r
 }
 
 /// `d` with exactly `dp` decimals (half away from zero) and thousands separators.
 #[must_use]
 pub fn fixed(d: Decimal, dp: u32) -> String {
-    let mut r = round(d, dp);
-    r.rescale(dp);
-    group(&r.to_string())
+    let mut out = String::new();
+    push_fixed(&mut out, d, dp);
+    out
+}
+
+/// Appends [`fixed`]`(d, dp)`.
+pub fn push_fixed(out: &mut String, d: Decimal, dp: u32) {
+    push_grouped(out, rounded(d, dp));
 }
 
 /// A price at its own scale: at least six significant digits (never cutting integer digits),
@@ -54,11 +112,20 @@ pub fn fixed(d: Decimal, dp: u32) -> String {
 /// `0.078325` → `0.078325`; `3410.456` → `3,410.46`.
 #[must_use]
 pub fn price(p: Decimal) -> String {
+    let mut out = String::new();
+    push_price(&mut out, p);
+    out
+}
+
+/// Appends [`price`]`(p)`.
+pub fn push_price(out: &mut String, p: Decimal) {
     let abs = p.abs();
     let dp = if abs.is_zero() {
         0
     } else if abs >= Decimal::ONE {
-        let int_digits = abs.trunc().to_string().len() as u32;
+        // The length of the integer part as printed (no sign: `abs`).
+        let mut buf = [0_u8; 32];
+        let int_digits = u32::try_from(plain(abs.trunc(), &mut buf).len()).unwrap_or(u32::MAX);
         PRICE_SIGNIFICANT.saturating_sub(int_digits)
     } else {
         // Count the zeros right after the decimal point.
@@ -71,54 +138,119 @@ pub fn price(p: Decimal) -> String {
         zeros + PRICE_SIGNIFICANT
     }
     .min(PRICE_MAX_DP);
-    group(&round(p, dp).normalize().to_string())
+    push_grouped(out, round(p, dp).normalize());
 }
 
 /// A size in dollars: whole dollars from $100 up, cents below. `$250`, `$12,500`, `$42.50`.
 #[must_use]
 pub fn usd(d: Decimal) -> String {
+    let mut out = String::new();
+    push_usd(&mut out, d);
+    out
+}
+
+/// Appends [`usd`]`(d)`.
+pub fn push_usd(out: &mut String, d: Decimal) {
     let dp = if d.abs() >= Decimal::ONE_HUNDRED {
         0
     } else {
         2
     };
-    let s = fixed(d, dp);
-    match s.strip_prefix('-') {
-        Some(rest) => format!("-${rest}"),
-        None => format!("${s}"),
+    let r = rounded(d, dp);
+    if r.is_sign_negative() {
+        out.push_str("-$");
+        push_grouped(out, r.abs());
+    } else {
+        out.push('$');
+        push_grouped(out, r);
     }
 }
 
 /// A signed dollar amount with cents: `+$28.40`, `-$9.70`; zero (after rounding) is `$0.00`.
 #[must_use]
 pub fn signed_usd(d: Decimal) -> String {
-    let s = fixed(d, 2);
-    match s.strip_prefix('-') {
-        Some(rest) => format!("-${rest}"),
-        None if s == "0.00" => format!("${s}"),
-        None => format!("+${s}"),
+    let mut out = String::new();
+    push_signed_usd(&mut out, d);
+    out
+}
+
+/// Appends [`signed_usd`]`(d)`.
+pub fn push_signed_usd(out: &mut String, d: Decimal) {
+    let r = rounded(d, 2);
+    if r.is_sign_negative() {
+        out.push_str("-$");
+        push_grouped(out, r.abs());
+    } else if r.is_zero() {
+        out.push_str("$0.00");
+    } else {
+        out.push_str("+$");
+        push_grouped(out, r);
     }
 }
 
 /// `part / whole` in percent with one decimal (`1.1%`, `-0.5%`); `None` when `whole` is zero.
 #[must_use]
 pub fn percent(part: Decimal, whole: Decimal) -> Option<String> {
+    let mut out = String::new();
+    push_percent(&mut out, part, whole).then_some(out)
+}
+
+/// Appends [`percent`]`(part, whole)` when it is defined; returns whether it was.
+pub fn push_percent(out: &mut String, part: Decimal, whole: Decimal) -> bool {
     if whole.is_zero() {
-        return None;
+        return false;
     }
-    let pct = part.checked_mul(Decimal::ONE_HUNDRED)?.checked_div(whole)?;
-    Some(format!("{}%", fixed(pct, 1)))
+    let Some(pct) = part
+        .checked_mul(Decimal::ONE_HUNDRED)
+        .and_then(|p| p.checked_div(whole))
+    else {
+        return false;
+    };
+    push_fixed(out, pct, 1);
+    out.push('%');
+    true
 }
 
 /// Whole minutes as `45m` under a day, `1d 3h` from a day on.
 #[must_use]
 pub fn duration_minutes(minutes: i64) -> String {
+    let mut out = String::new();
+    push_duration_minutes(&mut out, minutes);
+    out
+}
+
+/// Appends [`duration_minutes`]`(minutes)`.
+pub fn push_duration_minutes(out: &mut String, minutes: i64) {
     let m = minutes.max(0);
     if m < 1440 {
-        format!("{m}m")
+        push_int(out, m);
+        out.push('m');
     } else {
-        format!("{}d {}h", m / 1440, (m % 1440) / 60)
+        push_int(out, m / 1440);
+        out.push_str("d ");
+        push_int(out, (m % 1440) / 60);
+        out.push('h');
     }
+}
+
+/// Appends the digits of a non-negative `n`.
+fn push_int(out: &mut String, n: i64) {
+    push_u64(out, n.unsigned_abs());
+}
+
+fn push_u64(out: &mut String, n: u64) {
+    let mut buf = [0_u8; 20];
+    let mut at = buf.len();
+    let mut m = n;
+    loop {
+        at -= 1;
+        buf[at] = b'0' + u8::try_from(m % 10).unwrap_or(0);
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
 }
 
 /// `text` as a double-quoted string literal: `\` `"` and control characters escaped, so a reason
@@ -126,22 +258,51 @@ pub fn duration_minutes(minutes: i64) -> String {
 #[must_use]
 pub fn quoted(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
+    push_quoted(&mut out, text);
+    out
+}
+
+/// Appends [`quoted`]`(text)`.
+pub fn push_quoted(out: &mut String, text: &str) {
     out.push('"');
-    for ch in text.chars() {
+    // Runs of characters that need no escape are copied as they are.
+    let bytes = text.as_bytes();
+    let mut run = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b.is_ascii() {
+            if b >= b' ' && b != b'"' && b != b'\\' && b != 0x7f {
+                i += 1;
+                continue;
+            }
+        } else {
+            // A multi-byte character: escaped only when it is a control or a line/paragraph
+            // separator. `i` is at a char boundary (runs advance by whole characters).
+            let ch = text[i..].chars().next().unwrap_or_default();
+            if !(ch.is_control() || ch == '\u{2028}' || ch == '\u{2029}') {
+                i += ch.len_utf8();
+                continue;
+            }
+        }
+        out.push_str(&text[run..i]);
+        let ch = text[i..].chars().next().unwrap_or_default();
         match ch {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
-                out.push_str(&format!("\\u{{{:x}}}", c as u32));
+            c => {
+                use std::fmt::Write as _;
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
             }
-            c => out.push(c),
         }
+        i += ch.len_utf8();
+        run = i;
     }
+    out.push_str(&text[run..]);
     out.push('"');
-    out
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use rust_decimal::Decimal;
 use types::{CloseKind, TradeRecord, TradeStatus};
 
 use crate::format;
-use crate::materialize::bound_reason;
+use crate::materialize::{REASON_MAX_CHARS, bound_reason};
 
 /// Header of the closed-trades section.
 pub const RECENT_TRADES_HEADER: &str = "## Recent trades on this skill (closed)";
@@ -20,10 +20,16 @@ pub const MAX_RECENT_TRADES_K: usize = 30;
 
 const TIME_FMT: &str = "%Y-%m-%dT%H:%M";
 
-fn reason_text(reason: Option<&str>) -> String {
-    match reason.and_then(bound_reason) {
-        Some(r) => format::quoted(&r),
-        None => "(no reason recorded)".to_owned(),
+/// Appends the bounded reason, quoted, or `(no reason recorded)`.
+fn push_reason(out: &mut String, reason: Option<&str>) {
+    match reason.map(str::trim) {
+        None | Some("") => out.push_str("(no reason recorded)"),
+        // At most as many chars as bytes: within the bound, nothing to cut.
+        Some(r) if r.len() <= REASON_MAX_CHARS => format::push_quoted(out, r),
+        Some(r) => match bound_reason(r) {
+            Some(r) => format::push_quoted(out, &r),
+            None => out.push_str("(no reason recorded)"),
+        },
     }
 }
 
@@ -66,33 +72,49 @@ pub fn render_recent_trades(rows: &[TradeRecord], k: usize, now: DateTime<Utc>) 
         };
         let _ = write!(
             out,
-            "- {} → {} {} {} {} @ {} → {} {}",
+            "- {} → {} ",
             r.entry_tick_at.format(TIME_FMT),
             exit_at.format(exit_fmt),
-            r.symbol,
-            r.side,
-            format::usd(r.entry_size_usd),
-            format::price(r.entry_price),
-            r.exit_price.map_or_else(|| "?".to_owned(), format::price),
-            format::signed_usd(r.realized_pnl_usd),
         );
-        if let Some(pct) = format::percent(r.realized_pnl_usd, r.entry_size_usd) {
-            let _ = write!(out, " ({pct})");
+        out.push_str(&r.symbol);
+        out.push(' ');
+        out.push_str(r.side.as_str());
+        out.push(' ');
+        format::push_usd(&mut out, r.entry_size_usd);
+        out.push_str(" @ ");
+        format::push_price(&mut out, r.entry_price);
+        out.push_str(" → ");
+        match r.exit_price {
+            Some(p) => format::push_price(&mut out, p),
+            None => out.push('?'),
+        }
+        out.push(' ');
+        format::push_signed_usd(&mut out, r.realized_pnl_usd);
+        let before = out.len();
+        out.push_str(" (");
+        if format::push_percent(&mut out, r.realized_pnl_usd, r.entry_size_usd) {
+            out.push(')');
+        } else {
+            out.truncate(before);
         }
         if !r.fees_usd.is_zero() {
-            let _ = write!(out, " fees {}", format::usd(r.fees_usd));
+            out.push_str(" fees ");
+            format::push_usd(&mut out, r.fees_usd);
         }
         let minutes = r
             .holding_minutes
             .map_or(0, |m| m.trunc().try_into().unwrap_or(i64::MAX));
-        let _ = write!(out, " {}", format::duration_minutes(minutes));
+        out.push(' ');
+        format::push_duration_minutes(&mut out, minutes);
         match r.close_kind {
             Some(CloseKind::Signal) | None => {}
             Some(kind) => {
                 let _ = write!(out, " [{kind}]");
             }
         }
-        let _ = writeln!(out, " {}", reason_text(r.entry_reason.as_deref()));
+        out.push(' ');
+        push_reason(&mut out, r.entry_reason.as_deref());
+        out.push('\n');
     }
     out
 }
@@ -127,14 +149,14 @@ pub fn render_open_positions(
             .open_qty
             .checked_mul(r.entry_price)
             .unwrap_or(r.entry_size_usd);
-        let _ = write!(
-            out,
-            "- {} {} {} @ {}",
-            r.symbol,
-            r.side,
-            format::usd(size),
-            format::price(r.entry_price)
-        );
+        out.push_str("- ");
+        out.push_str(&r.symbol);
+        out.push(' ');
+        out.push_str(r.side.as_str());
+        out.push(' ');
+        format::push_usd(&mut out, size);
+        out.push_str(" @ ");
+        format::push_price(&mut out, r.entry_price);
         match marks.get(&r.symbol) {
             Some(mark) => {
                 let upnl = r
@@ -142,29 +164,29 @@ pub fn render_open_positions(
                     .sign()
                     .checked_mul(*mark - r.entry_price)
                     .and_then(|d| d.checked_mul(r.open_qty));
-                let _ = write!(out, " mark={}", format::price(*mark));
+                out.push_str(" mark=");
+                format::push_price(&mut out, *mark);
                 if let Some(upnl) = upnl {
-                    let _ = write!(out, " uPnL={}", format::signed_usd(upnl));
+                    out.push_str(" uPnL=");
+                    format::push_signed_usd(&mut out, upnl);
                 }
             }
             None => out.push_str(" mark=n/a"),
         }
-        let _ = write!(
-            out,
-            " MFE={} / MAE={}",
-            format::signed_usd(r.mfe_usd),
-            format::signed_usd(r.mae_usd)
-        );
+        out.push_str(" MFE=");
+        format::push_signed_usd(&mut out, r.mfe_usd);
+        out.push_str(" / MAE=");
+        format::push_signed_usd(&mut out, r.mae_usd);
         if !r.realized_pnl_usd.is_zero() {
-            let _ = write!(out, " realized={}", format::signed_usd(r.realized_pnl_usd));
+            out.push_str(" realized=");
+            format::push_signed_usd(&mut out, r.realized_pnl_usd);
         }
         let held = (now - r.entry_tick_at).num_minutes();
-        let _ = writeln!(
-            out,
-            " held {} {}",
-            format::duration_minutes(held),
-            reason_text(r.entry_reason.as_deref())
-        );
+        out.push_str(" held ");
+        format::push_duration_minutes(&mut out, held);
+        out.push(' ');
+        push_reason(&mut out, r.entry_reason.as_deref());
+        out.push('\n');
     }
     out
 }
