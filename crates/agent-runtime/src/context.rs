@@ -328,7 +328,8 @@ pub fn assemble_context_cached(
 
     w.begin();
     time_section(&mut w.text, ctx.now, cfg.bars_interval);
-    w.end("time", None);
+    // ASCII only: one char a byte.
+    w.end("time", Some(w.text.len() - w.start));
 
     w.begin();
     cache.generation = cache.generation.wrapping_add(1);
@@ -353,11 +354,13 @@ pub fn assemble_context_cached(
             &ctx.symbols,
         );
     } else {
-        let _ = write!(
-            w.text,
-            "## News (last {}h, top {} by relevance)\nNo news feed is connected to this \
-             deployment: headlines are unknown, not absent.",
-            cfg.news_lookback_hours, cfg.news_top_k
+        w.text.push_str("## News (last ");
+        push_uint(&mut w.text, u64::from(cfg.news_lookback_hours));
+        w.text.push_str("h, top ");
+        push_uint(&mut w.text, u64::from(cfg.news_top_k));
+        w.text.push_str(
+            " by relevance)\nNo news feed is connected to this deployment: headlines are \
+             unknown, not absent.",
         );
     }
     w.end("news", None);
@@ -454,7 +457,7 @@ pub fn assemble_context_cached(
         "## Your turn\nEvaluate against your strategy. Call propose_order exactly once \
          (action no_op to stand aside).",
     );
-    w.end("your_turn", None);
+    w.end("your_turn", Some(w.text.len() - w.start));
 
     let out = w.finish();
     cache.text_len = out.text.len();
@@ -608,12 +611,16 @@ fn push_plain(out: &mut String, d: Decimal) {
     push_decimal(out, d.normalize());
 }
 
-/// `n` with at least two digits.
-fn push_2(out: &mut String, n: u32) {
-    if n < 10 {
-        out.push('0');
-    }
-    push_uint(out, u64::from(n));
+/// The two digits of `n` (below 100).
+fn two_digits(n: u32) -> [u8; 2] {
+    let n = n % 100;
+    // Both below 10: the casts cannot truncate.
+    [b'0' + (n / 10) as u8, b'0' + (n % 10) as u8]
+}
+
+/// Appends ASCII bytes.
+fn push_ascii(out: &mut String, bytes: &[u8]) {
+    out.push_str(std::str::from_utf8(bytes).unwrap_or_default());
 }
 
 /// Compact UTC time for rows: `06-05T10:15`.
@@ -629,13 +636,11 @@ fn push_short_time(out: &mut String, t: DateTime<Utc>) {
     // Read through the naive value: UTC has no offset to apply.
     let t = t.naive_utc();
     let date = t.date();
-    push_2(out, date.month());
-    out.push('-');
-    push_2(out, date.day());
-    out.push('T');
-    push_2(out, t.hour());
-    out.push(':');
-    push_2(out, t.minute());
+    let [m0, m1] = two_digits(date.month());
+    let [d0, d1] = two_digits(date.day());
+    let [h0, h1] = two_digits(t.hour());
+    let [i0, i1] = two_digits(t.minute());
+    push_ascii(out, &[m0, m1, b'-', d0, d1, b'T', h0, h1, b':', i0, i1]);
 }
 
 /// `%Y-%m-%dT%H:%M:%SZ`, hand-formatted for the years strftime prints with four digits.
@@ -650,25 +655,38 @@ fn push_timestamp(out: &mut String, t: DateTime<Utc>) {
             return;
         }
     };
-    push_2(out, year / 100);
-    push_2(out, year % 100);
-    out.push('-');
-    push_2(out, date.month());
-    out.push('-');
-    push_2(out, date.day());
-    out.push('T');
-    push_2(out, naive.hour());
-    out.push(':');
-    push_2(out, naive.minute());
-    out.push(':');
-    push_2(out, naive.second());
-    out.push('Z');
+    let [y0, y1] = two_digits(year / 100);
+    let [y2, y3] = two_digits(year);
+    let [m0, m1] = two_digits(date.month());
+    let [d0, d1] = two_digits(date.day());
+    let [h0, h1] = two_digits(naive.hour());
+    let [i0, i1] = two_digits(naive.minute());
+    let [s0, s1] = two_digits(naive.second());
+    push_ascii(
+        out,
+        &[
+            y0, y1, y2, y3, b'-', m0, m1, b'-', d0, d1, b'T', h0, h1, b':', i0, i1, b':', s0, s1,
+            b'Z',
+        ],
+    );
 }
 
 fn push_bar_time(out: &mut String, t: DateTime<Utc>, interval: Interval) {
     match interval {
         Interval::D1 | Interval::W1 => {
-            let _ = write!(out, "{:04}-{:02}-{:02}", t.year(), t.month(), t.day());
+            let date = t.naive_utc().date();
+            match u32::try_from(date.year()) {
+                Ok(year) if year <= 9999 => {
+                    let [y0, y1] = two_digits(year / 100);
+                    let [y2, y3] = two_digits(year);
+                    let [m0, m1] = two_digits(date.month());
+                    let [d0, d1] = two_digits(date.day());
+                    push_ascii(out, &[y0, y1, y2, y3, b'-', m0, m1, b'-', d0, d1]);
+                }
+                _ => {
+                    let _ = write!(out, "{:04}-{:02}-{:02}", t.year(), t.month(), t.day());
+                }
+            }
         }
         _ => push_short_time(out, t),
     }
@@ -804,12 +822,15 @@ fn market_section(
         if table.bars.is_empty() {
             let _ = write!(out, "### {symbol} {interval} · no closed bars available");
         } else {
-            let _ = writeln!(
-                out,
-                "### {symbol} {interval} · regime {} · last {} bars",
-                table.regime(),
-                table.bars.len()
-            );
+            out.push_str("### ");
+            out.push_str(symbol);
+            out.push(' ');
+            out.push_str(interval.as_str());
+            out.push_str(" · regime ");
+            out.push_str(table.regime().as_str());
+            out.push_str(" · last ");
+            push_uint(out, table.bars.len() as u64);
+            out.push_str(" bars\n");
             out.push_str(BAR_TABLE_HEADER);
             chars += out[counted_to..].chars().count();
             let rows = table.rows(usize::MAX, dp);
@@ -827,13 +848,17 @@ fn market_section(
                 continue;
             }
             let shown = table.bars.len().min(HTF_SHOW_BARS);
-            let _ = writeln!(
-                out,
-                "#### {symbol} {h} · regime {} (last {} bars) · last {} shown",
-                table.regime(),
-                table.bars.len(),
-                shown
-            );
+            out.push_str("#### ");
+            out.push_str(symbol);
+            out.push(' ');
+            out.push_str(h.as_str());
+            out.push_str(" · regime ");
+            out.push_str(table.regime().as_str());
+            out.push_str(" (last ");
+            push_uint(out, table.bars.len() as u64);
+            out.push_str(" bars) · last ");
+            push_uint(out, shown as u64);
+            out.push_str(" shown\n");
             out.push_str(BAR_TABLE_HEADER);
             chars += out[counted_to..].chars().count();
             let rows = table.rows(shown, dp);
@@ -1004,17 +1029,22 @@ fn portfolio_section(out: &mut String, p: &PortfolioSnapshot) {
 
 fn risk_section(out: &mut String, skill: &Skill, equity: Decimal) {
     let r = &skill.risk;
-    let of_equity = |out: &mut String, pct_value: Decimal| {
-        push_usd(out, pct_value * equity / Decimal::ONE_HUNDRED);
+    let of_equity = |pct_value: Decimal| pct_value * equity / Decimal::ONE_HUNDRED;
+    let position_cap = of_equity(r.max_position_pct);
+    // The same computation when the two caps are the same number (bit for bit).
+    let exposure_cap = if r.max_total_exposure_pct.unpack() == r.max_position_pct.unpack() {
+        position_cap
+    } else {
+        of_equity(r.max_total_exposure_pct)
     };
     out.push_str("## Risk caps (engine-enforced)\n- Max position: ");
     push_plain(out, r.max_position_pct);
     out.push_str("% of equity = ");
-    of_equity(out, r.max_position_pct);
+    push_usd(out, position_cap);
     out.push_str(" notional\n- Max total exposure: ");
     push_plain(out, r.max_total_exposure_pct);
     out.push_str("% of equity = ");
-    of_equity(out, r.max_total_exposure_pct);
+    push_usd(out, exposure_cap);
     out.push_str(" notional\n- Max leverage: ");
     push_plain(out, r.max_leverage);
     out.push_str("x\n- Order size: ");
@@ -1022,7 +1052,7 @@ fn risk_section(out: &mut String, skill: &Skill, equity: Decimal) {
     out.push_str(" to ");
     push_usd(out, r.max_order_usd);
     out.push_str(" notional\n- Max orders per hour: ");
-    let _ = write!(out, "{}", r.max_orders_per_hour);
+    push_uint(out, u64::from(r.max_orders_per_hour));
     out.push_str("\n- Halts: no new or added risk at a ");
     push_plain(out, r.halt_drawdown_pct);
     out.push_str("% drawdown from peak equity or a ");

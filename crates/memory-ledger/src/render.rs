@@ -56,7 +56,9 @@ pub fn render_recent_trades(rows: &[TradeRecord], k: usize, now: DateTime<Utc>) 
     });
     closed.truncate(k.min(MAX_RECENT_TRADES_K));
 
-    let mut out = String::from(RECENT_TRADES_HEADER);
+    // About one line's worth of bytes a row, so the buffer rarely grows.
+    let mut out = String::with_capacity(RECENT_TRADES_HEADER.len() + 96 + closed.len() * 384);
+    out.push_str(RECENT_TRADES_HEADER);
     out.push('\n');
     if closed.is_empty() {
         out.push_str("- none: no trade of this skill has closed yet.\n");
@@ -138,7 +140,9 @@ pub fn render_open_positions(
         .collect();
     open.sort_by(|a, b| a.symbol.cmp(&b.symbol).then_with(|| a.id.cmp(&b.id)));
 
-    let mut out = String::from(OPEN_POSITIONS_HEADER);
+    // About one line's worth of bytes a row, so the buffer rarely grows.
+    let mut out = String::with_capacity(OPEN_POSITIONS_HEADER.len() + 32 + open.len() * 384);
+    out.push_str(OPEN_POSITIONS_HEADER);
     out.push('\n');
     if open.is_empty() {
         out.push_str("- none: flat on every symbol.\n");
