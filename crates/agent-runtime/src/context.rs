@@ -33,8 +33,8 @@ use rust_decimal::Decimal;
 use serde::Serialize;
 use skill_schema::Skill;
 use tools::{
-    DataError, LastDecisionSnapshot, OpenOrder, ToolContext, UpcomingEvent, news_window, one_line,
-    pct, push_decimal, push_fixed, push_one_line, push_uint,
+    BarsWindow, DataError, LastDecisionSnapshot, OpenOrder, SeriesOrigin, ToolContext,
+    UpcomingEvent, news_window, one_line, pct, push_decimal, push_fixed, push_one_line, push_uint,
 };
 use types::{Bar, Interval, PortfolioSnapshot, Position, RegimeTag, classify_regime};
 
@@ -78,9 +78,11 @@ pub struct SectionEstimate {
 /// Keep one per deployment (`tick::TickState` does): the system prompt memo belongs to one
 /// skill. The cache only saves work, so the text is byte-identical with or without it:
 /// - a bar table is slid (rows of bars that left the window dropped, rows of new bars appended)
-///   only after checking that the bars it keeps are bit for bit the ones the source serves now;
-///   a revised bar, a window that is not a slide of the last one or a change in the decimals
-///   printed rebuilds the table;
+///   only when the bars it keeps are the ones the source serves now: both windows are runs of
+///   one series ([`tools::SeriesOrigin`]: a source that changes its bars gives them a new id),
+///   or, when the source does not vouch for a series, they compare equal bit for bit; a revised
+///   bar, a window that is not a slide of the last one or a change in the decimals printed
+///   rebuilds the table;
 /// - a memory section is reused only for a body identical to the one it was rendered from.
 ///
 /// Tables not used by a tick are dropped at its end, so the cache holds no row of a bar that
@@ -114,6 +116,8 @@ struct BarTable {
     used: u64,
     /// The window the source served (closed bars, oldest first, one per open time).
     bars: Vec<Bar>,
+    /// Where `bars` sit in the source's series, when it vouches for one.
+    origin: Option<SeriesOrigin>,
     /// Decimals each bar of `bars` needs (`price_dp` of that bar alone).
     dps: Vec<u32>,
     /// `classify_regime(&bars)`, once asked for.
@@ -133,6 +137,7 @@ impl BarTable {
             interval,
             used: 0,
             bars: Vec::new(),
+            origin: None,
             dps: Vec::new(),
             regime: None,
             rows: String::new(),
@@ -144,13 +149,36 @@ impl BarTable {
 
     /// Makes `bars` equal to `window`: a slide when the bars it keeps are unchanged, else a
     /// rebuild.
-    fn sync(&mut self, window: &[Bar]) {
-        let start = window
-            .first()
-            .and_then(|first| self.bars.binary_search_by(|b| b.time.cmp(&first.time)).ok());
-        if let Some(start) = start {
+    fn sync(&mut self, window: &BarsWindow<'_>) {
+        let cached_origin = std::mem::replace(&mut self.origin, window.origin);
+        let window = &*window.bars;
+        // Where the window starts among the cached bars, and whether both are runs of one
+        // series (which agree on every bar number they share: no need to compare them).
+        let start = match (cached_origin, self.origin) {
+            (Some(old), Some(new)) if old.series == new.series => new
+                .start
+                .checked_sub(old.start)
+                .filter(|&start| start <= self.bars.len())
+                .map(|start| (start, true)),
+            _ => window.first().and_then(|first| {
+                self.bars
+                    .binary_search_by(|b| b.time.cmp(&first.time))
+                    .ok()
+                    .map(|start| (start, false))
+            }),
+        };
+        if let Some((start, one_series)) = start {
             let kept = self.bars.len() - start;
-            if kept <= window.len() && same_bars(&self.bars[start..], &window[..kept]) {
+            let same = kept <= window.len()
+                && if one_series {
+                    // A guard against a source breaking the series contract, not a proof.
+                    kept == 0
+                        || (self.bars[start].time == window[0].time
+                            && self.bars[start + kept - 1].time == window[kept - 1].time)
+                } else {
+                    same_bars(&self.bars[start..], &window[..kept])
+                };
+            if same {
                 if start == 0 && kept == window.len() {
                     return;
                 }
@@ -252,7 +280,7 @@ fn same_bars(a: &[Bar], b: &[Bar]) -> bool {
 
 impl RenderCache {
     /// The table of `symbol` at `interval`, synced with `window` and marked used by this tick.
-    fn sync_table(&mut self, symbol: &str, interval: Interval, window: &[Bar]) -> usize {
+    fn sync_table(&mut self, symbol: &str, interval: Interval, window: &BarsWindow<'_>) -> usize {
         let i = match self
             .tables
             .iter()
@@ -748,42 +776,58 @@ pub fn closed_bars(
     interval: Interval,
     limit: usize,
 ) -> Result<Vec<Bar>, DataError> {
-    closed_bars_borrowed(ctx, symbol, interval, limit).map(Cow::into_owned)
+    closed_bars_window(ctx, symbol, interval, limit).map(|w| w.bars.into_owned())
 }
 
-/// [`closed_bars`], borrowed from the source when it holds the bars in memory
-/// ([`tools::MarketData::bars_borrowed`]) and serves them sorted: nothing is copied then.
+/// [`closed_bars`], borrowed from the source when it holds the bars in memory and serves them
+/// sorted ([`tools::MarketData::bars_window`]: nothing is copied then), with their place in the
+/// source's series when it vouches for one.
 ///
 /// # Errors
 /// [`DataError`] when the market-data source fails.
-pub fn closed_bars_borrowed<'a>(
+pub fn closed_bars_window<'a>(
     ctx: &'a ToolContext,
     symbol: &str,
     interval: Interval,
     limit: usize,
-) -> Result<Cow<'a, [Bar]>, DataError> {
-    let bars = ctx.market.bars_borrowed(symbol, interval, ctx.now, limit)?;
+) -> Result<BarsWindow<'a>, DataError> {
+    let BarsWindow { bars, origin } = ctx.market.bars_window(symbol, interval, ctx.now, limit)?;
     // Closed by `now` ⇔ opened by `now − interval` (one subtraction instead of one addition per
     // bar).
     let Some(latest_open) = ctx.now.checked_sub_signed(interval.duration()) else {
-        return Ok(Cow::Borrowed(&[]));
+        return Ok(BarsWindow {
+            bars: Cow::Borrowed(&[]),
+            origin: None,
+        });
     };
-    if let Cow::Borrowed(all) = bars
-        && all.is_sorted_by(|a, b| a.time < b.time)
-    {
-        // Sorted: the closed bars are a prefix.
-        let closed = all.partition_point(|b| b.time <= latest_open);
-        return Ok(Cow::Borrowed(&all[closed.saturating_sub(limit)..closed]));
+    if bars.is_sorted_by(|a, b| a.time < b.time) {
+        // Sorted: the closed bars are a prefix, and a run of the source's series.
+        let closed = bars.partition_point(|b| b.time <= latest_open);
+        let from = closed.saturating_sub(limit);
+        let bars = match bars {
+            Cow::Borrowed(all) => Cow::Borrowed(&all[from..closed]),
+            Cow::Owned(mut all) => {
+                all.truncate(closed);
+                all.drain(..from);
+                Cow::Owned(all)
+            }
+        };
+        let origin = origin.map(|o| SeriesOrigin {
+            series: o.series,
+            start: o.start + from,
+        });
+        return Ok(BarsWindow { bars, origin });
     }
     let mut bars = bars.into_owned();
     bars.retain(|b| b.time <= latest_open);
-    if !bars.is_sorted_by(|a, b| a.time < b.time) {
-        bars.sort_by_key(|b| b.time);
-        bars.dedup_by_key(|b| b.time);
-    }
+    bars.sort_by_key(|b| b.time);
+    bars.dedup_by_key(|b| b.time);
     let skip = bars.len().saturating_sub(limit);
     bars.drain(..skip);
-    Ok(Cow::Owned(bars))
+    Ok(BarsWindow {
+        bars: Cow::Owned(bars),
+        origin: None,
+    })
 }
 
 /// Writes the market section; returns its characters.
@@ -804,12 +848,12 @@ fn market_section(
     let mut htf = Vec::with_capacity(higher.len());
     for symbol in &ctx.symbols {
         let bars =
-            closed_bars_borrowed(ctx, symbol, interval, lookback).map_err(data_err("market"))?;
+            closed_bars_window(ctx, symbol, interval, lookback).map_err(data_err("market"))?;
         let base = cache.sync_table(symbol, interval, &bars);
         htf.clear();
         for &h in &higher {
             let hb =
-                closed_bars_borrowed(ctx, symbol, h, HTF_FETCH_BARS).map_err(data_err("market"))?;
+                closed_bars_window(ctx, symbol, h, HTF_FETCH_BARS).map_err(data_err("market"))?;
             htf.push(cache.sync_table(symbol, h, &hb));
         }
         // As `price_dp` over every bar shown or classified.
@@ -1199,48 +1243,94 @@ mod tests {
         }
     }
 
-    /// Whatever windows a table is synced with, it holds exactly the window and the rows of
-    /// its last `shown` bars, as they print fresh: never a row of a bar that left the window.
+    /// Whatever windows a table is synced with — runs of one series, of a series that changed
+    /// id, or without an origin — it holds exactly the window and the rows of its last `shown`
+    /// bars, as they print fresh: never a row of a bar that left the window.
     #[test]
     fn a_table_holds_the_window_and_only_its_rows() {
         let series: Vec<Bar> = (0..200).map(|h| bar(h, 10_000 + h * 7 % 13)).collect();
         let mut revised = series.clone();
         revised[57].volume += Decimal::ONE;
-        let mut table = BarTable::new("X", Interval::H1);
-        // (source, first, last + 1, shown, dp)
-        let steps: [(&[Bar], usize, usize, usize, u32); 12] = [
-            (&series, 0, 5, 24, 1),
-            (&series, 0, 24, 24, 1),
-            (&series, 1, 25, 24, 1),
-            (&series, 2, 26, 6, 1),
-            (&series, 9, 33, 6, 1),
-            (&series, 9, 33, 24, 1),
-            (&series, 40, 64, 24, 3),
-            (&revised, 41, 65, 24, 3),
-            (&series, 42, 66, 24, 3),
-            (&series, 20, 44, 24, 3),
-            (&series, 20, 30, 24, 3),
-            (&series, 100, 100, 24, 3),
+        /// (source, its series id if it vouches for one, first, last + 1, shown, dp)
+        type Step<'a> = (&'a [Bar], Option<u64>, usize, usize, usize, u32);
+        let steps: [Step<'_>; 16] = [
+            (&series, Some(1), 0, 5, 24, 1),
+            (&series, Some(1), 0, 24, 24, 1),
+            (&series, Some(1), 1, 25, 24, 1),
+            (&series, Some(1), 2, 26, 6, 1),
+            (&series, None, 9, 33, 6, 1),
+            (&series, None, 9, 33, 24, 1),
+            (&series, Some(1), 40, 64, 24, 3),
+            (&revised, Some(2), 41, 65, 24, 3),
+            (&revised, Some(2), 41, 65, 24, 3),
+            (&revised, Some(2), 44, 68, 24, 3),
+            (&series, Some(1), 45, 69, 24, 3),
+            (&series, None, 46, 70, 24, 3),
+            (&revised, None, 47, 71, 24, 3),
+            (&series, Some(1), 20, 44, 24, 3),
+            (&series, Some(1), 20, 30, 24, 3),
+            (&series, Some(1), 100, 100, 24, 3),
         ];
-        for (i, &(source, from, to, shown, dp)) in steps.iter().enumerate() {
-            let window = &source[from..to];
-            table.sync(window);
-            let rows = table.rows(shown, dp).to_owned();
-            assert_eq!(table.bars, window, "step {i}");
-            assert_eq!(
-                table.dps,
-                window.iter().map(bar_dp).collect::<Vec<_>>(),
-                "step {i}"
-            );
-            let shown_bars = &window[window.len() - shown.min(window.len())..];
-            let mut fresh = String::new();
-            for b in shown_bars {
-                push_bar_row(&mut fresh, b, Interval::H1, dp);
+        for mode in 0..2 {
+            let mut table = BarTable::new("X", Interval::H1);
+            for (i, &(source, id, from, to, shown, dp)) in steps.iter().enumerate() {
+                // Second pass: no source vouches for a series, every slide is compared.
+                let id = id.filter(|_| mode == 0);
+                let window = &source[from..to];
+                table.sync(&BarsWindow {
+                    bars: Cow::Borrowed(window),
+                    origin: id.map(|series| SeriesOrigin {
+                        series,
+                        start: from,
+                    }),
+                });
+                let rows = table.rows(shown, dp).to_owned();
+                assert_eq!(table.bars, window, "step {i}");
+                assert_eq!(
+                    table.dps,
+                    window.iter().map(bar_dp).collect::<Vec<_>>(),
+                    "step {i}"
+                );
+                let shown_bars = &window[window.len() - shown.min(window.len())..];
+                let mut fresh = String::new();
+                for b in shown_bars {
+                    push_bar_row(&mut fresh, b, Interval::H1, dp);
+                }
+                assert_eq!(rows, fresh, "step {i}");
+                assert_eq!(table.row_lens.len(), shown_bars.len(), "step {i}");
+                assert_eq!(table.row_lens.iter().sum::<usize>(), rows.len(), "step {i}");
+                assert_eq!(table.regime(), classify_regime(window), "step {i}");
             }
-            assert_eq!(rows, fresh, "step {i}");
-            assert_eq!(table.row_lens.len(), shown_bars.len(), "step {i}");
-            assert_eq!(table.row_lens.iter().sum::<usize>(), rows.len(), "step {i}");
-            assert_eq!(table.regime(), classify_regime(window), "step {i}");
         }
+    }
+
+    /// `Preloaded` gives each series an id and a new one when its bars change; windows carry
+    /// their place in it through `closed_bars_window`.
+    #[test]
+    fn windows_carry_their_place_in_the_series() {
+        let bars: Vec<Bar> = (0..50).map(|h| bar(h, 10_000 + h)).collect();
+        let mut data = tools::Preloaded::new().with_bars("X", Interval::H1, bars.clone());
+        let at = |data: &tools::Preloaded, hour: i64| {
+            ToolContext::new(
+                Utc.timestamp_opt(hour * 3600, 0).unwrap(),
+                tools::RunMode::Trade,
+                vec!["X".into()],
+                std::sync::Arc::new(data.clone()),
+                std::sync::Arc::new(data.clone()),
+            )
+        };
+        let ctx = at(&data, 30);
+        let w = closed_bars_window(&ctx, "X", Interval::H1, 10).unwrap();
+        // Closed by hour 30: bars 0..30; the last ten.
+        assert_eq!(&*w.bars, &bars[20..30]);
+        let first = w.origin.unwrap();
+        assert_eq!(first.start, 20);
+        let ctx = at(&data, 31);
+        let w = closed_bars_window(&ctx, "X", Interval::H1, 10).unwrap();
+        assert_eq!(w.origin.unwrap(), SeriesOrigin { start: 21, ..first });
+        data.insert_bars("X", Interval::H1, vec![bar(3, 1)]);
+        let ctx = at(&data, 31);
+        let w = closed_bars_window(&ctx, "X", Interval::H1, 10).unwrap();
+        assert_ne!(w.origin.unwrap().series, first.series);
     }
 }

@@ -33,9 +33,9 @@ mod registry;
 mod risk;
 
 pub use context::{
-    DataError, DerivativesData, EventCalendar, FundingRate, MarketData, MemorySections, NewsItem,
-    NewsSource, NoData, OpenInterestPoint, OpenOrder, PortfolioView, RunMode, ToolContext,
-    UpcomingEvent, rank_news,
+    BarsWindow, DataError, DerivativesData, EventCalendar, FundingRate, MarketData, MemorySections,
+    NewsItem, NewsSource, NoData, OpenInterestPoint, OpenOrder, PortfolioView, RunMode,
+    SeriesOrigin, ToolContext, UpcomingEvent, rank_news,
 };
 pub use derivatives::{GetFundingRate, GetOpenInterest, PerpDataArgs};
 pub use error::ToolError;
