@@ -18,36 +18,29 @@ fn round(d: Decimal, dp: u32) -> Decimal {
     r
 }
 
-/// `d` exactly as its `Display` prints it (`-1234.50`), written into the end of `buf`.
-fn plain(d: Decimal, buf: &mut [u8; 32]) -> &str {
-    /// Digits right to left, at least `scale + 1` (`0.05`), the point before the last `scale`.
-    fn digits<T>(buf: &mut [u8; 32], mut m: T, scale: usize) -> usize
-    where
-        T: Copy + PartialEq + From<u8> + std::ops::Rem<Output = T> + std::ops::Div<Output = T>,
-        u8: TryFrom<T>,
-    {
-        let (zero, ten) = (T::from(0), T::from(10));
-        let mut at = buf.len();
-        let mut written = 0;
-        while m != zero || written <= scale {
-            if written == scale && scale > 0 {
-                at -= 1;
-                buf[at] = b'.';
-            }
+/// The text `Display` prints for a decimal given by its parts (`-` when `negative`, the digits
+/// of `mantissa` with the point before the last `scale`, at least one digit before it), written
+/// into the end of `buf`.
+fn parts_text<T>(buf: &mut [u8; 32], mut mantissa: T, scale: usize, negative: bool) -> &str
+where
+    T: Copy + PartialEq + From<u8> + std::ops::Rem<Output = T> + std::ops::Div<Output = T>,
+    u8: TryFrom<T>,
+{
+    let (zero, ten) = (T::from(0), T::from(10));
+    let mut at = buf.len();
+    let mut written = 0;
+    // Right to left; `0.05` has `scale + 1` digits at least, `0` one.
+    while mantissa != zero || written <= scale {
+        if written == scale && scale > 0 {
             at -= 1;
-            buf[at] = b'0' + u8::try_from(m % ten).unwrap_or(0);
-            m = m / ten;
-            written += 1;
+            buf[at] = b'.';
         }
-        at
+        at -= 1;
+        buf[at] = b'0' + u8::try_from(mantissa % ten).unwrap_or(0);
+        mantissa = mantissa / ten;
+        written += 1;
     }
-    let scale = d.scale() as usize;
-    let mantissa = d.mantissa().unsigned_abs();
-    let mut at = match u64::try_from(mantissa) {
-        Ok(m) => digits(buf, m, scale),
-        Err(_) => digits(buf, mantissa, scale),
-    };
-    if d.is_sign_negative() {
+    if negative {
         at -= 1;
         buf[at] = b'-';
     }
@@ -55,10 +48,26 @@ fn plain(d: Decimal, buf: &mut [u8; 32]) -> &str {
     std::str::from_utf8(&buf[at..]).unwrap_or_default()
 }
 
-/// Appends `d` with `,` every three integer digits (`-1234.5` → `-1,234.5`).
+/// Appends `d` as `Display` prints it, with `,` every three integer digits (`-1234.5` →
+/// `-1,234.5`).
 fn push_grouped(out: &mut String, d: Decimal) {
+    let scale = d.scale() as usize;
+    if scale > 28 {
+        // Only `rescale` beyond the maximum scale makes these; print them the slow way.
+        group_into(out, &d.to_string());
+        return;
+    }
     let mut buf = [0_u8; 32];
-    let plain = plain(d, &mut buf);
+    let mantissa = d.mantissa().unsigned_abs();
+    let text = match u64::try_from(mantissa) {
+        Ok(m) => parts_text(&mut buf, m, scale, d.is_sign_negative()),
+        Err(_) => parts_text(&mut buf, mantissa, scale, d.is_sign_negative()),
+    };
+    group_into(out, text);
+}
+
+/// Appends a plain decimal text with `,` every three integer digits.
+fn group_into(out: &mut String, plain: &str) {
     let rest = match plain.strip_prefix('-') {
         Some(r) => {
             out.push('-');
@@ -94,6 +103,54 @@ fn rounded(d: Decimal, dp: u32) -> Decimal {
     r
 }
 
+/// The text of [`rounded`]`(d, dp)` without its sign, and whether it is negative: in 64-bit
+/// integer arithmetic when the mantissa and the result fit 64 bits (prices and money, always;
+/// the text is then written into `buf`), else through `Decimal` (written into `spill`).
+fn rounded_text<'b>(
+    d: Decimal,
+    dp: u32,
+    buf: &'b mut [u8; 32],
+    spill: &'b mut String,
+) -> (&'b str, bool) {
+    let parts = d.unpack();
+    if parts.hi == 0 && dp <= 28 {
+        let m = (u64::from(parts.mid) << 32) | u64::from(parts.lo);
+        // Round half away from zero to `dp` decimals (10^20 and up exceed any 64-bit mantissa:
+        // less than half, zero), then rescale to exactly `dp`.
+        let (value, scale) = if parts.scale <= dp {
+            (m, parts.scale)
+        } else {
+            let q = match 10_u64.checked_pow(parts.scale - dp) {
+                Some(p) => {
+                    let (q, r) = (m / p, m % p);
+                    if r >= p - r { q + 1 } else { q }
+                }
+                None => 0,
+            };
+            (q, dp)
+        };
+        if let Some(m) = 10_u64
+            .checked_pow(dp - scale)
+            .and_then(|p| value.checked_mul(p))
+        {
+            // A zero is positive (`round`).
+            return (
+                parts_text(buf, m, dp as usize, false),
+                parts.negative && m != 0,
+            );
+        }
+    }
+    let r = rounded(d, dp);
+    push_display(spill, r.abs());
+    (spill.as_str(), r.is_sign_negative())
+}
+
+/// Appends `d` as `Display` prints it (no grouping).
+fn push_display(out: &mut String, d: Decimal) {
+    use std::fmt::Write as _;
+    let _ = write!(out, "{d}");
+}
+
 /// `d` with exactly `dp` decimals (half away from zero) and thousands separators.
 #[must_use]
 pub fn fixed(d: Decimal, dp: u32) -> String {
@@ -104,7 +161,12 @@ pub fn fixed(d: Decimal, dp: u32) -> String {
 
 /// Appends [`fixed`]`(d, dp)`.
 pub fn push_fixed(out: &mut String, d: Decimal, dp: u32) {
-    push_grouped(out, rounded(d, dp));
+    let (mut buf, mut spill) = ([0_u8; 32], String::new());
+    let (text, negative) = rounded_text(d, dp, &mut buf, &mut spill);
+    if negative {
+        out.push('-');
+    }
+    group_into(out, text);
 }
 
 /// A price at its own scale: at least six significant digits (never cutting integer digits),
@@ -125,7 +187,17 @@ pub fn push_price(out: &mut String, p: Decimal) {
     } else if abs >= Decimal::ONE {
         // The length of the integer part as printed (no sign: `abs`).
         let mut buf = [0_u8; 32];
-        let int_digits = u32::try_from(plain(abs.trunc(), &mut buf).len()).unwrap_or(u32::MAX);
+        let int = abs.trunc();
+        let text = match u64::try_from(int.mantissa().unsigned_abs()) {
+            Ok(m) => parts_text(&mut buf, m, int.scale() as usize, false),
+            Err(_) => parts_text(
+                &mut buf,
+                int.mantissa().unsigned_abs(),
+                int.scale() as usize,
+                false,
+            ),
+        };
+        let int_digits = u32::try_from(text.len()).unwrap_or(u32::MAX);
         PRICE_SIGNIFICANT.saturating_sub(int_digits)
     } else {
         // Count the zeros right after the decimal point.
@@ -156,14 +228,10 @@ pub fn push_usd(out: &mut String, d: Decimal) {
     } else {
         2
     };
-    let r = rounded(d, dp);
-    if r.is_sign_negative() {
-        out.push_str("-$");
-        push_grouped(out, r.abs());
-    } else {
-        out.push('$');
-        push_grouped(out, r);
-    }
+    let (mut buf, mut spill) = ([0_u8; 32], String::new());
+    let (text, negative) = rounded_text(d, dp, &mut buf, &mut spill);
+    out.push_str(if negative { "-$" } else { "$" });
+    group_into(out, text);
 }
 
 /// A signed dollar amount with cents: `+$28.40`, `-$9.70`; zero (after rounding) is `$0.00`.
@@ -176,16 +244,16 @@ pub fn signed_usd(d: Decimal) -> String {
 
 /// Appends [`signed_usd`]`(d)`.
 pub fn push_signed_usd(out: &mut String, d: Decimal) {
-    let r = rounded(d, 2);
-    if r.is_sign_negative() {
-        out.push_str("-$");
-        push_grouped(out, r.abs());
-    } else if r.is_zero() {
-        out.push_str("$0.00");
+    let (mut buf, mut spill) = ([0_u8; 32], String::new());
+    let (text, negative) = rounded_text(d, 2, &mut buf, &mut spill);
+    out.push_str(if negative {
+        "-$"
+    } else if text == "0.00" {
+        "$"
     } else {
-        out.push_str("+$");
-        push_grouped(out, r);
-    }
+        "+$"
+    });
+    group_into(out, text);
 }
 
 /// `part / whole` in percent with one decimal (`1.1%`, `-0.5%`); `None` when `whole` is zero.

@@ -133,6 +133,12 @@ fn decimal() -> impl Strategy<Value = Decimal> {
     prop_oneof![
         4 => (any::<i64>(), 0_u32..=12).prop_map(|(m, s)| Decimal::new(m, s)),
         4 => (-10_000_000_i64..10_000_000, 0_u32..=6).prop_map(|(m, s)| Decimal::new(m, s)),
+        // Near zero, on rounding midpoints, at high scales.
+        2 => (-1000_i64..1000, 0_u32..=28).prop_map(|(m, s)| Decimal::new(m, s)),
+        2 => (-1000_i64..1000, 1_u32..=28).prop_map(|(m, s)| Decimal::new(m * 10 + 5, s)),
+        1 => (any::<u64>(), any::<bool>(), 0_u32..=28).prop_map(|(m, neg, s)| {
+            Decimal::from_parts(m as u32, (m >> 32) as u32, 0, neg, s)
+        }),
         1 => (any::<u32>(), any::<u32>(), any::<u32>(), any::<bool>(), 0_u32..=28).prop_map(
             |(lo, mid, hi, neg, s)| Decimal::from_parts(lo, mid, hi, neg, s)
         ),
@@ -144,7 +150,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(2048))]
 
     #[test]
-    fn numbers_print_as_before(d in decimal(), whole in decimal(), dp in 0_u32..=4) {
+    fn numbers_print_as_before(d in decimal(), whole in decimal(), dp in 0_u32..=30) {
         prop_assert_eq!(format::fixed(d, dp), reference::fixed(d, dp));
         prop_assert_eq!(format::usd(d), reference::usd(d));
         prop_assert_eq!(format::signed_usd(d), reference::signed_usd(d));

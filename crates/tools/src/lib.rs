@@ -94,47 +94,94 @@ pub fn fixed(d: Decimal, dp: u32) -> String {
 
 /// Appends [`fixed`]`(d, dp)` to `out` (no temporary string).
 pub fn push_fixed(out: &mut String, d: Decimal, dp: u32) {
-    let mut r = d.round_dp_with_strategy(dp, RoundingStrategy::MidpointAwayFromZero);
-    r.rescale(dp);
-    push_decimal(out, r);
+    if !push_fixed_u64(out, d, dp) {
+        let mut r = d.round_dp_with_strategy(dp, RoundingStrategy::MidpointAwayFromZero);
+        r.rescale(dp);
+        push_decimal(out, r);
+    }
+}
+
+/// [`push_fixed`] in 64-bit integer arithmetic, when the mantissa and the result's fit 64 bits
+/// (prices and money, always); `false`, with nothing written, otherwise.
+///
+/// The same result as `round_dp_with_strategy(dp, MidpointAwayFromZero)` then `rescale(dp)`:
+/// rounding drops `scale − dp` digits and adds one when they are at least half; a result that
+/// rounded to zero is positive, a zero that needed no rounding keeps its sign (as `Decimal` does).
+fn push_fixed_u64(out: &mut String, d: Decimal, dp: u32) -> bool {
+    let parts = d.unpack();
+    if parts.hi != 0 || dp > 28 {
+        return false;
+    }
+    let m = (u64::from(parts.mid) << 32) | u64::from(parts.lo);
+    let (value, scale, negative) = if parts.scale <= dp {
+        (m, parts.scale, parts.negative)
+    } else if m == 0 {
+        (0, dp, parts.negative)
+    } else {
+        // 10^20 and up exceed any 64-bit mantissa: less than half, rounds to zero.
+        let q = match 10_u64.checked_pow(parts.scale - dp) {
+            Some(p) => {
+                let (q, r) = (m / p, m % p);
+                if r >= p - r { q + 1 } else { q }
+            }
+            None => 0,
+        };
+        (q, dp, parts.negative && q != 0)
+    };
+    // Rescaled to `dp` decimals.
+    let Some(mantissa) = 10_u64
+        .checked_pow(dp - scale)
+        .and_then(|p| value.checked_mul(p))
+    else {
+        return false;
+    };
+    push_parts(out, mantissa, dp as usize, negative);
+    true
 }
 
 /// Appends `d` exactly as its `Display` prints it (`d.to_string()`: the mantissa's digits with
 /// the point `scale` digits from the right, `0.05`, `-0.00` for a negative zero) without the
 /// formatting machinery or a temporary string.
 pub fn push_decimal(out: &mut String, d: Decimal) {
-    /// Digits right to left into the end of `buf`, at least `min_digits` of them (zero-padded),
-    /// with the point before the last `scale`; returns where the text starts.
-    fn digits<T>(buf: &mut [u8; 32], mut m: T, scale: usize) -> usize
-    where
-        T: Copy + PartialEq + From<u8> + std::ops::Rem<Output = T> + std::ops::Div<Output = T>,
-        u8: TryFrom<T>,
-    {
-        let (zero, ten) = (T::from(0), T::from(10));
-        let mut at = buf.len();
-        let mut written = 0;
-        // `0.05` has `scale + 1` digits at least, `0` one.
-        while m != zero || written <= scale {
-            if written == scale && scale > 0 {
-                at -= 1;
-                buf[at] = b'.';
-            }
-            at -= 1;
-            buf[at] = b'0' + u8::try_from(m % ten).unwrap_or(0);
-            m = m / ten;
-            written += 1;
-        }
-        at
+    let mantissa = d.mantissa().unsigned_abs();
+    let scale = d.scale() as usize;
+    if scale > 28 {
+        // Only `rescale` beyond the maximum scale makes these; print them the slow way.
+        use std::fmt::Write as _;
+        let _ = write!(out, "{d}");
+        return;
     }
+    match u64::try_from(mantissa) {
+        Ok(m) => push_parts(out, m, scale, d.is_sign_negative()),
+        Err(_) => push_parts(out, mantissa, scale, d.is_sign_negative()),
+    }
+}
+
+/// Appends a decimal given by its parts as `Display` prints it: `-` when `negative`, the digits
+/// of `mantissa` with the point before the last `scale` of them, at least one digit before it
+/// (`0.05`, `0`).
+fn push_parts<T>(out: &mut String, mut mantissa: T, scale: usize, negative: bool)
+where
+    T: Copy + PartialEq + From<u8> + std::ops::Rem<Output = T> + std::ops::Div<Output = T>,
+    u8: TryFrom<T>,
+{
     // At most 29 digits, a leading `0`, the point and the sign.
     let mut buf = [0_u8; 32];
-    let scale = d.scale() as usize;
-    let mantissa = d.mantissa().unsigned_abs();
-    let mut at = match u64::try_from(mantissa) {
-        Ok(m) => digits(&mut buf, m, scale),
-        Err(_) => digits(&mut buf, mantissa, scale),
-    };
-    if d.is_sign_negative() {
+    let (zero, ten) = (T::from(0), T::from(10));
+    let mut at = buf.len();
+    let mut written = 0;
+    // Right to left; `0.05` has `scale + 1` digits at least, `0` one.
+    while mantissa != zero || written <= scale {
+        if written == scale && scale > 0 {
+            at -= 1;
+            buf[at] = b'.';
+        }
+        at -= 1;
+        buf[at] = b'0' + u8::try_from(mantissa % ten).unwrap_or(0);
+        mantissa = mantissa / ten;
+        written += 1;
+    }
+    if negative {
         at -= 1;
         buf[at] = b'-';
     }

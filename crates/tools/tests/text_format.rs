@@ -7,12 +7,20 @@ use rust_decimal::{Decimal, RoundingStrategy};
 use tools::{fixed, one_line, push_decimal, push_fixed, push_one_line, push_uint};
 
 /// Any decimal: every mantissa width (32, 64 and 96 bits), every scale, both signs, zeros
-/// included (negative zero too).
+/// included (negative zero too), and values on a rounding midpoint (`…5`, `…50`).
 fn decimal() -> impl Strategy<Value = Decimal> {
     let mantissa = prop_oneof![
         Just((0_u32, 0_u32, 0_u32)),
         any::<u32>().prop_map(|lo| (lo, 0, 0)),
+        (0_u32..1000).prop_map(|lo| (lo, 0, 0)),
+        (0_u32..1000).prop_map(|n| (n * 10 + 5, 0, 0)),
+        (0_u64..10_000_000).prop_map(|n| {
+            let m = n * 100 + 50;
+            (m as u32, (m >> 32) as u32, 0)
+        }),
         (any::<u32>(), any::<u32>()).prop_map(|(lo, mid)| (lo, mid, 0)),
+        Just((u32::MAX, u32::MAX, 0)),
+        Just((0x8AC7_2304, 0x8AC7_2304, 0)),
         (any::<u32>(), any::<u32>(), any::<u32>()),
     ];
     (mantissa, any::<bool>(), 0_u32..=28).prop_map(|((lo, mid, hi), negative, scale)| {
@@ -38,7 +46,7 @@ proptest! {
     }
 
     #[test]
-    fn push_fixed_prints_what_round_rescale_display_printed(d in decimal(), dp in 0_u32..=10) {
+    fn push_fixed_prints_what_round_rescale_display_printed(d in decimal(), dp in 0_u32..=30) {
         let mut out = String::new();
         push_fixed(&mut out, d, dp);
         prop_assert_eq!(&out, &reference_fixed(d, dp));
