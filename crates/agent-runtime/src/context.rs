@@ -1016,7 +1016,15 @@ fn push_share_of_equity(out: &mut String, part: Decimal, equity: Decimal) {
     }
 }
 
-fn position_line(out: &mut String, p: &Position, equity: Decimal) {
+/// One position. `gross` is the gross exposure and where its text (`$…` and its share of
+/// equity) was written: a position whose notional is the same number (bit for bit; the only
+/// position's, usually) copies it instead of computing it again.
+fn position_line(
+    out: &mut String,
+    p: &Position,
+    equity: Decimal,
+    gross: (Decimal, std::ops::Range<usize>),
+) {
     let notional = p.notional_usd();
     out.push_str("- ");
     out.push_str(&p.symbol);
@@ -1029,8 +1037,12 @@ fn position_line(out: &mut String, p: &Position, equity: Decimal) {
     out.push_str(" · mark ");
     push_plain(out, p.mark_price);
     out.push_str(" · notional ");
-    push_usd(out, notional);
-    push_share_of_equity(out, notional, equity);
+    if notional.unpack() == gross.0.unpack() {
+        out.extend_from_within(gross.1);
+    } else {
+        push_usd(out, notional);
+        push_share_of_equity(out, notional, equity);
+    }
     out.push_str(" · ");
     push_plain(out, p.leverage);
     out.push_str("x · uPnL ");
@@ -1050,8 +1062,10 @@ fn portfolio_section(out: &mut String, p: &PortfolioSnapshot) {
     out.push_str(" · available margin ");
     push_usd(out, p.available_margin_usd);
     out.push_str(" · gross exposure ");
+    let gross_text = out.len();
     push_usd(out, gross);
     push_share_of_equity(out, gross, p.equity_usd);
+    let gross = (gross, gross_text..out.len());
     out.push_str("\nRealized PnL ");
     push_signed_usd(out, p.realized_pnl_usd);
     out.push_str(" gross · fees paid ");
@@ -1060,13 +1074,13 @@ fn portfolio_section(out: &mut String, p: &PortfolioSnapshot) {
         out.push_str("\nNo open positions.");
     } else if let [only] = p.positions.as_slice() {
         out.push('\n');
-        position_line(out, only, p.equity_usd);
+        position_line(out, only, p.equity_usd, gross);
     } else {
         let mut positions: Vec<&Position> = p.positions.iter().collect();
         positions.sort_by(|a, b| a.symbol.cmp(&b.symbol));
         for pos in positions {
             out.push('\n');
-            position_line(out, pos, p.equity_usd);
+            position_line(out, pos, p.equity_usd, gross.clone());
         }
     }
 }
@@ -1301,6 +1315,56 @@ mod tests {
                 assert_eq!(table.row_lens.iter().sum::<usize>(), rows.len(), "step {i}");
                 assert_eq!(table.regime(), classify_regime(window), "step {i}");
             }
+        }
+    }
+
+    /// A position line that copies the gross exposure's text (its notional is the same number)
+    /// reads as one computed on its own; with two positions neither notional is the gross.
+    #[test]
+    fn a_position_line_copying_the_gross_text_is_the_computed_one() {
+        let position = |symbol: &str, qty: i64| Position {
+            symbol: symbol.into(),
+            side: types::Side::Long,
+            qty: Decimal::new(qty, 3),
+            entry_price: Decimal::new(650_000, 1),
+            leverage: Decimal::TWO,
+            mark_price: Decimal::new(671_234, 1),
+            liquidation_price: None,
+            unrealized_pnl_usd: Decimal::new(1234, 2),
+            margin_usd: Decimal::new(100_000, 2),
+        };
+        for positions in [
+            vec![position("BTC", 30)],
+            vec![position("ETH", 1500), position("BTC", 30)],
+        ] {
+            let snapshot = PortfolioSnapshot {
+                at: Utc.timestamp_opt(0, 0).unwrap(),
+                equity_usd: Decimal::new(1_023_456, 2),
+                available_margin_usd: Decimal::new(812_040, 2),
+                positions,
+                realized_pnl_usd: Decimal::ZERO,
+                fees_paid_usd: Decimal::ZERO,
+            };
+            // One position: its notional is the gross exposure, bit for bit (the copy is taken).
+            assert_eq!(
+                snapshot.positions.len() == 1,
+                snapshot.gross_exposure_usd().unpack()
+                    == snapshot.positions[0].notional_usd().unpack()
+            );
+            let mut text = String::new();
+            portfolio_section(&mut text, &snapshot);
+            let mut sorted = snapshot.positions.clone();
+            sorted.sort_by(|a, b| a.symbol.cmp(&b.symbol));
+            let lines: Vec<String> = sorted
+                .iter()
+                .map(|p| {
+                    let mut line = String::new();
+                    // A gross that matches no notional: everything computed.
+                    position_line(&mut line, p, snapshot.equity_usd, (Decimal::MAX, 0..0));
+                    line
+                })
+                .collect();
+            assert!(text.ends_with(&lines.join("\n")), "{text}");
         }
     }
 
