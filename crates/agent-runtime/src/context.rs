@@ -24,6 +24,8 @@
 //! Unicode scalar values). Exact tokenizer counts belong to the CLI, which can afford a
 //! tokenizer; the estimate here is for budgets and dashboards.
 
+use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Datelike, Duration, Timelike, Utc};
@@ -31,10 +33,10 @@ use rust_decimal::Decimal;
 use serde::Serialize;
 use skill_schema::Skill;
 use tools::{
-    DataError, LastDecisionSnapshot, OpenOrder, ToolContext, UpcomingEvent, fixed, news_window,
-    one_line, pct,
+    BarsWindow, DataError, LastDecisionSnapshot, OpenOrder, SeriesOrigin, ToolContext,
+    UpcomingEvent, news_window, one_line, pct, push_decimal, push_fixed, push_one_line, push_uint,
 };
-use types::{Bar, Interval, PortfolioSnapshot, Position, classify_regime};
+use types::{Bar, Interval, PortfolioSnapshot, Position, RegimeTag, classify_regime};
 
 /// Higher-timeframe bars fetched per timeframe (the regime window of `classify_regime`).
 pub const HTF_FETCH_BARS: usize = 20;
@@ -68,80 +70,237 @@ pub struct SectionEstimate {
     pub tokens_estimate: u32,
 }
 
-/// What one deployment's ticks can reuse from the previous tick's rendering: the rows of bars
-/// that are still in the window (a closed bar never changes, so its row never does) and the
+/// What one deployment's ticks can reuse from the previous tick's rendering: per symbol and
+/// interval, the window of bars it showed with their printed rows (a closed bar never changes,
+/// so its row never does), the ledger's memory sections with what they rendered to, and the
 /// composed system prompt (it changes only with the lessons).
 ///
 /// Keep one per deployment (`tick::TickState` does): the system prompt memo belongs to one
-/// skill. The cache only saves work: a row is reused only for an identical bar printed with the
-/// same number of decimals, so the text is byte-identical with or without it. Rows of bars that
-/// left the window are dropped on every tick, so its size is bounded by one tick's bars.
+/// skill. The cache only saves work, so the text is byte-identical with or without it:
+/// - a bar table is slid (rows of bars that left the window dropped, rows of new bars appended)
+///   only when the bars it keeps are the ones the source serves now: both windows are runs of
+///   one series ([`tools::SeriesOrigin`]: a source that changes its bars gives them a new id),
+///   or, when the source does not vouch for a series, they compare equal bit for bit; a revised
+///   bar, a window that is not a slide of the last one or a change in the decimals printed
+///   rebuilds the table;
+/// - a memory section is reused only for a body identical to the one it was rendered from.
+///
+/// Tables not used by a tick are dropped at its end, so the cache holds no row of a bar that
+/// left the window and its size is bounded by one tick's bars.
 #[derive(Debug, Default, Clone)]
 pub struct RenderCache {
-    /// Per symbol and interval (a deployment has a handful: a linear search beats hashing),
-    /// rows sorted by bar open time (a tick's window is a run of consecutive bars).
-    rows: Vec<(String, Interval, Vec<CachedRow>)>,
+    /// Per symbol and interval (a deployment has a handful: a linear search beats hashing).
+    tables: Vec<BarTable>,
     generation: u64,
+    /// The recent-trades and open-positions sections: the body the ledger returned and the
+    /// section rendered from it.
+    memory: [Option<MemorySectionMemo>; 2],
+    /// Length of the last message, to allocate the next one at once.
+    text_len: usize,
     pub(crate) system_prompt: Option<(Option<prompt_compose::Lessons>, String)>,
 }
 
 #[derive(Debug, Clone)]
-struct CachedRow {
-    bar: Bar,
-    /// Decimals this bar's own prices need.
-    dp: u32,
-    /// The row as printed with `text.0` decimals.
-    text: Option<(u32, String)>,
+struct MemorySectionMemo {
+    body: String,
+    text: String,
+    chars: usize,
+}
+
+/// One symbol's bars at one interval as the last tick fetched them, with printed rows.
+#[derive(Debug, Clone)]
+struct BarTable {
+    symbol: String,
+    interval: Interval,
     /// The tick (`RenderCache::generation`) that last used it.
     used: u64,
+    /// The window the source served (closed bars, oldest first, one per open time).
+    bars: Vec<Bar>,
+    /// Where `bars` sit in the source's series, when it vouches for one.
+    origin: Option<SeriesOrigin>,
+    /// Decimals each bar of `bars` needs (`price_dp` of that bar alone).
+    dps: Vec<u32>,
+    /// `classify_regime(&bars)`, once asked for.
+    regime: Option<RegimeTag>,
+    /// The rows of `bars[rows_from..rows_from + row_lens.len()]` printed with `rows_dp`
+    /// decimals, each starting with `\n`. ASCII only.
+    rows: String,
+    row_lens: VecDeque<usize>,
+    rows_from: usize,
+    rows_dp: u32,
+}
+
+impl BarTable {
+    fn new(symbol: &str, interval: Interval) -> Self {
+        Self {
+            symbol: symbol.to_owned(),
+            interval,
+            used: 0,
+            bars: Vec::new(),
+            origin: None,
+            dps: Vec::new(),
+            regime: None,
+            rows: String::new(),
+            row_lens: VecDeque::new(),
+            rows_from: 0,
+            rows_dp: 0,
+        }
+    }
+
+    /// Makes `bars` equal to `window`: a slide when the bars it keeps are unchanged, else a
+    /// rebuild.
+    fn sync(&mut self, window: &BarsWindow<'_>) {
+        let cached_origin = std::mem::replace(&mut self.origin, window.origin);
+        let window = &*window.bars;
+        // Where the window starts among the cached bars, and whether both are runs of one
+        // series (which agree on every bar number they share: no need to compare them).
+        let start = match (cached_origin, self.origin) {
+            (Some(old), Some(new)) if old.series == new.series => new
+                .start
+                .checked_sub(old.start)
+                .filter(|&start| start <= self.bars.len())
+                .map(|start| (start, true)),
+            _ => window.first().and_then(|first| {
+                self.bars
+                    .binary_search_by(|b| b.time.cmp(&first.time))
+                    .ok()
+                    .map(|start| (start, false))
+            }),
+        };
+        if let Some((start, one_series)) = start {
+            let kept = self.bars.len() - start;
+            let same = kept <= window.len()
+                && if one_series {
+                    // A guard against a source breaking the series contract, not a proof.
+                    kept == 0
+                        || (self.bars[start].time == window[0].time
+                            && self.bars[start + kept - 1].time == window[kept - 1].time)
+                } else {
+                    same_bars(&self.bars[start..], &window[..kept])
+                };
+            if same {
+                if start == 0 && kept == window.len() {
+                    return;
+                }
+                self.drop_front(start);
+                for b in &window[kept..] {
+                    self.bars.push(b.clone());
+                    self.dps.push(bar_dp(b));
+                }
+                self.regime = None;
+                return;
+            }
+        }
+        // First sight, a revised bar, or not a slide of the last window: start over.
+        self.bars.clear();
+        self.bars.extend_from_slice(window);
+        self.dps.clear();
+        self.dps.extend(window.iter().map(bar_dp));
+        self.regime = None;
+        self.rows.clear();
+        self.row_lens.clear();
+        self.rows_from = 0;
+    }
+
+    /// Drops the first `n` bars and their rows.
+    fn drop_front(&mut self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        self.bars.drain(..n);
+        self.dps.drain(..n);
+        let rows = self.row_lens.len();
+        let gone = n.saturating_sub(self.rows_from).min(rows);
+        if gone == rows {
+            self.rows.clear();
+            self.row_lens.clear();
+            self.rows_from = 0;
+        } else {
+            let bytes: usize = self.row_lens.drain(..gone).sum();
+            self.rows.drain(..bytes);
+            self.rows_from = self.rows_from + gone - n;
+        }
+    }
+
+    fn max_dp(&self) -> u32 {
+        self.dps.iter().copied().max().unwrap_or(0)
+    }
+
+    fn regime(&mut self) -> RegimeTag {
+        match self.regime {
+            Some(r) => r,
+            None => *self.regime.insert(classify_regime(&self.bars)),
+        }
+    }
+
+    /// The rows of the last `shown` bars printed with `dp` decimals, reusing the rows already
+    /// printed with `dp`.
+    fn rows(&mut self, shown: usize, dp: u32) -> &str {
+        let len = self.bars.len();
+        let from = len - shown.min(len);
+        let end = self.rows_from + self.row_lens.len();
+        if self.rows_dp != dp || self.row_lens.is_empty() || self.rows_from > from || end < from {
+            self.rows.clear();
+            self.row_lens.clear();
+            self.rows_from = from;
+            self.rows_dp = dp;
+        } else {
+            let gone = from - self.rows_from;
+            let bytes: usize = self.row_lens.drain(..gone).sum();
+            self.rows.drain(..bytes);
+            self.rows_from = from;
+        }
+        for b in &self.bars[self.rows_from + self.row_lens.len()..] {
+            let before = self.rows.len();
+            push_bar_row(&mut self.rows, b, self.interval, dp);
+            self.row_lens.push_back(self.rows.len() - before);
+        }
+        &self.rows
+    }
+}
+
+/// Decimals one bar's prices need.
+fn bar_dp(bar: &Bar) -> u32 {
+    price_dp(std::iter::once(bar))
+}
+
+/// Whether the two runs of bars are identical bit for bit (a decimal printed the same but
+/// stored differently counts as different: the table is then rebuilt, never wrong).
+fn same_bars(a: &[Bar], b: &[Bar]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x.time == y.time
+                && x.open.unpack() == y.open.unpack()
+                && x.high.unpack() == y.high.unpack()
+                && x.low.unpack() == y.low.unpack()
+                && x.close.unpack() == y.close.unpack()
+                && x.volume.unpack() == y.volume.unpack()
+        })
 }
 
 impl RenderCache {
-    /// The cached entry for `bar`, (re)built when missing or when the source now returns a
-    /// different bar for the same open time.
-    fn row(&mut self, symbol: &str, interval: Interval, bar: &Bar) -> &mut CachedRow {
+    /// The table of `symbol` at `interval`, synced with `window` and marked used by this tick.
+    fn sync_table(&mut self, symbol: &str, interval: Interval, window: &BarsWindow<'_>) -> usize {
         let i = match self
-            .rows
+            .tables
             .iter()
-            .position(|(s, i, _)| *i == interval && s == symbol)
+            .position(|t| t.interval == interval && t.symbol == symbol)
         {
             Some(i) => i,
             None => {
-                self.rows.push((symbol.to_owned(), interval, Vec::new()));
-                self.rows.len() - 1
+                self.tables.push(BarTable::new(symbol, interval));
+                self.tables.len() - 1
             }
         };
-        let generation = self.generation;
-        let fresh = || CachedRow {
-            bar: bar.clone(),
-            dp: price_dp(std::iter::once(bar)),
-            text: None,
-            used: generation,
-        };
-        let rows = &mut self.rows[i].2;
-        let at = match rows.binary_search_by(|r| r.bar.time.cmp(&bar.time)) {
-            Ok(at) => {
-                if rows[at].bar != *bar {
-                    rows[at] = fresh();
-                }
-                at
-            }
-            Err(at) => {
-                rows.insert(at, fresh());
-                at
-            }
-        };
-        let entry = &mut rows[at];
-        entry.used = generation;
-        entry
+        let table = &mut self.tables[i];
+        table.used = self.generation;
+        table.sync(window);
+        i
     }
 
     fn evict_unused(&mut self) {
         let generation = self.generation;
-        for (_, _, rows) in &mut self.rows {
-            rows.retain(|r| r.used == generation);
-        }
-        self.rows.retain(|(_, _, rows)| !rows.is_empty());
+        self.tables.retain(|t| t.used == generation);
     }
 }
 
@@ -179,9 +338,10 @@ pub fn assemble_context(
     assemble_context_cached(skill, ctx, last_decision, &mut RenderCache::default())
 }
 
-/// [`assemble_context`] reusing the bar rows `cache` rendered on earlier ticks of the same
-/// deployment: a closed bar's row never changes, so a tick renders only the bars that are new
-/// to it. The text is byte-identical to [`assemble_context`]'s.
+/// [`assemble_context`] reusing what `cache` rendered on earlier ticks of the same deployment:
+/// the rows of bars still in the window (a closed bar's row never changes, so a tick renders
+/// only the bars that are new to it) and memory sections whose body did not change. The text is
+/// byte-identical to [`assemble_context`]'s.
 ///
 /// # Errors
 /// As [`assemble_context`].
@@ -192,13 +352,18 @@ pub fn assemble_context_cached(
     cache: &mut RenderCache,
 ) -> Result<AssembledContext, ContextError> {
     let cfg = &skill.context;
-    let mut sections: Vec<(&'static str, String)> = Vec::new();
+    let mut w = Sections::with_capacity(cache.text_len + 64);
 
-    sections.push(("time", time_section(ctx.now, cfg.bars_interval)));
+    w.begin();
+    time_section(&mut w.text, ctx.now, cfg.bars_interval);
+    // ASCII only: one char a byte.
+    w.end("time", Some(w.text.len() - w.start));
+
+    w.begin();
     cache.generation = cache.generation.wrapping_add(1);
-    let market = market_section(skill, ctx, cache);
+    let market = market_section(&mut w.text, skill, ctx, cache);
     cache.evict_unused();
-    sections.push(("market", market?));
+    w.end("market", Some(market?));
 
     let news = news_window(
         ctx,
@@ -207,33 +372,42 @@ pub fn assemble_context_cached(
         cfg.news_top_k as usize,
     )
     .map_err(data_err("news"))?;
-    let news = if ctx.news.is_connected() {
-        news_section(&news, cfg.news_lookback_hours, cfg.news_top_k, &ctx.symbols)
+    w.begin();
+    if ctx.news.is_connected() {
+        news_section(
+            &mut w.text,
+            &news,
+            cfg.news_lookback_hours,
+            cfg.news_top_k,
+            &ctx.symbols,
+        );
     } else {
-        format!(
-            "## News (last {}h, top {} by relevance)\nNo news feed is connected to this \
-             deployment: headlines are unknown, not absent.",
-            cfg.news_lookback_hours, cfg.news_top_k
-        )
-    };
-    sections.push(("news", news));
+        w.text.push_str("## News (last ");
+        push_uint(&mut w.text, u64::from(cfg.news_lookback_hours));
+        w.text.push_str("h, top ");
+        push_uint(&mut w.text, u64::from(cfg.news_top_k));
+        w.text.push_str(
+            " by relevance)\nNo news feed is connected to this deployment: headlines are \
+             unknown, not absent.",
+        );
+    }
+    w.end("news", None);
 
     if cfg.events.enabled && !ctx.events.is_connected() {
-        sections.push((
-            "events",
-            format!(
-                "## Upcoming events (next {}h)\nNo event calendar is connected to this \
-                 deployment: scheduled events are unknown, not absent.",
-                cfg.events.lookahead_hours
-            ),
-        ));
+        w.begin();
+        let _ = write!(
+            w.text,
+            "## Upcoming events (next {}h)\nNo event calendar is connected to this \
+             deployment: scheduled events are unknown, not absent.",
+            cfg.events.lookahead_hours
+        );
+        w.end("events", None);
     } else if cfg.events.enabled {
         let events = upcoming_events(skill, ctx)?;
         if !events.is_empty() {
-            sections.push((
-                "events",
-                events_section(&events, ctx.now, cfg.events.lookahead_hours),
-            ));
+            w.begin();
+            events_section(&mut w.text, &events, ctx.now, cfg.events.lookahead_hours);
+            w.end("events", None);
         }
     }
 
@@ -242,8 +416,12 @@ pub fn assemble_context_cached(
         .portfolio()
         .and_then(|p| tools::check_portfolio(&p).map(|()| p))
         .map_err(data_err("portfolio"))?;
-    sections.push(("portfolio", portfolio_section(&portfolio)));
-    sections.push(("risk_caps", risk_section(skill, portfolio.equity_usd)));
+    w.begin();
+    portfolio_section(&mut w.text, &portfolio);
+    w.end("portfolio", None);
+    w.begin();
+    risk_section(&mut w.text, skill, portfolio.equity_usd);
+    w.end("risk_caps", None);
 
     let mut orders = ctx
         .portfolio
@@ -256,11 +434,15 @@ pub fn assemble_context_cached(
                 .then(a.placed_at.cmp(&b.placed_at))
                 .then_with(|| a.id.cmp(&b.id))
         });
-        sections.push(("open_orders", orders_section(&orders)));
+        w.begin();
+        orders_section(&mut w.text, &orders);
+        w.end("open_orders", None);
     }
 
     if let Some(last) = last_decision {
-        sections.push(("last_decision", last_decision_section(last)));
+        w.begin();
+        last_decision_section(&mut w.text, last);
+        w.end("last_decision", None);
     }
 
     if cfg.memory.enabled {
@@ -272,63 +454,93 @@ pub fn assemble_context_cached(
             .memory
             .recent_trades(k, ctx.now)
             .map_err(data_err("recent trades"))?;
-        sections.push((
-            "recent_trades",
-            memory_section(
-                "## Recent trades on this skill (closed)",
-                &body,
-                "No closed trades on this skill yet.",
-            ),
-        ));
+        w.begin();
+        let chars = memory_section_cached(
+            &mut w.text,
+            &mut cache.memory[0],
+            "## Recent trades on this skill (closed)",
+            body,
+            "No closed trades on this skill yet.",
+        );
+        w.end("recent_trades", Some(chars));
         if cfg.memory.include_open_positions {
             let body = ctx
                 .memory
                 .open_positions(ctx.now)
                 .map_err(data_err("open positions"))?;
-            sections.push((
-                "open_positions",
-                memory_section(
-                    "## Open positions (memory view)",
-                    &body,
-                    "No open positions in the ledger.",
-                ),
-            ));
+            w.begin();
+            let chars = memory_section_cached(
+                &mut w.text,
+                &mut cache.memory[1],
+                "## Open positions (memory view)",
+                body,
+                "No open positions in the ledger.",
+            );
+            w.end("open_positions", Some(chars));
         }
     }
 
-    sections.push((
-        "your_turn",
+    w.begin();
+    w.text.push_str(
         "## Your turn\nEvaluate against your strategy. Call propose_order exactly once \
-         (action no_op to stand aside)."
-            .to_owned(),
-    ));
+         (action no_op to stand aside).",
+    );
+    w.end("your_turn", Some(w.text.len() - w.start));
 
-    // Each section's characters are counted once; the whole text adds the blank-line joins and
-    // the final newline.
-    let mut text = String::with_capacity(sections.iter().map(|(_, b)| b.len() + 2).sum());
-    let mut estimates = Vec::with_capacity(sections.len());
-    let mut total_chars: usize = 0;
-    for (i, (name, body)) in sections.iter().enumerate() {
-        if i > 0 {
-            text.push_str("\n\n");
-            total_chars += 2;
+    let out = w.finish();
+    cache.text_len = out.text.len();
+    Ok(out)
+}
+
+/// The message being written: the sections go straight into one buffer, each section's
+/// characters counted once (or handed over by a renderer that knows them).
+struct Sections {
+    text: String,
+    estimates: Vec<SectionEstimate>,
+    start: usize,
+    total_chars: usize,
+}
+
+impl Sections {
+    fn with_capacity(bytes: usize) -> Self {
+        Self {
+            text: String::with_capacity(bytes),
+            estimates: Vec::with_capacity(12),
+            start: 0,
+            total_chars: 0,
         }
-        text.push_str(body);
-        let chars = body.chars().count();
-        total_chars += chars;
-        estimates.push(SectionEstimate {
+    }
+
+    /// Starts a section: one blank line after the previous one.
+    fn begin(&mut self) {
+        if !self.estimates.is_empty() {
+            self.text.push_str("\n\n");
+            self.total_chars += 2;
+        }
+        self.start = self.text.len();
+    }
+
+    /// Ends the section started last; `chars` when the renderer counted them.
+    fn end(&mut self, name: &'static str, chars: Option<usize>) {
+        let chars = chars.unwrap_or_else(|| self.text[self.start..].chars().count());
+        debug_assert_eq!(chars, self.text[self.start..].chars().count(), "{name}");
+        self.total_chars += chars;
+        self.estimates.push(SectionEstimate {
             name,
             chars: u32::try_from(chars).unwrap_or(u32::MAX),
             tokens_estimate: u32::try_from(chars.div_ceil(4)).unwrap_or(u32::MAX),
         });
     }
-    text.push('\n');
-    total_chars += 1;
-    Ok(AssembledContext {
-        total_tokens_estimate: u32::try_from(total_chars.div_ceil(4)).unwrap_or(u32::MAX),
-        text,
-        sections: estimates,
-    })
+
+    fn finish(mut self) -> AssembledContext {
+        self.text.push('\n');
+        self.total_chars += 1;
+        AssembledContext {
+            total_tokens_estimate: u32::try_from(self.total_chars.div_ceil(4)).unwrap_or(u32::MAX),
+            text: self.text,
+            sections: self.estimates,
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -350,6 +562,12 @@ pub fn price_dp<'a>(bars: impl IntoIterator<Item = &'a Bar>) -> u32 {
 /// decimals; trailing zeros dropped.
 #[must_use]
 pub fn fmt_volume(v: Decimal) -> String {
+    let mut out = String::new();
+    push_volume(&mut out, v);
+    out
+}
+
+fn push_volume(out: &mut String, v: Decimal) {
     let dp = if v.abs() >= Decimal::ONE_HUNDRED {
         0
     } else if v.abs() >= Decimal::ONE {
@@ -357,69 +575,161 @@ pub fn fmt_volume(v: Decimal) -> String {
     } else {
         4
     };
-    v.round_dp_with_strategy(dp, rust_decimal::RoundingStrategy::MidpointAwayFromZero)
-        .normalize()
-        .to_string()
+    push_decimal(
+        out,
+        v.round_dp_with_strategy(dp, rust_decimal::RoundingStrategy::MidpointAwayFromZero)
+            .normalize(),
+    );
 }
 
 /// `$1234.50`, `-$9.70`.
 #[must_use]
 pub fn usd(d: Decimal) -> String {
+    let mut out = String::new();
+    push_usd(&mut out, d);
+    out
+}
+
+fn push_usd(out: &mut String, d: Decimal) {
     if d.is_sign_negative() && !d.is_zero() {
-        format!("-${}", fixed(-d, 2))
+        out.push_str("-$");
+        push_fixed(out, -d, 2);
     } else {
-        format!("${}", fixed(d, 2))
+        out.push('$');
+        push_fixed(out, d, 2);
     }
 }
 
 /// `+$40.00`, `-$9.70`, `$0.00`.
 #[must_use]
 pub fn signed_usd(d: Decimal) -> String {
+    let mut out = String::new();
+    push_signed_usd(&mut out, d);
+    out
+}
+
+fn push_signed_usd(out: &mut String, d: Decimal) {
     let r = tools::round2(d);
     if r.is_zero() {
-        "$0.00".to_owned()
+        out.push_str("$0.00");
     } else if r.is_sign_positive() {
-        format!("+${}", fixed(r, 2))
+        out.push_str("+$");
+        push_fixed(out, r, 2);
     } else {
-        format!("-${}", fixed(-r, 2))
+        out.push_str("-$");
+        push_fixed(out, -r, 2);
     }
 }
 
 /// `+0.60`, `-0.30`, `0.00`.
-fn signed2(d: Decimal) -> String {
+fn push_signed2(out: &mut String, d: Decimal) {
     let r = tools::round2(d);
     if r.is_zero() {
-        "0.00".to_owned()
+        out.push_str("0.00");
     } else if r.is_sign_positive() {
-        format!("+{}", fixed(r, 2))
+        out.push('+');
+        push_fixed(out, r, 2);
     } else {
-        fixed(r, 2)
+        push_fixed(out, r, 2);
     }
 }
 
 /// A decimal without trailing zeros (`3x`, `65000.5`).
-fn plain(d: Decimal) -> String {
-    d.normalize().to_string()
+fn push_plain(out: &mut String, d: Decimal) {
+    push_decimal(out, d.normalize());
+}
+
+/// The two digits of `n` (below 100).
+fn two_digits(n: u32) -> [u8; 2] {
+    let n = n % 100;
+    // Both below 10: the casts cannot truncate.
+    [b'0' + (n / 10) as u8, b'0' + (n % 10) as u8]
+}
+
+/// Appends ASCII bytes.
+fn push_ascii(out: &mut String, bytes: &[u8]) {
+    out.push_str(std::str::from_utf8(bytes).unwrap_or_default());
 }
 
 /// Compact UTC time for rows: `06-05T10:15`.
 #[must_use]
 pub fn short_time(t: DateTime<Utc>) -> String {
-    // Hand-formatted: chrono's strftime interpreter dominated the bench on ~450 rows a tick.
-    format!(
-        "{:02}-{:02}T{:02}:{:02}",
-        t.month(),
-        t.day(),
-        t.hour(),
-        t.minute()
-    )
+    let mut out = String::with_capacity(11);
+    push_short_time(&mut out, t);
+    out
 }
 
-fn bar_time(t: DateTime<Utc>, interval: Interval) -> String {
+fn push_short_time(out: &mut String, t: DateTime<Utc>) {
+    // Hand-formatted: chrono's strftime interpreter dominated the bench on ~450 rows a tick.
+    // Read through the naive value: UTC has no offset to apply.
+    let t = t.naive_utc();
+    let date = t.date();
+    let [m0, m1] = two_digits(date.month());
+    let [d0, d1] = two_digits(date.day());
+    let [h0, h1] = two_digits(t.hour());
+    let [i0, i1] = two_digits(t.minute());
+    push_ascii(out, &[m0, m1, b'-', d0, d1, b'T', h0, h1, b':', i0, i1]);
+}
+
+/// `%Y-%m-%dT%H:%M:%SZ`, hand-formatted for the years strftime prints with four digits.
+fn push_timestamp(out: &mut String, t: DateTime<Utc>) {
+    let naive = t.naive_utc();
+    let date = naive.date();
+    // strftime's own rules beyond four-digit years and for a leap second (`:60`).
+    let year = match u32::try_from(date.year()) {
+        Ok(year) if year <= 9999 && naive.nanosecond() < 1_000_000_000 => year,
+        _ => {
+            let _ = write!(out, "{}", t.format("%Y-%m-%dT%H:%M:%SZ"));
+            return;
+        }
+    };
+    let [y0, y1] = two_digits(year / 100);
+    let [y2, y3] = two_digits(year);
+    let [m0, m1] = two_digits(date.month());
+    let [d0, d1] = two_digits(date.day());
+    let [h0, h1] = two_digits(naive.hour());
+    let [i0, i1] = two_digits(naive.minute());
+    let [s0, s1] = two_digits(naive.second());
+    push_ascii(
+        out,
+        &[
+            y0, y1, y2, y3, b'-', m0, m1, b'-', d0, d1, b'T', h0, h1, b':', i0, i1, b':', s0, s1,
+            b'Z',
+        ],
+    );
+}
+
+fn push_bar_time(out: &mut String, t: DateTime<Utc>, interval: Interval) {
     match interval {
-        Interval::D1 | Interval::W1 => format!("{:04}-{:02}-{:02}", t.year(), t.month(), t.day()),
-        _ => short_time(t),
+        Interval::D1 | Interval::W1 => {
+            let date = t.naive_utc().date();
+            match u32::try_from(date.year()) {
+                Ok(year) if year <= 9999 => {
+                    let [y0, y1] = two_digits(year / 100);
+                    let [y2, y3] = two_digits(year);
+                    let [m0, m1] = two_digits(date.month());
+                    let [d0, d1] = two_digits(date.day());
+                    push_ascii(out, &[y0, y1, y2, y3, b'-', m0, m1, b'-', d0, d1]);
+                }
+                _ => {
+                    let _ = write!(out, "{:04}-{:02}-{:02}", t.year(), t.month(), t.day());
+                }
+            }
+        }
+        _ => push_short_time(out, t),
     }
+}
+
+/// `\n<time> <open> <high> <low> <close> <volume>`: one row of a bar table.
+fn push_bar_row(out: &mut String, b: &Bar, interval: Interval, dp: u32) {
+    out.push('\n');
+    push_bar_time(out, b.time, interval);
+    for price in [b.open, b.high, b.low, b.close] {
+        out.push(' ');
+        push_fixed(out, price, dp);
+    }
+    out.push(' ');
+    push_volume(out, b.volume);
 }
 
 /// `6h`, `2h30m`, `45m`.
@@ -435,14 +745,24 @@ fn fmt_duration(d: Duration) -> String {
 // ---------------------------------------------------------------------------------------------
 // sections
 
-fn time_section(now: DateTime<Utc>, interval: Interval) -> String {
-    format!(
-        "## Time\n{} ({}). Execution timeframe {}; every bar below closed at or before this time \
-         (rows are bar open times, UTC).",
-        now.format("%Y-%m-%dT%H:%M:%SZ"),
-        now.format("%A"),
-        interval
-    )
+const WEEKDAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+fn time_section(out: &mut String, now: DateTime<Utc>, interval: Interval) {
+    out.push_str("## Time\n");
+    push_timestamp(out, now);
+    out.push_str(" (");
+    out.push_str(WEEKDAYS[now.weekday().num_days_from_monday() as usize]);
+    out.push_str("). Execution timeframe ");
+    out.push_str(interval.as_str());
+    out.push_str("; every bar below closed at or before this time (rows are bar open times, UTC).");
 }
 
 /// Bars of `symbol` at `interval` that closed at or before `now`, oldest first, one per open
@@ -456,136 +776,189 @@ pub fn closed_bars(
     interval: Interval,
     limit: usize,
 ) -> Result<Vec<Bar>, DataError> {
-    let mut bars = ctx.market.bars(symbol, interval, ctx.now, limit)?;
+    closed_bars_window(ctx, symbol, interval, limit).map(|w| w.bars.into_owned())
+}
+
+/// [`closed_bars`], borrowed from the source when it holds the bars in memory and serves them
+/// sorted ([`tools::MarketData::bars_window`]: nothing is copied then), with their place in the
+/// source's series when it vouches for one.
+///
+/// # Errors
+/// [`DataError`] when the market-data source fails.
+pub fn closed_bars_window<'a>(
+    ctx: &'a ToolContext,
+    symbol: &str,
+    interval: Interval,
+    limit: usize,
+) -> Result<BarsWindow<'a>, DataError> {
+    let BarsWindow { bars, origin } = ctx.market.bars_window(symbol, interval, ctx.now, limit)?;
     // Closed by `now` ⇔ opened by `now − interval` (one subtraction instead of one addition per
     // bar).
-    match ctx.now.checked_sub_signed(interval.duration()) {
-        Some(latest_open) => bars.retain(|b| b.time <= latest_open),
-        None => bars.clear(),
-    }
-    if !bars.is_sorted_by(|a, b| a.time < b.time) {
-        bars.sort_by_key(|b| b.time);
-        bars.dedup_by_key(|b| b.time);
-    }
-    let skip = bars.len().saturating_sub(limit);
-    Ok(bars.split_off(skip))
-}
-
-fn bar_rows(
-    out: &mut String,
-    cache: &mut RenderCache,
-    symbol: &str,
-    bars: &[Bar],
-    interval: Interval,
-    dp: u32,
-) {
-    out.push_str(BAR_TABLE_HEADER);
-    for b in bars {
-        let row = cache.row(symbol, interval, b);
-        let text = match &row.text {
-            Some((row_dp, text)) if *row_dp == dp => text,
-            _ => {
-                let text = format!(
-                    "\n{} {} {} {} {} {}",
-                    bar_time(b.time, interval),
-                    fixed(b.open, dp),
-                    fixed(b.high, dp),
-                    fixed(b.low, dp),
-                    fixed(b.close, dp),
-                    fmt_volume(b.volume)
-                );
-                &row.text.insert((dp, text)).1
+    let Some(latest_open) = ctx.now.checked_sub_signed(interval.duration()) else {
+        return Ok(BarsWindow {
+            bars: Cow::Borrowed(&[]),
+            origin: None,
+        });
+    };
+    if bars.is_sorted_by(|a, b| a.time < b.time) {
+        // Sorted: the closed bars are a prefix, and a run of the source's series.
+        let closed = bars.partition_point(|b| b.time <= latest_open);
+        let from = closed.saturating_sub(limit);
+        let bars = match bars {
+            Cow::Borrowed(all) => Cow::Borrowed(&all[from..closed]),
+            Cow::Owned(mut all) => {
+                all.truncate(closed);
+                all.drain(..from);
+                Cow::Owned(all)
             }
         };
-        out.push_str(text);
+        let origin = origin.map(|o| SeriesOrigin {
+            series: o.series,
+            start: o.start + from,
+        });
+        return Ok(BarsWindow { bars, origin });
     }
+    let mut bars = bars.into_owned();
+    bars.retain(|b| b.time <= latest_open);
+    bars.sort_by_key(|b| b.time);
+    bars.dedup_by_key(|b| b.time);
+    let skip = bars.len().saturating_sub(limit);
+    bars.drain(..skip);
+    Ok(BarsWindow {
+        bars: Cow::Owned(bars),
+        origin: None,
+    })
 }
 
+/// Writes the market section; returns its characters.
 fn market_section(
+    out: &mut String,
     skill: &Skill,
     ctx: &ToolContext,
     cache: &mut RenderCache,
-) -> Result<String, ContextError> {
+) -> Result<usize, ContextError> {
     let cfg = &skill.context;
     let interval = cfg.bars_interval;
     let lookback = cfg.bars_lookback as usize;
     let higher = cfg.effective_higher_timeframes();
-    let mut out = String::from("## Market context");
+    // Characters: counted on the headings, the rows (ASCII) by their length.
+    let mut chars = 0;
+    let mut counted_to = out.len();
+    out.push_str("## Market context");
+    let mut htf = Vec::with_capacity(higher.len());
     for symbol in &ctx.symbols {
-        let bars = closed_bars(ctx, symbol, interval, lookback).map_err(data_err("market"))?;
-        let mut htf = Vec::with_capacity(higher.len());
+        let bars =
+            closed_bars_window(ctx, symbol, interval, lookback).map_err(data_err("market"))?;
+        let base = cache.sync_table(symbol, interval, &bars);
+        htf.clear();
         for &h in &higher {
-            let hb = closed_bars(ctx, symbol, h, HTF_FETCH_BARS).map_err(data_err("market"))?;
-            htf.push((h, hb));
+            let hb =
+                closed_bars_window(ctx, symbol, h, HTF_FETCH_BARS).map_err(data_err("market"))?;
+            htf.push(cache.sync_table(symbol, h, &hb));
         }
-        // As `price_dp` over every bar shown or classified, from each bar's cached decimals.
-        let mut dp = 0;
-        for (i, b) in bars.iter().map(|b| (interval, b)).chain(
-            htf.iter()
-                .flat_map(|(h, hb)| hb.iter().map(move |b| (*h, b))),
-        ) {
-            dp = dp.max(cache.row(symbol, i, b).dp);
-        }
+        // As `price_dp` over every bar shown or classified.
+        let dp = htf
+            .iter()
+            .map(|&i| cache.tables[i].max_dp())
+            .fold(cache.tables[base].max_dp(), u32::max);
         out.push_str("\n\n");
-        if bars.is_empty() {
+        let table = &mut cache.tables[base];
+        if table.bars.is_empty() {
             let _ = write!(out, "### {symbol} {interval} · no closed bars available");
         } else {
-            let _ = writeln!(
-                out,
-                "### {symbol} {interval} · regime {} · last {} bars",
-                classify_regime(&bars),
-                bars.len()
-            );
-            bar_rows(&mut out, cache, symbol, &bars, interval, dp);
+            out.push_str("### ");
+            out.push_str(symbol);
+            out.push(' ');
+            out.push_str(interval.as_str());
+            out.push_str(" · regime ");
+            out.push_str(table.regime().as_str());
+            out.push_str(" · last ");
+            push_uint(out, table.bars.len() as u64);
+            out.push_str(" bars\n");
+            out.push_str(BAR_TABLE_HEADER);
+            chars += out[counted_to..].chars().count();
+            let rows = table.rows(usize::MAX, dp);
+            debug_assert!(rows.is_ascii());
+            out.push_str(rows);
+            chars += rows.len();
+            counted_to = out.len();
         }
-        for (h, hb) in &htf {
+        for &i in &htf {
+            let table = &mut cache.tables[i];
+            let h = table.interval;
             out.push('\n');
-            if hb.is_empty() {
+            if table.bars.is_empty() {
                 let _ = write!(out, "#### {symbol} {h} · no closed bars available");
                 continue;
             }
-            let shown = &hb[hb.len().saturating_sub(HTF_SHOW_BARS)..];
-            let _ = writeln!(
-                out,
-                "#### {symbol} {h} · regime {} (last {} bars) · last {} shown",
-                classify_regime(hb),
-                hb.len(),
-                shown.len()
-            );
-            bar_rows(&mut out, cache, symbol, shown, *h, dp);
+            let shown = table.bars.len().min(HTF_SHOW_BARS);
+            out.push_str("#### ");
+            out.push_str(symbol);
+            out.push(' ');
+            out.push_str(h.as_str());
+            out.push_str(" · regime ");
+            out.push_str(table.regime().as_str());
+            out.push_str(" (last ");
+            push_uint(out, table.bars.len() as u64);
+            out.push_str(" bars) · last ");
+            push_uint(out, shown as u64);
+            out.push_str(" shown\n");
+            out.push_str(BAR_TABLE_HEADER);
+            chars += out[counted_to..].chars().count();
+            let rows = table.rows(shown, dp);
+            debug_assert!(rows.is_ascii());
+            out.push_str(rows);
+            chars += rows.len();
+            counted_to = out.len();
         }
     }
-    Ok(out)
+    chars += out[counted_to..].chars().count();
+    Ok(chars)
 }
 
-fn news_section(items: &[tools::NewsItem], hours: u32, top_k: u32, symbols: &[String]) -> String {
-    let mut out = format!("## News (last {hours}h, top {top_k} by relevance)");
+fn news_section(
+    out: &mut String,
+    items: &[tools::NewsItem],
+    hours: u32,
+    top_k: u32,
+    symbols: &[String],
+) {
+    let _ = write!(out, "## News (last {hours}h, top {top_k} by relevance)");
     if items.is_empty() {
         let _ = write!(
             out,
             "\nNo headlines about {} in the last {hours}h.",
             symbols.join(", ")
         );
-        return out;
+        return;
     }
     for n in items {
-        let about = if n.symbols.is_empty() {
-            "market-wide".to_owned()
-        } else {
-            n.symbols.join(", ")
-        };
-        let _ = write!(
-            out,
-            "\n- {} {} [{}] sentiment {} importance {}: {}",
-            short_time(n.time),
-            n.source,
-            about,
-            signed2(n.sentiment),
-            fixed(n.importance, 2),
-            n.headline
-        );
+        out.push_str("\n- ");
+        push_short_time(out, n.time);
+        out.push(' ');
+        out.push_str(&n.source);
+        out.push_str(" [");
+        push_about(out, &n.symbols);
+        out.push_str("] sentiment ");
+        push_signed2(out, n.sentiment);
+        out.push_str(" importance ");
+        push_fixed(out, n.importance, 2);
+        out.push_str(": ");
+        out.push_str(&n.headline);
     }
-    out
+}
+
+/// `market-wide`, or the symbols joined by `, `.
+fn push_about(out: &mut String, symbols: &[String]) {
+    if symbols.is_empty() {
+        out.push_str("market-wide");
+    }
+    for (i, s) in symbols.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(s);
+    }
 }
 
 fn upcoming_events(skill: &Skill, ctx: &ToolContext) -> Result<Vec<UpcomingEvent>, ContextError> {
@@ -616,170 +989,237 @@ fn upcoming_events(skill: &Skill, ctx: &ToolContext) -> Result<Vec<UpcomingEvent
     Ok(events)
 }
 
-fn events_section(events: &[UpcomingEvent], now: DateTime<Utc>, hours: u32) -> String {
-    let mut out = format!("## Upcoming events (next {hours}h)");
+fn events_section(out: &mut String, events: &[UpcomingEvent], now: DateTime<Utc>, hours: u32) {
+    let _ = write!(out, "## Upcoming events (next {hours}h)");
     for e in events {
-        let about = if e.symbols.is_empty() {
-            "market-wide".to_owned()
-        } else {
-            e.symbols.join(", ")
-        };
-        let _ = write!(
-            out,
-            "\n- {} (in {}) {} importance {} [{}]: {}",
-            short_time(e.scheduled_at),
-            fmt_duration(e.scheduled_at - now),
-            e.kind.as_str(),
-            fixed(e.importance, 2),
-            about,
-            e.title
-        );
+        out.push_str("\n- ");
+        push_short_time(out, e.scheduled_at);
+        out.push_str(" (in ");
+        out.push_str(&fmt_duration(e.scheduled_at - now));
+        out.push_str(") ");
+        out.push_str(e.kind.as_str());
+        out.push_str(" importance ");
+        push_fixed(out, e.importance, 2);
+        out.push_str(" [");
+        push_about(out, &e.symbols);
+        out.push_str("]: ");
+        out.push_str(&e.title);
     }
-    out
 }
 
-fn position_line(p: &Position, equity: Decimal) -> String {
+/// ` (12.50% of equity)` when the share is defined.
+fn push_share_of_equity(out: &mut String, part: Decimal, equity: Decimal) {
+    if let Some(share) = pct(part, equity) {
+        out.push_str(" (");
+        push_fixed(out, share, 2);
+        out.push_str("% of equity)");
+    }
+}
+
+/// One position. `gross` is the gross exposure and where its text (`$…` and its share of
+/// equity) was written: a position whose notional is the same number (bit for bit; the only
+/// position's, usually) copies it instead of computing it again.
+fn position_line(
+    out: &mut String,
+    p: &Position,
+    equity: Decimal,
+    gross: (Decimal, std::ops::Range<usize>),
+) {
     let notional = p.notional_usd();
-    let share = pct(notional, equity)
-        .map_or_else(String::new, |s| format!(" ({}% of equity)", fixed(s, 2)));
-    let liq = p
-        .liquidation_price
-        .map_or_else(String::new, |l| format!(" · liq {}", plain(l)));
-    format!(
-        "- {} {} {} @ {} · mark {} · notional {}{} · {}x · uPnL {} · margin {}{}",
-        p.symbol,
-        p.side,
-        plain(p.qty),
-        plain(p.entry_price),
-        plain(p.mark_price),
-        usd(notional),
-        share,
-        plain(p.leverage),
-        signed_usd(p.unrealized_pnl_usd),
-        usd(p.margin_usd),
-        liq
-    )
-}
-
-fn portfolio_section(p: &PortfolioSnapshot) -> String {
-    let gross = p.gross_exposure_usd();
-    let share = pct(gross, p.equity_usd)
-        .map_or_else(String::new, |s| format!(" ({}% of equity)", fixed(s, 2)));
-    let mut out = format!(
-        "## Portfolio\nEquity {} · available margin {} · gross exposure {}{}\nRealized PnL {} gross · fees paid {}",
-        usd(p.equity_usd),
-        usd(p.available_margin_usd),
-        usd(gross),
-        share,
-        signed_usd(p.realized_pnl_usd),
-        usd(p.fees_paid_usd)
-    );
-    let mut positions: Vec<&Position> = p.positions.iter().collect();
-    positions.sort_by(|a, b| a.symbol.cmp(&b.symbol));
-    if positions.is_empty() {
-        out.push_str("\nNo open positions.");
-    }
-    for pos in positions {
-        out.push('\n');
-        out.push_str(&position_line(pos, p.equity_usd));
-    }
-    out
-}
-
-fn risk_section(skill: &Skill, equity: Decimal) -> String {
-    let r = &skill.risk;
-    let of_equity = |pct_value: Decimal| usd(pct_value * equity / Decimal::ONE_HUNDRED);
-    let allowed = if r.allowed_symbols.is_empty() {
-        "any".to_owned()
+    out.push_str("- ");
+    out.push_str(&p.symbol);
+    out.push(' ');
+    out.push_str(p.side.as_str());
+    out.push(' ');
+    push_plain(out, p.qty);
+    out.push_str(" @ ");
+    push_plain(out, p.entry_price);
+    out.push_str(" · mark ");
+    push_plain(out, p.mark_price);
+    out.push_str(" · notional ");
+    if notional.unpack() == gross.0.unpack() {
+        out.extend_from_within(gross.1);
     } else {
-        r.allowed_symbols.join(", ")
-    };
-    format!(
-        "## Risk caps (engine-enforced)\n\
-         - Max position: {}% of equity = {} notional\n\
-         - Max total exposure: {}% of equity = {} notional\n\
-         - Max leverage: {}x\n\
-         - Order size: {} to {} notional\n\
-         - Max orders per hour: {}\n\
-         - Halts: no new or added risk at a {}% drawdown from peak equity or a {}% loss today (UTC)\n\
-         - Allowed symbols: {}",
-        plain(r.max_position_pct),
-        of_equity(r.max_position_pct),
-        plain(r.max_total_exposure_pct),
-        of_equity(r.max_total_exposure_pct),
-        plain(r.max_leverage),
-        usd(r.min_order_usd),
-        usd(r.max_order_usd),
-        r.max_orders_per_hour,
-        plain(r.halt_drawdown_pct),
-        plain(r.halt_daily_loss_pct),
-        allowed
-    )
+        push_usd(out, notional);
+        push_share_of_equity(out, notional, equity);
+    }
+    out.push_str(" · ");
+    push_plain(out, p.leverage);
+    out.push_str("x · uPnL ");
+    push_signed_usd(out, p.unrealized_pnl_usd);
+    out.push_str(" · margin ");
+    push_usd(out, p.margin_usd);
+    if let Some(l) = p.liquidation_price {
+        out.push_str(" · liq ");
+        push_plain(out, l);
+    }
 }
 
-fn orders_section(orders: &[OpenOrder]) -> String {
-    let mut out = String::from("## Open orders");
+fn portfolio_section(out: &mut String, p: &PortfolioSnapshot) {
+    let gross = p.gross_exposure_usd();
+    out.push_str("## Portfolio\nEquity ");
+    push_usd(out, p.equity_usd);
+    out.push_str(" · available margin ");
+    push_usd(out, p.available_margin_usd);
+    out.push_str(" · gross exposure ");
+    let gross_text = out.len();
+    push_usd(out, gross);
+    push_share_of_equity(out, gross, p.equity_usd);
+    let gross = (gross, gross_text..out.len());
+    out.push_str("\nRealized PnL ");
+    push_signed_usd(out, p.realized_pnl_usd);
+    out.push_str(" gross · fees paid ");
+    push_usd(out, p.fees_paid_usd);
+    if p.positions.is_empty() {
+        out.push_str("\nNo open positions.");
+    } else if let [only] = p.positions.as_slice() {
+        out.push('\n');
+        position_line(out, only, p.equity_usd, gross);
+    } else {
+        let mut positions: Vec<&Position> = p.positions.iter().collect();
+        positions.sort_by(|a, b| a.symbol.cmp(&b.symbol));
+        for pos in positions {
+            out.push('\n');
+            position_line(out, pos, p.equity_usd, gross.clone());
+        }
+    }
+}
+
+fn risk_section(out: &mut String, skill: &Skill, equity: Decimal) {
+    let r = &skill.risk;
+    let of_equity = |pct_value: Decimal| pct_value * equity / Decimal::ONE_HUNDRED;
+    let position_cap = of_equity(r.max_position_pct);
+    // The same computation when the two caps are the same number (bit for bit).
+    let exposure_cap = if r.max_total_exposure_pct.unpack() == r.max_position_pct.unpack() {
+        position_cap
+    } else {
+        of_equity(r.max_total_exposure_pct)
+    };
+    out.push_str("## Risk caps (engine-enforced)\n- Max position: ");
+    push_plain(out, r.max_position_pct);
+    out.push_str("% of equity = ");
+    push_usd(out, position_cap);
+    out.push_str(" notional\n- Max total exposure: ");
+    push_plain(out, r.max_total_exposure_pct);
+    out.push_str("% of equity = ");
+    push_usd(out, exposure_cap);
+    out.push_str(" notional\n- Max leverage: ");
+    push_plain(out, r.max_leverage);
+    out.push_str("x\n- Order size: ");
+    push_usd(out, r.min_order_usd);
+    out.push_str(" to ");
+    push_usd(out, r.max_order_usd);
+    out.push_str(" notional\n- Max orders per hour: ");
+    push_uint(out, u64::from(r.max_orders_per_hour));
+    out.push_str("\n- Halts: no new or added risk at a ");
+    push_plain(out, r.halt_drawdown_pct);
+    out.push_str("% drawdown from peak equity or a ");
+    push_plain(out, r.halt_daily_loss_pct);
+    out.push_str("% loss today (UTC)\n- Allowed symbols: ");
+    if r.allowed_symbols.is_empty() {
+        out.push_str("any");
+    }
+    for (i, s) in r.allowed_symbols.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(s);
+    }
+}
+
+fn orders_section(out: &mut String, orders: &[OpenOrder]) {
+    out.push_str("## Open orders");
     for o in orders {
         let side = match o.side {
             types::OrderSide::Buy => "buy",
             types::OrderSide::Sell => "sell",
         };
-        let price = o
-            .price
-            .map_or_else(String::new, |p| format!(" @ {}", plain(p)));
-        let _ = write!(
-            out,
-            "\n- {} {} {} {}{}{} (placed {}, id {})",
-            o.symbol,
-            side,
-            one_line(&o.kind),
-            plain(o.qty),
-            price,
-            if o.reduce_only { " reduce-only" } else { "" },
-            short_time(o.placed_at),
-            one_line(&o.id)
-        );
+        out.push_str("\n- ");
+        out.push_str(&o.symbol);
+        out.push(' ');
+        out.push_str(side);
+        out.push(' ');
+        push_one_line(out, &o.kind);
+        out.push(' ');
+        push_plain(out, o.qty);
+        if let Some(p) = o.price {
+            out.push_str(" @ ");
+            push_plain(out, p);
+        }
+        if o.reduce_only {
+            out.push_str(" reduce-only");
+        }
+        out.push_str(" (placed ");
+        push_short_time(out, o.placed_at);
+        out.push_str(", id ");
+        push_one_line(out, &o.id);
+        out.push(')');
     }
-    out
 }
 
-fn last_decision_section(last: &LastDecisionSnapshot) -> String {
-    let proposal = last.proposal.as_deref().map_or_else(
-        || "no proposal".to_owned(),
-        |p| format!("proposed {}", one_line(p)),
-    );
-    let verdict = match last.rule {
-        Some(rule) => format!("{} {}", last.status.as_str(), rule),
-        None => last.status.as_str().to_owned(),
-    };
-    let detail = one_line(&last.detail);
-    let detail = if detail.is_empty() {
-        String::new()
-    } else {
-        format!(": {detail}")
-    };
-    format!(
-        "## Last decision\nTick {}: {}\nEngine: {}{}",
-        last.tick_at.format("%Y-%m-%dT%H:%M:%SZ"),
-        proposal,
-        verdict,
-        detail
-    )
+fn last_decision_section(out: &mut String, last: &LastDecisionSnapshot) {
+    out.push_str("## Last decision\nTick ");
+    push_timestamp(out, last.tick_at);
+    out.push_str(": ");
+    match last.proposal.as_deref() {
+        Some(p) => {
+            out.push_str("proposed ");
+            push_one_line(out, p);
+        }
+        None => out.push_str("no proposal"),
+    }
+    out.push_str("\nEngine: ");
+    out.push_str(last.status.as_str());
+    if let Some(rule) = last.rule {
+        out.push(' ');
+        out.push_str(rule.as_str());
+    }
+    let before = out.len();
+    out.push_str(": ");
+    let detail = out.len();
+    push_one_line(out, &last.detail);
+    if out.len() == detail {
+        out.truncate(before);
+    }
+}
+
+/// [`memory_section`], reused when the ledger returned the same body as last time. Returns the
+/// section's characters.
+fn memory_section_cached(
+    out: &mut String,
+    memo: &mut Option<MemorySectionMemo>,
+    heading: &str,
+    body: String,
+    empty: &str,
+) -> usize {
+    if let Some(m) = memo
+        && m.body == body
+    {
+        out.push_str(&m.text);
+        return m.chars;
+    }
+    let start = out.len();
+    memory_section(out, heading, &body, empty);
+    let text = out[start..].to_owned();
+    let chars = text.chars().count();
+    *memo = Some(MemorySectionMemo { body, text, chars });
+    chars
 }
 
 /// The ledger's rendered body under its heading. When the ledger rendered the whole section
 /// (heading included, as `memory-ledger`'s renderers do), its heading line is dropped so it is
 /// not printed twice. A body line that starts with `#` is escaped (`\#`) so rendered reasons can
 /// never open a section of their own.
-fn memory_section(heading: &str, body: &str, empty: &str) -> String {
-    let mut lines = body.lines().peekable();
+fn memory_section(out: &mut String, heading: &str, body: &str, empty: &str) {
+    // Lines split at `\n`; a `\r` before it is trailing whitespace, trimmed like `str::lines`
+    // would have.
+    let mut lines = body.split('\n').peekable();
     while lines.peek().is_some_and(|l| l.trim().is_empty()) {
         lines.next();
     }
     if lines.peek().is_some_and(|l| l.trim() == heading) {
         lines.next();
     }
-    let mut out = String::with_capacity(heading.len() + body.len() + 8);
     out.push_str(heading);
     let mut any = false;
     for l in lines.map(str::trim_end).filter(|l| !l.trim().is_empty()) {
@@ -797,5 +1237,164 @@ fn memory_section(heading: &str, body: &str, empty: &str) -> String {
         out.push('\n');
         out.push_str(empty);
     }
-    out
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    fn bar(hour: i64, close: i64) -> Bar {
+        let close = Decimal::new(close, 1);
+        Bar {
+            time: Utc.timestamp_opt(hour * 3600, 0).unwrap(),
+            open: close,
+            high: close + Decimal::ONE,
+            low: close - Decimal::ONE,
+            close,
+            volume: Decimal::new(hour, 0),
+        }
+    }
+
+    /// Whatever windows a table is synced with — runs of one series, of a series that changed
+    /// id, or without an origin — it holds exactly the window and the rows of its last `shown`
+    /// bars, as they print fresh: never a row of a bar that left the window.
+    #[test]
+    fn a_table_holds_the_window_and_only_its_rows() {
+        let series: Vec<Bar> = (0..200).map(|h| bar(h, 10_000 + h * 7 % 13)).collect();
+        let mut revised = series.clone();
+        revised[57].volume += Decimal::ONE;
+        /// (source, its series id if it vouches for one, first, last + 1, shown, dp)
+        type Step<'a> = (&'a [Bar], Option<u64>, usize, usize, usize, u32);
+        let steps: [Step<'_>; 16] = [
+            (&series, Some(1), 0, 5, 24, 1),
+            (&series, Some(1), 0, 24, 24, 1),
+            (&series, Some(1), 1, 25, 24, 1),
+            (&series, Some(1), 2, 26, 6, 1),
+            (&series, None, 9, 33, 6, 1),
+            (&series, None, 9, 33, 24, 1),
+            (&series, Some(1), 40, 64, 24, 3),
+            (&revised, Some(2), 41, 65, 24, 3),
+            (&revised, Some(2), 41, 65, 24, 3),
+            (&revised, Some(2), 44, 68, 24, 3),
+            (&series, Some(1), 45, 69, 24, 3),
+            (&series, None, 46, 70, 24, 3),
+            (&revised, None, 47, 71, 24, 3),
+            (&series, Some(1), 20, 44, 24, 3),
+            (&series, Some(1), 20, 30, 24, 3),
+            (&series, Some(1), 100, 100, 24, 3),
+        ];
+        for mode in 0..2 {
+            let mut table = BarTable::new("X", Interval::H1);
+            for (i, &(source, id, from, to, shown, dp)) in steps.iter().enumerate() {
+                // Second pass: no source vouches for a series, every slide is compared.
+                let id = id.filter(|_| mode == 0);
+                let window = &source[from..to];
+                table.sync(&BarsWindow {
+                    bars: Cow::Borrowed(window),
+                    origin: id.map(|series| SeriesOrigin {
+                        series,
+                        start: from,
+                    }),
+                });
+                let rows = table.rows(shown, dp).to_owned();
+                assert_eq!(table.bars, window, "step {i}");
+                assert_eq!(
+                    table.dps,
+                    window.iter().map(bar_dp).collect::<Vec<_>>(),
+                    "step {i}"
+                );
+                let shown_bars = &window[window.len() - shown.min(window.len())..];
+                let mut fresh = String::new();
+                for b in shown_bars {
+                    push_bar_row(&mut fresh, b, Interval::H1, dp);
+                }
+                assert_eq!(rows, fresh, "step {i}");
+                assert_eq!(table.row_lens.len(), shown_bars.len(), "step {i}");
+                assert_eq!(table.row_lens.iter().sum::<usize>(), rows.len(), "step {i}");
+                assert_eq!(table.regime(), classify_regime(window), "step {i}");
+            }
+        }
+    }
+
+    /// A position line that copies the gross exposure's text (its notional is the same number)
+    /// reads as one computed on its own; with two positions neither notional is the gross.
+    #[test]
+    fn a_position_line_copying_the_gross_text_is_the_computed_one() {
+        let position = |symbol: &str, qty: i64| Position {
+            symbol: symbol.into(),
+            side: types::Side::Long,
+            qty: Decimal::new(qty, 3),
+            entry_price: Decimal::new(650_000, 1),
+            leverage: Decimal::TWO,
+            mark_price: Decimal::new(671_234, 1),
+            liquidation_price: None,
+            unrealized_pnl_usd: Decimal::new(1234, 2),
+            margin_usd: Decimal::new(100_000, 2),
+        };
+        for positions in [
+            vec![position("BTC", 30)],
+            vec![position("ETH", 1500), position("BTC", 30)],
+        ] {
+            let snapshot = PortfolioSnapshot {
+                at: Utc.timestamp_opt(0, 0).unwrap(),
+                equity_usd: Decimal::new(1_023_456, 2),
+                available_margin_usd: Decimal::new(812_040, 2),
+                positions,
+                realized_pnl_usd: Decimal::ZERO,
+                fees_paid_usd: Decimal::ZERO,
+            };
+            // One position: its notional is the gross exposure, bit for bit (the copy is taken).
+            assert_eq!(
+                snapshot.positions.len() == 1,
+                snapshot.gross_exposure_usd().unpack()
+                    == snapshot.positions[0].notional_usd().unpack()
+            );
+            let mut text = String::new();
+            portfolio_section(&mut text, &snapshot);
+            let mut sorted = snapshot.positions.clone();
+            sorted.sort_by(|a, b| a.symbol.cmp(&b.symbol));
+            let lines: Vec<String> = sorted
+                .iter()
+                .map(|p| {
+                    let mut line = String::new();
+                    // A gross that matches no notional: everything computed.
+                    position_line(&mut line, p, snapshot.equity_usd, (Decimal::MAX, 0..0));
+                    line
+                })
+                .collect();
+            assert!(text.ends_with(&lines.join("\n")), "{text}");
+        }
+    }
+
+    /// `Preloaded` gives each series an id and a new one when its bars change; windows carry
+    /// their place in it through `closed_bars_window`.
+    #[test]
+    fn windows_carry_their_place_in_the_series() {
+        let bars: Vec<Bar> = (0..50).map(|h| bar(h, 10_000 + h)).collect();
+        let mut data = tools::Preloaded::new().with_bars("X", Interval::H1, bars.clone());
+        let at = |data: &tools::Preloaded, hour: i64| {
+            ToolContext::new(
+                Utc.timestamp_opt(hour * 3600, 0).unwrap(),
+                tools::RunMode::Trade,
+                vec!["X".into()],
+                std::sync::Arc::new(data.clone()),
+                std::sync::Arc::new(data.clone()),
+            )
+        };
+        let ctx = at(&data, 30);
+        let w = closed_bars_window(&ctx, "X", Interval::H1, 10).unwrap();
+        // Closed by hour 30: bars 0..30; the last ten.
+        assert_eq!(&*w.bars, &bars[20..30]);
+        let first = w.origin.unwrap();
+        assert_eq!(first.start, 20);
+        let ctx = at(&data, 31);
+        let w = closed_bars_window(&ctx, "X", Interval::H1, 10).unwrap();
+        assert_eq!(w.origin.unwrap(), SeriesOrigin { start: 21, ..first });
+        data.insert_bars("X", Interval::H1, vec![bar(3, 1)]);
+        let ctx = at(&data, 31);
+        let w = closed_bars_window(&ctx, "X", Interval::H1, 10).unwrap();
+        assert_ne!(w.origin.unwrap().series, first.series);
+    }
 }

@@ -313,3 +313,125 @@ fn section<'a>(text: &'a str, heading: &str) -> &'a str {
     let rest = &text[start..];
     &rest[..rest.find("\n\n").unwrap_or(rest.len())]
 }
+
+/// A source that serves every bar twice, newest first, and the future too: the context must
+/// sort, dedup and bound them itself (the copying path of `closed_bars`).
+struct Shuffled(Preloaded);
+
+impl MarketData for Shuffled {
+    fn bars(
+        &self,
+        symbol: &str,
+        interval: Interval,
+        _: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Bar>, DataError> {
+        let bars = self
+            .0
+            .bars(symbol, interval, now() + Duration::days(2), limit + 5)?;
+        Ok(bars
+            .iter()
+            .rev()
+            .flat_map(|b| [b.clone(), b.clone()])
+            .collect())
+    }
+}
+
+/// One `RenderCache` through every way a deployment's inputs can move between ticks: windows
+/// that slide by one bar or several, go back in time or stay put; a higher-timeframe bar revised
+/// in value, a bar re-served with the same value at another scale, a bar with more decimals
+/// appearing in one table only; a lookback that shrinks and grows; a symbol that leaves and
+/// comes back; a source that serves unsorted duplicates; memory bodies that change, repeat and
+/// come back. Every tick's message must be byte-identical to an uncached assembly.
+#[test]
+fn the_cache_follows_every_change_of_the_inputs() {
+    let mut cache = agent_runtime::RenderCache::default();
+    let base = data();
+    let mut hours_back = 40_i64;
+    for step in 0..26 {
+        let mut s = skill();
+        let mut source = base.clone();
+        let mut symbols = vec!["BTC".to_owned(), "ETH".to_owned()];
+        let mut shuffled = false;
+        match step {
+            0..=5 => hours_back -= 1,
+            6 => {
+                // The 4h bar that closed at the tick, revised (volume).
+                let at = now() - Duration::hours(hours_back);
+                let mut bar = source
+                    .all_bars("BTC", Interval::H4)
+                    .iter()
+                    .rfind(|b| b.time + Duration::hours(4) <= at)
+                    .unwrap()
+                    .clone();
+                bar.volume += dec!(7);
+                source.insert_bars("BTC", Interval::H4, vec![bar]);
+            }
+            7 => {
+                // A daily bar re-served at another scale (same value), and one revised.
+                let mut bars = source.all_bars("ETH", Interval::D1).to_vec();
+                let n = bars.len();
+                bars[n - 5].close.rescale(6);
+                bars[n - 6].high += dec!(0.5);
+                source.insert_bars("ETH", Interval::D1, bars);
+            }
+            8 => hours_back -= 7,
+            9 => hours_back += 20,
+            10 => {}
+            11 => s.context.bars_lookback = 10,
+            12 => {}
+            13 => symbols = vec!["ETH".to_owned()],
+            14 => hours_back -= 1,
+            15 => shuffled = true,
+            16 => hours_back -= 1,
+            17 => {
+                source.recent_trades_text = "\r\n## Recent trades on this skill (closed)\r\n\
+                     - a trade\r\n\r\n# not a heading\n   \n  ## nor this  \n"
+                    .to_owned();
+                source.open_positions_text = String::new();
+            }
+            18 => {
+                source.recent_trades_text = "- a trade".to_owned();
+                source.open_positions_text = "## Open positions (memory view)\n".to_owned();
+            }
+            19 | 20 => {
+                source.recent_trades_text = "- a trade".to_owned();
+                source.open_positions_text = "## Open positions (memory view)\n".to_owned();
+                hours_back -= 1;
+            }
+            21 => hours_back -= 1,
+            22..=24 => {
+                // A daily bar with four more decimals than any other price, for three ticks.
+                let mut bars = source.all_bars("BTC", Interval::D1).to_vec();
+                let n = bars.len();
+                bars[n - 10].low -= dec!(0.00001);
+                source.insert_bars("BTC", Interval::D1, bars);
+                hours_back -= 1;
+            }
+            _ => hours_back -= 1,
+        }
+        let at = now() - Duration::hours(hours_back);
+        let source = Arc::new(source);
+        let mut ctx = ToolContext {
+            now: at,
+            symbols,
+            ..ctx_from((*source).clone(), RunMode::Trade)
+        };
+        if shuffled {
+            ctx.market = Arc::new(Shuffled((*source).clone()));
+        }
+        let last = (step % 3 == 0).then(last_decision);
+        let cached =
+            agent_runtime::assemble_context_cached(&s, &ctx, last.as_ref(), &mut cache).unwrap();
+        let fresh = assemble_context(&s, &ctx, last.as_ref()).unwrap();
+        assert_eq!(cached, fresh, "step {step} at {at}");
+        // The scenario really moves the decimals: every BTC price has five while the daily
+        // bar is in the data, one otherwise.
+        assert_eq!(
+            cached.text.contains(".00000 "),
+            (22..=24).contains(&step),
+            "step {step}: {}",
+            cached.text
+        );
+    }
+}

@@ -12,6 +12,7 @@
 //! `assemble_context` in `agent-runtime`) re-check every timestamp they receive, so a data source
 //! that leaks the future cannot put it in front of the model.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -158,6 +159,60 @@ pub trait MarketData: Send + Sync {
         closed_by: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<Bar>, DataError>;
+
+    /// As [`MarketData::bars`] (same bars, same order), borrowed from the source when it holds
+    /// them in memory, so a caller that only reads them copies nothing, and with their
+    /// [`SeriesOrigin`] when the source can vouch for one. The default returns
+    /// [`MarketData::bars`]' vector without an origin; an in-memory source ([`crate::Preloaded`])
+    /// overrides it.
+    ///
+    /// # Errors
+    /// As [`MarketData::bars`].
+    fn bars_window(
+        &self,
+        symbol: &str,
+        interval: Interval,
+        closed_by: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<BarsWindow<'_>, DataError> {
+        self.bars(symbol, interval, closed_by, limit)
+            .map(|bars| BarsWindow {
+                bars: Cow::Owned(bars),
+                origin: None,
+            })
+    }
+}
+
+/// Bars as [`MarketData::bars_window`] serves them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BarsWindow<'a> {
+    pub bars: Cow<'a, [Bar]>,
+    /// Where `bars` sit in a series of bars the source vouches for, if it does.
+    pub origin: Option<SeriesOrigin>,
+}
+
+/// A window's place in a series of bars: `bars[i]` is bar number `start + i` of the series
+/// `series`.
+///
+/// The contract a source takes on by giving one: a series id is never used for two different
+/// sequences of bars in this process (a source that changes its bars gives them a new id), and
+/// the bars of a series are sorted by open time, one per open time. Two windows of one series
+/// therefore agree bit for bit on every bar number they share, so a caller that kept the bars of
+/// an earlier window need not compare them with a later one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeriesOrigin {
+    pub series: u64,
+    pub start: usize,
+}
+
+impl SeriesOrigin {
+    /// An id no other series of this process has or will have.
+    #[must_use]
+    pub fn new_series_id() -> u64 {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    }
 }
 
 /// Headlines.

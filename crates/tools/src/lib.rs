@@ -33,9 +33,9 @@ mod registry;
 mod risk;
 
 pub use context::{
-    DataError, DerivativesData, EventCalendar, FundingRate, MarketData, MemorySections, NewsItem,
-    NewsSource, NoData, OpenInterestPoint, OpenOrder, PortfolioView, RunMode, ToolContext,
-    UpcomingEvent, rank_news,
+    BarsWindow, DataError, DerivativesData, EventCalendar, FundingRate, MarketData, MemorySections,
+    NewsItem, NewsSource, NoData, OpenInterestPoint, OpenOrder, PortfolioView, RunMode,
+    SeriesOrigin, ToolContext, UpcomingEvent, rank_news,
 };
 pub use derivatives::{GetFundingRate, GetOpenInterest, PerpDataArgs};
 pub use error::ToolError;
@@ -46,9 +46,10 @@ pub use news::{
     FetchNewsArgs, FetchNewsSentiment, MAX_HEADLINE_CHARS, mean_sentiment, news_window,
 };
 pub use preloaded::Preloaded;
+
 pub use propose::{
     MAX_REASON_CHARS, ProposeOrder, ProposeOrderArgs, one_line, proposal_from_result,
-    validate_proposal,
+    push_one_line, validate_proposal,
 };
 pub use registry::{Registry, Tool, args_schema, build_tools, builtin_names};
 pub use risk::{
@@ -86,7 +87,120 @@ pub fn round2(d: Decimal) -> Decimal {
 /// `"5.00"`). Deterministic: no float, no locale.
 #[must_use]
 pub fn fixed(d: Decimal, dp: u32) -> String {
-    let mut r = d.round_dp_with_strategy(dp, RoundingStrategy::MidpointAwayFromZero);
-    r.rescale(dp);
-    r.to_string()
+    let mut out = String::with_capacity(16);
+    push_fixed(&mut out, d, dp);
+    out
+}
+
+/// Appends [`fixed`]`(d, dp)` to `out` (no temporary string).
+pub fn push_fixed(out: &mut String, d: Decimal, dp: u32) {
+    if !push_fixed_u64(out, d, dp) {
+        let mut r = d.round_dp_with_strategy(dp, RoundingStrategy::MidpointAwayFromZero);
+        r.rescale(dp);
+        push_decimal(out, r);
+    }
+}
+
+/// [`push_fixed`] in 64-bit integer arithmetic, when the mantissa and the result's fit 64 bits
+/// (prices and money, always); `false`, with nothing written, otherwise.
+///
+/// The same result as `round_dp_with_strategy(dp, MidpointAwayFromZero)` then `rescale(dp)`:
+/// rounding drops `scale − dp` digits and adds one when they are at least half; a result that
+/// rounded to zero is positive, a zero that needed no rounding keeps its sign (as `Decimal` does).
+fn push_fixed_u64(out: &mut String, d: Decimal, dp: u32) -> bool {
+    let parts = d.unpack();
+    if parts.hi != 0 || dp > 28 {
+        return false;
+    }
+    let m = (u64::from(parts.mid) << 32) | u64::from(parts.lo);
+    let (value, scale, negative) = if parts.scale <= dp {
+        (m, parts.scale, parts.negative)
+    } else if m == 0 {
+        (0, dp, parts.negative)
+    } else {
+        // 10^20 and up exceed any 64-bit mantissa: less than half, rounds to zero.
+        let q = match 10_u64.checked_pow(parts.scale - dp) {
+            Some(p) => {
+                let (q, r) = (m / p, m % p);
+                if r >= p - r { q + 1 } else { q }
+            }
+            None => 0,
+        };
+        (q, dp, parts.negative && q != 0)
+    };
+    // Rescaled to `dp` decimals.
+    let Some(mantissa) = 10_u64
+        .checked_pow(dp - scale)
+        .and_then(|p| value.checked_mul(p))
+    else {
+        return false;
+    };
+    push_parts(out, mantissa, dp as usize, negative);
+    true
+}
+
+/// Appends `d` exactly as its `Display` prints it (`d.to_string()`: the mantissa's digits with
+/// the point `scale` digits from the right, `0.05`, `-0.00` for a negative zero) without the
+/// formatting machinery or a temporary string.
+pub fn push_decimal(out: &mut String, d: Decimal) {
+    let mantissa = d.mantissa().unsigned_abs();
+    let scale = d.scale() as usize;
+    if scale > 28 {
+        // Only `rescale` beyond the maximum scale makes these; print them the slow way.
+        use std::fmt::Write as _;
+        let _ = write!(out, "{d}");
+        return;
+    }
+    match u64::try_from(mantissa) {
+        Ok(m) => push_parts(out, m, scale, d.is_sign_negative()),
+        Err(_) => push_parts(out, mantissa, scale, d.is_sign_negative()),
+    }
+}
+
+/// Appends a decimal given by its parts as `Display` prints it: `-` when `negative`, the digits
+/// of `mantissa` with the point before the last `scale` of them, at least one digit before it
+/// (`0.05`, `0`).
+fn push_parts<T>(out: &mut String, mut mantissa: T, scale: usize, negative: bool)
+where
+    T: Copy + PartialEq + From<u8> + std::ops::Rem<Output = T> + std::ops::Div<Output = T>,
+    u8: TryFrom<T>,
+{
+    // At most 29 digits, a leading `0`, the point and the sign.
+    let mut buf = [0_u8; 32];
+    let (zero, ten) = (T::from(0), T::from(10));
+    let mut at = buf.len();
+    let mut written = 0;
+    // Right to left; `0.05` has `scale + 1` digits at least, `0` one.
+    while mantissa != zero || written <= scale {
+        if written == scale && scale > 0 {
+            at -= 1;
+            buf[at] = b'.';
+        }
+        at -= 1;
+        buf[at] = b'0' + u8::try_from(mantissa % ten).unwrap_or(0);
+        mantissa = mantissa / ten;
+        written += 1;
+    }
+    if negative {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    // Only ASCII digits, `.` and `-` were written.
+    out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
+}
+
+/// Appends the decimal digits of `n` (as `n.to_string()`).
+pub fn push_uint(out: &mut String, n: u64) {
+    let mut buf = [0_u8; 20];
+    let mut at = buf.len();
+    let mut m = n;
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
 }

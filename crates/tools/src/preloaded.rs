@@ -2,6 +2,7 @@
 //! (which holds its whole history in memory), for a live runner that fetched a tick's data up
 //! front, and for tests.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
@@ -10,8 +11,9 @@ use skill_schema::EventKind;
 use types::{Bar, Interval, PortfolioSnapshot};
 
 use crate::context::{
-    DataError, DerivativesData, EventCalendar, FundingRate, MarketData, MemorySections, NewsItem,
-    NewsSource, OpenInterestPoint, OpenOrder, PortfolioView, UpcomingEvent, rank_news,
+    BarsWindow, DataError, DerivativesData, EventCalendar, FundingRate, MarketData, MemorySections,
+    NewsItem, NewsSource, OpenInterestPoint, OpenOrder, PortfolioView, SeriesOrigin, UpcomingEvent,
+    rank_news,
 };
 
 /// Data held in memory. Every query applies its point-in-time bound itself.
@@ -21,7 +23,7 @@ use crate::context::{
 #[derive(Debug, Clone, Default)]
 pub struct Preloaded {
     /// By symbol, then interval (looked up by `&str`, without allocating a key).
-    bars: BTreeMap<String, BTreeMap<Interval, Vec<Bar>>>,
+    bars: BTreeMap<String, BTreeMap<Interval, Series>>,
     pub news: Vec<NewsItem>,
     pub events: Vec<UpcomingEvent>,
     pub portfolio: Option<PortfolioSnapshot>,
@@ -30,6 +32,14 @@ pub struct Preloaded {
     pub open_interest: BTreeMap<String, Vec<OpenInterestPoint>>,
     pub recent_trades_text: String,
     pub open_positions_text: String,
+}
+
+/// One symbol's bars at one interval, sorted by open time, one per open time, under an id
+/// ([`SeriesOrigin`]) that changes whenever they do: a clone shares the id with the same bars.
+#[derive(Debug, Clone, Default)]
+struct Series {
+    id: u64,
+    bars: Vec<Bar>,
 }
 
 impl Preloaded {
@@ -48,11 +58,14 @@ impl Preloaded {
             .entry(interval)
             .or_default();
         let mut by_time: BTreeMap<DateTime<Utc>, Bar> =
-            entry.drain(..).map(|b| (b.time, b)).collect();
+            entry.bars.drain(..).map(|b| (b.time, b)).collect();
         for b in bars {
             by_time.insert(b.time, b);
         }
-        *entry = by_time.into_values().collect();
+        *entry = Series {
+            id: SeriesOrigin::new_series_id(),
+            bars: by_time.into_values().collect(),
+        };
     }
 
     /// Builder form of [`Preloaded::insert_bars`].
@@ -65,10 +78,13 @@ impl Preloaded {
     /// Every bar held for `symbol` at `interval`, oldest first.
     #[must_use]
     pub fn all_bars(&self, symbol: &str, interval: Interval) -> &[Bar] {
+        self.series(symbol, interval).map_or(&[], |s| &s.bars)
+    }
+
+    fn series(&self, symbol: &str, interval: Interval) -> Option<&Series> {
         self.bars
             .get(symbol)
             .and_then(|by_interval| by_interval.get(&interval))
-            .map_or(&[], Vec::as_slice)
     }
 }
 
@@ -80,17 +96,41 @@ impl MarketData for Preloaded {
         closed_by: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<Bar>, DataError> {
-        let all = self.all_bars(symbol, interval);
-        // Bars are sorted by open time, so the closed ones are a prefix. Closed by `closed_by`
-        // ⇔ opened by `closed_by − interval` (one subtraction instead of one addition per probe);
-        // nothing is closed before the earliest representable time plus one interval.
-        let closed = closed_by
-            .checked_sub_signed(interval.duration())
-            .map_or(0, |latest_open| {
-                all.partition_point(|b| b.time <= latest_open)
+        Ok(self
+            .bars_window(symbol, interval, closed_by, limit)?
+            .bars
+            .into_owned())
+    }
+
+    fn bars_window(
+        &self,
+        symbol: &str,
+        interval: Interval,
+        closed_by: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<BarsWindow<'_>, DataError> {
+        let Some(series) = self.series(symbol, interval) else {
+            return Ok(BarsWindow {
+                bars: Cow::Borrowed(&[]),
+                origin: None,
             });
+        };
+        let all = &series.bars;
+        // Bars are sorted by open time, so the closed ones are a prefix: those that opened by
+        // `closed_by − interval` (one subtraction instead of one addition per probe). When that
+        // instant is out of range, no bar can have closed by `closed_by`.
+        let closed = match closed_by.checked_sub_signed(interval.duration()) {
+            Some(latest_open) => all.partition_point(|b| b.time <= latest_open),
+            None => 0,
+        };
         let start = closed.saturating_sub(limit);
-        Ok(all[start..closed].to_vec())
+        Ok(BarsWindow {
+            bars: Cow::Borrowed(&all[start..closed]),
+            origin: Some(SeriesOrigin {
+                series: series.id,
+                start,
+            }),
+        })
     }
 }
 

@@ -60,52 +60,35 @@ pub struct ProposeOrderArgs {
 /// stays on one line, so it cannot forge a prompt heading.
 #[must_use]
 pub fn one_line(text: &str) -> String {
-    // Most text (reasons, engine details) is already on one line: copy it as is.
-    if is_one_line(text) {
-        return text.to_owned();
-    }
     let mut out = String::with_capacity(text.len());
-    for word in text.split_whitespace() {
-        if !out.is_empty() {
+    push_one_line(&mut out, text);
+    out
+}
+
+/// Appends [`one_line`]`(text)` to `out` (no temporary strings).
+pub fn push_one_line(out: &mut String, text: &str) {
+    // Fast path: printable ASCII words separated by single spaces are already on one line.
+    // Written as folds without early exit, which the compiler vectorizes.
+    let bytes = text.as_bytes();
+    if let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) {
+        let ascii = bytes
+            .iter()
+            .fold(true, |ok, &c| ok & (c >= b' ') & c.is_ascii());
+        let single_spaces = bytes
+            .iter()
+            .zip(&bytes[1..])
+            .fold(true, |ok, (&a, &b)| ok & !((a == b' ') & (b == b' ')));
+        if first != b' ' && last != b' ' && ascii && single_spaces {
+            out.push_str(text);
+            return;
+        }
+    }
+    for (i, word) in text.split_whitespace().enumerate() {
+        if i > 0 {
             out.push(' ');
         }
         out.push_str(word);
     }
-    out
-}
-
-/// Whether `text` is its own [`one_line`]: no leading or trailing whitespace, and every
-/// whitespace run is one plain space (whitespace as [`char::is_whitespace`] defines it).
-fn is_one_line(text: &str) -> bool {
-    // True at the start, so leading whitespace fails.
-    let mut after_space = true;
-    for (i, &b) in text.as_bytes().iter().enumerate() {
-        match b {
-            b' ' if after_space => return false,
-            b' ' => after_space = true,
-            b'\t'..=b'\r' => return false,
-            0x80.. => return rest_is_one_line(&text[i..], after_space),
-            _ => after_space = false,
-        }
-    }
-    !after_space || text.is_empty()
-}
-
-/// [`is_one_line`] from the first non-ASCII byte on (a char boundary), char by char.
-fn rest_is_one_line(rest: &str, mut after_space: bool) -> bool {
-    for c in rest.chars() {
-        if c == ' ' {
-            if after_space {
-                return false;
-            }
-            after_space = true;
-        } else if c.is_whitespace() {
-            return false;
-        } else {
-            after_space = false;
-        }
-    }
-    !after_space
 }
 
 /// Checks the rules the schema cannot express and returns the proposal as recorded.

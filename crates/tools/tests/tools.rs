@@ -534,3 +534,71 @@ fn preloaded_bars_are_the_closed_ones() {
             .is_empty()
     );
 }
+
+/// `Preloaded` lends its bars with their place in a series whose id changes exactly when the
+/// series does (a clone shares it, an insert renews it); a source that only implements `bars`
+/// vouches for no series.
+#[test]
+fn preloaded_windows_name_their_series_and_a_changed_series_gets_a_new_id() {
+    use tools::{BarsWindow, MarketData, SeriesOrigin};
+    use types::{Bar, Interval};
+
+    let bar = |h: i64| Bar {
+        time: now() - Duration::hours(h),
+        open: dec!(1),
+        high: dec!(2),
+        low: dec!(1),
+        close: dec!(2),
+        volume: dec!(3),
+    };
+    let mut data = Preloaded::new().with_bars("X", Interval::H1, (1..=30).map(bar).collect());
+    let w = data.bars_window("X", Interval::H1, now(), 5).unwrap();
+    // 30 bars closed by now; the last five are numbers 25..30.
+    assert_eq!(w.bars.len(), 5);
+    assert!(matches!(w.bars, std::borrow::Cow::Borrowed(_)));
+    let origin = w.origin.unwrap();
+    assert_eq!(origin.start, 25);
+    let earlier = data
+        .bars_window("X", Interval::H1, now() - Duration::hours(3), 5)
+        .unwrap();
+    assert_eq!(
+        earlier.origin,
+        Some(SeriesOrigin {
+            start: 22,
+            ..origin
+        })
+    );
+    assert_eq!(&*earlier.bars, &data.all_bars("X", Interval::H1)[22..27]);
+    let clone = data.clone();
+    assert_eq!(
+        clone
+            .bars_window("X", Interval::H1, now(), 5)
+            .unwrap()
+            .origin,
+        Some(origin)
+    );
+    data.insert_bars("X", Interval::H1, vec![bar(40)]);
+    let renewed = data.bars_window("X", Interval::H1, now(), 5).unwrap();
+    assert_ne!(renewed.origin.unwrap().series, origin.series);
+    assert_eq!(
+        data.bars("X", Interval::H1, now(), 5).unwrap(),
+        renewed.bars.into_owned()
+    );
+
+    struct OnlyBars(Preloaded);
+    impl MarketData for OnlyBars {
+        fn bars(
+            &self,
+            symbol: &str,
+            interval: Interval,
+            closed_by: DateTime<Utc>,
+            limit: usize,
+        ) -> Result<Vec<Bar>, tools::DataError> {
+            self.0.bars(symbol, interval, closed_by, limit)
+        }
+    }
+    let only_bars = OnlyBars(clone);
+    let plain: BarsWindow<'_> = only_bars.bars_window("X", Interval::H1, now(), 5).unwrap();
+    assert_eq!(plain.origin, None);
+    assert_eq!(plain.bars.len(), 5);
+}
