@@ -49,6 +49,15 @@ impl PgStore {
         Ok(PgStore { pool })
     }
 
+    /// Closes every connection (waiting for those in use); calls made afterwards fail.
+    ///
+    /// # Errors
+    /// None today; the signature matches [`SqliteStore::close`](crate::SqliteStore::close).
+    pub async fn close(&self) -> Result<(), crate::DbError> {
+        self.pool.close().await;
+        Ok(())
+    }
+
     /// The connection pool, for queries the store traits don't cover.
     #[must_use]
     pub fn pool(&self) -> &PgPool {

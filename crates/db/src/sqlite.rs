@@ -20,7 +20,8 @@ impl SqliteStore {
     /// Opens (creating when missing) the database at `url` — `sqlite://path?mode=rwc`,
     /// `sqlite:path` or `sqlite::memory:` — and applies the migrations. Foreign keys are enforced
     /// and the journal is WAL with `synchronous = NORMAL` (pages of 16 KiB in a new file, a
-    /// 16 MiB page cache): a commit survives a crash of the process
+    /// 16 MiB page cache, a checkpoint every 16,000 pages and at [`close`](Self::close)): a
+    /// commit survives a crash of the process
     /// (WAL is fsynced at checkpoints, not at every commit), and after a power loss the database
     /// is intact but may lack its last transactions — the embedded store's trade-off for
     /// backtest speed; production deployments run on PostgreSQL. An in-memory database lives in
@@ -46,10 +47,13 @@ impl SqliteStore {
             // 16 KiB pages hold a whole decision snapshot (≈12 KB) where 4 KiB pages chained
             // three overflow pages, and a 16 MiB page cache holds a backtest's batch of ticks:
             // a third of the page writes and a quarter of the page reads (system calls) of the
-            // defaults. The page size applies to a new file only.
+            // defaults. The page size applies to a new file only. Checkpoints run every 16,000
+            // pages (≈250 MiB of log) instead of 1,000: the README backtest syncs 6 times
+            // instead of 22 and reads a third of the pages back; `close` folds the rest in.
             options
                 .page_size(16_384)
                 .pragma("cache_size", "-16384")
+                .pragma("wal_autocheckpoint", "16000")
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)
         };
@@ -74,6 +78,21 @@ impl SqliteStore {
                 source,
             })?;
         Ok(SqliteStore { pool })
+    }
+
+    /// Folds the write-ahead log into the database file (a `TRUNCATE` checkpoint: the file
+    /// alone then holds every row) and closes every connection; calls made afterwards fail.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`](crate::DbError::Backend) when the checkpoint fails (the rows stay
+    /// in the log, which the next open folds in).
+    pub async fn close(&self) -> Result<(), crate::DbError> {
+        let checkpoint = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&self.pool)
+            .await
+            .map_err(crate::error::ctx("checkpointing the SQLite log"));
+        self.pool.close().await;
+        checkpoint.map(|_| ())
     }
 
     /// The connection pool, for queries the store traits don't cover.

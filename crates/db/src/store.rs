@@ -36,6 +36,18 @@ impl Store {
             Store::Postgres(_) => "postgres",
         }
     }
+
+    /// Closes every connection (see [`SqliteStore::close`], [`PgStore::close`]); calls made
+    /// afterwards fail.
+    ///
+    /// # Errors
+    /// As the backend's `close`.
+    pub async fn close(&self) -> Result<(), DbError> {
+        match self {
+            Store::Sqlite(s) => s.close().await,
+            Store::Postgres(s) => s.close().await,
+        }
+    }
 }
 
 macro_rules! delegate {

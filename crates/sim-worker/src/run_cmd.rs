@@ -466,7 +466,15 @@ async fn simulate(
         .get_snapshot(snapshot_id(d.deployment_id, p.report_tick))
         .await
         .map_err(|e| bad(format!("reading the snapshot of {}: {e}", p.report_tick)))?;
-    write_outputs(&args.out, &p, &summary, &result, &snapshot, &store, &url)
+    let written = write_outputs(&args.out, &p, &summary, &result, &snapshot, &store, &url);
+    // A SQLite store folds its write-ahead log into the file: the file alone is the run.
+    let closed = store
+        .close()
+        .await
+        .map_err(|e| bad(format!("closing {url}: {e}")));
+    let written = written?;
+    closed?;
+    Ok(written)
 }
 
 fn write_outputs(

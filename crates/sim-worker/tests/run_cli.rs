@@ -96,6 +96,13 @@ fn a_short_run_writes_the_summary_the_ledger_the_store_and_a_self_contained_repo
         out.join("sim.db").exists(),
         "the default store is SQLite in --out"
     );
+    // The store is closed at the end: its write-ahead log is folded into the file, so copying
+    // sim.db alone copies the whole run.
+    let wal = out.join("sim.db-wal");
+    assert!(
+        !wal.exists() || std::fs::metadata(&wal).unwrap().len() == 0,
+        "rows are left in the write-ahead log beside sim.db"
+    );
 
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.contains("<svg"), "inline charts");
