@@ -19,9 +19,8 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Opens (creating when missing) the database at `url` — `sqlite://path?mode=rwc`,
     /// `sqlite:path` or `sqlite::memory:` — and applies the migrations. Foreign keys are enforced
-    /// and the journal is WAL with `synchronous = NORMAL` (pages of 16 KiB in a new file, a
-    /// 16 MiB page cache, a checkpoint every 16,000 pages and at [`close`](Self::close)): a
-    /// commit survives a crash of the process
+    /// and the journal is WAL with `synchronous = NORMAL` (checkpointed into the file at
+    /// [`close`](Self::close) too): a commit survives a crash of the process
     /// (WAL is fsynced at checkpoints, not at every commit), and after a power loss the database
     /// is intact but may lack its last transactions — the embedded store's trade-off for
     /// backtest speed; production deployments run on PostgreSQL. An in-memory database lives in
@@ -44,16 +43,7 @@ impl SqliteStore {
         let options = if in_memory {
             options
         } else {
-            // 16 KiB pages hold a whole decision snapshot (≈12 KB) where 4 KiB pages chained
-            // three overflow pages, and a 16 MiB page cache holds a backtest's batch of ticks:
-            // a third of the page writes and a quarter of the page reads (system calls) of the
-            // defaults. The page size applies to a new file only. Checkpoints run every 16,000
-            // pages (≈250 MiB of log) instead of 1,000: the README backtest syncs 6 times
-            // instead of 22 and reads a third of the pages back; `close` folds the rest in.
             options
-                .page_size(16_384)
-                .pragma("cache_size", "-16384")
-                .pragma("wal_autocheckpoint", "16000")
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)
         };
