@@ -18,52 +18,15 @@ fn round(d: Decimal, dp: u32) -> Decimal {
     r
 }
 
-/// The text `Display` prints for a decimal given by its parts (`-` when `negative`, the digits
-/// of `mantissa` with the point before the last `scale`, at least one digit before it), written
-/// into the end of `buf`.
-fn parts_text<T>(buf: &mut [u8; 32], mut mantissa: T, scale: usize, negative: bool) -> &str
-where
-    T: Copy + PartialEq + From<u8> + std::ops::Rem<Output = T> + std::ops::Div<Output = T>,
-    u8: TryFrom<T>,
-{
-    let (zero, ten) = (T::from(0), T::from(10));
-    let mut at = buf.len();
-    let mut written = 0;
-    // Right to left; `0.05` has `scale + 1` digits at least, `0` one.
-    while mantissa != zero || written <= scale {
-        if written == scale && scale > 0 {
-            at -= 1;
-            buf[at] = b'.';
-        }
-        at -= 1;
-        buf[at] = b'0' + u8::try_from(mantissa % ten).unwrap_or(0);
-        mantissa = mantissa / ten;
-        written += 1;
-    }
-    if negative {
-        at -= 1;
-        buf[at] = b'-';
-    }
-    // Only ASCII digits, `.` and `-` were written.
-    std::str::from_utf8(&buf[at..]).unwrap_or_default()
-}
-
 /// Appends `d` as `Display` prints it, with `,` every three integer digits (`-1234.5` →
 /// `-1,234.5`).
 fn push_grouped(out: &mut String, d: Decimal) {
-    let scale = d.scale() as usize;
-    if scale > 28 {
-        // Only `rescale` beyond the maximum scale makes these; print them the slow way.
-        group_into(out, &d.to_string());
-        return;
-    }
     let mut buf = [0_u8; 32];
-    let mantissa = d.mantissa().unsigned_abs();
-    let text = match u64::try_from(mantissa) {
-        Ok(m) => parts_text(&mut buf, m, scale, d.is_sign_negative()),
-        Err(_) => parts_text(&mut buf, mantissa, scale, d.is_sign_negative()),
-    };
-    group_into(out, text);
+    match types::text::decimal_text(&mut buf, d) {
+        Some(text) => group_into(out, text),
+        // Only `rescale` beyond the maximum scale makes these; print them the slow way.
+        None => group_into(out, &d.to_string()),
+    }
 }
 
 /// Appends a plain decimal text with `,` every three integer digits.
@@ -135,7 +98,7 @@ fn rounded_text<'b>(
         {
             // A zero is positive (`round`).
             return (
-                parts_text(buf, m, dp as usize, false),
+                types::text::decimal_parts_text(buf, m, dp as usize, false),
                 parts.negative && m != 0,
             );
         }
@@ -187,16 +150,8 @@ pub fn push_price(out: &mut String, p: Decimal) {
     } else if abs >= Decimal::ONE {
         // The length of the integer part as printed (no sign: `abs`).
         let mut buf = [0_u8; 32];
-        let int = abs.trunc();
-        let text = match u64::try_from(int.mantissa().unsigned_abs()) {
-            Ok(m) => parts_text(&mut buf, m, int.scale() as usize, false),
-            Err(_) => parts_text(
-                &mut buf,
-                int.mantissa().unsigned_abs(),
-                int.scale() as usize,
-                false,
-            ),
-        };
+        // The integer part as printed.
+        let text = types::text::decimal_text(&mut buf, abs.trunc()).unwrap_or_default();
         let int_digits = u32::try_from(text.len()).unwrap_or(u32::MAX);
         PRICE_SIGNIFICANT.saturating_sub(int_digits)
     } else {

@@ -143,50 +143,23 @@ fn push_fixed_u64(out: &mut String, d: Decimal, dp: u32) -> bool {
 /// the point `scale` digits from the right, `0.05`, `-0.00` for a negative zero) without the
 /// formatting machinery or a temporary string.
 pub fn push_decimal(out: &mut String, d: Decimal) {
-    let mantissa = d.mantissa().unsigned_abs();
-    let scale = d.scale() as usize;
-    if scale > 28 {
-        // Only `rescale` beyond the maximum scale makes these; print them the slow way.
-        use std::fmt::Write as _;
-        let _ = write!(out, "{d}");
-        return;
-    }
-    match u64::try_from(mantissa) {
-        Ok(m) => push_parts(out, m, scale, d.is_sign_negative()),
-        Err(_) => push_parts(out, mantissa, scale, d.is_sign_negative()),
+    let mut buf = [0_u8; 32];
+    match types::text::decimal_text(&mut buf, d) {
+        Some(text) => out.push_str(text),
+        None => {
+            use std::fmt::Write as _;
+            let _ = write!(out, "{d}");
+        }
     }
 }
 
-/// Appends a decimal given by its parts as `Display` prints it: `-` when `negative`, the digits
-/// of `mantissa` with the point before the last `scale` of them, at least one digit before it
-/// (`0.05`, `0`).
-fn push_parts<T>(out: &mut String, mut mantissa: T, scale: usize, negative: bool)
-where
-    T: Copy + PartialEq + From<u8> + std::ops::Rem<Output = T> + std::ops::Div<Output = T>,
-    u8: TryFrom<T>,
-{
-    // At most 29 digits, a leading `0`, the point and the sign.
+/// Appends a decimal given by its parts as `Display` prints it (see
+/// [`types::text::decimal_parts_text`]).
+fn push_parts(out: &mut String, mantissa: u64, scale: usize, negative: bool) {
     let mut buf = [0_u8; 32];
-    let (zero, ten) = (T::from(0), T::from(10));
-    let mut at = buf.len();
-    let mut written = 0;
-    // Right to left; `0.05` has `scale + 1` digits at least, `0` one.
-    while mantissa != zero || written <= scale {
-        if written == scale && scale > 0 {
-            at -= 1;
-            buf[at] = b'.';
-        }
-        at -= 1;
-        buf[at] = b'0' + u8::try_from(mantissa % ten).unwrap_or(0);
-        mantissa = mantissa / ten;
-        written += 1;
-    }
-    if negative {
-        at -= 1;
-        buf[at] = b'-';
-    }
-    // Only ASCII digits, `.` and `-` were written.
-    out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
+    out.push_str(types::text::decimal_parts_text(
+        &mut buf, mantissa, scale, negative,
+    ));
 }
 
 /// Appends the decimal digits of `n` (as `n.to_string()`).

@@ -11,6 +11,7 @@ mod interval;
 mod ledger;
 mod market;
 mod memory;
+pub mod text;
 mod trading;
 
 pub use clock::{Clock, FixedClock, SystemClock};

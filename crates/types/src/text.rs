@@ -1,0 +1,89 @@
+//! Decimal text as `Display` prints it, without the formatting machinery: the prompt writers
+//! (`tools`, `memory-ledger`) print thousands of decimals a tick.
+
+use rust_decimal::Decimal;
+
+/// The text of a decimal given by its parts, written into the end of `buf`: `-` when
+/// `negative`, the digits of `mantissa` with the point before the last `scale` of them, at
+/// least one digit before the point (`0.05`, `0`). `scale` is at most 28, so 29 digits, a
+/// leading `0`, the point and the sign fit in 32 bytes.
+pub fn decimal_parts_text<T>(
+    buf: &mut [u8; 32],
+    mut mantissa: T,
+    scale: usize,
+    negative: bool,
+) -> &str
+where
+    T: Copy + PartialEq + From<u8> + std::ops::Rem<Output = T> + std::ops::Div<Output = T>,
+    u8: TryFrom<T>,
+{
+    let (zero, ten) = (T::from(0), T::from(10));
+    let mut at = buf.len();
+    let mut written = 0;
+    // Right to left; `0.05` has `scale + 1` digits at least, `0` one.
+    while mantissa != zero || written <= scale {
+        if written == scale && scale > 0 {
+            at -= 1;
+            buf[at] = b'.';
+        }
+        at -= 1;
+        buf[at] = b'0' + u8::try_from(mantissa % ten).unwrap_or(0);
+        mantissa = mantissa / ten;
+        written += 1;
+    }
+    if negative {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    // Only ASCII digits, `.` and `-` were written.
+    std::str::from_utf8(&buf[at..]).unwrap_or_default()
+}
+
+/// `d.to_string()` written into `buf` (`-0.00` for a negative zero); `None` for a scale above
+/// 28, which only `rescale` makes (print those with `Display`).
+pub fn decimal_text(buf: &mut [u8; 32], d: Decimal) -> Option<&str> {
+    let scale = d.scale() as usize;
+    if scale > 28 {
+        return None;
+    }
+    let mantissa = d.mantissa().unsigned_abs();
+    Some(match u64::try_from(mantissa) {
+        Ok(m) => decimal_parts_text(buf, m, scale, d.is_sign_negative()),
+        Err(_) => decimal_parts_text(buf, mantissa, scale, d.is_sign_negative()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+
+    use super::*;
+
+    #[test]
+    fn prints_as_display_does() {
+        let mut buf = [0_u8; 32];
+        for s in [
+            "0",
+            "0.05",
+            "-0.05",
+            "1234.5000",
+            "-1",
+            "79228162514264337593543950335",
+            "-7.9228162514264337593543950335",
+            "0.0000000000000000000000000001",
+        ] {
+            let d = Decimal::from_str(s).unwrap();
+            assert_eq!(
+                decimal_text(&mut buf, d),
+                Some(d.to_string().as_str()),
+                "{s}"
+            );
+        }
+        // A negative zero keeps its sign, as Display prints it.
+        let neg_zero = Decimal::from_str("-0.00").unwrap();
+        assert_eq!(
+            decimal_text(&mut buf, neg_zero),
+            Some(neg_zero.to_string().as_str())
+        );
+    }
+}
