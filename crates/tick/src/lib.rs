@@ -771,8 +771,10 @@ where
             symbol: symbol.clone(),
             source,
         };
-        let bars = agent_runtime::context::closed_bars(ctx, symbol, interval, lookback)
-            .map_err(market_err)?;
+        // Borrowed from an in-memory source (a backtest's bars): nothing copied per tick.
+        let bars = agent_runtime::context::closed_bars_window(ctx, symbol, interval, lookback)
+            .map_err(market_err)?
+            .bars;
         if let Some(last) = bars.last() {
             marks.insert(symbol.clone(), last.close);
             regimes.insert(symbol.clone(), classify_regime(&bars));
