@@ -162,11 +162,6 @@ fn find(haystack: &str, needle: &str) -> Option<usize> {
     memchr::memmem::find(haystack.as_bytes(), needle.as_bytes())
 }
 
-/// The `n`th space-separated field of `line`.
-fn field(line: &str, n: usize) -> Option<&str> {
-    line.split(' ').nth(n)
-}
-
 /// The last `keep` closes of each symbol's execution-timeframe table (`### ` headings; the
 /// `#### ` higher-timeframe tables are not read). Rows are `time o h l c v`, one space apart
 /// (the close is the fifth of six fields), and a table ends at an empty line or the next
@@ -185,7 +180,8 @@ fn parse_market(body: &str, keep: usize, out: &mut ParsedContext) {
         let (heading, table) = after.split_once('\n').unwrap_or((after, ""));
         let end = table_end(table);
         rest = &table[end..];
-        let symbol = field(heading, 0).unwrap_or_default().to_owned();
+        // `EURUSD 1h · regime …`: the symbol is the first word.
+        let symbol = heading.split(' ').next().unwrap_or_default().to_owned();
         // Newest rows first (only as many as kept), then back to oldest first.
         let mut closes: Vec<Decimal> = table[..end]
             .rsplit('\n')

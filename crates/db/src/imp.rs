@@ -481,9 +481,9 @@ macro_rules! impl_stores {
         }
 
         impl $store {
-            /// Inserts the snapshots, [`SNAPSHOT_CHUNK`] rows per statement; a row whose id or
-            /// deployment + time is already stored is skipped (a replay). Returns the ids of the
-            /// rows inserted.
+            /// Inserts the snapshots, in statements of the sizes `snapshot_chunks` gives; a row
+            /// whose id or deployment + time is already stored is skipped (a replay). Returns the
+            /// ids of the rows inserted.
             async fn insert_snapshots(
                 tx: &mut sqlx::Transaction<'static, $db>,
                 snapshots: &[&DecisionSnapshot],

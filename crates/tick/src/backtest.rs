@@ -130,7 +130,7 @@ pub async fn run_backtest<S, F>(
     mut on_tick: F,
 ) -> Result<BacktestResult, BacktestError>
 where
-    S: TickStore + NoteStore + Sync,
+    S: TickStore + NoteStore,
     F: FnMut(&TickOutcome, &TickState),
 {
     let store = WriteBehind::new(store);

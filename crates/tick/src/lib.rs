@@ -337,7 +337,7 @@ pub async fn restore_state<S>(
     at: DateTime<Utc>,
 ) -> Result<TickState, RestoreError>
 where
-    S: TickStore + LedgerStore + NoteStore + Sync,
+    S: TickStore + LedgerStore + NoteStore,
 {
     let d = deployment.deployment_id;
     let scope = memory_ledger::LedgerScope {
@@ -708,8 +708,9 @@ impl MemorySections for LedgerMemory {
 ///
 /// # Errors
 /// [`TickError`] when the broker account or the market data cannot be read, the context cannot
-/// be assembled (the model is not called then), the ledger refuses the fills, or the store
-/// cannot record the tick. Reflection is not run here (see [`ReflectionCheck`]).
+/// be assembled (the model is not called then), the ledger refuses the fills, the model loop's
+/// steps cannot be serialised ([`TickError::Steps`]), or the store cannot record the tick.
+/// Reflection is not run here (see [`ReflectionCheck`]).
 pub async fn run_tick<B, S>(
     deployment: &Deployment,
     ctx: &ToolContext,
@@ -720,7 +721,7 @@ pub async fn run_tick<B, S>(
 ) -> Result<TickOutcome, TickError>
 where
     B: Broker,
-    S: TickStore + Sync,
+    S: TickStore,
 {
     run_tick_carrying(deployment, ctx, model, broker, state, store, None).await
 }
@@ -751,7 +752,7 @@ pub async fn run_tick_carrying<B, S>(
 ) -> Result<TickOutcome, TickError>
 where
     B: Broker,
-    S: TickStore + Sync,
+    S: TickStore,
 {
     let now = ctx.now;
     let skill = deployment.skill.as_ref();

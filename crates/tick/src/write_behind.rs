@@ -28,7 +28,7 @@ pub(crate) struct WriteBehind<'s, S> {
 
 impl<'s, S> WriteBehind<'s, S>
 where
-    S: TickStore + NoteStore + Sync,
+    S: TickStore + NoteStore,
 {
     pub(crate) fn new(store: &'s S) -> Self {
         Self {
@@ -79,7 +79,7 @@ where
 
 impl<S> TickStore for WriteBehind<'_, S>
 where
-    S: TickStore + NoteStore + Sync,
+    S: TickStore + NoteStore,
 {
     async fn record_tick(&self, tick: &TickRecord) -> Result<TickOutcome, DbError> {
         self.record_tick_owned(tick.clone()).await
@@ -140,7 +140,7 @@ where
 
 impl<S> NoteStore for WriteBehind<'_, S>
 where
-    S: TickStore + NoteStore + Sync,
+    S: TickStore + NoteStore,
 {
     async fn insert_note(&self, note: &NewNote) -> Result<ReflectionNote, DbError> {
         self.flush().await?;
