@@ -49,7 +49,7 @@ pub use model::{
     StoredFill, StoredRunnerState, TickOutcome, TickRecord, TokenUsage, User,
 };
 pub use postgres::{POSTGRES_MIGRATOR, PgStore};
-pub use sqlite::{SQLITE_MIGRATOR, SqliteStore};
+pub use sqlite::{Durability, SQLITE_MIGRATOR, SqliteStore};
 pub use store::Store;
 pub use traits::{
     EventStore, FactStore, LedgerStore, NoteStore, RegistryStore, Storage, TickStore,
@@ -63,9 +63,19 @@ pub use traits::{
 /// [`DbError::UnsupportedUrl`] for another scheme; otherwise what
 /// [`SqliteStore::connect`] / [`PgStore::connect`] return.
 pub async fn connect(url: &str) -> Result<Store, DbError> {
+    connect_with(url, Durability::Normal).await
+}
+
+/// [`connect`] with a SQLite file's [`Durability`] (PostgreSQL's is the server's).
+///
+/// # Errors
+/// As [`connect`].
+pub async fn connect_with(url: &str, durability: Durability) -> Result<Store, DbError> {
     let scheme = url.split(':').next().unwrap_or_default();
     match scheme {
-        "sqlite" => Ok(Store::Sqlite(SqliteStore::connect(url).await?)),
+        "sqlite" => Ok(Store::Sqlite(
+            SqliteStore::connect_with(url, durability).await?,
+        )),
         "postgres" | "postgresql" => Ok(Store::Postgres(PgStore::connect(url).await?)),
         other => Err(DbError::UnsupportedUrl {
             scheme: other.to_owned(),

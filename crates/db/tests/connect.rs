@@ -4,7 +4,15 @@
 mod common;
 
 use db::test_support::{sample_skill, sample_user};
-use db::{DbError, RegistryStore, Store};
+use db::{DbError, Durability, RegistryStore, Store};
+
+/// A connection setting, as text.
+async fn pragma(lite: &db::SqliteStore, name: &str) -> String {
+    sqlx::query_scalar::<_, String>(&format!("SELECT CAST({name} AS TEXT) FROM pragma_{name}"))
+        .fetch_one(lite.pool())
+        .await
+        .unwrap()
+}
 
 #[tokio::test]
 async fn a_sqlite_file_is_created_on_first_use_and_keeps_its_data() {
@@ -31,13 +39,43 @@ async fn a_sqlite_file_is_created_on_first_use_and_keeps_its_data() {
     let Store::Sqlite(lite) = &again else {
         unreachable!("matched above")
     };
-    let pragma = |name: &'static str| async move {
-        sqlx::query_scalar::<_, String>(&format!("SELECT CAST({name} AS TEXT) FROM pragma_{name}"))
-            .fetch_one(lite.pool())
-            .await
-            .unwrap()
+    assert_eq!(pragma(lite, "journal_mode").await, "wal");
+    // A commit is fsynced at checkpoints (synchronous = NORMAL is 1).
+    assert_eq!(pragma(lite, "synchronous").await, "1");
+}
+
+#[tokio::test]
+async fn a_scratch_sqlite_file_skips_fsyncs_and_close_leaves_every_row_in_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sim.db");
+    let url = format!("sqlite://{}?mode=rwc", path.display());
+
+    let store = db::connect_with(&url, Durability::Scratch).await.unwrap();
+    let Store::Sqlite(lite) = &store else {
+        panic!("a sqlite URL opens the SQLite store")
     };
-    assert_eq!(pragma("journal_mode").await, "wal");
+    assert_eq!(pragma(lite, "synchronous").await, "0", "synchronous = OFF");
+    assert_eq!(
+        pragma(lite, "journal_mode").await,
+        "persist",
+        "a rollback journal"
+    );
+    let user = sample_user();
+    let skill = sample_skill(user.id);
+    store.upsert_user(&user).await.unwrap();
+    store.create_skill(&skill).await.unwrap();
+    let journal = dir.path().join("sim.db-journal");
+    assert!(journal.exists(), "the journal is kept between transactions");
+
+    store.close().await.unwrap();
+    assert!(!journal.exists(), "close deletes the journal");
+    assert!(
+        !dir.path().join("sim.db-wal").exists(),
+        "there never was a log"
+    );
+    // The file alone holds the rows; a normal open reads them back (and turns WAL on).
+    let again = db::connect(&url).await.unwrap();
+    assert_eq!(again.get_skill(skill.id).await.unwrap(), skill);
 }
 
 #[tokio::test]

@@ -335,13 +335,13 @@ async fn load_replay(model_id: &str, spec: &str) -> Result<Arc<dyn LanguageModel
         }
         None => (spec, None),
     };
-    if let Some(path) = url
-        .strip_prefix("sqlite://")
-        .or_else(|| url.strip_prefix("sqlite:"))
-        .map(|p| p.split('?').next().unwrap_or(p))
-        && !Path::new(path).exists()
+    if let Some(path) = sqlite_file(url)
+        && !path.exists()
     {
-        return Err(bad(format!("--model {model_id}: no store at {path}")));
+        return Err(bad(format!(
+            "--model {model_id}: no store at {}",
+            path.display()
+        )));
     }
     let store = db::connect(url)
         .await
@@ -385,6 +385,24 @@ async fn load_replay(model_id: &str, spec: &str) -> Result<Arc<dyn LanguageModel
     Ok(Arc::new(tick::replay::ReplayModel::new(
         model_id, proposals,
     )))
+}
+
+/// The file a `sqlite:` URL names (`sqlite://path?…` or `sqlite:path`); `None` for another
+/// scheme.
+fn sqlite_file(url: &str) -> Option<&Path> {
+    url.strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+        .map(|p| Path::new(p.split('?').next().unwrap_or(p)))
+}
+
+/// A SQLite file this run creates holds nothing but the run, which can be run again: it is
+/// written without fsyncs ([`db::Durability::Scratch`]), like the run's other output files. An
+/// existing file, which may hold other runs, keeps the normal durability.
+fn durability_for(url: &str) -> db::Durability {
+    match sqlite_file(url) {
+        Some(path) if !path.exists() => db::Durability::Scratch,
+        _ => db::Durability::Normal,
+    }
 }
 
 fn coverage(series: &BTreeMap<String, Vec<types::Bar>>, interval: Interval) -> String {
@@ -439,7 +457,7 @@ async fn simulate(
     p: Prepared,
     url: String,
 ) -> Result<(String, serde_json::Value), Failure> {
-    let store = db::connect(&url)
+    let store = db::connect_with(&url, durability_for(&url))
         .await
         .map_err(|e| bad(format!("--db {url}: {e}")))?;
     let d = &p.input.deployment;
@@ -612,5 +630,29 @@ impl Progress {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_sqlite_file_the_run_creates_is_written_as_scratch() {
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = dir.path().join("sim.db");
+        let url = format!("sqlite://{}?mode=rwc", fresh.display());
+        assert_eq!(durability_for(&url), db::Durability::Scratch);
+        assert_eq!(
+            durability_for(&format!("sqlite:{}", fresh.display())),
+            db::Durability::Scratch
+        );
+
+        std::fs::write(&fresh, b"").unwrap();
+        assert_eq!(durability_for(&url), db::Durability::Normal);
+        assert_eq!(
+            durability_for("postgres://postgres@127.0.0.1:5432/postgres"),
+            db::Durability::Normal
+        );
     }
 }

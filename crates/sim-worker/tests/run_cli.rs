@@ -96,13 +96,15 @@ fn a_short_run_writes_the_summary_the_ledger_the_store_and_a_self_contained_repo
         out.join("sim.db").exists(),
         "the default store is SQLite in --out"
     );
-    // The store is closed at the end: its write-ahead log is folded into the file, so copying
-    // sim.db alone copies the whole run.
-    let wal = out.join("sim.db-wal");
-    assert!(
-        !wal.exists() || std::fs::metadata(&wal).unwrap().len() == 0,
-        "rows are left in the write-ahead log beside sim.db"
-    );
+    // The store is closed at the end: no journal or write-ahead log is left beside sim.db, so
+    // copying sim.db alone copies the whole run.
+    for side in ["sim.db-wal", "sim.db-journal"] {
+        let path = out.join(side);
+        assert!(
+            !path.exists() || std::fs::metadata(&path).unwrap().len() == 0,
+            "{side} is left beside sim.db"
+        );
+    }
 
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.contains("<svg"), "inline charts");
@@ -139,6 +141,70 @@ fn a_short_run_writes_the_summary_the_ledger_the_store_and_a_self_contained_repo
         std::fs::read_to_string(out.join("trades.csv")).unwrap(),
         csv
     );
+}
+
+/// The default store skips fsyncs (`db::Durability::Scratch`), but a run killed mid-way must
+/// still leave a sound file holding the ticks it committed: the interrupted transaction is
+/// rolled back from the journal when the file is opened again.
+#[test]
+fn a_run_killed_mid_way_leaves_a_sound_store_with_the_ticks_it_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("killed");
+    let bars = eurusd();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sim-worker"))
+        .args(["run", "--skill", &skill(), "--bars", &bars])
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once a few batches are in (the whole run writes ≈65 MB).
+    let db = out.join("sim.db");
+    let started = std::time::Instant::now();
+    while std::fs::metadata(&db).map_or(0, |m| m.len()) < 2_000_000 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "the run never wrote 2 MB"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before it was killed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let url = format!("sqlite://{}?mode=rwc", db.display());
+        let store = db::connect(&url)
+            .await
+            .expect("the killed run's store opens");
+        let db::Store::Sqlite(lite) = &store else {
+            unreachable!("a sqlite URL")
+        };
+        let check: String = sqlx::query_scalar("PRAGMA integrity_check")
+            .fetch_one(lite.pool())
+            .await
+            .unwrap();
+        assert_eq!(check, "ok");
+        let dangling: Vec<(String,)> = sqlx::query_as("PRAGMA foreign_key_check")
+            .fetch_all(lite.pool())
+            .await
+            .unwrap();
+        assert!(dangling.is_empty(), "{dangling:?}");
+        let snapshots: i64 = sqlx::query_scalar("SELECT count(*) FROM decision_snapshots")
+            .fetch_one(lite.pool())
+            .await
+            .unwrap();
+        assert!(snapshots > 0, "the committed ticks are kept");
+        store.close().await.unwrap();
+    });
 }
 
 #[test]

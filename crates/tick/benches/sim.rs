@@ -1,5 +1,6 @@
 //! The whole backtest of the README: EURUSD, 5,000 hourly bars, `builtin/sma-cross:10:20`,
-//! reflection every 5 trades, every tick persisted to a SQLite file. Reported as ticks/s
+//! reflection every 5 trades, every tick persisted to a SQLite file, opened (without fsyncs)
+//! and closed (the final checkpoint included) as `sim-worker run` does. Reported as ticks/s
 //! (criterion's element throughput). With `sim-worker`'s allocator (mimalloc), so the figure is
 //! the binary's.
 
@@ -41,7 +42,9 @@ fn full_sim(c: &mut Criterion) {
             rt.block_on(async {
                 let dir = tempfile::tempdir().expect("tempdir");
                 let url = format!("sqlite://{}?mode=rwc", dir.path().join("sim.db").display());
-                let store = db::connect(&url).await.expect("store");
+                let store = db::connect_with(&url, db::Durability::Scratch)
+                    .await
+                    .expect("store");
                 let first =
                     input.market.all_bars("EURUSD", Interval::H1)[0].close_time(Interval::H1);
                 register(&store, &input, serde_json::json!({}), first)
@@ -51,6 +54,7 @@ fn full_sim(c: &mut Criterion) {
                     .await
                     .expect("backtest");
                 assert_eq!(result.points.len() as u64, ticks);
+                store.close().await.expect("close");
             });
         });
     });
