@@ -17,7 +17,9 @@
 
 use std::collections::VecDeque;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+
+use memchr::memmem::Finder;
 
 use rust_decimal::{Decimal, RoundingStrategy};
 use skill_schema::Skill;
@@ -131,35 +133,38 @@ pub fn parse_context(text: &str) -> ParsedContext {
 /// `slow + 1`, and parsing the other rows of a long lookback was most of its cost.
 #[must_use]
 pub fn parse_context_last(text: &str, keep: usize) -> ParsedContext {
+    static MARKET: LazyLock<Finder<'static>> =
+        LazyLock::new(|| Finder::new("\n## Market context\n"));
+    static PORTFOLIO: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("\n## Portfolio\n"));
     let mut out = ParsedContext::default();
     let mut rest = text;
-    if let Some((body, after)) = section_body(text, "Market context") {
+    if let Some((body, after)) = section_body(text, &MARKET) {
         parse_market(body, keep, &mut out);
         // The Portfolio section follows the market: search only what comes after it.
         rest = after;
     }
-    if let Some((body, _)) = section_body(rest, "Portfolio") {
+    if let Some((body, _)) = section_body(rest, &PORTFOLIO) {
         parse_portfolio(body, &mut out);
     }
     out
 }
 
-/// The body of the section headed `## {heading}` (a line of its own), up to the next `## `
-/// heading, and the text after it. Found with SIMD substring searches: the other sections are
-/// never parsed.
-fn section_body<'a>(text: &'a str, heading: &str) -> Option<(&'a str, &'a str)> {
-    let line = format!("## {heading}\n");
-    let start = if text.starts_with(&line) {
+/// The body of the section whose heading line `heading` finds (`\n## {heading}\n`; the text
+/// may also start with it), up to the next `## ` heading, and the text after it. Found with
+/// SIMD substring searches built once: the other sections are never parsed.
+fn section_body<'a>(text: &'a str, heading: &Finder<'_>) -> Option<(&'a str, &'a str)> {
+    static NEXT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("\n## "));
+    let line = &heading.needle()[1..];
+    let start = if text.as_bytes().starts_with(line) {
         line.len()
     } else {
-        find(text, &format!("\n{line}"))? + line.len() + 1
+        heading.find(text.as_bytes())? + line.len() + 1
     };
     let body = &text[start..];
-    Some(find(body, "\n## ").map_or((body, ""), |end| body.split_at(end)))
-}
-
-fn find(haystack: &str, needle: &str) -> Option<usize> {
-    memchr::memmem::find(haystack.as_bytes(), needle.as_bytes())
+    Some(
+        NEXT.find(body.as_bytes())
+            .map_or((body, ""), |end| body.split_at(end)),
+    )
 }
 
 /// The last `keep` closes of each symbol's execution-timeframe table (`### ` headings; the
@@ -167,11 +172,12 @@ fn find(haystack: &str, needle: &str) -> Option<usize> {
 /// (the close is the fifth of six fields), and a table ends at an empty line or the next
 /// heading.
 fn parse_market(body: &str, keep: usize, out: &mut ParsedContext) {
+    static TABLE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("\n### "));
     let mut rest = body;
     loop {
         let at = if rest.starts_with("### ") {
             0
-        } else if let Some(i) = find(rest, "\n### ") {
+        } else if let Some(i) = TABLE.find(rest.as_bytes()) {
             i + 1
         } else {
             break;
@@ -182,15 +188,27 @@ fn parse_market(body: &str, keep: usize, out: &mut ParsedContext) {
         rest = &table[end..];
         // `EURUSD 1h · regime …`: the symbol is the first word.
         let symbol = heading.split(' ').next().unwrap_or_default().to_owned();
-        // Newest rows first (only as many as kept), then back to oldest first.
-        let mut closes: Vec<Decimal> = table[..end]
-            .rsplit('\n')
-            .filter_map(close_of_row)
-            .take(keep)
-            .collect();
-        closes.reverse();
-        out.closes.push((symbol, closes));
+        out.closes.push((symbol, last_closes(&table[..end], keep)));
     }
+}
+
+/// The closes of the last `keep` rows of a table that have one, oldest first: rows are
+/// visited newest first, each found with one backward `memrchr`.
+fn last_closes(table: &str, keep: usize) -> Vec<Decimal> {
+    let mut closes = Vec::with_capacity(keep.min(256));
+    let mut end = table.len();
+    while closes.len() < keep {
+        let start = memchr::memrchr(b'\n', &table.as_bytes()[..end]).map_or(0, |i| i + 1);
+        if let Some(close) = close_of_row(&table[start..end]) {
+            closes.push(close);
+        }
+        if start == 0 {
+            break;
+        }
+        end = start - 1;
+    }
+    closes.reverse();
+    closes
 }
 
 /// The close of a `time o h l c v` row; `None` for anything else (the header included).
@@ -210,7 +228,32 @@ fn close_of_row(row: &str) -> Option<Decimal> {
     if n != 5 {
         return None;
     }
-    Decimal::from_str(&row[spaces[3] + 1..spaces[4]]).ok()
+    plain_decimal(&row[spaces[3] + 1..spaces[4]])
+}
+
+/// `text` as [`Decimal::from_str`] reads it. The prices of a bar table (digits with at most one
+/// point, at most 18 digits) are read digit by digit into the same value and scale; anything
+/// else goes to `from_str`.
+fn plain_decimal(text: &str) -> Option<Decimal> {
+    let bytes = text.as_bytes();
+    // At most 18 digits and a point: the mantissa fits an i64 and the scale is at most 17.
+    if bytes.is_empty() || bytes.len() > 19 {
+        return Decimal::from_str(text).ok();
+    }
+    let mut mantissa: i64 = 0;
+    let mut point = None;
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'0'..=b'9' => mantissa = mantissa * 10 + i64::from(b - b'0'),
+            b'.' if point.is_none() && i > 0 && i + 1 < bytes.len() => point = Some(i),
+            _ => return Decimal::from_str(text).ok(),
+        }
+    }
+    if bytes.len() == 19 && point.is_none() {
+        return Decimal::from_str(text).ok();
+    }
+    let scale = point.map_or(0, |p| bytes.len() - p - 1);
+    Some(Decimal::new(mantissa, u32::try_from(scale).ok()?))
 }
 
 /// The length of a bar table's rows: up to an empty line or a line starting with `#`.
@@ -218,8 +261,10 @@ fn table_end(table: &str) -> usize {
     if table.is_empty() || table.starts_with('#') || table.starts_with('\n') {
         return 0;
     }
-    let blank = find(table, "\n\n");
-    let heading = find(table, "\n#");
+    static BLANK: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("\n\n"));
+    static HEADING: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("\n#"));
+    let blank = BLANK.find(table.as_bytes());
+    let heading = HEADING.find(table.as_bytes());
     match (blank, heading) {
         (Some(a), Some(b)) => a.min(b),
         (a, b) => a.or(b).unwrap_or(table.len()),
@@ -485,4 +530,51 @@ impl LanguageModel for SmaCrossModel {
 #[must_use]
 pub fn builtin_model(id: &str, skill: &Skill) -> Option<Arc<dyn LanguageModel>> {
     SmaCrossModel::from_id(id, skill).map(|m| Arc::new(m) as Arc<dyn LanguageModel>)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Value, scale and sign: `Decimal`'s `==` ignores the scale.
+    fn exact(d: Option<Decimal>) -> Option<(i128, u32, bool)> {
+        d.map(|d| (d.mantissa(), d.scale(), d.is_sign_negative()))
+    }
+
+    #[test]
+    fn plain_decimal_reads_prices_as_from_str_does() {
+        for text in [
+            "1.17734",
+            "1.17300",
+            "0.00001",
+            "118",
+            "0",
+            "0.0",
+            "123456789012345678",
+            "1234567890123456789",
+            "12345678901234567.8",
+            "1.",
+            ".5",
+            "1..2",
+            "-1.5",
+            "1e5",
+            "",
+            " 1",
+            "1,5",
+        ] {
+            assert_eq!(
+                exact(plain_decimal(text)),
+                exact(Decimal::from_str(text).ok()),
+                "{text:?}"
+            );
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn plain_decimal_agrees_with_from_str(text in "[0-9.]{0,22}|-?[0-9]{1,20}\\.[0-9]{0,12}") {
+            prop_assert_eq!(exact(plain_decimal(&text)), exact(Decimal::from_str(&text).ok()));
+        }
+    }
 }
