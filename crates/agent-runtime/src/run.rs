@@ -5,7 +5,7 @@ use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 use skill_schema::Skill;
 use tools::{PROPOSE_ORDER, ToolContext, ToolError, build_tools, proposal_from_result};
-use types::ProposedAction;
+use types::{JsonText, ProposedAction};
 
 use crate::cost::estimate_cost;
 use crate::model::{
@@ -34,8 +34,9 @@ impl Default for RunOptions {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum ToolOutcome {
-    /// The tool's result, as sent back to the model.
-    Ok { result: Value },
+    /// The tool's result, as sent back to the model (serialised once, for the model and the
+    /// record).
+    Ok { result: JsonText },
     /// The tool refused or failed. `recoverable` errors went back to the model as the tool's
     /// result; the others ended the tick.
     Error { message: String, recoverable: bool },
@@ -285,10 +286,11 @@ pub async fn run_skill_with(
                     {
                         run.proposal = Some(p);
                     }
+                    let result = JsonText::from(&result);
                     request.messages.push(Message::Tool {
                         call_id: call.id.clone(),
                         name: call.name.clone(),
-                        content: json_text(&result),
+                        content: result.as_str().to_owned(),
                     });
                     step.tool_calls
                         .push(record(call, ToolOutcome::Ok { result }));
@@ -298,7 +300,7 @@ pub async fn run_skill_with(
                     request.messages.push(Message::Tool {
                         call_id: call.id.clone(),
                         name: call.name.clone(),
-                        content: json_text(&json!({ "error": message })),
+                        content: json!({ "error": message }).to_string(),
                     });
                     step.tool_calls.push(record(
                         call,
@@ -340,16 +342,6 @@ pub async fn run_skill_with(
 
 /// `value` as compact JSON text: the bytes of its `Display`, written straight into a buffer
 /// rather than through the formatter.
-fn json_text(value: &Value) -> String {
-    // Room for a typical tool result (a recorded proposal is ~600 bytes), so the buffer is not
-    // regrown three times on the way.
-    let mut buf = Vec::with_capacity(1024);
-    match serde_json::to_writer(&mut buf, value) {
-        Ok(()) => String::from_utf8(buf).unwrap_or_else(|_| value.to_string()),
-        Err(_) => value.to_string(),
-    }
-}
-
 fn record(call: ToolCall, outcome: ToolOutcome) -> ToolCallRecord {
     ToolCallRecord {
         id: call.id,
@@ -388,31 +380,6 @@ impl Loop {
                 finish_reason
             },
             error,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The tool message a model reads is the result's `Display` text, byte for byte.
-    #[test]
-    fn json_text_is_the_display_text() {
-        let values = [
-            json!({
-                "status": "recorded",
-                "proposal": {"action": "open_long", "symbol": "BTC", "size_usd": "2500.00",
-                             "reason": "say \"hi\"\n\t\u{7}\u{2028} → é", "confidence": 70,
-                             "stop": null},
-                "note": "Recorded, not executed.",
-            }),
-            json!({"error": "propose_order: reason: must not be blank"}),
-            json!([1, -2.5, 1e300, true, null, "", {}]),
-            json!("plain"),
-        ];
-        for v in values {
-            assert_eq!(json_text(&v), v.to_string());
         }
     }
 }

@@ -97,7 +97,7 @@ async fn a_recorded_tick_yields_the_proposal_steps_usage_and_cost() {
     assert_eq!(out.steps.len(), 3);
     assert_eq!(out.steps[0].tool_calls[0].name, "get_funding_rate");
     assert!(matches!(&out.steps[0].tool_calls[0].outcome,
-        ToolOutcome::Ok { result } if result["available"] == false));
+        ToolOutcome::Ok { result } if result.to_value().unwrap()["available"] == false));
     assert_eq!(out.steps[1].tool_calls[0].arguments, SHORT_ETH);
     assert!(out.steps[2].tool_calls.is_empty());
     // input 3200 + 450 + 300 = 3950; output 85 + 120 + 20 = 225; cache read 2·2900 = 5800;

@@ -45,8 +45,8 @@ pub use codec::time_text;
 pub use error::{ConstraintKind, DbError};
 pub use model::{
     BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, FillTradeLink, Forget,
-    JsonText, NewFact, NewNote, NoteScope, ReflectionRun, RunOutcome, Skill, SkillVersion,
-    StoredFill, StoredRunnerState, TickOutcome, TickRecord, TokenUsage, User,
+    NewFact, NewNote, NoteScope, ReflectionRun, RunOutcome, Skill, SkillVersion, StoredFill,
+    StoredRunnerState, TickOutcome, TickRecord, TokenUsage, User,
 };
 pub use postgres::{POSTGRES_MIGRATOR, PgStore};
 pub use sqlite::{Durability, SQLITE_MIGRATOR, SqliteStore};
@@ -54,6 +54,8 @@ pub use store::Store;
 pub use traits::{
     EventStore, FactStore, LedgerStore, NoteStore, RegistryStore, Storage, TickStore,
 };
+/// Re-exported from `types`: a snapshot's `steps` are [`JsonText`].
+pub use types::JsonText;
 
 /// Opens the store `url` names and applies its migrations:
 /// `sqlite://path?mode=rwc` (or `sqlite:path`; the file is created on first use),

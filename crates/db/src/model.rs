@@ -4,7 +4,8 @@ use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use types::{
-    ArchiveReason, FactConfidence, FactSource, Fill, NoteLint, ProposedAction, TradeRecord, Verdict,
+    ArchiveReason, FactConfidence, FactSource, Fill, JsonText, NoteLint, ProposedAction,
+    TradeRecord, Verdict,
 };
 use uuid::Uuid;
 
@@ -141,63 +142,6 @@ pub struct DecisionSnapshot {
     pub finish_reason: Option<String>,
     pub usage: TokenUsage,
     pub cost_usd: Decimal,
-}
-
-/// A JSON document kept as its text: the tick path serialises its steps straight from typed
-/// values and the store writes the text, with no `serde_json::Value` tree built, cloned and
-/// dropped on every tick.
-///
-/// Equality is JSON equality, not text equality: PostgreSQL's `jsonb` hands a document back with
-/// its keys reordered and its whitespace normalised, so two texts are equal when they parse to
-/// the same value.
-#[derive(Clone, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct JsonText(Box<serde_json::value::RawValue>);
-
-impl JsonText {
-    /// Serialises `value` to compact JSON text.
-    ///
-    /// # Errors
-    /// The serializer's error, e.g. for a map with non-string keys.
-    pub fn new<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
-        serde_json::value::to_raw_value(value).map(JsonText)
-    }
-
-    /// Takes `text` as it is after checking that it is one JSON document.
-    ///
-    /// # Errors
-    /// The parser's error when `text` is not JSON.
-    pub fn from_text(text: String) -> Result<Self, serde_json::Error> {
-        serde_json::value::RawValue::from_string(text).map(JsonText)
-    }
-
-    /// The JSON text.
-    #[must_use]
-    pub fn as_str(&self) -> &str {
-        self.0.get()
-    }
-
-    /// The document as a `serde_json::Value`.
-    ///
-    /// # Errors
-    /// Never for a `JsonText` built by this type (its text is valid JSON); the parser's error
-    /// otherwise.
-    pub fn to_value(&self) -> Result<serde_json::Value, serde_json::Error> {
-        serde_json::from_str(self.as_str())
-    }
-}
-
-impl PartialEq for JsonText {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_str() == other.as_str()
-            || matches!((self.to_value(), other.to_value()), (Ok(a), Ok(b)) if a == b)
-    }
-}
-
-impl std::fmt::Debug for JsonText {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// A recorded broker fill with the ledger rows it was applied to.

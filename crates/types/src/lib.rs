@@ -8,6 +8,7 @@
 
 mod clock;
 mod interval;
+mod json;
 mod ledger;
 mod market;
 mod memory;
@@ -16,6 +17,7 @@ mod trading;
 
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use interval::{Interval, ParseIntervalError};
+pub use json::JsonText;
 pub use ledger::{CloseKind, TradeRecord, TradeStatus};
 pub use market::{Bar, RegimeTag, classify_regime};
 pub use memory::{
