@@ -439,7 +439,8 @@ pub(crate) fn run_with_summary(args: RunArgs) -> Result<(String, serde_json::Val
         Some(url) => url.clone(),
         None => {
             let path = args.out.join("sim.db");
-            for suffix in ["", "-wal", "-shm"] {
+            // A killed run leaves its journal (scratch) or log (WAL) beside the file.
+            for suffix in ["", "-journal", "-wal", "-shm"] {
                 let p = PathBuf::from(format!("{}{suffix}", path.display()));
                 if p.exists() {
                     std::fs::remove_file(&p)

@@ -144,8 +144,9 @@ fn a_short_run_writes_the_summary_the_ledger_the_store_and_a_self_contained_repo
 }
 
 /// The default store skips fsyncs (`db::Durability::Scratch`), but a run killed mid-way must
-/// still leave a sound file holding the ticks it committed: the interrupted transaction is
-/// rolled back from the journal when the file is opened again.
+/// still leave a sound file holding the ticks it committed (the interrupted transaction is
+/// rolled back from the journal when the file is opened again), and a new run into the same
+/// `--out` must replace it.
 #[test]
 fn a_run_killed_mid_way_leaves_a_sound_store_with_the_ticks_it_committed() {
     let dir = tempfile::tempdir().unwrap();
@@ -175,7 +176,31 @@ fn a_run_killed_mid_way_leaves_a_sound_store_with_the_ticks_it_committed() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
+    // The killed run's files, as it left them (a journal may be hot), to open below.
+    let killed = dir.path().join("killed-copy");
+    std::fs::create_dir(&killed).unwrap();
+    for name in ["sim.db", "sim.db-journal"] {
+        if out.join(name).exists() {
+            std::fs::copy(out.join(name), killed.join(name)).unwrap();
+        }
+    }
 
+    // Running again into the same --out replaces the killed run's store, journal included.
+    let o = run(&[
+        "run",
+        "--skill",
+        &skill(),
+        "--bars",
+        &bars,
+        "--out",
+        out.to_str().unwrap(),
+        "--to",
+        "2017-05-03",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!out.join("sim.db-journal").exists());
+
+    let db = killed.join("sim.db");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
