@@ -232,12 +232,12 @@ fn close_of_row(row: &str) -> Option<Decimal> {
 }
 
 /// `text` as [`Decimal::from_str`] reads it. The prices of a bar table (digits with at most one
-/// point, at most 18 digits) are read digit by digit into the same value and scale; anything
-/// else goes to `from_str`.
+/// point, at most 18 characters) are read digit by digit into the same value and scale;
+/// anything else goes to `from_str`.
 fn plain_decimal(text: &str) -> Option<Decimal> {
     let bytes = text.as_bytes();
-    // At most 18 digits and a point: the mantissa fits an i64 and the scale is at most 17.
-    if bytes.is_empty() || bytes.len() > 19 {
+    // At most 18 digits: the mantissa fits an i64 and the scale is at most 16.
+    if bytes.is_empty() || bytes.len() > 18 {
         return Decimal::from_str(text).ok();
     }
     let mut mantissa: i64 = 0;
@@ -248,9 +248,6 @@ fn plain_decimal(text: &str) -> Option<Decimal> {
             b'.' if point.is_none() && i > 0 && i + 1 < bytes.len() => point = Some(i),
             _ => return Decimal::from_str(text).ok(),
         }
-    }
-    if bytes.len() == 19 && point.is_none() {
-        return Decimal::from_str(text).ok();
     }
     let scale = point.map_or(0, |p| bytes.len() - p - 1);
     Some(Decimal::new(mantissa, u32::try_from(scale).ok()?))
