@@ -340,8 +340,6 @@ pub async fn run_skill_with(
     run.finish(model, FinishReason::ToolCalls, None)
 }
 
-/// `value` as compact JSON text: the bytes of its `Display`, written straight into a buffer
-/// rather than through the formatter.
 fn record(call: ToolCall, outcome: ToolOutcome) -> ToolCallRecord {
     ToolCallRecord {
         id: call.id,

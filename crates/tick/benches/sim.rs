@@ -1,6 +1,6 @@
 //! The whole backtest of the README: EURUSD, 5,000 hourly bars, `builtin/sma-cross:10:20`,
-//! reflection every 5 trades, every tick persisted to a SQLite file, opened (without fsyncs)
-//! and closed (the final checkpoint included) as `sim-worker run` does. Reported as ticks/s
+//! reflection every 5 trades, every tick persisted to a SQLite file, opened as scratch (no
+//! fsyncs) and closed as `sim-worker run` does. Reported as ticks/s
 //! (criterion's element throughput). With `sim-worker`'s allocator (mimalloc), so the figure is
 //! the binary's.
 
