@@ -56,6 +56,11 @@ async fn a_scratch_sqlite_file_skips_fsyncs_and_close_leaves_every_row_in_the_fi
     };
     assert_eq!(pragma(lite, "synchronous").await, "0", "synchronous = OFF");
     assert_eq!(
+        pragma(lite, "temp_store").await,
+        "2",
+        "temporary journals in memory"
+    );
+    assert_eq!(
         pragma(lite, "journal_mode").await,
         "persist",
         "a rollback journal"
