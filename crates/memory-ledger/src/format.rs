@@ -75,33 +75,12 @@ fn rounded_text<'b>(
     buf: &'b mut [u8; 32],
     spill: &'b mut String,
 ) -> (&'b str, bool) {
-    let parts = d.unpack();
-    if parts.hi == 0 && dp <= 28 {
-        let m = (u64::from(parts.mid) << 32) | u64::from(parts.lo);
-        // Round half away from zero to `dp` decimals (10^20 and up exceed any 64-bit mantissa:
-        // less than half, zero), then rescale to exactly `dp`.
-        let (value, scale) = if parts.scale <= dp {
-            (m, parts.scale)
-        } else {
-            let q = match 10_u64.checked_pow(parts.scale - dp) {
-                Some(p) => {
-                    let (q, r) = (m / p, m % p);
-                    if r >= p - r { q + 1 } else { q }
-                }
-                None => 0,
-            };
-            (q, dp)
-        };
-        if let Some(m) = 10_u64
-            .checked_pow(dp - scale)
-            .and_then(|p| value.checked_mul(p))
-        {
-            // A zero is positive (`round`).
-            return (
-                types::text::decimal_parts_text(buf, m, dp as usize, false),
-                parts.negative && m != 0,
-            );
-        }
+    if let Some(m) = types::text::rounded_mantissa(d, dp) {
+        // A zero is positive (`round`).
+        return (
+            types::text::decimal_parts_text(buf, m, dp as usize, false),
+            d.is_sign_negative() && m != 0,
+        );
     }
     let r = rounded(d, dp);
     push_display(spill, r.abs());

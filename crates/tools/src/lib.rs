@@ -101,40 +101,14 @@ pub fn push_fixed(out: &mut String, d: Decimal, dp: u32) {
     }
 }
 
-/// [`push_fixed`] in 64-bit integer arithmetic, when the mantissa and the result's fit 64 bits
-/// (prices and money, always); `false`, with nothing written, otherwise.
-///
-/// The same result as `round_dp_with_strategy(dp, MidpointAwayFromZero)` then `rescale(dp)`:
-/// rounding drops `scale − dp` digits and adds one when they are at least half; a result that
-/// rounded to zero is positive, a zero that needed no rounding keeps its sign (as `Decimal` does).
+/// [`push_fixed`] in 64-bit integer arithmetic ([`types::text::rounded_mantissa`]); `false`,
+/// with nothing written, when that does not suffice. As `Decimal` does, a result that rounded to
+/// zero is positive and a zero that needed no rounding keeps its sign.
 fn push_fixed_u64(out: &mut String, d: Decimal, dp: u32) -> bool {
-    let parts = d.unpack();
-    if parts.hi != 0 || dp > 28 {
-        return false;
-    }
-    let m = (u64::from(parts.mid) << 32) | u64::from(parts.lo);
-    let (value, scale, negative) = if parts.scale <= dp {
-        (m, parts.scale, parts.negative)
-    } else if m == 0 {
-        (0, dp, parts.negative)
-    } else {
-        // 10^20 and up exceed any 64-bit mantissa: less than half, rounds to zero.
-        let q = match 10_u64.checked_pow(parts.scale - dp) {
-            Some(p) => {
-                let (q, r) = (m / p, m % p);
-                if r >= p - r { q + 1 } else { q }
-            }
-            None => 0,
-        };
-        (q, dp, parts.negative && q != 0)
-    };
-    // Rescaled to `dp` decimals.
-    let Some(mantissa) = 10_u64
-        .checked_pow(dp - scale)
-        .and_then(|p| value.checked_mul(p))
-    else {
+    let Some(mantissa) = types::text::rounded_mantissa(d, dp) else {
         return false;
     };
+    let negative = d.is_sign_negative() && (mantissa != 0 || d.is_zero());
     push_parts(out, mantissa, dp as usize, negative);
     true
 }

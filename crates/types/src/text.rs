@@ -53,11 +53,58 @@ pub fn decimal_text(buf: &mut [u8; 32], d: Decimal) -> Option<&str> {
     })
 }
 
+/// `|d|` rounded half away from zero to exactly `dp` decimals, as the mantissa of a decimal of
+/// scale `dp` (`1.005` at 2 → `101`), when 64-bit integer arithmetic suffices: `d`'s mantissa
+/// and the result fit 64 bits (prices and money, always). `None` otherwise: round through
+/// `Decimal` then. The sign is the caller's (a value that rounds to zero has none).
+#[must_use]
+pub fn rounded_mantissa(d: Decimal, dp: u32) -> Option<u64> {
+    let parts = d.unpack();
+    if parts.hi != 0 || dp > 28 {
+        return None;
+    }
+    let m = (u64::from(parts.mid) << 32) | u64::from(parts.lo);
+    let (value, scale) = if parts.scale <= dp {
+        (m, parts.scale)
+    } else {
+        // Drop `scale − dp` digits, adding one when they are at least half (10^20 and up
+        // exceed any 64-bit mantissa: less than half, zero).
+        let q = match 10_u64.checked_pow(parts.scale - dp) {
+            Some(p) => {
+                let (q, r) = (m / p, m % p);
+                if r >= p - r { q + 1 } else { q }
+            }
+            None => 0,
+        };
+        (q, dp)
+    };
+    10_u64
+        .checked_pow(dp - scale)
+        .and_then(|p| value.checked_mul(p))
+}
+
 #[cfg(test)]
 mod tests {
     use std::str::FromStr;
 
     use super::*;
+
+    #[test]
+    fn rounded_mantissa_rounds_half_away_from_zero_then_rescales() {
+        for (text, dp, expected) in [
+            ("1.005", 2, Some(101)),   // 1005 / 10 = 100 r 5: half, away → 101
+            ("1.004", 2, Some(100)),   // r 4 < 5
+            ("-1.005", 2, Some(101)),  // the sign is the caller's
+            ("0.004", 2, Some(0)),     // rounds to zero
+            ("12.5", 3, Some(12_500)), // rescaled up: 125 × 10^2
+            ("3", 0, Some(3)),
+            ("18446744073709551615", 1, None), // × 10 leaves 64 bits
+            ("79228162514264337593543950335", 0, None), // the mantissa needs 96 bits
+        ] {
+            let d = Decimal::from_str(text).unwrap();
+            assert_eq!(rounded_mantissa(d, dp), expected, "{text} at {dp}");
+        }
+    }
 
     #[test]
     fn prints_as_display_does() {
