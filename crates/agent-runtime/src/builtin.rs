@@ -26,7 +26,7 @@ use skill_schema::Skill;
 use types::Side;
 
 use crate::context::BAR_TABLE_HEADER;
-use crate::model::{
+use model::{
     FinishReason, LanguageModel, Message, ModelError, ModelRequest, ModelResponse, ToolCall, Usage,
 };
 

@@ -7,18 +7,18 @@
 //!   returns the text, every step, the last successful `propose_order` as the proposal, usage
 //!   and cost.
 //! - [`run_tick`] does both around `prompt_compose::compose_system_prompt`.
-//! - [`cost`] holds the one rate table; [`builtin`] the offline models (`builtin/scripted`,
-//!   `builtin/sma-cross:FAST:SLOW`).
+//! - [`builtin`] holds the offline models (`builtin/scripted`, `builtin/sma-cross:FAST:SLOW`).
+//! - The model interface ([`LanguageModel`], messages, [`Usage`], [`Rates`], the rate table
+//!   and [`estimate_cost`]) is the `agent-model` crate's, re-exported here for the runtime's
+//!   users.
 //!
 //! What this crate must never do: touch a database, an exchange, an HTTP client or the wall
 //! clock (data arrives through the `tools::ToolContext` traits, time as `ctx.now`, the model
-//! through [`model::LanguageModel`]); execute an order (it only extracts a proposal; the
+//! through [`LanguageModel`]); execute an order (it only extracts a proposal; the
 //! execution engine decides); panic on anything a model or a data source sends.
 
 pub mod builtin;
 pub mod context;
-pub mod cost;
-pub mod model;
 mod run;
 
 pub use builtin::{ScriptedModel, SmaCrossModel, builtin_model};
@@ -26,10 +26,9 @@ pub use context::{
     AssembledContext, ContextError, RenderCache, SectionEstimate, assemble_context,
     assemble_context_cached,
 };
-pub use cost::{CostEstimate, estimate_cost, rates_for};
 pub use model::{
-    FinishReason, LanguageModel, Message, ModelError, ModelRequest, ModelResponse, Rates, ToolCall,
-    ToolDefinition, Usage,
+    CostEstimate, FinishReason, LanguageModel, Message, ModelError, ModelRequest, ModelResponse,
+    Rates, ToolCall, ToolDefinition, Usage, estimate_cost, rates_for,
 };
 pub use run::{
     DEFAULT_MAX_OUTPUT_TOKENS, RunError, RunOptions, RunResult, Step, ToolCallRecord, ToolOutcome,

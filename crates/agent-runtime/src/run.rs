@@ -7,10 +7,9 @@ use skill_schema::Skill;
 use tools::{PROPOSE_ORDER, ToolContext, ToolError, build_tools, proposal_from_result};
 use types::{JsonText, ProposedAction};
 
-use crate::cost::estimate_cost;
-use crate::model::{
+use model::{
     FinishReason, LanguageModel, Message, ModelError, ModelRequest, ModelResponse, ToolCall,
-    ToolDefinition, Usage,
+    ToolDefinition, Usage, estimate_cost,
 };
 
 /// Output-token budget of one model call unless [`RunOptions`] says otherwise.

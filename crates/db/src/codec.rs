@@ -16,14 +16,14 @@ use sqlx::types::Json;
 use types::{
     ArchiveReason, CloseKind, FactChange, FactChangeOp, FactConfidence, FactSource, Fill,
     MarketEvent, NoteLint, NoteStatus, OrderSide, ReflectionNote, RegimeTag, Side, TradeRecord,
-    TradeStatus, UserFact,
+    TradeStatus, Usage, UserFact,
 };
 use uuid::Uuid;
 
 use crate::DbError;
 use crate::model::{
     BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, ReflectionRun, RunOutcome, Skill,
-    SkillVersion, StoredFill, TokenUsage,
+    SkillVersion, StoredFill,
 };
 
 /// SQLite's text form of a time: RFC 3339, UTC, exactly six fractional digits, `Z`. Fixed width,
@@ -337,7 +337,7 @@ pub(crate) fn snapshot_from_row<R: RowExt>(r: &R) -> Result<DecisionSnapshot, Db
         verdict: r.json("verdict")?,
         model: r.text("model")?,
         finish_reason: r.opt_text("finish_reason")?,
-        usage: TokenUsage {
+        usage: Usage {
             input: i64_to_u64("input_tokens", r.big("input_tokens")?)?,
             output: i64_to_u64("output_tokens", r.big("output_tokens")?)?,
             cache_read: i64_to_u64("cache_read_tokens", r.big("cache_read_tokens")?)?,

@@ -46,7 +46,7 @@ pub use error::{ConstraintKind, DbError};
 pub use model::{
     BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, FillTradeLink, Forget,
     NewFact, NewNote, NoteScope, ReflectionRun, RunOutcome, Skill, SkillVersion, StoredFill,
-    StoredRunnerState, TickOutcome, TickRecord, TokenUsage, User,
+    StoredRunnerState, TickOutcome, TickRecord, User,
 };
 pub use postgres::{POSTGRES_MIGRATOR, PgStore};
 pub use sqlite::{Durability, SQLITE_MIGRATOR, SqliteStore};

@@ -5,7 +5,7 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use types::{
     ArchiveReason, FactConfidence, FactSource, Fill, JsonText, NoteLint, ProposedAction,
-    TradeRecord, Verdict,
+    TradeRecord, Usage, Verdict,
 };
 use uuid::Uuid;
 
@@ -115,15 +115,6 @@ pub struct Deployment {
     pub lease_expires_at: Option<DateTime<Utc>>,
 }
 
-/// Normalised token usage of one model call or tick.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TokenUsage {
-    pub input: u64,
-    pub output: u64,
-    pub cache_read: u64,
-    pub cache_write: u64,
-}
-
 /// One `decision_snapshots` row: everything the agent saw and did on one tick (the firehose).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DecisionSnapshot {
@@ -140,7 +131,7 @@ pub struct DecisionSnapshot {
     pub verdict: Verdict,
     pub model: String,
     pub finish_reason: Option<String>,
-    pub usage: TokenUsage,
+    pub usage: Usage,
     pub cost_usd: Decimal,
 }
 

@@ -11,8 +11,7 @@ use uuid::Uuid;
 
 use crate::DbError;
 use crate::model::{
-    BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, NewNote, Skill, SkillVersion,
-    TokenUsage, User,
+    BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, NewNote, Skill, SkillVersion, User,
 };
 use crate::traits::RegistryStore;
 
@@ -138,7 +137,7 @@ pub fn sample_snapshot(deployment_id: Uuid, tick_at: DateTime<Utc>) -> DecisionS
         },
         model: "builtin/scripted".into(),
         finish_reason: Some("tool_calls".into()),
-        usage: TokenUsage {
+        usage: types::Usage {
             input: 1200,
             output: 80,
             cache_read: 1000,

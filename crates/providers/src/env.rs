@@ -1,7 +1,7 @@
 //! Configuration from the environment through an injectable lookup, so tests never mutate the
 //! process environment and binaries pass [`process_env`].
 
-use agent_runtime::ModelError;
+use model::ModelError;
 
 /// Looks a variable up by name; `None` when it is not set.
 pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;

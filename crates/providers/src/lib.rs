@@ -1,4 +1,4 @@
-//! The HTTP model providers behind [`agent_runtime::LanguageModel`], and [`resolve_model`], the
+//! The HTTP model providers behind [`model::LanguageModel`], and [`resolve_model`], the
 //! ONE place a model string (`provider/model`) becomes a model.
 //!
 //! Owns:
@@ -14,10 +14,10 @@
 //! Must never: read the process environment by itself (callers pass the lookup), log or echo API
 //! keys, rewrite a model's tool-call arguments (the raw text goes to the runtime, which decides),
 //! know about `builtin/…` models (the caller passes their resolver), or hold model prices (the
-//! cost table lives in `agent_runtime`).
+//! cost table lives in `model`).
 //!
 //! ```
-//! use agent_runtime::ModelError;
+//! use model::ModelError;
 //! use providers::{no_builtins, resolve_model};
 //!
 //! // Binaries pass `&providers::process_env`; tests pass a closure over a map.
@@ -41,7 +41,7 @@ mod transport;
 
 use std::sync::Arc;
 
-use agent_runtime::{LanguageModel, ModelError};
+use model::{LanguageModel, ModelError};
 
 pub use anthropic::{Anthropic, AnthropicConfig};
 pub use env::{EnvLookup, process_env};

@@ -17,7 +17,7 @@
 //! - the HTTP body carries the model name this provider was resolved for; `ModelRequest::model`
 //!   is not sent.
 
-use agent_runtime::{
+use model::{
     FinishReason, LanguageModel, Message, ModelError, ModelRequest, ModelResponse, ToolCall, Usage,
 };
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};

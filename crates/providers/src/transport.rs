@@ -8,7 +8,7 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
-use agent_runtime::ModelError;
+use model::ModelError;
 use reqwest::header::HeaderMap;
 
 /// How failed calls are retried.

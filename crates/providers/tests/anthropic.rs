@@ -5,8 +5,8 @@ mod common;
 
 use std::time::Duration;
 
-use agent_runtime::{FinishReason, LanguageModel, Message, ModelError, ToolCall, Usage};
 use common::{conversation, env, fast, hello};
+use model::{FinishReason, LanguageModel, Message, ModelError, ToolCall, Usage};
 use providers::{
     Anthropic, AnthropicConfig, RetryPolicy, TransportOptions, no_builtins, resolve_model_with,
 };

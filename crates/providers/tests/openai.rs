@@ -5,8 +5,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use agent_runtime::{FinishReason, LanguageModel, ModelError, ToolCall, Usage};
 use common::{conversation, env, fast, hello};
+use model::{FinishReason, LanguageModel, ModelError, ToolCall, Usage};
 use providers::{
     MaxTokensField, OpenAiCompatConfig, OpenAiCompatible, OpenAiFlavor, RetryPolicy,
     TransportOptions, no_builtins, resolve_model_with,
@@ -126,7 +126,7 @@ async fn call_only_assistant_turn_sends_null_content_and_no_tools_key_when_empty
     mount_ok(&server, text_answer()).await;
     let mut request = hello();
     request.system = String::new();
-    request.messages.push(agent_runtime::Message::Assistant {
+    request.messages.push(model::Message::Assistant {
         text: None,
         tool_calls: vec![ToolCall {
             id: "c".into(),
@@ -134,7 +134,7 @@ async fn call_only_assistant_turn_sends_null_content_and_no_tools_key_when_empty
             arguments: "{}".into(),
         }],
     });
-    request.messages.push(agent_runtime::Message::Assistant {
+    request.messages.push(model::Message::Assistant {
         text: Some("plain".into()),
         tool_calls: vec![],
     });

@@ -5,8 +5,8 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use agent_runtime::{FinishReason, LanguageModel, ModelError, ModelRequest, ModelResponse, Usage};
 use common::env;
+use model::{FinishReason, LanguageModel, ModelError, ModelRequest, ModelResponse, Usage};
 use providers::{no_builtins, resolve_model};
 
 /// A stand-in for the offline models that live in another crate.

@@ -4,8 +4,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use agent_runtime::{FinishReason, LanguageModel, Message, ModelError, ModelRequest, Rates, Usage};
 use chrono::{DateTime, Utc};
+use model::{FinishReason, LanguageModel, Message, ModelError, ModelRequest, Rates, Usage};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use skill_schema::Skill;
@@ -195,17 +195,6 @@ impl ReflectionOutcome {
     }
 }
 
-/// Dollar cost of `usage` at `rates` (per million tokens).
-#[must_use]
-pub fn cost_usd(usage: &Usage, rates: &Rates) -> Decimal {
-    let mtok = Decimal::from(1_000_000);
-    (Decimal::from(usage.input) * rates.input
-        + Decimal::from(usage.output) * rates.output
-        + Decimal::from(usage.cache_read) * rates.cache_read
-        + Decimal::from(usage.cache_write) * rates.cache_write)
-        / mtok
-}
-
 /// The window the job covers at `input.now`: the trades (capped at [`MAX_WINDOW_TRADES`], the
 /// latest by exit kept), how many were left out, and the window's start.
 fn select<'a>(input: &ReflectionInput<'a>) -> (Vec<&'a TradeRecord>, usize, DateTime<Utc>) {
@@ -283,7 +272,7 @@ pub async fn reflect(input: ReflectionInput<'_>, reflector: &Reflector) -> Refle
             window_end: input.now,
             trades_considered,
             model_used: reflector.id().to_owned(),
-            input_tokens: usage.input + usage.cache_read + usage.cache_write,
+            input_tokens: usage.total_input(),
             output_tokens: usage.output,
             cost_usd: cost,
             reason,
@@ -314,7 +303,7 @@ pub async fn reflect(input: ReflectionInput<'_>, reflector: &Reflector) -> Refle
                     );
                 }
                 Ok(resp) => {
-                    let cost = input.rates.map(|r| cost_usd(&resp.usage, &r));
+                    let cost = input.rates.map(|r| r.cost(&resp.usage));
                     if resp.finish == FinishReason::Error {
                         return failed(
                             ReflectionFailure::Model {
@@ -350,7 +339,7 @@ pub async fn reflect(input: ReflectionInput<'_>, reflector: &Reflector) -> Refle
         trades_considered,
         lessons_text: bounded.text,
         model_used: reflector.id().to_owned(),
-        input_tokens: usage.input + usage.cache_read + usage.cache_write,
+        input_tokens: usage.total_input(),
         output_tokens: usage.output,
         cost_usd: cost,
         cut: bounded.cut,

@@ -75,7 +75,7 @@ pub use cadence::{
 };
 pub use job::{
     FailedReflection, NoteDraft, REFLECTION_MAX_OUTPUT_TOKENS, ReflectionFailure, ReflectionInput,
-    ReflectionOutcome, Reflector, cost_usd, reflect, reflection_request, resolve_reflection_model,
+    ReflectionOutcome, Reflector, reflect, reflection_request, resolve_reflection_model,
 };
 pub use lint::{LintResult, lint_lessons};
 pub use notes::{NoteView, promote_to_skill_scope, to_lessons, visible_note_at};

@@ -4,8 +4,8 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_runtime::{FinishReason, LanguageModel, ModelError, Rates};
 use common::{DEPLOYMENT, ScriptedModel, at, closed, reply, thesis_skill};
+use model::{FinishReason, LanguageModel, ModelError, Rates};
 use reflection::{
     LastNote, MAX_LESSONS_CHARS, ReflectionFailure, ReflectionInput, ReflectionOutcome, Reflector,
     STATS_REFLECTION_MODEL, reflect, reflection_request, resolve_reflection_model,
@@ -110,7 +110,7 @@ async fn the_request_the_model_sees() {
     assert_eq!(requests[0].model, "claude-haiku-4-5");
     assert!(requests[0].tools.is_empty());
     insta::assert_snapshot!("reflection_system", requests[0].system);
-    let agent_runtime::Message::User { content } = &requests[0].messages[0] else {
+    let model::Message::User { content } = &requests[0].messages[0] else {
         panic!("one user message expected, got {:?}", requests[0].messages);
     };
     insta::assert_snapshot!("reflection_user", content);
@@ -361,7 +361,7 @@ async fn a_long_window_keeps_its_latest_trades() {
         })
         .collect();
     let request = reflection_request(&input(&skill, &trades, None), "x/y").expect("a request");
-    let agent_runtime::Message::User { content } = &request.messages[0] else {
+    let model::Message::User { content } = &request.messages[0] else {
         panic!("one user message expected");
     };
     assert!(

@@ -275,15 +275,6 @@ impl PnlBreakdown {
     }
 }
 
-/// Tokens over the run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct TokenTotals {
-    pub input: u64,
-    pub output: u64,
-    pub cache_read: u64,
-    pub cache_write: u64,
-}
-
 /// The numbers of `summary.json`. See [`Summary::of`] for each definition.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
@@ -318,7 +309,9 @@ pub struct Summary {
     pub avg_exposure_pct: Decimal,
     pub fills: u32,
     pub verdicts: BTreeMap<&'static str, u32>,
-    pub tokens: TokenTotals,
+    /// Tokens over the run: the ticks' usage and the reflection notes' (a note records all its
+    /// input tokens as `input`).
+    pub tokens: Usage,
     pub cost_usd: Decimal,
     pub notes: u32,
     pub reflection_failures: u32,
@@ -388,19 +381,19 @@ impl Summary {
             .map(|p| pct(p.exposure_usd, p.equity_usd))
             .sum();
         let mut verdicts: BTreeMap<&'static str, u32> = BTreeMap::new();
-        let mut tokens = TokenTotals::default();
+        let mut tokens = Usage::default();
         let mut cost = Decimal::ZERO;
         for p in &r.points {
             *verdicts.entry(p.verdict).or_default() += 1;
-            tokens.input += p.usage.input;
-            tokens.output += p.usage.output;
-            tokens.cache_read += p.usage.cache_read;
-            tokens.cache_write += p.usage.cache_write;
+            tokens += p.usage;
             cost += p.cost_usd;
         }
         for n in &r.notes {
-            tokens.input += n.input_tokens;
-            tokens.output += n.output_tokens;
+            tokens += Usage {
+                input: n.input_tokens,
+                output: n.output_tokens,
+                ..Usage::default()
+            };
             cost += n.cost_usd.unwrap_or_default();
         }
         let total_return = final_equity - r.initial_equity_usd;

@@ -59,7 +59,7 @@ use agent_runtime::{LanguageModel, RenderCache, TickOutput, Usage, rates_for};
 use chrono::{DateTime, Utc};
 use db::{
     DecisionSnapshot, FillTradeLink, JsonText, LedgerStore, NewNote, NoteStore, ReflectionRun,
-    RunOutcome, TickOutcome as StoreOutcome, TickRecord, TickStore, TokenUsage,
+    RunOutcome, TickOutcome as StoreOutcome, TickRecord, TickStore,
 };
 use execution_engine::{BrokerError, Order, OrderTag, PaperBroker, RiskState, validate};
 use memory_ledger::{FillLeg, LedgerChanges, LedgerState, ProposalInfo, Proposals, TickInput};
@@ -929,12 +929,7 @@ where
         verdict: verdict.clone(),
         model: model.id().to_owned(),
         finish_reason: Some(run.finish_reason.as_str().to_owned()),
-        usage: TokenUsage {
-            input: usage.input,
-            output: usage.output,
-            cache_read: usage.cache_read,
-            cache_write: usage.cache_write,
-        },
+        usage,
         cost_usd: run.cost_usd,
     };
     let last_decision = to_last_decision_snapshot(proposal.as_ref(), &verdict, now);

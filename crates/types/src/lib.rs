@@ -4,7 +4,7 @@
 //! [`chrono::DateTime<Utc>`], ids are [`uuid::Uuid`]. The types are the vocabulary of the
 //! tick: market data ([`Bar`], [`Interval`], [`RegimeTag`]), broker state ([`Position`],
 //! [`Fill`], [`PortfolioSnapshot`]), the model's proposal ([`ProposedAction`]) and the
-//! execution engine's answer ([`Verdict`], [`RuleCode`]).
+//! execution engine's answer ([`Verdict`], [`RuleCode`]), and a model call's token [`Usage`].
 
 mod clock;
 mod interval;
@@ -14,6 +14,7 @@ mod market;
 mod memory;
 pub mod text;
 mod trading;
+mod usage;
 
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use interval::{Interval, ParseIntervalError};
@@ -29,6 +30,8 @@ pub use trading::{
     Fill, OrderAction, OrderSide, PortfolioSnapshot, Position, ProposedAction, RuleCode, Side,
     Verdict,
 };
+
+pub use usage::Usage;
 
 pub use chrono::{DateTime, Utc};
 pub use rust_decimal::Decimal;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_runtime::{Message, ModelRequest, ToolCall, ToolDefinition};
+use model::{Message, ModelRequest, ToolCall, ToolDefinition};
 use providers::{RetryPolicy, TransportOptions};
 use serde_json::json;
 

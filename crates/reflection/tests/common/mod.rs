@@ -3,8 +3,8 @@
 
 use std::sync::Mutex;
 
-use agent_runtime::{FinishReason, LanguageModel, ModelError, ModelRequest, ModelResponse, Usage};
 use chrono::{DateTime, TimeZone, Utc};
+use model::{FinishReason, LanguageModel, ModelError, ModelRequest, ModelResponse, Usage};
 use rust_decimal::Decimal;
 use skill_schema::{Format, Skill, parse_skill};
 use types::{CloseKind, RegimeTag, Side, TradeRecord, TradeStatus, Uuid};

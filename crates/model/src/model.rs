@@ -5,6 +5,7 @@
 
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
+use types::Usage;
 
 /// A tool the model may call: name, description and the JSON Schema of its arguments.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,25 +84,6 @@ impl FinishReason {
     }
 }
 
-/// Token usage, normalised across providers. `input` counts only uncached input tokens;
-/// cached reads and cache writes are counted separately because they are priced separately.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Usage {
-    pub input: u64,
-    pub output: u64,
-    pub cache_read: u64,
-    pub cache_write: u64,
-}
-
-impl std::ops::AddAssign for Usage {
-    fn add_assign(&mut self, rhs: Self) {
-        self.input += rhs.input;
-        self.output += rhs.output;
-        self.cache_read += rhs.cache_read;
-        self.cache_write += rhs.cache_write;
-    }
-}
-
 /// The model's answer to one [`ModelRequest`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelResponse {
@@ -155,4 +137,38 @@ pub struct Rates {
     pub output: Decimal,
     pub cache_read: Decimal,
     pub cache_write: Decimal,
+}
+
+impl Rates {
+    /// Zero rates (the offline `builtin/*` models).
+    pub const ZERO: Rates = Rates {
+        input: Decimal::ZERO,
+        output: Decimal::ZERO,
+        cache_read: Decimal::ZERO,
+        cache_write: Decimal::ZERO,
+    };
+
+    /// The one cost formula: the dollar cost of `usage` at these rates, exact decimal
+    /// arithmetic, normalised (no trailing zeros, so equal costs have one spelling wherever
+    /// they are written: snapshot, note, summary):
+    ///
+    /// `cost = (input·r_in + output·r_out + cache_read·r_cr + cache_write·r_cw) / 1,000,000`
+    ///
+    /// A sum beyond `Decimal`'s range (some 10^28 dollars, far past any real bill) saturates at
+    /// `Decimal::MAX` instead of panicking.
+    #[must_use]
+    pub fn cost(&self, usage: &Usage) -> Decimal {
+        let term = |tokens: u64, rate: Decimal| Decimal::from(tokens).checked_mul(rate);
+        let micro = [
+            term(usage.input, self.input),
+            term(usage.output, self.output),
+            term(usage.cache_read, self.cache_read),
+            term(usage.cache_write, self.cache_write),
+        ]
+        .into_iter()
+        .try_fold(Decimal::ZERO, |sum, t| sum.checked_add(t?));
+        micro
+            .map_or(Decimal::MAX, |m| m / Decimal::from(1_000_000u32))
+            .normalize()
+    }
 }

@@ -1,7 +1,6 @@
 //! The rate table, with the arithmetic written out.
 
-use agent_runtime::cost::normalise_model_id;
-use agent_runtime::{Usage, estimate_cost, rates_for};
+use model::{Usage, estimate_cost, normalise_model_id, rates_for};
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 

@@ -1,9 +1,10 @@
-//! Cost: the one rate table and [`estimate_cost`].
+//! Cost: the one rate table, [`rates_for`] and [`estimate_cost`] (the formula is
+//! [`Rates::cost`]).
 //!
 //! Rates are dollars per million tokens for uncached input, output, cache reads and cache
 //! writes (Anthropic's 5-minute cache write; OpenAI has no write charge, so its cache-write rate
 //! is the input rate, which only matters if a provider ever reports such tokens). Cost is exact
-//! decimal arithmetic:
+//! decimal arithmetic ([`Rates::cost`], normalised):
 //!
 //! `cost = (input·r_in + output·r_out + cache_read·r_cr + cache_write·r_cw) / 1,000,000`
 //!
@@ -16,7 +17,9 @@
 use rust_decimal::Decimal;
 use serde::Serialize;
 
-use crate::model::{Rates, Usage};
+use types::Usage;
+
+use crate::model::Rates;
 
 /// `(normalised name, [input, output, cache read, cache write])` in thousandths of a dollar per
 /// million tokens.
@@ -66,12 +69,7 @@ pub fn normalise_model_id(model_id: &str) -> String {
 #[must_use]
 pub fn rates_for(model_id: &str) -> Option<Rates> {
     if model_id.starts_with("builtin/") {
-        return Some(Rates {
-            input: Decimal::ZERO,
-            output: Decimal::ZERO,
-            cache_read: Decimal::ZERO,
-            cache_write: Decimal::ZERO,
-        });
+        return Some(Rates::ZERO);
     }
     let name = normalise_model_id(model_id);
     TABLE.iter().find(|(n, _)| *n == name).map(|(_, r)| Rates {
@@ -91,13 +89,8 @@ pub fn estimate_cost(model_id: &str, usage: &Usage) -> CostEstimate {
             known: false,
         };
     };
-    let tokens = |n: u64| Decimal::from(n);
-    let micro = tokens(usage.input) * r.input
-        + tokens(usage.output) * r.output
-        + tokens(usage.cache_read) * r.cache_read
-        + tokens(usage.cache_write) * r.cache_write;
     CostEstimate {
-        usd: (micro / Decimal::from(1_000_000u32)).normalize(),
+        usd: r.cost(usage),
         known: true,
     }
 }
