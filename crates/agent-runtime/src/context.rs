@@ -449,7 +449,7 @@ pub fn assemble_context_cached(
         let k = cfg
             .memory
             .recent_trades_k
-            .min(skill_schema::limits::MAX_RECENT_TRADES_K);
+            .min(types::MAX_MEMORY_K);
         let body = ctx
             .memory
             .recent_trades(k, ctx.now)

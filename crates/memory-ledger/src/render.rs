@@ -16,7 +16,7 @@ pub const RECENT_TRADES_HEADER: &str = "## Recent trades on this skill (closed)"
 /// Header of the open-positions section.
 pub const OPEN_POSITIONS_HEADER: &str = "## Open positions (memory view)";
 /// Hard cap on the rows of the recent-trades section, whatever K the caller passes.
-pub const MAX_RECENT_TRADES_K: usize = 30;
+pub const MAX_RECENT_TRADES_K: usize = types::MAX_MEMORY_K as usize;
 
 const TIME_FMT: &str = "%Y-%m-%dT%H:%M";
 

@@ -1,7 +1,7 @@
 //! The bounds every lessons text obeys, on every path: bullets only, at most
 //! [`MAX_LESSONS_CHARS`] characters.
 
-use skill_schema::limits::MAX_LESSONS_CHARS;
+use types::MAX_LESSONS_CHARS;
 
 /// The ellipsis appended when a single bullet had to be cut inside its text.
 pub const ELLIPSIS: char = '…';

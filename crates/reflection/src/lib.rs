@@ -80,7 +80,7 @@ pub use job::{
 pub use lint::{LintResult, lint_lessons};
 pub use notes::{NoteView, promote_to_skill_scope, to_lessons, visible_note_at};
 pub use prompt::{MAX_WINDOW_TRADES, REFLECTION_SYSTEM_PROMPT, render_reflection_user};
-pub use skill_schema::limits::MAX_LESSONS_CHARS;
+pub use types::MAX_LESSONS_CHARS;
 pub use stats::{
     LedgerStats, MIN_RECURRING, STATS_REFLECTION_MODEL, SetupKey, SetupStats, TINY_SAMPLE,
     stats_lessons,

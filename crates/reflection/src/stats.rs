@@ -181,7 +181,7 @@ impl LedgerStats {
 }
 
 /// The lessons of `builtin/stats-reflection` for `trades`: at most
-/// [`skill_schema::limits::MAX_LESSONS_CHARS`] characters of `- ` bullets, every bullet with its
+/// [`types::MAX_LESSONS_CHARS`] characters of `- ` bullets, every bullet with its
 /// sample size. Empty string for no trades.
 ///
 /// Bullets, in order: the overall sample; a tiny-sample warning under [`TINY_SAMPLE`] trades;
@@ -243,7 +243,7 @@ pub fn stats_lessons(trades: &[&TradeRecord]) -> String {
         let rest = total - shown - 1;
         let reserve = if rest > 0 { 64 } else { 0 };
         if text.chars().count() + line.chars().count() + reserve
-            > skill_schema::limits::MAX_LESSONS_CHARS
+            > types::MAX_LESSONS_CHARS
         {
             let left = total - shown;
             let left_trades: usize = stats.setups.values().skip(shown).map(|s| s.trades).sum();

@@ -98,11 +98,11 @@ fn read_lessons(path: &Path) -> Result<Lessons, Failure> {
             path.display()
         ))
     })?;
-    if lessons.text.chars().count() > skill_schema::limits::MAX_LESSONS_CHARS {
+    if lessons.text.chars().count() > types::MAX_LESSONS_CHARS {
         return Err(Failure::bad_input(format!(
             "{}: text: must be at most {} characters (got {})",
             path.display(),
-            skill_schema::limits::MAX_LESSONS_CHARS,
+            types::MAX_LESSONS_CHARS,
             lessons.text.chars().count()
         )));
     }

@@ -47,11 +47,7 @@ pub mod limits {
     pub const MAX_RULES: usize = 20;
     /// Most symbols a skill may trade.
     pub const MAX_SYMBOLS: usize = 20;
-    /// Most recent closed trades injected into the prompt.
-    pub const MAX_RECENT_TRADES_K: u32 = 30;
-    /// Longest reflection note (lessons text) in characters.
-    pub const MAX_LESSONS_CHARS: usize = 2_000;
-    /// Shortest and longest user fact in characters.
-    pub const MIN_FACT_CHARS: usize = 4;
-    pub const MAX_FACT_CHARS: usize = 500;
+
+    /// The memory layer's bounds (lessons, facts, K) are defined once, in `types`.
+    pub use types::{MAX_FACT_CHARS, MAX_LESSONS_CHARS, MAX_MEMORY_K, MIN_FACT_CHARS};
 }

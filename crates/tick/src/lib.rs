@@ -833,7 +833,7 @@ where
     let recent = memory.enabled.then(|| {
         let k = memory
             .recent_trades_k
-            .min(skill_schema::limits::MAX_RECENT_TRADES_K);
+            .min(types::MAX_MEMORY_K);
         (k, now, state.recent_trades_text(k, now))
     });
     // Typed handles on the context's portfolio and memory: once the context is dropped, the

@@ -18,7 +18,8 @@ pub const MIN_FACT_CHARS: usize = 4;
 pub const MAX_FACT_CHARS: usize = 500;
 /// Upper bound on a fact's topic tag, in characters.
 pub const MAX_FACT_TOPIC_CHARS: usize = 32;
-/// Most facts (or trades) a single read may return for prompt injection.
+/// Most facts (or recent closed trades) a single read may return for prompt injection: the
+/// skill's `recentTradesK` and a facts read are capped at it.
 pub const MAX_MEMORY_K: u32 = 30;
 
 /// Whether a reflection note is the one in force for its scope.
