@@ -1,7 +1,5 @@
 //! The shared HTTP transport: JSON POSTs with a timeout and bounded retries.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -13,57 +11,17 @@ pub const MAINNET_URL: &str = "https://api.hyperliquid.xyz";
 /// Testnet API base URL.
 pub const TESTNET_URL: &str = "https://api.hyperliquid-testnet.xyz";
 
-/// Retries with exponential backoff and jitter on HTTP 429, 5xx and connection errors.
-///
-/// The wait before retry `n` (1-based) is drawn uniformly from `[d/2, d]` with
-/// `d = min(initial_backoff × 2^(n−1), max_backoff)`; a 429's `Retry-After` (seconds) raises the
-/// wait to that value, still capped at `max_backoff`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Total attempts including the first (at least 1).
-    pub max_attempts: u32,
-    pub initial_backoff: Duration,
-    pub max_backoff: Duration,
-}
+/// How failed requests are retried (`types::RetryPolicy`): on HTTP 429, 5xx and connection
+/// errors, waiting the policy's backoff; a 429's `Retry-After` (seconds) raises the wait to that
+/// value, still capped at `max_delay`.
+pub use types::RetryPolicy;
 
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy {
-            max_attempts: 4,
-            initial_backoff: Duration::from_millis(250),
-            max_backoff: Duration::from_secs(5),
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// No retries: one attempt.
-    #[must_use]
-    pub const fn none() -> Self {
-        RetryPolicy {
-            max_attempts: 1,
-            initial_backoff: Duration::ZERO,
-            max_backoff: Duration::ZERO,
-        }
-    }
-
-    /// The wait before retry number `retry` (1-based), with jitter from `random`.
-    #[must_use]
-    pub fn backoff(&self, retry: u32, random: u64) -> Duration {
-        let factor = 1u32
-            .checked_shl(retry.saturating_sub(1))
-            .unwrap_or(u32::MAX);
-        let full = self
-            .initial_backoff
-            .checked_mul(factor)
-            .unwrap_or(self.max_backoff)
-            .min(self.max_backoff);
-        let half = full / 2;
-        let span = u64::try_from((full - half).as_nanos()).unwrap_or(u64::MAX);
-        let jitter = if span == 0 { 0 } else { random % (span + 1) };
-        half + Duration::from_nanos(jitter)
-    }
-}
+/// The adapter's default retries: 4 attempts, 250 ms base, 5 s cap.
+pub const DEFAULT_RETRY: RetryPolicy = RetryPolicy {
+    max_attempts: 4,
+    base_delay: Duration::from_millis(250),
+    max_delay: Duration::from_secs(5),
+};
 
 /// Where and how to reach the API.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,7 +40,7 @@ impl ClientConfig {
         ClientConfig {
             base_url: base_url.into(),
             timeout: Duration::from_secs(10),
-            retry: RetryPolicy::default(),
+            retry: DEFAULT_RETRY,
         }
     }
 
@@ -126,13 +84,6 @@ fn truncate(body: &[u8]) -> String {
     text.into_owned()
 }
 
-fn random_u64() -> u64 {
-    // std's RandomState is randomly keyed per instance: enough entropy for backoff jitter.
-    let mut h = RandomState::new().build_hasher();
-    h.write_u64(0);
-    h.finish()
-}
-
 impl Transport {
     pub(crate) fn new(config: &ClientConfig) -> Result<Self> {
         let base = config.base_url.trim_end_matches('/').to_owned();
@@ -163,7 +114,7 @@ impl Transport {
         body: &B,
     ) -> Result<Vec<u8>> {
         let url = format!("{}/{endpoint}", self.base);
-        let max = self.retry.max_attempts.max(1);
+        let max = self.retry.attempts();
         let started = Instant::now();
         let mut attempt = 0;
         loop {
@@ -183,9 +134,9 @@ impl Transport {
                     last: Box::new(err),
                 });
             }
-            let mut wait = self.retry.backoff(attempt, random_u64());
+            let mut wait = self.retry.jittered_backoff(attempt);
             if let Some(after) = retry_after {
-                wait = wait.max(after.min(self.retry.max_backoff));
+                wait = wait.max(after.min(self.retry.max_delay));
             }
             tracing::warn!(
                 endpoint,
@@ -241,23 +192,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn backoff_doubles_within_half_to_full_and_caps() {
-        let p = RetryPolicy {
-            max_attempts: 5,
-            initial_backoff: Duration::from_millis(100),
-            max_backoff: Duration::from_millis(350),
-        };
-        // retry 1: d = 100 ms → [50, 100]; retry 2: 200 → [100, 200]; retry 3: 400 capped 350.
-        for (retry, lo, hi) in [(1, 50, 100), (2, 100, 200), (3, 175, 350), (30, 175, 350)] {
-            for r in [0, 1, 12_345, u64::MAX] {
-                let w = p.backoff(retry, r);
-                assert!(
-                    w >= Duration::from_millis(lo) && w <= Duration::from_millis(hi),
-                    "retry {retry}: {w:?}"
-                );
-            }
-        }
-        assert_eq!(RetryPolicy::none().backoff(1, 7), Duration::ZERO);
+    fn default_retries_are_the_adapters() {
+        let c = ClientConfig::new("http://127.0.0.1:1");
+        assert_eq!(c.retry.max_attempts, 4);
+        assert_eq!(c.retry.base_delay, Duration::from_millis(250));
+        assert_eq!(c.retry.max_delay, Duration::from_secs(5));
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub use exchange::{
     ExchangeClient, ExchangeRequest, OrderRequest, OrderStatus, cloid_for, cloid_for_leg,
     parse_exchange_response,
 };
-pub use http::{ClientConfig, MAINNET_URL, RetryPolicy, TESTNET_URL};
+pub use http::{ClientConfig, DEFAULT_RETRY, MAINNET_URL, RetryPolicy, TESTNET_URL};
 pub use info::{CandleRequest, InfoClient, InfoRequest, OrderRef, USER_FILLS_PAGE};
 pub use signing::{Action, Address, Cloid, Network, Signature, Signer, Tif, recover_signer};
 pub use wire::{

@@ -39,8 +39,8 @@ fn client(server: &MockServer, network: Network, nonce_ms: i64) -> ExchangeClien
     let clock = Arc::new(FixedClock(Utc.timestamp_millis_opt(nonce_ms).unwrap()));
     let config = ClientConfig::new(server.uri()).with_retry(RetryPolicy {
         max_attempts: 3,
-        initial_backoff: Duration::from_millis(1),
-        max_backoff: Duration::from_millis(2),
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(2),
     });
     ExchangeClient::new(&config, signer(), network, clock).unwrap()
 }

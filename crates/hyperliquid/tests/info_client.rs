@@ -46,8 +46,8 @@ fn fast_config(uri: &str) -> ClientConfig {
         .with_timeout(Duration::from_secs(5))
         .with_retry(RetryPolicy {
             max_attempts: 3,
-            initial_backoff: Duration::from_millis(1),
-            max_backoff: Duration::from_millis(5),
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(5),
         })
 }
 
@@ -336,8 +336,8 @@ async fn timeouts_are_retried_then_reported() {
         .with_timeout(Duration::from_millis(50))
         .with_retry(RetryPolicy {
             max_attempts: 2,
-            initial_backoff: Duration::from_millis(1),
-            max_backoff: Duration::from_millis(1),
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(1),
         });
     let client = InfoClient::new(&config).unwrap();
     match client.meta().await.unwrap_err() {

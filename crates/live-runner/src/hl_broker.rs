@@ -169,7 +169,7 @@ pub enum HlBrokerError {
 /// holds the key of another account.
 pub fn signer_from_env(
     config: &HyperliquidConfig,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &dyn types::EnvLookup,
 ) -> Result<Signer, HlBrokerError> {
     let var = config.key_env.clone();
     let Some(key) = env(&var).filter(|k| !k.trim().is_empty()) else {

@@ -72,12 +72,12 @@ fn model_providers_resolve(id: &str, skill: &Skill) -> Result<Arc<dyn LanguageMo
 }
 
 /// Reads an environment variable (the process environment in production; tests inject one).
-pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+pub use types::EnvLookup;
 
-/// The process environment.
+/// The process environment, shared.
 #[must_use]
-pub fn process_env() -> EnvLookup {
-    Arc::new(|name: &str| std::env::var(name).ok())
+pub fn process_env() -> Arc<dyn EnvLookup> {
+    Arc::new(types::process_env)
 }
 
 /// Most candles asked for in one candleSnapshot request (the exchange serves at most 5000).
@@ -282,7 +282,7 @@ pub struct Runner {
     resolver: ModelResolver,
     metrics: Metrics,
     config: RunnerConfig,
-    env: EnvLookup,
+    env: Arc<dyn EnvLookup>,
     exchange_http: ClientConfig,
 }
 
@@ -320,7 +320,7 @@ impl Runner {
     /// Reads the exchange deployments' private keys through `env` instead of the process
     /// environment.
     #[must_use]
-    pub fn with_env(mut self, env: EnvLookup) -> Self {
+    pub fn with_env(mut self, env: Arc<dyn EnvLookup>) -> Self {
         self.env = env;
         self
     }

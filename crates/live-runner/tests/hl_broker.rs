@@ -53,8 +53,8 @@ fn http() -> ClientConfig {
         .with_timeout(Duration::from_secs(5))
         .with_retry(RetryPolicy {
             max_attempts: 2,
-            initial_backoff: Duration::from_millis(1),
-            max_backoff: Duration::from_millis(2),
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(2),
         })
 }
 

@@ -58,7 +58,7 @@ fn always_long() -> ModelResolver {
     })
 }
 
-fn env_with_key() -> live_runner::runner::EnvLookup {
+fn env_with_key() -> Arc<dyn live_runner::runner::EnvLookup> {
     Arc::new(|name: &str| (name == KEY_VAR).then(|| TEST_KEY.to_owned()))
 }
 
@@ -87,8 +87,8 @@ async fn runner(
     .with_exchange_http(
         ClientConfig::new("http://replaced.invalid").with_retry(RetryPolicy {
             max_attempts: 2,
-            initial_backoff: std::time::Duration::from_millis(1),
-            max_backoff: std::time::Duration::from_millis(2),
+            base_delay: std::time::Duration::from_millis(1),
+            max_delay: std::time::Duration::from_millis(2),
         }),
     );
     (Arc::new(runner), metrics)

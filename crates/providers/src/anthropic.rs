@@ -26,7 +26,9 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::env::{EnvLookup, optional, required_key, trim_base};
+use types::EnvLookup;
+
+use crate::env::{optional, required_key, trim_base};
 use crate::transport::{Transport, TransportOptions};
 
 /// The provider name and model-string prefix.
@@ -79,7 +81,7 @@ impl AnthropicConfig {
     /// [`ModelError::MissingKey`] naming `ANTHROPIC_API_KEY` when it is unset or blank.
     pub fn from_env(
         model: &str,
-        env: EnvLookup<'_>,
+        env: &dyn EnvLookup,
         transport: TransportOptions,
     ) -> Result<Self, ModelError> {
         Ok(Self {

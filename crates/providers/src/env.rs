@@ -1,21 +1,12 @@
-//! Configuration from the environment through an injectable lookup, so tests never mutate the
-//! process environment and binaries pass [`process_env`].
+//! Configuration from the environment through an injectable lookup (`types::EnvLookup`), so
+//! tests never mutate the process environment and binaries pass `types::process_env`.
 
 use model::ModelError;
-
-/// Looks a variable up by name; `None` when it is not set.
-pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
-
-/// The real process environment, for binaries: `resolve_model(m, &process_env, …)`.
-/// A variable that is set but not valid Unicode counts as unset.
-#[must_use]
-pub fn process_env(name: &str) -> Option<String> {
-    std::env::var(name).ok()
-}
+use types::EnvLookup;
 
 /// The variable's value, `None` when unset or blank (a blank variable is treated as unset so an
 /// `export X=` in a shell script does not override a default with "").
-pub(crate) fn optional(env: EnvLookup<'_>, name: &str) -> Option<String> {
+pub(crate) fn optional(env: &dyn EnvLookup, name: &str) -> Option<String> {
     env(name)
         .map(|v| v.trim().to_owned())
         .filter(|v| !v.is_empty())
@@ -26,7 +17,7 @@ pub(crate) fn optional(env: EnvLookup<'_>, name: &str) -> Option<String> {
 /// # Errors
 /// [`ModelError::MissingKey`] naming `provider` and the exact variable when it is unset or blank.
 pub(crate) fn required_key(
-    env: EnvLookup<'_>,
+    env: &dyn EnvLookup,
     provider: &str,
     name: &str,
 ) -> Result<String, ModelError> {

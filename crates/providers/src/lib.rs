@@ -44,9 +44,9 @@ use std::sync::Arc;
 use model::{LanguageModel, ModelError};
 
 pub use anthropic::{Anthropic, AnthropicConfig};
-pub use env::{EnvLookup, process_env};
+pub use types::{EnvLookup, process_env};
 pub use openai::{MaxTokensField, OpenAiCompatConfig, OpenAiCompatible, OpenAiFlavor};
-pub use transport::{RetryPolicy, TransportOptions};
+pub use transport::{DEFAULT_RETRY, RetryPolicy, TransportOptions};
 
 /// Resolves a `builtin/…` model string (the FULL string, prefix included) to an offline model.
 pub type BuiltinResolver<'a> = &'a dyn Fn(&str) -> Result<Arc<dyn LanguageModel>, ModelError>;
@@ -66,7 +66,7 @@ pub fn no_builtins(model: &str) -> Result<Arc<dyn LanguageModel>, ModelError> {
 /// As [`resolve_model_with`].
 pub fn resolve_model(
     model: &str,
-    env: EnvLookup<'_>,
+    env: &dyn EnvLookup,
     builtins: BuiltinResolver<'_>,
 ) -> Result<Arc<dyn LanguageModel>, ModelError> {
     resolve_model_with(model, env, builtins, TransportOptions::default())
@@ -88,7 +88,7 @@ pub fn resolve_model(
 /// cannot be built; whatever `builtins` returns for `builtin/…`.
 pub fn resolve_model_with(
     model: &str,
-    env: EnvLookup<'_>,
+    env: &dyn EnvLookup,
     builtins: BuiltinResolver<'_>,
     transport: TransportOptions,
 ) -> Result<Arc<dyn LanguageModel>, ModelError> {

@@ -24,7 +24,9 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::env::{EnvLookup, optional, required_key, trim_base};
+use types::EnvLookup;
+
+use crate::env::{optional, required_key, trim_base};
 use crate::transport::{Transport, TransportOptions};
 
 /// Which OpenAI-compatible service a model string names.
@@ -182,7 +184,7 @@ impl OpenAiCompatConfig {
     pub fn from_env(
         flavor: OpenAiFlavor,
         model: &str,
-        env: EnvLookup<'_>,
+        env: &dyn EnvLookup,
         transport: TransportOptions,
     ) -> Result<Self, ModelError> {
         let provider = flavor.prefix();

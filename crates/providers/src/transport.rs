@@ -4,63 +4,30 @@
 //! Errors come back as [`ModelError`] variants carrying the provider name, so the tick record says
 //! which provider failed and how.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
 use model::ModelError;
 use reqwest::header::HeaderMap;
 
-/// How failed calls are retried.
-///
-/// Attempt `n` (1-based) that fails with a retryable error waits, before attempt `n + 1`:
-/// - the server's `retry-after-ms` (milliseconds) or `retry-after` (whole seconds) header when
-///   present and parseable (an HTTP-date `retry-after` is not parsed and falls back to backoff);
-/// - otherwise `base_delay * 2^(n-1)` with "equal jitter": half of it fixed, the other half
-///   uniformly random, so concurrent agents do not retry in lockstep;
-///
-/// and in every case at most `max_delay`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Total attempts including the first one; `0` is treated as `1`.
-    pub max_attempts: u32,
-    /// The backoff before the second attempt (before jitter). Tests set this to a few ms.
-    pub base_delay: Duration,
-    /// No wait is ever longer than this, whatever the server's `retry-after` says.
-    pub max_delay: Duration,
-}
+/// How failed calls are retried (`types::RetryPolicy`). Attempt `n` (1-based) that fails with a
+/// retryable error waits, before attempt `n + 1`, the server's `retry-after-ms` (milliseconds)
+/// or `retry-after` (whole seconds) header when present and parseable (an HTTP-date
+/// `retry-after` is not parsed and falls back to backoff), otherwise the policy's backoff with
+/// equal jitter; in every case at most `max_delay`.
+pub use types::RetryPolicy;
 
-impl Default for RetryPolicy {
-    /// 4 attempts, 500 ms base, 30 s cap.
-    fn default() -> Self {
-        Self {
-            max_attempts: 4,
-            base_delay: Duration::from_millis(500),
-            max_delay: Duration::from_secs(30),
-        }
-    }
-}
+/// The providers' default retries: 4 attempts, 500 ms base, 30 s cap.
+pub const DEFAULT_RETRY: RetryPolicy = RetryPolicy {
+    max_attempts: 4,
+    base_delay: Duration::from_millis(500),
+    max_delay: Duration::from_secs(30),
+};
 
-impl RetryPolicy {
-    /// The wait after failed attempt `attempt` (1-based). `retry_after` is the server's hint;
-    /// `jitter` is a fraction in `[0, 1]` (clamped) choosing where in the jitter window we land.
-    #[must_use]
-    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>, jitter: f64) -> Duration {
-        if let Some(hint) = retry_after {
-            return hint.min(self.max_delay);
-        }
-        let exponent = attempt.saturating_sub(1).min(31);
-        let full = self
-            .base_delay
-            .saturating_mul(1_u32 << exponent)
-            .min(self.max_delay);
-        let half = full / 2;
-        let jitter = if jitter.is_finite() {
-            jitter.clamp(0.0, 1.0)
-        } else {
-            0.0
-        };
-        (half + half.mul_f64(jitter)).min(self.max_delay)
+/// The wait after failed attempt `attempt`: the server's hint (capped) or the backoff.
+fn delay(policy: &RetryPolicy, attempt: u32, retry_after: Option<Duration>) -> Duration {
+    match retry_after {
+        Some(hint) => hint.min(policy.max_delay),
+        None => policy.jittered_backoff(attempt),
     }
 }
 
@@ -73,11 +40,11 @@ pub struct TransportOptions {
 }
 
 impl Default for TransportOptions {
-    /// 120 s per attempt (long answers from large models are slow), [`RetryPolicy::default`].
+    /// 120 s per attempt (long answers from large models are slow), [`DEFAULT_RETRY`].
     fn default() -> Self {
         Self {
             timeout: Duration::from_secs(120),
-            retry: RetryPolicy::default(),
+            retry: DEFAULT_RETRY,
         }
     }
 }
@@ -134,7 +101,7 @@ impl Transport {
         headers: HeaderMap,
         body: &serde_json::Value,
     ) -> Result<serde_json::Value, ModelError> {
-        let attempts = self.options.retry.max_attempts.max(1);
+        let attempts = self.options.retry.attempts();
         let mut attempt = 1;
         loop {
             match self.attempt(url, headers.clone(), body).await {
@@ -143,7 +110,7 @@ impl Transport {
                     if attempt >= attempts {
                         return Err(error);
                     }
-                    let delay = self.options.retry.delay(attempt, retry_after, jitter());
+                    let delay = delay(&self.options.retry, attempt, retry_after);
                     tokio::time::sleep(delay).await;
                     attempt += 1;
                 }
@@ -250,18 +217,6 @@ fn truncate(text: &str) -> String {
     }
 }
 
-/// A uniform-ish fraction in `[0, 1)` from the std library's randomly keyed hasher: jitter needs
-/// no cryptographic quality and this keeps a random-number crate out of the tree.
-fn jitter() -> f64 {
-    let mut hasher = RandomState::new().build_hasher();
-    hasher.write_u64(0x9e37_79b9_7f4a_7c15);
-    // 53 random bits → an exactly representable fraction.
-    let bits = hasher.finish() >> 11;
-    #[allow(clippy::cast_precision_loss)]
-    let fraction = bits as f64 / (1_u64 << 53) as f64;
-    fraction
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,60 +230,35 @@ mod tests {
     }
 
     #[test]
-    fn backoff_doubles_with_equal_jitter_and_is_capped() {
+    fn without_a_hint_the_wait_is_the_backoff() {
         let p = policy();
-        // (attempt, jitter, expected ms): full = 100 * 2^(attempt-1) capped at 1000;
-        // delay = full/2 + full/2 * jitter.
-        let table = [
-            (1, 0.0, 50),    // full 100 → 50 + 0
-            (1, 1.0, 100),   // full 100 → 50 + 50
-            (2, 0.5, 150),   // full 200 → 100 + 50
-            (3, 0.0, 200),   // full 400 → 200 + 0
-            (4, 1.0, 800),   // full 800 → 400 + 400
-            (5, 0.0, 500),   // full 1600 capped to 1000 → 500 + 0
-            (5, 1.0, 1000),  // capped → 500 + 500
-            (40, 1.0, 1000), // huge exponent saturates, still capped
-        ];
-        for (attempt, jitter, expected) in table {
-            assert_eq!(
-                p.delay(attempt, None, jitter),
-                Duration::from_millis(expected),
-                "attempt {attempt}, jitter {jitter}"
-            );
+        for (attempt, full) in [(1u32, 100u64), (2, 200), (4, 800), (5, 1000), (40, 1000)] {
+            let w = delay(&p, attempt, None);
+            assert!(w >= Duration::from_millis(full / 2), "{attempt}: {w:?}");
+            assert!(w <= Duration::from_millis(full), "{attempt}: {w:?}");
         }
     }
 
     #[test]
     fn retry_after_wins_but_is_capped() {
         let p = policy();
+        assert_eq!(delay(&p, 1, Some(Duration::from_millis(0))), Duration::ZERO);
         assert_eq!(
-            p.delay(1, Some(Duration::from_millis(0)), 1.0),
-            Duration::ZERO
-        );
-        assert_eq!(
-            p.delay(3, Some(Duration::from_millis(700)), 0.0),
+            delay(&p, 3, Some(Duration::from_millis(700))),
             Duration::from_millis(700)
         );
         assert_eq!(
-            p.delay(1, Some(Duration::from_secs(120)), 0.0),
+            delay(&p, 1, Some(Duration::from_secs(120))),
             Duration::from_millis(1000)
         );
     }
 
     #[test]
-    fn out_of_range_jitter_is_clamped() {
-        let p = policy();
-        assert_eq!(p.delay(1, None, -3.0), Duration::from_millis(50));
-        assert_eq!(p.delay(1, None, 7.0), Duration::from_millis(100));
-        assert_eq!(p.delay(1, None, f64::NAN), Duration::from_millis(50));
-    }
-
-    #[test]
-    fn jitter_is_a_fraction() {
-        for _ in 0..1000 {
-            let j = jitter();
-            assert!((0.0..1.0).contains(&j), "{j}");
-        }
+    fn defaults_are_the_providers() {
+        let d = TransportOptions::default();
+        assert_eq!(d.timeout, Duration::from_secs(120));
+        assert_eq!(d.retry, DEFAULT_RETRY);
+        assert_eq!(DEFAULT_RETRY.max_attempts, 4);
     }
 
     #[test]

@@ -7,16 +7,19 @@
 //! execution engine's answer ([`Verdict`], [`RuleCode`]), and a model call's token [`Usage`].
 
 mod clock;
+mod env;
 mod interval;
 mod json;
 mod ledger;
 mod market;
 mod memory;
+mod retry;
 pub mod text;
 mod trading;
 mod usage;
 
 pub use clock::{Clock, FixedClock, SystemClock};
+pub use env::{EnvLookup, process_env};
 pub use interval::{Interval, ParseIntervalError};
 pub use json::JsonText;
 pub use ledger::{CloseKind, TradeRecord, TradeStatus};
@@ -31,6 +34,7 @@ pub use trading::{
     Verdict,
 };
 
+pub use retry::RetryPolicy;
 pub use usage::Usage;
 
 pub use chrono::{DateTime, Utc};
