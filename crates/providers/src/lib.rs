@@ -44,9 +44,9 @@ use std::sync::Arc;
 use model::{LanguageModel, ModelError};
 
 pub use anthropic::{Anthropic, AnthropicConfig};
-pub use types::{EnvLookup, process_env};
 pub use openai::{MaxTokensField, OpenAiCompatConfig, OpenAiCompatible, OpenAiFlavor};
 pub use transport::{DEFAULT_RETRY, RetryPolicy, TransportOptions};
+pub use types::{EnvLookup, process_env};
 
 /// Resolves a `builtin/…` model string (the FULL string, prefix included) to an offline model.
 pub type BuiltinResolver<'a> = &'a dyn Fn(&str) -> Result<Arc<dyn LanguageModel>, ModelError>;

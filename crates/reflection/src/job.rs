@@ -68,6 +68,10 @@ where
 #[derive(Debug, Clone, Copy)]
 pub struct ReflectionInput<'a> {
     pub skill: &'a Skill,
+    /// The id of the skill's stored row (`db::Deployment::skill_id`), recorded on the note and
+    /// on a failed run: the same skill id the stored note carries (which need not be the
+    /// document's `Skill::skill_id`).
+    pub skill_id: Uuid,
     /// The deployment the note belongs to (`None` = a skill-scoped note).
     pub deployment_id: Option<Uuid>,
     /// The deployment's ledger rows (any order, open rows allowed): the job keeps the closed
@@ -264,7 +268,7 @@ pub async fn reflect(input: ReflectionInput<'_>, reflector: &Reflector) -> Refle
     let trades_considered = u32::try_from(trades.len()).unwrap_or(u32::MAX);
     let failed = |reason, usage: Usage, cost| {
         ReflectionOutcome::Failed(FailedReflection {
-            skill_id: input.skill.skill_id(),
+            skill_id: input.skill_id,
             skill_version: input.skill.version,
             deployment_id: input.deployment_id,
             attempted_at: input.now,
@@ -330,7 +334,7 @@ pub async fn reflect(input: ReflectionInput<'_>, reflector: &Reflector) -> Refle
     }
     let lint = lint_lessons(&bounded.text, &input.skill.strategy);
     ReflectionOutcome::Note(NoteDraft {
-        skill_id: input.skill.skill_id(),
+        skill_id: input.skill_id,
         skill_version: input.skill.version,
         deployment_id: input.deployment_id,
         generated_at: input.now,

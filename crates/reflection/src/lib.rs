@@ -28,7 +28,7 @@
 //!    `last_failure` the `attempted_at` of its latest failed run.
 //! 2. When due: `resolve_reflection_model(&config.model, |id| providers::resolve_model(id, …))`
 //!    (a resolve error is a failed run, like a model error) and
-//!    `reflect(ReflectionInput { skill, deployment_id, trades: &ledger_rows, last, now, rates }, &reflector)`.
+//!    `reflect(ReflectionInput { skill, skill_id, deployment_id, trades: &ledger_rows, last, now, rates }, &reflector)`.
 //! 3. [`ReflectionOutcome::Note`]: store it; if `lint.flagged` is false it becomes the active note
 //!    (the previous one is superseded), otherwise it is stored inactive until a person accepts it.
 //!    [`ReflectionOutcome::Failed`]: record the attempt; the previous note stays active.
@@ -80,11 +80,11 @@ pub use job::{
 pub use lint::{LintResult, lint_lessons};
 pub use notes::{NoteView, promote_to_skill_scope, to_lessons, visible_note_at};
 pub use prompt::{MAX_WINDOW_TRADES, REFLECTION_SYSTEM_PROMPT, render_reflection_user};
-pub use types::MAX_LESSONS_CHARS;
 pub use stats::{
     LedgerStats, MIN_RECURRING, STATS_REFLECTION_MODEL, SetupKey, SetupStats, TINY_SAMPLE,
     stats_lessons,
 };
+pub use types::MAX_LESSONS_CHARS;
 
 /// Bad input to the reflection decisions.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

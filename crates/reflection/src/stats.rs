@@ -242,9 +242,7 @@ pub fn stats_lessons(trades: &[&TradeRecord]) -> String {
         let line = format!("\n- Setup {}: {}.", k.label(), s.summary());
         let rest = total - shown - 1;
         let reserve = if rest > 0 { 64 } else { 0 };
-        if text.chars().count() + line.chars().count() + reserve
-            > types::MAX_LESSONS_CHARS
-        {
+        if text.chars().count() + line.chars().count() + reserve > types::MAX_LESSONS_CHARS {
             let left = total - shown;
             let left_trades: usize = stats.setups.values().skip(shown).map(|s| s.trades).sum();
             text.push_str(&format!(

@@ -72,6 +72,7 @@ fn input<'a>(
 ) -> ReflectionInput<'a> {
     ReflectionInput {
         skill,
+        skill_id: skill.skill_id(),
         deployment_id: Some(DEPLOYMENT),
         trades,
         last,

@@ -102,6 +102,7 @@ pub(crate) fn reflect_now(args: ReflectArgs) -> Result<String, Failure> {
         let outcome = reflect(
             ReflectionInput {
                 skill: &skill,
+                skill_id: deployment.skill_id,
                 deployment_id: Some(deployment.id),
                 trades: &trades,
                 last: last.as_ref(),

@@ -831,9 +831,7 @@ where
     // The body assemble_context will ask for, when the memory dial is on.
     let memory = &skill.context.memory;
     let recent = memory.enabled.then(|| {
-        let k = memory
-            .recent_trades_k
-            .min(types::MAX_MEMORY_K);
+        let k = memory.recent_trades_k.min(types::MAX_MEMORY_K);
         (k, now, state.recent_trades_text(k, now))
     });
     // Typed handles on the context's portfolio and memory: once the context is dropped, the
@@ -1124,6 +1122,7 @@ where
     let outcome = reflect(
         ReflectionInput {
             skill,
+            skill_id: deployment.skill_id,
             deployment_id: Some(deployment.deployment_id),
             trades: &due.trades,
             last: due.last.as_ref(),
