@@ -26,12 +26,11 @@ use std::time::{Duration, Instant};
 
 use agent_runtime::{LanguageModel, ModelError, ModelRequest, ModelResponse, builtin_model};
 use chrono::{DateTime, Utc};
-use db::{DbError, LedgerStore, RegistryStore, Store, TickStore};
+use db::{DbError, LeaseStore, LedgerStore, RegistryStore, Store, TickStore};
 use execution_engine::{BrokerError, PaperBroker, PaperBrokerConfig};
 use hyperliquid::{ClientConfig, HlError, InfoClient};
 use memory_ledger::{LedgerScope, LedgerState};
 use skill_schema::{Format, Skill, parse_skill};
-use sqlx::PgPool;
 use tick::{
     Broker, BrokerUnavailable, DueReflection, ReflectionCheck, ReflectionReport, TickOutcome,
     TickState,
@@ -45,7 +44,7 @@ use uuid::Uuid;
 use crate::hl_broker::{FillCursor, HlBrokerError, HyperliquidBroker, HyperliquidConfig};
 use crate::metrics::Metrics;
 use crate::schedule::{bar_length, last_close_at_or_before};
-use crate::state::{self, CarriedBroker, RunnerState, StateError};
+use crate::state::{CarriedBroker, RunnerState, StateError};
 
 /// A reflection a tick found due, for the reflection worker.
 #[derive(Debug)]
@@ -276,7 +275,6 @@ impl Reflections {
 /// A runner process's shared parts.
 pub struct Runner {
     store: Store,
-    pool: PgPool,
     info: InfoClient,
     clock: Arc<dyn Clock>,
     resolver: ModelResolver,
@@ -300,13 +298,11 @@ impl Runner {
         metrics: Metrics,
         config: RunnerConfig,
     ) -> Result<Self, RunError> {
-        let pool = match &store {
-            Store::Postgres(pg) => pg.pool().clone(),
-            other => return Err(RunError::NotPostgres(other.backend_name())),
-        };
+        if let Store::Sqlite(_) = &store {
+            return Err(RunError::NotPostgres(store.backend_name()));
+        }
         Ok(Runner {
             store,
-            pool,
             info,
             clock,
             resolver,
@@ -378,7 +374,7 @@ impl Runner {
                                 // A concurrent claimer's locks make a claim come back short;
                                 // only stop when nothing claimable is left (and the reflections
                                 // in flight are done).
-                                if state::claimable_count(&self.pool, now).await? > 0 {
+                                if self.store.claimable_count(now).await? > 0 {
                                     tokio::time::sleep(Duration::from_millis(20)).await;
                                     continue;
                                 }
@@ -451,7 +447,7 @@ impl Runner {
                 r = &mut tick => break r,
                 () = tokio::time::sleep(heartbeat) => {
                     let until = self.clock.now() + self.config.lease_for;
-                    match state::extend_lease(&self.pool, d.id, &self.config.owner, until).await {
+                    match self.store.extend_lease(d.id, &self.config.owner, until).await {
                         Ok(true) => {}
                         Ok(false) => tracing::warn!(deployment = %d.id, "lease lost while ticking"),
                         Err(e) => tracing::warn!(deployment = %d.id, error = %e, "heartbeat failed"),
@@ -570,7 +566,7 @@ impl Runner {
         }
         let saved = stored.as_ref().map(RunnerState::decode).transpose()?;
         if let Some(previous) =
-            state::mark_attempt(&self.pool, d.id, &self.config.owner, tick_at).await?
+            self.store.mark_attempt(d.id, &self.config.owner, tick_at).await?
             && previous.owner != self.config.owner
             && previous.tick_at == tick_at
         {

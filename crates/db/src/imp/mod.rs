@@ -15,6 +15,7 @@
 
 pub(crate) mod events;
 pub(crate) mod facts;
+pub(crate) mod lease;
 pub(crate) mod ledger;
 pub(crate) mod notes;
 pub(crate) mod registry;
@@ -38,7 +39,8 @@ macro_rules! impl_stores {
         use crate::model::*;
         use crate::traits::*;
 
-        crate::imp::registry::impl_registry!($store, $enc, $users, $skip_locked);
+        crate::imp::registry::impl_registry!($store, $enc, $users);
+        crate::imp::lease::impl_lease!($store, $db, $enc, $skip_locked);
         crate::imp::tick::impl_tick!($store, $db, $enc, $begin);
         crate::imp::ledger::impl_ledger!($store, $enc);
         crate::imp::notes::impl_notes!($store, $db, $enc, $begin);

@@ -1,6 +1,6 @@
-//! `RegistryStore`: users, skills, skill versions, deployments and their leases.
+//! `RegistryStore`: users, skills, skill versions and deployments.
 macro_rules! impl_registry {
-    ($store:ty, $enc:ident, $users:literal, $skip_locked:literal) => {
+    ($store:ty, $enc:ident, $users:literal) => {
         impl RegistryStore for $store {
             async fn upsert_user(&self, user: &User) -> Result<(), DbError> {
                 sqlx::query(concat!(
@@ -152,71 +152,6 @@ macro_rules! impl_registry {
                     .map_err(ctx("scheduling deployment"))?;
                 if done.rows_affected() == 0 {
                     return Err(DbError::not_found("deployment", id));
-                }
-                Ok(())
-            }
-
-            async fn claim_due_deployments(
-                &self,
-                owner: &str,
-                now: DateTime<Utc>,
-                lease_for: chrono::Duration,
-                limit: u32,
-            ) -> Result<Vec<Deployment>, DbError> {
-                if lease_for <= chrono::Duration::zero() {
-                    return Err(DbError::Invalid {
-                        what: "lease duration",
-                        detail: format!("{lease_for} is not positive"),
-                    });
-                }
-                let limit = check_limit("claim limit", limit, 1000)?;
-                // On PostgreSQL the due rows are locked `FOR UPDATE SKIP LOCKED`: concurrent
-                // claimers never wait on each other's rows (so they cannot deadlock) and each
-                // row goes to one of them. The choice is a MATERIALIZED CTE so it runs once (a
-                // subquery in `IN (...)` may be re-run by the planner and lock more than LIMIT
-                // rows). The UPDATE repeats the availability test. SQLite runs the statement
-                // alone (one writer at a time).
-                let rows = sqlx::query(concat!(
-                    "WITH due AS MATERIALIZED (SELECT id FROM deployments WHERE status = 'active' \
-                         AND (next_tick_at IS NULL OR next_tick_at <= $2) \
-                         AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
-                         ORDER BY next_tick_at NULLS FIRST, id LIMIT $4",
-                    $skip_locked,
-                    ") UPDATE deployments SET lease_owner = $1, lease_expires_at = $3 \
-                     WHERE id IN (SELECT id FROM due) \
-                     AND status = 'active' AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
-                     RETURNING *",
-                ))
-                .bind(owner)
-                .bind($enc::ts(now))
-                .bind($enc::ts(now + lease_for))
-                .bind(limit)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(ctx("claiming due deployments"))?;
-                let mut claimed = rows.iter().map(codec::deployment_from_row).collect::<Result<Vec<_>, _>>()?;
-                claimed.sort_by(|a, b| (a.next_tick_at, a.id).cmp(&(b.next_tick_at, b.id)));
-                Ok(claimed)
-            }
-
-            async fn release_deployment(
-                &self,
-                id: Uuid,
-                owner: &str,
-                next_tick_at: Option<DateTime<Utc>>,
-            ) -> Result<(), DbError> {
-                let done = sqlx::query(
-                    "UPDATE deployments SET lease_owner = NULL, lease_expires_at = NULL, next_tick_at = $3 \
-                     WHERE id = $1 AND lease_owner = $2",
-                )
-                .bind($enc::id(id))
-                .bind(owner)
-                .bind($enc::ots(next_tick_at))
-                .execute(&self.pool)
-                .await
-                .map_err(ctx("releasing deployment lease"))?;
-                if done.rows_affected() == 0 {
-                    return Err(DbError::not_found("deployment leased to", format!("{owner}: {id}")));
                 }
                 Ok(())
             }
