@@ -8,10 +8,7 @@ use serde::Serialize;
 
 use crate::error::{HlError, Result};
 
-/// Mainnet API base URL.
-pub const MAINNET_URL: &str = "https://api.hyperliquid.xyz";
-/// Testnet API base URL.
-pub const TESTNET_URL: &str = "https://api.hyperliquid-testnet.xyz";
+pub use crate::ids::{MAINNET_URL, TESTNET_URL};
 
 /// Retries with exponential backoff and jitter on HTTP 429, 5xx and connection errors.
 ///
