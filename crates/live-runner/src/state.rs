@@ -6,7 +6,7 @@
 //! Hyperliquid one ([`crate::hl_broker::FillCursor`]; the exchange holds the account itself), the
 //! engine's risk state (peak equity, the day's start, recent order times) and the last decision.
 //! The ledger is NOT copied here: it is rebuilt from `trade_history` and `fills` on every tick
-//! ([`memory_ledger::LedgerState::rebuild`]); nor are the reflection notes and runs, read back
+//! ([`tick::restore_state_carried`]); nor are the reflection notes and runs, read back
 //! with [`tick::load_reflection_state`] (a reflection runs off the tick path and may finish after
 //! the tick's state was committed).
 //!
