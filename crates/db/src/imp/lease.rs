@@ -199,8 +199,7 @@ macro_rules! impl_lease {
                 .fetch_one(&self.pool)
                 .await
                 .map_err(ctx("counting claimable deployments"))?;
-                let n = codec::RowExt::big(&row, "n")?;
-                u64::try_from(n).map_err(|e| DbError::Decode { column: "n".into(), detail: e.to_string() })
+                codec::RowExt::count(&row, "n")
             }
 
             async fn mark_attempt(

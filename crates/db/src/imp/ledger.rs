@@ -86,8 +86,7 @@ macro_rules! impl_ledger {
                 .fetch_one(&self.pool)
                 .await
                 .map_err(ctx("counting closed trades"))?;
-                let n = codec::RowExt::big(&row, "n")?;
-                u64::try_from(n).map_err(|e| DbError::Decode { column: "n".into(), detail: e.to_string() })
+                codec::RowExt::count(&row, "n")
             }
 
             async fn applied_fill_ids(&self, deployment_id: Uuid) -> Result<BTreeSet<String>, DbError> {

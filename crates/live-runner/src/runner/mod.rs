@@ -181,6 +181,7 @@ pub enum Done {
     /// The runner state already holds the due tick: nothing ran.
     AlreadyDone { next: DateTime<Utc> },
 }
+
 /// A runner process's shared parts.
 pub struct Runner {
     store: Store,
