@@ -132,6 +132,10 @@ pub(crate) trait RowExt {
         self.opt_json(c)?
             .ok_or_else(|| decode_err(c, "unexpected null"))
     }
+    /// A `COUNT(*)` column.
+    fn count(&self, c: &str) -> Result<u64, DbError> {
+        u64::try_from(self.big(c)?).map_err(|e| decode_err(c, e))
+    }
 }
 
 macro_rules! common_row_ext {

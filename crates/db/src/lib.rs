@@ -8,8 +8,8 @@
 //!   `live_runner_state` (a runner's opaque state between ticks, committed with each tick);
 //!   on PostgreSQL also the `auth` shim (roles `anon` / `authenticated` / `service_role`,
 //!   `auth.uid()`, `auth.role()`) and row-level security;
-//! - the store traits ([`RegistryStore`], [`TickStore`], [`LedgerStore`], [`NoteStore`],
-//!   [`FactStore`], [`EventStore`]; all of them: [`Storage`]) and their two implementations
+//! - the store traits ([`RegistryStore`], [`LeaseStore`], [`TickStore`], [`LedgerStore`],
+//!   [`NoteStore`], [`FactStore`], [`EventStore`]; all of them: [`Storage`]) and their two implementations
 //!   ([`SqliteStore`], [`PgStore`]), chosen at run time through [`Store`] / [`connect`].
 //!
 //! Invariants it keeps (in Rust and again in the database):
@@ -46,13 +46,13 @@ pub use error::{ConstraintKind, DbError};
 pub use model::{
     BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, FillTradeLink, Forget,
     NewFact, NewNote, NoteScope, ReflectionRun, RunOutcome, Skill, SkillVersion, StoredFill,
-    StoredRunnerState, TickOutcome, TickRecord, User,
+    StoredRunnerState, TickAttempt, TickOutcome, TickRecord, User,
 };
 pub use postgres::{POSTGRES_MIGRATOR, PgStore};
 pub use sqlite::{Durability, SQLITE_MIGRATOR, SqliteStore};
 pub use store::Store;
 pub use traits::{
-    EventStore, FactStore, LedgerStore, NoteStore, RegistryStore, Storage, TickStore,
+    EventStore, FactStore, LeaseStore, LedgerStore, NoteStore, RegistryStore, Storage, TickStore,
 };
 /// Re-exported from `types`: a snapshot's `steps` are [`JsonText`].
 pub use types::JsonText;

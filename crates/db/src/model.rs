@@ -186,6 +186,14 @@ pub struct StoredRunnerState {
     pub state: serde_json::Value,
 }
 
+/// The runner that last started a deployment's tick, and which tick
+/// ([`LeaseStore::mark_attempt`](crate::LeaseStore::mark_attempt)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TickAttempt {
+    pub owner: String,
+    pub tick_at: DateTime<Utc>,
+}
+
 /// What [`TickStore::record_tick`](crate::TickStore::record_tick) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TickOutcome {

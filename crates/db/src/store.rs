@@ -14,10 +14,12 @@ use uuid::Uuid;
 
 use crate::model::{
     DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget, NewFact, NewNote, NoteScope,
-    ReflectionRun, Skill, SkillVersion, StoredFill, StoredRunnerState, TickOutcome, TickRecord,
-    User,
+    ReflectionRun, Skill, SkillVersion, StoredFill, StoredRunnerState, TickAttempt, TickOutcome,
+    TickRecord, User,
 };
-use crate::traits::{EventStore, FactStore, LedgerStore, NoteStore, RegistryStore, TickStore};
+use crate::traits::{
+    EventStore, FactStore, LeaseStore, LedgerStore, NoteStore, RegistryStore, TickStore,
+};
 use crate::{DbError, PgStore, SqliteStore};
 
 /// A connected store: SQLite (embedded) or PostgreSQL (production).
@@ -77,8 +79,14 @@ delegate!(RegistryStore {
     fn list_deployments(&self, status: Option<DeploymentStatus>) -> Vec<Deployment>;
     fn set_deployment_status(&self, id: Uuid, status: DeploymentStatus) -> ();
     fn set_next_tick_at(&self, id: Uuid, next_tick_at: Option<DateTime<Utc>>) -> ();
+});
+
+delegate!(LeaseStore {
     fn claim_due_deployments(&self, owner: &str, now: DateTime<Utc>, lease_for: chrono::Duration, limit: u32) -> Vec<Deployment>;
     fn release_deployment(&self, id: Uuid, owner: &str, next_tick_at: Option<DateTime<Utc>>) -> ();
+    fn extend_lease(&self, id: Uuid, owner: &str, until: DateTime<Utc>) -> bool;
+    fn claimable_count(&self, now: DateTime<Utc>) -> u64;
+    fn mark_attempt(&self, deployment_id: Uuid, owner: &str, tick_at: DateTime<Utc>) -> Option<TickAttempt>;
 });
 
 delegate!(TickStore {

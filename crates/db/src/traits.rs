@@ -15,8 +15,8 @@ use uuid::Uuid;
 use crate::DbError;
 use crate::model::{
     DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget, NewFact, NewNote, NoteScope,
-    ReflectionRun, Skill, SkillVersion, StoredFill, StoredRunnerState, TickOutcome, TickRecord,
-    User,
+    ReflectionRun, Skill, SkillVersion, StoredFill, StoredRunnerState, TickAttempt, TickOutcome,
+    TickRecord, User,
 };
 
 /// Users, skills, skill versions and deployments.
@@ -100,7 +100,12 @@ pub trait RegistryStore {
         id: Uuid,
         next_tick_at: Option<DateTime<Utc>>,
     ) -> impl Future<Output = Result<(), DbError>> + Send;
+}
 
+/// Leases of deployments, for many runner processes: a runner claims due deployments, extends
+/// its lease while a tick runs and releases the deployment with its next tick time; and which
+/// runner last started which tick (to tell a lease takeover of an unfinished tick).
+pub trait LeaseStore {
     /// For many runner processes: leases up to `limit` active deployments that are due
     /// (`next_tick_at` unset or ≤ `now`) and not leased (or whose lease expired at or before
     /// `now`) to `owner` until `now + lease_for`, most overdue first. Two concurrent claimers
@@ -126,6 +131,42 @@ pub trait RegistryStore {
         owner: &str,
         next_tick_at: Option<DateTime<Utc>>,
     ) -> impl Future<Output = Result<(), DbError>> + Send;
+
+    /// Extends `owner`'s lease on the deployment to `until` (the heartbeat of a long tick).
+    /// Returns false when the lease is no longer `owner`'s.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn extend_lease(
+        &self,
+        id: Uuid,
+        owner: &str,
+        until: DateTime<Utc>,
+    ) -> impl Future<Output = Result<bool, DbError>> + Send;
+
+    /// How many active deployments are due at `now` and not leased (or leased until at most
+    /// `now`): what a claim could still get once the concurrent claimers' locks are gone.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn claimable_count(
+        &self,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<u64, DbError>> + Send;
+
+    /// Records that `owner` starts the deployment's tick at `tick_at` (table
+    /// `live_runner_state`; its state columns are left to [`TickStore::record_tick`]) and
+    /// returns the attempt it replaces, if any.
+    ///
+    /// # Errors
+    /// [`DbError::Constraint`] for an unknown deployment; [`DbError::Backend`] on driver
+    /// failure.
+    fn mark_attempt(
+        &self,
+        deployment_id: Uuid,
+        owner: &str,
+        tick_at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Option<TickAttempt>, DbError>> + Send;
 }
 
 /// The firehose: ticks (snapshot + fills + ledger changes, atomically) and snapshot reads.
@@ -459,11 +500,27 @@ pub trait EventStore {
 
 /// Every store at once, for code that needs the whole storage layer.
 pub trait Storage:
-    RegistryStore + TickStore + LedgerStore + NoteStore + FactStore + EventStore + Send + Sync
+    RegistryStore
+    + LeaseStore
+    + TickStore
+    + LedgerStore
+    + NoteStore
+    + FactStore
+    + EventStore
+    + Send
+    + Sync
 {
 }
 
 impl<T> Storage for T where
-    T: RegistryStore + TickStore + LedgerStore + NoteStore + FactStore + EventStore + Send + Sync
+    T: RegistryStore
+        + LeaseStore
+        + TickStore
+        + LedgerStore
+        + NoteStore
+        + FactStore
+        + EventStore
+        + Send
+        + Sync
 {
 }

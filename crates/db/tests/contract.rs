@@ -14,7 +14,7 @@ mod cases {
     };
     use db::{
         ConstraintKind, DbError, DeploymentStatus, FactEdit, FillTradeLink, Forget, NewFact,
-        NoteScope, ReflectionRun, RunOutcome, Storage, TickOutcome, TickRecord,
+        NoteScope, ReflectionRun, RunOutcome, Storage, TickAttempt, TickOutcome, TickRecord,
     };
     use rust_decimal::Decimal;
     use rust_decimal_macros::dec;
@@ -267,6 +267,64 @@ mod cases {
         claimed.sort();
         due.sort();
         assert_eq!(claimed, due, "each due deployment exactly once");
+    }
+
+    /// A lease is extended only by its holder; `claimable_count` counts what a claim could get;
+    /// `mark_attempt` returns the attempt it replaces and leaves the runner state alone.
+    pub async fn leases_extend_count_and_mark_attempts<S: Storage + RawSql>(s: &S) {
+        let one = seed(s).await.unwrap().deployment.id;
+        let two = seed(s).await.unwrap().deployment.id;
+        s.set_next_tick_at(one, Some(at(0))).await.unwrap();
+        s.set_next_tick_at(two, Some(at(60))).await.unwrap();
+        let lease = chrono::Duration::minutes(5);
+        assert_eq!(s.claimable_count(at(1)).await.unwrap(), 1);
+        assert_eq!(s.claimable_count(at(60)).await.unwrap(), 2);
+        let claimed = s
+            .claim_due_deployments("runner-a", at(1), lease, 10)
+            .await
+            .unwrap();
+        assert_eq!(claimed.iter().map(|d| d.id).collect::<Vec<_>>(), vec![one]);
+        assert_eq!(s.claimable_count(at(1)).await.unwrap(), 0);
+
+        assert!(!s.extend_lease(one, "runner-b", at(20)).await.unwrap());
+        assert!(!s.extend_lease(two, "runner-a", at(20)).await.unwrap());
+        assert!(s.extend_lease(one, "runner-a", at(20)).await.unwrap());
+        assert_eq!(
+            s.get_deployment(one).await.unwrap().lease_expires_at,
+            Some(at(20))
+        );
+        // Past the old expiry the extended lease still holds.
+        assert_eq!(s.claimable_count(at(10)).await.unwrap(), 0);
+        assert!(
+            s.claim_due_deployments("runner-b", at(10), lease, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(s.claimable_count(at(20)).await.unwrap(), 1);
+
+        assert_eq!(s.mark_attempt(one, "runner-a", at(1)).await.unwrap(), None);
+        assert_eq!(
+            s.mark_attempt(one, "runner-b", at(1)).await.unwrap(),
+            Some(TickAttempt {
+                owner: "runner-a".into(),
+                tick_at: at(1)
+            })
+        );
+        assert_eq!(
+            s.mark_attempt(one, "runner-b", at(2)).await.unwrap(),
+            Some(TickAttempt {
+                owner: "runner-b".into(),
+                tick_at: at(1)
+            })
+        );
+        assert_eq!(s.mark_attempt(two, "runner-a", at(2)).await.unwrap(), None);
+        // An attempt is not a recorded tick: no runner state.
+        assert_eq!(s.runner_state(one).await.unwrap(), None);
+        assert!(matches!(
+            s.mark_attempt(Uuid::new_v4(), "runner-a", at(1)).await,
+            Err(DbError::Constraint { .. })
+        ));
     }
 
     pub async fn record_tick_writes_snapshot_fills_trades_and_links<S: Storage + RawSql>(s: &S) {
@@ -1508,6 +1566,7 @@ contract!(
     registry_round_trip,
     leases_hand_each_due_deployment_to_one_runner,
     concurrent_claimers_split_the_due_deployments,
+    leases_extend_count_and_mark_attempts,
     record_tick_writes_snapshot_fills_trades_and_links,
     record_tick_replay_is_a_no_op,
     record_tick_is_all_or_nothing,
@@ -1531,8 +1590,8 @@ contract!(
 /// middle of claiming or releasing it) instead of waiting for it — `FOR UPDATE SKIP LOCKED`.
 #[tokio::test]
 async fn postgres_claim_skips_rows_locked_by_another_transaction() {
-    use db::RegistryStore;
     use db::test_support::{at, seed};
+    use db::{LeaseStore, RegistryStore};
     use uuid::Uuid;
 
     let h = crate::common::postgres().await;

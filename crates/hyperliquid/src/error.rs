@@ -9,6 +9,7 @@ pub enum HlError {
     BaseUrl { url: String, message: String },
 
     /// The request could not be sent or the connection broke (after any retries).
+    #[cfg(feature = "client")]
     #[error("transport error calling {endpoint}: {source}")]
     Transport {
         endpoint: &'static str,
@@ -100,6 +101,7 @@ impl HlError {
     #[must_use]
     pub fn is_retryable(&self) -> bool {
         match self {
+            #[cfg(feature = "client")]
             HlError::Transport { source, .. } => {
                 source.is_connect()
                     || source.is_timeout()

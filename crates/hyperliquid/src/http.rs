@@ -6,10 +6,7 @@ use serde::Serialize;
 
 use crate::error::{HlError, Result};
 
-/// Mainnet API base URL.
-pub const MAINNET_URL: &str = "https://api.hyperliquid.xyz";
-/// Testnet API base URL.
-pub const TESTNET_URL: &str = "https://api.hyperliquid-testnet.xyz";
+pub use crate::ids::{MAINNET_URL, TESTNET_URL};
 
 /// How failed requests are retried (`types::RetryPolicy`): on HTTP 429, 5xx and connection
 /// errors, waiting the policy's backoff; a 429's `Retry-After` (seconds) raises the wait to that

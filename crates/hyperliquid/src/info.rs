@@ -6,8 +6,7 @@ use types::{Bar, Interval};
 
 use crate::error::Result;
 use crate::http::{ClientConfig, Transport};
-use crate::signing::Address;
-use crate::signing::Cloid;
+use crate::ids::{Address, Cloid};
 use crate::wire::{
     AccountState, Candle, ClearinghouseState, FundingRate, HlFill, Meta, MetaAndAssetCtxs,
     OrderLookup, candles_to_bars, parse_candles, parse_clearinghouse_state, parse_funding_history,

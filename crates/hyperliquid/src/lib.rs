@@ -19,25 +19,40 @@
 //! no reading of the wall clock (nonces come from the [`types::Clock`] it is given), and it
 //! never logs or prints a private key (a [`Signer`]'s `Debug` shows only its address).
 //!
+//! Cargo features (both on by default): `client` ([`http`], [`info`]: reqwest, tokio) and
+//! `signing` ([`signing`]: k256, sha3, rmp-serde); [`exchange`] needs both. Without them the crate
+//! is the wire types and parsers ([`wire`], [`ids`], [`format`]) — what a reader of saved
+//! Hyperliquid files needs.
+//!
 //! Conventions: prices, sizes and money are `rust_decimal::Decimal` parsed from the wire's
 //! strings; times are UTC; fills are returned oldest first; positions are sorted by symbol.
 
 pub mod error;
+#[cfg(all(feature = "client", feature = "signing"))]
 pub mod exchange;
 pub mod format;
+#[cfg(feature = "client")]
 pub mod http;
+pub mod ids;
+#[cfg(feature = "client")]
 pub mod info;
+#[cfg(feature = "signing")]
 pub mod signing;
 pub mod wire;
 
 pub use error::{HlError, Result};
+#[cfg(all(feature = "client", feature = "signing"))]
 pub use exchange::{
     ExchangeClient, ExchangeRequest, OrderRequest, OrderStatus, cloid_for, cloid_for_leg,
     parse_exchange_response,
 };
-pub use http::{ClientConfig, DEFAULT_RETRY, MAINNET_URL, RetryPolicy, TESTNET_URL};
+#[cfg(feature = "client")]
+pub use http::{ClientConfig, DEFAULT_RETRY, RetryPolicy};
+pub use ids::{Address, Cloid, MAINNET_URL, Network, TESTNET_URL};
+#[cfg(feature = "client")]
 pub use info::{CandleRequest, InfoClient, InfoRequest, OrderRef, USER_FILLS_PAGE};
-pub use signing::{Action, Address, Cloid, Network, Signature, Signer, Tif, recover_signer};
+#[cfg(feature = "signing")]
+pub use signing::{Action, Signature, Signer, Tif, recover_signer};
 pub use wire::{
     AccountState, AssetCtx, AssetInfo, AssetMeta, Candle, ClearinghouseState, FundingRate, HlFill,
     HlSide, Meta, MetaAndAssetCtxs, OrderInfo, OrderLookup, OrderState,

@@ -635,7 +635,7 @@ pub struct OrderInfo {
     pub oid: u64,
     /// When the order was placed (`timestamp`).
     pub placed_at: DateTime<Utc>,
-    pub cloid: Option<crate::signing::Cloid>,
+    pub cloid: Option<crate::ids::Cloid>,
     pub reduce_only: bool,
     /// The exchange's status word: `open`, `filled`, `canceled`, `triggered`, `rejected`,
     /// `marginCanceled`, `perpMarginRejected`, `iocCancelRejected`, ...
@@ -724,7 +724,7 @@ struct OrderWireInfo {
     #[serde(with = "rust_decimal::serde::str")]
     orig_sz: Decimal,
     #[serde(default)]
-    cloid: Option<crate::signing::Cloid>,
+    cloid: Option<crate::ids::Cloid>,
     #[serde(default)]
     reduce_only: bool,
 }

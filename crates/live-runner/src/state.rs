@@ -6,7 +6,7 @@
 //! Hyperliquid one ([`crate::hl_broker::FillCursor`]; the exchange holds the account itself), the
 //! engine's risk state (peak equity, the day's start, recent order times) and the last decision.
 //! The ledger is NOT copied here: it is rebuilt from `trade_history` and `fills` on every tick
-//! ([`memory_ledger::LedgerState::rebuild`]); nor are the reflection notes and runs, read back
+//! ([`tick::restore_state_carried`]); nor are the reflection notes and runs, read back
 //! with [`tick::load_reflection_state`] (a reflection runs off the tick path and may finish after
 //! the tick's state was committed).
 //!
@@ -20,22 +20,15 @@ use chrono::{DateTime, Utc};
 use db::StoredRunnerState;
 use execution_engine::{PaperBroker, RiskState};
 use serde::{Deserialize, Serialize};
-use sqlx::{PgPool, Row};
 use tick::TickState;
 use tools::LastDecisionSnapshot;
 use uuid::Uuid;
 
 use crate::hl_broker::{FillCursor, HyperliquidBroker};
 
-/// Errors reading or writing the runner state.
+/// Errors reading the runner state.
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
-    #[error("live_runner_state: {what}: {source}")]
-    Sql {
-        what: &'static str,
-        #[source]
-        source: sqlx::Error,
-    },
     #[error(
         "live_runner_state of deployment {deployment}: the stored JSON does not parse: {source}"
     )]
@@ -44,10 +37,6 @@ pub enum StateError {
         #[source]
         source: serde_json::Error,
     },
-}
-
-fn sql(what: &'static str) -> impl FnOnce(sqlx::Error) -> StateError {
-    move |source| StateError::Sql { what, source }
 }
 
 /// Everything carried from one tick to the next besides the ledger and the reflection notes.
@@ -109,87 +98,4 @@ impl RunnerState {
             source,
         })
     }
-}
-
-/// The runner that last started a tick of a deployment, and which tick.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attempt {
-    pub owner: String,
-    pub tick_at: DateTime<Utc>,
-}
-
-/// Records that `owner` starts the tick at `tick_at`; returns the attempt it replaces (to tell a
-/// lease takeover of an unfinished tick). The state columns are left to `record_tick`.
-///
-/// # Errors
-/// [`StateError::Sql`] on driver failure.
-pub async fn mark_attempt(
-    pool: &PgPool,
-    deployment: Uuid,
-    owner: &str,
-    tick_at: DateTime<Utc>,
-) -> Result<Option<Attempt>, StateError> {
-    // The CTE reads the row as it was before the upsert.
-    let row = sqlx::query(
-        "WITH prev AS (SELECT attempt_owner, attempt_tick_at FROM live_runner_state \
-                       WHERE deployment_id = $1) \
-         INSERT INTO live_runner_state (deployment_id, attempt_owner, attempt_tick_at) \
-         VALUES ($1, $2, $3) ON CONFLICT (deployment_id) DO UPDATE \
-         SET attempt_owner = EXCLUDED.attempt_owner, attempt_tick_at = EXCLUDED.attempt_tick_at, \
-             updated_at = now() \
-         RETURNING (SELECT attempt_owner FROM prev) AS owner, \
-                   (SELECT attempt_tick_at FROM prev) AS tick_at",
-    )
-    .bind(deployment)
-    .bind(owner)
-    .bind(tick_at)
-    .fetch_one(pool)
-    .await
-    .map_err(sql("mark attempt"))?;
-    let owner: Option<String> = row.try_get("owner").map_err(sql("attempt owner column"))?;
-    let at: Option<DateTime<Utc>> = row.try_get("tick_at").map_err(sql("attempt time column"))?;
-    Ok(owner
-        .zip(at)
-        .map(|(owner, tick_at)| Attempt { owner, tick_at }))
-}
-
-/// Extends `owner`'s lease on the deployment to `until` (the heartbeat of a long tick).
-/// Returns false when the lease is no longer `owner`'s.
-///
-/// # Errors
-/// [`StateError::Sql`] on driver failure.
-pub async fn extend_lease(
-    pool: &PgPool,
-    deployment: Uuid,
-    owner: &str,
-    until: DateTime<Utc>,
-) -> Result<bool, StateError> {
-    let done = sqlx::query(
-        "UPDATE deployments SET lease_expires_at = $3 WHERE id = $1 AND lease_owner = $2",
-    )
-    .bind(deployment)
-    .bind(owner)
-    .bind(until)
-    .execute(pool)
-    .await
-    .map_err(sql("extend lease"))?;
-    Ok(done.rows_affected() == 1)
-}
-
-/// How many active deployments are due at `now` and not leased (or leased until at most
-/// `now`): what a claim could still get once the concurrent claimers' locks are gone.
-///
-/// # Errors
-/// [`StateError::Sql`] on driver failure.
-pub async fn claimable_count(pool: &PgPool, now: DateTime<Utc>) -> Result<i64, StateError> {
-    let row = sqlx::query(
-        "SELECT count(*) FROM deployments WHERE status = 'active' \
-         AND (next_tick_at IS NULL OR next_tick_at <= $1) \
-         AND (lease_expires_at IS NULL OR lease_expires_at <= $1)",
-    )
-    .bind(now)
-    .fetch_one(pool)
-    .await
-    .map_err(sql("count claimable"))?;
-    row.try_get::<i64, _>(0).map_err(sql("count column"))
 }

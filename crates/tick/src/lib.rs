@@ -339,6 +339,34 @@ pub async fn restore_state<S>(
 where
     S: TickStore + LedgerStore + NoteStore,
 {
+    restore_state_carried(store, deployment, equity, at, None).await
+}
+
+/// The parts of a [`TickState`] the store's tables do not hold, which a runner commits with each
+/// tick ([`run_tick_carrying`]): the engine's risk state, the last decision, the last tick's time.
+#[derive(Debug, Clone)]
+pub struct Carried {
+    pub risk: RiskState,
+    pub last_decision: Option<LastDecisionSnapshot>,
+    pub last_tick_at: Option<DateTime<Utc>>,
+}
+
+/// [`restore_state`] for a runner that committed [`Carried`] with its last tick: with
+/// `Some(carried)` the risk state, last decision and last tick time are `carried`'s (and the
+/// snapshots are not read); with `None`, exactly [`restore_state`].
+///
+/// # Errors
+/// As [`restore_state`].
+pub async fn restore_state_carried<S>(
+    store: &S,
+    deployment: &Deployment,
+    equity: Decimal,
+    at: DateTime<Utc>,
+    carried: Option<Carried>,
+) -> Result<TickState, RestoreError>
+where
+    S: TickStore + LedgerStore + NoteStore,
+{
     let d = deployment.deployment_id;
     let scope = memory_ledger::LedgerScope {
         deployment_id: d,
@@ -353,6 +381,13 @@ where
     let mut state = TickState::new(deployment, equity, at);
     state.ledger = ledger;
     state.set_trades(store.all_trades(d).await?);
+    if let Some(carried) = carried {
+        state.risk = carried.risk;
+        state.last_decision = carried.last_decision;
+        state.last_tick_at = carried.last_tick_at;
+        load_reflection_state(store, d, &mut state, at).await?;
+        return Ok(state);
+    }
     // The newest snapshots; the last decision is the latest at or before `at`.
     let recent = store.list_snapshots(d, 64).await?;
     if let Some(snap) = recent

@@ -1,0 +1,217 @@
+//! `LeaseStore`: which runner holds which deployment (claim, heartbeat, release) and which
+//! runner last started which tick.
+//!
+//! The claim locks the due rows `FOR UPDATE SKIP LOCKED` on PostgreSQL (`$skip_locked`; SQLite
+//! has one writer at a time). Recording an attempt reads the attempt it replaces: on PostgreSQL
+//! in one statement (a CTE reads the row as it was before the upsert), on SQLite — whose CTEs
+//! are evaluated lazily, after the upsert — as a read and an upsert in one `BEGIN IMMEDIATE`
+//! transaction ([`AttemptSql`]).
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::codec::{self, RowExt};
+use crate::error::ctx;
+use crate::{DbError, TickAttempt};
+
+/// A backend's way to record a tick attempt and return the one it replaces.
+pub(crate) trait AttemptSql: sqlx::Database {
+    async fn mark_attempt(
+        pool: &sqlx::Pool<Self>,
+        deployment_id: Uuid,
+        owner: &str,
+        tick_at: DateTime<Utc>,
+    ) -> Result<Option<TickAttempt>, DbError>;
+}
+
+fn attempt(owner: Option<String>, tick_at: Option<DateTime<Utc>>) -> Option<TickAttempt> {
+    owner
+        .zip(tick_at)
+        .map(|(owner, tick_at)| TickAttempt { owner, tick_at })
+}
+
+impl AttemptSql for sqlx::Postgres {
+    async fn mark_attempt(
+        pool: &sqlx::PgPool,
+        deployment_id: Uuid,
+        owner: &str,
+        tick_at: DateTime<Utc>,
+    ) -> Result<Option<TickAttempt>, DbError> {
+        // The CTE reads the row as it was before the upsert.
+        let row = sqlx::query(
+            "WITH prev AS (SELECT attempt_owner, attempt_tick_at FROM live_runner_state \
+                           WHERE deployment_id = $1) \
+             INSERT INTO live_runner_state (deployment_id, attempt_owner, attempt_tick_at) \
+             VALUES ($1, $2, $3) ON CONFLICT (deployment_id) DO UPDATE \
+             SET attempt_owner = EXCLUDED.attempt_owner, attempt_tick_at = EXCLUDED.attempt_tick_at, \
+                 updated_at = now() \
+             RETURNING (SELECT attempt_owner FROM prev) AS owner, \
+                       (SELECT attempt_tick_at FROM prev) AS tick_at",
+        )
+        .bind(codec::pg::id(deployment_id))
+        .bind(owner)
+        .bind(codec::pg::ts(tick_at))
+        .fetch_one(pool)
+        .await
+        .map_err(ctx("marking tick attempt"))?;
+        Ok(attempt(row.opt_text("owner")?, row.opt_ts("tick_at")?))
+    }
+}
+
+impl AttemptSql for sqlx::Sqlite {
+    async fn mark_attempt(
+        pool: &sqlx::SqlitePool,
+        deployment_id: Uuid,
+        owner: &str,
+        tick_at: DateTime<Utc>,
+    ) -> Result<Option<TickAttempt>, DbError> {
+        let mut tx = pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(ctx("beginning tick attempt"))?;
+        let prev = sqlx::query(
+            "SELECT attempt_owner, attempt_tick_at FROM live_runner_state WHERE deployment_id = $1",
+        )
+        .bind(codec::lite::id(deployment_id))
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(ctx("reading tick attempt"))?;
+        let prev = match prev {
+            Some(row) => attempt(
+                row.opt_text("attempt_owner")?,
+                row.opt_ts("attempt_tick_at")?,
+            ),
+            None => None,
+        };
+        sqlx::query(
+            "INSERT INTO live_runner_state (deployment_id, attempt_owner, attempt_tick_at, updated_at) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (deployment_id) DO UPDATE \
+             SET attempt_owner = excluded.attempt_owner, attempt_tick_at = excluded.attempt_tick_at, \
+                 updated_at = excluded.updated_at",
+        )
+            .bind(codec::lite::id(deployment_id))
+            .bind(owner)
+            .bind(codec::lite::ts(tick_at))
+            .bind(codec::lite::ts(Utc::now()))
+            .execute(&mut *tx)
+            .await
+            .map_err(ctx("marking tick attempt"))?;
+        tx.commit().await.map_err(ctx("committing tick attempt"))?;
+        Ok(prev)
+    }
+}
+
+macro_rules! impl_lease {
+    ($store:ty, $db:ty, $enc:ident, $skip_locked:literal) => {
+        use crate::imp::lease::AttemptSql;
+
+        impl LeaseStore for $store {
+            async fn claim_due_deployments(
+                &self,
+                owner: &str,
+                now: DateTime<Utc>,
+                lease_for: chrono::Duration,
+                limit: u32,
+            ) -> Result<Vec<Deployment>, DbError> {
+                if lease_for <= chrono::Duration::zero() {
+                    return Err(DbError::Invalid {
+                        what: "lease duration",
+                        detail: format!("{lease_for} is not positive"),
+                    });
+                }
+                let limit = check_limit("claim limit", limit, 1000)?;
+                // On PostgreSQL the due rows are locked `FOR UPDATE SKIP LOCKED`: concurrent
+                // claimers never wait on each other's rows (so they cannot deadlock) and each
+                // row goes to one of them. The choice is a MATERIALIZED CTE so it runs once (a
+                // subquery in `IN (...)` may be re-run by the planner and lock more than LIMIT
+                // rows). The UPDATE repeats the availability test. SQLite runs the statement
+                // alone (one writer at a time).
+                let rows = sqlx::query(concat!(
+                    "WITH due AS MATERIALIZED (SELECT id FROM deployments WHERE status = 'active' \
+                         AND (next_tick_at IS NULL OR next_tick_at <= $2) \
+                         AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
+                         ORDER BY next_tick_at NULLS FIRST, id LIMIT $4",
+                    $skip_locked,
+                    ") UPDATE deployments SET lease_owner = $1, lease_expires_at = $3 \
+                     WHERE id IN (SELECT id FROM due) \
+                     AND status = 'active' AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
+                     RETURNING *",
+                ))
+                .bind(owner)
+                .bind($enc::ts(now))
+                .bind($enc::ts(now + lease_for))
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(ctx("claiming due deployments"))?;
+                let mut claimed = rows.iter().map(codec::deployment_from_row).collect::<Result<Vec<_>, _>>()?;
+                claimed.sort_by(|a, b| (a.next_tick_at, a.id).cmp(&(b.next_tick_at, b.id)));
+                Ok(claimed)
+            }
+
+            async fn release_deployment(
+                &self,
+                id: Uuid,
+                owner: &str,
+                next_tick_at: Option<DateTime<Utc>>,
+            ) -> Result<(), DbError> {
+                let done = sqlx::query(
+                    "UPDATE deployments SET lease_owner = NULL, lease_expires_at = NULL, next_tick_at = $3 \
+                     WHERE id = $1 AND lease_owner = $2",
+                )
+                .bind($enc::id(id))
+                .bind(owner)
+                .bind($enc::ots(next_tick_at))
+                .execute(&self.pool)
+                .await
+                .map_err(ctx("releasing deployment lease"))?;
+                if done.rows_affected() == 0 {
+                    return Err(DbError::not_found("deployment leased to", format!("{owner}: {id}")));
+                }
+                Ok(())
+            }
+
+            async fn extend_lease(
+                &self,
+                id: Uuid,
+                owner: &str,
+                until: DateTime<Utc>,
+            ) -> Result<bool, DbError> {
+                let done = sqlx::query(
+                    "UPDATE deployments SET lease_expires_at = $3 WHERE id = $1 AND lease_owner = $2",
+                )
+                .bind($enc::id(id))
+                .bind(owner)
+                .bind($enc::ts(until))
+                .execute(&self.pool)
+                .await
+                .map_err(ctx("extending deployment lease"))?;
+                Ok(done.rows_affected() == 1)
+            }
+
+            async fn claimable_count(&self, now: DateTime<Utc>) -> Result<u64, DbError> {
+                let row = sqlx::query(
+                    "SELECT count(*) AS n FROM deployments WHERE status = 'active' \
+                     AND (next_tick_at IS NULL OR next_tick_at <= $1) \
+                     AND (lease_expires_at IS NULL OR lease_expires_at <= $1)",
+                )
+                .bind($enc::ts(now))
+                .fetch_one(&self.pool)
+                .await
+                .map_err(ctx("counting claimable deployments"))?;
+                codec::RowExt::count(&row, "n")
+            }
+
+            async fn mark_attempt(
+                &self,
+                deployment_id: Uuid,
+                owner: &str,
+                tick_at: DateTime<Utc>,
+            ) -> Result<Option<TickAttempt>, DbError> {
+                <$db as AttemptSql>::mark_attempt(&self.pool, deployment_id, owner, tick_at).await
+            }
+        }
+    };
+}
+
+pub(crate) use impl_lease;

@@ -1,0 +1,325 @@
+//! `NoteStore`: reflection notes (one active per scope, history kept) and reflection runs.
+/// Builds `WHERE`-clause text for a note scope; the next free parameter number is returned.
+pub(crate) fn scope_filter(scope: crate::NoteScope) -> (&'static str, u32) {
+    match scope {
+        crate::NoteScope::Deployment(_) => ("deployment_id = $1", 2),
+        crate::NoteScope::Skill { .. } => (
+            "deployment_id IS NULL AND skill_id = $1 AND skill_version = $2",
+            3,
+        ),
+    }
+}
+
+/// Is this the "second active note" unique violation a concurrent reflection causes?
+pub(crate) fn is_active_note_conflict(err: &crate::DbError) -> bool {
+    match err {
+        crate::DbError::Constraint {
+            kind: crate::ConstraintKind::Unique,
+            constraint,
+            ..
+        } => {
+            // PostgreSQL names the partial index; SQLite names its columns.
+            constraint.starts_with("reflection_notes_active")
+                || (constraint.starts_with("reflection_notes.")
+                    && constraint != "reflection_notes.id")
+        }
+        _ => false,
+    }
+}
+
+pub(crate) const NOTE_INSERT_ATTEMPTS: u32 = 5;
+
+pub(crate) fn validate_note(note: &crate::NewNote) -> Result<(), crate::DbError> {
+    crate::codec::check_len(
+        "lessons_text",
+        &note.lessons_text,
+        1,
+        types::MAX_LESSONS_CHARS,
+    )?;
+    if let Some(lint) = &note.lint {
+        crate::codec::check_len("lint reason", &lint.reason, 0, types::MAX_LINT_REASON_CHARS)?;
+    }
+    if note.window_start > note.window_end {
+        return Err(crate::DbError::Invalid {
+            what: "reflection window",
+            detail: format!(
+                "starts {} after it ends {}",
+                note.window_start, note.window_end
+            ),
+        });
+    }
+    if note.trades_considered < 0 {
+        return Err(crate::DbError::Invalid {
+            what: "trades_considered",
+            detail: format!("{} is negative", note.trades_considered),
+        });
+    }
+    Ok(())
+}
+
+macro_rules! impl_notes {
+    ($store:ty, $db:ty, $enc:ident, $begin:literal) => {
+        use crate::imp::notes::{is_active_note_conflict, scope_filter, validate_note, NOTE_INSERT_ATTEMPTS};
+
+        type Query<'q> = sqlx::query::Query<'q, $db, <$db as sqlx::Database>::Arguments<'q>>;
+
+        impl $store {
+            /// Binds a note scope's parameters (`$1`, and `$2` for a skill scope; see
+            /// [`scope_filter`]).
+            fn bind_scope(q: Query<'_>, scope: NoteScope) -> Query<'_> {
+                match scope {
+                    NoteScope::Deployment(d) => q.bind($enc::id(d)),
+                    NoteScope::Skill { skill_id, skill_version } => {
+                        q.bind($enc::id(skill_id)).bind(skill_version)
+                    }
+                }
+            }
+
+            /// One attempt at insert-and-supersede; a concurrent winner makes it fail with the
+            /// active-note unique violation, and the caller retries.
+            async fn try_insert_note(&self, note: &NewNote) -> Result<ReflectionNote, DbError> {
+                let scope = note.scope();
+                let (filter, next) = scope_filter(scope);
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning note insert"))?;
+                // A flagged note waits for review and displaces nothing.
+                let pending = note.lint.is_some();
+
+                // Write first (takes the write lock on SQLite, the row lock on PostgreSQL).
+                let supersede = format!(
+                    "UPDATE reflection_notes SET status = 'superseded', superseded_at = ${next} \
+                     WHERE {filter} AND status = 'active' AND generated_at <= ${next} RETURNING id"
+                );
+                let old = if pending {
+                    Vec::new()
+                } else {
+                    Self::bind_scope(sqlx::query(&supersede), scope)
+                        .bind($enc::ts(note.generated_at))
+                        .fetch_all(&mut *tx)
+                        .await
+                        .map_err(ctx("superseding active note"))?
+                };
+                if old.is_empty() && !pending {
+                    let newer = format!(
+                        "SELECT id FROM reflection_notes WHERE {filter} AND status = 'active' \
+                         AND generated_at > ${next}"
+                    );
+                    let newer = Self::bind_scope(sqlx::query(&newer), scope)
+                        .bind($enc::ts(note.generated_at))
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(ctx("checking for a newer note"))?;
+                    if let Some(row) = newer {
+                        return Err(DbError::Invalid {
+                            what: "reflection note",
+                            detail: format!(
+                                "generated at {} but the active note {} is newer",
+                                note.generated_at,
+                                codec::RowExt::uuid(&row, "id")?
+                            ),
+                        });
+                    }
+                }
+                sqlx::query(
+                    "INSERT INTO reflection_notes (id, skill_id, skill_version, deployment_id, status, \
+                     generated_at, window_start, window_end, trades_considered, lessons_text, model_used, \
+                     input_tokens, output_tokens, cost_usd, lint_flagged, lint_reason, created_at) \
+                     VALUES ($1, $2, $3, $4, $17, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+                )
+                .bind($enc::id(note.id))
+                .bind($enc::id(note.skill_id))
+                .bind(note.skill_version)
+                .bind($enc::oid(note.deployment_id))
+                .bind($enc::ts(note.generated_at))
+                .bind($enc::ts(note.window_start))
+                .bind($enc::ts(note.window_end))
+                .bind(note.trades_considered)
+                .bind(&note.lessons_text)
+                .bind(&note.model_used)
+                .bind(note.input_tokens)
+                .bind(note.output_tokens)
+                .bind($enc::odec(note.cost_usd))
+                .bind(note.lint.is_some())
+                .bind(note.lint.as_ref().map(|l| l.reason.as_str()))
+                .bind($enc::ts(Utc::now()))
+                .bind(if pending { "pending_review" } else { "active" })
+                .execute(&mut *tx)
+                .await
+                .map_err(ctx("inserting reflection note"))?;
+
+                for row in &old {
+                    sqlx::query("UPDATE reflection_notes SET superseded_by = $1 WHERE id = $2")
+                        .bind($enc::id(note.id))
+                        .bind($enc::id(codec::RowExt::uuid(row, "id")?))
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(ctx("linking superseded note"))?;
+                }
+                tx.commit().await.map_err(ctx("committing reflection note"))?;
+
+                Ok(ReflectionNote {
+                    id: note.id,
+                    skill_id: note.skill_id,
+                    skill_version: note.skill_version,
+                    deployment_id: note.deployment_id,
+                    status: if pending {
+                        types::NoteStatus::PendingReview
+                    } else {
+                        types::NoteStatus::Active
+                    },
+                    generated_at: note.generated_at,
+                    window_start: note.window_start,
+                    window_end: note.window_end,
+                    trades_considered: note.trades_considered,
+                    lessons_text: note.lessons_text.clone(),
+                    model_used: note.model_used.clone(),
+                    input_tokens: note.input_tokens,
+                    output_tokens: note.output_tokens,
+                    cost_usd: note.cost_usd,
+                    lint: note.lint.clone(),
+                    superseded_at: None,
+                    superseded_by: None,
+                    accepted_at: None,
+                })
+            }
+
+        }
+
+        impl NoteStore for $store {
+            async fn insert_note(&self, note: &NewNote) -> Result<ReflectionNote, DbError> {
+                validate_note(note)?;
+                for _ in 0..NOTE_INSERT_ATTEMPTS {
+                    match self.try_insert_note(note).await {
+                        Err(e) if is_active_note_conflict(&e) => continue,
+                        other => return other,
+                    }
+                }
+                Err(DbError::Contention {
+                    context: "inserting reflection note",
+                    attempts: NOTE_INSERT_ATTEMPTS,
+                })
+            }
+
+            async fn accept_note(&self, id: Uuid, at: DateTime<Utc>) -> Result<ReflectionNote, DbError> {
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning note accept"))?;
+                let row = sqlx::query("SELECT * FROM reflection_notes WHERE id = $1")
+                    .bind($enc::id(id))
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(ctx("reading note"))?
+                    .ok_or_else(|| DbError::not_found("reflection note", id))?;
+                let note = codec::note_from_row(&row)?;
+                if note.status != types::NoteStatus::PendingReview {
+                    return Err(DbError::Invalid {
+                        what: "reflection note",
+                        detail: format!("{id} is {}, not pending review", note.status.as_str()),
+                    });
+                }
+                let scope = match note.deployment_id {
+                    Some(d) => NoteScope::Deployment(d),
+                    None => NoteScope::Skill { skill_id: note.skill_id, skill_version: note.skill_version },
+                };
+                let (filter, next) = scope_filter(scope);
+                let supersede = format!(
+                    "UPDATE reflection_notes SET status = 'superseded', superseded_at = ${next}, \
+                     superseded_by = ${} WHERE {filter} AND status = 'active'",
+                    next + 1
+                );
+                Self::bind_scope(sqlx::query(&supersede), scope)
+                    .bind($enc::ts(at))
+                    .bind($enc::id(id))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(ctx("superseding active note"))?;
+                sqlx::query("UPDATE reflection_notes SET status = 'active', accepted_at = $1 WHERE id = $2")
+                    .bind($enc::ts(at))
+                    .bind($enc::id(id))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(ctx("accepting note"))?;
+                tx.commit().await.map_err(ctx("committing note accept"))?;
+                Ok(ReflectionNote {
+                    status: types::NoteStatus::Active,
+                    accepted_at: Some(at),
+                    ..note
+                })
+            }
+
+            async fn active_note(&self, scope: NoteScope, as_of: DateTime<Utc>) -> Result<Option<ReflectionNote>, DbError> {
+                let (filter, next) = scope_filter(scope);
+                let sql = format!(
+                    "SELECT * FROM reflection_notes WHERE {filter} AND status <> 'pending_review' \
+                     AND COALESCE(accepted_at, generated_at) <= ${next} \
+                     ORDER BY COALESCE(accepted_at, generated_at) DESC, created_at DESC LIMIT 1"
+                );
+                let row = Self::bind_scope(sqlx::query(&sql), scope)
+                    .bind($enc::ts(as_of))
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(ctx("reading note in force"))?;
+                row.as_ref().map(codec::note_from_row).transpose()
+            }
+
+            async fn note_history(&self, scope: NoteScope, limit: u32) -> Result<Vec<ReflectionNote>, DbError> {
+                let (filter, next) = scope_filter(scope);
+                let sql = format!(
+                    "SELECT * FROM reflection_notes WHERE {filter} \
+                     ORDER BY generated_at DESC, created_at DESC LIMIT ${next}"
+                );
+                let rows = Self::bind_scope(sqlx::query(&sql), scope)
+                    .bind(i64::from(limit))
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(ctx("reading note history"))?;
+                rows.iter().map(codec::note_from_row).collect()
+            }
+
+            async fn record_reflection_run(&self, run: &ReflectionRun) -> Result<(), DbError> {
+                let (outcome, error, note_id) = match &run.outcome {
+                    RunOutcome::Succeeded { note_id } => ("succeeded", None, *note_id),
+                    RunOutcome::Failed { error } => (
+                        "failed",
+                        Some(codec::truncate_chars(error, types::MAX_LESSONS_CHARS)),
+                        None,
+                    ),
+                };
+                sqlx::query(
+                    "INSERT INTO reflection_runs (id, skill_id, skill_version, deployment_id, started_at, \
+                     finished_at, outcome, error, note_id, model, input_tokens, output_tokens, cost_usd) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                )
+                .bind($enc::id(run.id))
+                .bind($enc::id(run.skill_id))
+                .bind(run.skill_version)
+                .bind($enc::oid(run.deployment_id))
+                .bind($enc::ts(run.started_at))
+                .bind($enc::ts(run.finished_at))
+                .bind(outcome)
+                .bind(error)
+                .bind($enc::oid(note_id))
+                .bind(&run.model)
+                .bind(run.input_tokens)
+                .bind(run.output_tokens)
+                .bind($enc::odec(run.cost_usd))
+                .execute(&self.pool)
+                .await
+                .map_err(ctx("inserting reflection run"))?;
+                Ok(())
+            }
+
+            async fn reflection_runs(&self, scope: NoteScope, limit: u32) -> Result<Vec<ReflectionRun>, DbError> {
+                let (filter, next) = scope_filter(scope);
+                let sql = format!(
+                    "SELECT * FROM reflection_runs WHERE {filter} ORDER BY started_at DESC, id LIMIT ${next}"
+                );
+                let rows = Self::bind_scope(sqlx::query(&sql), scope)
+                    .bind(i64::from(limit))
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(ctx("reading reflection runs"))?;
+                rows.iter().map(codec::run_from_row).collect()
+            }
+        }
+    };
+}
+
+pub(crate) use impl_notes;

@@ -1,0 +1,653 @@
+//! `TickStore`: a tick's snapshot, fills, ledger rows, links and runner state, in one
+//! transaction; batches of ticks; snapshot and runner-state reads.
+pub(crate) fn validate_tick(tick: &crate::TickRecord) -> Result<(), crate::DbError> {
+    let d = tick.snapshot.deployment_id;
+    if let Some(t) = tick.trades.iter().find(|t| t.deployment_id != d) {
+        return Err(crate::DbError::Invalid {
+            what: "tick record",
+            detail: format!(
+                "trade {} belongs to deployment {}, not {d}",
+                t.id, t.deployment_id
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// At most this many snapshot rows per `INSERT` statement of a batch (15 parameters each: 960
+/// in all, far below both backends' limits). One statement per row cost a round trip to the
+/// driver's worker each.
+pub(crate) const SNAPSHOT_CHUNK: usize = 64;
+
+/// Splits `rows` into statement sizes that are powers of two up to [`SNAPSHOT_CHUNK`]: a
+/// handful of statements, each prepared once and cached, serve every batch size.
+pub(crate) fn snapshot_chunks(mut rows: usize) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if rows == 0 {
+            return None;
+        }
+        let size = if rows >= SNAPSHOT_CHUNK {
+            SNAPSHOT_CHUNK
+        } else {
+            1 << rows.ilog2()
+        };
+        rows -= size;
+        Some(size)
+    })
+}
+
+/// `INSERT INTO decision_snapshots … VALUES (…), … ON CONFLICT DO NOTHING` for `rows` rows,
+/// with `$n` parameters when `numbered`, `?` otherwise, and `RETURNING id` when `returning`.
+pub(crate) fn snapshot_insert_sql(rows: usize, numbered: bool, returning: bool) -> String {
+    use std::fmt::Write as _;
+    const COLUMNS: usize = 15;
+    let mut sql = String::from(
+        "INSERT INTO decision_snapshots (id, deployment_id, tick_at, system_prompt, context, \
+         steps, proposal, verdict, model, finish_reason, input_tokens, output_tokens, \
+         cache_read_tokens, cache_write_tokens, cost_usd) VALUES ",
+    );
+    for r in 0..rows {
+        sql.push_str(if r == 0 { "(" } else { ", (" });
+        for c in 1..=COLUMNS {
+            if numbered {
+                let _ = write!(sql, "${}", r * COLUMNS + c);
+            } else {
+                sql.push('?');
+            }
+            sql.push_str(if c == COLUMNS { ")" } else { ", " });
+        }
+    }
+    sql.push_str(if returning {
+        " ON CONFLICT DO NOTHING RETURNING id"
+    } else {
+        " ON CONFLICT DO NOTHING"
+    });
+    sql
+}
+
+/// A tick's ledger rows, the closing ones first: a flip closes one row and opens another on
+/// the same symbol, and a symbol has at most one open row.
+pub(crate) fn closing_first(
+    trades: &[types::TradeRecord],
+) -> impl Iterator<Item = &types::TradeRecord> {
+    let closed = |t: &&types::TradeRecord| t.status == types::TradeStatus::Closed;
+    trades
+        .iter()
+        .filter(closed)
+        .chain(trades.iter().filter(move |t| !closed(t)))
+}
+
+/// Every tick of a batch is valid on its own, and no two ticks share a snapshot id or a
+/// deployment + time (the batch's rows are told apart by them).
+pub(crate) fn validate_batch(ticks: &[crate::TickRecord]) -> Result<(), crate::DbError> {
+    let mut ids = std::collections::HashSet::with_capacity(ticks.len());
+    let mut times = std::collections::HashSet::with_capacity(ticks.len());
+    for tick in ticks {
+        validate_tick(tick)?;
+        let s = &tick.snapshot;
+        if !ids.insert(s.id) || !times.insert((s.deployment_id, s.tick_at)) {
+            return Err(crate::DbError::Invalid {
+                what: "tick batch",
+                detail: format!(
+                    "two ticks of the batch share snapshot {} or deployment {} at {}",
+                    s.id, s.deployment_id, s.tick_at
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The ledger rows a batch of ticks writes, reduced to the last version of each row: an open
+/// row whose excursions move on every tick is written once per batch, not once per tick. Rows
+/// are written in the order of their last versions (closing rows first within a tick), which
+/// keeps "one open row per symbol" true at every step whenever writing every version in tick
+/// order would. A row written again after a tick of the batch closed it is refused, as the
+/// store refuses it across batches (closed rows are immutable).
+#[derive(Default)]
+pub(crate) struct BatchTrades<'a> {
+    /// Row id → (order of its last version, the version, the time of its tick).
+    last: std::collections::HashMap<
+        uuid::Uuid,
+        (usize, &'a types::TradeRecord, chrono::DateTime<chrono::Utc>),
+    >,
+    next: usize,
+}
+
+impl<'a> BatchTrades<'a> {
+    /// Adds one recorded tick's rows, after the earlier ticks' rows.
+    pub(crate) fn add(&mut self, tick: &'a crate::TickRecord) -> Result<(), crate::DbError> {
+        for t in closing_first(&tick.trades) {
+            if let Some((_, earlier, _)) = self.last.get(&t.id)
+                && earlier.status == types::TradeStatus::Closed
+            {
+                return Err(crate::DbError::Invalid {
+                    what: "trade_history row",
+                    detail: format!(
+                        "{} is closed (closed rows are immutable) or belongs to another deployment",
+                        t.id
+                    ),
+                });
+            }
+            self.last
+                .insert(t.id, (self.next, t, tick.snapshot.tick_at));
+            self.next += 1;
+        }
+        Ok(())
+    }
+
+    /// The rows to write, in order, each with the time of the tick that closed it (closed
+    /// rows only).
+    pub(crate) fn last_versions(
+        self,
+    ) -> Vec<(
+        &'a types::TradeRecord,
+        Option<chrono::DateTime<chrono::Utc>>,
+    )> {
+        let mut rows: Vec<_> = self.last.into_values().collect();
+        rows.sort_by_key(|(order, _, _)| *order);
+        rows.into_iter()
+            .map(|(_, t, at)| (t, (t.status == types::TradeStatus::Closed).then_some(at)))
+            .collect()
+    }
+}
+
+macro_rules! impl_tick {
+    ($store:ty, $db:ty, $enc:ident, $begin:literal) => {
+        use crate::imp::tick::{
+            closing_first, snapshot_chunks, snapshot_insert_sql, validate_batch, validate_tick,
+            BatchTrades,
+        };
+
+        impl $store {
+            /// Inserts the snapshots, in statements of the sizes `snapshot_chunks` gives; a row
+            /// whose id or deployment + time is already stored is skipped (a replay). Returns the
+            /// ids of the rows inserted.
+            ///
+            /// The statements have no `RETURNING`: on SQLite each returned row is a hop between
+            /// threads (sqlx's worker sends it to the caller), ≈13 % of a backtest's wall time.
+            /// The row count tells a lone snapshot apart; several are inserted under a savepoint,
+            /// and only when one of them was already stored does it roll back and insert them
+            /// again with `RETURNING` to learn which ones are new.
+            async fn insert_snapshots(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                snapshots: &[&DecisionSnapshot],
+            ) -> Result<HashSet<Uuid>, DbError> {
+                use sqlx::Acquire as _;
+                let all = || snapshots.iter().map(|s| s.id).collect::<HashSet<_>>();
+                if let [_] = snapshots {
+                    let (count, _) = Self::insert_snapshot_rows(&mut **tx, snapshots, false).await?;
+                    return Ok(if count == 1 { all() } else { HashSet::new() });
+                }
+                let mut savepoint = tx.begin().await.map_err(ctx("inserting decision snapshots"))?;
+                let (count, _) = Self::insert_snapshot_rows(&mut *savepoint, snapshots, false).await?;
+                if count == snapshots.len() as u64 {
+                    savepoint.commit().await.map_err(ctx("inserting decision snapshots"))?;
+                    return Ok(all());
+                }
+                savepoint.rollback().await.map_err(ctx("inserting decision snapshots"))?;
+                let (_, inserted) = Self::insert_snapshot_rows(&mut **tx, snapshots, true).await?;
+                Ok(inserted)
+            }
+
+            /// The `INSERT`s of [`insert_snapshots`](Self::insert_snapshots): the number of rows
+            /// inserted, and with `returning` their ids.
+            async fn insert_snapshot_rows(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                snapshots: &[&DecisionSnapshot],
+                returning: bool,
+            ) -> Result<(u64, HashSet<Uuid>), DbError> {
+                let mut count = 0;
+                let mut inserted = HashSet::new();
+                let mut rest = snapshots;
+                for size in snapshot_chunks(snapshots.len()) {
+                    let (chunk, tail) = rest.split_at(size);
+                    rest = tail;
+                    let sql = snapshot_insert_sql(size, $enc::NUMBERED_PARAMS, returning);
+                    let mut query = sqlx::query(&sql);
+                    for s in chunk {
+                        query = query
+                            .bind($enc::id(s.id))
+                            .bind($enc::id(s.deployment_id))
+                            .bind($enc::ts(s.tick_at))
+                            .bind(s.system_prompt.as_str())
+                            .bind(s.context.as_str())
+                            .bind(Json(&s.steps))
+                            .bind(s.proposal.as_ref().map(Json))
+                            .bind(Json(&s.verdict))
+                            .bind(s.model.as_str())
+                            .bind(s.finish_reason.as_deref())
+                            .bind(u64_to_i64("input tokens", s.usage.input)?)
+                            .bind(u64_to_i64("output tokens", s.usage.output)?)
+                            .bind(u64_to_i64("cache read tokens", s.usage.cache_read)?)
+                            .bind(u64_to_i64("cache write tokens", s.usage.cache_write)?)
+                            .bind($enc::dec(s.cost_usd));
+                    }
+                    if returning {
+                        let rows = query
+                            .fetch_all(&mut *conn)
+                            .await
+                            .map_err(ctx("inserting decision snapshots"))?;
+                        for row in &rows {
+                            inserted.insert(codec::RowExt::uuid(row, "id")?);
+                        }
+                        count += rows.len() as u64;
+                    } else {
+                        count += query
+                            .execute(&mut *conn)
+                            .await
+                            .map_err(ctx("inserting decision snapshots"))?
+                            .rows_affected();
+                    }
+                }
+                Ok((count, inserted))
+            }
+
+            /// The stored snapshot a replayed tick collided with (same id, or same deployment
+            /// and time).
+            async fn replayed_snapshot_id(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                s: &DecisionSnapshot,
+            ) -> Result<Uuid, DbError> {
+                let row = sqlx::query(
+                    "SELECT id FROM decision_snapshots WHERE id = $1 OR (deployment_id = $2 AND tick_at = $3)",
+                )
+                .bind($enc::id(s.id))
+                .bind($enc::id(s.deployment_id))
+                .bind($enc::ts(s.tick_at))
+                .fetch_one(&mut **tx)
+                .await
+                .map_err(ctx("reading replayed snapshot"))?;
+                codec::RowExt::uuid(&row, "id")
+            }
+
+            /// The runner state after the tick of `s`, only forward: a stored state of this or
+            /// a later tick wins and the whole tick is refused (its runner lost the deployment).
+            async fn write_runner_state(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                s: &DecisionSnapshot,
+                state: &serde_json::Value,
+            ) -> Result<(), DbError> {
+                let written = sqlx::query(
+                    "INSERT INTO live_runner_state (deployment_id, tick_at, state, updated_at) \
+                     VALUES ($1, $2, $3, $4) \
+                     ON CONFLICT (deployment_id) DO UPDATE \
+                     SET tick_at = excluded.tick_at, state = excluded.state, \
+                         updated_at = excluded.updated_at \
+                     WHERE live_runner_state.tick_at IS NULL \
+                        OR live_runner_state.tick_at < excluded.tick_at",
+                )
+                .bind($enc::id(s.deployment_id))
+                .bind($enc::ts(s.tick_at))
+                .bind(Json(state))
+                .bind($enc::ts(Utc::now()))
+                .execute(&mut **tx)
+                .await
+                .map_err(ctx("writing runner state"))?;
+                if written.rows_affected() == 0 {
+                    let row = sqlx::query(
+                        "SELECT tick_at FROM live_runner_state WHERE deployment_id = $1",
+                    )
+                    .bind($enc::id(s.deployment_id))
+                    .fetch_one(&mut **tx)
+                    .await
+                    .map_err(ctx("reading newer runner state"))?;
+                    let stored_tick_at = codec::RowExt::ts(&row, "tick_at")?;
+                    return Err(DbError::StaleState {
+                        deployment_id: s.deployment_id,
+                        tick_at: s.tick_at,
+                        stored_tick_at,
+                    });
+                }
+                Ok(())
+            }
+
+            async fn insert_fill(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                deployment_id: Uuid,
+                f: &Fill,
+            ) -> Result<(), DbError> {
+                sqlx::query(
+                    "INSERT INTO fills (deployment_id, broker_fill_id, symbol, side, qty, price, fee_usd, \
+                     time, snapshot_id, client_order_id, liquidation) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+                     ON CONFLICT (deployment_id, broker_fill_id) DO NOTHING",
+                )
+                .bind($enc::id(deployment_id))
+                .bind(&f.id)
+                .bind(&f.symbol)
+                .bind(codec::order_side_str(f.side))
+                .bind($enc::dec(f.qty))
+                .bind($enc::dec(f.price))
+                .bind($enc::dec(f.fee_usd))
+                .bind($enc::ts(f.time))
+                .bind($enc::oid(f.snapshot_id))
+                .bind(f.client_order_id.as_deref())
+                .bind(f.liquidation)
+                .execute(&mut **tx)
+                .await
+                .map_err(ctx("inserting fill"))?;
+                Ok(())
+            }
+
+            /// Inserts or updates one ledger row; a closed row (or another deployment's) is
+            /// refused. `closed_at` is the time of the tick that closed it.
+            async fn upsert_trade(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                t: &TradeRecord,
+                closed_at: Option<DateTime<Utc>>,
+                now: DateTime<Utc>,
+            ) -> Result<(), DbError> {
+                let done = sqlx::query(
+                    "INSERT INTO trade_history (id, deployment_id, skill_id, skill_version, symbol, side, \
+                     status, entry_tick_at, entry_price, entry_size_usd, entry_leverage, entry_reason, \
+                     entry_snapshot_id, entry_regime_tag, opened_qty, open_qty, exit_tick_at, exit_price, \
+                     exit_reason, exit_snapshot_id, close_kind, holding_minutes, realized_pnl_usd, \
+                     fees_usd, mfe_usd, mae_usd, exit_size_usd, broker_reconciled, closed_at, \
+                     created_at, updated_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+                     $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $30) \
+                     ON CONFLICT (id) DO UPDATE SET \
+                     status = excluded.status, entry_tick_at = excluded.entry_tick_at, \
+                     entry_price = excluded.entry_price, entry_size_usd = excluded.entry_size_usd, \
+                     entry_leverage = excluded.entry_leverage, entry_reason = excluded.entry_reason, \
+                     entry_snapshot_id = excluded.entry_snapshot_id, \
+                     entry_regime_tag = excluded.entry_regime_tag, opened_qty = excluded.opened_qty, \
+                     open_qty = excluded.open_qty, exit_tick_at = excluded.exit_tick_at, \
+                     exit_price = excluded.exit_price, exit_reason = excluded.exit_reason, \
+                     exit_snapshot_id = excluded.exit_snapshot_id, close_kind = excluded.close_kind, \
+                     holding_minutes = excluded.holding_minutes, \
+                     realized_pnl_usd = excluded.realized_pnl_usd, fees_usd = excluded.fees_usd, \
+                     mfe_usd = excluded.mfe_usd, mae_usd = excluded.mae_usd, \
+                     exit_size_usd = excluded.exit_size_usd, \
+                     broker_reconciled = excluded.broker_reconciled, \
+                     closed_at = CASE WHEN excluded.status = 'closed' \
+                         THEN COALESCE(trade_history.closed_at, excluded.closed_at) ELSE NULL END, \
+                     updated_at = excluded.updated_at \
+                     WHERE trade_history.status = 'open' \
+                     AND trade_history.deployment_id = excluded.deployment_id",
+                )
+                .bind($enc::id(t.id))
+                .bind($enc::id(t.deployment_id))
+                .bind($enc::id(t.skill_id))
+                .bind(t.skill_version)
+                .bind(&t.symbol)
+                .bind(codec::side_str(t.side))
+                .bind(t.status.as_str())
+                .bind($enc::ts(t.entry_tick_at))
+                .bind($enc::dec(t.entry_price))
+                .bind($enc::dec(t.entry_size_usd))
+                .bind($enc::odec(t.entry_leverage))
+                .bind(t.entry_reason.as_deref())
+                .bind($enc::oid(t.entry_snapshot_id))
+                .bind(t.entry_regime_tag.map(|r| r.as_str()))
+                .bind($enc::dec(t.opened_qty))
+                .bind($enc::dec(t.open_qty))
+                .bind($enc::ots(t.exit_tick_at))
+                .bind($enc::odec(t.exit_price))
+                .bind(t.exit_reason.as_deref())
+                .bind($enc::oid(t.exit_snapshot_id))
+                .bind(t.close_kind.map(|k| k.as_str()))
+                .bind($enc::odec(t.holding_minutes))
+                .bind($enc::dec(t.realized_pnl_usd))
+                .bind($enc::dec(t.fees_usd))
+                .bind($enc::dec(t.mfe_usd))
+                .bind($enc::dec(t.mae_usd))
+                .bind($enc::dec(t.exit_size_usd))
+                .bind(t.broker_reconciled)
+                .bind($enc::ots(closed_at))
+                .bind($enc::ts(now))
+                .execute(&mut **tx)
+                .await
+                .map_err(ctx("upserting trade_history row"))?;
+                if done.rows_affected() == 0 {
+                    return Err(DbError::Invalid {
+                        what: "trade_history row",
+                        detail: format!(
+                            "{} is closed (closed rows are immutable) or belongs to another deployment",
+                            t.id
+                        ),
+                    });
+                }
+                Ok(())
+            }
+
+            async fn link_fill(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                deployment_id: Uuid,
+                link: &FillTradeLink,
+            ) -> Result<(), DbError> {
+                let done = sqlx::query(
+                    "UPDATE fills SET trade_id = $3, flip_trade_id = $4 \
+                     WHERE deployment_id = $1 AND broker_fill_id = $2",
+                )
+                .bind($enc::id(deployment_id))
+                .bind(&link.broker_fill_id)
+                .bind($enc::id(link.trade_id))
+                .bind($enc::oid(link.flip_trade_id))
+                .execute(&mut **tx)
+                .await
+                .map_err(ctx("linking fill to trade"))?;
+                if done.rows_affected() == 0 {
+                    return Err(DbError::Invalid {
+                        what: "fill link",
+                        detail: format!(
+                            "fill {} of deployment {} is not stored",
+                            link.broker_fill_id, deployment_id
+                        ),
+                    });
+                }
+                Ok(())
+            }
+
+            /// One tick's rows inside the caller's transaction (see `TickStore::record_tick`),
+            /// the deployment's equity aside. A replayed tick writes nothing.
+            async fn write_tick(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                tick: &TickRecord,
+            ) -> Result<TickOutcome, DbError> {
+                let s = &tick.snapshot;
+                if Self::insert_snapshots(tx, &[s]).await?.is_empty() {
+                    let snapshot_id = Self::replayed_snapshot_id(tx, s).await?;
+                    return Ok(TickOutcome::AlreadyRecorded { snapshot_id });
+                }
+                if let Some(state) = &tick.runner_state {
+                    Self::write_runner_state(tx, s, state).await?;
+                }
+                for f in &tick.fills {
+                    Self::insert_fill(tx, s.deployment_id, f).await?;
+                }
+                // Closing rows first: a flip closes one row and opens another on the same symbol.
+                let now = Utc::now();
+                for t in closing_first(&tick.trades) {
+                    let closed_at = (t.status == TradeStatus::Closed).then_some(s.tick_at);
+                    Self::upsert_trade(tx, t, closed_at, now).await?;
+                }
+                for link in &tick.links {
+                    Self::link_fill(tx, s.deployment_id, link).await?;
+                }
+                Ok(TickOutcome::Recorded { snapshot_id: s.id })
+            }
+
+            async fn write_equity(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                deployment_id: Uuid,
+                equity: Decimal,
+            ) -> Result<(), DbError> {
+                sqlx::query("UPDATE deployments SET equity_usd = $2 WHERE id = $1")
+                    .bind($enc::id(deployment_id))
+                    .bind($enc::dec(equity))
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(ctx("updating deployment equity"))?;
+                Ok(())
+            }
+        }
+
+        impl TickStore for $store {
+            async fn record_tick(&self, tick: &TickRecord) -> Result<TickOutcome, DbError> {
+                validate_tick(tick)?;
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning tick"))?;
+                let outcome = Self::write_tick(&mut tx, tick).await?;
+                match (outcome, tick.equity_usd) {
+                    (TickOutcome::Recorded { .. }, Some(equity)) => {
+                        Self::write_equity(&mut tx, tick.snapshot.deployment_id, equity).await?;
+                    }
+                    (TickOutcome::Recorded { .. }, None) => {}
+                    (TickOutcome::AlreadyRecorded { .. }, _) => {
+                        tx.rollback().await.map_err(ctx("ending replayed tick"))?;
+                        return Ok(outcome);
+                    }
+                }
+                tx.commit().await.map_err(ctx("committing tick"))?;
+                Ok(outcome)
+            }
+
+            async fn record_ticks(&self, ticks: &[TickRecord]) -> Result<Vec<TickOutcome>, DbError> {
+                validate_batch(ticks)?;
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning ticks"))?;
+                let snapshots: Vec<&DecisionSnapshot> = ticks.iter().map(|t| &t.snapshot).collect();
+                let inserted = Self::insert_snapshots(&mut tx, &snapshots).await?;
+                let mut outcomes = Vec::with_capacity(ticks.len());
+                let mut trades = BatchTrades::default();
+                // Per deployment, the equity of its last recorded tick that carries one.
+                let mut equity: Vec<(Uuid, Decimal)> = Vec::new();
+                for tick in ticks {
+                    let s = &tick.snapshot;
+                    if !inserted.contains(&s.id) {
+                        let snapshot_id = Self::replayed_snapshot_id(&mut tx, s).await?;
+                        outcomes.push(TickOutcome::AlreadyRecorded { snapshot_id });
+                        continue;
+                    }
+                    if let Some(state) = &tick.runner_state {
+                        Self::write_runner_state(&mut tx, s, state).await?;
+                    }
+                    for f in &tick.fills {
+                        Self::insert_fill(&mut tx, s.deployment_id, f).await?;
+                    }
+                    trades.add(tick)?;
+                    if let Some(e) = tick.equity_usd {
+                        match equity.iter_mut().find(|(id, _)| *id == s.deployment_id) {
+                            Some(slot) => slot.1 = e,
+                            None => equity.push((s.deployment_id, e)),
+                        }
+                    }
+                    outcomes.push(TickOutcome::Recorded { snapshot_id: s.id });
+                }
+                let now = Utc::now();
+                for (t, closed_at) in trades.last_versions() {
+                    Self::upsert_trade(&mut tx, t, closed_at, now).await?;
+                }
+                for (tick, outcome) in ticks.iter().zip(&outcomes) {
+                    if matches!(outcome, TickOutcome::Recorded { .. }) {
+                        for link in &tick.links {
+                            Self::link_fill(&mut tx, tick.snapshot.deployment_id, link).await?;
+                        }
+                    }
+                }
+                for (d, e) in equity {
+                    Self::write_equity(&mut tx, d, e).await?;
+                }
+                tx.commit().await.map_err(ctx("committing ticks"))?;
+                Ok(outcomes)
+            }
+
+            async fn get_snapshot(&self, id: Uuid) -> Result<DecisionSnapshot, DbError> {
+                let row = sqlx::query("SELECT * FROM decision_snapshots WHERE id = $1")
+                    .bind($enc::id(id))
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(ctx("reading decision snapshot"))?
+                    .ok_or_else(|| DbError::not_found("decision snapshot", id))?;
+                codec::snapshot_from_row(&row)
+            }
+
+            async fn last_snapshot_before(
+                &self,
+                deployment_id: Uuid,
+                before: DateTime<Utc>,
+            ) -> Result<Option<DecisionSnapshot>, DbError> {
+                let row = sqlx::query(
+                    "SELECT * FROM decision_snapshots WHERE deployment_id = $1 AND tick_at < $2 \
+                     ORDER BY tick_at DESC LIMIT 1",
+                )
+                .bind($enc::id(deployment_id))
+                .bind($enc::ts(before))
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(ctx("reading last decision snapshot"))?;
+                row.as_ref().map(codec::snapshot_from_row).transpose()
+            }
+
+            async fn runner_state(&self, deployment_id: Uuid) -> Result<Option<StoredRunnerState>, DbError> {
+                let row = sqlx::query(
+                    "SELECT deployment_id, tick_at, state FROM live_runner_state \
+                     WHERE deployment_id = $1 AND tick_at IS NOT NULL",
+                )
+                .bind($enc::id(deployment_id))
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(ctx("reading runner state"))?;
+                row.as_ref()
+                    .map(|r| {
+                        Ok(StoredRunnerState {
+                            deployment_id: codec::RowExt::uuid(r, "deployment_id")?,
+                            tick_at: codec::RowExt::ts(r, "tick_at")?,
+                            state: codec::RowExt::json(r, "state")?,
+                        })
+                    })
+                    .transpose()
+            }
+
+            async fn list_snapshots(&self, deployment_id: Uuid, limit: u32) -> Result<Vec<DecisionSnapshot>, DbError> {
+                let rows = sqlx::query(
+                    "SELECT * FROM decision_snapshots WHERE deployment_id = $1 ORDER BY tick_at DESC LIMIT $2",
+                )
+                .bind($enc::id(deployment_id))
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(ctx("listing decision snapshots"))?;
+                rows.iter().map(codec::snapshot_from_row).collect()
+            }
+        }
+    };
+}
+
+pub(crate) use impl_tick;
+
+#[cfg(test)]
+mod tests {
+    use super::{SNAPSHOT_CHUNK, snapshot_chunks, snapshot_insert_sql};
+
+    #[test]
+    fn batches_split_into_cached_power_of_two_statements() {
+        let split = |n| snapshot_chunks(n).collect::<Vec<_>>();
+        assert_eq!(split(0), Vec::<usize>::new());
+        assert_eq!(split(1), vec![1]);
+        // 141 = 64 + 64 + 8 + 4 + 1
+        assert_eq!(split(141), vec![64, 64, 8, 4, 1]);
+        assert_eq!(split(256), vec![64; 4]);
+        for n in 0..300 {
+            let sizes = split(n);
+            assert_eq!(sizes.iter().sum::<usize>(), n);
+            assert!(
+                sizes
+                    .iter()
+                    .all(|s| s.is_power_of_two() && *s <= SNAPSHOT_CHUNK)
+            );
+        }
+    }
+
+    #[test]
+    fn insert_sql_numbers_parameters_only_when_asked() {
+        let numbered = snapshot_insert_sql(2, true, true);
+        assert!(numbered.contains("($1, $2, $3,"));
+        assert!(numbered.contains("$15), ($16,"));
+        assert!(numbered.ends_with("$30) ON CONFLICT DO NOTHING RETURNING id"));
+        let anonymous = snapshot_insert_sql(2, false, false);
+        assert_eq!(anonymous.matches('?').count(), 30);
+        assert!(!anonymous.contains('$'));
+        assert!(anonymous.ends_with("?) ON CONFLICT DO NOTHING"));
+    }
+}

@@ -1,0 +1,55 @@
+//! The market data of a tick: Hyperliquid candles, closed bars only.
+
+use chrono::{DateTime, Utc};
+use hyperliquid::InfoClient;
+use skill_schema::Skill;
+use tools::Preloaded;
+use types::Interval;
+
+use super::RunError;
+use crate::schedule::bar_length;
+
+/// Most candles asked for in one candleSnapshot request (the exchange serves at most 5000).
+const MAX_CANDLES: i64 = 5000;
+
+/// The closed bars a tick at `tick_at` needs: the skill's lookback (and every bar since the
+/// last tick, for MFE/MAE and the paper broker) at its interval, the lookback at each higher
+/// timeframe. Bars closing after `tick_at` (the forming one) are dropped.
+pub(super) async fn fetch_market(
+    info: &InfoClient,
+    skill: &Skill,
+    tick_at: DateTime<Utc>,
+    last_tick_at: Option<DateTime<Utc>>,
+) -> Result<Preloaded, RunError> {
+    let interval = skill.context.bars_interval;
+    let lookback = i64::from(skill.context.bars_lookback.max(1));
+    let since = last_tick_at
+        .map(|l| (tick_at - l).num_minutes() / interval.minutes().max(1))
+        .unwrap_or(0)
+        .max(0);
+    let mut market = Preloaded::new();
+    let mut wanted: Vec<(Interval, i64)> = vec![(interval, lookback.max(since))];
+    for h in skill.context.effective_higher_timeframes() {
+        wanted.push((h, lookback));
+    }
+    for symbol in &skill.context.symbols {
+        for (iv, n) in &wanted {
+            let n = (n + 2).min(MAX_CANDLES);
+            let start = tick_at - bar_length(*iv) * i32::try_from(n).unwrap_or(i32::MAX);
+            let bars = info
+                .candle_snapshot(symbol, *iv, start, tick_at)
+                .await
+                .map_err(|source| RunError::Market {
+                    symbol: symbol.clone(),
+                    interval: iv.as_str(),
+                    source,
+                })?;
+            let closed = bars
+                .into_iter()
+                .filter(|b| b.close_time(*iv) <= tick_at)
+                .collect();
+            market.insert_bars(symbol, *iv, closed);
+        }
+    }
+    Ok(market)
+}

@@ -1,0 +1,254 @@
+//! The tick loop: lease due deployments, tick each one concurrently, release with the next bar
+//! close.
+//!
+//! One loop iteration claims at most as many deployments as there are free slots (a
+//! [`Semaphore`] of `concurrency` permits), so a runner never holds a lease it cannot start.
+//! Every claimed deployment ticks in its own task: a slow model delays only its own
+//! deployment. While a tick runs, its lease is extended every third of the lease (heartbeat);
+//! a runner that dies stops heartbeating, its leases expire and another runner claims them.
+//!
+//! A tick is executed at most once per (deployment, bar close): the store records a tick and
+//! the runner state after it in one transaction, idempotently (`record_tick`), the state only
+//! moves forward, and a deployment whose state already holds the due tick is released without
+//! running it again.
+//!
+//! Reflection is off the tick path: a tick only checks the cadence; a due reflection is handed,
+//! after the tick released its lease, to a worker of its own (at most
+//! [`RunnerConfig::reflection_concurrency`] at once, one per deployment), which calls
+//! [`tick::run_due_reflection`]. A slow or failed reflection never delays or fails a tick; a
+//! shutdown waits for the reflections in flight; one lost with its process leaves nothing
+//! stored, so the cadence finds it due again at the deployment's next tick.
+//!
+//! Files: the runner's configuration and shared parts (here), the claim loop ([`tick_loop`]),
+//! one deployment's tick ([`deployment`]), the market data it fetches ([`market`]), the parsed
+//! skills it keeps ([`skills`]) and the reflection worker ([`reflections`]).
+
+mod deployment;
+mod market;
+mod reflections;
+mod skills;
+mod tick_loop;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_runtime::{LanguageModel, ModelError, builtin_model};
+use chrono::{DateTime, Utc};
+use db::{DbError, Store};
+use execution_engine::BrokerError;
+use hyperliquid::{ClientConfig, HlError, InfoClient};
+use skill_schema::Skill;
+use tick::{BrokerUnavailable, TickOutcome};
+use types::Clock;
+use uuid::Uuid;
+
+pub use self::reflections::ReflectionJob;
+use self::skills::SkillCache;
+use crate::hl_broker::HlBrokerError;
+use crate::metrics::Metrics;
+use crate::state::StateError;
+
+/// Turns a model id (the skill's `model`, or its reflection model) into a model.
+pub type ModelResolver =
+    Arc<dyn Fn(&str, &Skill) -> Result<Arc<dyn LanguageModel>, ModelError> + Send + Sync>;
+
+/// The production resolver: providers from the process environment, `builtin/…` offline
+/// models.
+#[must_use]
+pub fn default_resolver() -> ModelResolver {
+    Arc::new(|id: &str, skill: &Skill| model_providers_resolve(id, skill))
+}
+
+fn model_providers_resolve(id: &str, skill: &Skill) -> Result<Arc<dyn LanguageModel>, ModelError> {
+    providers::resolve_model(id, &providers::process_env, &|m: &str| {
+        builtin_model(m, skill).ok_or_else(|| ModelError::UnknownModel(m.to_owned()))
+    })
+}
+
+/// Reads an environment variable (the process environment in production; tests inject one).
+pub use types::EnvLookup;
+
+/// The process environment, shared.
+#[must_use]
+pub fn process_env() -> Arc<dyn EnvLookup> {
+    Arc::new(types::process_env)
+}
+
+/// How the runner behaves.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// This process's lease owner name (unique per process).
+    pub owner: String,
+    /// Most ticks in flight at once.
+    pub concurrency: usize,
+    /// How long a claimed lease lasts without a heartbeat.
+    pub lease_for: chrono::Duration,
+    /// How often the loop looks for due deployments when idle.
+    pub poll: Duration,
+    /// When a failed tick is tried again.
+    pub retry_after: chrono::Duration,
+    /// Process what is due now, then return.
+    pub once: bool,
+    /// Most reflections in flight at once (off the tick path; they never hold a tick slot).
+    pub reflection_concurrency: usize,
+}
+
+impl RunnerConfig {
+    /// Defaults for `owner`: 8 ticks and 2 reflections at once, a 4-minute lease (2× a 2-minute
+    /// tick budget), 5 s polling, a failed tick retried after 30 s.
+    #[must_use]
+    pub fn new(owner: impl Into<String>) -> Self {
+        RunnerConfig {
+            owner: owner.into(),
+            concurrency: 8,
+            lease_for: chrono::Duration::minutes(4),
+            poll: Duration::from_secs(5),
+            retry_after: chrono::Duration::seconds(30),
+            once: false,
+            reflection_concurrency: 2,
+        }
+    }
+}
+
+/// A lease owner name unique to this process: `hostname:pid:uuid`.
+#[must_use]
+pub fn process_owner() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown-host".to_owned());
+    format!("{host}:{}:{}", std::process::id(), Uuid::new_v4())
+}
+
+/// Why a runner cannot start or a tick failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("live-runner needs PostgreSQL (leases, runner state); got a {0} store")]
+    NotPostgres(&'static str),
+    #[error("store: {0}")]
+    Db(#[from] DbError),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error("skill {skill_id} v{version}: the stored body is not a valid skill: {message}")]
+    Skill {
+        skill_id: Uuid,
+        version: i32,
+        message: String,
+    },
+    #[error("model {model}: {source}")]
+    Model {
+        model: String,
+        #[source]
+        source: ModelError,
+    },
+    #[error("Hyperliquid candles of {symbol} {interval}: {source}")]
+    Market {
+        symbol: String,
+        interval: &'static str,
+        #[source]
+        source: HlError,
+    },
+    #[error("deployment {deployment}: broker config: {message}")]
+    BrokerConfig { deployment: Uuid, message: String },
+    #[error("deployment {deployment}: Hyperliquid broker: {source}")]
+    Exchange {
+        deployment: Uuid,
+        #[source]
+        source: HlBrokerError,
+    },
+    #[error(transparent)]
+    BrokerUnavailable(#[from] BrokerUnavailable),
+    #[error("paper broker: {0}")]
+    Broker(#[from] BrokerError),
+    #[error("restoring the tick state: {0}")]
+    Restore(#[from] tick::RestoreError),
+    #[error("tick: {0}")]
+    Tick(#[from] tick::TickError),
+}
+
+/// What happened to one claimed deployment.
+#[derive(Debug)]
+pub enum Done {
+    /// The tick ran (`outcome.recorded` false: the store already held it). A due reflection
+    /// comes with what it needs to run on the reflection worker.
+    Ticked {
+        outcome: Box<TickOutcome>,
+        next: DateTime<Utc>,
+        reflection: Option<Box<ReflectionJob>>,
+    },
+    /// The runner state already holds the due tick: nothing ran.
+    AlreadyDone { next: DateTime<Utc> },
+}
+
+/// A runner process's shared parts.
+pub struct Runner {
+    store: Store,
+    info: InfoClient,
+    clock: Arc<dyn Clock>,
+    resolver: ModelResolver,
+    metrics: Metrics,
+    config: RunnerConfig,
+    env: Arc<dyn EnvLookup>,
+    exchange_http: ClientConfig,
+    /// Parsed and validated skills by (skill id, version).
+    skills: Mutex<SkillCache>,
+}
+
+impl Runner {
+    /// A runner over a PostgreSQL `store` (migrated by [`db::connect`]: the runner-state table
+    /// is one of the store's).
+    ///
+    /// # Errors
+    /// [`RunError::NotPostgres`] for a SQLite store.
+    pub async fn new(
+        store: Store,
+        info: InfoClient,
+        clock: Arc<dyn Clock>,
+        resolver: ModelResolver,
+        metrics: Metrics,
+        config: RunnerConfig,
+    ) -> Result<Self, RunError> {
+        if let Store::Sqlite(_) = &store {
+            return Err(RunError::NotPostgres(store.backend_name()));
+        }
+        Ok(Runner {
+            store,
+            info,
+            clock,
+            resolver,
+            metrics,
+            config,
+            env: process_env(),
+            exchange_http: ClientConfig::new(hyperliquid::MAINNET_URL),
+            skills: Mutex::new(SkillCache::new(skills::CAPACITY)),
+        })
+    }
+
+    /// Reads the exchange deployments' private keys through `env` instead of the process
+    /// environment.
+    #[must_use]
+    pub fn with_env(mut self, env: Arc<dyn EnvLookup>) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// Timeouts and retries of the exchange deployments' Hyperliquid clients (the base URL
+    /// comes from each deployment's config).
+    #[must_use]
+    pub fn with_exchange_http(mut self, http: ClientConfig) -> Self {
+        self.exchange_http = http;
+        self
+    }
+
+    #[must_use]
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    #[must_use]
+    pub fn owner(&self) -> &str {
+        &self.config.owner
+    }
+}

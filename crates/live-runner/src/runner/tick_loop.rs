@@ -1,0 +1,191 @@
+//! The claim loop: lease due deployments while slots are free, tick each in a task of its own
+//! with a lease heartbeat, release it with its next tick time, hand due reflections to the
+//! reflection worker.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use db::{DbError, LeaseStore};
+use tick::{ReflectionCheck, TickOutcome};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use types::Verdict;
+
+use super::reflections::{ReflectionJob, Reflections};
+use super::{Done, RunError, Runner};
+
+impl Runner {
+    /// Runs until `shutdown` resolves (then finishes the ticks and reflections in flight and
+    /// returns) or, with `once`, until nothing is due and nothing is in flight.
+    ///
+    /// Dropping the returned future aborts every tick and reflection in flight (their leases
+    /// then expire; a lost reflection is found due again at the deployment's next tick).
+    ///
+    /// # Errors
+    /// With `once`, a failed claim; otherwise the loop logs claim failures and retries.
+    pub async fn run(self: Arc<Self>, shutdown: impl Future<Output = ()>) -> Result<(), RunError> {
+        let slots = Arc::new(Semaphore::new(self.config.concurrency.max(1)));
+        let mut tasks: JoinSet<Option<Box<ReflectionJob>>> = JoinSet::new();
+        let mut reflections = Reflections::new(self.config.reflection_concurrency);
+        let mut stopping = false;
+        tokio::pin!(shutdown);
+        loop {
+            if !stopping {
+                let free = slots.available_permits();
+                if free > 0 {
+                    let limit = u32::try_from(free.min(1000)).unwrap_or(1000);
+                    let now = self.clock.now();
+                    match self
+                        .store
+                        .claim_due_deployments(
+                            &self.config.owner,
+                            now,
+                            self.config.lease_for,
+                            limit,
+                        )
+                        .await
+                    {
+                        Ok(claimed) => {
+                            if claimed.is_empty() && tasks.is_empty() && self.config.once {
+                                // A concurrent claimer's locks make a claim come back short;
+                                // only stop when nothing claimable is left (and the reflections
+                                // in flight are done).
+                                if self.store.claimable_count(now).await? > 0 {
+                                    tokio::time::sleep(Duration::from_millis(20)).await;
+                                    continue;
+                                }
+                                if reflections.is_empty() {
+                                    break;
+                                }
+                            }
+                            for d in claimed {
+                                let Ok(permit) = slots.clone().acquire_owned().await else {
+                                    break;
+                                };
+                                let me = self.clone();
+                                tasks.spawn(async move {
+                                    let _slot = permit;
+                                    me.process(d).await
+                                });
+                            }
+                        }
+                        Err(e) if self.config.once => return Err(e.into()),
+                        Err(e) => tracing::warn!(error = %e, "claiming due deployments failed"),
+                    }
+                }
+            }
+            if stopping && tasks.is_empty() && reflections.is_empty() {
+                break;
+            }
+            let idle = !self.config.once || (tasks.is_empty() && reflections.is_empty());
+            tokio::select! {
+                () = &mut shutdown, if !stopping => {
+                    tracing::info!(
+                        ticks = tasks.len(),
+                        reflections = reflections.len(),
+                        "shutting down: finishing the ticks and reflections in flight"
+                    );
+                    stopping = true;
+                }
+                Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
+                    match joined {
+                        Ok(Some(job)) if stopping => tracing::info!(
+                            deployment = %job.deployment.deployment_id,
+                            at = %job.due.at,
+                            "shutting down: the due reflection is left to the next tick"
+                        ),
+                        Ok(Some(job)) => reflections.spawn(&self, *job),
+                        Ok(None) => {}
+                        Err(e) => tracing::error!(error = %e, "a tick task panicked"),
+                    }
+                }
+                Some(joined) = reflections.set.join_next_with_id(), if !reflections.is_empty() => {
+                    reflections.finished(joined);
+                }
+                () = tokio::time::sleep(self.config.poll), if idle => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Ticks one claimed deployment (with a lease heartbeat) and releases it; returns the
+    /// reflection the tick found due, for the reflection worker.
+    async fn process(&self, d: db::Deployment) -> Option<Box<ReflectionJob>> {
+        let started = Instant::now();
+        let heartbeat = (self.config.lease_for / 3)
+            .to_std()
+            .unwrap_or(Duration::from_secs(60))
+            .max(Duration::from_millis(100));
+        let tick = self.tick_deployment(&d);
+        tokio::pin!(tick);
+        let result = loop {
+            tokio::select! {
+                r = &mut tick => break r,
+                () = tokio::time::sleep(heartbeat) => {
+                    let until = self.clock.now() + self.config.lease_for;
+                    match self.store.extend_lease(d.id, &self.config.owner, until).await {
+                        Ok(true) => {}
+                        Ok(false) => tracing::warn!(deployment = %d.id, "lease lost while ticking"),
+                        Err(e) => tracing::warn!(deployment = %d.id, error = %e, "heartbeat failed"),
+                    }
+                }
+            }
+        };
+        let now = self.clock.now();
+        let mut job = None;
+        let (label, next) = match result {
+            Ok(Done::Ticked {
+                outcome,
+                next,
+                reflection,
+            }) => {
+                self.observe(&outcome);
+                tracing::info!(
+                    deployment = %d.id,
+                    tick_at = %outcome.tick_at,
+                    recorded = outcome.recorded,
+                    verdict = tick::backtest::verdict_kind(&outcome.verdict),
+                    "tick"
+                );
+                job = reflection;
+                let label = if outcome.recorded {
+                    "recorded"
+                } else {
+                    "already_recorded"
+                };
+                (label, next)
+            }
+            Ok(Done::AlreadyDone { next }) => ("skipped_done", next),
+            Err(e) => {
+                tracing::error!(deployment = %d.id, error = %e, "tick failed; will retry");
+                ("failed", now + self.config.retry_after)
+            }
+        };
+        self.metrics.tick(label, started.elapsed());
+        match self
+            .store
+            .release_deployment(d.id, &self.config.owner, Some(next))
+            .await
+        {
+            Ok(()) => {}
+            Err(DbError::NotFound { .. }) => {
+                self.metrics.lease_lost();
+                tracing::warn!(deployment = %d.id, "the lease was taken over before release");
+            }
+            Err(e) => tracing::error!(deployment = %d.id, error = %e, "releasing the lease failed"),
+        }
+        job
+    }
+
+    fn observe(&self, outcome: &TickOutcome) {
+        if let Verdict::Rejected { rule, .. } = &outcome.verdict {
+            self.metrics.rejection(rule.as_str());
+        }
+        // A due reflection is counted by the worker when it ends.
+        if let ReflectionCheck::Invalid { reason } = &outcome.reflection {
+            tracing::warn!(reason, "the skill's reflection settings are invalid");
+            self.metrics.reflection("failed");
+        }
+    }
+}
