@@ -8,9 +8,9 @@
 //!
 //! Contracts:
 //! - **Deterministic.** Identical inputs give byte-identical text: no map iteration order, no
-//!   floats, no locale, no wall clock. Decimals are printed by rules written here (a symbol's
-//!   prices all carry the largest number of decimals among its bars, so EURUSD `1.07219` keeps
-//!   its five; money is fixed at 2 decimals; ratios at 2).
+//!   floats, no locale, no wall clock. Numbers, money and times are written in the styles of
+//!   [`types::text`] (money `$12,500.00`); a symbol's bar prices all carry the largest number
+//!   of decimals among its bars, so EURUSD `1.07219` keeps its five; ratios have 2 decimals.
 //! - **Point in time.** Everything is re-checked against `ctx.now` whatever the sources
 //!   return: a bar is shown only if it *closed* (`time + interval`) at or before `now`; news only
 //!   if published in `[now − lookback, now]`; events only if scheduled in `(now, now + lookahead]`.
@@ -28,14 +28,15 @@ use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 
-use chrono::{DateTime, Datelike, Duration, Timelike, Utc};
+use chrono::{DateTime, Datelike, Duration, Utc};
 use rust_decimal::Decimal;
 use serde::Serialize;
 use skill_schema::Skill;
 use tools::{
     BarsWindow, DataError, LastDecisionSnapshot, OpenOrder, SeriesOrigin, ToolContext,
-    UpcomingEvent, news_window, one_line, pct, push_decimal, push_fixed, push_one_line, push_uint,
+    UpcomingEvent, news_window, one_line, pct, push_one_line,
 };
+use types::text;
 use types::{Bar, Interval, PortfolioSnapshot, Position, RegimeTag, classify_regime};
 
 /// Higher-timeframe bars fetched per timeframe (the regime window of `classify_regime`).
@@ -383,9 +384,9 @@ pub fn assemble_context_cached(
         );
     } else {
         w.text.push_str("## News (last ");
-        push_uint(&mut w.text, u64::from(cfg.news_lookback_hours));
+        text::push_uint(&mut w.text, u64::from(cfg.news_lookback_hours));
         w.text.push_str("h, top ");
-        push_uint(&mut w.text, u64::from(cfg.news_top_k));
+        text::push_uint(&mut w.text, u64::from(cfg.news_top_k));
         w.text.push_str(
             " by relevance)\nNo news feed is connected to this deployment: headlines are \
              unknown, not absent.",
@@ -544,7 +545,7 @@ impl Sections {
 }
 
 // ---------------------------------------------------------------------------------------------
-// number and time formatting
+// bar tables (every other number, money and time is written in the styles of `types::text`)
 
 /// Decimals needed to print every price of `bars` without loss (trailing zeros ignored),
 /// capped at [`MAX_PRICE_DP`].
@@ -558,165 +559,10 @@ pub fn price_dp<'a>(bars: impl IntoIterator<Item = &'a Bar>) -> u32 {
         .min(MAX_PRICE_DP)
 }
 
-/// Volume, token-frugal: whole units from 100 up, 2 decimals from 1, else up to 4 significant
-/// decimals; trailing zeros dropped.
-#[must_use]
-pub fn fmt_volume(v: Decimal) -> String {
-    let mut out = String::new();
-    push_volume(&mut out, v);
-    out
-}
-
-fn push_volume(out: &mut String, v: Decimal) {
-    let dp = if v.abs() >= Decimal::ONE_HUNDRED {
-        0
-    } else if v.abs() >= Decimal::ONE {
-        2
-    } else {
-        4
-    };
-    push_decimal(
-        out,
-        v.round_dp_with_strategy(dp, rust_decimal::RoundingStrategy::MidpointAwayFromZero)
-            .normalize(),
-    );
-}
-
-/// `$1234.50`, `-$9.70`.
-#[must_use]
-pub fn usd(d: Decimal) -> String {
-    let mut out = String::new();
-    push_usd(&mut out, d);
-    out
-}
-
-fn push_usd(out: &mut String, d: Decimal) {
-    if d.is_sign_negative() && !d.is_zero() {
-        out.push_str("-$");
-        push_fixed(out, -d, 2);
-    } else {
-        out.push('$');
-        push_fixed(out, d, 2);
-    }
-}
-
-/// `+$40.00`, `-$9.70`, `$0.00`.
-#[must_use]
-pub fn signed_usd(d: Decimal) -> String {
-    let mut out = String::new();
-    push_signed_usd(&mut out, d);
-    out
-}
-
-fn push_signed_usd(out: &mut String, d: Decimal) {
-    let r = tools::round2(d);
-    if r.is_zero() {
-        out.push_str("$0.00");
-    } else if r.is_sign_positive() {
-        out.push_str("+$");
-        push_fixed(out, r, 2);
-    } else {
-        out.push_str("-$");
-        push_fixed(out, -r, 2);
-    }
-}
-
-/// `+0.60`, `-0.30`, `0.00`.
-fn push_signed2(out: &mut String, d: Decimal) {
-    let r = tools::round2(d);
-    if r.is_zero() {
-        out.push_str("0.00");
-    } else if r.is_sign_positive() {
-        out.push('+');
-        push_fixed(out, r, 2);
-    } else {
-        push_fixed(out, r, 2);
-    }
-}
-
-/// A decimal without trailing zeros (`3x`, `65000.5`).
-fn push_plain(out: &mut String, d: Decimal) {
-    push_decimal(out, d.normalize());
-}
-
-/// The two digits of `n` (below 100).
-fn two_digits(n: u32) -> [u8; 2] {
-    let n = n % 100;
-    // Both below 10: the casts cannot truncate.
-    [b'0' + (n / 10) as u8, b'0' + (n % 10) as u8]
-}
-
-/// Appends ASCII bytes.
-fn push_ascii(out: &mut String, bytes: &[u8]) {
-    out.push_str(std::str::from_utf8(bytes).unwrap_or_default());
-}
-
-/// Compact UTC time for rows: `06-05T10:15`.
-#[must_use]
-pub fn short_time(t: DateTime<Utc>) -> String {
-    let mut out = String::with_capacity(11);
-    push_short_time(&mut out, t);
-    out
-}
-
-fn push_short_time(out: &mut String, t: DateTime<Utc>) {
-    // Hand-formatted: chrono's strftime interpreter dominated the bench on ~450 rows a tick.
-    // Read through the naive value: UTC has no offset to apply.
-    let t = t.naive_utc();
-    let date = t.date();
-    let [m0, m1] = two_digits(date.month());
-    let [d0, d1] = two_digits(date.day());
-    let [h0, h1] = two_digits(t.hour());
-    let [i0, i1] = two_digits(t.minute());
-    push_ascii(out, &[m0, m1, b'-', d0, d1, b'T', h0, h1, b':', i0, i1]);
-}
-
-/// `%Y-%m-%dT%H:%M:%SZ`, hand-formatted for the years strftime prints with four digits.
-fn push_timestamp(out: &mut String, t: DateTime<Utc>) {
-    let naive = t.naive_utc();
-    let date = naive.date();
-    // strftime's own rules beyond four-digit years and for a leap second (`:60`).
-    let year = match u32::try_from(date.year()) {
-        Ok(year) if year <= 9999 && naive.nanosecond() < 1_000_000_000 => year,
-        _ => {
-            let _ = write!(out, "{}", t.format("%Y-%m-%dT%H:%M:%SZ"));
-            return;
-        }
-    };
-    let [y0, y1] = two_digits(year / 100);
-    let [y2, y3] = two_digits(year);
-    let [m0, m1] = two_digits(date.month());
-    let [d0, d1] = two_digits(date.day());
-    let [h0, h1] = two_digits(naive.hour());
-    let [i0, i1] = two_digits(naive.minute());
-    let [s0, s1] = two_digits(naive.second());
-    push_ascii(
-        out,
-        &[
-            y0, y1, y2, y3, b'-', m0, m1, b'-', d0, d1, b'T', h0, h1, b':', i0, i1, b':', s0, s1,
-            b'Z',
-        ],
-    );
-}
-
 fn push_bar_time(out: &mut String, t: DateTime<Utc>, interval: Interval) {
     match interval {
-        Interval::D1 | Interval::W1 => {
-            let date = t.naive_utc().date();
-            match u32::try_from(date.year()) {
-                Ok(year) if year <= 9999 => {
-                    let [y0, y1] = two_digits(year / 100);
-                    let [y2, y3] = two_digits(year);
-                    let [m0, m1] = two_digits(date.month());
-                    let [d0, d1] = two_digits(date.day());
-                    push_ascii(out, &[y0, y1, y2, y3, b'-', m0, m1, b'-', d0, d1]);
-                }
-                _ => {
-                    let _ = write!(out, "{:04}-{:02}-{:02}", t.year(), t.month(), t.day());
-                }
-            }
-        }
-        _ => push_short_time(out, t),
+        Interval::D1 | Interval::W1 => text::push_date(out, t),
+        _ => text::push_short_time(out, t),
     }
 }
 
@@ -726,20 +572,10 @@ fn push_bar_row(out: &mut String, b: &Bar, interval: Interval, dp: u32) {
     push_bar_time(out, b.time, interval);
     for price in [b.open, b.high, b.low, b.close] {
         out.push(' ');
-        push_fixed(out, price, dp);
+        text::push_fixed(out, price, dp);
     }
     out.push(' ');
-    push_volume(out, b.volume);
-}
-
-/// `6h`, `2h30m`, `45m`.
-fn fmt_duration(d: Duration) -> String {
-    let minutes = d.num_minutes().max(0);
-    match (minutes / 60, minutes % 60) {
-        (0, m) => format!("{m}m"),
-        (h, 0) => format!("{h}h"),
-        (h, m) => format!("{h}h{m:02}m"),
-    }
+    text::push_volume(out, b.volume);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -757,7 +593,7 @@ const WEEKDAYS: [&str; 7] = [
 
 fn time_section(out: &mut String, now: DateTime<Utc>, interval: Interval) {
     out.push_str("## Time\n");
-    push_timestamp(out, now);
+    text::push_timestamp(out, now);
     out.push_str(" (");
     out.push_str(WEEKDAYS[now.weekday().num_days_from_monday() as usize]);
     out.push_str("). Execution timeframe ");
@@ -873,7 +709,7 @@ fn market_section(
             out.push_str(" · regime ");
             out.push_str(table.regime().as_str());
             out.push_str(" · last ");
-            push_uint(out, table.bars.len() as u64);
+            text::push_uint(out, table.bars.len() as u64);
             out.push_str(" bars\n");
             out.push_str(BAR_TABLE_HEADER);
             chars += out[counted_to..].chars().count();
@@ -899,9 +735,9 @@ fn market_section(
             out.push_str(" · regime ");
             out.push_str(table.regime().as_str());
             out.push_str(" (last ");
-            push_uint(out, table.bars.len() as u64);
+            text::push_uint(out, table.bars.len() as u64);
             out.push_str(" bars) · last ");
-            push_uint(out, shown as u64);
+            text::push_uint(out, shown as u64);
             out.push_str(" shown\n");
             out.push_str(BAR_TABLE_HEADER);
             chars += out[counted_to..].chars().count();
@@ -934,15 +770,15 @@ fn news_section(
     }
     for n in items {
         out.push_str("\n- ");
-        push_short_time(out, n.time);
+        text::push_short_time(out, n.time);
         out.push(' ');
         out.push_str(&n.source);
         out.push_str(" [");
         push_about(out, &n.symbols);
         out.push_str("] sentiment ");
-        push_signed2(out, n.sentiment);
+        text::push_signed_fixed(out, n.sentiment, 2);
         out.push_str(" importance ");
-        push_fixed(out, n.importance, 2);
+        text::push_fixed(out, n.importance, 2);
         out.push_str(": ");
         out.push_str(&n.headline);
     }
@@ -993,13 +829,13 @@ fn events_section(out: &mut String, events: &[UpcomingEvent], now: DateTime<Utc>
     let _ = write!(out, "## Upcoming events (next {hours}h)");
     for e in events {
         out.push_str("\n- ");
-        push_short_time(out, e.scheduled_at);
+        text::push_short_time(out, e.scheduled_at);
         out.push_str(" (in ");
-        out.push_str(&fmt_duration(e.scheduled_at - now));
+        text::push_duration(out, e.scheduled_at - now);
         out.push_str(") ");
         out.push_str(e.kind.as_str());
         out.push_str(" importance ");
-        push_fixed(out, e.importance, 2);
+        text::push_fixed(out, e.importance, 2);
         out.push_str(" [");
         push_about(out, &e.symbols);
         out.push_str("]: ");
@@ -1011,7 +847,7 @@ fn events_section(out: &mut String, events: &[UpcomingEvent], now: DateTime<Utc>
 fn push_share_of_equity(out: &mut String, part: Decimal, equity: Decimal) {
     if let Some(share) = pct(part, equity) {
         out.push_str(" (");
-        push_fixed(out, share, 2);
+        text::push_fixed(out, share, 2);
         out.push_str("% of equity)");
     }
 }
@@ -1031,45 +867,45 @@ fn position_line(
     out.push(' ');
     out.push_str(p.side.as_str());
     out.push(' ');
-    push_plain(out, p.qty);
+    text::push_plain(out, p.qty);
     out.push_str(" @ ");
-    push_plain(out, p.entry_price);
+    text::push_plain(out, p.entry_price);
     out.push_str(" · mark ");
-    push_plain(out, p.mark_price);
+    text::push_plain(out, p.mark_price);
     out.push_str(" · notional ");
     if notional.unpack() == gross.0.unpack() {
         out.extend_from_within(gross.1);
     } else {
-        push_usd(out, notional);
+        text::push_money(out, notional);
         push_share_of_equity(out, notional, equity);
     }
     out.push_str(" · ");
-    push_plain(out, p.leverage);
+    text::push_plain(out, p.leverage);
     out.push_str("x · uPnL ");
-    push_signed_usd(out, p.unrealized_pnl_usd);
+    text::push_signed_money(out, p.unrealized_pnl_usd);
     out.push_str(" · margin ");
-    push_usd(out, p.margin_usd);
+    text::push_money(out, p.margin_usd);
     if let Some(l) = p.liquidation_price {
         out.push_str(" · liq ");
-        push_plain(out, l);
+        text::push_plain(out, l);
     }
 }
 
 fn portfolio_section(out: &mut String, p: &PortfolioSnapshot) {
     let gross = p.gross_exposure_usd();
     out.push_str("## Portfolio\nEquity ");
-    push_usd(out, p.equity_usd);
+    text::push_money(out, p.equity_usd);
     out.push_str(" · available margin ");
-    push_usd(out, p.available_margin_usd);
+    text::push_money(out, p.available_margin_usd);
     out.push_str(" · gross exposure ");
     let gross_text = out.len();
-    push_usd(out, gross);
+    text::push_money(out, gross);
     push_share_of_equity(out, gross, p.equity_usd);
     let gross = (gross, gross_text..out.len());
     out.push_str("\nRealized PnL ");
-    push_signed_usd(out, p.realized_pnl_usd);
+    text::push_signed_money(out, p.realized_pnl_usd);
     out.push_str(" gross · fees paid ");
-    push_usd(out, p.fees_paid_usd);
+    text::push_money(out, p.fees_paid_usd);
     if p.positions.is_empty() {
         out.push_str("\nNo open positions.");
     } else if let [only] = p.positions.as_slice() {
@@ -1096,25 +932,25 @@ fn risk_section(out: &mut String, skill: &Skill, equity: Decimal) {
         of_equity(r.max_total_exposure_pct)
     };
     out.push_str("## Risk caps (engine-enforced)\n- Max position: ");
-    push_plain(out, r.max_position_pct);
+    text::push_plain(out, r.max_position_pct);
     out.push_str("% of equity = ");
-    push_usd(out, position_cap);
+    text::push_money(out, position_cap);
     out.push_str(" notional\n- Max total exposure: ");
-    push_plain(out, r.max_total_exposure_pct);
+    text::push_plain(out, r.max_total_exposure_pct);
     out.push_str("% of equity = ");
-    push_usd(out, exposure_cap);
+    text::push_money(out, exposure_cap);
     out.push_str(" notional\n- Max leverage: ");
-    push_plain(out, r.max_leverage);
+    text::push_plain(out, r.max_leverage);
     out.push_str("x\n- Order size: ");
-    push_usd(out, r.min_order_usd);
+    text::push_money(out, r.min_order_usd);
     out.push_str(" to ");
-    push_usd(out, r.max_order_usd);
+    text::push_money(out, r.max_order_usd);
     out.push_str(" notional\n- Max orders per hour: ");
-    push_uint(out, u64::from(r.max_orders_per_hour));
+    text::push_uint(out, u64::from(r.max_orders_per_hour));
     out.push_str("\n- Halts: no new or added risk at a ");
-    push_plain(out, r.halt_drawdown_pct);
+    text::push_plain(out, r.halt_drawdown_pct);
     out.push_str("% drawdown from peak equity or a ");
-    push_plain(out, r.halt_daily_loss_pct);
+    text::push_plain(out, r.halt_daily_loss_pct);
     out.push_str("% loss today (UTC)\n- Allowed symbols: ");
     if r.allowed_symbols.is_empty() {
         out.push_str("any");
@@ -1141,16 +977,16 @@ fn orders_section(out: &mut String, orders: &[OpenOrder]) {
         out.push(' ');
         push_one_line(out, &o.kind);
         out.push(' ');
-        push_plain(out, o.qty);
+        text::push_plain(out, o.qty);
         if let Some(p) = o.price {
             out.push_str(" @ ");
-            push_plain(out, p);
+            text::push_plain(out, p);
         }
         if o.reduce_only {
             out.push_str(" reduce-only");
         }
         out.push_str(" (placed ");
-        push_short_time(out, o.placed_at);
+        text::push_short_time(out, o.placed_at);
         out.push_str(", id ");
         push_one_line(out, &o.id);
         out.push(')');
@@ -1159,7 +995,7 @@ fn orders_section(out: &mut String, orders: &[OpenOrder]) {
 
 fn last_decision_section(out: &mut String, last: &LastDecisionSnapshot) {
     out.push_str("## Last decision\nTick ");
-    push_timestamp(out, last.tick_at);
+    text::push_timestamp(out, last.tick_at);
     out.push_str(": ");
     match last.proposal.as_deref() {
         Some(p) => {
