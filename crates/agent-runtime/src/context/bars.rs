@@ -74,21 +74,9 @@ pub fn closed_bars_window<'a>(
 mod tests {
     use chrono::TimeZone;
     use chrono::Utc;
-    use rust_decimal::Decimal;
 
     use super::*;
-
-    fn bar(hour: i64, close: i64) -> Bar {
-        let close = Decimal::new(close, 1);
-        Bar {
-            time: Utc.timestamp_opt(hour * 3600, 0).unwrap(),
-            open: close,
-            high: close + Decimal::ONE,
-            low: close - Decimal::ONE,
-            close,
-            volume: Decimal::new(hour, 0),
-        }
-    }
+    use crate::context::test_bar as bar;
 
     /// `Preloaded` gives each series an id and a new one when its bars change; windows carry
     /// their place in it through `closed_bars_window`.

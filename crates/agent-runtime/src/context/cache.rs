@@ -248,24 +248,11 @@ impl RenderCache {
 
 #[cfg(test)]
 mod tests {
-    use chrono::TimeZone;
-    use chrono::Utc;
     use rust_decimal::Decimal;
     use std::borrow::Cow;
 
     use super::*;
-
-    fn bar(hour: i64, close: i64) -> Bar {
-        let close = Decimal::new(close, 1);
-        Bar {
-            time: Utc.timestamp_opt(hour * 3600, 0).unwrap(),
-            open: close,
-            high: close + Decimal::ONE,
-            low: close - Decimal::ONE,
-            close,
-            volume: Decimal::new(hour, 0),
-        }
-    }
+    use crate::context::test_bar as bar;
 
     /// Whatever windows a table is synced with — runs of one series, of a series that changed
     /// id, or without an origin — it holds exactly the window and the rows of its last `shown`

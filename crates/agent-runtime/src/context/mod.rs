@@ -44,6 +44,21 @@ use sections::{
 };
 pub use text::price_dp;
 
+/// A bar of hour `hour` (from the epoch) closing at `close / 10`, for the unit tests.
+#[cfg(test)]
+fn test_bar(hour: i64, close: i64) -> types::Bar {
+    use chrono::TimeZone;
+    let close = rust_decimal::Decimal::new(close, 1);
+    types::Bar {
+        time: chrono::Utc.timestamp_opt(hour * 3600, 0).unwrap(),
+        open: close,
+        high: close + rust_decimal::Decimal::ONE,
+        low: close - rust_decimal::Decimal::ONE,
+        close,
+        volume: rust_decimal::Decimal::new(hour, 0),
+    }
+}
+
 /// Higher-timeframe bars fetched per timeframe (the regime window of `classify_regime`).
 pub const HTF_FETCH_BARS: usize = 20;
 /// Higher-timeframe bars printed per timeframe.
