@@ -272,7 +272,7 @@ fn parse_portfolio(body: &str, out: &mut ParsedContext) {
     for line in body.lines() {
         if let Some(rest) = line.strip_prefix("Equity $") {
             let num = rest.split_whitespace().next().unwrap_or_default();
-            out.equity = Decimal::from_str(num).ok();
+            out.equity = parse_money(num);
         } else if let Some(rest) = line.strip_prefix("- ") {
             let mut parts = rest.split_whitespace();
             let (Some(symbol), Some(side)) = (parts.next(), parts.next()) else {
@@ -286,6 +286,21 @@ fn parse_portfolio(body: &str, out: &mut ParsedContext) {
             out.positions.push((symbol.to_owned(), side));
         }
     }
+}
+
+/// The amount of a money text as `types::text::push_money` writes it after its `$`
+/// (`12,500.00`): thousands separators dropped, then parsed. `None` for anything else.
+fn parse_money(text: &str) -> Option<Decimal> {
+    // Decimal's text is at most 31 bytes; separators add at most one byte in four.
+    let mut buf = [0_u8; 48];
+    let mut len = 0;
+    for &b in text.as_bytes() {
+        if b != b',' {
+            *buf.get_mut(len)? = b;
+            len += 1;
+        }
+    }
+    Decimal::from_str(std::str::from_utf8(&buf[..len]).ok()?).ok()
 }
 
 /// Mean of the last `n` values; `None` when there are fewer (or the sum overflows).
@@ -537,6 +552,27 @@ mod tests {
     /// Value, scale and sign: `Decimal`'s `==` ignores the scale.
     fn exact(d: Option<Decimal>) -> Option<(i128, u32, bool)> {
         d.map(|d| (d.mantissa(), d.scale(), d.is_sign_negative()))
+    }
+
+    /// The equity is read back from the money style the Portfolio section writes.
+    #[test]
+    fn money_text_reads_back_as_written() {
+        for d in [
+            Decimal::ZERO,
+            Decimal::new(1_000_000, 2),
+            Decimal::new(123_456_789_012, 2),
+            Decimal::new(-987_654, 2),
+        ] {
+            let text = types::text::money(d);
+            let amount = text.trim_start_matches('-').trim_start_matches('$');
+            let sign = if text.starts_with('-') {
+                -Decimal::ONE
+            } else {
+                Decimal::ONE
+            };
+            assert_eq!(parse_money(amount).map(|a| a * sign), Some(d), "{text}");
+        }
+        assert_eq!(parse_money("12,500.00x"), None);
     }
 
     #[test]

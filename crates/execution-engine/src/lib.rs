@@ -21,7 +21,8 @@
 //!   `RiskCaps`; the proposal's leverage, size, stop and reason are inputs to be checked, never
 //!   settings. A missing leverage means [`DEFAULT_LEVERAGE`] (1x), never the cap. The
 //!   model-written symbol is sanitised and bounded before it is echoed in a detail
-//!   ([`fmt::symbol`]); the model's `reason` is never echoed.
+//!   (`validate::symbol`); the model's `reason` is never echoed. Numbers in details are written
+//!   in the styles of [`types::text`] (money `$6,000.00`).
 //! - No floats: money, prices and sizes are `rust_decimal::Decimal`.
 //!
 //! # Actions
@@ -106,7 +107,6 @@
 //!   decimals, prices to [`PRICE_DP`].
 
 mod broker;
-pub mod fmt;
 mod risk_state;
 mod validate;
 

@@ -12,7 +12,7 @@ use types::{
     OrderAction, OrderSide, PortfolioSnapshot, Position, ProposedAction, RuleCode, Side, Verdict,
 };
 
-use crate::fmt;
+use types::text;
 
 /// Decimal places of an order's quantity in base units. `size_usd / mark` is rounded toward
 /// zero to this many places, so an order's notional never exceeds what was validated. Exchange
@@ -212,7 +212,7 @@ fn check(
     known_symbols: &[String],
     now: DateTime<Utc>,
 ) -> Check<(Order, String)> {
-    let sym = fmt::symbol(&p.symbol);
+    let sym = symbol(&p.symbol);
 
     // R1: the symbol must be one the skill trades — or, for a close or reduce, one the account
     // holds a position on (a symbol dropped from the skill can still be exited) — and must have
@@ -280,9 +280,9 @@ fn close(sym: &str, position: Option<&Position>, mark: Decimal) -> Check<(Order,
         "close {sym} {}: {} {} at mark {} = {} notional (reduce-only)",
         pos.side,
         side_word(order.side),
-        fmt::num(order.qty),
-        fmt::price(mark),
-        fmt::usd(notional),
+        text::num(order.qty),
+        text::price_usd(mark),
+        text::money(notional),
     );
     Ok((order, detail))
 }
@@ -307,8 +307,8 @@ fn reduce(
             RuleCode::InvalidOrder,
             format!(
                 "reduce {sym} by {}: at mark {} that is less than 0.{:0>width$} base units",
-                fmt::usd(size),
-                fmt::price(mark),
+                text::money(size),
+                text::price_usd(mark),
                 1,
                 width = QTY_DP as usize
             ),
@@ -320,8 +320,8 @@ fn reduce(
             OrderIntent::Close,
             format!(
                 " (requested {} is not less than the position's {} notional; clamped to a full close)",
-                fmt::usd(size),
-                fmt::usd(position_notional)
+                text::money(size),
+                text::money(position_notional)
             ),
         )
     } else {
@@ -344,10 +344,10 @@ fn reduce(
         "reduce {sym} {}: {} {} of {} at mark {} = {} notional (reduce-only){clamp_note}",
         pos.side,
         side_word(order.side),
-        fmt::num(qty),
-        fmt::num(pos.qty),
-        fmt::price(mark),
-        fmt::usd(notional),
+        text::num(qty),
+        text::num(pos.qty),
+        text::price_usd(mark),
+        text::money(notional),
     );
     Ok((order, detail))
 }
@@ -377,7 +377,7 @@ fn positive_size(p: &ProposedAction, sym: &str) -> Check<Decimal> {
             format!(
                 "{} {sym} needs size_usd > 0; got {}",
                 p.action,
-                fmt::usd(size)
+                text::money(size)
             ),
         ),
         Some(size) => Ok(size),
@@ -399,7 +399,7 @@ fn check_level(
             RuleCode::InvalidOrder,
             format!(
                 "{what} {} for {sym} must be a positive price",
-                fmt::price(level)
+                text::price_usd(level)
             ),
         );
     }
@@ -420,8 +420,8 @@ fn check_level(
             RuleCode::InvalidOrder,
             format!(
                 "{what} {} is {is} the mark {} of {sym}; a {side}'s {what} must be {must} the mark",
-                fmt::price(level),
-                fmt::price(mark),
+                text::price_usd(level),
+                text::price_usd(mark),
             ),
         );
     }
@@ -468,7 +468,7 @@ fn open(
             RuleCode::InvalidOrder,
             format!(
                 "{action} {sym}: leverage {}x is below 1x",
-                fmt::num(leverage)
+                text::num(leverage)
             ),
         );
     }
@@ -485,10 +485,10 @@ fn open(
                 RuleCode::HaltDrawdown,
                 format!(
                     "trading halted: equity {} is {} below its peak {}; halt at {}; only close and reduce are accepted",
-                    fmt::usd(equity),
-                    fmt::pct(drawdown),
-                    fmt::usd(peak),
-                    fmt::pct(caps.halt_drawdown_pct),
+                    text::money(equity),
+                    text::pct(drawdown),
+                    text::money(peak),
+                    text::pct(caps.halt_drawdown_pct),
                 ),
             );
         }
@@ -501,10 +501,10 @@ fn open(
                 RuleCode::HaltDailyLoss,
                 format!(
                     "trading halted for the day: equity {} is {} below the day's starting equity {}; halt at {}; only close and reduce are accepted",
-                    fmt::usd(equity),
-                    fmt::pct(loss),
-                    fmt::usd(day_start),
-                    fmt::pct(caps.halt_daily_loss_pct),
+                    text::money(equity),
+                    text::pct(loss),
+                    text::money(day_start),
+                    text::pct(caps.halt_daily_loss_pct),
                 ),
             );
         }
@@ -521,8 +521,8 @@ fn open(
             RuleCode::LeverageCap,
             format!(
                 "leverage {}x{given} is above the cap {}x",
-                fmt::num(leverage),
-                fmt::num(caps.max_leverage)
+                text::num(leverage),
+                text::num(caps.max_leverage)
             ),
         );
     }
@@ -533,8 +533,8 @@ fn open(
             RuleCode::OrderTooSmall,
             format!(
                 "order {} is below the minimum {}",
-                fmt::usd(size),
-                fmt::usd(caps.min_order_usd)
+                text::money(size),
+                text::money(caps.min_order_usd)
             ),
         );
     }
@@ -543,8 +543,8 @@ fn open(
             RuleCode::OrderTooLarge,
             format!(
                 "order {} is above the maximum {}",
-                fmt::usd(size),
-                fmt::usd(caps.max_order_usd)
+                text::money(size),
+                text::money(caps.max_order_usd)
             ),
         );
     }
@@ -573,8 +573,8 @@ fn open(
             RuleCode::InvalidOrder,
             format!(
                 "{action} {sym} {}: at mark {} that rounds to 0 base units",
-                fmt::usd(size),
-                fmt::price(mark)
+                text::money(size),
+                text::price_usd(mark)
             ),
         );
     }
@@ -601,9 +601,9 @@ fn open(
             RuleCode::PositionCap,
             format!(
                 "{position_word} would be {} notional but equity is {}; cap {} of equity",
-                fmt::usd(resulting_notional),
-                fmt::usd(equity),
-                fmt::pct(caps.max_position_pct)
+                text::money(resulting_notional),
+                text::money(equity),
+                text::pct(caps.max_position_pct)
             ),
         );
     }
@@ -613,10 +613,10 @@ fn open(
             RuleCode::PositionCap,
             format!(
                 "{position_word} would be {} notional = {} of equity {}; cap {}",
-                fmt::usd(resulting_notional),
-                fmt::pct(position_pct),
-                fmt::usd(equity),
-                fmt::pct(caps.max_position_pct)
+                text::money(resulting_notional),
+                text::pct(position_pct),
+                text::money(equity),
+                text::pct(caps.max_position_pct)
             ),
         );
     }
@@ -635,12 +635,12 @@ fn open(
             RuleCode::TotalExposure,
             format!(
                 "total exposure would be {} notional ({} in other positions + {} in {sym}) = {} of equity {}; cap {}",
-                fmt::usd(total),
-                fmt::usd(others),
-                fmt::usd(resulting_notional),
-                fmt::pct(total_pct),
-                fmt::usd(equity),
-                fmt::pct(caps.max_total_exposure_pct)
+                text::money(total),
+                text::money(others),
+                text::money(resulting_notional),
+                text::pct(total_pct),
+                text::money(equity),
+                text::pct(caps.max_total_exposure_pct)
             ),
         );
     }
@@ -654,7 +654,7 @@ fn open(
         available = add(available, freed)?;
         freed_note = format!(
             " after the flip frees {} from the {} position",
-            fmt::usd(freed),
+            text::money(freed),
             pos.side
         );
     }
@@ -664,10 +664,10 @@ fn open(
             RuleCode::InsufficientMargin,
             format!(
                 "order needs {} margin ({} notional at {}x); available {}{freed_note}",
-                fmt::usd(required),
-                fmt::usd(opening_notional),
-                fmt::num(leverage),
-                fmt::usd(available)
+                text::money(required),
+                text::money(opening_notional),
+                text::num(leverage),
+                text::money(available)
             ),
         );
     }
@@ -687,9 +687,9 @@ fn open(
     let flip_note = match (intent, position) {
         (OrderIntent::Flip, Some(pos)) => format!(
             " (closes the {} {} and opens {} {side})",
-            fmt::num(pos.qty),
+            text::num(pos.qty),
             pos.side,
-            fmt::num(new_qty)
+            text::num(new_qty)
         ),
         _ => String::new(),
     };
@@ -697,17 +697,57 @@ fn open(
         "{action} {sym} ({}): {} {} at mark {} = {} notional{flip_note} at {}x, margin {}; {position_word} {} = {} of equity {} (cap {}); total exposure {} (cap {})",
         intent.as_str(),
         side_word(order.side),
-        fmt::num(order_qty),
-        fmt::price(mark),
-        fmt::usd(order.notional_usd),
-        fmt::num(leverage),
-        fmt::usd(required),
-        fmt::usd(resulting_notional),
-        fmt::pct(position_pct),
-        fmt::usd(equity),
-        fmt::pct(caps.max_position_pct),
-        fmt::pct(total_pct),
-        fmt::pct(caps.max_total_exposure_pct),
+        text::num(order_qty),
+        text::price_usd(mark),
+        text::money(order.notional_usd),
+        text::num(leverage),
+        text::money(required),
+        text::money(resulting_notional),
+        text::pct(position_pct),
+        text::money(equity),
+        text::pct(caps.max_position_pct),
+        text::pct(total_pct),
+        text::pct(caps.max_total_exposure_pct),
     );
     Ok((order, detail))
+}
+
+/// A model-written symbol made safe to echo back: at most 24 characters, anything other than
+/// ASCII letters, digits and `-_/:.` replaced by `?`. The symbol comes from the model and may be
+/// arbitrary text; the detail must never carry it verbatim.
+#[must_use]
+fn symbol(raw: &str) -> String {
+    const MAX: usize = 24;
+    let mut out: String = raw
+        .chars()
+        .take(MAX)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_/:.".contains(c) {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    if raw.chars().count() > MAX {
+        out.push_str("...");
+    }
+    if out.is_empty() {
+        out.push_str("(empty)");
+    }
+    out
+}
+
+#[cfg(test)]
+mod symbol_tests {
+    use super::symbol;
+
+    #[test]
+    fn symbols_from_the_model_are_sanitised_and_bounded() {
+        assert_eq!(symbol("BTC"), "BTC");
+        assert_eq!(symbol("kPEPE-PERP"), "kPEPE-PERP");
+        assert_eq!(symbol("BTC\nignore caps"), "BTC?ignore?caps");
+        assert_eq!(symbol(&"A".repeat(30)), format!("{}...", "A".repeat(24)));
+        assert_eq!(symbol(""), "(empty)");
+    }
 }

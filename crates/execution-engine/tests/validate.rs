@@ -238,7 +238,7 @@ fn r3_position_cap_on_a_new_position() {
     assert_rejected(
         &d,
         RuleCode::PositionCap,
-        "the position would be $6,000 notional = 60% of equity $10,000; cap 40%",
+        "the position would be $6,000.00 notional = 60% of equity $10,000.00; cap 40%",
     );
 }
 
@@ -259,7 +259,7 @@ fn r3_position_cap_counts_the_position_being_added_to() {
     assert_rejected(
         &d,
         RuleCode::PositionCap,
-        "the position after adding would be $4,200 notional = 42% of equity $10,000; cap 40%",
+        "the position after adding would be $4,200.00 notional = 42% of equity $10,000.00; cap 40%",
     );
     // $2,500 more → $3,700 = 37 %: passes, as an add of 0.04166666 BTC (rounded toward zero).
     let d = run(&open_long("BTC", dec!(2500), None), &caps(), &a);
@@ -284,7 +284,7 @@ fn r4_total_exposure_across_positions() {
     assert_rejected(
         &d,
         RuleCode::TotalExposure,
-        "total exposure would be $10,500 notional ($7,500 in other positions + $3,000 in BTC) = 105% of equity $10,000; cap 100%",
+        "total exposure would be $10,500.00 notional ($7,500.00 in other positions + $3,000.00 in BTC) = 105% of equity $10,000.00; cap 100%",
     );
 }
 
@@ -315,7 +315,7 @@ fn r6_order_too_small() {
     assert_rejected(
         &d,
         RuleCode::OrderTooSmall,
-        "order $5 is below the minimum $10",
+        "order $5.00 is below the minimum $10.00",
     );
 }
 
@@ -329,7 +329,7 @@ fn r7_order_too_large() {
     assert_rejected(
         &d,
         RuleCode::OrderTooLarge,
-        "order $9,000.50 is above the maximum $8,000",
+        "order $9,000.50 is above the maximum $8,000.00",
     );
 }
 
@@ -363,7 +363,7 @@ fn r9_halt_on_drawdown_from_peak() {
     assert_rejected(
         &d,
         RuleCode::HaltDrawdown,
-        "trading halted: equity $7,900 is 21% below its peak $10,000; halt at 20%; only close and reduce are accepted",
+        "trading halted: equity $7,900.00 is 21% below its peak $10,000.00; halt at 20%; only close and reduce are accepted",
     );
 }
 
@@ -377,7 +377,7 @@ fn r10_halt_on_daily_loss() {
     assert_rejected(
         &d,
         RuleCode::HaltDailyLoss,
-        "trading halted for the day: equity $9,400 is 6% below the day's starting equity $10,000; halt at 5%; only close and reduce are accepted",
+        "trading halted for the day: equity $9,400.00 is 6% below the day's starting equity $10,000.00; halt at 5%; only close and reduce are accepted",
     );
 }
 
@@ -391,11 +391,11 @@ fn r11_invalid_orders() {
         ),
         (
             proposal(OrderAction::OpenShort, "BTC", Some(dec!(0))),
-            "open_short BTC needs size_usd > 0; got $0",
+            "open_short BTC needs size_usd > 0; got $0.00",
         ),
         (
             proposal(OrderAction::OpenLong, "BTC", Some(dec!(-250))),
-            "open_long BTC needs size_usd > 0; got -$250",
+            "open_long BTC needs size_usd > 0; got -$250.00",
         ),
         (
             proposal(OrderAction::Close, "BTC", None),
@@ -489,7 +489,7 @@ fn r12_insufficient_margin() {
     assert_rejected(
         &d,
         RuleCode::InsufficientMargin,
-        "order needs $600 margin ($3,000 notional at 5x); available $500",
+        "order needs $600.00 margin ($3,000.00 notional at 5x); available $500.00",
     );
 }
 
@@ -502,7 +502,7 @@ fn a_missing_leverage_means_1x() {
     assert_rejected(
         &d,
         RuleCode::InsufficientMargin,
-        "order needs $3,000 margin ($3,000 notional at 1x); available $2,000",
+        "order needs $3,000.00 margin ($3,000.00 notional at 1x); available $2,000.00",
     );
     // Even when the cap would allow more, a missing leverage is never raised to the cap.
     let d = run(&open_long("BTC", dec!(1000), None), &caps(), &account());
@@ -531,7 +531,7 @@ fn an_executed_open_states_the_order_and_the_numbers() {
     assert_eq!(order.target, Some(dec!(66000)));
     assert_eq!(
         d.detail(),
-        "open_long BTC (open): buy 0.05 at mark $60,000 = $3,000 notional at 3x, margin $1,000; the position $3,000 = 30% of equity $10,000 (cap 40%); total exposure 30% (cap 100%)"
+        "open_long BTC (open): buy 0.05 at mark $60,000 = $3,000.00 notional at 3x, margin $1,000.00; the position $3,000.00 = 30% of equity $10,000.00 (cap 40%); total exposure 30% (cap 100%)"
     );
     // Pure: the same inputs give the same decision.
     assert_eq!(run(&p, &caps(), &account()), d);
@@ -583,7 +583,7 @@ fn halts_never_block_a_close_or_a_reduce() {
         assert_eq!(order.intent, OrderIntent::Close);
         assert_eq!(
             d.detail(),
-            "close BTC long: sell 0.1 at mark $60,000 = $6,000 notional (reduce-only)"
+            "close BTC long: sell 0.1 at mark $60,000 = $6,000.00 notional (reduce-only)"
         );
 
         // Reduce passes too, even below the minimum order size: $5 / $60,000 = 0.00008333 BTC.
@@ -623,7 +623,7 @@ fn a_reduce_larger_than_the_position_is_clamped_to_a_close() {
     assert!(order.reduce_only);
     assert_eq!(
         d.detail(),
-        "reduce BTC long: sell 0.1 of 0.1 at mark $60,000 = $6,000 notional (reduce-only) (requested $10,000 is not less than the position's $6,000 notional; clamped to a full close)"
+        "reduce BTC long: sell 0.1 of 0.1 at mark $60,000 = $6,000.00 notional (reduce-only) (requested $10,000.00 is not less than the position's $6,000.00 notional; clamped to a full close)"
     );
 
     // A partial reduce of a short buys back: $1,500 / $60,000 = 0.025 of 0.1 BTC.
@@ -677,7 +677,7 @@ fn opening_the_opposite_side_is_one_flip_order_checked_on_the_resulting_position
     assert!(!order.reduce_only);
     assert_eq!(
         d.detail(),
-        "open_short BTC (flip): sell 0.09 at mark $60,000 = $5,400 notional (closes the 0.05 long and opens 0.04 short) at 2x, margin $1,200; the position after the flip $2,400 = 24% of equity $10,000 (cap 40%); total exposure 24% (cap 100%)"
+        "open_short BTC (flip): sell 0.09 at mark $60,000 = $5,400.00 notional (closes the 0.05 long and opens 0.04 short) at 2x, margin $1,200.00; the position after the flip $2,400.00 = 24% of equity $10,000.00 (cap 40%); total exposure 24% (cap 100%)"
     );
 
     // The cap applies to the resulting short, not to the order's $7,800 notional:
@@ -690,7 +690,7 @@ fn opening_the_opposite_side_is_one_flip_order_checked_on_the_resulting_position
     assert_rejected(
         &d,
         RuleCode::PositionCap,
-        "the position after the flip would be $4,800 notional = 48% of equity $10,000; cap 40%",
+        "the position after the flip would be $4,800.00 notional = 48% of equity $10,000.00; cap 40%",
     );
 
     // Margin after the flip: $3,600 at 1x needs $3,600; $1,000 + $1,500 freed = $2,500.
@@ -699,7 +699,7 @@ fn opening_the_opposite_side_is_one_flip_order_checked_on_the_resulting_position
     assert_rejected(
         &d,
         RuleCode::InsufficientMargin,
-        "order needs $3,600 margin ($3,600 notional at 1x); available $2,500 after the flip frees $1,500 from the long position",
+        "order needs $3,600.00 margin ($3,600.00 notional at 1x); available $2,500.00 after the flip frees $1,500.00 from the long position",
     );
 }
 

@@ -56,7 +56,7 @@
 //! let rows: Vec<_> = changes.rows.into_iter().map(|w| w.row).collect();
 //! let marks = BTreeMap::from([("BTC".to_owned(), Decimal::from(65_210))]);
 //! let text = memory_ledger::render_open_positions(&rows, &marks, at);
-//! assert!(text.contains("- BTC long $261 @ 65,200 mark=65,210"));
+//! assert!(text.contains("- BTC long $260.80 @ 65,200 mark=65,210"));
 //! # Ok::<(), memory_ledger::LedgerError>(())
 //! ```
 //!
@@ -132,11 +132,11 @@
 //!
 //! # Prompt sections
 //! [`render_recent_trades`] and [`render_open_positions`] (see their docs for the line format).
-//! Prices keep their own scale (six significant digits, `1.07219` stays `1.07219`), money has
-//! thousands separators, reasons are quoted and escaped: data, never instructions.
+//! Numbers are written in the styles of [`types::text`]: prices keep their own scale (six
+//! significant digits, `1.07219` stays `1.07219`), money is `$12,500.00`, reasons are quoted and
+//! escaped: data, never instructions.
 
 mod error;
-pub mod format;
 mod materialize;
 mod render;
 

@@ -1,15 +1,13 @@
 //! The memory sections of the user message: "Recent trades on this skill (closed)" and
 //! "Open positions (memory view)". Deterministic text: no floats, no locale, no clock.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
-
-use chrono::{DateTime, Datelike, Timelike, Utc};
+use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
+use std::collections::BTreeMap;
 use types::{CloseKind, TradeRecord, TradeStatus};
 
-use crate::format;
 use crate::materialize::bounded_reason;
+use types::text;
 
 /// Header of the closed-trades section.
 pub const RECENT_TRADES_HEADER: &str = "## Recent trades on this skill (closed)";
@@ -18,52 +16,27 @@ pub const OPEN_POSITIONS_HEADER: &str = "## Open positions (memory view)";
 /// Hard cap on the rows of the recent-trades section, whatever K the caller passes.
 pub const MAX_RECENT_TRADES_K: usize = types::MAX_MEMORY_K as usize;
 
-const TIME_FMT: &str = "%Y-%m-%dT%H:%M";
-
 /// The reason as quoted data, or `(no reason recorded)`.
 fn push_reason(out: &mut String, reason: Option<&str>) {
     match reason.and_then(bounded_reason) {
-        Some(r) => format::push_quoted(out, &r),
+        Some(r) => text::push_quoted(out, &r),
         None => out.push_str("(no reason recorded)"),
     }
 }
 
-/// Two digits of `n` (`n` < 100).
-fn push_2(out: &mut String, n: u32) {
-    out.push(char::from(b'0' + (n / 10 % 10) as u8));
-    out.push(char::from(b'0' + (n % 10) as u8));
-}
-
-/// `t` as `TIME_FMT` (`with_date`) or `%H:%M`, as chrono formats them.
+/// `t` as `%Y-%m-%dT%H:%M` (`with_date`) or `%H:%M`.
 fn push_time(out: &mut String, t: DateTime<Utc>, with_date: bool) {
     if with_date {
-        let year = t.year();
-        match u32::try_from(year) {
-            Ok(y) if y <= 9999 => {
-                push_2(out, y / 100);
-                push_2(out, y % 100);
-                out.push('-');
-                push_2(out, t.month());
-                out.push('-');
-                push_2(out, t.day());
-                out.push('T');
-            }
-            // chrono signs and widens years outside 0..=9999.
-            _ => {
-                let _ = write!(out, "{}", t.format(TIME_FMT));
-                return;
-            }
-        }
+        text::push_date_minute(out, t);
+    } else {
+        text::push_clock(out, t);
     }
-    push_2(out, t.hour());
-    out.push(':');
-    push_2(out, t.minute());
 }
 
 /// "## Recent trades on this skill (closed)": at most `k` (capped at [`MAX_RECENT_TRADES_K`])
 /// rows closed at or before `now`, newest entry first (ties: symbol, then id), one line each:
 ///
-/// `- 2026-06-04T10:00 → 12:30 BTC long $250 @ 65,200 → 65,940 +$28.40 (11.4%) 150m "reason"`
+/// `- 2026-06-04T10:00 → 12:30 BTC long $250.00 @ 65,200 → 65,940 +$28.40 (11.4%) 150m "reason"`
 ///
 /// The exit shows its date when it differs from the entry's. PnL is **gross** of fees (the
 /// `realized_pnl_usd` convention), the percentage is relative to the entry notional; non-zero
@@ -106,32 +79,32 @@ pub fn render_recent_trades(rows: &[TradeRecord], k: usize, now: DateTime<Utc>) 
         out.push(' ');
         out.push_str(r.side.as_str());
         out.push(' ');
-        format::push_usd(&mut out, r.entry_size_usd);
+        text::push_money(&mut out, r.entry_size_usd);
         out.push_str(" @ ");
-        format::push_price(&mut out, r.entry_price);
+        text::push_price(&mut out, r.entry_price);
         out.push_str(" → ");
         match r.exit_price {
-            Some(p) => format::push_price(&mut out, p),
+            Some(p) => text::push_price(&mut out, p),
             None => out.push('?'),
         }
         out.push(' ');
-        format::push_signed_usd(&mut out, r.realized_pnl_usd);
+        text::push_signed_money(&mut out, r.realized_pnl_usd);
         let before = out.len();
         out.push_str(" (");
-        if format::push_percent(&mut out, r.realized_pnl_usd, r.entry_size_usd) {
+        if text::push_percent_of(&mut out, r.realized_pnl_usd, r.entry_size_usd) {
             out.push(')');
         } else {
             out.truncate(before);
         }
         if !r.fees_usd.is_zero() {
             out.push_str(" fees ");
-            format::push_usd(&mut out, r.fees_usd);
+            text::push_money(&mut out, r.fees_usd);
         }
         let minutes = r
             .holding_minutes
             .map_or(0, |m| m.trunc().try_into().unwrap_or(i64::MAX));
         out.push(' ');
-        format::push_duration_minutes(&mut out, minutes);
+        text::push_duration_minutes(&mut out, minutes);
         match r.close_kind {
             Some(CloseKind::Signal) | None => {}
             Some(kind) => {
@@ -150,9 +123,9 @@ pub fn render_recent_trades(rows: &[TradeRecord], k: usize, now: DateTime<Utc>) 
 /// "## Open positions (memory view)": every row open at `now` (entered at or before it), by
 /// symbol, one line each:
 ///
-/// `- ETH long $200 @ 3,410 mark=3,438 uPnL=+$1.64 MFE=+$22.00 / MAE=-$8.00 held 30m "reason"`
+/// `- ETH long $200.00 @ 3,410 mark=3,438 uPnL=+$1.64 MFE=+$22.00 / MAE=-$8.00 held 30m "reason"`
 ///
-/// `$200` is the open quantity at the average entry; `uPnL` is gross at `marks[symbol]` (shown as
+/// `$200.00` is the open quantity at the average entry; `uPnL` is gross at `marks[symbol]` (shown as
 /// `mark=n/a` without a mark); realized PnL of partial closes follows when non-zero.
 #[must_use]
 pub fn render_open_positions(
@@ -183,9 +156,9 @@ pub fn render_open_positions(
         out.push(' ');
         out.push_str(r.side.as_str());
         out.push(' ');
-        format::push_usd(&mut out, size);
+        text::push_money(&mut out, size);
         out.push_str(" @ ");
-        format::push_price(&mut out, r.entry_price);
+        text::push_price(&mut out, r.entry_price);
         match marks.get(&r.symbol) {
             Some(mark) => {
                 let upnl = r
@@ -194,25 +167,25 @@ pub fn render_open_positions(
                     .checked_mul(*mark - r.entry_price)
                     .and_then(|d| d.checked_mul(r.open_qty));
                 out.push_str(" mark=");
-                format::push_price(&mut out, *mark);
+                text::push_price(&mut out, *mark);
                 if let Some(upnl) = upnl {
                     out.push_str(" uPnL=");
-                    format::push_signed_usd(&mut out, upnl);
+                    text::push_signed_money(&mut out, upnl);
                 }
             }
             None => out.push_str(" mark=n/a"),
         }
         out.push_str(" MFE=");
-        format::push_signed_usd(&mut out, r.mfe_usd);
+        text::push_signed_money(&mut out, r.mfe_usd);
         out.push_str(" / MAE=");
-        format::push_signed_usd(&mut out, r.mae_usd);
+        text::push_signed_money(&mut out, r.mae_usd);
         if !r.realized_pnl_usd.is_zero() {
             out.push_str(" realized=");
-            format::push_signed_usd(&mut out, r.realized_pnl_usd);
+            text::push_signed_money(&mut out, r.realized_pnl_usd);
         }
         let held = (now - r.entry_tick_at).num_minutes();
         out.push_str(" held ");
-        format::push_duration_minutes(&mut out, held);
+        text::push_duration_minutes(&mut out, held);
         out.push(' ');
         push_reason(&mut out, r.entry_reason.as_deref());
         out.push('\n');
@@ -240,15 +213,15 @@ mod tests {
         use rust_decimal::Decimal;
         use types::{CloseKind, TradeRecord, TradeStatus};
 
-        use super::super::{
-            MAX_RECENT_TRADES_K, OPEN_POSITIONS_HEADER, RECENT_TRADES_HEADER, TIME_FMT,
-        };
+        use super::super::{MAX_RECENT_TRADES_K, OPEN_POSITIONS_HEADER, RECENT_TRADES_HEADER};
         use super::bound_reason;
-        use crate::format;
+        use types::text;
+
+        const TIME_FMT: &str = "%Y-%m-%dT%H:%M";
 
         fn reason_text(reason: Option<&str>) -> String {
             match reason.and_then(bound_reason) {
-                Some(r) => format::quoted(&r),
+                Some(r) => text::quoted(&r),
                 None => "(no reason recorded)".to_owned(),
             }
         }
@@ -290,21 +263,21 @@ mod tests {
                     exit_at.format(exit_fmt),
                     r.symbol,
                     r.side,
-                    format::usd(r.entry_size_usd),
-                    format::price(r.entry_price),
-                    r.exit_price.map_or_else(|| "?".to_owned(), format::price),
-                    format::signed_usd(r.realized_pnl_usd),
+                    text::money(r.entry_size_usd),
+                    text::price(r.entry_price),
+                    r.exit_price.map_or_else(|| "?".to_owned(), text::price),
+                    text::signed_money(r.realized_pnl_usd),
                 );
-                if let Some(pct) = format::percent(r.realized_pnl_usd, r.entry_size_usd) {
+                if let Some(pct) = text::percent_of(r.realized_pnl_usd, r.entry_size_usd) {
                     let _ = write!(out, " ({pct})");
                 }
                 if !r.fees_usd.is_zero() {
-                    let _ = write!(out, " fees {}", format::usd(r.fees_usd));
+                    let _ = write!(out, " fees {}", text::money(r.fees_usd));
                 }
                 let minutes = r
                     .holding_minutes
                     .map_or(0, |m| m.trunc().try_into().unwrap_or(i64::MAX));
-                let _ = write!(out, " {}", format::duration_minutes(minutes));
+                let _ = write!(out, " {}", text::duration_minutes(minutes));
                 match r.close_kind {
                     Some(CloseKind::Signal) | None => {}
                     Some(kind) => {
@@ -342,8 +315,8 @@ mod tests {
                     "- {} {} {} @ {}",
                     r.symbol,
                     r.side,
-                    format::usd(size),
-                    format::price(r.entry_price)
+                    text::money(size),
+                    text::price(r.entry_price)
                 );
                 match marks.get(&r.symbol) {
                     Some(mark) => {
@@ -352,9 +325,9 @@ mod tests {
                             .sign()
                             .checked_mul(*mark - r.entry_price)
                             .and_then(|d| d.checked_mul(r.open_qty));
-                        let _ = write!(out, " mark={}", format::price(*mark));
+                        let _ = write!(out, " mark={}", text::price(*mark));
                         if let Some(upnl) = upnl {
-                            let _ = write!(out, " uPnL={}", format::signed_usd(upnl));
+                            let _ = write!(out, " uPnL={}", text::signed_money(upnl));
                         }
                     }
                     None => out.push_str(" mark=n/a"),
@@ -362,17 +335,17 @@ mod tests {
                 let _ = write!(
                     out,
                     " MFE={} / MAE={}",
-                    format::signed_usd(r.mfe_usd),
-                    format::signed_usd(r.mae_usd)
+                    text::signed_money(r.mfe_usd),
+                    text::signed_money(r.mae_usd)
                 );
                 if !r.realized_pnl_usd.is_zero() {
-                    let _ = write!(out, " realized={}", format::signed_usd(r.realized_pnl_usd));
+                    let _ = write!(out, " realized={}", text::signed_money(r.realized_pnl_usd));
                 }
                 let held = (now - r.entry_tick_at).num_minutes();
                 let _ = writeln!(
                     out,
                     " held {} {}",
-                    format::duration_minutes(held),
+                    text::duration_minutes(held),
                     reason_text(r.entry_reason.as_deref())
                 );
             }

@@ -4,9 +4,10 @@
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
-use memory_ledger::{bound_reason, format};
+use memory_ledger::bound_reason;
 use skill_schema::Skill;
 use types::TradeRecord;
+use types::text;
 
 use crate::stats::{LedgerStats, MIN_RECURRING};
 
@@ -90,7 +91,7 @@ fn render_strategy(skill: &Skill) -> String {
 /// A reason as a quoted cell: bounded, escaped, `|` replaced so it cannot break the table.
 fn reason_cell(reason: Option<&str>) -> String {
     match reason.and_then(bound_reason) {
-        Some(r) => format::quoted(&r).replace('|', "/"),
+        Some(r) => text::quoted(&r).replace('|', "/"),
         None => "-".to_owned(),
     }
 }
@@ -120,16 +121,16 @@ fn render_trades(trades: &[&TradeRecord]) -> String {
             r.symbol,
             r.side,
             r.entry_regime_tag.map_or("untagged", |t| t.as_str()),
-            format::usd(r.entry_size_usd),
-            format::price(r.entry_price),
-            r.exit_price.map_or_else(|| "-".to_owned(), format::price),
-            format::signed_usd(r.realized_pnl_usd),
-            format::usd(r.fees_usd),
-            format::signed_usd(net),
-            format::percent(net, r.entry_size_usd).unwrap_or_else(|| "-".to_owned()),
-            format::duration_minutes(minutes(r)),
-            format::signed_usd(r.mfe_usd),
-            format::signed_usd(r.mae_usd),
+            text::money(r.entry_size_usd),
+            text::price(r.entry_price),
+            r.exit_price.map_or_else(|| "-".to_owned(), text::price),
+            text::signed_money(r.realized_pnl_usd),
+            text::money(r.fees_usd),
+            text::signed_money(net),
+            text::percent_of(net, r.entry_size_usd).unwrap_or_else(|| "-".to_owned()),
+            text::duration_minutes(minutes(r)),
+            text::signed_money(r.mfe_usd),
+            text::signed_money(r.mae_usd),
             r.close_kind.map_or("-", |k| k.as_str()),
             reason_cell(r.entry_reason.as_deref()),
             reason_cell(r.exit_reason.as_deref()),

@@ -6,10 +6,10 @@
 
 use std::collections::BTreeMap;
 
-use memory_ledger::format;
 use rust_decimal::Decimal;
 use rust_decimal::prelude::ToPrimitive;
 use types::TradeRecord;
+use types::text;
 
 use crate::bounds::bound_lessons;
 
@@ -116,11 +116,11 @@ impl SetupStats {
         format!(
             "n={}, win rate {}% ({} of {}), average net {}, average hold {}",
             self.trades,
-            format::fixed(self.win_rate_pct(), 1),
+            text::grouped_fixed(self.win_rate_pct(), 1),
             self.wins,
             self.trades,
-            format::signed_usd(self.avg_net_usd()),
-            format::duration_minutes(self.avg_hold_minutes()),
+            text::signed_money(self.avg_net_usd()),
+            text::duration_minutes(self.avg_hold_minutes()),
         )
     }
 }

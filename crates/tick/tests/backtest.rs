@@ -4,13 +4,13 @@
 
 mod common;
 
-use agent_runtime::{builtin_model, context::short_time};
+use agent_runtime::builtin_model;
 use chrono::{DateTime, Utc};
 use db::{LedgerStore, NoteScope, NoteStore, Store, TickStore};
 use rust_decimal::Decimal;
 use tick::backtest::{BacktestInput, BacktestResult, Summary, register, run_backtest};
 use tick::snapshot_id;
-use tools::fixed;
+use types::text::{fixed, short_time};
 use types::{Bar, Interval, Uuid};
 
 const LESSONS_HEADER: &str = "Lessons from your recent trades on this skill";

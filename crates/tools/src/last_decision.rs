@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use types::{OrderAction, ProposedAction, RuleCode, Verdict};
 
-use crate::{fixed, one_line};
+use crate::one_line;
 
 /// What the engine did with the previous tick's proposal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -42,7 +42,7 @@ pub struct LastDecisionSnapshot {
     pub detail: String,
 }
 
-/// One line describing a proposal: `open_long BTC $2500.00 at 3x, stop 64000, target 68000,
+/// One line describing a proposal: `open_long BTC $2,500.00 at 3x, stop 64000, target 68000,
 /// confidence 70: "reason"`.
 #[must_use]
 pub fn summarize_proposal(p: &ProposedAction) -> String {
@@ -52,8 +52,8 @@ pub fn summarize_proposal(p: &ProposedAction) -> String {
     out.push(' ');
     out.push_str(&p.symbol);
     if let Some(size) = p.size_usd {
-        out.push_str(" $");
-        out.push_str(&fixed(size, 2));
+        out.push(' ');
+        types::text::push_money(&mut out, size);
     }
     if let Some(lev) = p.leverage {
         let _ = write!(out, " at {}x", lev.normalize());

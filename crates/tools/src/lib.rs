@@ -77,77 +77,8 @@ pub fn checked_mean(values: impl IntoIterator<Item = Decimal>) -> Option<Decimal
     sum.checked_div(Decimal::from(n))
 }
 
-/// Rounds to 2 decimals, half away from zero (money as shown).
+/// Rounds to 2 decimals, half away from zero (money in tool results).
 #[must_use]
 pub fn round2(d: Decimal) -> Decimal {
     d.round_dp_with_strategy(2, RoundingStrategy::MidpointAwayFromZero)
-}
-
-/// `d` rounded half away from zero to exactly `dp` decimals, zero-padded (`fixed(5, 2)` is
-/// `"5.00"`). Deterministic: no float, no locale.
-#[must_use]
-pub fn fixed(d: Decimal, dp: u32) -> String {
-    let mut out = String::with_capacity(16);
-    push_fixed(&mut out, d, dp);
-    out
-}
-
-/// Appends [`fixed`]`(d, dp)` to `out` (no temporary string).
-pub fn push_fixed(out: &mut String, d: Decimal, dp: u32) {
-    if !push_fixed_u64(out, d, dp) {
-        let mut r = d.round_dp_with_strategy(dp, RoundingStrategy::MidpointAwayFromZero);
-        r.rescale(dp);
-        push_decimal(out, r);
-    }
-}
-
-/// [`push_fixed`] in 64-bit integer arithmetic ([`types::text::rounded_mantissa`]); `false`,
-/// with nothing written, when that does not suffice. As `Decimal` does, a result that rounded to
-/// zero is positive and a zero that needed no rounding keeps its sign.
-fn push_fixed_u64(out: &mut String, d: Decimal, dp: u32) -> bool {
-    let Some(mantissa) = types::text::rounded_mantissa(d, dp) else {
-        return false;
-    };
-    let negative = d.is_sign_negative() && (mantissa != 0 || d.is_zero());
-    push_parts(out, mantissa, dp as usize, negative);
-    true
-}
-
-/// Appends `d` exactly as its `Display` prints it (`d.to_string()`: the mantissa's digits with
-/// the point `scale` digits from the right, `0.05`, `-0.00` for a negative zero) without the
-/// formatting machinery or a temporary string.
-pub fn push_decimal(out: &mut String, d: Decimal) {
-    let mut buf = [0_u8; 32];
-    match types::text::decimal_text(&mut buf, d) {
-        Some(text) => out.push_str(text),
-        None => {
-            use std::fmt::Write as _;
-            let _ = write!(out, "{d}");
-        }
-    }
-}
-
-/// Appends a decimal given by its parts as `Display` prints it (see
-/// [`types::text::decimal_parts_text`]).
-fn push_parts(out: &mut String, mantissa: u64, scale: usize, negative: bool) {
-    let mut buf = [0_u8; 32];
-    out.push_str(types::text::decimal_parts_text(
-        &mut buf, mantissa, scale, negative,
-    ));
-}
-
-/// Appends the decimal digits of `n` (as `n.to_string()`).
-pub fn push_uint(out: &mut String, n: u64) {
-    let mut buf = [0_u8; 20];
-    let mut at = buf.len();
-    let mut m = n;
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (m % 10) as u8;
-        m /= 10;
-        if m == 0 {
-            break;
-        }
-    }
-    out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
 }

@@ -465,7 +465,7 @@ fn last_decision_snapshot_from_a_rejection() {
     assert_eq!(
         s.proposal.as_deref(),
         Some(
-            "open_long BTC $6000.00 at 3x, confidence 72: \"Breakout above the prior swing high\""
+            "open_long BTC $6,000.00 at 3x, confidence 72: \"Breakout above the prior swing high\""
         )
     );
     let s = to_last_decision_snapshot(

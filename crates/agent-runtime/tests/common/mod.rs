@@ -301,7 +301,7 @@ pub fn data() -> Preloaded {
     let mark = btc_mark();
     data.open_positions_text = format!(
         "- BTC long ${} @ {} mark={mark} MFE=+$18.90 / MAE=-$6.30 held 180m \"reclaim of the 4h range low\"",
-        tools::fixed(dec!(0.03) * (mark - dec!(461.5)), 2),
+        types::text::fixed(dec!(0.03) * (mark - dec!(461.5)), 2),
         mark - dec!(461.5)
     );
     data

@@ -1,9 +1,11 @@
-//! The formatting functions print exactly what they printed before they wrote into buffers: each
-//! is checked against its former `String` implementation (kept here as the reference).
+//! The prompt-text writers print exactly what the `String` formatting they replaced printed:
+//! `push_decimal` is `Decimal`'s `Display`, `push_fixed` is round + rescale + `Display`, and the
+//! grouped styles match their former implementations (kept here as references; money is checked
+//! against its one style, cents always).
 
-use memory_ledger::format;
 use proptest::prelude::*;
-use rust_decimal::Decimal;
+use rust_decimal::{Decimal, RoundingStrategy};
+use types::text::{self, fixed, push_decimal, push_fixed, push_uint};
 
 mod reference {
     use rust_decimal::{Decimal, RoundingStrategy};
@@ -67,20 +69,16 @@ mod reference {
         group(&round(p, dp).normalize().to_string())
     }
 
-    pub fn usd(d: Decimal) -> String {
-        let dp = if d.abs() >= Decimal::ONE_HUNDRED {
-            0
-        } else {
-            2
-        };
-        let s = fixed(d, dp);
+    /// The one money style: cents always, thousands grouped.
+    pub fn money(d: Decimal) -> String {
+        let s = fixed(d, 2);
         match s.strip_prefix('-') {
             Some(rest) => format!("-${rest}"),
             None => format!("${s}"),
         }
     }
 
-    pub fn signed_usd(d: Decimal) -> String {
+    pub fn signed_money(d: Decimal) -> String {
         let s = fixed(d, 2);
         match s.strip_prefix('-') {
             Some(rest) => format!("-${rest}"),
@@ -89,7 +87,7 @@ mod reference {
         }
     }
 
-    pub fn percent(part: Decimal, whole: Decimal) -> Option<String> {
+    pub fn percent_of(part: Decimal, whole: Decimal) -> Option<String> {
         if whole.is_zero() {
             return None;
         }
@@ -129,7 +127,7 @@ mod reference {
 
 /// Money- and price-like decimals (up to 64-bit mantissas, scales 0..=12, both signs) and a few
 /// extreme ones.
-fn decimal() -> impl Strategy<Value = Decimal> {
+fn money_like() -> impl Strategy<Value = Decimal> {
     prop_oneof![
         4 => (any::<i64>(), 0_u32..=12).prop_map(|(m, s)| Decimal::new(m, s)),
         4 => (-10_000_000_i64..10_000_000, 0_u32..=6).prop_map(|(m, s)| Decimal::new(m, s)),
@@ -146,33 +144,101 @@ fn decimal() -> impl Strategy<Value = Decimal> {
     ]
 }
 
+/// Any decimal: every mantissa width (32, 64 and 96 bits), every scale, both signs, zeros
+/// included (negative zero too), and values on a rounding midpoint (`…5`, `…50`).
+fn decimal() -> impl Strategy<Value = Decimal> {
+    let mantissa = prop_oneof![
+        Just((0_u32, 0_u32, 0_u32)),
+        any::<u32>().prop_map(|lo| (lo, 0, 0)),
+        (0_u32..1000).prop_map(|lo| (lo, 0, 0)),
+        (0_u32..1000).prop_map(|n| (n * 10 + 5, 0, 0)),
+        (0_u64..10_000_000).prop_map(|n| {
+            let m = n * 100 + 50;
+            (m as u32, (m >> 32) as u32, 0)
+        }),
+        (any::<u32>(), any::<u32>()).prop_map(|(lo, mid)| (lo, mid, 0)),
+        Just((u32::MAX, u32::MAX, 0)),
+        Just((0x8AC7_2304, 0x8AC7_2304, 0)),
+        (any::<u32>(), any::<u32>(), any::<u32>()),
+    ];
+    (mantissa, any::<bool>(), 0_u32..=28).prop_map(|((lo, mid, hi), negative, scale)| {
+        Decimal::from_parts(lo, mid, hi, negative, scale)
+    })
+}
+
+/// `fixed` as it was written before the buffer writers.
+fn reference_fixed(d: Decimal, dp: u32) -> String {
+    let mut r = d.round_dp_with_strategy(dp, RoundingStrategy::MidpointAwayFromZero);
+    r.rescale(dp);
+    r.to_string()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2048))]
 
     #[test]
-    fn numbers_print_as_before(d in decimal(), whole in decimal(), dp in 0_u32..=30) {
-        prop_assert_eq!(format::fixed(d, dp), reference::fixed(d, dp));
-        prop_assert_eq!(format::usd(d), reference::usd(d));
-        prop_assert_eq!(format::signed_usd(d), reference::signed_usd(d));
-        prop_assert_eq!(format::price(d), reference::price(d));
-        prop_assert_eq!(format::percent(d, whole), reference::percent(d, whole));
+    fn numbers_print_as_before(d in money_like(), whole in money_like(), dp in 0_u32..=30) {
+        prop_assert_eq!(text::grouped_fixed(d, dp), reference::fixed(d, dp));
+        prop_assert_eq!(text::money(d), reference::money(d));
+        prop_assert_eq!(text::signed_money(d), reference::signed_money(d));
+        prop_assert_eq!(text::price(d), reference::price(d));
+        prop_assert_eq!(text::percent_of(d, whole), reference::percent_of(d, whole));
     }
 
     #[test]
     fn durations_print_as_before(m in any::<i64>()) {
-        prop_assert_eq!(format::duration_minutes(m), reference::duration_minutes(m));
+        prop_assert_eq!(text::duration_minutes(m), reference::duration_minutes(m));
     }
 
     #[test]
     fn quotes_escape_as_before(text in r#"[ a-z"\\\n\r\t\x00-\x1f\x7f\u{80}-\u{9f}\u{2028}\u{2029}é→😀]{0,40}"#) {
-        prop_assert_eq!(format::quoted(&text), reference::quoted(&text));
+        prop_assert_eq!(text::quoted(&text), reference::quoted(&text));
     }
 }
 
-/// A few of the documented examples.
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    #[test]
+    fn push_decimal_prints_what_display_prints(d in decimal(), prefix in "[a-z]{0,3}") {
+        let mut out = prefix.clone();
+        push_decimal(&mut out, d);
+        prop_assert_eq!(out, format!("{prefix}{d}"));
+    }
+
+    #[test]
+    fn push_fixed_prints_what_round_rescale_display_printed(d in decimal(), dp in 0_u32..=30) {
+        let mut out = String::new();
+        push_fixed(&mut out, d, dp);
+        prop_assert_eq!(&out, &reference_fixed(d, dp));
+        prop_assert_eq!(fixed(d, dp), out);
+    }
+
+    #[test]
+    fn push_uint_prints_what_display_prints(n in any::<u64>()) {
+        let mut out = String::new();
+        push_uint(&mut out, n);
+        prop_assert_eq!(out, n.to_string());
+    }
+}
+
 #[test]
-fn documented_examples_hold() {
-    assert_eq!(format::price(Decimal::new(65200, 0)), "65,200");
-    assert_eq!(format::usd(Decimal::new(-125_004, 1)), "-$12,500");
-    assert_eq!(format::signed_usd(Decimal::new(-1, 3)), "$0.00");
+fn edge_cases_print_as_display_does() {
+    for d in [
+        Decimal::ZERO,
+        Decimal::NEGATIVE_ONE,
+        Decimal::MAX,
+        Decimal::MIN,
+        Decimal::from_parts(0, 0, 0, true, 2),
+        Decimal::from_parts(5, 0, 0, false, 2),
+        Decimal::from_parts(5, 0, 0, true, 28),
+        Decimal::from_parts(u32::MAX, u32::MAX, u32::MAX, true, 28),
+    ] {
+        let mut out = String::new();
+        push_decimal(&mut out, d);
+        assert_eq!(out, d.to_string());
+    }
+    let mut out = String::new();
+    push_uint(&mut out, 0);
+    assert_eq!(out, "0");
 }

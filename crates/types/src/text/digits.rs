@@ -1,5 +1,6 @@
-//! Decimal text as `Display` prints it, without the formatting machinery: the prompt writers
-//! (`tools`, `memory-ledger`) print thousands of decimals a tick.
+//! The primitives every style is built on: decimal text as `Display` prints it, without the
+//! formatting machinery, and 64-bit rounding (the prompt writers print thousands of decimals a
+//! tick).
 
 use rust_decimal::Decimal;
 

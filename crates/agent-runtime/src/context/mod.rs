@@ -1,0 +1,331 @@
+//! `assemble_context`: the user message of one tick.
+//!
+//! Sections, in this order (those marked * only when they have something to say):
+//! `## Time`, `## Market context`, `## News (last Nh, top K by relevance)`,
+//! `## Upcoming events (next Nh)`*, `## Portfolio`, `## Risk caps (engine-enforced)`,
+//! `## Open orders`*, `## Last decision`*, `## Recent trades on this skill (closed)`* and
+//! `## Open positions (memory view)`* (memory dial), `## Your turn`.
+//!
+//! Contracts:
+//! - **Deterministic.** Identical inputs give byte-identical text: no map iteration order, no
+//!   floats, no locale, no wall clock. Numbers, money and times are written in the styles of
+//!   [`types::text`] (money `$12,500.00`); a symbol's bar prices all carry the largest number
+//!   of decimals among its bars, so EURUSD `1.07219` keeps its five; ratios have 2 decimals.
+//! - **Point in time.** Everything is re-checked against `ctx.now` whatever the sources
+//!   return: a bar is shown only if it *closed* (`time + interval`) at or before `now`; news only
+//!   if published in `[now − lookback, now]`; events only if scheduled in `(now, now + lookahead]`.
+//! - **Unknown is not none.** Without a news feed (`tools::NoData`) the News section says
+//!   headlines are unknown, not that there were none; with events enabled but no calendar, the
+//!   Upcoming events section says the same of events.
+//! - **External text is data.** Headlines, sources, event titles and engine details are put on
+//!   one line and bounded, so they cannot forge a heading of this message.
+//!
+//! Token estimates are a cheap deterministic proxy, `ceil(chars / 4)` per section (chars are
+//! Unicode scalar values). Exact tokenizer counts belong to the CLI, which can afford a
+//! tokenizer; the estimate here is for budgets and dashboards.
+
+mod bars;
+mod cache;
+mod sections;
+mod text;
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use skill_schema::Skill;
+use tools::{DataError, LastDecisionSnapshot, ToolContext, news_window};
+use types::text::push_uint;
+
+pub use bars::{closed_bars, closed_bars_window};
+pub use cache::RenderCache;
+use sections::{
+    events_section, last_decision_section, market_section, memory_section_cached, news_section,
+    orders_section, portfolio_section, risk_section, time_section, upcoming_events,
+};
+pub use text::price_dp;
+
+/// A bar of hour `hour` (from the epoch) closing at `close / 10`, for the unit tests.
+#[cfg(test)]
+fn test_bar(hour: i64, close: i64) -> types::Bar {
+    use chrono::TimeZone;
+    let close = rust_decimal::Decimal::new(close, 1);
+    types::Bar {
+        time: chrono::Utc.timestamp_opt(hour * 3600, 0).unwrap(),
+        open: close,
+        high: close + rust_decimal::Decimal::ONE,
+        low: close - rust_decimal::Decimal::ONE,
+        close,
+        volume: rust_decimal::Decimal::new(hour, 0),
+    }
+}
+
+/// Higher-timeframe bars fetched per timeframe (the regime window of `classify_regime`).
+pub const HTF_FETCH_BARS: usize = 20;
+/// Higher-timeframe bars printed per timeframe.
+pub const HTF_SHOW_BARS: usize = 6;
+/// Most decimals a price is printed with.
+pub const MAX_PRICE_DP: u32 = 8;
+/// The header line of every bar table.
+pub const BAR_TABLE_HEADER: &str = "time o h l c v";
+
+/// The user message and what each section costs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AssembledContext {
+    /// The whole message: the sections joined by one blank line, ending with a newline.
+    pub text: String,
+    /// Each rendered section, in order.
+    pub sections: Vec<SectionEstimate>,
+    /// `ceil(chars(text) / 4)`.
+    pub total_tokens_estimate: u32,
+}
+
+/// One rendered section and its estimated size.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SectionEstimate {
+    /// Stable key: `time`, `market`, `news`, `events`, `portfolio`, `risk_caps`,
+    /// `open_orders`, `last_decision`, `recent_trades`, `open_positions`, `your_turn`.
+    pub name: &'static str,
+    /// Unicode scalar values in the section's text (heading included).
+    pub chars: u32,
+    /// `ceil(chars / 4)`.
+    pub tokens_estimate: u32,
+}
+
+/// Why the context could not be assembled. A tick without its data must not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("assembling the {section} section: {source}")]
+pub struct ContextError {
+    pub section: &'static str,
+    #[source]
+    pub source: DataError,
+}
+
+pub(crate) fn data_err(section: &'static str) -> impl FnOnce(DataError) -> ContextError {
+    move |source| ContextError { section, source }
+}
+
+/// `ceil(chars / 4)`, the deterministic token proxy.
+#[must_use]
+pub fn estimate_tokens(text: &str) -> u32 {
+    u32::try_from(text.chars().count().div_ceil(4)).unwrap_or(u32::MAX)
+}
+
+/// Renders the user message of one tick from the skill's context config and the data sources
+/// of `ctx`, as of `ctx.now`. The symbols shown are `ctx.symbols` (callers set them to the
+/// skill's `context.symbols`).
+///
+/// # Errors
+/// [`ContextError`] naming the section whose data source failed (bars, news, events, broker,
+/// memory). The caller skips the tick rather than run it on missing data.
+pub fn assemble_context(
+    skill: &Skill,
+    ctx: &ToolContext,
+    last_decision: Option<&LastDecisionSnapshot>,
+) -> Result<AssembledContext, ContextError> {
+    assemble_context_cached(skill, ctx, last_decision, &mut RenderCache::default())
+}
+
+/// [`assemble_context`] reusing what `cache` rendered on earlier ticks of the same deployment:
+/// the rows of bars still in the window (a closed bar's row never changes, so a tick renders
+/// only the bars that are new to it) and memory sections whose body did not change. The text is
+/// byte-identical to [`assemble_context`]'s.
+///
+/// # Errors
+/// As [`assemble_context`].
+pub fn assemble_context_cached(
+    skill: &Skill,
+    ctx: &ToolContext,
+    last_decision: Option<&LastDecisionSnapshot>,
+    cache: &mut RenderCache,
+) -> Result<AssembledContext, ContextError> {
+    let cfg = &skill.context;
+    let mut w = Sections::with_capacity(cache.text_len + 64);
+
+    w.begin();
+    time_section(&mut w.text, ctx.now, cfg.bars_interval);
+    // ASCII only: one char a byte.
+    w.end("time", Some(w.text.len() - w.start));
+
+    w.begin();
+    cache.generation = cache.generation.wrapping_add(1);
+    let market = market_section(&mut w.text, skill, ctx, cache);
+    cache.evict_unused();
+    w.end("market", Some(market?));
+
+    let news = news_window(
+        ctx,
+        &ctx.symbols,
+        cfg.news_lookback_hours,
+        cfg.news_top_k as usize,
+    )
+    .map_err(data_err("news"))?;
+    w.begin();
+    if ctx.news.is_connected() {
+        news_section(
+            &mut w.text,
+            &news,
+            cfg.news_lookback_hours,
+            cfg.news_top_k,
+            &ctx.symbols,
+        );
+    } else {
+        w.text.push_str("## News (last ");
+        push_uint(&mut w.text, u64::from(cfg.news_lookback_hours));
+        w.text.push_str("h, top ");
+        push_uint(&mut w.text, u64::from(cfg.news_top_k));
+        w.text.push_str(
+            " by relevance)\nNo news feed is connected to this deployment: headlines are \
+             unknown, not absent.",
+        );
+    }
+    w.end("news", None);
+
+    if cfg.events.enabled && !ctx.events.is_connected() {
+        w.begin();
+        let _ = write!(
+            w.text,
+            "## Upcoming events (next {}h)\nNo event calendar is connected to this \
+             deployment: scheduled events are unknown, not absent.",
+            cfg.events.lookahead_hours
+        );
+        w.end("events", None);
+    } else if cfg.events.enabled {
+        let events = upcoming_events(skill, ctx)?;
+        if !events.is_empty() {
+            w.begin();
+            events_section(&mut w.text, &events, ctx.now, cfg.events.lookahead_hours);
+            w.end("events", None);
+        }
+    }
+
+    let portfolio = ctx
+        .portfolio
+        .portfolio()
+        .and_then(|p| tools::check_portfolio(&p).map(|()| p))
+        .map_err(data_err("portfolio"))?;
+    w.begin();
+    portfolio_section(&mut w.text, &portfolio);
+    w.end("portfolio", None);
+    w.begin();
+    risk_section(&mut w.text, skill, portfolio.equity_usd);
+    w.end("risk_caps", None);
+
+    let mut orders = ctx
+        .portfolio
+        .open_orders()
+        .map_err(data_err("open orders"))?;
+    if !orders.is_empty() {
+        orders.sort_by(|a, b| {
+            a.symbol
+                .cmp(&b.symbol)
+                .then(a.placed_at.cmp(&b.placed_at))
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        w.begin();
+        orders_section(&mut w.text, &orders);
+        w.end("open_orders", None);
+    }
+
+    if let Some(last) = last_decision {
+        w.begin();
+        last_decision_section(&mut w.text, last);
+        w.end("last_decision", None);
+    }
+
+    if cfg.memory.enabled {
+        let k = cfg
+            .memory
+            .recent_trades_k
+            .min(types::MAX_MEMORY_K);
+        let body = ctx
+            .memory
+            .recent_trades(k, ctx.now)
+            .map_err(data_err("recent trades"))?;
+        w.begin();
+        let chars = memory_section_cached(
+            &mut w.text,
+            &mut cache.memory[0],
+            "## Recent trades on this skill (closed)",
+            body,
+            "No closed trades on this skill yet.",
+        );
+        w.end("recent_trades", Some(chars));
+        if cfg.memory.include_open_positions {
+            let body = ctx
+                .memory
+                .open_positions(ctx.now)
+                .map_err(data_err("open positions"))?;
+            w.begin();
+            let chars = memory_section_cached(
+                &mut w.text,
+                &mut cache.memory[1],
+                "## Open positions (memory view)",
+                body,
+                "No open positions in the ledger.",
+            );
+            w.end("open_positions", Some(chars));
+        }
+    }
+
+    w.begin();
+    w.text.push_str(
+        "## Your turn\nEvaluate against your strategy. Call propose_order exactly once \
+         (action no_op to stand aside).",
+    );
+    w.end("your_turn", Some(w.text.len() - w.start));
+
+    let out = w.finish();
+    cache.text_len = out.text.len();
+    Ok(out)
+}
+
+/// The message being written: the sections go straight into one buffer, each section's
+/// characters counted once (or handed over by a renderer that knows them).
+struct Sections {
+    text: String,
+    estimates: Vec<SectionEstimate>,
+    start: usize,
+    total_chars: usize,
+}
+
+impl Sections {
+    fn with_capacity(bytes: usize) -> Self {
+        Self {
+            text: String::with_capacity(bytes),
+            estimates: Vec::with_capacity(12),
+            start: 0,
+            total_chars: 0,
+        }
+    }
+
+    /// Starts a section: one blank line after the previous one.
+    fn begin(&mut self) {
+        if !self.estimates.is_empty() {
+            self.text.push_str("\n\n");
+            self.total_chars += 2;
+        }
+        self.start = self.text.len();
+    }
+
+    /// Ends the section started last; `chars` when the renderer counted them.
+    fn end(&mut self, name: &'static str, chars: Option<usize>) {
+        let chars = chars.unwrap_or_else(|| self.text[self.start..].chars().count());
+        debug_assert_eq!(chars, self.text[self.start..].chars().count(), "{name}");
+        self.total_chars += chars;
+        self.estimates.push(SectionEstimate {
+            name,
+            chars: u32::try_from(chars).unwrap_or(u32::MAX),
+            tokens_estimate: u32::try_from(chars.div_ceil(4)).unwrap_or(u32::MAX),
+        });
+    }
+
+    fn finish(mut self) -> AssembledContext {
+        self.text.push('\n');
+        self.total_chars += 1;
+        AssembledContext {
+            total_tokens_estimate: u32::try_from(self.total_chars.div_ceil(4)).unwrap_or(u32::MAX),
+            text: self.text,
+            sections: self.estimates,
+        }
+    }
+}

@@ -1,0 +1,487 @@
+//! Each section's rendering, in the order of the message.
+
+use std::fmt::Write as _;
+
+use chrono::{DateTime, Datelike, Duration, Utc};
+use rust_decimal::Decimal;
+use skill_schema::Skill;
+use tools::{LastDecisionSnapshot, OpenOrder, ToolContext, UpcomingEvent, one_line, push_one_line};
+use types::text;
+use types::{Interval, PortfolioSnapshot, Position};
+
+use super::bars::closed_bars_window;
+use super::cache::{MemorySectionMemo, RenderCache};
+use super::text::{push_about, push_share_of_equity};
+use super::{BAR_TABLE_HEADER, ContextError, HTF_FETCH_BARS, HTF_SHOW_BARS, data_err};
+
+const WEEKDAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+pub(super) fn time_section(out: &mut String, now: DateTime<Utc>, interval: Interval) {
+    out.push_str("## Time\n");
+    text::push_timestamp(out, now);
+    out.push_str(" (");
+    out.push_str(WEEKDAYS[now.weekday().num_days_from_monday() as usize]);
+    out.push_str("). Execution timeframe ");
+    out.push_str(interval.as_str());
+    out.push_str("; every bar below closed at or before this time (rows are bar open times, UTC).");
+}
+
+/// Writes the market section; returns its characters.
+pub(super) fn market_section(
+    out: &mut String,
+    skill: &Skill,
+    ctx: &ToolContext,
+    cache: &mut RenderCache,
+) -> Result<usize, ContextError> {
+    let cfg = &skill.context;
+    let interval = cfg.bars_interval;
+    let lookback = cfg.bars_lookback as usize;
+    let higher = cfg.effective_higher_timeframes();
+    // Characters: counted on the headings, the rows (ASCII) by their length.
+    let mut chars = 0;
+    let mut counted_to = out.len();
+    out.push_str("## Market context");
+    let mut htf = Vec::with_capacity(higher.len());
+    for symbol in &ctx.symbols {
+        let bars =
+            closed_bars_window(ctx, symbol, interval, lookback).map_err(data_err("market"))?;
+        let base = cache.sync_table(symbol, interval, &bars);
+        htf.clear();
+        for &h in &higher {
+            let hb =
+                closed_bars_window(ctx, symbol, h, HTF_FETCH_BARS).map_err(data_err("market"))?;
+            htf.push(cache.sync_table(symbol, h, &hb));
+        }
+        // As `price_dp` over every bar shown or classified.
+        let dp = htf
+            .iter()
+            .map(|&i| cache.tables[i].max_dp())
+            .fold(cache.tables[base].max_dp(), u32::max);
+        out.push_str("\n\n");
+        let table = &mut cache.tables[base];
+        if table.bars.is_empty() {
+            let _ = write!(out, "### {symbol} {interval} · no closed bars available");
+        } else {
+            out.push_str("### ");
+            out.push_str(symbol);
+            out.push(' ');
+            out.push_str(interval.as_str());
+            out.push_str(" · regime ");
+            out.push_str(table.regime().as_str());
+            out.push_str(" · last ");
+            text::push_uint(out, table.bars.len() as u64);
+            out.push_str(" bars\n");
+            out.push_str(BAR_TABLE_HEADER);
+            chars += out[counted_to..].chars().count();
+            let rows = table.rows(usize::MAX, dp);
+            debug_assert!(rows.is_ascii());
+            out.push_str(rows);
+            chars += rows.len();
+            counted_to = out.len();
+        }
+        for &i in &htf {
+            let table = &mut cache.tables[i];
+            let h = table.interval;
+            out.push('\n');
+            if table.bars.is_empty() {
+                let _ = write!(out, "#### {symbol} {h} · no closed bars available");
+                continue;
+            }
+            let shown = table.bars.len().min(HTF_SHOW_BARS);
+            out.push_str("#### ");
+            out.push_str(symbol);
+            out.push(' ');
+            out.push_str(h.as_str());
+            out.push_str(" · regime ");
+            out.push_str(table.regime().as_str());
+            out.push_str(" (last ");
+            text::push_uint(out, table.bars.len() as u64);
+            out.push_str(" bars) · last ");
+            text::push_uint(out, shown as u64);
+            out.push_str(" shown\n");
+            out.push_str(BAR_TABLE_HEADER);
+            chars += out[counted_to..].chars().count();
+            let rows = table.rows(shown, dp);
+            debug_assert!(rows.is_ascii());
+            out.push_str(rows);
+            chars += rows.len();
+            counted_to = out.len();
+        }
+    }
+    chars += out[counted_to..].chars().count();
+    Ok(chars)
+}
+
+pub(super) fn news_section(
+    out: &mut String,
+    items: &[tools::NewsItem],
+    hours: u32,
+    top_k: u32,
+    symbols: &[String],
+) {
+    let _ = write!(out, "## News (last {hours}h, top {top_k} by relevance)");
+    if items.is_empty() {
+        let _ = write!(
+            out,
+            "\nNo headlines about {} in the last {hours}h.",
+            symbols.join(", ")
+        );
+        return;
+    }
+    for n in items {
+        out.push_str("\n- ");
+        text::push_short_time(out, n.time);
+        out.push(' ');
+        out.push_str(&n.source);
+        out.push_str(" [");
+        push_about(out, &n.symbols);
+        out.push_str("] sentiment ");
+        text::push_signed_fixed(out, n.sentiment, 2);
+        out.push_str(" importance ");
+        text::push_fixed(out, n.importance, 2);
+        out.push_str(": ");
+        out.push_str(&n.headline);
+    }
+}
+
+pub(super) fn upcoming_events(
+    skill: &Skill,
+    ctx: &ToolContext,
+) -> Result<Vec<UpcomingEvent>, ContextError> {
+    let ev = &skill.context.events;
+    let until = ctx.now + Duration::hours(i64::from(ev.lookahead_hours));
+    let mut events: Vec<UpcomingEvent> = ctx
+        .events
+        .upcoming(ctx.now, until, &ev.kinds, ev.min_importance)
+        .map_err(data_err("events"))?
+        .into_iter()
+        .filter(|e| e.scheduled_at > ctx.now && e.scheduled_at <= until)
+        .filter(|e| ev.kinds.is_empty() || ev.kinds.contains(&e.kind))
+        .filter(|e| e.importance >= ev.min_importance)
+        .filter(|e| e.symbols.is_empty() || e.symbols.iter().any(|s| ctx.trades_symbol(s)))
+        .map(|mut e| {
+            e.title = one_line(&e.title).chars().take(200).collect();
+            e.symbols.sort();
+            e.symbols.dedup();
+            e
+        })
+        .collect();
+    events.sort_by(|a, b| {
+        a.scheduled_at
+            .cmp(&b.scheduled_at)
+            .then(b.importance.cmp(&a.importance))
+            .then_with(|| a.title.cmp(&b.title))
+    });
+    Ok(events)
+}
+
+pub(super) fn events_section(
+    out: &mut String,
+    events: &[UpcomingEvent],
+    now: DateTime<Utc>,
+    hours: u32,
+) {
+    let _ = write!(out, "## Upcoming events (next {hours}h)");
+    for e in events {
+        out.push_str("\n- ");
+        text::push_short_time(out, e.scheduled_at);
+        out.push_str(" (in ");
+        text::push_duration(out, e.scheduled_at - now);
+        out.push_str(") ");
+        out.push_str(e.kind.as_str());
+        out.push_str(" importance ");
+        text::push_fixed(out, e.importance, 2);
+        out.push_str(" [");
+        push_about(out, &e.symbols);
+        out.push_str("]: ");
+        out.push_str(&e.title);
+    }
+}
+
+/// One position. `gross` is the gross exposure and where its text (`$…` and its share of
+/// equity) was written: a position whose notional is the same number (bit for bit; the only
+/// position's, usually) copies it instead of computing it again.
+pub(super) fn position_line(
+    out: &mut String,
+    p: &Position,
+    equity: Decimal,
+    gross: (Decimal, std::ops::Range<usize>),
+) {
+    let notional = p.notional_usd();
+    out.push_str("- ");
+    out.push_str(&p.symbol);
+    out.push(' ');
+    out.push_str(p.side.as_str());
+    out.push(' ');
+    text::push_plain(out, p.qty);
+    out.push_str(" @ ");
+    text::push_plain(out, p.entry_price);
+    out.push_str(" · mark ");
+    text::push_plain(out, p.mark_price);
+    out.push_str(" · notional ");
+    if notional.unpack() == gross.0.unpack() {
+        out.extend_from_within(gross.1);
+    } else {
+        text::push_money(out, notional);
+        push_share_of_equity(out, notional, equity);
+    }
+    out.push_str(" · ");
+    text::push_plain(out, p.leverage);
+    out.push_str("x · uPnL ");
+    text::push_signed_money(out, p.unrealized_pnl_usd);
+    out.push_str(" · margin ");
+    text::push_money(out, p.margin_usd);
+    if let Some(l) = p.liquidation_price {
+        out.push_str(" · liq ");
+        text::push_plain(out, l);
+    }
+}
+
+pub(super) fn portfolio_section(out: &mut String, p: &PortfolioSnapshot) {
+    let gross = p.gross_exposure_usd();
+    out.push_str("## Portfolio\nEquity ");
+    text::push_money(out, p.equity_usd);
+    out.push_str(" · available margin ");
+    text::push_money(out, p.available_margin_usd);
+    out.push_str(" · gross exposure ");
+    let gross_text = out.len();
+    text::push_money(out, gross);
+    push_share_of_equity(out, gross, p.equity_usd);
+    let gross = (gross, gross_text..out.len());
+    out.push_str("\nRealized PnL ");
+    text::push_signed_money(out, p.realized_pnl_usd);
+    out.push_str(" gross · fees paid ");
+    text::push_money(out, p.fees_paid_usd);
+    if p.positions.is_empty() {
+        out.push_str("\nNo open positions.");
+    } else if let [only] = p.positions.as_slice() {
+        out.push('\n');
+        position_line(out, only, p.equity_usd, gross);
+    } else {
+        let mut positions: Vec<&Position> = p.positions.iter().collect();
+        positions.sort_by(|a, b| a.symbol.cmp(&b.symbol));
+        for pos in positions {
+            out.push('\n');
+            position_line(out, pos, p.equity_usd, gross.clone());
+        }
+    }
+}
+
+pub(super) fn risk_section(out: &mut String, skill: &Skill, equity: Decimal) {
+    let r = &skill.risk;
+    let of_equity = |pct_value: Decimal| pct_value * equity / Decimal::ONE_HUNDRED;
+    let position_cap = of_equity(r.max_position_pct);
+    // The same computation when the two caps are the same number (bit for bit).
+    let exposure_cap = if r.max_total_exposure_pct.unpack() == r.max_position_pct.unpack() {
+        position_cap
+    } else {
+        of_equity(r.max_total_exposure_pct)
+    };
+    out.push_str("## Risk caps (engine-enforced)\n- Max position: ");
+    text::push_plain(out, r.max_position_pct);
+    out.push_str("% of equity = ");
+    text::push_money(out, position_cap);
+    out.push_str(" notional\n- Max total exposure: ");
+    text::push_plain(out, r.max_total_exposure_pct);
+    out.push_str("% of equity = ");
+    text::push_money(out, exposure_cap);
+    out.push_str(" notional\n- Max leverage: ");
+    text::push_plain(out, r.max_leverage);
+    out.push_str("x\n- Order size: ");
+    text::push_money(out, r.min_order_usd);
+    out.push_str(" to ");
+    text::push_money(out, r.max_order_usd);
+    out.push_str(" notional\n- Max orders per hour: ");
+    text::push_uint(out, u64::from(r.max_orders_per_hour));
+    out.push_str("\n- Halts: no new or added risk at a ");
+    text::push_plain(out, r.halt_drawdown_pct);
+    out.push_str("% drawdown from peak equity or a ");
+    text::push_plain(out, r.halt_daily_loss_pct);
+    out.push_str("% loss today (UTC)\n- Allowed symbols: ");
+    if r.allowed_symbols.is_empty() {
+        out.push_str("any");
+    }
+    for (i, s) in r.allowed_symbols.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(s);
+    }
+}
+
+pub(super) fn orders_section(out: &mut String, orders: &[OpenOrder]) {
+    out.push_str("## Open orders");
+    for o in orders {
+        let side = match o.side {
+            types::OrderSide::Buy => "buy",
+            types::OrderSide::Sell => "sell",
+        };
+        out.push_str("\n- ");
+        out.push_str(&o.symbol);
+        out.push(' ');
+        out.push_str(side);
+        out.push(' ');
+        push_one_line(out, &o.kind);
+        out.push(' ');
+        text::push_plain(out, o.qty);
+        if let Some(p) = o.price {
+            out.push_str(" @ ");
+            text::push_plain(out, p);
+        }
+        if o.reduce_only {
+            out.push_str(" reduce-only");
+        }
+        out.push_str(" (placed ");
+        text::push_short_time(out, o.placed_at);
+        out.push_str(", id ");
+        push_one_line(out, &o.id);
+        out.push(')');
+    }
+}
+
+pub(super) fn last_decision_section(out: &mut String, last: &LastDecisionSnapshot) {
+    out.push_str("## Last decision\nTick ");
+    text::push_timestamp(out, last.tick_at);
+    out.push_str(": ");
+    match last.proposal.as_deref() {
+        Some(p) => {
+            out.push_str("proposed ");
+            push_one_line(out, p);
+        }
+        None => out.push_str("no proposal"),
+    }
+    out.push_str("\nEngine: ");
+    out.push_str(last.status.as_str());
+    if let Some(rule) = last.rule {
+        out.push(' ');
+        out.push_str(rule.as_str());
+    }
+    let before = out.len();
+    out.push_str(": ");
+    let detail = out.len();
+    push_one_line(out, &last.detail);
+    if out.len() == detail {
+        out.truncate(before);
+    }
+}
+
+/// [`memory_section`], reused when the ledger returned the same body as last time. Returns the
+/// section's characters.
+pub(super) fn memory_section_cached(
+    out: &mut String,
+    memo: &mut Option<MemorySectionMemo>,
+    heading: &str,
+    body: String,
+    empty: &str,
+) -> usize {
+    if let Some(m) = memo
+        && m.body == body
+    {
+        out.push_str(&m.text);
+        return m.chars;
+    }
+    let start = out.len();
+    memory_section(out, heading, &body, empty);
+    let text = out[start..].to_owned();
+    let chars = text.chars().count();
+    *memo = Some(MemorySectionMemo { body, text, chars });
+    chars
+}
+
+/// The ledger's rendered body under its heading. When the ledger rendered the whole section
+/// (heading included, as `memory-ledger`'s renderers do), its heading line is dropped so it is
+/// not printed twice. A body line that starts with `#` is escaped (`\#`) so rendered reasons can
+/// never open a section of their own.
+pub(super) fn memory_section(out: &mut String, heading: &str, body: &str, empty: &str) {
+    // Lines split at `\n`; a `\r` before it is trailing whitespace, trimmed like `str::lines`
+    // would have.
+    let mut lines = body.split('\n').peekable();
+    while lines.peek().is_some_and(|l| l.trim().is_empty()) {
+        lines.next();
+    }
+    if lines.peek().is_some_and(|l| l.trim() == heading) {
+        lines.next();
+    }
+    out.push_str(heading);
+    let mut any = false;
+    for l in lines.map(str::trim_end).filter(|l| !l.trim().is_empty()) {
+        out.push('\n');
+        // A line of the body cannot pass for a heading of this message.
+        if l.trim_start().starts_with('#') {
+            out.push('\\');
+            out.push_str(l.trim_start());
+        } else {
+            out.push_str(l);
+        }
+        any = true;
+    }
+    if !any {
+        out.push('\n');
+        out.push_str(empty);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    /// A position line that copies the gross exposure's text (its notional is the same number)
+    /// reads as one computed on its own; with two positions neither notional is the gross.
+    #[test]
+    fn a_position_line_copying_the_gross_text_is_the_computed_one() {
+        let position = |symbol: &str, qty: i64| Position {
+            symbol: symbol.into(),
+            side: types::Side::Long,
+            qty: Decimal::new(qty, 3),
+            entry_price: Decimal::new(650_000, 1),
+            leverage: Decimal::TWO,
+            mark_price: Decimal::new(671_234, 1),
+            liquidation_price: None,
+            unrealized_pnl_usd: Decimal::new(1234, 2),
+            margin_usd: Decimal::new(100_000, 2),
+        };
+        for positions in [
+            vec![position("BTC", 30)],
+            vec![position("ETH", 1500), position("BTC", 30)],
+        ] {
+            let snapshot = PortfolioSnapshot {
+                at: Utc.timestamp_opt(0, 0).unwrap(),
+                equity_usd: Decimal::new(1_023_456, 2),
+                available_margin_usd: Decimal::new(812_040, 2),
+                positions,
+                realized_pnl_usd: Decimal::ZERO,
+                fees_paid_usd: Decimal::ZERO,
+            };
+            // One position: its notional is the gross exposure, bit for bit (the copy is taken).
+            assert_eq!(
+                snapshot.positions.len() == 1,
+                snapshot.gross_exposure_usd().unpack()
+                    == snapshot.positions[0].notional_usd().unpack()
+            );
+            let mut text = String::new();
+            portfolio_section(&mut text, &snapshot);
+            let mut sorted = snapshot.positions.clone();
+            sorted.sort_by(|a, b| a.symbol.cmp(&b.symbol));
+            let lines: Vec<String> = sorted
+                .iter()
+                .map(|p| {
+                    let mut line = String::new();
+                    // A gross that matches no notional: everything computed.
+                    position_line(&mut line, p, snapshot.equity_usd, (Decimal::MAX, 0..0));
+                    line
+                })
+                .collect();
+            assert!(text.ends_with(&lines.join("\n")), "{text}");
+        }
+    }
+}
