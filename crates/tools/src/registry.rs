@@ -139,11 +139,7 @@ impl ArgsParser {
     /// # Errors
     /// [`ToolError::InvalidArguments`] listing every schema violation, or the deserialisation
     /// error.
-    pub fn parse<T: DeserializeOwned>(
-        &self,
-        tool: &str,
-        args: Value,
-    ) -> Result<T, ToolError> {
+    pub fn parse<T: DeserializeOwned>(&self, tool: &str, args: Value) -> Result<T, ToolError> {
         let args = match args {
             Value::Object(mut obj) => {
                 obj.retain(|_, v| !v.is_null());
