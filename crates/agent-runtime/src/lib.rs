@@ -32,7 +32,7 @@ pub use model::{
 };
 pub use run::{
     DEFAULT_MAX_OUTPUT_TOKENS, RunError, RunOptions, RunResult, Step, ToolCallRecord, ToolOutcome,
-    run_skill, run_skill_with, tool_definitions,
+    run_skill, run_skill_with, run_tool_loop, tool_definitions,
 };
 pub use tools::{LastDecisionSnapshot, to_last_decision_snapshot};
 

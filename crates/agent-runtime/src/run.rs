@@ -178,18 +178,54 @@ pub async fn run_skill_with(
     user_message: &str,
     options: RunOptions,
 ) -> RunResult {
-    let max_steps = skill.max_steps.max(1);
-    let mut run = Loop {
-        // A typical tick's steps; `max_steps` is the skill's to set, so it does not size this.
+    let registry = match build_tools(&skill.tools, ctx) {
+        Ok(r) => r,
+        Err(e) => {
+            return new_loop().finish(model, FinishReason::Error, Some(RunError::Tools(e)));
+        }
+    };
+    // The user message, then an assistant turn and a tool result per tool-calling step.
+    let mut messages = Vec::with_capacity(4);
+    messages.push(Message::User {
+        content: user_message.to_owned(),
+    });
+    run_tool_loop(
+        &registry,
+        model,
+        system_prompt,
+        messages,
+        skill.max_steps,
+        options,
+    )
+    .await
+}
+
+fn new_loop() -> Loop {
+    Loop {
+        // A typical tick's steps; `max_steps` is the caller's to set, so it does not size this.
         steps: Vec::with_capacity(2),
         texts: Vec::new(),
         usage: Usage::default(),
         proposal: None,
-    };
-    let registry = match build_tools(&skill.tools, ctx) {
-        Ok(r) => r,
-        Err(e) => return run.finish(model, FinishReason::Error, Some(RunError::Tools(e))),
-    };
+    }
+}
+
+/// The model loop itself, over a registry the caller built (the trading agent's whitelisted
+/// built-ins, or another catalog such as the chat coach's) and a conversation so far
+/// (`messages`, ending with the user's turn): up to `max_steps` (at least 1) model calls with
+/// every tool call dispatched through [`tools::Registry::call`] (so its read-only guard
+/// applies), with the rules of [`run_skill_with`]. The proposal is the last successful
+/// `propose_order`, if the registry has one.
+pub async fn run_tool_loop(
+    registry: &tools::Registry,
+    model: &dyn LanguageModel,
+    system_prompt: &str,
+    messages: Vec<Message>,
+    max_steps: u32,
+    options: RunOptions,
+) -> RunResult {
+    let max_steps = max_steps.max(1);
+    let mut run = new_loop();
     let model_name = model
         .id()
         .split_once('/')
@@ -198,15 +234,8 @@ pub async fn run_skill_with(
     let mut request = ModelRequest {
         model: model_name,
         system: system_prompt.to_owned(),
-        // The user message, then an assistant turn and a tool result per tool-calling step.
-        messages: {
-            let mut messages = Vec::with_capacity(4);
-            messages.push(Message::User {
-                content: user_message.to_owned(),
-            });
-            messages
-        },
-        tools: tool_definitions(&registry),
+        messages,
+        tools: tool_definitions(registry),
         max_output_tokens: options.max_output_tokens,
     };
     for index in 0..max_steps {

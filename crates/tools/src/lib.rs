@@ -51,7 +51,7 @@ pub use propose::{
     MAX_REASON_CHARS, ProposeOrder, ProposeOrderArgs, one_line, proposal_from_result,
     push_one_line, validate_proposal,
 };
-pub use registry::{Registry, Tool, args_schema, build_tools, builtin_names};
+pub use registry::{ArgsParser, ArgsSpec, Registry, Tool, args_schema, build_tools, builtin_names};
 pub use risk::{
     GetPositionRisk, PositionRiskArgs, check_portfolio, distance_to_liquidation_pct, pct,
 };

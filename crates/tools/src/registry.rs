@@ -98,13 +98,17 @@ fn tidy(value: &mut Value) {
 
 /// A tool's argument schema and its compiled validator, built once per argument type for the
 /// process (`OnceLock` in each tool): compiling a JSON Schema costs far more than a tick.
-pub(crate) struct ArgsSpec {
-    pub(crate) schema: Arc<Value>,
-    pub(crate) parser: ArgsParser,
+/// Public so that a tool catalog outside this crate (the chat coach's) parses its arguments
+/// the same way.
+pub struct ArgsSpec {
+    pub schema: Arc<Value>,
+    pub parser: ArgsParser,
 }
 
 impl ArgsSpec {
-    pub(crate) fn of<T: JsonSchema>() -> Self {
+    /// The schema of `T` ([`args_schema`]) and its compiled validator.
+    #[must_use]
+    pub fn of<T: JsonSchema>() -> Self {
         let schema = args_schema::<T>();
         let parser = ArgsParser::new(&schema);
         Self {
@@ -116,12 +120,14 @@ impl ArgsSpec {
 
 /// Parses a tool's arguments: first against its JSON Schema (every violation reported, with the
 /// argument it is about), then into `T`.
-pub(crate) struct ArgsParser {
+pub struct ArgsParser {
     validator: Result<jsonschema::Validator, String>,
 }
 
 impl ArgsParser {
-    pub(crate) fn new(schema: &Value) -> Self {
+    /// Compiles `schema` (a broken schema is reported by every [`ArgsParser::parse`]).
+    #[must_use]
+    pub fn new(schema: &Value) -> Self {
         Self {
             validator: jsonschema::validator_for(schema).map_err(|e| e.to_string()),
         }
@@ -129,11 +135,11 @@ impl ArgsParser {
 
     /// A `null` argument means "not given": models in strict modes send `null` for optional
     /// fields, so top-level nulls are dropped before validation.
-    pub(crate) fn parse<T: DeserializeOwned>(
-        &self,
-        tool: &str,
-        args: Value,
-    ) -> Result<T, ToolError> {
+    ///
+    /// # Errors
+    /// [`ToolError::InvalidArguments`] listing every schema violation, or the deserialisation
+    /// error.
+    pub fn parse<T: DeserializeOwned>(&self, tool: &str, args: Value) -> Result<T, ToolError> {
         let args = match args {
             Value::Object(mut obj) => {
                 obj.retain(|_, v| !v.is_null());
@@ -193,6 +199,13 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
+    /// A registry of `tools` (in the given order) for `mode`: a tool catalog of its own (the chat
+    /// coach's) behind the same dispatch path and read-only guard as the built-ins.
+    #[must_use]
+    pub fn new(mode: RunMode, tools: Vec<Arc<dyn Tool>>) -> Self {
+        Self { mode, tools }
+    }
+
     /// The registered tool names, in order.
     #[must_use]
     pub fn names(&self) -> Vec<&'static str> {
