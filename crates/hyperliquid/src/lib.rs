@@ -12,7 +12,7 @@
 //! - [`ExchangeClient`]: signed orders (limit / IOC, reduce-only, client order id), cancels by
 //!   order id or client order id, typed per-order statuses; deterministic client order ids
 //!   ([`cloid_for`]) so a retried tick never places a second order;
-//! - the tick/lot rules for prices and sizes on the wire, in `Decimal` — see [`format`].
+//! - the tick/lot rules for prices and sizes on the wire, in `Decimal` — see [`format`](mod@format).
 //!
 //! What it never does: no database, no prompt text, no risk decisions (the execution engine
 //! decides what trades; this crate only carries it out), no floats in prices, sizes or money,
