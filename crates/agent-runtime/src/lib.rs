@@ -79,6 +79,9 @@ pub use context::{
     assemble_context_cached,
 };
 pub use cost::{CostEstimate, estimate_cost, rates_for};
+/// A `mockall` mock of [`LanguageModel`] (feature `mock`).
+#[cfg(feature = "mock")]
+pub use model::MockLanguageModel;
 pub use model::{
     FinishReason, LanguageModel, Message, ModelError, ModelRequest, ModelResponse, Rates, ToolCall,
     ToolDefinition, Usage,

@@ -80,6 +80,11 @@ pub use store::Store;
 pub use traits::{
     EventStore, FactStore, LedgerStore, NoteStore, RegistryStore, Storage, TickStore,
 };
+/// `mockall` mocks of the store traits (feature `mock`).
+#[cfg(feature = "mock")]
+pub use traits::{
+    MockEventStore, MockFactStore, MockLedgerStore, MockNoteStore, MockRegistryStore, MockTickStore,
+};
 /// Re-exported from `types`: a snapshot's `steps` are [`JsonText`].
 pub use types::JsonText;
 

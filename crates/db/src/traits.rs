@@ -20,6 +20,7 @@ use crate::model::{
 };
 
 /// Users, skills, skill versions and deployments.
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait RegistryStore {
     /// Inserts the user, or updates its email.
     ///
@@ -129,6 +130,7 @@ pub trait RegistryStore {
 }
 
 /// The firehose: ticks (snapshot + fills + ledger changes, atomically) and snapshot reads.
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait TickStore: Sync {
     /// Writes a tick in ONE transaction: the decision snapshot, its fills (a fill already stored
     /// is skipped), the ledger rows (upserted by id, closing rows first; a row's `closed_at` is
@@ -214,6 +216,7 @@ pub trait TickStore: Sync {
 }
 
 /// Ledger and fill reads. Writes go through [`TickStore::record_tick`].
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait LedgerStore {
     /// # Errors
     /// [`DbError::NotFound`] when no row has this id.
@@ -294,6 +297,7 @@ pub trait LedgerStore {
 }
 
 /// Reflection notes and runs.
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait NoteStore {
     /// Inserts the note as the active note of its scope and supersedes the previous active one,
     /// in one transaction (retried when a concurrent reflection wins the race, so exactly one
@@ -364,6 +368,7 @@ pub trait NoteStore {
 }
 
 /// User facts (ADR-0020) with their audit trail.
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait FactStore {
     /// Stores a new active fact created at `at`.
     ///
@@ -436,6 +441,7 @@ pub trait FactStore {
 }
 
 /// Scheduled market events.
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait EventStore {
     /// Inserts the event or replaces the one with the same id.
     ///

@@ -184,6 +184,7 @@ pub enum ExecuteError {
 /// The tick reads the account through it, sends the engine's order at a price (the mark; the
 /// broker applies its own slippage and fees) and collects every fill made since the last call
 /// (its own and the ones it caused itself, such as liquidations).
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait Broker: Send {
     /// The broker-authoritative account at `at`.
     ///

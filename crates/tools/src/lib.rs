@@ -66,6 +66,12 @@ pub use context::{
     NewsItem, NewsSource, NoData, OpenInterestPoint, OpenOrder, PortfolioView, RunMode,
     SeriesOrigin, ToolContext, UpcomingEvent, rank_news,
 };
+/// `mockall` mocks of the data-source traits (feature `mock`).
+#[cfg(feature = "mock")]
+pub use context::{
+    MockDerivativesData, MockEventCalendar, MockMarketData, MockMemorySections, MockNewsSource,
+    MockPortfolioView,
+};
 pub use derivatives::{GetFundingRate, GetOpenInterest, PerpDataArgs};
 pub use error::ToolError;
 pub use last_decision::{
