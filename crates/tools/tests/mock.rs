@@ -46,10 +46,8 @@ fn mocks_serve_a_context_and_bars_window_defaults_to_bars() {
         Arc::new(market),
         Arc::new(portfolio),
     );
-    assert_eq!(
-        ctx.market.bars("BTC", Interval::H1, now, 5).unwrap(),
-        [bar.clone()]
-    );
+    let bars = ctx.market.bars("BTC", Interval::H1, now, 5).unwrap();
+    assert_eq!(bars, std::slice::from_ref(&bar));
     let window = ctx.market.bars_window("BTC", Interval::H1, now, 5).unwrap();
     assert_eq!(
         (window.bars.as_ref(), window.origin),
