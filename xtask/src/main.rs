@@ -2,8 +2,9 @@
 //!
 //! It makes sure a PostgreSQL server is reachable for the contract tests (starting the local
 //! cluster, or installing one on a fresh Debian machine), then runs every test of the
-//! workspace. It never skips the PostgreSQL half silently: when no server can be had it stops
-//! with a message that says exactly what to do.
+//! workspace with every feature (the `mock` features' tests included) and the committed
+//! `Cargo.lock`. It never skips the PostgreSQL half silently: when no server can be had it
+//! stops with a message that says exactly what to do.
 
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::Path;
@@ -23,7 +24,7 @@ fn main() -> Result<()> {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
                  tasks:\n  \
-                 test [ARGS]   ensure PostgreSQL is up, then `cargo test --workspace [ARGS]`\n  \
+                 test [ARGS]   ensure PostgreSQL is up, then `cargo test --workspace --all-features --locked [ARGS]`\n  \
                  postgres      ensure PostgreSQL is up and print TEST_DATABASE_URL"
             );
             std::process::exit(2);
@@ -35,7 +36,9 @@ fn test(extra: &[String]) -> Result<()> {
     let url = ensure_postgres()?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let status = Command::new(cargo)
-        .args(["test", "--workspace"])
+        // Every feature: the `mock` features' tests run too. Locked: tests build exactly the
+        // committed dependency versions.
+        .args(["test", "--workspace", "--all-features", "--locked"])
         .args(extra)
         .env("TEST_DATABASE_URL", &url)
         .status()

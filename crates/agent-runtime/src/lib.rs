@@ -16,6 +16,58 @@
 //! clock (data arrives through the `tools::ToolContext` traits, time as `ctx.now`, the model
 //! through [`LanguageModel`]); execute an order (it only extracts a proposal; the
 //! execution engine decides); panic on anything a model or a data source sends.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use agent_runtime::{FinishReason, ModelResponse, RenderCache, ScriptedModel, ToolCall, run_tick};
+//! use chrono::{Duration, TimeZone, Utc};
+//! use rust_decimal::Decimal;
+//! use tools::{Preloaded, RunMode, ToolContext};
+//! use types::{Bar, Interval, PortfolioSnapshot};
+//!
+//! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/skills/eurusd-sma-cross.yaml");
+//! let skill = skill_schema::load_skill(path.as_ref())?.skill;
+//! let start = Utc.with_ymd_and_hms(2026, 6, 1, 0, 0, 0).unwrap();
+//! let bars: Vec<Bar> = (0..30)
+//!     .map(|i| {
+//!         let close = Decimal::new(10_800 + i, 4);
+//!         Bar { time: start + Duration::hours(i), open: close, high: close, low: close, close, volume: Decimal::ONE }
+//!     })
+//!     .collect();
+//! let now = start + Duration::hours(30);
+//! let mut data = Preloaded::new().with_bars("EURUSD", Interval::H1, bars);
+//! data.portfolio = Some(PortfolioSnapshot {
+//!     at: now,
+//!     equity_usd: Decimal::from(10_000),
+//!     available_margin_usd: Decimal::from(10_000),
+//!     positions: vec![],
+//!     realized_pnl_usd: Decimal::ZERO,
+//!     fees_paid_usd: Decimal::ZERO,
+//! });
+//! let data = Arc::new(data);
+//! let ctx = ToolContext::new(now, RunMode::Trade, skill.context.symbols.clone(), data.clone(), data);
+//!
+//! // A scripted model: one `propose_order` call, then a final answer.
+//! let model = ScriptedModel::new(vec![
+//!     ModelResponse {
+//!         text: None,
+//!         tool_calls: vec![ToolCall {
+//!             id: "call-1".into(),
+//!             name: "propose_order".into(),
+//!             arguments: r#"{"action":"open_long","symbol":"EURUSD","size_usd":1000,"reason":"trend"}"#.into(),
+//!         }],
+//!         finish: FinishReason::ToolCalls,
+//!         usage: Default::default(),
+//!     },
+//!     ModelResponse { text: Some("Long EURUSD.".into()), tool_calls: vec![], finish: FinishReason::Stop, usage: Default::default() },
+//! ]);
+//!
+//! let rt = tokio::runtime::Builder::new_current_thread().build()?;
+//! let out = rt.block_on(run_tick(&skill, &ctx, &model, None, None, &mut RenderCache::default()))?;
+//! assert!(out.context.text.contains("## Market context"));
+//! assert_eq!(out.run.proposed_action.expect("proposed").symbol, "EURUSD");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod builtin;
 pub mod context;
@@ -26,6 +78,9 @@ pub use context::{
     AssembledContext, ContextError, RenderCache, SectionEstimate, assemble_context,
     assemble_context_cached,
 };
+/// A `mockall` mock of [`LanguageModel`] (feature `mock`).
+#[cfg(feature = "mock")]
+pub use model::MockLanguageModel;
 pub use model::{
     CostEstimate, FinishReason, LanguageModel, Message, ModelError, ModelRequest, ModelResponse,
     Rates, ToolCall, ToolDefinition, Usage, estimate_cost, rates_for,

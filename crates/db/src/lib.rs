@@ -29,6 +29,32 @@
 //! materializer computed), read the clock for anything a prompt shows (callers pass times;
 //! only bookkeeping columns such as `created_at` use the wall clock), or use floats for money —
 //! decimals are `numeric` on PostgreSQL and exact TEXT on SQLite.
+//!
+//! ```
+//! use chrono::{TimeZone, Utc};
+//! use db::{DbError, RegistryStore, Skill, User};
+//! use uuid::Uuid;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! // An in-memory SQLite store, migrated; `postgres://…` opens PostgreSQL instead.
+//! let store = db::connect("sqlite::memory:").await?;
+//! let user = User { id: Uuid::from_u128(1), email: None };
+//! store.upsert_user(&user).await?;
+//! let skill = Skill {
+//!     id: Uuid::from_u128(2),
+//!     user_id: user.id,
+//!     name: "BTC breakout".into(),
+//!     created_at: Utc.with_ymd_and_hms(2026, 6, 4, 10, 0, 0).unwrap(),
+//! };
+//! store.create_skill(&skill).await?;
+//! assert_eq!(store.get_skill(skill.id).await?, skill);
+//!
+//! // Bounds are enforced on every write path: a skill needs a name.
+//! let nameless = Skill { id: Uuid::from_u128(3), name: String::new(), ..skill };
+//! assert!(matches!(store.create_skill(&nameless).await, Err(DbError::Bound { .. })));
+//! # Ok::<(), DbError>(())
+//! # }).unwrap();
+//! ```
 
 mod codec;
 mod error;
@@ -53,6 +79,11 @@ pub use sqlite::{Durability, SQLITE_MIGRATOR, SqliteStore};
 pub use store::Store;
 pub use traits::{
     EventStore, FactStore, LeaseStore, LedgerStore, NoteStore, RegistryStore, Storage, TickStore,
+};
+/// `mockall` mocks of the store traits (feature `mock`).
+#[cfg(feature = "mock")]
+pub use traits::{
+    MockEventStore, MockFactStore, MockLedgerStore, MockNoteStore, MockRegistryStore, MockTickStore,
 };
 /// Re-exported from `types`: a snapshot's `steps` are [`JsonText`].
 pub use types::JsonText;

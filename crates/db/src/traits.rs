@@ -20,6 +20,7 @@ use crate::model::{
 };
 
 /// Users, skills, skill versions and deployments.
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait RegistryStore {
     /// Inserts the user, or updates its email.
     ///
@@ -170,6 +171,7 @@ pub trait LeaseStore {
 }
 
 /// The firehose: ticks (snapshot + fills + ledger changes, atomically) and snapshot reads.
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait TickStore: Sync {
     /// Writes a tick in ONE transaction: the decision snapshot, its fills (a fill already stored
     /// is skipped), the ledger rows (upserted by id, closing rows first; a row's `closed_at` is
@@ -255,6 +257,7 @@ pub trait TickStore: Sync {
 }
 
 /// Ledger and fill reads. Writes go through [`TickStore::record_tick`].
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait LedgerStore {
     /// # Errors
     /// [`DbError::NotFound`] when no row has this id.
@@ -335,6 +338,7 @@ pub trait LedgerStore {
 }
 
 /// Reflection notes and runs.
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait NoteStore {
     /// Inserts the note as the active note of its scope and supersedes the previous active one,
     /// in one transaction (retried when a concurrent reflection wins the race, so exactly one
@@ -405,6 +409,7 @@ pub trait NoteStore {
 }
 
 /// User facts (ADR-0020) with their audit trail.
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait FactStore {
     /// Stores a new active fact created at `at`.
     ///
@@ -477,6 +482,7 @@ pub trait FactStore {
 }
 
 /// Scheduled market events.
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait EventStore {
     /// Inserts the event or replaces the one with the same id.
     ///

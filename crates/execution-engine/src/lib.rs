@@ -13,6 +13,60 @@
 //! And [`RiskState`], the small between-ticks bookkeeping (peak equity, the UTC day's starting
 //! equity, recent order times) the halts and the order-rate rule read.
 //!
+//! ```
+//! use std::collections::BTreeMap;
+//! use chrono::{TimeZone, Utc};
+//! use execution_engine::{AccountView, OrderTag, PaperBroker, PaperBrokerConfig, validate};
+//! use rust_decimal::Decimal;
+//! use skill_schema::RiskCaps;
+//! use types::{OrderAction, ProposedAction, RuleCode, Verdict};
+//!
+//! let now = Utc.with_ymd_and_hms(2026, 6, 4, 10, 0, 0).unwrap();
+//! let mut broker = PaperBroker::new(PaperBrokerConfig::new(Decimal::from(10_000)))?;
+//! let caps = RiskCaps {
+//!     max_position_pct: Decimal::from(50),
+//!     max_total_exposure_pct: Decimal::from(100),
+//!     max_leverage: Decimal::from(2),
+//!     min_order_usd: Decimal::TEN,
+//!     max_order_usd: Decimal::from(10_000),
+//!     max_orders_per_hour: 6,
+//!     halt_drawdown_pct: Decimal::from(20),
+//!     halt_daily_loss_pct: Decimal::from(5),
+//!     allowed_symbols: vec![],
+//! };
+//! let equity = Decimal::from(10_000);
+//! let account = AccountView {
+//!     portfolio: broker.snapshot(now),
+//!     marks: BTreeMap::from([("BTC".to_owned(), Decimal::from(65_000))]),
+//!     peak_equity_usd: equity,
+//!     day_start_equity_usd: equity,
+//!     recent_order_times: vec![],
+//! };
+//! let symbols = ["BTC".to_owned()];
+//! let mut proposal = ProposedAction {
+//!     action: OrderAction::OpenLong,
+//!     symbol: "BTC".into(),
+//!     size_usd: Some(Decimal::from(2_000)),
+//!     leverage: Some(Decimal::from(10)),
+//!     reason: "breakout".into(),
+//!     confidence: None,
+//!     stop: None,
+//!     target: None,
+//! };
+//!
+//! // The model asked for 10x; the deployer allows 2x. The model cannot raise a cap.
+//! let decision = validate(Some(&proposal), &caps, &account, &symbols, now);
+//! assert!(matches!(decision.verdict, Verdict::Rejected { rule: RuleCode::LeverageCap, .. }));
+//!
+//! proposal.leverage = None; // 1x
+//! let decision = validate(Some(&proposal), &caps, &account, &symbols, now);
+//! let order = decision.order.expect("executed");
+//! let fill = broker.execute(&order, Decimal::from(65_000), now, OrderTag::default())?;
+//! assert_eq!(fill.qty, order.qty);
+//! assert_eq!(broker.snapshot(now).positions.len(), 1);
+//! # Ok::<(), execution_engine::BrokerError>(())
+//! ```
+//!
 //! # What it must never do
 //! - No I/O: no database, no network, no files, no logging side channel that changes behaviour.
 //! - No clock: every time is passed in (`now`, `at`); the same inputs give the same decision and

@@ -42,7 +42,7 @@ pub struct OrderRequest {
     pub asset: AssetInfo,
     pub side: OrderSide,
     /// Limit price; rounded to 5 significant figures / max decimals (see [`round_perp_price`]).
-    /// For a "market" order use an IOC with [`slippage_price`](crate::format::slippage_price).
+    /// For a "market" order use an IOC with [`slippage_price`].
     pub price: Decimal,
     /// Size in base units; rounded toward zero to the lot.
     pub size: Decimal,
@@ -54,7 +54,7 @@ pub struct OrderRequest {
 impl OrderRequest {
     /// A "market" order the way the official SDKs send one: an IOC limit `slippage` (a fraction,
     /// e.g. `0.05`) through `reference` (mid or mark), see
-    /// [`slippage_price`](crate::format::slippage_price).
+    /// [`slippage_price`].
     ///
     /// # Errors
     /// [`HlError::WireNumber`] for a slippage outside `[0, 1)` or an unusable price.

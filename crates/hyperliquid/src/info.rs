@@ -208,7 +208,7 @@ impl InfoClient {
     }
 
     /// The user's fills from `start` (to `end`, or now), oldest first. The exchange returns at
-    /// most 2000 fills per request ([`USER_FILLS_PAGE`](crate::info::USER_FILLS_PAGE)): page
+    /// most 2000 fills per request ([`USER_FILLS_PAGE`]): page
     /// by asking again from the newest fill's time.
     ///
     /// # Errors

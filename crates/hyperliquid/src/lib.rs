@@ -12,7 +12,7 @@
 //! - [`ExchangeClient`]: signed orders (limit / IOC, reduce-only, client order id), cancels by
 //!   order id or client order id, typed per-order statuses; deterministic client order ids
 //!   ([`cloid_for`]) so a retried tick never places a second order;
-//! - the tick/lot rules for prices and sizes on the wire, in `Decimal` — see [`format`].
+//! - the tick/lot rules for prices and sizes on the wire, in `Decimal` — see [`format`](mod@format).
 //!
 //! What it never does: no database, no prompt text, no risk decisions (the execution engine
 //! decides what trades; this crate only carries it out), no floats in prices, sizes or money,
@@ -26,6 +26,37 @@
 //!
 //! Conventions: prices, sizes and money are `rust_decimal::Decimal` parsed from the wire's
 //! strings; times are UTC; fills are returned oldest first; positions are sorted by symbol.
+//!
+//! An order as the live broker builds and signs it (sending it is `ExchangeClient::send`; the
+//! example stays offline and checks the signature the way the exchange does):
+//!
+//! ```
+//! use chrono::{TimeZone, Utc};
+//! use hyperliquid::signing::{BulkOrder, Grouping, sign_l1_action};
+//! use hyperliquid::{Action, AssetInfo, Network, OrderRequest, Signer, cloid_for, recover_signer};
+//! use rust_decimal::Decimal;
+//! use types::OrderSide;
+//! use uuid::Uuid;
+//!
+//! let signer = Signer::from_hex(&"01".repeat(32))?; // a throwaway key
+//! let at = Utc.with_ymd_and_hms(2026, 6, 4, 10, 0, 0).unwrap();
+//! let btc = AssetInfo { index: 0, sz_decimals: 5, max_leverage: 40 };
+//! // A marketable IOC 5 % through the mark, under the tick's deterministic client order id.
+//! let cloid = cloid_for(Uuid::from_u128(7), at);
+//! let order = OrderRequest::ioc_with_slippage(
+//!     btc, OrderSide::Buy, Decimal::new(123_456, 8), Decimal::from(65_000), Decimal::new(5, 2),
+//!     false, Some(cloid),
+//! )?;
+//! let wire = order.to_wire()?;
+//! assert_eq!((wire.sz.as_str(), wire.limit_px.as_str()), ("0.00123", "68250"));
+//!
+//! let action = Action::Order(BulkOrder { orders: vec![wire], grouping: Grouping::Na });
+//! let nonce = 1_780_567_200_000;
+//! let signed = sign_l1_action(&signer, &action, nonce, None, Network::Testnet)?;
+//! let by = recover_signer(&action, nonce, None, Network::Testnet, &signed.signature)?;
+//! assert_eq!(by, signer.address());
+//! # Ok::<(), hyperliquid::HlError>(())
+//! ```
 
 pub mod error;
 #[cfg(all(feature = "client", feature = "signing"))]

@@ -20,6 +20,37 @@
 //! tick, forward only), place two orders for one tick, keep state only in memory (a restart
 //! resumes from PostgreSQL), store or log a private key, or call the network from a model or
 //! broker it did not get from its configuration.
+//!
+//! An operator deploys a skill (here into an in-memory SQLite store; the runner itself,
+//! [`runner::Runner`], needs PostgreSQL) and the deployment is first due at the next bar close:
+//!
+//! ```
+//! use chrono::{TimeZone, Utc};
+//! use live_runner::admin::{DeployRequest, deploy, list, load_skill_file};
+//! use live_runner::schedule::next_close_after;
+//! use rust_decimal::Decimal;
+//! use types::Uuid;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/skills/eurusd-sma-cross.yaml");
+//! let skill = load_skill_file(path.as_ref())?;
+//! let store = db::connect("sqlite::memory:").await?;
+//! let now = Utc.with_ymd_and_hms(2026, 6, 4, 10, 17, 0).unwrap();
+//! let request = DeployRequest {
+//!     owner: Uuid::from_u128(1),
+//!     broker: db::BrokerKind::Paper,
+//!     equity_usd: Decimal::from(10_000),
+//!     id: None,
+//!     hyperliquid: None,
+//! };
+//! let deployment = deploy(&store, &skill, &request, now).await?;
+//! let due = next_close_after(now, skill.context.bars_interval);
+//! assert_eq!(due, Utc.with_ymd_and_hms(2026, 6, 4, 11, 0, 0).unwrap());
+//! assert_eq!(deployment.next_tick_at, Some(due));
+//! assert_eq!(list(&store).await?[0].broker, "paper");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
 
 pub mod admin;
 pub mod hl_broker;

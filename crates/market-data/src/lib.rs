@@ -7,6 +7,19 @@
 //! Every error names the file and, where there is one, the line. Prices stay exact decimals:
 //! numbers are parsed from their text, never through floating point. This crate reads files;
 //! it holds no trading logic.
+//!
+//! ```
+//! use market_data::{detect_interval, load_bars, resample};
+//! use types::Interval;
+//!
+//! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/data/EURUSD.csv");
+//! let hourly = load_bars(path.as_ref())?;
+//! assert_eq!(detect_interval(&hourly), Some(Interval::H1));
+//! let four_hourly = resample(&hourly, Interval::H4);
+//! assert!(four_hourly.len() * 4 >= hourly.len());
+//! assert_eq!(four_hourly[0].open, hourly[0].open);
+//! # Ok::<(), market_data::DataError>(())
+//! ```
 
 mod bars;
 mod error;

@@ -24,3 +24,6 @@ pub use model::{
     ToolDefinition,
 };
 pub use types::Usage;
+/// A `mockall` mock of [`LanguageModel`] (feature `mock`).
+#[cfg(feature = "mock")]
+pub use model::MockLanguageModel;

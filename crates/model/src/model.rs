@@ -117,6 +117,7 @@ pub enum ModelError {
 }
 
 /// A chat model with tool calling. Object-safe: the runtime holds `Arc<dyn LanguageModel>`.
+#[cfg_attr(feature = "mock", mockall::automock)]
 #[async_trait::async_trait]
 pub trait LanguageModel: Send + Sync {
     /// The full model id, `provider/model`, used for the cost table and snapshots.

@@ -59,7 +59,7 @@ pub struct Focus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatSystemInput {
     pub tier: Tier,
-    /// Already ordered most-recently-referenced first; at most [`MAX_INJECTED_FACTS`] are shown.
+    /// Already ordered most-recently-referenced first; at most `MAX_INJECTED_FACTS` are shown.
     pub facts: Vec<ChatFact>,
     pub mode: ChatMode,
     pub focus: Option<Focus>,

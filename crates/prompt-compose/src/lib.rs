@@ -9,6 +9,33 @@
 //! The templates are minijinja files embedded in the crate. This crate does no I/O and has no
 //! server dependency: an editor preview renders exactly the text that runs. Output is
 //! deterministic: the same inputs give the same bytes.
+//!
+//! ```
+//! use chrono::{TimeZone, Utc};
+//! use prompt_compose::{LESSONS_HEADER, Lessons, compose_system_prompt};
+//!
+//! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/skills/eurusd-sma-cross.yaml");
+//! let skill = skill_schema::load_skill(path.as_ref())?.skill;
+//!
+//! // Without an active reflection note there is no LESSONS segment.
+//! let plain = compose_system_prompt(&skill, None)?;
+//! assert!(!plain.contains(LESSONS_HEADER));
+//!
+//! let at = Utc.with_ymd_and_hms(2026, 6, 4, 21, 0, 0).unwrap();
+//! let lessons = Lessons {
+//!     text: "- Shorts against the 4h trend lost 4 of 5 times.".into(),
+//!     trades_considered: 12,
+//!     generated_at: at,
+//!     window_start: at - chrono::Duration::days(7),
+//!     window_end: at,
+//! };
+//! let with_lessons = compose_system_prompt(&skill, Some(&lessons))?;
+//! assert!(with_lessons.contains(LESSONS_HEADER));
+//! assert!(with_lessons.contains("- Shorts against the 4h trend lost 4 of 5 times."));
+//! // Byte-deterministic: the same inputs give the same text.
+//! assert_eq!(with_lessons, compose_system_prompt(&skill, Some(&lessons))?);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod chat;
 mod system;

@@ -19,7 +19,7 @@ pub(crate) enum LedgerCommand {
         /// The fills file.
         #[arg(long, value_name = "FILE")]
         fills: PathBuf,
-        /// `csv` (id,time,symbol,side,qty,price,fee_usd[,liquidation]) or `hyperliquid` (a
+        /// `csv` (`id,time,symbol,side,qty,price,fee_usd[,liquidation]`) or `hyperliquid` (a
         /// userFills response; per coin, fills before the first flat position are skipped).
         #[arg(long, value_enum, default_value_t = FillsFormatArg::Csv)]
         format: FillsFormatArg,

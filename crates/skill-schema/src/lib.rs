@@ -15,6 +15,41 @@
 //!   warnings.
 //!
 //! This crate does no I/O beyond [`load_skill`] reading the one file it is given.
+//!
+//! ```
+//! use skill_schema::{Format, LoadError, StrategyMode, parse_skill};
+//!
+//! let yaml = "
+//! name: BTC rules
+//! version: 1
+//! model: builtin/sma-cross:10:20
+//! strategy:
+//!   mode: rules
+//!   leash: strict
+//!   entry: [Go long when the 10-bar average crosses above the 20-bar average.]
+//!   exit: [Close on the opposite cross.]
+//!   riskManagement: [One position at a time.]
+//! context:
+//!   barsInterval: 1h
+//!   symbols: [BTC]
+//! risk:
+//!   maxPositionPct: 50
+//!   maxTotalExposurePct: 100
+//!   maxOrderUsd: 10000
+//!   maxLeverage: 2
+//! ";
+//! let loaded = parse_skill(yaml, Format::Yaml)?;
+//! assert_eq!(loaded.skill.strategy.mode, StrategyMode::Rules);
+//! assert_eq!(loaded.skill.context.symbols, ["BTC"]);
+//!
+//! // Every problem at once, each with its path.
+//! let bad = yaml.replace("maxLeverage: 2", "maxLeverage: 0");
+//! let Err(LoadError::Invalid { report }) = parse_skill(&bad, Format::Yaml) else {
+//!     panic!("a zero leverage cap is invalid");
+//! };
+//! assert!(report.errors.iter().any(|p| p.path == "risk.maxLeverage"));
+//! # Ok::<(), LoadError>(())
+//! ```
 
 mod context;
 mod load;

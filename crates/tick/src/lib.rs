@@ -46,6 +46,47 @@
 //! **What this crate must never do:** read files, read the wall clock (time is `ctx.now`), reach
 //! the network itself (the model and the broker are traits the caller hands in), or decide what
 //! trades (the execution engine does).
+//!
+//! A backtest ([`backtest::run_backtest`]) is [`run_tick`] at every bar close with the paper
+//! broker; a service with its own data, broker and store calls [`run_tick`] itself, as
+//! `examples/embed.rs` does (`cargo run -p tick --example embed`).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use execution_engine::PaperBrokerConfig;
+//! use rust_decimal::Decimal;
+//! use tick::Deployment;
+//! use tick::backtest::{BacktestInput, register, run_backtest};
+//! use tools::Preloaded;
+//! use types::{Interval, Uuid};
+//!
+//! let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+//! let skill = skill_schema::load_skill(format!("{repo}/examples/skills/eurusd-sma-cross.yaml").as_ref())?.skill;
+//! let mut bars = market_data::load_bars(format!("{repo}/examples/data/EURUSD.csv").as_ref())?;
+//! bars.truncate(120);
+//! let created_at = bars[0].time; // no wall clock: registry rows are dated by the data
+//! let model = agent_runtime::builtin_model(&skill.model, &skill).expect("an offline model");
+//! let id = Uuid::from_u128(1);
+//! let input = BacktestInput {
+//!     deployment: Deployment {
+//!         user_id: id, deployment_id: id, skill_id: id, skill_version: 1,
+//!         skill: Arc::new(skill.clone()),
+//!         reflector: Err("no reflection in this example".into()),
+//!     },
+//!     market: Arc::new(Preloaded::new().with_bars("EURUSD", Interval::H1, bars)),
+//!     news: None, events: None, from: None, to: None,
+//!     broker: PaperBrokerConfig::new(Decimal::from(10_000)),
+//! };
+//! tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+//!     let store = db::connect("sqlite::memory:").await?;
+//!     register(&store, &input, serde_json::to_value(&skill)?, created_at).await?;
+//!     let result = run_backtest(&input, model.as_ref(), &store, |_, _| {}).await?;
+//!     assert_eq!(result.points.len(), 120); // one tick per closed bar
+//!     assert!(!result.trades.is_empty());
+//!     Ok::<(), Box<dyn std::error::Error>>(())
+//! })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod backtest;
 pub mod replay;
@@ -143,6 +184,7 @@ pub enum ExecuteError {
 /// The tick reads the account through it, sends the engine's order at a price (the mark; the
 /// broker applies its own slippage and fees) and collects every fill made since the last call
 /// (its own and the ones it caused itself, such as liquidations).
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait Broker: Send {
     /// The broker-authoritative account at `at`.
     ///

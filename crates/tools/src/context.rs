@@ -183,6 +183,24 @@ pub trait MarketData: Send + Sync {
     }
 }
 
+// `automock` cannot mock `bars_window` (it lends from `self`): the mock expects `bars` and
+// keeps the default `bars_window` over it.
+#[cfg(feature = "mock")]
+mockall::mock! {
+    /// A `mockall` mock of [`MarketData`] (feature `mock`): set `expect_bars`; `bars_window`
+    /// is the trait's default over `bars`.
+    pub MarketData {}
+    impl MarketData for MarketData {
+        fn bars(
+            &self,
+            symbol: &str,
+            interval: Interval,
+            closed_by: DateTime<Utc>,
+            limit: usize,
+        ) -> Result<Vec<Bar>, DataError>;
+    }
+}
+
 /// Bars as [`MarketData::bars_window`] serves them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BarsWindow<'a> {
@@ -216,6 +234,7 @@ impl SeriesOrigin {
 }
 
 /// Headlines.
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait NewsSource: Send + Sync {
     /// Items published in `[from, to]` about any of `symbols` (or market-wide), at most `top_k`,
     /// most relevant first.
@@ -238,6 +257,7 @@ pub trait NewsSource: Send + Sync {
 }
 
 /// The forward-looking market-event calendar.
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait EventCalendar: Send + Sync {
     /// Events scheduled in `(from, to]` of the given kinds (empty = all) with importance at
     /// least `min_importance`.
@@ -260,6 +280,7 @@ pub trait EventCalendar: Send + Sync {
 }
 
 /// The broker-authoritative account of the deployment.
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait PortfolioView: Send + Sync {
     /// Equity, margin and positions.
     ///
@@ -275,6 +296,7 @@ pub trait PortfolioView: Send + Sync {
 }
 
 /// Perpetual-futures data: funding and open interest.
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait DerivativesData: Send + Sync {
     /// Up to `limit` funding prints of `symbol` at or before `as_of`, oldest first.
     ///
@@ -307,6 +329,7 @@ pub trait DerivativesData: Send + Sync {
 /// line instead. Implementations must only use trades closed at or before `as_of` (for
 /// `recent_trades`) and positions open at `as_of`, and must keep external text (reasons) on one
 /// line each so it cannot forge a prompt heading.
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait MemorySections: Send + Sync {
     /// At most `k` closed trades of this deployment, newest entry first.
     ///

@@ -21,6 +21,35 @@
 //!
 //! The traits are synchronous by design: sim and live pre-load a tick's data (see
 //! [`context`]). Tool calls are synchronous too.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use chrono::{TimeZone, Utc};
+//! use rust_decimal::Decimal;
+//! use skill_schema::ToolSpec;
+//! use tools::{Preloaded, RunMode, ToolContext, ToolError, build_tools, proposal_from_result};
+//!
+//! // One in-memory source serves every trait here; a service passes its own implementations.
+//! let data = Arc::new(Preloaded::new());
+//! let now = Utc.with_ymd_and_hms(2026, 6, 4, 10, 0, 0).unwrap();
+//! let ctx = ToolContext::new(now, RunMode::Trade, vec!["BTC".into()], data.clone(), data);
+//!
+//! // The default whitelist is `propose_order` alone.
+//! let tools = build_tools(&ToolSpec::default(), &ctx)?;
+//! assert_eq!(tools.names(), ["propose_order"]);
+//! let args = serde_json::json!({
+//!     "action": "open_long", "symbol": "BTC", "size_usd": 500, "reason": "breakout",
+//! });
+//! let result = tools.call("propose_order", args.clone())?;
+//! let proposal = proposal_from_result(&result).expect("recorded");
+//! assert_eq!(proposal.size_usd, Some(Decimal::from(500)));
+//!
+//! // The same tools in a read-only context refuse to act.
+//! let read_only = ToolContext { mode: RunMode::ReadOnly, ..ctx };
+//! let refused = build_tools(&ToolSpec::default(), &read_only)?.call("propose_order", args);
+//! assert!(matches!(refused, Err(ToolError::ReadOnly { .. })));
+//! # Ok::<(), ToolError>(())
+//! ```
 
 pub mod context;
 mod derivatives;
@@ -36,6 +65,12 @@ pub use context::{
     BarsWindow, DataError, DerivativesData, EventCalendar, FundingRate, MarketData, MemorySections,
     NewsItem, NewsSource, NoData, OpenInterestPoint, OpenOrder, PortfolioView, RunMode,
     SeriesOrigin, ToolContext, UpcomingEvent, rank_news,
+};
+/// `mockall` mocks of the data-source traits (feature `mock`).
+#[cfg(feature = "mock")]
+pub use context::{
+    MockDerivativesData, MockEventCalendar, MockMarketData, MockMemorySections, MockNewsSource,
+    MockPortfolioView,
 };
 pub use derivatives::{GetFundingRate, GetOpenInterest, PerpDataArgs};
 pub use error::ToolError;

@@ -5,6 +5,31 @@
 //! tick: market data ([`Bar`], [`Interval`], [`RegimeTag`]), broker state ([`Position`],
 //! [`Fill`], [`PortfolioSnapshot`]), the model's proposal ([`ProposedAction`]) and the
 //! execution engine's answer ([`Verdict`], [`RuleCode`]), and a model call's token [`Usage`].
+//!
+//! ```
+//! use types::{Bar, Decimal, Interval, RegimeTag, Utc, classify_regime};
+//! use chrono::{Duration, TimeZone};
+//!
+//! let interval: Interval = "1h".parse()?;
+//! let start = Utc.with_ymd_and_hms(2026, 6, 4, 0, 0, 0).unwrap();
+//! // Twenty hourly bars, each closing one dollar higher: a clean up-trend.
+//! let bars: Vec<Bar> = (0..20)
+//!     .map(|i| {
+//!         let close = Decimal::from(100 + i);
+//!         Bar {
+//!             time: start + Duration::hours(i),
+//!             open: close - Decimal::ONE,
+//!             high: close,
+//!             low: close - Decimal::ONE,
+//!             close,
+//!             volume: Decimal::from(10),
+//!         }
+//!     })
+//!     .collect();
+//! assert_eq!(bars[0].close_time(interval), start + interval.duration());
+//! assert_eq!(classify_regime(&bars), RegimeTag::TrendingUp);
+//! # Ok::<(), types::ParseIntervalError>(())
+//! ```
 
 mod clock;
 mod env;
