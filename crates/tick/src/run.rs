@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use agent_runtime::{LanguageModel, TickOutput, Usage};
+use agent_runtime::{LanguageModel, SymbolBars, TickOutput, TickView, Usage};
 use chrono::{DateTime, Utc};
 use db::{
     DecisionSnapshot, FillTradeLink, JsonText, TickOutcome as StoreOutcome, TickRecord, TickStore,
@@ -14,7 +14,7 @@ use reflection::{to_lessons, visible_note_at};
 use rust_decimal::Decimal;
 use serde::Serialize;
 use tools::{
-    DataError, LastDecisionSnapshot, MemorySections, OpenOrder, PortfolioView, ToolContext,
+    BarsWindow, DataError, LastDecisionSnapshot, OpenOrder, PortfolioView, ToolContext,
     to_last_decision_snapshot,
 };
 use types::{
@@ -93,40 +93,11 @@ impl PortfolioView for SnapshotView {
     }
 }
 
-/// The two memory sections, rendered from the ledger rows as of the asked time.
-struct LedgerMemory {
-    rows: Arc<Vec<TradeRecord>>,
-    marks: BTreeMap<String, Decimal>,
-    /// The recent-trades body the tick will ask for: (k, as of, text), from the state's memo.
-    recent: Option<(u32, DateTime<Utc>, Arc<str>)>,
-}
-
-impl MemorySections for LedgerMemory {
-    fn recent_trades(&self, k: u32, as_of: DateTime<Utc>) -> Result<String, DataError> {
-        if let Some((memo_k, memo_at, text)) = &self.recent
-            && *memo_k == k
-            && *memo_at == as_of
-        {
-            return Ok(text.to_string());
-        }
-        Ok(memory_ledger::render_recent_trades(
-            &self.rows, k as usize, as_of,
-        ))
-    }
-
-    fn open_positions(&self, as_of: DateTime<Utc>) -> Result<String, DataError> {
-        Ok(memory_ledger::render_open_positions(
-            &self.rows,
-            &self.marks,
-            as_of,
-        ))
-    }
-}
-
 /// Runs one tick at `ctx.now`. See the crate docs for the steps.
 ///
 /// `ctx` supplies the market data, news, events and derivatives of the tick; its `portfolio`
-/// and `memory` sources are replaced by the broker's snapshot and the ledger in `state`.
+/// source is replaced by the broker's snapshot for the model's tool calls, and the memory
+/// sections are rendered from the ledger in `state` (`ctx.memory` is not read).
 ///
 /// # Errors
 /// [`TickError`] when the broker account or the market data cannot be read, the context cannot
@@ -189,18 +160,24 @@ where
     let mut marks: BTreeMap<String, Decimal> = BTreeMap::new();
     let mut regimes: BTreeMap<String, RegimeTag> = BTreeMap::new();
     let mut new_bars: BTreeMap<String, Vec<Bar>> = BTreeMap::new();
+    // What the context shows of each symbol, read here once (higher timeframes below).
+    let mut windows: Vec<(BarsWindow<'_>, Option<RegimeTag>)> =
+        Vec::with_capacity(ctx.symbols.len());
     for symbol in &ctx.symbols {
         let market_err = |source| TickError::Market {
             symbol: symbol.clone(),
             source,
         };
         // Borrowed from an in-memory source (a backtest's bars): nothing copied per tick.
-        let bars = agent_runtime::context::closed_bars_window(ctx, symbol, interval, lookback)
-            .map_err(market_err)?
-            .bars;
+        let window = agent_runtime::context::closed_bars_window(ctx, symbol, interval, lookback)
+            .map_err(market_err)?;
+        let bars = &*window.bars;
+        let mut regime = None;
         if let Some(last) = bars.last() {
+            let r = classify_regime(bars);
             marks.insert(symbol.clone(), last.close);
-            regimes.insert(symbol.clone(), classify_regime(&bars));
+            regimes.insert(symbol.clone(), r);
+            regime = Some(r);
         }
         let since: Vec<Bar> = match state.last_tick_at {
             Some(last_tick) => {
@@ -227,6 +204,7 @@ where
             None => bars.last().cloned().into_iter().collect(),
         };
         new_bars.insert(symbol.clone(), since);
+        windows.push((window, regime));
     }
     // Positions on symbols the skill no longer lists keep the broker's mark.
     for p in &portfolio.positions {
@@ -250,23 +228,48 @@ where
     state.upsert_rows(&changes);
 
     // 2. + 3. context, system prompt (point-in-time lessons), model loop
-    // The body assemble_context will ask for, when the memory dial is on.
+    // What the context renders, read above (bars, regimes, account) or rendered here once from
+    // the ledger (the memory bodies); the tool calls get the account through `tick_ctx`.
     let memory = &skill.context.memory;
-    let recent = memory.enabled.then(|| {
+    let (recent_trades, open_positions) = if memory.enabled {
         let k = memory.recent_trades_k.min(types::MAX_MEMORY_K);
-        (k, now, state.recent_trades_text(k, now))
-    });
-    // Typed handles on the context's portfolio and memory: once the context is dropped, the
-    // account and the marks come back out of them without a copy.
-    let view = Arc::new(SnapshotView(portfolio));
-    let memory_view = Arc::new(LedgerMemory {
-        rows: Arc::clone(&state.trades),
-        marks,
-        recent,
-    });
+        let recent = state.recent_trades_text(k, now);
+        let open = memory
+            .include_open_positions
+            .then(|| memory_ledger::render_open_positions(&state.trades, &marks, now));
+        (Some(recent), open)
+    } else {
+        (None, None)
+    };
+    let mut symbols = Vec::with_capacity(windows.len());
+    for (symbol, (bars, regime)) in ctx.symbols.iter().zip(windows) {
+        // A zero lookback shows no bars (the marks above still come from the latest one).
+        let bars = if skill.context.bars_lookback == 0 {
+            BarsWindow {
+                bars: std::borrow::Cow::Borrowed(&[]),
+                origin: None,
+            }
+        } else {
+            bars
+        };
+        let regime = regime.filter(|_| !bars.bars.is_empty());
+        let higher = SymbolBars::read_higher(skill, ctx, symbol)
+            .map_err(|e| TickError::Runtime(e.into()))?;
+        symbols.push(SymbolBars {
+            bars,
+            regime,
+            higher,
+        });
+    }
+    let view = TickView {
+        portfolio: std::borrow::Cow::Borrowed(&portfolio),
+        open_orders: Vec::new(),
+        symbols,
+        recent_trades: recent_trades.as_deref().map(std::borrow::Cow::Borrowed),
+        open_positions: open_positions.map(std::borrow::Cow::Owned),
+    };
     let tick_ctx = ToolContext {
-        portfolio: Arc::clone(&view) as Arc<dyn PortfolioView>,
-        memory: Arc::clone(&memory_view) as Arc<dyn MemorySections>,
+        portfolio: Arc::new(SnapshotView(portfolio.clone())),
         ..ctx.clone()
     };
     let lessons = visible_note_at(&state.notes, now).map(to_lessons);
@@ -274,19 +277,17 @@ where
         system_prompt,
         context,
         run,
-    } = agent_runtime::run_tick(
+    } = agent_runtime::run_tick_with(
         skill,
         &tick_ctx,
+        &view,
         model,
         lessons.as_ref(),
         state.last_decision.as_ref(),
         &mut state.render,
     )
     .await?;
-    // Releases the ledger rows it shares with `state.trades`.
-    drop(tick_ctx);
-    let portfolio = Arc::try_unwrap(view).map_or_else(|view| view.0.clone(), |view| view.0);
-    let marks = Arc::try_unwrap(memory_view).map_or_else(|m| m.marks.clone(), |m| m.marks);
+    drop(view);
 
     // 4. the engine's verdict, then the broker
     let snapshot_id = snapshot_id(deployment.deployment_id, now);

@@ -24,8 +24,8 @@ pub struct TickState {
     pub risk: RiskState,
     /// The materializer's open rows and applied fill ids.
     pub ledger: LedgerState,
-    /// Every ledger row of the deployment, in the order they were first written. Shared with the
-    /// tick's memory sections (`Arc`), so a tick does not copy the ledger.
+    /// Every ledger row of the deployment, in the order they were first written. Shared with a
+    /// due reflection (`Arc`), so a tick does not copy the ledger.
     pub trades: Arc<Vec<TradeRecord>>,
     /// What the next tick shows under "Last decision".
     pub last_decision: Option<LastDecisionSnapshot>,
