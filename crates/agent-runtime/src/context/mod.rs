@@ -233,7 +233,10 @@ pub fn assemble_context_cached(
     }
 
     if cfg.memory.enabled {
-        let k = cfg.memory.recent_trades_k.min(types::MAX_MEMORY_K);
+        let k = cfg
+            .memory
+            .recent_trades_k
+            .min(types::MAX_MEMORY_K);
         let body = ctx
             .memory
             .recent_trades(k, ctx.now)
