@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 use chrono::{DateTime, Datelike, Duration, Utc};
 use rust_decimal::Decimal;
 use skill_schema::Skill;
-use tools::{LastDecisionSnapshot, OpenOrder, ToolContext, UpcomingEvent, one_line, push_one_line};
+use tools::{LastDecisionSnapshot, OpenOrder, ToolContext, one_line, push_one_line};
 use types::text;
-use types::{Interval, PortfolioSnapshot, Position};
+use types::{Interval, MarketEvent, PortfolioSnapshot, Position};
 
 use super::cache::{MemorySectionMemo, RenderCache};
 use super::text::{push_about, push_share_of_equity};
@@ -153,10 +153,10 @@ pub(super) fn news_section(
 pub(super) fn upcoming_events(
     skill: &Skill,
     ctx: &ToolContext,
-) -> Result<Vec<UpcomingEvent>, ContextError> {
+) -> Result<Vec<MarketEvent>, ContextError> {
     let ev = &skill.context.events;
     let until = ctx.now + Duration::hours(i64::from(ev.lookahead_hours));
-    let mut events: Vec<UpcomingEvent> = ctx
+    let mut events: Vec<MarketEvent> = ctx
         .events
         .upcoming(ctx.now, until, &ev.kinds, ev.min_importance)
         .map_err(data_err("events"))?
@@ -183,7 +183,7 @@ pub(super) fn upcoming_events(
 
 pub(super) fn events_section(
     out: &mut String,
-    events: &[UpcomingEvent],
+    events: &[MarketEvent],
     now: DateTime<Utc>,
     hours: u32,
 ) {
