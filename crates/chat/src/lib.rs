@@ -14,6 +14,45 @@
 //! by the caller's user id or one of the caller's deployments. The tools are synchronous over
 //! [`ChatData`], loaded before the turn; `remember` / `forget` queue their change and the turn
 //! writes it when the loop ends.
+//!
+//! The catalog over a caller's loaded data: `remember` checks its bounds and queues the fact;
+//! nothing is written until the turn ends ([`run_chat_turn`] writes the journal's changes).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use chat::{CHAT_TOOL_CAP, ChatData, ChatToolContext, FactOp, Journal, chat_registry};
+//! use chat::exposure::MoveWindow;
+//! use chrono::{TimeZone, Utc};
+//! use tools::{Preloaded, RunMode};
+//! use uuid::Uuid;
+//!
+//! let data = ChatData {
+//!     user_id: Uuid::from_u128(7),
+//!     now: Utc.with_ymd_and_hms(2026, 6, 4, 12, 0, 0).unwrap(),
+//!     deployments: vec![],
+//!     skill_notes: vec![],
+//!     facts: vec![],
+//!     upcoming: vec![],
+//!     past: vec![],
+//! };
+//! let ctx = ChatToolContext {
+//!     data: Arc::new(data),
+//!     journal: Arc::new(Journal::default()),
+//!     market: Arc::new(Preloaded::new()),
+//!     window: MoveWindow::default(),
+//!     turn_id: Uuid::from_u128(1),
+//! };
+//! let registry = chat_registry(&ctx, RunMode::Trade);
+//! assert!(registry.names().len() <= CHAT_TOOL_CAP);
+//!
+//! let args = serde_json::json!({ "fact": "Trades only EURUSD, never on Fridays" });
+//! registry.call("remember", args).unwrap();
+//! assert!(matches!(&ctx.journal.take()[..], [FactOp::Remember { fact, .. }] if fact.starts_with("Trades only")));
+//!
+//! // Too short a fact is refused at the door, and nothing is queued.
+//! assert!(registry.call("remember", serde_json::json!({ "fact": "EU" })).is_err());
+//! assert!(ctx.journal.take().is_empty());
+//! ```
 
 mod catalog;
 mod data;

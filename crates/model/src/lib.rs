@@ -14,6 +14,23 @@
 //! **Never does:** I/O, HTTP, reading the clock or the environment; it knows no provider (the
 //! HTTP providers live in `model-providers`, the offline `builtin/*` models in
 //! `agent-runtime`).
+//!
+//! The one cost formula, in dollars per million tokens, exact in decimals:
+//!
+//! ```
+//! use model::{Usage, estimate_cost, rates_for};
+//! use rust_decimal::Decimal;
+//!
+//! let rates = rates_for("anthropic/claude-sonnet-4-5").unwrap();
+//! let usage = Usage { input: 12_000, output: 800, cache_read: 40_000, cache_write: 0 };
+//! // 12,000 × $3 + 800 × $15 + 40,000 × $0.30, per million tokens:
+//! // $0.036 + $0.012 + $0.012 = $0.06
+//! assert_eq!(rates.cost(&usage), Decimal::new(6, 2));
+//! assert!(estimate_cost("anthropic/claude-sonnet-4-5", &usage).known);
+//! // An offline model costs nothing; an unknown one is flagged, never guessed.
+//! assert_eq!(estimate_cost("builtin/sma-cross:10:20", &usage).usd, Decimal::ZERO);
+//! assert!(!estimate_cost("acme/unknown-model", &usage).known);
+//! ```
 
 pub mod cost;
 pub mod model;
