@@ -75,8 +75,8 @@ mod run;
 
 pub use builtin::{ScriptedModel, SmaCrossModel, builtin_model};
 pub use context::{
-    AssembledContext, ContextError, RenderCache, SectionEstimate, assemble_context,
-    assemble_context_cached,
+    AssembledContext, ContextError, RenderCache, SectionEstimate, SymbolBars, TickView,
+    assemble_context, assemble_context_cached, render_context,
 };
 /// A `mockall` mock of [`LanguageModel`] (feature `mock`).
 #[cfg(feature = "mock")]
@@ -129,7 +129,26 @@ pub async fn run_tick(
     last_decision: Option<&LastDecisionSnapshot>,
     cache: &mut RenderCache,
 ) -> Result<TickOutput, TickError> {
-    let context = assemble_context_cached(skill, ctx, last_decision, cache)?;
+    let view = TickView::read(skill, ctx)?;
+    run_tick_with(skill, ctx, &view, model, lessons, last_decision, cache).await
+}
+
+/// [`run_tick`] over what the caller already read ([`TickView`]): the context renders from
+/// `view` ([`context::render_context`]); `ctx` serves the model's tool calls (and the news and
+/// events sections).
+///
+/// # Errors
+/// As [`run_tick`].
+pub async fn run_tick_with(
+    skill: &Skill,
+    ctx: &ToolContext,
+    view: &TickView<'_>,
+    model: &dyn LanguageModel,
+    lessons: Option<&Lessons>,
+    last_decision: Option<&LastDecisionSnapshot>,
+    cache: &mut RenderCache,
+) -> Result<TickOutput, TickError> {
+    let context = context::render_context(skill, ctx, view, last_decision, cache)?;
     let system_prompt = match &cache.system_prompt {
         Some((cached_lessons, text)) if cached_lessons.as_ref() == lessons => text.clone(),
         _ => {

@@ -554,7 +554,11 @@ impl Tool for GetUpcomingEvents {
             .iter()
             .filter(|e| e.scheduled_at >= data.now && e.scheduled_at <= until)
             .filter(|e| e.importance >= min_importance)
-            .filter(|e| args.types.as_ref().is_none_or(|t| t.contains(&e.kind)))
+            .filter(|e| {
+                args.types
+                    .as_ref()
+                    .is_none_or(|t| t.iter().any(|k| k == e.kind.as_str()))
+            })
             .filter(|e| {
                 args.symbols
                     .as_ref()

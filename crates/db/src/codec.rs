@@ -14,9 +14,9 @@ use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
 use sqlx::types::Json;
 use types::{
-    ArchiveReason, CloseKind, FactChange, FactChangeOp, FactConfidence, FactSource, Fill,
-    MarketEvent, NoteLint, NoteStatus, OrderSide, ReflectionNote, RegimeTag, Side, TradeRecord,
-    TradeStatus, Usage, UserFact,
+    ArchiveReason, CloseKind, EventKind, FactChange, FactChangeOp, FactConfidence, FactSource,
+    Fill, MarketEvent, NoteLint, NoteStatus, OrderSide, ReflectionNote, RegimeTag, Side,
+    TradeRecord, TradeStatus, Usage, UserFact,
 };
 use uuid::Uuid;
 
@@ -494,7 +494,7 @@ pub(crate) fn fact_change_from_row<R: RowExt>(r: &R) -> Result<FactChange, DbErr
 pub(crate) fn event_from_row<R: RowExt>(r: &R) -> Result<MarketEvent, DbError> {
     Ok(MarketEvent {
         id: r.uuid("id")?,
-        kind: r.text("kind")?,
+        kind: enum_col(r, "kind", EventKind::parse)?,
         title: r.text("title")?,
         symbols: r.symbols("symbols")?,
         scheduled_at: r.ts("scheduled_at")?,

@@ -129,5 +129,6 @@ delegate!(FactStore {
 
 delegate!(EventStore {
     fn upsert_event(&self, event: &MarketEvent) -> ();
+    fn upsert_events(&self, events: &[MarketEvent]) -> ();
     fn events_between(&self, from: DateTime<Utc>, to: DateTime<Utc>, min_importance: Option<Decimal>) -> Vec<MarketEvent>;
 });

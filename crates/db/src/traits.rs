@@ -487,9 +487,21 @@ pub trait EventStore {
     /// Inserts the event or replaces the one with the same id.
     ///
     /// # Errors
-    /// [`DbError::Invalid`] for an importance outside 0..=1 or an empty kind/title.
+    /// [`DbError::Invalid`] for an importance outside 0..=1, [`DbError::Bound`] for an empty or
+    /// too long title.
     fn upsert_event(&self, event: &MarketEvent)
     -> impl Future<Output = Result<(), DbError>> + Send;
+
+    /// Upserts every event (as [`EventStore::upsert_event`]) in one transaction: all of them or,
+    /// on any error, none. Importing a calendar twice stores each event once (same ids).
+    ///
+    /// # Errors
+    /// As [`EventStore::upsert_event`], for the first event that breaks a bound (checked before
+    /// anything is written); [`DbError::Backend`] on driver failure.
+    fn upsert_events(
+        &self,
+        events: &[MarketEvent],
+    ) -> impl Future<Output = Result<(), DbError>> + Send;
 
     /// Events scheduled in `[from, to]` with importance ≥ `min_importance` (all when `None`),
     /// ordered by time then id.

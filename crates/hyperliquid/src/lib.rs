@@ -21,7 +21,7 @@
 //!
 //! Cargo features (both on by default): `client` ([`http`], [`info`]: reqwest, tokio) and
 //! `signing` ([`signing`]: k256, sha3, rmp-serde); [`exchange`] needs both. Without them the crate
-//! is the wire types and parsers ([`wire`], [`ids`], [`format`]) — what a reader of saved
+//! is the wire types and parsers ([`wire`], [`ids`], [`format`](mod@format)) — what a reader of saved
 //! Hyperliquid files needs.
 //!
 //! Conventions: prices, sizes and money are `rust_decimal::Decimal` parsed from the wire's

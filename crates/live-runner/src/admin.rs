@@ -1,9 +1,9 @@
-//! The operator commands: `migrate`, `deploy`, `deployments`.
+//! The operator commands: `migrate`, `deploy`, `deployments`, `events import`.
 
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
-use db::{LedgerStore, RegistryStore, Store, TickStore};
+use db::{EventStore, LedgerStore, RegistryStore, Store, TickStore};
 use execution_engine::PaperBrokerConfig;
 use rust_decimal::Decimal;
 use serde_json::json;
@@ -22,6 +22,25 @@ pub enum AdminError {
     Skill { path: String, message: String },
     #[error("{0}")]
     Refused(String),
+    #[error("calendar {0}")]
+    Calendar(#[from] market_data::DataError),
+}
+
+/// Reads a calendar file ([`market_data::load_events`]: JSON in the `--events` shape, or CSV)
+/// and upserts every event into `market_events` in one transaction
+/// ([`EventStore::upsert_events`]). Idempotent: an event's id is its own or derived from kind,
+/// time and title, so importing a file twice stores each event once. Returns the events stored.
+///
+/// # Errors
+/// [`AdminError::Calendar`] naming the file and the line of every bad row (nothing is stored
+/// then), [`AdminError::Db`] when the store refuses (nothing is stored either).
+pub async fn import_events<S: EventStore + Sync>(
+    store: &S,
+    path: &Path,
+) -> Result<Vec<types::MarketEvent>, AdminError> {
+    let events = market_data::load_events(path)?;
+    store.upsert_events(&events).await?;
+    Ok(events)
 }
 
 /// What `migrate` did.

@@ -33,6 +33,21 @@ struct Cli {
     command: Command,
 }
 
+#[derive(Subcommand)]
+enum EventsCommand {
+    /// Upsert a calendar file into `market_events`: a JSON array (the `sim-worker --events`
+    /// shape) or a CSV file with the header kind,title,symbols,scheduled_at,importance[,source]
+    /// (symbols separated by spaces or `;`). Importing a file twice stores each event once; a
+    /// bad row is named by file and line and nothing is stored.
+    Import {
+        /// Database URL, e.g. postgres://postgres@127.0.0.1:5432/agents.
+        #[arg(long, env = "DATABASE_URL")]
+        db: String,
+        /// The calendar: `.csv` is read as CSV, anything else as JSON.
+        file: PathBuf,
+    },
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum BrokerArg {
     /// Simulated fills at Hyperliquid prices (slippage and fees applied).
@@ -101,6 +116,11 @@ enum Command {
         /// Database URL (PostgreSQL for `run`), e.g. postgres://postgres@127.0.0.1:5432/agents.
         #[arg(long, env = "DATABASE_URL")]
         db: String,
+    },
+    /// The market-event calendar the ticks of deployments with events enabled read.
+    Events {
+        #[command(subcommand)]
+        command: EventsCommand,
     },
     /// Tick every due deployment once per closed bar, until SIGTERM / ctrl-c (in-flight ticks
     /// and reflections finish first) or, with --once, until nothing is due.
@@ -225,6 +245,15 @@ async fn main() -> anyhow::Result<()> {
                     .map(|t| t.to_rfc3339())
                     .unwrap_or_else(|| "now".to_owned())
             );
+        }
+        Command::Events {
+            command: EventsCommand::Import { db, file },
+        } => {
+            let store = db::connect(&db)
+                .await
+                .context("connecting to the database")?;
+            let events = admin::import_events(&store, &file).await?;
+            println!("{} events stored from {}", events.len(), file.display());
         }
         Command::Deployments { db } => {
             let store = db::connect(&db)

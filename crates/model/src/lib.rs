@@ -19,11 +19,11 @@ pub mod cost;
 pub mod model;
 
 pub use cost::{CostEstimate, estimate_cost, normalise_model_id, rates_for};
+/// A `mockall` mock of [`LanguageModel`] (feature `mock`).
+#[cfg(feature = "mock")]
+pub use model::MockLanguageModel;
 pub use model::{
     FinishReason, LanguageModel, Message, ModelError, ModelRequest, ModelResponse, Rates, ToolCall,
     ToolDefinition,
 };
 pub use types::Usage;
-/// A `mockall` mock of [`LanguageModel`] (feature `mock`).
-#[cfg(feature = "mock")]
-pub use model::MockLanguageModel;

@@ -18,7 +18,7 @@ use rust_decimal::Decimal;
 use skill_schema::Skill;
 use tick::backtest::{BacktestInput, Summary, register, run_backtest, tick_times};
 use tick::{Deployment, ID_NAMESPACE, snapshot_id};
-use tools::{NewsItem, Preloaded, UpcomingEvent};
+use tools::{NewsItem, Preloaded};
 use types::{Interval, Uuid};
 
 use crate::Failure;
@@ -245,7 +245,7 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
         .as_deref()
         .map(|p| read_json(p, "news"))
         .transpose()?;
-    let events: Option<Vec<UpcomingEvent>> = args
+    let events: Option<Vec<types::MarketEvent>> = args
         .events
         .as_deref()
         .map(|p| read_json(p, "events"))

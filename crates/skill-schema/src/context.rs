@@ -1,7 +1,7 @@
 use rust_decimal::Decimal;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
-use types::Interval;
+use types::{EventKind, Interval};
 
 /// What the agent is shown each tick. Portfolio and risk caps are always shown; funding and
 /// open interest are fetched on demand through tools.
@@ -179,42 +179,6 @@ const fn default_every_n_trades() -> u32 {
 }
 fn default_reflection_model() -> String {
     "builtin/stats-reflection".to_owned()
-}
-
-/// Kinds of scheduled market events (ADR-0018's `market_events`).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum EventKind {
-    Fomc,
-    Cpi,
-    Nfp,
-    Gdp,
-    CentralBank,
-    Earnings,
-    TokenUnlock,
-    Listing,
-    ExchangeMaintenance,
-    Other,
-}
-
-impl EventKind {
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            EventKind::Fomc => "fomc",
-            EventKind::Cpi => "cpi",
-            EventKind::Nfp => "nfp",
-            EventKind::Gdp => "gdp",
-            EventKind::CentralBank => "central_bank",
-            EventKind::Earnings => "earnings",
-            EventKind::TokenUnlock => "token_unlock",
-            EventKind::Listing => "listing",
-            EventKind::ExchangeMaintenance => "exchange_maintenance",
-            EventKind::Other => "other",
-        }
-    }
 }
 
 /// The forward-looking market-event calendar.

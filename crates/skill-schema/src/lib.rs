@@ -61,8 +61,7 @@ mod tools;
 mod validate;
 
 pub use context::{
-    ContextConfig, EventKind, ReflectionCadence, ReflectionConfig, SkillEventsConfig,
-    SkillMemoryConfig,
+    ContextConfig, ReflectionCadence, ReflectionConfig, SkillEventsConfig, SkillMemoryConfig,
 };
 pub use load::{Format, LoadError, LoadedSkill, load_skill, parse_skill};
 pub use risk::RiskCaps;
@@ -70,6 +69,8 @@ pub use schema::skill_json_schema;
 pub use skill::Skill;
 pub use strategy::{Leash, Strategy, StrategyMode, StrategyStyle};
 pub use tools::{BUILTIN_TOOLS, McpServer, ToolSpec};
+/// The kinds a skill's `events.kinds` names: `types`' one definition.
+pub use types::EventKind;
 pub use validate::{Problem, ValidationReport};
 
 /// Bounds every write path obeys; exported so the other crates enforce the same numbers.

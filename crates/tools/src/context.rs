@@ -19,8 +19,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
-use skill_schema::EventKind;
-use types::{Bar, Interval, OrderSide, PortfolioSnapshot};
+use types::{Bar, EventKind, Interval, MarketEvent, OrderSide, PortfolioSnapshot};
 
 /// Why a data source could not answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -92,21 +91,6 @@ pub fn rank_news(items: &mut [NewsItem]) {
             .then_with(|| a.headline.cmp(&b.headline))
             .then_with(|| a.source.cmp(&b.source))
     });
-}
-
-/// A scheduled market event (FOMC, CPI, a token unlock, ...).
-///
-/// Integration note: the `db` branch may add a `types::MarketEvent` for the stored calendar; the
-/// two describe the same thing and should be unified when both land.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UpcomingEvent {
-    pub kind: EventKind,
-    pub title: String,
-    /// The symbols the event matters for (empty = market-wide).
-    pub symbols: Vec<String>,
-    pub scheduled_at: DateTime<Utc>,
-    /// 0..1.
-    pub importance: Decimal,
 }
 
 /// A working order on the broker.
@@ -270,7 +254,7 @@ pub trait EventCalendar: Send + Sync {
         to: DateTime<Utc>,
         kinds: &[EventKind],
         min_importance: Decimal,
-    ) -> Result<Vec<UpcomingEvent>, DataError>;
+    ) -> Result<Vec<MarketEvent>, DataError>;
 
     /// Whether a calendar is behind this source. `false` (only [`NoData`]) makes the Upcoming
     /// events section say that events are unknown, rather than leave it out as "none".
@@ -372,7 +356,7 @@ impl EventCalendar for NoData {
         _: DateTime<Utc>,
         _: &[EventKind],
         _: Decimal,
-    ) -> Result<Vec<UpcomingEvent>, DataError> {
+    ) -> Result<Vec<MarketEvent>, DataError> {
         Ok(Vec::new())
     }
 

@@ -5,7 +5,7 @@
 //! What this crate owns:
 //! - the data-source traits ([`MarketData`], [`NewsSource`], [`EventCalendar`],
 //!   [`PortfolioView`], [`DerivativesData`], [`MemorySections`]) and their value types
-//!   ([`NewsItem`], [`UpcomingEvent`], [`OpenOrder`], [`FundingRate`], [`OpenInterestPoint`]);
+//!   ([`NewsItem`], [`types::MarketEvent`], [`OpenOrder`], [`FundingRate`], [`OpenInterestPoint`]);
 //! - the five built-ins of [`skill_schema::BUILTIN_TOOLS`]: `propose_order` (validates and
 //!   records a proposal), `fetch_news_sentiment`, `get_position_risk`, `get_funding_rate`,
 //!   `get_open_interest`.
@@ -64,7 +64,7 @@ mod risk;
 pub use context::{
     BarsWindow, DataError, DerivativesData, EventCalendar, FundingRate, MarketData, MemorySections,
     NewsItem, NewsSource, NoData, OpenInterestPoint, OpenOrder, PortfolioView, RunMode,
-    SeriesOrigin, ToolContext, UpcomingEvent, rank_news,
+    SeriesOrigin, ToolContext, rank_news,
 };
 /// `mockall` mocks of the data-source traits (feature `mock`).
 #[cfg(feature = "mock")]

@@ -7,13 +7,11 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
-use skill_schema::EventKind;
-use types::{Bar, Interval, PortfolioSnapshot};
+use types::{Bar, EventKind, Interval, MarketEvent, PortfolioSnapshot};
 
 use crate::context::{
     BarsWindow, DataError, DerivativesData, EventCalendar, FundingRate, MarketData, MemorySections,
-    NewsItem, NewsSource, OpenInterestPoint, OpenOrder, PortfolioView, SeriesOrigin, UpcomingEvent,
-    rank_news,
+    NewsItem, NewsSource, OpenInterestPoint, OpenOrder, PortfolioView, SeriesOrigin, rank_news,
 };
 
 /// Data held in memory. Every query applies its point-in-time bound itself.
@@ -25,7 +23,7 @@ pub struct Preloaded {
     /// By symbol, then interval (looked up by `&str`, without allocating a key).
     bars: BTreeMap<String, BTreeMap<Interval, Series>>,
     pub news: Vec<NewsItem>,
-    pub events: Vec<UpcomingEvent>,
+    pub events: Vec<MarketEvent>,
     pub portfolio: Option<PortfolioSnapshot>,
     pub open_orders: Vec<OpenOrder>,
     pub funding: BTreeMap<String, Vec<FundingRate>>,
@@ -162,7 +160,7 @@ impl EventCalendar for Preloaded {
         to: DateTime<Utc>,
         kinds: &[EventKind],
         min_importance: Decimal,
-    ) -> Result<Vec<UpcomingEvent>, DataError> {
+    ) -> Result<Vec<MarketEvent>, DataError> {
         Ok(self
             .events
             .iter()

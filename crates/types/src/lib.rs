@@ -33,6 +33,7 @@
 
 mod clock;
 mod env;
+mod event;
 mod interval;
 mod json;
 mod ledger;
@@ -45,6 +46,7 @@ mod usage;
 
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use env::{EnvLookup, process_env};
+pub use event::{EventKind, InvalidEvent, MAX_EVENT_TITLE_CHARS, MarketEvent};
 pub use interval::{Interval, ParseIntervalError};
 pub use json::JsonText;
 pub use ledger::{CloseKind, TradeRecord, TradeStatus};
@@ -52,7 +54,7 @@ pub use market::{Bar, RegimeTag, classify_regime};
 pub use memory::{
     ArchiveReason, FactChange, FactChangeOp, FactConfidence, FactSource, MAX_FACT_CHARS,
     MAX_FACT_TOPIC_CHARS, MAX_LESSONS_CHARS, MAX_LINT_REASON_CHARS, MAX_MEMORY_K, MIN_FACT_CHARS,
-    MarketEvent, NoteLint, NoteStatus, ReflectionNote, UserFact,
+    NoteLint, NoteStatus, ReflectionNote, UserFact,
 };
 pub use trading::{
     Fill, OrderAction, OrderSide, PortfolioSnapshot, Position, ProposedAction, RuleCode, Side,

@@ -1,5 +1,5 @@
 //! Rows of the memory layer that several crates share: reflection notes (ADR-0017), user facts and
-//! their audit trail (ADR-0020), and scheduled market events.
+//! their audit trail (ADR-0020).
 
 use std::fmt;
 
@@ -259,21 +259,6 @@ pub struct FactChange {
     pub new_fact: Option<String>,
     /// The archive reason, for archive rows.
     pub reason: Option<String>,
-}
-
-/// A scheduled market event (CPI print, FOMC, token unlock, ...).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct MarketEvent {
-    pub id: Uuid,
-    /// The event kind, e.g. `cpi`, `fomc`, `token_unlock` (1..=64 characters).
-    pub kind: String,
-    pub title: String,
-    /// Symbols the event is expected to move; empty = market-wide.
-    pub symbols: Vec<String>,
-    pub scheduled_at: DateTime<Utc>,
-    /// 0..=1.
-    pub importance: Decimal,
-    pub source: String,
 }
 
 #[cfg(test)]

@@ -163,6 +163,11 @@ impl BarTable {
         self.dps.iter().copied().max().unwrap_or(0)
     }
 
+    /// Sets the regime of `bars`, classified by the caller over the same window.
+    pub(super) fn set_regime(&mut self, regime: RegimeTag) {
+        self.regime = Some(regime);
+    }
+
     pub(super) fn regime(&mut self) -> RegimeTag {
         match self.regime {
             Some(r) => r,

@@ -28,6 +28,7 @@ mod bars;
 mod cache;
 mod sections;
 mod text;
+mod view;
 
 use std::fmt::Write as _;
 
@@ -43,6 +44,7 @@ use sections::{
     orders_section, portfolio_section, risk_section, time_section, upcoming_events,
 };
 pub use text::price_dp;
+pub use view::{SymbolBars, TickView};
 
 /// A bar of hour `hour` (from the epoch) closing at `close / 10`, for the unit tests.
 #[cfg(test)]
@@ -138,6 +140,23 @@ pub fn assemble_context_cached(
     last_decision: Option<&LastDecisionSnapshot>,
     cache: &mut RenderCache,
 ) -> Result<AssembledContext, ContextError> {
+    let view = TickView::read(skill, ctx)?;
+    render_context(skill, ctx, &view, last_decision, cache)
+}
+
+/// The user message rendered from what the tick read ([`TickView`]: account, bar windows with
+/// their regimes, memory bodies); only news and events are read here, through `ctx`. Byte-identical
+/// to [`assemble_context`] over sources serving what `view` holds.
+///
+/// # Errors
+/// [`ContextError`] when the news or event source fails.
+pub fn render_context(
+    skill: &Skill,
+    ctx: &ToolContext,
+    view: &TickView<'_>,
+    last_decision: Option<&LastDecisionSnapshot>,
+    cache: &mut RenderCache,
+) -> Result<AssembledContext, ContextError> {
     let cfg = &skill.context;
     let mut w = Sections::with_capacity(cache.text_len + 64);
 
@@ -148,7 +167,7 @@ pub fn assemble_context_cached(
 
     w.begin();
     cache.generation = cache.generation.wrapping_add(1);
-    let market = market_section(&mut w.text, skill, ctx, cache);
+    let market = market_section(&mut w.text, skill, &ctx.symbols, &view.symbols, cache);
     cache.evict_unused();
     w.end("market", Some(market?));
 
@@ -198,23 +217,16 @@ pub fn assemble_context_cached(
         }
     }
 
-    let portfolio = ctx
-        .portfolio
-        .portfolio()
-        .and_then(|p| tools::check_portfolio(&p).map(|()| p))
-        .map_err(data_err("portfolio"))?;
+    let portfolio = &*view.portfolio;
     w.begin();
-    portfolio_section(&mut w.text, &portfolio);
+    portfolio_section(&mut w.text, portfolio);
     w.end("portfolio", None);
     w.begin();
     risk_section(&mut w.text, skill, portfolio.equity_usd);
     w.end("risk_caps", None);
 
-    let mut orders = ctx
-        .portfolio
-        .open_orders()
-        .map_err(data_err("open orders"))?;
-    if !orders.is_empty() {
+    if !view.open_orders.is_empty() {
+        let mut orders = view.open_orders.clone();
         orders.sort_by(|a, b| {
             a.symbol
                 .cmp(&b.symbol)
@@ -232,15 +244,7 @@ pub fn assemble_context_cached(
         w.end("last_decision", None);
     }
 
-    if cfg.memory.enabled {
-        let k = cfg
-            .memory
-            .recent_trades_k
-            .min(types::MAX_MEMORY_K);
-        let body = ctx
-            .memory
-            .recent_trades(k, ctx.now)
-            .map_err(data_err("recent trades"))?;
+    if let Some(body) = &view.recent_trades {
         w.begin();
         let chars = memory_section_cached(
             &mut w.text,
@@ -250,11 +254,7 @@ pub fn assemble_context_cached(
             "No closed trades on this skill yet.",
         );
         w.end("recent_trades", Some(chars));
-        if cfg.memory.include_open_positions {
-            let body = ctx
-                .memory
-                .open_positions(ctx.now)
-                .map_err(data_err("open positions"))?;
+        if let Some(body) = &view.open_positions {
             w.begin();
             let chars = memory_section_cached(
                 &mut w.text,

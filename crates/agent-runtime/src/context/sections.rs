@@ -5,14 +5,14 @@ use std::fmt::Write as _;
 use chrono::{DateTime, Datelike, Duration, Utc};
 use rust_decimal::Decimal;
 use skill_schema::Skill;
-use tools::{LastDecisionSnapshot, OpenOrder, ToolContext, UpcomingEvent, one_line, push_one_line};
+use tools::{LastDecisionSnapshot, OpenOrder, ToolContext, one_line, push_one_line};
 use types::text;
-use types::{Interval, PortfolioSnapshot, Position};
+use types::{Interval, MarketEvent, PortfolioSnapshot, Position};
 
-use super::bars::closed_bars_window;
 use super::cache::{MemorySectionMemo, RenderCache};
 use super::text::{push_about, push_share_of_equity};
-use super::{BAR_TABLE_HEADER, ContextError, HTF_FETCH_BARS, HTF_SHOW_BARS, data_err};
+use super::view::SymbolBars;
+use super::{BAR_TABLE_HEADER, ContextError, HTF_SHOW_BARS, data_err};
 
 const WEEKDAYS: [&str; 7] = [
     "Monday",
@@ -38,27 +38,25 @@ pub(super) fn time_section(out: &mut String, now: DateTime<Utc>, interval: Inter
 pub(super) fn market_section(
     out: &mut String,
     skill: &Skill,
-    ctx: &ToolContext,
+    names: &[String],
+    symbols: &[SymbolBars<'_>],
     cache: &mut RenderCache,
 ) -> Result<usize, ContextError> {
     let cfg = &skill.context;
     let interval = cfg.bars_interval;
-    let lookback = cfg.bars_lookback as usize;
-    let higher = cfg.effective_higher_timeframes();
     // Characters: counted on the headings, the rows (ASCII) by their length.
     let mut chars = 0;
     let mut counted_to = out.len();
     out.push_str("## Market context");
-    let mut htf = Vec::with_capacity(higher.len());
-    for symbol in &ctx.symbols {
-        let bars =
-            closed_bars_window(ctx, symbol, interval, lookback).map_err(data_err("market"))?;
-        let base = cache.sync_table(symbol, interval, &bars);
+    let mut htf = Vec::with_capacity(4);
+    for (symbol, read) in names.iter().zip(symbols) {
+        let base = cache.sync_table(symbol, interval, &read.bars);
+        if let Some(regime) = read.regime {
+            cache.tables[base].set_regime(regime);
+        }
         htf.clear();
-        for &h in &higher {
-            let hb =
-                closed_bars_window(ctx, symbol, h, HTF_FETCH_BARS).map_err(data_err("market"))?;
-            htf.push(cache.sync_table(symbol, h, &hb));
+        for (h, hb) in &read.higher {
+            htf.push(cache.sync_table(symbol, *h, hb));
         }
         // As `price_dp` over every bar shown or classified.
         let dp = htf
@@ -155,10 +153,10 @@ pub(super) fn news_section(
 pub(super) fn upcoming_events(
     skill: &Skill,
     ctx: &ToolContext,
-) -> Result<Vec<UpcomingEvent>, ContextError> {
+) -> Result<Vec<MarketEvent>, ContextError> {
     let ev = &skill.context.events;
     let until = ctx.now + Duration::hours(i64::from(ev.lookahead_hours));
-    let mut events: Vec<UpcomingEvent> = ctx
+    let mut events: Vec<MarketEvent> = ctx
         .events
         .upcoming(ctx.now, until, &ev.kinds, ev.min_importance)
         .map_err(data_err("events"))?
@@ -185,7 +183,7 @@ pub(super) fn upcoming_events(
 
 pub(super) fn events_section(
     out: &mut String,
-    events: &[UpcomingEvent],
+    events: &[MarketEvent],
     now: DateTime<Utc>,
     hours: u32,
 ) {
@@ -379,7 +377,7 @@ pub(super) fn memory_section_cached(
     out: &mut String,
     memo: &mut Option<MemorySectionMemo>,
     heading: &str,
-    body: String,
+    body: &str,
     empty: &str,
 ) -> usize {
     if let Some(m) = memo
@@ -389,10 +387,14 @@ pub(super) fn memory_section_cached(
         return m.chars;
     }
     let start = out.len();
-    memory_section(out, heading, &body, empty);
+    memory_section(out, heading, body, empty);
     let text = out[start..].to_owned();
     let chars = text.chars().count();
-    *memo = Some(MemorySectionMemo { body, text, chars });
+    *memo = Some(MemorySectionMemo {
+        body: body.to_owned(),
+        text,
+        chars,
+    });
     chars
 }
 

@@ -9,10 +9,9 @@ use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 use skill_schema::{EventKind, Format, Skill, parse_skill};
 use tools::{
-    LastDecisionSnapshot, NewsItem, OpenOrder, Preloaded, RunMode, ToolContext, UpcomingEvent,
-    VerdictStatus,
+    LastDecisionSnapshot, NewsItem, OpenOrder, Preloaded, RunMode, ToolContext, VerdictStatus,
 };
-use types::{Bar, Interval, OrderSide, PortfolioSnapshot, Position, RuleCode, Side};
+use types::{Bar, Interval, MarketEvent, OrderSide, PortfolioSnapshot, Position, RuleCode, Side};
 
 pub fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 6, 5, 12, 0, 0).unwrap()
@@ -263,28 +262,36 @@ pub fn data() -> Preloaded {
         ),
     ];
     data.events = vec![
-        UpcomingEvent {
+        MarketEvent {
+            id: types::Uuid::from_u128(1),
+            source: "calendar".into(),
             kind: EventKind::Fomc,
             title: "FOMC rate decision".into(),
             symbols: vec![],
             scheduled_at: now() + Duration::hours(6),
             importance: dec!(0.95),
         },
-        UpcomingEvent {
+        MarketEvent {
+            id: types::Uuid::from_u128(2),
+            source: "calendar".into(),
             kind: EventKind::TokenUnlock,
             title: "Kind not selected by the skill".into(),
             symbols: vec!["ETH".into()],
             scheduled_at: now() + Duration::hours(3),
             importance: dec!(0.9),
         },
-        UpcomingEvent {
+        MarketEvent {
+            id: types::Uuid::from_u128(3),
+            source: "calendar".into(),
             kind: EventKind::Cpi,
             title: "CPI beyond the lookahead".into(),
             symbols: vec![],
             scheduled_at: now() + Duration::hours(30),
             importance: dec!(0.9),
         },
-        UpcomingEvent {
+        MarketEvent {
+            id: types::Uuid::from_u128(4),
+            source: "calendar".into(),
             kind: EventKind::Nfp,
             title: "NFP already out".into(),
             symbols: vec![],

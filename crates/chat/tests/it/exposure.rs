@@ -48,7 +48,7 @@ fn market() -> Preloaded {
 fn event(n: u128, kind: &str, at: DateTime<Utc>) -> MarketEvent {
     MarketEvent {
         id: Uuid::from_u128(n),
-        kind: kind.into(),
+        kind: types::EventKind::parse(kind).unwrap(),
         title: format!("{kind} decision"),
         symbols: vec!["EURUSD".into()],
         scheduled_at: at,

@@ -1,40 +1,74 @@
 //! `EventStore`: market events.
+/// The event's bounds ([`types::MarketEvent::check`]) as the store's errors.
 pub(crate) fn validate_event(e: &types::MarketEvent) -> Result<(), crate::DbError> {
-    crate::codec::check_len("market event kind", &e.kind, 1, 64)?;
-    crate::codec::check_len("market event title", &e.title, 1, 500)?;
-    if e.importance < rust_decimal::Decimal::ZERO || e.importance > rust_decimal::Decimal::ONE {
-        return Err(crate::DbError::Invalid {
+    match e.check() {
+        Ok(()) => Ok(()),
+        Err(types::InvalidEvent::Title { chars }) => Err(crate::DbError::Bound {
+            field: "market event title",
+            actual: chars,
+            min: 1,
+            max: types::MAX_EVENT_TITLE_CHARS,
+        }),
+        Err(types::InvalidEvent::Importance(v)) => Err(crate::DbError::Invalid {
             what: "market event importance",
-            detail: format!("{} is outside 0..=1", e.importance),
-        });
+            detail: format!("{v} is outside 0..=1"),
+        }),
     }
-    Ok(())
 }
 
+/// The upsert of one event, `$1`..`$7` = id, kind, title, symbols, scheduled_at, importance,
+/// source.
+pub(crate) const UPSERT_EVENT: &str = "INSERT INTO market_events \
+     (id, kind, title, symbols, scheduled_at, importance, source) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO UPDATE SET \
+     kind = excluded.kind, title = excluded.title, symbols = excluded.symbols, \
+     scheduled_at = excluded.scheduled_at, importance = excluded.importance, \
+     source = excluded.source";
+
 macro_rules! impl_events {
-    ($store:ty, $enc:ident) => {
-        use crate::imp::events::validate_event;
+    ($store:ty, $enc:ident, $begin:literal) => {
+        use crate::imp::events::{UPSERT_EVENT, validate_event};
+
+        impl $store {
+            /// [`UPSERT_EVENT`] with `e`'s values.
+            fn upsert_event_query(e: &MarketEvent) -> Query<'_> {
+                sqlx::query(UPSERT_EVENT)
+                    .bind($enc::id(e.id))
+                    .bind(e.kind.as_str())
+                    .bind(&e.title)
+                    .bind($enc::symbols(&e.symbols))
+                    .bind($enc::ts(e.scheduled_at))
+                    .bind($enc::dec(e.importance))
+                    .bind(&e.source)
+            }
+        }
 
         impl EventStore for $store {
             async fn upsert_event(&self, e: &MarketEvent) -> Result<(), DbError> {
                 validate_event(e)?;
-                sqlx::query(
-                    "INSERT INTO market_events (id, kind, title, symbols, scheduled_at, importance, source) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO UPDATE SET \
-                     kind = excluded.kind, title = excluded.title, symbols = excluded.symbols, \
-                     scheduled_at = excluded.scheduled_at, importance = excluded.importance, \
-                     source = excluded.source",
-                )
-                .bind($enc::id(e.id))
-                .bind(&e.kind)
-                .bind(&e.title)
-                .bind($enc::symbols(&e.symbols))
-                .bind($enc::ts(e.scheduled_at))
-                .bind($enc::dec(e.importance))
-                .bind(&e.source)
-                .execute(&self.pool)
-                .await
-                .map_err(ctx("upserting market event"))?;
+                Self::upsert_event_query(e)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(ctx("upserting market event"))?;
+                Ok(())
+            }
+
+            async fn upsert_events(&self, events: &[MarketEvent]) -> Result<(), DbError> {
+                for e in events {
+                    validate_event(e)?;
+                }
+                let mut tx = self
+                    .pool
+                    .begin_with($begin)
+                    .await
+                    .map_err(ctx("beginning event import"))?;
+                for e in events {
+                    Self::upsert_event_query(e)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(ctx("upserting market event"))?;
+                }
+                tx.commit().await.map_err(ctx("committing event import"))?;
                 Ok(())
             }
 
@@ -54,7 +88,10 @@ macro_rules! impl_events {
                 .await
                 .map_err(ctx("reading market events"))?;
                 // Importance is compared in Rust: SQLite stores it as text.
-                let events = rows.iter().map(codec::event_from_row).collect::<Result<Vec<_>, _>>()?;
+                let events = rows
+                    .iter()
+                    .map(codec::event_from_row)
+                    .collect::<Result<Vec<_>, _>>()?;
                 Ok(events
                     .into_iter()
                     .filter(|e| min_importance.is_none_or(|m| e.importance >= m))

@@ -45,7 +45,7 @@ macro_rules! impl_stores {
         crate::imp::ledger::impl_ledger!($store, $enc);
         crate::imp::notes::impl_notes!($store, $db, $enc, $begin);
         crate::imp::facts::impl_facts!($store, $enc, $begin);
-        crate::imp::events::impl_events!($store, $enc);
+        crate::imp::events::impl_events!($store, $enc, $begin);
     };
 }
 

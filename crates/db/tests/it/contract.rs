@@ -17,7 +17,7 @@ mod cases {
     use rust_decimal::Decimal;
     use rust_decimal_macros::dec;
     use types::{
-        ArchiveReason, CloseKind, FactChangeOp, FactConfidence, FactSource, MarketEvent,
+        ArchiveReason, CloseKind, EventKind, FactChangeOp, FactConfidence, FactSource, MarketEvent,
         NoteStatus, OrderSide, Side, TradeRecord,
     };
     use uuid::Uuid;
@@ -1387,7 +1387,7 @@ mod cases {
     pub(super) async fn events_in_a_window<S: Storage + RawSql>(s: &S) {
         let ev = |minutes, importance: Decimal, symbols: &[&str]| MarketEvent {
             id: Uuid::new_v4(),
-            kind: "cpi".into(),
+            kind: EventKind::Cpi,
             title: "US CPI".into(),
             symbols: symbols.iter().map(|x| (*x).to_owned()).collect(),
             scheduled_at: at(minutes),

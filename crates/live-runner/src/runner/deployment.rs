@@ -11,7 +11,7 @@ use execution_engine::{PaperBroker, PaperBrokerConfig};
 use tick::{Broker, ReflectionCheck, TickState};
 use tools::{Preloaded, RunMode, ToolContext};
 
-use super::market::fetch_market;
+use super::market::{fetch_market, load_events};
 use super::reflections::ReflectionJob;
 use super::{Done, RunError, Runner};
 use crate::hl_broker::{FillCursor, HyperliquidBroker, HyperliquidConfig};
@@ -69,7 +69,8 @@ impl Runner {
         }
         let last_tick_at = saved.as_ref().and_then(|s| s.last_tick_at);
 
-        let market = fetch_market(&self.info, &skill, tick_at, last_tick_at).await?;
+        let mut market = fetch_market(&self.info, &skill, tick_at, last_tick_at).await?;
+        market.events = load_events(&self.store, &skill, tick_at).await?;
 
         let model_id = skill.model.clone();
         let model = (self.resolver)(&model_id, &skill).map_err(|source| RunError::Model {
@@ -209,7 +210,15 @@ impl Runner {
 
         let symbols = deployment.skill.context.symbols.clone();
         let market = Arc::new(market);
-        let ctx = ToolContext::new(tick_at, RunMode::Trade, symbols, market.clone(), market);
+        // The calendar is the store's events the tick loaded into `market` (`load_events`).
+        let ctx = ToolContext::new(
+            tick_at,
+            RunMode::Trade,
+            symbols,
+            market.clone(),
+            market.clone(),
+        )
+        .with_events(market);
         let carry =
             |broker: &B, after: &TickState| serde_json::to_value(RunnerState::after(broker, after));
         let outcome = tick::run_tick_carrying(

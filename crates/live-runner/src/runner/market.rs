@@ -1,10 +1,12 @@
-//! The market data of a tick: Hyperliquid candles, closed bars only.
+//! The market data of a tick: Hyperliquid candles, closed bars only, and the event calendar
+//! from the store.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
+use db::EventStore;
 use hyperliquid::InfoClient;
 use skill_schema::Skill;
 use tools::Preloaded;
-use types::Interval;
+use types::{Interval, MarketEvent};
 
 use super::RunError;
 use crate::schedule::bar_length;
@@ -52,4 +54,25 @@ pub(super) async fn fetch_market(
         }
     }
     Ok(market)
+}
+
+/// The calendar a tick at `tick_at` may show: the stored events scheduled within the skill's
+/// lookahead (`(tick_at, tick_at + lookaheadHours]`) at or above its importance floor; none
+/// when the skill's events are off. The kinds and symbols are filtered where the section is
+/// written (`agent_runtime`), as for every other calendar.
+pub(super) async fn load_events<S: EventStore + Sync>(
+    store: &S,
+    skill: &Skill,
+    tick_at: DateTime<Utc>,
+) -> Result<Vec<MarketEvent>, RunError> {
+    let cfg = &skill.context.events;
+    if !cfg.enabled {
+        return Ok(Vec::new());
+    }
+    let until = tick_at + Duration::hours(i64::from(cfg.lookahead_hours));
+    let mut events = store
+        .events_between(tick_at, until, Some(cfg.min_importance))
+        .await?;
+    events.retain(|e| e.scheduled_at > tick_at);
+    Ok(events)
 }

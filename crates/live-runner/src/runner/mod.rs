@@ -2,7 +2,7 @@
 //! close.
 //!
 //! One loop iteration claims at most as many deployments as there are free slots (a
-//! [`Semaphore`] of `concurrency` permits), so a runner never holds a lease it cannot start.
+//! [`Semaphore`](tokio::sync::Semaphore) of `concurrency` permits), so a runner never holds a lease it cannot start.
 //! Every claimed deployment ticks in its own task: a slow model delays only its own
 //! deployment. While a tick runs, its lease is extended every third of the lease (heartbeat);
 //! a runner that dies stops heartbeating, its leases expire and another runner claims them.
@@ -19,9 +19,9 @@
 //! shutdown waits for the reflections in flight; one lost with its process leaves nothing
 //! stored, so the cadence finds it due again at the deployment's next tick.
 //!
-//! Files: the runner's configuration and shared parts (here), the claim loop ([`tick_loop`]),
-//! one deployment's tick ([`deployment`]), the market data it fetches ([`market`]), the parsed
-//! skills it keeps ([`skills`]) and the reflection worker ([`reflections`]).
+//! Files: the runner's configuration and shared parts (here), the claim loop (`tick_loop`),
+//! one deployment's tick (`deployment`), the market data it fetches (`market`), the parsed
+//! skills it keeps (`skills`) and the reflection worker (`reflections`).
 
 mod deployment;
 mod market;

@@ -1,0 +1,125 @@
+//! The ids a tick derives: UUID v5 in the deployment's namespace over the deployment, a kind
+//! and the time (written as RFC 3339 with nanoseconds), so a re-run derives the same ids.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+/// The namespace of every id this crate derives (UUID v5 of `tick-ids`).
+pub const ID_NAMESPACE: Uuid = Uuid::from_u128(0x6f1c_2a4e_9b3d_4e57_8a21_5c0d_e7f4_1b92);
+
+/// The decision snapshot id of the tick at `at`: UUID v5 over the deployment and the time.
+#[must_use]
+pub fn snapshot_id(deployment_id: Uuid, at: DateTime<Utc>) -> Uuid {
+    derive_id(deployment_id, "snapshot", at)
+}
+
+/// The id of the note a reflection at `at` writes.
+#[must_use]
+pub fn note_id(deployment_id: Uuid, at: DateTime<Utc>) -> Uuid {
+    derive_id(deployment_id, "note", at)
+}
+
+/// The id of the reflection run at `at`.
+#[must_use]
+pub fn run_id(deployment_id: Uuid, at: DateTime<Utc>) -> Uuid {
+    derive_id(deployment_id, "reflection-run", at)
+}
+
+fn derive_id(deployment_id: Uuid, kind: &str, at: DateTime<Utc>) -> Uuid {
+    // `{deployment_id}\n{kind}\n{at as RFC 3339 with nanoseconds and Z}`, written in place.
+    let mut name = String::with_capacity(80);
+    name.push_str(
+        deployment_id
+            .hyphenated()
+            .encode_lower(&mut Uuid::encode_buffer()),
+    );
+    name.push('\n');
+    name.push_str(kind);
+    name.push('\n');
+    push_rfc3339_nanos(&mut name, at);
+    Uuid::new_v5(&ID_NAMESPACE, name.as_bytes())
+}
+
+/// `at.to_rfc3339_opts(SecondsFormat::Nanos, true)`, written into `out` (chrono itself for what
+/// it prints differently: years outside 0..=9999 and leap seconds).
+fn push_rfc3339_nanos(out: &mut String, at: DateTime<Utc>) {
+    use chrono::{Datelike, Timelike};
+    let year = at.year();
+    let nanos = at.nanosecond();
+    if !(0..=9999).contains(&year) || nanos >= 1_000_000_000 {
+        out.push_str(&at.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true));
+        return;
+    }
+    let mut buf = *b"0000-00-00T00:00:00.000000000Z";
+    let mut put = |at: usize, width: usize, mut v: u32| {
+        for i in (at..at + width).rev() {
+            buf[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    };
+    put(0, 4, year.unsigned_abs());
+    put(5, 2, at.month());
+    put(8, 2, at.day());
+    put(11, 2, at.hour());
+    put(14, 2, at.minute());
+    put(17, 2, at.second());
+    put(20, 9, nanos);
+    out.extend(buf.iter().map(|&b| char::from(b)));
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// The ids as first derived (through `format!` and chrono): [`derive_id`] must give the same.
+    fn reference_id(deployment_id: Uuid, kind: &str, at: DateTime<Utc>) -> Uuid {
+        let name = format!(
+            "{deployment_id}\n{kind}\n{}",
+            at.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)
+        );
+        Uuid::new_v5(&ID_NAMESPACE, name.as_bytes())
+    }
+
+    fn instant() -> impl Strategy<Value = DateTime<Utc>> {
+        prop_oneof![
+            // Any second and nanosecond from year 0 to 9999, and beyond on both sides.
+            (-62_167_219_200i64..253_402_300_800, 0u32..1_000_000_000),
+            (-100_000_000_000i64..100_000_000_000, 0u32..1_000_000_000),
+            // Leap seconds.
+            (0i64..4_000_000_000, 1_000_000_000u32..2_000_000_000)
+                .prop_map(|(s, n)| (s - s.rem_euclid(60) + 59, n)),
+        ]
+        .prop_filter_map("representable", |(secs, nanos)| {
+            DateTime::from_timestamp(secs, nanos)
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        #[test]
+        fn ids_are_derived_from_the_same_text(
+            at in instant(),
+            deployment in any::<u128>(),
+            kind in prop::sample::select(vec!["snapshot", "note", "reflection-run"]),
+        ) {
+            let d = Uuid::from_u128(deployment);
+            let mut text = String::new();
+            push_rfc3339_nanos(&mut text, at);
+            prop_assert_eq!(&text, &at.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true));
+            prop_assert_eq!(derive_id(d, kind, at), reference_id(d, kind, at));
+        }
+    }
+
+    #[test]
+    fn the_snapshot_id_of_a_known_tick_is_stable() {
+        let d = Uuid::from_u128(0x1234_5678_9abc_def0_1234_5678_9abc_def0);
+        let at = Utc.with_ymd_and_hms(2017, 4, 19, 10, 0, 0).unwrap();
+        assert_eq!(snapshot_id(d, at), reference_id(d, "snapshot", at));
+        assert_eq!(note_id(d, at), reference_id(d, "note", at));
+        assert_eq!(run_id(d, at), reference_id(d, "reflection-run", at));
+    }
+}

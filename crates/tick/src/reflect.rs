@@ -1,0 +1,346 @@
+//! Reflection around the tick: the cadence check after a tick ([`ReflectionCheck`]), and
+//! running a due reflection off the tick path ([`run_due_reflection`], [`store_reflection`]).
+
+use std::sync::Arc;
+
+use agent_runtime::rates_for;
+use chrono::{DateTime, Utc};
+use db::{NewNote, NoteStore, ReflectionRun, RunOutcome};
+use reflection::{
+    Due, LastNote, NoteDraft, ReflectionInput, ReflectionOutcome, reflect, reflection_due,
+};
+use serde::Serialize;
+use types::TradeRecord;
+use uuid::Uuid;
+
+use crate::{Deployment, TickState, note_id, run_id};
+
+/// What a reflection did ([`run_due_reflection`], [`store_reflection`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ReflectionReport {
+    /// Not due (or off).
+    NotDue,
+    /// A reflection of this tick (or a later one) is already stored: nothing ran (a redo after a
+    /// restart, or a re-run of a recorded tick).
+    AlreadyDone,
+    /// A note was written and stored. A `flagged` one is stored as pending review: out of the
+    /// store's active slot and out of every prompt until a person accepts it.
+    Note {
+        id: Uuid,
+        flagged: bool,
+        chars: usize,
+    },
+    /// The run failed; the previous note stays in force.
+    Failed { reason: String },
+    /// The run produced an outcome but the store refused it (the tick itself was recorded).
+    StoreError { message: String },
+}
+
+/// What the reflection cadence said after a tick.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ReflectionCheck {
+    /// Not due (or off, or backing off after a failure).
+    NotDue,
+    /// Due: run it with [`run_due_reflection`].
+    Due(DueReflection),
+    /// The skill's reflection settings are invalid: nothing runs (counted as a failure).
+    Invalid { reason: String },
+}
+
+/// A reflection the cadence found due at a tick, with what it reads as of that tick, so it can
+/// run later (on a worker) and still see exactly what the tick saw.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DueReflection {
+    /// The tick time: the reflection's `now`, its note's `generated_at`, the seed of its ids.
+    pub at: DateTime<Utc>,
+    /// The deployment's ledger rows after the tick (shared with the tick's state, not copied).
+    #[serde(skip)]
+    pub trades: Arc<Vec<TradeRecord>>,
+    /// The cadence's view of the previous note.
+    pub last: Option<LastNote>,
+    /// Closed ledger rows after the tick (kept with the new note for the cadence).
+    pub closed_total: u32,
+}
+
+/// What [`run_due_reflection`] did, and how the caller's [`TickState`] moves on
+/// ([`ReflectionDone::apply`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReflectionDone {
+    pub at: DateTime<Utc>,
+    pub report: ReflectionReport,
+    /// The note the reflection wrote (also when the store then refused it).
+    pub note: Option<NoteDraft>,
+    closed_total: u32,
+    ran: bool,
+}
+
+impl ReflectionDone {
+    /// Moves `state` on as the reflection did: a note becomes the cadence's last note (and the
+    /// note in force when it is injectable); a failed run starts the cadence's back-off. A
+    /// reflection that did not run (already done, store unreadable) changes nothing.
+    pub fn apply(&self, state: &mut TickState) {
+        if !self.ran {
+            return;
+        }
+        match &self.note {
+            Some(note) => {
+                state.last_note = Some(note.as_last_note(Some(self.closed_total)));
+                if note.injectable() {
+                    state.notes = vec![note.clone()];
+                }
+            }
+            None => state.last_reflection_failure = Some(self.at),
+        }
+    }
+}
+
+/// The cadence decision after a tick: pure, no store, no model.
+pub(crate) fn check_reflection(
+    deployment: &Deployment,
+    state: &TickState,
+    now: DateTime<Utc>,
+) -> ReflectionCheck {
+    match reflection_due(
+        &deployment.skill.context.memory,
+        &state.trades,
+        state.last_note.as_ref(),
+        state.last_reflection_failure,
+        now,
+    ) {
+        Ok(Due::Yes(_)) => ReflectionCheck::Due(DueReflection {
+            at: now,
+            trades: Arc::clone(&state.trades),
+            last: state.last_note,
+            closed_total: u32::try_from(state.closed_trades()).unwrap_or(u32::MAX),
+        }),
+        Ok(Due::No(_)) => ReflectionCheck::NotDue,
+        Err(e) => ReflectionCheck::Invalid {
+            reason: e.to_string(),
+        },
+    }
+}
+
+/// Runs a reflection the cadence found due ([`ReflectionCheck::Due`]) and stores its outcome
+/// ([`store_reflection`]): the one function the backtest (right after the tick) and the live
+/// runner (on its reflection worker) both call. Never fails: a model failure or an unavailable
+/// reflection model is recorded as a failed run; a store refusal is reported.
+///
+/// Idempotent: when the store already holds a reflection run or a note of `due.at` or later (a
+/// redo after a restart, or a re-run of a recorded tick), nothing runs
+/// ([`ReflectionReport::AlreadyDone`]). Apply the result to the caller's state with
+/// [`ReflectionDone::apply`].
+pub async fn run_due_reflection<S>(
+    deployment: &Deployment,
+    due: &DueReflection,
+    store: &S,
+) -> ReflectionDone
+where
+    S: NoteStore + Sync,
+{
+    let now = due.at;
+    let skipped = |report| ReflectionDone {
+        at: now,
+        report,
+        note: None,
+        closed_total: due.closed_total,
+        ran: false,
+    };
+    match already_reflected(store, deployment.deployment_id, now).await {
+        Ok(true) => return skipped(ReflectionReport::AlreadyDone),
+        Ok(false) => {}
+        Err(e) => {
+            return skipped(ReflectionReport::StoreError {
+                message: e.to_string(),
+            });
+        }
+    }
+    let skill = deployment.skill.as_ref();
+    let reflector = match &deployment.reflector {
+        Ok(r) => r,
+        Err(message) => {
+            let reason = format!("reflection model unavailable: {message}");
+            let run = ReflectionRun {
+                id: run_id(deployment.deployment_id, now),
+                skill_id: deployment.skill_id,
+                skill_version: deployment.skill_version,
+                deployment_id: Some(deployment.deployment_id),
+                started_at: now,
+                finished_at: now,
+                outcome: RunOutcome::Failed {
+                    error: reason.clone(),
+                },
+                model: skill.context.memory.reflection.model.clone(),
+                input_tokens: None,
+                output_tokens: None,
+                cost_usd: None,
+            };
+            let report = match store.record_reflection_run(&run).await {
+                Ok(()) => ReflectionReport::Failed { reason },
+                Err(e) => ReflectionReport::StoreError {
+                    message: e.to_string(),
+                },
+            };
+            return ReflectionDone {
+                ran: true,
+                ..skipped(report)
+            };
+        }
+    };
+    let outcome = reflect(
+        ReflectionInput {
+            skill,
+            skill_id: deployment.skill_id,
+            deployment_id: Some(deployment.deployment_id),
+            trades: &due.trades,
+            last: due.last.as_ref(),
+            now,
+            rates: rates_for(reflector.id()),
+        },
+        reflector,
+    )
+    .await;
+    let report = store_reflection(store, deployment, &outcome, now).await;
+    ReflectionDone {
+        at: now,
+        report,
+        note: match outcome {
+            ReflectionOutcome::Note(note) => Some(note),
+            ReflectionOutcome::Failed(_) => None,
+        },
+        closed_total: due.closed_total,
+        ran: true,
+    }
+}
+
+/// Whether the store holds a reflection run or a note of the deployment at `at` or later.
+async fn already_reflected<S>(
+    store: &S,
+    deployment_id: Uuid,
+    at: DateTime<Utc>,
+) -> Result<bool, db::DbError>
+where
+    S: NoteStore + Sync,
+{
+    let scope = db::NoteScope::Deployment(deployment_id);
+    if store
+        .reflection_runs(scope, 1)
+        .await?
+        .first()
+        .is_some_and(|r| r.started_at >= at)
+    {
+        return Ok(true);
+    }
+    Ok(store
+        .note_history(scope, 1)
+        .await?
+        .first()
+        .is_some_and(|n| n.generated_at >= at))
+}
+
+/// Persists a reflection's outcome: a note is inserted (a note the linter flagged is stored
+/// with its flag as *pending review* — kept, never injected, the note in force unchanged — until
+/// a person accepts it with `NoteStore::accept_note`), and every run, failed or not, is recorded
+/// in `reflection_runs`. A failure never displaces the note in force.
+///
+/// Used by [`run_due_reflection`] and by `sim-worker reflect`.
+pub async fn store_reflection<S>(
+    store: &S,
+    deployment: &Deployment,
+    outcome: &ReflectionOutcome,
+    now: DateTime<Utc>,
+) -> ReflectionReport
+where
+    S: NoteStore + Sync,
+{
+    let run_base = |outcome: RunOutcome, model: &str| ReflectionRun {
+        id: run_id(deployment.deployment_id, now),
+        skill_id: deployment.skill_id,
+        skill_version: deployment.skill_version,
+        deployment_id: Some(deployment.deployment_id),
+        started_at: now,
+        finished_at: now,
+        outcome,
+        model: model.to_owned(),
+        input_tokens: None,
+        output_tokens: None,
+        cost_usd: None,
+    };
+    match outcome {
+        ReflectionOutcome::Note(note) => {
+            let id = note_id(deployment.deployment_id, now);
+            let flagged = note.lint.flagged;
+            let chars = note.lessons_text.chars().count();
+            let mut run = run_base(
+                RunOutcome::Succeeded { note_id: Some(id) },
+                &note.model_used,
+            );
+            run.input_tokens = i64::try_from(note.input_tokens).ok();
+            run.output_tokens = i64::try_from(note.output_tokens).ok();
+            run.cost_usd = note.cost_usd;
+            let lint = flagged.then(|| types::NoteLint {
+                reason: bounded_lint_reason(&note.lint.reasons),
+            });
+            let new = NewNote {
+                id,
+                skill_id: deployment.skill_id,
+                skill_version: deployment.skill_version,
+                deployment_id: Some(deployment.deployment_id),
+                generated_at: note.generated_at,
+                window_start: note.window_start,
+                window_end: note.window_end,
+                trades_considered: i32::try_from(note.trades_considered).unwrap_or(i32::MAX),
+                lessons_text: note.lessons_text.clone(),
+                model_used: note.model_used.clone(),
+                input_tokens: run.input_tokens,
+                output_tokens: run.output_tokens,
+                cost_usd: note.cost_usd,
+                lint,
+            };
+            if let Err(e) = store.insert_note(&new).await {
+                return ReflectionReport::StoreError {
+                    message: e.to_string(),
+                };
+            }
+            if let Err(e) = store.record_reflection_run(&run).await {
+                return ReflectionReport::StoreError {
+                    message: e.to_string(),
+                };
+            }
+            ReflectionReport::Note { id, flagged, chars }
+        }
+        ReflectionOutcome::Failed(failed) => {
+            let reason = failed.reason.to_string();
+            let mut run = run_base(
+                RunOutcome::Failed {
+                    error: reason.clone(),
+                },
+                &failed.model_used,
+            );
+            run.input_tokens = i64::try_from(failed.input_tokens).ok();
+            run.output_tokens = i64::try_from(failed.output_tokens).ok();
+            run.cost_usd = failed.cost_usd;
+            match store.record_reflection_run(&run).await {
+                Ok(()) => ReflectionReport::Failed { reason },
+                Err(e) => ReflectionReport::StoreError {
+                    message: e.to_string(),
+                },
+            }
+        }
+    }
+}
+
+/// The linter's reasons as one stored line, within the store's bound.
+fn bounded_lint_reason(reasons: &[String]) -> String {
+    let joined = reasons.join("; ");
+    if joined.chars().count() <= types::MAX_LINT_REASON_CHARS {
+        return joined;
+    }
+    let mut cut: String = joined
+        .chars()
+        .take(types::MAX_LINT_REASON_CHARS - 1)
+        .collect();
+    cut.push('…');
+    cut
+}

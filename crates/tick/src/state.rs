@@ -1,0 +1,313 @@
+//! What a deployment carries between ticks ([`TickState`]) and how a restarted runner rebuilds
+//! it from the store ([`restore_state`], [`restore_state_carried`], [`load_reflection_state`]).
+
+use std::sync::Arc;
+
+use agent_runtime::RenderCache;
+use chrono::{DateTime, Utc};
+use db::{LedgerStore, NoteStore, RunOutcome, TickStore};
+use execution_engine::RiskState;
+use memory_ledger::{LedgerChanges, LedgerState};
+use reflection::{LastNote, NoteDraft};
+use rust_decimal::Decimal;
+use tools::{LastDecisionSnapshot, to_last_decision_snapshot};
+use types::{TradeRecord, TradeStatus, Verdict};
+use uuid::Uuid;
+
+use crate::Deployment;
+
+/// What the caller carries from one tick to the next (in memory in a backtest; rebuilt from the
+/// store by a live runner after a restart).
+#[derive(Debug, Clone)]
+pub struct TickState {
+    /// Peak equity, the day's starting equity, recent order times.
+    pub risk: RiskState,
+    /// The materializer's open rows and applied fill ids.
+    pub ledger: LedgerState,
+    /// Every ledger row of the deployment, in the order they were first written. Shared with a
+    /// due reflection (`Arc`), so a tick does not copy the ledger.
+    pub trades: Arc<Vec<TradeRecord>>,
+    /// What the next tick shows under "Last decision".
+    pub last_decision: Option<LastDecisionSnapshot>,
+    /// The notes a later tick can still inject: the note in force (at most one — the latest
+    /// injectable note; older and flagged ones are dropped, the store keeps the history), see
+    /// [`visible_note_at`](reflection::visible_note_at).
+    pub notes: Vec<NoteDraft>,
+    /// The cadence's view of the latest note (flagged or not).
+    pub last_note: Option<LastNote>,
+    /// When the latest failed reflection ran (the cadence backs off after it).
+    pub last_reflection_failure: Option<DateTime<Utc>>,
+    /// The previous tick's time (bars closed after it feed MFE/MAE this tick).
+    pub last_tick_at: Option<DateTime<Utc>>,
+    /// What the previous tick rendered and this one can reuse (bar rows, system prompt). Only
+    /// saves work: a fresh cache renders the same bytes.
+    pub render: RenderCache,
+    /// The "Recent trades" body as last rendered: (k, as of, text). Cleared when a closed row
+    /// changes.
+    recent_trades: Option<(u32, DateTime<Utc>, Arc<str>)>,
+}
+
+impl TickState {
+    /// The state of a deployment that has never ticked: flat ledger, risk tracking from
+    /// `equity` at `at`.
+    #[must_use]
+    pub fn new(deployment: &Deployment, equity: Decimal, at: DateTime<Utc>) -> Self {
+        TickState {
+            risk: RiskState::new(equity, at),
+            ledger: LedgerState::new(memory_ledger::LedgerScope {
+                deployment_id: deployment.deployment_id,
+                skill_id: deployment.skill_id,
+                skill_version: deployment.skill_version,
+            }),
+            trades: Arc::new(Vec::new()),
+            last_decision: None,
+            notes: Vec::new(),
+            last_note: None,
+            last_reflection_failure: None,
+            last_tick_at: None,
+            render: RenderCache::default(),
+            recent_trades: None,
+        }
+    }
+
+    /// Closed rows of the ledger.
+    #[must_use]
+    pub fn closed_trades(&self) -> usize {
+        self.trades
+            .iter()
+            .filter(|t| t.status == TradeStatus::Closed)
+            .count()
+    }
+
+    /// Replaces the ledger rows (a restarted runner reads them from the store).
+    pub fn set_trades(&mut self, trades: Vec<TradeRecord>) {
+        self.trades = Arc::new(trades);
+        self.recent_trades = None;
+    }
+
+    pub(crate) fn upsert_rows(&mut self, changes: &LedgerChanges) {
+        if changes.rows.is_empty() {
+            return;
+        }
+        // No copy: the previous tick's memory view has been dropped by now.
+        let trades = Arc::make_mut(&mut self.trades);
+        for w in &changes.rows {
+            if w.row.status == TradeStatus::Closed {
+                self.recent_trades = None;
+            }
+            // From the end: the rows a tick writes are the latest ones.
+            if let Some(existing) = trades.iter_mut().rev().find(|t| t.id == w.row.id) {
+                *existing = w.row.clone();
+            } else {
+                trades.push(w.row.clone());
+            }
+        }
+    }
+
+    /// The "Recent trades" body for `k` as of `now`, rendered again only when a closed row
+    /// changed (rows closed at or before an earlier `as_of` stay in it as time moves on).
+    pub(crate) fn recent_trades_text(&mut self, k: u32, now: DateTime<Utc>) -> Arc<str> {
+        match &self.recent_trades {
+            Some((memo_k, as_of, text)) if *memo_k == k && *as_of <= now => Arc::clone(text),
+            _ => {
+                let text: Arc<str> =
+                    memory_ledger::render_recent_trades(&self.trades, k as usize, now).into();
+                self.recent_trades = Some((k, now, Arc::clone(&text)));
+                text
+            }
+        }
+    }
+}
+
+/// Why a [`TickState`] could not be restored from a store.
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreError {
+    #[error("reading the store: {0}")]
+    Store(#[from] db::DbError),
+    #[error("the stored ledger: {0}")]
+    Ledger(#[from] memory_ledger::LedgerError),
+}
+
+/// Rebuilds the state a deployment carries between ticks from what its store recorded, for a
+/// runner that restarts (or a tick run on another process): the ledger (open rows and applied
+/// fill ids, [`LedgerState::rebuild`]), every ledger row, the last decision (the latest snapshot
+/// before `at`) and the reflection side ([`load_reflection_state`]).
+///
+/// The engine's [`RiskState`] is not in the store's tables: it starts from `equity` at `at` (the
+/// peak is the current equity, the order-rate window is refilled from the executed snapshots of
+/// the last hour). A runner that must keep its drawdown peak across restarts commits `state.risk`
+/// (serializable) with each tick ([`run_tick_carrying`](crate::run_tick_carrying)).
+///
+/// # Errors
+/// [`RestoreError`] when the store cannot be read or its open rows are inconsistent.
+pub async fn restore_state<S>(
+    store: &S,
+    deployment: &Deployment,
+    equity: Decimal,
+    at: DateTime<Utc>,
+) -> Result<TickState, RestoreError>
+where
+    S: TickStore + LedgerStore + NoteStore,
+{
+    restore_state_carried(store, deployment, equity, at, None).await
+}
+
+/// The parts of a [`TickState`] the store's tables do not hold, which a runner commits with each
+/// tick ([`run_tick_carrying`](crate::run_tick_carrying)): the engine's risk state, the last decision, the last tick's time.
+#[derive(Debug, Clone)]
+pub struct Carried {
+    pub risk: RiskState,
+    pub last_decision: Option<LastDecisionSnapshot>,
+    pub last_tick_at: Option<DateTime<Utc>>,
+}
+
+/// [`restore_state`] for a runner that committed [`Carried`] with its last tick: with
+/// `Some(carried)` the risk state, last decision and last tick time are `carried`'s (and the
+/// snapshots are not read); with `None`, exactly [`restore_state`].
+///
+/// # Errors
+/// As [`restore_state`].
+pub async fn restore_state_carried<S>(
+    store: &S,
+    deployment: &Deployment,
+    equity: Decimal,
+    at: DateTime<Utc>,
+    carried: Option<Carried>,
+) -> Result<TickState, RestoreError>
+where
+    S: TickStore + LedgerStore + NoteStore,
+{
+    let d = deployment.deployment_id;
+    let scope = memory_ledger::LedgerScope {
+        deployment_id: d,
+        skill_id: deployment.skill_id,
+        skill_version: deployment.skill_version,
+    };
+    let ledger = LedgerState::rebuild(
+        scope,
+        store.open_trades(d).await?,
+        store.applied_fill_ids(d).await?,
+    )?;
+    let mut state = TickState::new(deployment, equity, at);
+    state.ledger = ledger;
+    state.set_trades(store.all_trades(d).await?);
+    if let Some(carried) = carried {
+        state.risk = carried.risk;
+        state.last_decision = carried.last_decision;
+        state.last_tick_at = carried.last_tick_at;
+        load_reflection_state(store, d, &mut state, at).await?;
+        return Ok(state);
+    }
+    // The newest snapshots; the last decision is the latest at or before `at`.
+    let recent = store.list_snapshots(d, 64).await?;
+    if let Some(snap) = recent
+        .iter()
+        .filter(|s| s.tick_at <= at)
+        .max_by_key(|s| s.tick_at)
+    {
+        state.last_decision = Some(to_last_decision_snapshot(
+            snap.proposal.as_ref(),
+            &snap.verdict,
+            snap.tick_at,
+        ));
+        state.last_tick_at = Some(snap.tick_at);
+    }
+    let mut executed: Vec<DateTime<Utc>> = recent
+        .iter()
+        .filter(|s| matches!(s.verdict, Verdict::Executed { .. }))
+        .map(|s| s.tick_at)
+        .filter(|t| *t <= at && *t > at - chrono::Duration::hours(1))
+        .collect();
+    executed.sort_unstable();
+    for t in executed {
+        state.risk.record_order(t);
+    }
+    load_reflection_state(store, d, &mut state, at).await?;
+    Ok(state)
+}
+
+/// Reads the reflection side of a deployment's [`TickState`] from the store, as of `at`:
+/// - `notes`: the note in force at `at` (`NoteStore::active_note`: never a note pending review;
+///   an accepted one from its acceptance);
+/// - `last_note`: the latest note generated at or before `at`, flagged or not, with the number
+///   of ledger rows closed at or before its time (`LedgerStore::count_closed_trades`);
+/// - `last_reflection_failure`: the latest run, when it failed.
+///
+/// A live runner calls it before every tick: reflections run off the tick path (and may finish
+/// on another process), so the store, not the carried state, is their source of truth — and an
+/// unfinished one (the runner died) leaves nothing, so the cadence finds it due again.
+///
+/// # Errors
+/// [`db::DbError`] when the store cannot be read.
+pub async fn load_reflection_state<S>(
+    store: &S,
+    deployment_id: Uuid,
+    state: &mut TickState,
+    at: DateTime<Utc>,
+) -> Result<(), db::DbError>
+where
+    S: LedgerStore + NoteStore + Sync,
+{
+    let scope = db::NoteScope::Deployment(deployment_id);
+    state.notes = store
+        .active_note(scope, at)
+        .await?
+        .map(|n| draft_of(&n))
+        .into_iter()
+        .collect();
+    // The newest note is the one a live tick needs; a restore at an earlier time reads further.
+    let mut latest = store.note_history(scope, 1).await?;
+    if latest.first().is_some_and(|n| n.generated_at > at) {
+        latest = store.note_history(scope, 10_000).await?;
+    }
+    state.last_note = match latest.iter().find(|n| n.generated_at <= at) {
+        Some(n) => {
+            let closed = store
+                .count_closed_trades(deployment_id, n.generated_at)
+                .await?;
+            Some(LastNote {
+                generated_at: n.generated_at,
+                window_end: n.window_end,
+                closed_trades_total: Some(u32::try_from(closed).unwrap_or(u32::MAX)),
+            })
+        }
+        None => None,
+    };
+    state.last_reflection_failure = store
+        .reflection_runs(scope, 1)
+        .await?
+        .into_iter()
+        .find(|r| matches!(r.outcome, RunOutcome::Failed { .. }) && r.started_at <= at)
+        .map(|r| r.started_at);
+    Ok(())
+}
+
+/// A stored note as the draft the tick injects.
+fn draft_of(n: &types::ReflectionNote) -> NoteDraft {
+    NoteDraft {
+        skill_id: n.skill_id,
+        skill_version: u32::try_from(n.skill_version).unwrap_or(0),
+        deployment_id: n.deployment_id,
+        generated_at: n.generated_at,
+        window_start: n.window_start,
+        window_end: n.window_end,
+        trades_considered: u32::try_from(n.trades_considered).unwrap_or(0),
+        lessons_text: n.lessons_text.clone(),
+        model_used: n.model_used.clone(),
+        input_tokens: n
+            .input_tokens
+            .and_then(|v| u64::try_from(v).ok())
+            .unwrap_or(0),
+        output_tokens: n
+            .output_tokens
+            .and_then(|v| u64::try_from(v).ok())
+            .unwrap_or(0),
+        cost_usd: n.cost_usd,
+        cut: false,
+        lint: reflection::LintResult {
+            // A flagged note a person accepted is in force; one pending review is not.
+            flagged: n.status == types::NoteStatus::PendingReview,
+            reasons: n.lint.iter().map(|l| l.reason.clone()).collect(),
+        },
+    }
+}
