@@ -5,6 +5,7 @@
 
 mod cli;
 mod common;
+mod events_pg;
 mod hl_broker;
 mod hyperliquid_pg;
 mod reflection_pg;

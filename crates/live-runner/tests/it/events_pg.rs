@@ -2,7 +2,7 @@
 //! row named and nothing stored) and a live tick of a deployment with events enabled, whose
 //! stored snapshot shows the imported event under "Upcoming events".
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 
