@@ -268,7 +268,7 @@ fn open_positions(d: &DeploymentData) -> Value {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum DeploymentDetail {
+pub(crate) enum DeploymentDetail {
     #[default]
     List,
     Trades,
@@ -279,7 +279,7 @@ pub enum DeploymentDetail {
 /// Arguments of `get_my_deployments`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct GetMyDeploymentsArgs {
+pub(crate) struct GetMyDeploymentsArgs {
     /// Narrows the answer to one of your deployments.
     #[serde(default)]
     pub deployment_id: Option<Uuid>,
@@ -377,7 +377,7 @@ impl Tool for GetMyDeployments {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum SkillDetail {
+pub(crate) enum SkillDetail {
     #[default]
     Summary,
     Trades,
@@ -388,7 +388,7 @@ pub enum SkillDetail {
 /// Arguments of `get_skill_performance`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct GetSkillPerformanceArgs {
+pub(crate) struct GetSkillPerformanceArgs {
     /// A skill you have deployed.
     pub skill_id: Uuid,
     /// summary (default), trades (the last 30 closed trades over your deployments of the skill),
@@ -490,7 +490,7 @@ impl Tool for GetSkillPerformance {
 /// Arguments of `get_upcoming_events` (ADR-0020's names).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct GetUpcomingEventsArgs {
+pub(crate) struct GetUpcomingEventsArgs {
     /// Hours ahead, 1..=72 (default 24).
     #[serde(default)]
     #[schemars(range(min = 1, max = 72))]
@@ -632,7 +632,7 @@ fn your_exposure(ctx: &ChatToolContext, d: &DeploymentData, events: &[&MarketEve
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum ConfidenceArg {
+pub(crate) enum ConfidenceArg {
     Asserted,
     #[default]
     Inferred,
@@ -641,7 +641,7 @@ pub enum ConfidenceArg {
 /// Arguments of `remember`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RememberArgs {
+pub(crate) struct RememberArgs {
     /// The fact, one sentence in the second person (4..=500 characters).
     #[schemars(length(min = 4, max = 500))]
     pub fact: String,
@@ -722,7 +722,7 @@ impl Tool for Remember {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum ReasonArg {
+pub(crate) enum ReasonArg {
     UserDeleted,
     UserCorrected,
     #[default]
@@ -732,7 +732,7 @@ pub enum ReasonArg {
 /// Arguments of `forget`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ForgetArgs {
+pub(crate) struct ForgetArgs {
     /// The id of one of the user's active facts.
     pub fact_id: Uuid,
     /// Why: user_deleted, user_corrected or agent_forget (default).

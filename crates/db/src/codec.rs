@@ -39,27 +39,27 @@ pub(crate) mod lite {
 
     /// Generated multi-row statements use anonymous `?` parameters: the driver looks a numbered
     /// one up by name, a linear scan per parameter in SQLite (quadratic in a long `VALUES`).
-    pub const NUMBERED_PARAMS: bool = false;
+    pub(crate) const NUMBERED_PARAMS: bool = false;
 
-    pub fn id(v: Uuid) -> String {
+    pub(crate) fn id(v: Uuid) -> String {
         v.to_string()
     }
-    pub fn oid(v: Option<Uuid>) -> Option<String> {
+    pub(crate) fn oid(v: Option<Uuid>) -> Option<String> {
         v.map(id)
     }
-    pub fn dec(v: Decimal) -> String {
+    pub(crate) fn dec(v: Decimal) -> String {
         v.to_string()
     }
-    pub fn odec(v: Option<Decimal>) -> Option<String> {
+    pub(crate) fn odec(v: Option<Decimal>) -> Option<String> {
         v.map(dec)
     }
-    pub fn ts(v: DateTime<Utc>) -> String {
+    pub(crate) fn ts(v: DateTime<Utc>) -> String {
         time_text(v)
     }
-    pub fn ots(v: Option<DateTime<Utc>>) -> Option<String> {
+    pub(crate) fn ots(v: Option<DateTime<Utc>>) -> Option<String> {
         v.map(ts)
     }
-    pub fn symbols(v: &[String]) -> String {
+    pub(crate) fn symbols(v: &[String]) -> String {
         // Serialising a list of strings cannot fail.
         serde_json::to_string(v).unwrap_or_else(|_| "[]".to_owned())
     }
@@ -70,27 +70,27 @@ pub(crate) mod pg {
     use super::{DateTime, Decimal, Utc, Uuid};
 
     /// PostgreSQL has only numbered `$n` parameters.
-    pub const NUMBERED_PARAMS: bool = true;
+    pub(crate) const NUMBERED_PARAMS: bool = true;
 
-    pub fn id(v: Uuid) -> Uuid {
+    pub(crate) fn id(v: Uuid) -> Uuid {
         v
     }
-    pub fn oid(v: Option<Uuid>) -> Option<Uuid> {
+    pub(crate) fn oid(v: Option<Uuid>) -> Option<Uuid> {
         v
     }
-    pub fn dec(v: Decimal) -> Decimal {
+    pub(crate) fn dec(v: Decimal) -> Decimal {
         v
     }
-    pub fn odec(v: Option<Decimal>) -> Option<Decimal> {
+    pub(crate) fn odec(v: Option<Decimal>) -> Option<Decimal> {
         v
     }
-    pub fn ts(v: DateTime<Utc>) -> DateTime<Utc> {
+    pub(crate) fn ts(v: DateTime<Utc>) -> DateTime<Utc> {
         v
     }
-    pub fn ots(v: Option<DateTime<Utc>>) -> Option<DateTime<Utc>> {
+    pub(crate) fn ots(v: Option<DateTime<Utc>>) -> Option<DateTime<Utc>> {
         v
     }
-    pub fn symbols(v: &[String]) -> Vec<String> {
+    pub(crate) fn symbols(v: &[String]) -> Vec<String> {
         v.to_vec()
     }
 }

@@ -15,7 +15,7 @@
 //! Measured on this 2-core machine (release build, defaults): 2,000 ticks in 10.0 s, 200
 //! ticks/s, start lag p50 4.9–5.0 s / p99 5.2–5.4 s, no tick twice.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::sync::{Arc, Mutex};

@@ -226,7 +226,7 @@ mod tests {
             }
         }
 
-        pub fn recent(rows: &[TradeRecord], k: usize, now: DateTime<Utc>) -> String {
+        pub(super) fn recent(rows: &[TradeRecord], k: usize, now: DateTime<Utc>) -> String {
             let mut closed: Vec<&TradeRecord> = rows
                 .iter()
                 .filter(|r| {
@@ -289,7 +289,7 @@ mod tests {
             out
         }
 
-        pub fn open(
+        pub(super) fn open(
             rows: &[TradeRecord],
             marks: &BTreeMap<String, Decimal>,
             now: DateTime<Utc>,

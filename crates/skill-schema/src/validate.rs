@@ -48,7 +48,7 @@ impl fmt::Display for ValidationReport {
 }
 
 /// Model providers a skill may name.
-pub const PROVIDERS: [&str; 5] = ["anthropic", "openai", "openrouter", "gateway", "builtin"];
+pub(crate) const PROVIDERS: [&str; 5] = ["anthropic", "openai", "openrouter", "gateway", "builtin"];
 
 /// Rules that span fields or need the typed value; the schema pass has already checked
 /// structure, ranges and enums.

@@ -43,13 +43,13 @@ mod reference {
         out
     }
 
-    pub fn fixed(d: Decimal, dp: u32) -> String {
+    pub(crate) fn fixed(d: Decimal, dp: u32) -> String {
         let mut r = round(d, dp);
         r.rescale(dp);
         group(&r.to_string())
     }
 
-    pub fn price(p: Decimal) -> String {
+    pub(crate) fn price(p: Decimal) -> String {
         let abs = p.abs();
         let dp = if abs.is_zero() {
             0
@@ -70,7 +70,7 @@ mod reference {
     }
 
     /// The one money style: cents always, thousands grouped.
-    pub fn money(d: Decimal) -> String {
+    pub(crate) fn money(d: Decimal) -> String {
         let s = fixed(d, 2);
         match s.strip_prefix('-') {
             Some(rest) => format!("-${rest}"),
@@ -78,7 +78,7 @@ mod reference {
         }
     }
 
-    pub fn signed_money(d: Decimal) -> String {
+    pub(crate) fn signed_money(d: Decimal) -> String {
         let s = fixed(d, 2);
         match s.strip_prefix('-') {
             Some(rest) => format!("-${rest}"),
@@ -87,7 +87,7 @@ mod reference {
         }
     }
 
-    pub fn percent_of(part: Decimal, whole: Decimal) -> Option<String> {
+    pub(crate) fn percent_of(part: Decimal, whole: Decimal) -> Option<String> {
         if whole.is_zero() {
             return None;
         }
@@ -95,7 +95,7 @@ mod reference {
         Some(format!("{}%", fixed(pct, 1)))
     }
 
-    pub fn duration_minutes(minutes: i64) -> String {
+    pub(crate) fn duration_minutes(minutes: i64) -> String {
         let m = minutes.max(0);
         if m < 1440 {
             format!("{m}m")
@@ -104,7 +104,7 @@ mod reference {
         }
     }
 
-    pub fn quoted(text: &str) -> String {
+    pub(crate) fn quoted(text: &str) -> String {
         let mut out = String::with_capacity(text.len() + 2);
         out.push('"');
         for ch in text.chars() {

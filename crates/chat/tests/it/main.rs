@@ -1,0 +1,9 @@
+//! Integration tests of the chat coach: its tool catalog, exposure and trades tools, and its memory across conversations.
+//!
+//! One test binary for the crate: each module below was its own integration-test binary, and
+//! linking one binary instead of several is most of what a rebuild costs on a 2-core machine.
+
+mod catalog;
+mod exposure;
+mod memory;
+mod trades_detail;

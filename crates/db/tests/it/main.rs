@@ -1,0 +1,10 @@
+//! Integration tests of the stores: the contract suite on SQLite and PostgreSQL, connecting, row-level security and the `mock` feature.
+//!
+//! One test binary for the crate: each module below was its own integration-test binary, and
+//! linking one binary instead of several is most of what a rebuild costs on a 2-core machine.
+
+mod common;
+mod connect;
+mod contract;
+mod mock;
+mod rls;

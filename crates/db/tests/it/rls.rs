@@ -1,0 +1,588 @@
+//! Row-level security on PostgreSQL, exercised the way PostgREST does it: inside a transaction,
+//! `set_config('request.jwt.claims', '{"sub": …, "role": …}', true)` and `SET LOCAL ROLE`.
+//! Two users, A and B, each with a deployment that has ticked (snapshot, fill, open trade), a
+//! deployment note, a skill-scoped note and a fact.
+
+use crate::common;
+
+use db::test_support::{
+    Fixture, at, sample_fill, sample_note, sample_open_trade, sample_snapshot, seed,
+};
+use db::{FactStore, FillTradeLink, NewFact, NoteStore, PgStore, TickRecord, TickStore};
+use rust_decimal_macros::dec;
+use sqlx::postgres::PgRow;
+use sqlx::{PgPool, Row};
+use types::{FactConfidence, FactSource, UserFact};
+use uuid::Uuid;
+
+struct World {
+    a: Fixture,
+    b: Fixture,
+    a_fact: UserFact,
+    b_fact: UserFact,
+}
+
+async fn world(store: &PgStore) -> World {
+    let a = populate(store).await;
+    let b = populate(store).await;
+    let a_fact = fact(store, a.user.id).await;
+    let b_fact = fact(store, b.user.id).await;
+    World {
+        a,
+        b,
+        a_fact,
+        b_fact,
+    }
+}
+
+async fn populate(store: &PgStore) -> Fixture {
+    let fx = seed(store).await.unwrap();
+    let snapshot = sample_snapshot(fx.deployment.id, at(0));
+    let mut fill = sample_fill("f-1", dec!(0.01), dec!(65200), at(0));
+    fill.snapshot_id = Some(snapshot.id);
+    let trade = sample_open_trade(&fx, at(0));
+    store
+        .record_tick(&TickRecord {
+            snapshot,
+            fills: vec![fill],
+            links: vec![FillTradeLink {
+                broker_fill_id: "f-1".into(),
+                trade_id: trade.id,
+                flip_trade_id: None,
+            }],
+            trades: vec![trade],
+            equity_usd: None,
+            runner_state: None,
+        })
+        .await
+        .unwrap();
+    store
+        .insert_note(&sample_note(&fx, at(10), "- deployment lesson"))
+        .await
+        .unwrap();
+    let mut skill_note = sample_note(&fx, at(10), "- skill lesson");
+    skill_note.deployment_id = None;
+    store.insert_note(&skill_note).await.unwrap();
+    fx
+}
+
+async fn fact(store: &PgStore, user: Uuid) -> UserFact {
+    store
+        .remember(
+            &NewFact {
+                id: Uuid::new_v4(),
+                user_id: user,
+                skill_id: None,
+                fact: "Trades BTC and ETH only.".into(),
+                source: FactSource::Chat,
+                confidence: FactConfidence::Asserted,
+                topic: Some("symbols".into()),
+                actor: "chat-agent".into(),
+            },
+            at(0),
+        )
+        .await
+        .unwrap()
+}
+
+/// Runs `sql` in a transaction as `role` with the JWT claims of `sub` (none when `None`).
+async fn as_role(
+    pool: &PgPool,
+    role: &str,
+    sub: Option<Uuid>,
+    sql: &str,
+) -> Result<Vec<PgRow>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let claims = match sub {
+        Some(sub) => serde_json::json!({"sub": sub, "role": role}).to_string(),
+        None => String::new(),
+    };
+    sqlx::query("SELECT set_config('request.jwt.claims', $1, true)")
+        .bind(claims)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(&format!("SET LOCAL ROLE {role}"))
+        .execute(&mut *tx)
+        .await?;
+    let rows = sqlx::query(sql).fetch_all(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(rows)
+}
+
+async fn as_user(pool: &PgPool, user: Uuid, sql: &str) -> Result<Vec<PgRow>, sqlx::Error> {
+    as_role(pool, "authenticated", Some(user), sql).await
+}
+
+fn ids(rows: &[PgRow], column: &str) -> Vec<Uuid> {
+    let mut v: Vec<Uuid> = rows.iter().map(|r| r.get::<Uuid, _>(column)).collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn assert_permission_denied(result: Result<Vec<PgRow>, sqlx::Error>, what: &str) {
+    match result {
+        Err(sqlx::Error::Database(e)) => {
+            assert_eq!(e.code().as_deref(), Some("42501"), "{what}: {e}");
+        }
+        other => panic!("{what}: expected permission denied, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn owners_read_only_their_own_rows() {
+    let h = common::postgres().await;
+    let w = world(&h.store).await;
+    let pool = h.store.pool();
+    let (a, b) = (&w.a, &w.b);
+
+    for (table, column) in [
+        ("deployments", "id"),
+        ("decision_snapshots", "deployment_id"),
+        ("fills", "deployment_id"),
+        ("trade_history", "deployment_id"),
+    ] {
+        let rows = as_user(pool, a.user.id, &format!("SELECT {column} FROM {table}"))
+            .await
+            .unwrap();
+        assert_eq!(
+            ids(&rows, column),
+            vec![a.deployment.id],
+            "A sees only A's {table}"
+        );
+        let rows = as_user(pool, b.user.id, &format!("SELECT {column} FROM {table}"))
+            .await
+            .unwrap();
+        assert_eq!(
+            ids(&rows, column),
+            vec![b.deployment.id],
+            "B sees only B's {table}"
+        );
+    }
+    // Notes: deployment-scoped via the deployment, skill-scoped via the skill.
+    let rows = as_user(
+        pool,
+        a.user.id,
+        "SELECT skill_id, deployment_id FROM reflection_notes",
+    )
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 2, "A's deployment note and A's skill note");
+    assert_eq!(ids(&rows, "skill_id"), vec![a.skill.id]);
+    for (table, column) in [("skills", "id"), ("skill_versions", "skill_id")] {
+        let rows = as_user(pool, a.user.id, &format!("SELECT {column} FROM {table}"))
+            .await
+            .unwrap();
+        assert_eq!(
+            ids(&rows, column),
+            vec![a.skill.id],
+            "A sees only A's {table}"
+        );
+    }
+    // Facts and their audit trail.
+    let rows = as_user(pool, a.user.id, "SELECT id FROM user_facts")
+        .await
+        .unwrap();
+    assert_eq!(ids(&rows, "id"), vec![w.a_fact.id]);
+    let rows = as_user(pool, a.user.id, "SELECT fact_id FROM user_fact_changes")
+        .await
+        .unwrap();
+    assert_eq!(ids(&rows, "fact_id"), vec![w.a_fact.id]);
+    // Explicitly asking for B's rows returns nothing.
+    let rows = as_user(
+        pool,
+        a.user.id,
+        &format!(
+            "SELECT id FROM trade_history WHERE deployment_id = '{}'",
+            b.deployment.id
+        ),
+    )
+    .await
+    .unwrap();
+    assert!(rows.is_empty());
+    // No claims at all: nothing is visible.
+    let rows = as_role(pool, "authenticated", None, "SELECT id FROM trade_history")
+        .await
+        .unwrap();
+    assert!(rows.is_empty());
+}
+
+#[tokio::test]
+async fn owners_cannot_write_ledger_notes_snapshots_or_fills() {
+    let h = common::postgres().await;
+    let w = world(&h.store).await;
+    let pool = h.store.pool();
+    let a = &w.a;
+    let d = a.deployment.id;
+
+    let insert_trade = format!(
+        "INSERT INTO trade_history (id, deployment_id, skill_id, skill_version, symbol, side, status, \
+         entry_tick_at, entry_price, entry_size_usd, opened_qty, open_qty) \
+         VALUES ('{}', '{d}', '{}', 1, 'ETH', 'long', 'open', now(), 3400, 200, 0.05, 0.05)",
+        Uuid::new_v4(),
+        a.skill.id
+    );
+    assert_permission_denied(
+        as_user(pool, a.user.id, &insert_trade).await,
+        "insert own trade",
+    );
+    for sql in [
+        format!("UPDATE trade_history SET realized_pnl_usd = 1000000 WHERE deployment_id = '{d}'"),
+        format!("DELETE FROM trade_history WHERE deployment_id = '{d}'"),
+        format!(
+            "UPDATE reflection_notes SET lessons_text = 'ignore the strategy' WHERE deployment_id = '{d}'"
+        ),
+        format!(
+            "INSERT INTO reflection_notes (skill_id, skill_version, deployment_id, status, window_start, \
+             window_end, trades_considered, lessons_text, model_used) \
+             VALUES ('{}', 1, '{d}', 'superseded', now(), now(), 1, 'x', 'm')",
+            a.skill.id
+        ),
+        format!("UPDATE decision_snapshots SET context = 'x' WHERE deployment_id = '{d}'"),
+        format!("DELETE FROM decision_snapshots WHERE deployment_id = '{d}'"),
+        format!("UPDATE fills SET price = 1 WHERE deployment_id = '{d}'"),
+        format!("UPDATE deployments SET equity_usd = 1000000 WHERE id = '{d}'"),
+        format!("DELETE FROM user_facts WHERE id = '{}'", w.a_fact.id),
+        format!(
+            "DELETE FROM user_fact_changes WHERE fact_id = '{}'",
+            w.a_fact.id
+        ),
+    ] {
+        assert_permission_denied(as_user(pool, a.user.id, &sql).await, &sql);
+    }
+    // Nothing changed.
+    let rows = sqlx::query(
+        "SELECT realized_pnl_usd::text AS p FROM trade_history WHERE deployment_id = $1",
+    )
+    .bind(d)
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].get::<String, _>("p"), "0");
+}
+
+#[tokio::test]
+async fn the_service_role_reads_and_writes_everything() {
+    let h = common::postgres().await;
+    let w = world(&h.store).await;
+    let pool = h.store.pool();
+    let service = Uuid::new_v4();
+
+    let rows = as_role(
+        pool,
+        "service_role",
+        Some(service),
+        "SELECT deployment_id FROM trade_history",
+    )
+    .await
+    .unwrap();
+    let mut both = vec![w.a.deployment.id, w.b.deployment.id];
+    both.sort();
+    assert_eq!(ids(&rows, "deployment_id"), both);
+
+    let d = w.b.deployment.id;
+    let rows = as_role(
+        pool,
+        "service_role",
+        Some(service),
+        &format!(
+            "UPDATE trade_history SET mfe_usd = 12.5 WHERE deployment_id = '{d}' RETURNING id"
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 1);
+    let rows = as_role(
+        pool,
+        "service_role",
+        Some(service),
+        &format!(
+            "INSERT INTO reflection_notes (skill_id, skill_version, deployment_id, status, window_start, \
+             window_end, trades_considered, lessons_text, model_used) \
+             VALUES ('{}', 1, '{d}', 'superseded', now(), now(), 1, '- archived lesson', 'm') RETURNING id",
+            w.b.skill.id
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 1);
+}
+
+#[tokio::test]
+async fn owners_remember_and_forget_only_their_own_facts() {
+    let h = common::postgres().await;
+    let w = world(&h.store).await;
+    let pool = h.store.pool();
+    let (a, b) = (w.a.user.id, w.b.user.id);
+
+    // A remembers a fact for A.
+    let new_id = Uuid::new_v4();
+    let rows = as_user(
+        pool,
+        a,
+        &format!(
+            "INSERT INTO user_facts (id, user_id, fact, source, confidence, updated_by) \
+             VALUES ('{new_id}', '{a}', 'Prefers swing trades.', 'profile', 'asserted', 'profile') RETURNING id"
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 1);
+    // A cannot write a fact for B.
+    let forged = as_user(
+        pool,
+        a,
+        &format!(
+            "INSERT INTO user_facts (user_id, fact, source, confidence) \
+             VALUES ('{b}', 'Loves 50x leverage.', 'chat', 'asserted')"
+        ),
+    )
+    .await;
+    assert_permission_denied(forged, "insert a fact for another user");
+
+    // A forgets A's fact.
+    let forget = |id: Uuid| {
+        format!(
+            "UPDATE user_facts SET archived_at = now(), archived_reason = 'user_deleted' \
+             WHERE id = '{id}' RETURNING id"
+        )
+    };
+    assert_eq!(
+        as_user(pool, a, &forget(w.a_fact.id)).await.unwrap().len(),
+        1
+    );
+    // A's attempt on B's fact touches nothing; B's fact stays active.
+    assert!(
+        as_user(pool, a, &forget(w.b_fact.id))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let archived: Option<chrono::DateTime<chrono::Utc>> =
+        sqlx::query("SELECT archived_at FROM user_facts WHERE id = $1")
+            .bind(w.b_fact.id)
+            .fetch_one(pool)
+            .await
+            .unwrap()
+            .get("archived_at");
+    assert_eq!(archived, None);
+    // A cannot hand A's fact over to B either.
+    let handover = as_user(
+        pool,
+        a,
+        &format!("UPDATE user_facts SET user_id = '{b}' WHERE id = '{new_id}'"),
+    )
+    .await;
+    assert_permission_denied(handover, "move a fact to another user");
+
+    // The audit trail records who: the request's user and the database role.
+    let changes = h.store.fact_changes(w.a_fact.id).await.unwrap();
+    let archive = changes.last().unwrap();
+    assert_eq!(archive.op, types::FactChangeOp::Archive);
+    assert_eq!(archive.jwt_sub, Some(a));
+    assert_eq!(archive.db_role, "authenticated");
+    let inserted = h.store.fact_changes(new_id).await.unwrap();
+    assert_eq!(inserted.len(), 1);
+    assert_eq!(
+        (inserted[0].jwt_sub, inserted[0].actor.as_deref()),
+        (Some(a), Some("profile"))
+    );
+}
+
+#[tokio::test]
+async fn anon_reads_market_events_and_nothing_else() {
+    let h = common::postgres().await;
+    let _w = world(&h.store).await;
+    let pool = h.store.pool();
+    assert!(
+        as_role(pool, "anon", None, "SELECT id FROM market_events")
+            .await
+            .is_ok()
+    );
+    assert_permission_denied(
+        as_role(pool, "anon", None, "SELECT id FROM trade_history").await,
+        "anon reads the ledger",
+    );
+    assert_permission_denied(
+        as_role(pool, "anon", None, "SELECT id FROM user_facts").await,
+        "anon reads facts",
+    );
+}
+
+#[tokio::test]
+async fn migrations_are_idempotent_and_the_auth_shim_reads_the_claims() {
+    let h = common::postgres().await;
+    // Re-running is a no-op (the role/shim DO blocks already ran in every test database).
+    db::POSTGRES_MIGRATOR.run(h.store.pool()).await.unwrap();
+    let uid: Option<Uuid> = as_role(
+        h.store.pool(),
+        "authenticated",
+        Some(Uuid::nil()),
+        "SELECT auth.uid() AS uid",
+    )
+    .await
+    .unwrap()[0]
+        .get("uid");
+    assert_eq!(uid, Some(Uuid::nil()));
+    let role: Option<String> = as_role(
+        h.store.pool(),
+        "authenticated",
+        Some(Uuid::nil()),
+        "SELECT auth.role() AS r",
+    )
+    .await
+    .unwrap()[0]
+        .get("r");
+    assert_eq!(role.as_deref(), Some("authenticated"));
+}
+
+#[tokio::test]
+async fn the_runner_state_is_the_service_roles_only() {
+    let h = common::postgres().await;
+    let w = world(&h.store).await;
+    let pool = h.store.pool();
+    let a = &w.a;
+    let d = a.deployment.id;
+    let tick = TickRecord {
+        snapshot: sample_snapshot(d, at(60)),
+        fills: vec![],
+        trades: vec![],
+        links: vec![],
+        equity_usd: None,
+        runner_state: Some(serde_json::json!({"broker": {"cash": "10000"}})),
+    };
+    h.store.record_tick(&tick).await.unwrap();
+
+    // The owner of the deployment can neither read nor write its runner state.
+    for sql in [
+        "SELECT deployment_id FROM live_runner_state".to_owned(),
+        format!("UPDATE live_runner_state SET state = '{{}}' WHERE deployment_id = '{d}'"),
+        format!("DELETE FROM live_runner_state WHERE deployment_id = '{d}'"),
+    ] {
+        assert_permission_denied(as_user(pool, a.user.id, &sql).await, &sql);
+        assert_permission_denied(as_role(pool, "anon", None, &sql).await, &sql);
+    }
+    // The service role reads and writes it.
+    let rows = as_role(
+        pool,
+        "service_role",
+        Some(Uuid::new_v4()),
+        "SELECT deployment_id FROM live_runner_state",
+    )
+    .await
+    .unwrap();
+    assert_eq!(ids(&rows, "deployment_id"), vec![d]);
+    let rows = as_role(
+        pool,
+        "service_role",
+        Some(Uuid::new_v4()),
+        &format!(
+            "UPDATE live_runner_state SET attempt_owner = 'r' WHERE deployment_id = '{d}' RETURNING deployment_id"
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 1);
+    let rls: bool = sqlx::query_scalar(
+        "SELECT relrowsecurity FROM pg_class WHERE oid = 'public.live_runner_state'::regclass",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert!(rls);
+}
+
+/// Databases where an earlier live-runner created `live_runner_state` itself (same columns, RLS
+/// on, no policy): the migration adopts the table and keeps its rows.
+#[tokio::test]
+async fn the_migration_adopts_the_runner_state_table_an_older_runner_created() {
+    use sqlx::migrate::Migrate;
+    const RUNNER_STATE_MIGRATION: i64 = 20261122000004;
+
+    let test_db = db::test_support::pg::TestDatabase::create("agent_db_test_", 4).await;
+    let pool = &test_db.pool;
+    // The schema as it was before the migration.
+    {
+        let mut conn = pool.acquire().await.unwrap();
+        conn.ensure_migrations_table().await.unwrap();
+        for m in db::POSTGRES_MIGRATOR
+            .iter()
+            .filter(|m| m.version < RUNNER_STATE_MIGRATION)
+        {
+            conn.apply(m).await.unwrap();
+        }
+    }
+    let (user, skill, d) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    for sql in [
+        format!("INSERT INTO auth.users (id) VALUES ('{user}')"),
+        format!("INSERT INTO skills (id, user_id, name) VALUES ('{skill}', '{user}', 'old')"),
+        format!(
+            "INSERT INTO skill_versions (skill_id, version, body, model) \
+             VALUES ('{skill}', 1, '{{}}', 'builtin/scripted')"
+        ),
+        format!(
+            "INSERT INTO deployments (id, user_id, skill_id, skill_version, broker, \
+             initial_equity_usd, equity_usd) VALUES ('{d}', '{user}', '{skill}', 1, 'paper', 10000, 10000)"
+        ),
+        // What live-runner's `ensure_schema` ran, and a state it saved.
+        "CREATE TABLE IF NOT EXISTS live_runner_state (deployment_id uuid PRIMARY KEY \
+         REFERENCES deployments(id) ON DELETE CASCADE, tick_at timestamptz, state jsonb, \
+         attempt_owner text, attempt_tick_at timestamptz, \
+         updated_at timestamptz NOT NULL DEFAULT now())"
+            .to_owned(),
+        "ALTER TABLE live_runner_state ENABLE ROW LEVEL SECURITY".to_owned(),
+        format!(
+            "INSERT INTO live_runner_state (deployment_id, tick_at, state, attempt_owner, attempt_tick_at) \
+             VALUES ('{d}', '{}', '{{\"broker\": {{\"cash\": \"9876.5\"}}}}', 'old-runner', '{}')",
+            at(0).to_rfc3339(),
+            at(0).to_rfc3339()
+        ),
+    ] {
+        sqlx::query(&sql)
+            .execute(pool)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    // Opening the store applies the new migration over it.
+    let store = PgStore::from_pool(pool.clone()).await.unwrap();
+    let kept = store.runner_state(d).await.unwrap().expect("the old row");
+    assert_eq!(kept.tick_at, at(0));
+    assert_eq!(
+        kept.state,
+        serde_json::json!({"broker": {"cash": "9876.5"}})
+    );
+    // The adopted table moves forward with the ticks like a new one.
+    store
+        .record_tick(&TickRecord {
+            snapshot: sample_snapshot(d, at(60)),
+            fills: vec![],
+            trades: vec![],
+            links: vec![],
+            equity_usd: None,
+            runner_state: Some(serde_json::json!({"n": 60})),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        store.runner_state(d).await.unwrap().map(|r| r.tick_at),
+        Some(at(60))
+    );
+    assert_permission_denied(
+        as_user(pool, user, "SELECT deployment_id FROM live_runner_state").await,
+        "owner reads the adopted runner state",
+    );
+    let policies: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_policies WHERE tablename = 'live_runner_state'",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        policies, 1,
+        "the service role's policy, nothing for end users"
+    );
+    // Re-running every migration changes nothing.
+    db::POSTGRES_MIGRATOR.run(pool).await.unwrap();
+}

@@ -1,0 +1,9 @@
+//! Integration tests of the `sim-worker` binary's subcommands: run, skill, ledger and notes.
+//!
+//! One test binary for the crate: each module below was its own integration-test binary, and
+//! linking one binary instead of several is most of what a rebuild costs on a 2-core machine.
+
+mod ledger_cli;
+mod notes_cli;
+mod run_cli;
+mod skill_cli;
