@@ -4,7 +4,7 @@
 //! (criterion's element throughput). With `sim-worker`'s allocator (mimalloc), so the figure is
 //! the binary's.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use agent_runtime::builtin_model;

@@ -55,7 +55,7 @@ fn now() -> DateTime<Utc> {
 }
 
 fn skill() -> Skill {
-    let yaml = include_str!("../../../examples/skills/eurusd-sma-cross.yaml");
+    let yaml = include_str!("../../../../examples/skills/eurusd-sma-cross.yaml");
     parse_skill(yaml, Format::Yaml).unwrap().skill
 }
 

@@ -11,7 +11,7 @@ use tick::{BrokerUnavailable, Deployment, MockBroker, TickError, TickState, run_
 use tools::{MockMarketData, MockPortfolioView, RunMode, ToolContext};
 use types::Uuid;
 
-const SKILL: &str = include_str!("../../../examples/skills/eurusd-sma-cross.yaml");
+const SKILL: &str = include_str!("../../../../examples/skills/eurusd-sma-cross.yaml");
 
 #[tokio::test]
 async fn an_unreadable_account_fails_the_tick_before_the_model_and_the_store() {

@@ -2,7 +2,7 @@
 //! (`builtin/sma-cross:10:20`, reflection every 5 closed trades with the statistics reflector):
 //! fills at bar closes, determinism, the reflection acceptance test and point in time.
 
-mod common;
+use crate::common;
 
 use agent_runtime::builtin_model;
 use chrono::{DateTime, Utc};

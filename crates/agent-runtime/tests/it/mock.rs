@@ -8,7 +8,7 @@ use chrono::{TimeZone, Utc};
 use skill_schema::{Format, parse_skill};
 use tools::{Preloaded, RunMode, ToolContext};
 
-const SKILL: &str = include_str!("../../../examples/skills/eurusd-sma-cross.yaml");
+const SKILL: &str = include_str!("../../../../examples/skills/eurusd-sma-cross.yaml");
 
 #[tokio::test]
 async fn the_loop_takes_the_mocked_proposal() {

@@ -1,7 +1,7 @@
 //! Engine authority across two ticks: whatever the model proposes, the execution engine alone
 //! decides, and the next tick's "Last decision" section tells the model why.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

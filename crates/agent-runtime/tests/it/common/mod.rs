@@ -13,11 +13,11 @@ use tools::{
 };
 use types::{Bar, Interval, MarketEvent, OrderSide, PortfolioSnapshot, Position, RuleCode, Side};
 
-pub fn now() -> DateTime<Utc> {
+pub(crate) fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 6, 5, 12, 0, 0).unwrap()
 }
 
-pub const SKILL_YAML: &str = r"
+pub(crate) const SKILL_YAML: &str = r"
 name: BTC/ETH funding-reversion thesis
 version: 3
 model: anthropic/claude-sonnet-4.6
@@ -55,13 +55,13 @@ tools:
   builtIn: [propose_order, get_funding_rate, get_open_interest, get_position_risk, fetch_news_sentiment]
 ";
 
-pub fn skill() -> Skill {
+pub(crate) fn skill() -> Skill {
     parse_skill(SKILL_YAML, Format::Yaml).unwrap().skill
 }
 
 /// Deterministic pseudo-random walk: `n` hourly bars ending with the bar that opens at `last`,
 /// prices in `tick` steps around `base`.
-pub fn hourly_bars(
+pub(crate) fn hourly_bars(
     last_open: DateTime<Utc>,
     n: i64,
     base: Decimal,
@@ -100,7 +100,7 @@ pub fn hourly_bars(
 
 /// Aggregates bars into `interval` buckets (partial buckets included: the data source's job is
 /// to say which closed).
-pub fn aggregate(bars: &[Bar], interval: Interval) -> Vec<Bar> {
+pub(crate) fn aggregate(bars: &[Bar], interval: Interval) -> Vec<Bar> {
     let mut out: Vec<Bar> = Vec::new();
     for b in bars {
         let start = interval.bucket_start(b.time);
@@ -120,7 +120,7 @@ pub fn aggregate(bars: &[Bar], interval: Interval) -> Vec<Bar> {
     out
 }
 
-pub fn with_bars(mut data: Preloaded, symbol: &str, hourly: Vec<Bar>) -> Preloaded {
+pub(crate) fn with_bars(mut data: Preloaded, symbol: &str, hourly: Vec<Bar>) -> Preloaded {
     for i in [Interval::H4, Interval::D1] {
         data.insert_bars(symbol, i, aggregate(&hourly, i));
     }
@@ -129,7 +129,7 @@ pub fn with_bars(mut data: Preloaded, symbol: &str, hourly: Vec<Bar>) -> Preload
 }
 
 /// The close of BTC's last closed 1h bar (the 11:00 bar): the position's mark.
-pub fn btc_mark() -> Decimal {
+pub(crate) fn btc_mark() -> Decimal {
     let bars = hourly_bars(
         now() + Duration::hours(2),
         24 * 30,
@@ -144,7 +144,7 @@ pub fn btc_mark() -> Decimal {
 }
 
 /// One BTC long of 0.03 entered 461.5 below the mark: uPnL 0.03 × 461.5 = 13.845.
-pub fn portfolio() -> PortfolioSnapshot {
+pub(crate) fn portfolio() -> PortfolioSnapshot {
     let mark = btc_mark();
     PortfolioSnapshot {
         at: now(),
@@ -185,7 +185,7 @@ fn news(
 }
 
 /// Everything the recorded tick reads, including data from after `now` that must never show.
-pub fn data() -> Preloaded {
+pub(crate) fn data() -> Preloaded {
     // Bars through the one opening at 14:00, i.e. three bars after now: never shown.
     let last_open = now() + Duration::hours(2);
     let mut data = Preloaded::new();
@@ -314,7 +314,7 @@ pub fn data() -> Preloaded {
     data
 }
 
-pub fn ctx_from(data: Preloaded, mode: RunMode) -> ToolContext {
+pub(crate) fn ctx_from(data: Preloaded, mode: RunMode) -> ToolContext {
     let d = Arc::new(data);
     ToolContext::new(
         now(),
@@ -329,11 +329,11 @@ pub fn ctx_from(data: Preloaded, mode: RunMode) -> ToolContext {
     .with_memory(d)
 }
 
-pub fn ctx() -> ToolContext {
+pub(crate) fn ctx() -> ToolContext {
     ctx_from(data(), RunMode::Trade)
 }
 
-pub fn last_decision() -> LastDecisionSnapshot {
+pub(crate) fn last_decision() -> LastDecisionSnapshot {
     LastDecisionSnapshot {
         tick_at: now() - Duration::hours(1),
         proposal: Some(

@@ -1,6 +1,6 @@
 //! The user message: full snapshot, section order and gating, determinism, point in time.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

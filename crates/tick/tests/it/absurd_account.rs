@@ -2,7 +2,7 @@
 //! order: the tick fails with an error naming the broker's account, records nothing, and never
 //! panics (the exposure of such an account used to overflow after the tick was recorded).
 
-mod common;
+use crate::common;
 
 use agent_runtime::builtin_model;
 use chrono::{DateTime, Utc};

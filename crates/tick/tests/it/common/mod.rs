@@ -17,14 +17,14 @@ use tools::Preloaded;
 use types::{Bar, Interval, Uuid};
 
 /// A path relative to the repository root.
-pub fn repo(path: &str) -> PathBuf {
+pub(crate) fn repo(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
         .join(path)
 }
 
 /// The first `n` bars of `examples/data/EURUSD.csv` (all of them with `usize::MAX`).
-pub fn eurusd(n: usize) -> Vec<Bar> {
+pub(crate) fn eurusd(n: usize) -> Vec<Bar> {
     let mut bars = market_data::load_bars(&repo("examples/data/EURUSD.csv")).expect("bars");
     bars.truncate(n);
     bars
@@ -32,7 +32,7 @@ pub fn eurusd(n: usize) -> Vec<Bar> {
 
 /// The example skill over `bars`, $10,000 of paper equity at these fees and slippage; fixed ids
 /// (user 1, deployment 2, skill 3).
-pub fn eurusd_input(bars: &[Bar], fee_bps: Decimal, slippage_bps: Decimal) -> BacktestInput {
+pub(crate) fn eurusd_input(bars: &[Bar], fee_bps: Decimal, slippage_bps: Decimal) -> BacktestInput {
     let skill = skill_schema::load_skill(&repo("examples/skills/eurusd-sma-cross.yaml"))
         .expect("skill")
         .skill;

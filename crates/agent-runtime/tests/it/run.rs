@@ -1,6 +1,6 @@
 //! The model loop with the scripted test double over the recorded context.
 
-mod common;
+use crate::common;
 
 use agent_runtime::{
     FinishReason, Message, ModelError, ModelResponse, RunError, ScriptedModel, ToolCall,

@@ -2,7 +2,7 @@
 //! the bar that closed at its tick, moved against the taker by exactly the slippage, and pays
 //! exactly the fee; equity always equals initial + net realized + unrealized.
 
-mod common;
+use crate::common;
 
 use agent_runtime::builtin_model;
 use execution_engine::{PRICE_DP, USD_DP};

@@ -2,7 +2,7 @@
 //! (`run_tick_carrying`) and reflection off the tick path (`run_due_reflection`, idempotent per
 //! tick time; `load_reflection_state` reads its outcome back).
 
-mod common;
+use crate::common;
 
 use agent_runtime::builtin_model;
 use chrono::{DateTime, Utc};

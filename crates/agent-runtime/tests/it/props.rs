@@ -1,7 +1,7 @@
 //! Invariants over generated inputs: point in time and determinism of the context, and a model
 //! loop that never panics and never proposes from a tick that failed.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

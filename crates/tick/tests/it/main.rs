@@ -1,0 +1,12 @@
+//! Integration tests of the tick: the EURUSD backtest, carried state and reflection, absurd
+//! broker accounts, cost properties and the `mock` feature.
+//!
+//! One test binary for the crate: each module below was its own integration-test binary, and
+//! linking one binary instead of several is most of what a rebuild costs on a 2-core machine.
+
+mod absurd_account;
+mod backtest;
+mod carry_and_reflect;
+mod common;
+mod costs_prop;
+mod mock;
