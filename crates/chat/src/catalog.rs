@@ -234,11 +234,11 @@ pub fn summarize<'a>(rows: impl IntoIterator<Item = &'a TradeRecord>) -> Perform
 fn note_value(n: &NotesData) -> Value {
     let active = n.active.as_ref().map(|note: &ReflectionNote| {
         json!({
-            "lessons_text": note.lessons_text,
+            "lessons_text": note.content.lessons_text,
             "generated_at": note.generated_at,
-            "window_start": note.window_start,
-            "window_end": note.window_end,
-            "trades_considered": note.trades_considered,
+            "window_start": note.content.window_start,
+            "window_end": note.content.window_end,
+            "trades_considered": note.content.trades_considered,
         })
     });
     json!({ "active": active, "superseded_notes": n.superseded })

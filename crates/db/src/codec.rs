@@ -15,8 +15,8 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::types::Json;
 use types::{
     ArchiveReason, CloseKind, EventKind, FactChange, FactChangeOp, FactConfidence, FactSource,
-    Fill, MarketEvent, NoteLint, NoteStatus, OrderSide, ReflectionNote, RegimeTag, Side,
-    TradeRecord, TradeStatus, Usage, UserFact,
+    Fill, MarketEvent, NoteContent, NoteLint, NoteStatus, OrderSide, ReflectionNote, RegimeTag,
+    Side, TradeRecord, TradeStatus, Usage, UserFact,
 };
 use uuid::Uuid;
 
@@ -290,6 +290,17 @@ fn i64_to_u64(c: &str, v: i64) -> Result<u64, DbError> {
     u64::try_from(v).map_err(|e| decode_err(c, e))
 }
 
+pub(crate) fn u32_to_i32(what: &'static str, v: u32) -> Result<i32, DbError> {
+    i32::try_from(v).map_err(|_| DbError::Invalid {
+        what,
+        detail: format!("{v} does not fit a signed 32-bit column"),
+    })
+}
+
+fn i32_to_u32(c: &str, v: i32) -> Result<u32, DbError> {
+    u32::try_from(v).map_err(|e| decode_err(c, e))
+}
+
 // ---- row decoders --------------------------------------------------------------------------
 
 pub(crate) fn skill_from_row<R: RowExt>(r: &R) -> Result<Skill, DbError> {
@@ -419,14 +430,22 @@ pub(crate) fn note_from_row<R: RowExt>(r: &R) -> Result<ReflectionNote, DbError>
         deployment_id: r.opt_uuid("deployment_id")?,
         status: enum_col(r, "status", NoteStatus::parse)?,
         generated_at: r.ts("generated_at")?,
-        window_start: r.ts("window_start")?,
-        window_end: r.ts("window_end")?,
-        trades_considered: r.int("trades_considered")?,
-        lessons_text: r.text("lessons_text")?,
-        model_used: r.text("model_used")?,
-        input_tokens: r.opt_big("input_tokens")?,
-        output_tokens: r.opt_big("output_tokens")?,
-        cost_usd: r.opt_dec("cost_usd")?,
+        content: NoteContent {
+            window_start: r.ts("window_start")?,
+            window_end: r.ts("window_end")?,
+            trades_considered: i32_to_u32("trades_considered", r.int("trades_considered")?)?,
+            lessons_text: r.text("lessons_text")?,
+            model_used: r.text("model_used")?,
+            input_tokens: r
+                .opt_big("input_tokens")?
+                .map(|v| i64_to_u64("input_tokens", v))
+                .transpose()?,
+            output_tokens: r
+                .opt_big("output_tokens")?
+                .map(|v| i64_to_u64("output_tokens", v))
+                .transpose()?,
+            cost_usd: r.opt_dec("cost_usd")?,
+        },
         lint,
         superseded_at: r.opt_ts("superseded_at")?,
         superseded_by: r.opt_uuid("superseded_by")?,

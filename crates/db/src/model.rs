@@ -4,8 +4,8 @@ use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use types::{
-    ArchiveReason, FactConfidence, FactSource, Fill, JsonText, NoteLint, ProposedAction,
-    TradeRecord, Usage, Verdict,
+    ArchiveReason, FactConfidence, FactSource, Fill, JsonText, NoteContent, NoteLint,
+    ProposedAction, TradeRecord, Usage, Verdict,
 };
 use uuid::Uuid;
 
@@ -221,15 +221,10 @@ pub struct NewNote {
     /// `None` = a skill-scoped note.
     pub deployment_id: Option<Uuid>,
     pub generated_at: DateTime<Utc>,
-    pub window_start: DateTime<Utc>,
-    pub window_end: DateTime<Utc>,
-    pub trades_considered: i32,
-    /// 1..=[`types::MAX_LESSONS_CHARS`] characters.
-    pub lessons_text: String,
-    pub model_used: String,
-    pub input_tokens: Option<i64>,
-    pub output_tokens: Option<i64>,
-    pub cost_usd: Option<Decimal>,
+    /// Counts must fit the signed columns (`trades_considered` an `i32`, tokens an `i64`);
+    /// `insert_note` rejects the note otherwise.
+    #[serde(flatten)]
+    pub content: NoteContent,
     pub lint: Option<NoteLint>,
 }
 

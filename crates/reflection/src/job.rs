@@ -9,7 +9,7 @@ use model::{FinishReason, LanguageModel, Message, ModelError, ModelRequest, Rate
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use skill_schema::Skill;
-use types::{TradeRecord, Uuid};
+use types::{NoteContent, TradeRecord, Uuid};
 
 use crate::bounds::bound_lessons;
 use crate::cadence::{LastNote, window_trades};
@@ -95,18 +95,9 @@ pub struct NoteDraft {
     /// `None` = skill-scoped (only ever via [`crate::promote_to_skill_scope`]).
     pub deployment_id: Option<Uuid>,
     pub generated_at: DateTime<Utc>,
-    /// The window covers trades closed after `window_start` up to `window_end` (inclusive).
-    pub window_start: DateTime<Utc>,
-    pub window_end: DateTime<Utc>,
-    pub trades_considered: u32,
-    /// `- ` bullets, at most `MAX_LESSONS_CHARS` characters, never empty.
-    pub lessons_text: String,
-    pub model_used: String,
-    /// All input tokens (uncached + cache reads + cache writes); 0 for the statistics.
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// `None` when the model's rates were not given.
-    pub cost_usd: Option<Decimal>,
+    /// Window, lessons, model and usage; tokens are always `Some` (0 for the statistics).
+    #[serde(flatten)]
+    pub content: NoteContent,
     /// Whether the text had to be cut to fit the bounds.
     pub cut: bool,
     pub lint: LintResult,
@@ -120,7 +111,7 @@ impl NoteDraft {
     pub fn as_last_note(&self, closed_trades_total: Option<u32>) -> LastNote {
         LastNote {
             generated_at: self.generated_at,
-            window_end: self.window_end,
+            window_end: self.content.window_end,
             closed_trades_total,
         }
     }
@@ -338,14 +329,16 @@ pub async fn reflect(input: ReflectionInput<'_>, reflector: &Reflector) -> Refle
         skill_version: input.skill.version,
         deployment_id: input.deployment_id,
         generated_at: input.now,
-        window_start: start,
-        window_end: input.now,
-        trades_considered,
-        lessons_text: bounded.text,
-        model_used: reflector.id().to_owned(),
-        input_tokens: usage.total_input(),
-        output_tokens: usage.output,
-        cost_usd: cost,
+        content: NoteContent {
+            window_start: start,
+            window_end: input.now,
+            trades_considered,
+            lessons_text: bounded.text,
+            model_used: reflector.id().to_owned(),
+            input_tokens: Some(usage.total_input()),
+            output_tokens: Some(usage.output),
+            cost_usd: cost,
+        },
         cut: bounded.cut,
         lint,
     })

@@ -42,11 +42,11 @@ pub fn visible_note_at<N: NoteView>(notes: &[N], at: DateTime<Utc>) -> Option<&N
 #[must_use]
 pub fn to_lessons(note: &NoteDraft) -> Lessons {
     Lessons {
-        text: note.lessons_text.clone(),
-        trades_considered: note.trades_considered,
+        text: note.content.lessons_text.clone(),
+        trades_considered: note.content.trades_considered,
         generated_at: note.generated_at,
-        window_start: note.window_start,
-        window_end: note.window_end,
+        window_start: note.content.window_start,
+        window_end: note.content.window_end,
     }
 }
 
@@ -61,9 +61,12 @@ pub fn promote_to_skill_scope(note: &NoteDraft, promoted_at: DateTime<Utc>) -> N
     NoteDraft {
         deployment_id: None,
         generated_at: promoted_at,
-        input_tokens: 0,
-        output_tokens: 0,
-        cost_usd: Some(rust_decimal::Decimal::ZERO),
+        content: types::NoteContent {
+            input_tokens: Some(0),
+            output_tokens: Some(0),
+            cost_usd: Some(rust_decimal::Decimal::ZERO),
+            ..note.content.clone()
+        },
         ..note.clone()
     }
 }

@@ -88,7 +88,7 @@ pub(crate) fn reflect_now(args: ReflectArgs) -> Result<String, Failure> {
             .next()
             .map(|n| LastNote {
                 generated_at: n.generated_at,
-                window_end: n.window_end,
+                window_end: n.content.window_end,
                 closed_trades_total: None,
             });
         if let Some(last) = &last
@@ -134,11 +134,11 @@ pub(crate) fn reflect_now(args: ReflectArgs) -> Result<String, Failure> {
                 Ok(format!(
                     "note {} ({status})\nmodel {}, {} closed trades from {} to {}\n\n{}\n",
                     tick::note_id(deployment.id, now),
-                    note.model_used,
-                    note.trades_considered,
-                    note.window_start.to_rfc3339(),
-                    note.window_end.to_rfc3339(),
-                    note.lessons_text
+                    note.content.model_used,
+                    note.content.trades_considered,
+                    note.content.window_start.to_rfc3339(),
+                    note.content.window_end.to_rfc3339(),
+                    note.content.lessons_text
                 ))
             }
             ReflectionReport::Failed { reason } => Err(Failure {
@@ -178,16 +178,16 @@ pub(crate) fn list(target: Target) -> Result<String, Failure> {
                 n.id,
                 n.status.as_str(),
                 n.generated_at.to_rfc3339(),
-                n.trades_considered,
-                n.window_start.to_rfc3339(),
-                n.window_end.to_rfc3339(),
-                n.model_used,
+                n.content.trades_considered,
+                n.content.window_start.to_rfc3339(),
+                n.content.window_end.to_rfc3339(),
+                n.content.model_used,
                 n.lint
                     .as_ref()
                     .map(|l| format!(", flagged: {}", l.reason))
                     .unwrap_or_default(),
             ));
-            for line in n.lessons_text.lines() {
+            for line in n.content.lessons_text.lines() {
                 out.push_str(&format!("  {line}\n"));
             }
         }

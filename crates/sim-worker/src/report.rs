@@ -326,12 +326,12 @@ pub(crate) fn render(r: &ReportInput<'_>) -> String {
             h,
             "<h3>{} · {} trades ({} .. {}) · {} · {}</h3><pre>{}</pre>",
             time(n.generated_at),
-            n.trades_considered,
-            time(n.window_start),
-            time(n.window_end),
-            esc(&n.model_used),
+            n.content.trades_considered,
+            time(n.content.window_start),
+            time(n.content.window_end),
+            esc(&n.content.model_used),
             esc(&state),
-            esc(&n.lessons_text)
+            esc(&n.content.lessons_text)
         );
     }
 

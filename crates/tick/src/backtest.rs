@@ -390,11 +390,11 @@ impl Summary {
         }
         for n in &r.notes {
             tokens += Usage {
-                input: n.input_tokens,
-                output: n.output_tokens,
+                input: n.content.input_tokens.unwrap_or(0),
+                output: n.content.output_tokens.unwrap_or(0),
                 ..Usage::default()
             };
-            cost += n.cost_usd.unwrap_or_default();
+            cost += n.content.cost_usd.unwrap_or_default();
         }
         let total_return = final_equity - r.initial_equity_usd;
         Summary {

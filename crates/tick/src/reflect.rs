@@ -271,14 +271,20 @@ where
         ReflectionOutcome::Note(note) => {
             let id = note_id(deployment.deployment_id, now);
             let flagged = note.lint.flagged;
-            let chars = note.lessons_text.chars().count();
+            let chars = note.content.lessons_text.chars().count();
             let mut run = run_base(
                 RunOutcome::Succeeded { note_id: Some(id) },
-                &note.model_used,
+                &note.content.model_used,
             );
-            run.input_tokens = i64::try_from(note.input_tokens).ok();
-            run.output_tokens = i64::try_from(note.output_tokens).ok();
-            run.cost_usd = note.cost_usd;
+            run.input_tokens = note
+                .content
+                .input_tokens
+                .and_then(|v| i64::try_from(v).ok());
+            run.output_tokens = note
+                .content
+                .output_tokens
+                .and_then(|v| i64::try_from(v).ok());
+            run.cost_usd = note.content.cost_usd;
             let lint = flagged.then(|| types::NoteLint {
                 reason: bounded_lint_reason(&note.lint.reasons),
             });
@@ -288,14 +294,7 @@ where
                 skill_version: deployment.skill_version,
                 deployment_id: Some(deployment.deployment_id),
                 generated_at: note.generated_at,
-                window_start: note.window_start,
-                window_end: note.window_end,
-                trades_considered: i32::try_from(note.trades_considered).unwrap_or(i32::MAX),
-                lessons_text: note.lessons_text.clone(),
-                model_used: note.model_used.clone(),
-                input_tokens: run.input_tokens,
-                output_tokens: run.output_tokens,
-                cost_usd: note.cost_usd,
+                content: note.content.clone(),
                 lint,
             };
             if let Err(e) = store.insert_note(&new).await {

@@ -267,7 +267,7 @@ where
                 .await?;
             Some(LastNote {
                 generated_at: n.generated_at,
-                window_end: n.window_end,
+                window_end: n.content.window_end,
                 closed_trades_total: Some(u32::try_from(closed).unwrap_or(u32::MAX)),
             })
         }
@@ -289,20 +289,7 @@ fn draft_of(n: &types::ReflectionNote) -> NoteDraft {
         skill_version: u32::try_from(n.skill_version).unwrap_or(0),
         deployment_id: n.deployment_id,
         generated_at: n.generated_at,
-        window_start: n.window_start,
-        window_end: n.window_end,
-        trades_considered: u32::try_from(n.trades_considered).unwrap_or(0),
-        lessons_text: n.lessons_text.clone(),
-        model_used: n.model_used.clone(),
-        input_tokens: n
-            .input_tokens
-            .and_then(|v| u64::try_from(v).ok())
-            .unwrap_or(0),
-        output_tokens: n
-            .output_tokens
-            .and_then(|v| u64::try_from(v).ok())
-            .unwrap_or(0),
-        cost_usd: n.cost_usd,
+        content: n.content.clone(),
         cut: false,
         lint: reflection::LintResult {
             // A flagged note a person accepted is in force; one pending review is not.

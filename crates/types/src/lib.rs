@@ -54,7 +54,7 @@ pub use market::{Bar, RegimeTag, classify_regime};
 pub use memory::{
     ArchiveReason, FactChange, FactChangeOp, FactConfidence, FactSource, MAX_FACT_CHARS,
     MAX_FACT_TOPIC_CHARS, MAX_LESSONS_CHARS, MAX_LINT_REASON_CHARS, MAX_MEMORY_K, MIN_FACT_CHARS,
-    NoteLint, NoteStatus, ReflectionNote, UserFact,
+    NoteContent, NoteLint, NoteStatus, ReflectionNote, UserFact,
 };
 pub use trading::{
     Fill, OrderAction, OrderSide, PortfolioSnapshot, Position, ProposedAction, RuleCode, Side,

@@ -55,6 +55,27 @@ impl NoteStatus {
     }
 }
 
+/// What a reflection note says and what it cost: the part a freshly written note
+/// (`reflection::NoteDraft`), a note to insert (`db::NewNote`) and a stored note
+/// ([`ReflectionNote`]) share, moved whole between them. Counts are unsigned here; the store
+/// checks them into and out of its signed columns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NoteContent {
+    /// The window covers trades closed after `window_start` up to `window_end` (inclusive).
+    pub window_start: DateTime<Utc>,
+    pub window_end: DateTime<Utc>,
+    pub trades_considered: u32,
+    /// `- ` bullets, 1..=[`MAX_LESSONS_CHARS`] characters.
+    pub lessons_text: String,
+    pub model_used: String,
+    /// All input tokens (uncached + cache reads + cache writes); `Some(0)` when no model was
+    /// called, `None` when not recorded.
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    /// `None` when the model's rates were not given.
+    pub cost_usd: Option<Decimal>,
+}
+
 /// One `reflection_notes` row: lessons distilled from a window of closed trades.
 ///
 /// `deployment_id = None` is a skill-scoped note (ADR-0017 Alt D). At most one note per scope is
@@ -69,15 +90,8 @@ pub struct ReflectionNote {
     /// When the reflection produced the note (simulated time in a backtest). Point-in-time reads
     /// show a note at tick T only if `generated_at <= T`.
     pub generated_at: DateTime<Utc>,
-    pub window_start: DateTime<Utc>,
-    pub window_end: DateTime<Utc>,
-    pub trades_considered: i32,
-    /// At most [`MAX_LESSONS_CHARS`] characters.
-    pub lessons_text: String,
-    pub model_used: String,
-    pub input_tokens: Option<i64>,
-    pub output_tokens: Option<i64>,
-    pub cost_usd: Option<Decimal>,
+    #[serde(flatten)]
+    pub content: NoteContent,
     /// Set when the deterministic linter flagged the lessons (e.g. they contradict `avoid`).
     pub lint: Option<NoteLint>,
     pub superseded_at: Option<DateTime<Utc>>,

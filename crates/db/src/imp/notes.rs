@@ -29,37 +29,41 @@ pub(crate) fn is_active_note_conflict(err: &crate::DbError) -> bool {
 
 pub(crate) const NOTE_INSERT_ATTEMPTS: u32 = 5;
 
-pub(crate) fn validate_note(note: &crate::NewNote) -> Result<(), crate::DbError> {
+/// The note's counts in the columns' signed widths: `trades_considered`, input and output tokens.
+pub(crate) type NoteCounts = (i32, Option<i64>, Option<i64>);
+
+/// Checks a note before any write and converts its counts, once, to the columns' widths.
+pub(crate) fn validate_note(note: &crate::NewNote) -> Result<NoteCounts, crate::DbError> {
     crate::codec::check_len(
         "lessons_text",
-        &note.lessons_text,
+        &note.content.lessons_text,
         1,
         types::MAX_LESSONS_CHARS,
     )?;
     if let Some(lint) = &note.lint {
         crate::codec::check_len("lint reason", &lint.reason, 0, types::MAX_LINT_REASON_CHARS)?;
     }
-    if note.window_start > note.window_end {
+    if note.content.window_start > note.content.window_end {
         return Err(crate::DbError::Invalid {
             what: "reflection window",
             detail: format!(
                 "starts {} after it ends {}",
-                note.window_start, note.window_end
+                note.content.window_start, note.content.window_end
             ),
         });
     }
-    if note.trades_considered < 0 {
-        return Err(crate::DbError::Invalid {
-            what: "trades_considered",
-            detail: format!("{} is negative", note.trades_considered),
-        });
-    }
-    Ok(())
+    let c = &note.content;
+    let tokens = |what, v: Option<u64>| v.map(|v| crate::codec::u64_to_i64(what, v)).transpose();
+    Ok((
+        crate::codec::u32_to_i32("trades_considered", c.trades_considered)?,
+        tokens("input_tokens", c.input_tokens)?,
+        tokens("output_tokens", c.output_tokens)?,
+    ))
 }
 
 macro_rules! impl_notes {
     ($store:ty, $db:ty, $enc:ident, $begin:literal) => {
-        use crate::imp::notes::{is_active_note_conflict, scope_filter, validate_note, NOTE_INSERT_ATTEMPTS};
+        use crate::imp::notes::{is_active_note_conflict, scope_filter, validate_note, NoteCounts, NOTE_INSERT_ATTEMPTS};
 
         type Query<'q> = sqlx::query::Query<'q, $db, <$db as sqlx::Database>::Arguments<'q>>;
 
@@ -77,7 +81,8 @@ macro_rules! impl_notes {
 
             /// One attempt at insert-and-supersede; a concurrent winner makes it fail with the
             /// active-note unique violation, and the caller retries.
-            async fn try_insert_note(&self, note: &NewNote) -> Result<ReflectionNote, DbError> {
+            async fn try_insert_note(&self, note: &NewNote, counts: NoteCounts) -> Result<ReflectionNote, DbError> {
+                let (trades_considered, input_tokens, output_tokens) = counts;
                 let scope = note.scope();
                 let (filter, next) = scope_filter(scope);
                 let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning note insert"))?;
@@ -130,14 +135,14 @@ macro_rules! impl_notes {
                 .bind(note.skill_version)
                 .bind($enc::oid(note.deployment_id))
                 .bind($enc::ts(note.generated_at))
-                .bind($enc::ts(note.window_start))
-                .bind($enc::ts(note.window_end))
-                .bind(note.trades_considered)
-                .bind(&note.lessons_text)
-                .bind(&note.model_used)
-                .bind(note.input_tokens)
-                .bind(note.output_tokens)
-                .bind($enc::odec(note.cost_usd))
+                .bind($enc::ts(note.content.window_start))
+                .bind($enc::ts(note.content.window_end))
+                .bind(trades_considered)
+                .bind(&note.content.lessons_text)
+                .bind(&note.content.model_used)
+                .bind(input_tokens)
+                .bind(output_tokens)
+                .bind($enc::odec(note.content.cost_usd))
                 .bind(note.lint.is_some())
                 .bind(note.lint.as_ref().map(|l| l.reason.as_str()))
                 .bind($enc::ts(Utc::now()))
@@ -167,14 +172,7 @@ macro_rules! impl_notes {
                         types::NoteStatus::Active
                     },
                     generated_at: note.generated_at,
-                    window_start: note.window_start,
-                    window_end: note.window_end,
-                    trades_considered: note.trades_considered,
-                    lessons_text: note.lessons_text.clone(),
-                    model_used: note.model_used.clone(),
-                    input_tokens: note.input_tokens,
-                    output_tokens: note.output_tokens,
-                    cost_usd: note.cost_usd,
+                    content: note.content.clone(),
                     lint: note.lint.clone(),
                     superseded_at: None,
                     superseded_by: None,
@@ -186,9 +184,9 @@ macro_rules! impl_notes {
 
         impl NoteStore for $store {
             async fn insert_note(&self, note: &NewNote) -> Result<ReflectionNote, DbError> {
-                validate_note(note)?;
+                let counts = validate_note(note)?;
                 for _ in 0..NOTE_INSERT_ATTEMPTS {
-                    match self.try_insert_note(note).await {
+                    match self.try_insert_note(note, counts).await {
                         Err(e) if is_active_note_conflict(&e) => continue,
                         other => return other,
                     }

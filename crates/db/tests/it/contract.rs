@@ -1117,7 +1117,7 @@ mod cases {
             501,
         );
         let mut reversed = sample_note(&fx, at(10), "- ok");
-        reversed.window_start = at(20);
+        reversed.content.window_start = at(20);
         assert!(matches!(
             s.insert_note(&reversed).await,
             Err(DbError::Invalid { .. })
@@ -1127,7 +1127,7 @@ mod cases {
             .insert_note(&sample_note(&fx, at(10), &"é".repeat(2000)))
             .await
             .unwrap();
-        assert_eq!(max.lessons_text.chars().count(), 2000);
+        assert_eq!(max.content.lessons_text.chars().count(), 2000);
         assert!(
             s.note_history(NoteScope::Deployment(fx.deployment.id), 10)
                 .await

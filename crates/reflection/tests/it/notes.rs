@@ -13,14 +13,16 @@ fn note(generated_at: chrono::DateTime<chrono::Utc>, text: &str, flagged: bool) 
         skill_version: 3,
         deployment_id: Some(DEPLOYMENT),
         generated_at,
-        window_start: generated_at - chrono::Duration::days(1),
-        window_end: generated_at,
-        trades_considered: 5,
-        lessons_text: text.to_owned(),
-        model_used: "anthropic/claude-haiku-4-5".to_owned(),
-        input_tokens: 1200,
-        output_tokens: 150,
-        cost_usd: Some(dec!(0.00195)),
+        content: types::NoteContent {
+            window_start: generated_at - chrono::Duration::days(1),
+            window_end: generated_at,
+            trades_considered: 5,
+            lessons_text: text.to_owned(),
+            model_used: "anthropic/claude-haiku-4-5".to_owned(),
+            input_tokens: Some(1200),
+            output_tokens: Some(150),
+            cost_usd: Some(dec!(0.00195)),
+        },
         cut: false,
         lint: LintResult {
             flagged,
@@ -52,7 +54,7 @@ fn the_visible_note_is_the_latest_unflagged_one_at_or_before_t() {
         note(at(5, 12, 0), "- flagged", true),
         note(at(6, 12, 0), "- future", false),
     ];
-    let text = |t| visible_note_at(&notes, t).map(|n| n.lessons_text.as_str());
+    let text = |t| visible_note_at(&notes, t).map(|n| n.content.lessons_text.as_str());
     assert_eq!(text(at(3, 11, 59)), None);
     assert_eq!(text(at(3, 12, 0)), Some("- first"));
     assert_eq!(text(at(4, 12, 0)), Some("- second"));
@@ -63,7 +65,7 @@ fn the_visible_note_is_the_latest_unflagged_one_at_or_before_t() {
     let mut reversed = notes.clone();
     reversed.reverse();
     assert_eq!(
-        visible_note_at(&reversed, at(5, 18, 0)).map(|n| n.lessons_text.as_str()),
+        visible_note_at(&reversed, at(5, 18, 0)).map(|n| n.content.lessons_text.as_str()),
         Some("- second")
     );
 }
@@ -74,13 +76,13 @@ fn promotion_is_explicit_and_starts_at_its_own_time() {
     let promoted = promote_to_skill_scope(&n, at(7, 9, 0));
     assert_eq!(promoted.deployment_id, None);
     assert_eq!(promoted.generated_at, at(7, 9, 0));
-    assert_eq!(promoted.lessons_text, n.lessons_text);
-    assert_eq!(promoted.trades_considered, 5);
+    assert_eq!(promoted.content.lessons_text, n.content.lessons_text);
+    assert_eq!(promoted.content.trades_considered, 5);
     assert_eq!(
-        (promoted.window_start, promoted.window_end),
-        (n.window_start, n.window_end)
+        (promoted.content.window_start, promoted.content.window_end),
+        (n.content.window_start, n.content.window_end)
     );
-    assert_eq!(promoted.cost_usd, Some(dec!(0)));
+    assert_eq!(promoted.content.cost_usd, Some(dec!(0)));
     // A backtest before the promotion does not see the skill-scoped copy.
     assert!(visible_note_at(std::slice::from_ref(&promoted), at(6, 0, 0)).is_none());
     // A flagged note stays flagged when promoted.

@@ -145,7 +145,7 @@ async fn reflection_every_five_trades_feeds_the_lessons_of_every_later_tick() {
         "exactly one active note"
     );
     for n in &notes {
-        let chars = n.lessons_text.chars().count();
+        let chars = n.content.lessons_text.chars().count();
         assert!((1..=2000).contains(&chars), "{chars} chars");
     }
 
@@ -168,7 +168,7 @@ async fn reflection_every_five_trades_feeds_the_lessons_of_every_later_tick() {
                     s.tick_at
                 );
                 assert!(
-                    s.system_prompt.contains(n.lessons_text.trim()),
+                    s.system_prompt.contains(n.content.lessons_text.trim()),
                     "tick {} shows the note of {}",
                     s.tick_at,
                     n.generated_at
@@ -332,9 +332,9 @@ async fn the_state_restored_from_the_store_is_the_state_the_run_ended_with() {
     assert_eq!(end.last_tick_at, restored.last_tick_at);
     assert_eq!(end.notes.len(), restored.notes.len());
     for (x, y) in end.notes.iter().zip(&restored.notes) {
-        assert_eq!(x.lessons_text, y.lessons_text);
+        assert_eq!(x.content.lessons_text, y.content.lessons_text);
         assert_eq!(x.generated_at, y.generated_at);
-        assert_eq!(x.window_end, y.window_end);
+        assert_eq!(x.content.window_end, y.content.window_end);
     }
     assert_eq!(
         end.last_note.map(|n| n.window_end),

@@ -148,9 +148,9 @@ async fn a_due_reflection_runs_once_per_tick_time_and_is_read_back_from_the_stor
             .map(|n| {
                 (
                     n.generated_at,
-                    n.window_start,
-                    n.window_end,
-                    n.lessons_text.clone(),
+                    n.content.window_start,
+                    n.content.window_end,
+                    n.content.lessons_text.clone(),
                 )
             })
             .collect::<Vec<_>>()
