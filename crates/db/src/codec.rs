@@ -279,26 +279,36 @@ fn parse_order_side(s: &str) -> Option<OrderSide> {
     }
 }
 
-pub(crate) fn u64_to_i64(what: &'static str, v: u64) -> Result<i64, DbError> {
-    i64::try_from(v).map_err(|_| DbError::Invalid {
+/// An unsigned count in its signed column's width, or [`DbError::Invalid`] naming `what`.
+pub(crate) fn to_signed<U, S>(what: &'static str, v: U) -> Result<S, DbError>
+where
+    U: Copy + std::fmt::Display,
+    S: TryFrom<U>,
+{
+    S::try_from(v).map_err(|_| DbError::Invalid {
         what,
-        detail: format!("{v} does not fit a signed 64-bit column"),
+        detail: format!(
+            "{v} does not fit a signed {}-bit column",
+            8 * std::mem::size_of::<S>()
+        ),
     })
+}
+
+/// A signed column's value as the unsigned count it stores, or [`DbError::Decode`] for `c`.
+fn to_unsigned<S, U>(c: &str, v: S) -> Result<U, DbError>
+where
+    U: TryFrom<S>,
+    U::Error: std::fmt::Display,
+{
+    U::try_from(v).map_err(|e| decode_err(c, e))
+}
+
+pub(crate) fn u64_to_i64(what: &'static str, v: u64) -> Result<i64, DbError> {
+    to_signed(what, v)
 }
 
 fn i64_to_u64(c: &str, v: i64) -> Result<u64, DbError> {
-    u64::try_from(v).map_err(|e| decode_err(c, e))
-}
-
-pub(crate) fn u32_to_i32(what: &'static str, v: u32) -> Result<i32, DbError> {
-    i32::try_from(v).map_err(|_| DbError::Invalid {
-        what,
-        detail: format!("{v} does not fit a signed 32-bit column"),
-    })
-}
-
-fn i32_to_u32(c: &str, v: i32) -> Result<u32, DbError> {
-    u32::try_from(v).map_err(|e| decode_err(c, e))
+    to_unsigned(c, v)
 }
 
 // ---- row decoders --------------------------------------------------------------------------
@@ -433,7 +443,7 @@ pub(crate) fn note_from_row<R: RowExt>(r: &R) -> Result<ReflectionNote, DbError>
         content: NoteContent {
             window_start: r.ts("window_start")?,
             window_end: r.ts("window_end")?,
-            trades_considered: i32_to_u32("trades_considered", r.int("trades_considered")?)?,
+            trades_considered: to_unsigned("trades_considered", r.int("trades_considered")?)?,
             lessons_text: r.text("lessons_text")?,
             model_used: r.text("model_used")?,
             input_tokens: r

@@ -55,7 +55,7 @@ pub(crate) fn validate_note(note: &crate::NewNote) -> Result<NoteCounts, crate::
     let c = &note.content;
     let tokens = |what, v: Option<u64>| v.map(|v| crate::codec::u64_to_i64(what, v)).transpose();
     Ok((
-        crate::codec::u32_to_i32("trades_considered", c.trades_considered)?,
+        crate::codec::to_signed("trades_considered", c.trades_considered)?,
         tokens("input_tokens", c.input_tokens)?,
         tokens("output_tokens", c.output_tokens)?,
     ))
