@@ -107,10 +107,7 @@ pub async fn load_chat_data<S: ChatStore>(
 ) -> Result<ChatData, ChatError> {
     let mut deployments = Vec::new();
     let mut skill_notes: Vec<SkillNotes> = Vec::new();
-    for deployment in store.list_deployments(None).await? {
-        if deployment.user_id != user_id {
-            continue;
-        }
+    for deployment in store.user_deployments(user_id).await? {
         let skill = store.get_skill(deployment.skill_id).await?;
         if skill.user_id == user_id
             && !skill_notes.iter().any(|s| {

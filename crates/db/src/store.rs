@@ -77,6 +77,7 @@ delegate!(RegistryStore {
     fn create_deployment(&self, deployment: &Deployment) -> ();
     fn get_deployment(&self, id: Uuid) -> Deployment;
     fn list_deployments(&self, status: Option<DeploymentStatus>) -> Vec<Deployment>;
+    fn user_deployments(&self, user_id: Uuid) -> Vec<Deployment>;
     fn set_deployment_status(&self, id: Uuid, status: DeploymentStatus) -> ();
     fn set_next_tick_at(&self, id: Uuid, next_tick_at: Option<DateTime<Utc>>) -> ();
 });

@@ -84,6 +84,16 @@ pub trait RegistryStore {
         status: Option<DeploymentStatus>,
     ) -> impl Future<Output = Result<Vec<Deployment>, DbError>> + Send;
 
+    /// The deployments `user_id` owns, any status, ordered by creation then id (one indexed
+    /// query: a caller never reads other users' rows to filter them out).
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn user_deployments(
+        &self,
+        user_id: Uuid,
+    ) -> impl Future<Output = Result<Vec<Deployment>, DbError>> + Send;
+
     /// # Errors
     /// [`DbError::NotFound`] when no deployment has this id.
     fn set_deployment_status(

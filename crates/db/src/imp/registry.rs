@@ -130,6 +130,15 @@ macro_rules! impl_registry {
                 rows.iter().map(codec::deployment_from_row).collect()
             }
 
+            async fn user_deployments(&self, user_id: Uuid) -> Result<Vec<Deployment>, DbError> {
+                let rows = sqlx::query("SELECT * FROM deployments WHERE user_id = $1 ORDER BY created_at, id")
+                    .bind($enc::id(user_id))
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(ctx("listing a user's deployments"))?;
+                rows.iter().map(codec::deployment_from_row).collect()
+            }
+
             async fn set_deployment_status(&self, id: Uuid, status: DeploymentStatus) -> Result<(), DbError> {
                 let done = sqlx::query("UPDATE deployments SET status = $2 WHERE id = $1")
                     .bind($enc::id(id))

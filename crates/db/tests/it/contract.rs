@@ -112,6 +112,10 @@ mod cases {
                 .any(|x| x.id == d.id)
         );
 
+        let own = s.user_deployments(fx.user.id).await.unwrap();
+        assert_eq!(own.iter().map(|x| x.id).collect::<Vec<_>>(), vec![d.id]);
+        assert!(s.user_deployments(Uuid::new_v4()).await.unwrap().is_empty());
+
         let missing = Uuid::new_v4();
         match s.get_deployment(missing).await {
             Err(DbError::NotFound { entity, id }) => {
