@@ -6,62 +6,21 @@
 //! [`CAPACITY`] versions the least recently used one is dropped (and parsed again if it comes
 //! back). A body that does not parse is not cached: every tick reports it again.
 
-use std::collections::HashMap;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use db::RegistryStore;
+use lru::LruCache;
 use skill_schema::{Format, Skill, parse_skill};
 use uuid::Uuid;
 
 use super::{RunError, Runner};
 
 /// Most skill versions kept.
-pub(super) const CAPACITY: usize = 256;
+pub(super) const CAPACITY: NonZeroUsize = NonZeroUsize::new(256).unwrap();
 
-/// Skills by (skill id, version), with the use that last touched each (for eviction).
-pub(super) struct SkillCache {
-    capacity: usize,
-    uses: u64,
-    skills: HashMap<(Uuid, i32), (Arc<Skill>, u64)>,
-}
-
-impl SkillCache {
-    pub(super) fn new(capacity: usize) -> Self {
-        SkillCache {
-            capacity: capacity.max(1),
-            uses: 0,
-            skills: HashMap::new(),
-        }
-    }
-
-    fn get(&mut self, key: (Uuid, i32)) -> Option<Arc<Skill>> {
-        self.uses += 1;
-        let uses = self.uses;
-        self.skills.get_mut(&key).map(|(skill, used)| {
-            *used = uses;
-            skill.clone()
-        })
-    }
-
-    fn insert(&mut self, key: (Uuid, i32), skill: Arc<Skill>) {
-        if !self.skills.contains_key(&key)
-            && self.skills.len() >= self.capacity
-            && let Some(oldest) = self
-                .skills
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(k, _)| *k)
-        {
-            self.skills.remove(&oldest);
-        }
-        self.uses += 1;
-        self.skills.insert(key, (skill, self.uses));
-    }
-
-    fn len(&self) -> usize {
-        self.skills.len()
-    }
-}
+/// Skills by (skill id, version), least recently used dropped first.
+pub(super) type SkillCache = LruCache<(Uuid, i32), Arc<Skill>>;
 
 impl Runner {
     /// The deployment's skill version, parsed and validated (once per version; see the module
@@ -72,8 +31,8 @@ impl Runner {
     /// not a valid skill.
     pub(super) async fn skill(&self, d: &db::Deployment) -> Result<Arc<Skill>, RunError> {
         let key = (d.skill_id, d.skill_version);
-        if let Some(skill) = self.cached_skills().get(key) {
-            return Ok(skill);
+        if let Some(skill) = self.cached_skills().get(&key) {
+            return Ok(skill.clone());
         }
         let version = self
             .store
@@ -87,7 +46,7 @@ impl Runner {
             })?
             .skill;
         let skill = Arc::new(skill);
-        self.cached_skills().insert(key, skill.clone());
+        self.cached_skills().put(key, skill.clone());
         Ok(skill)
     }
 
@@ -119,21 +78,21 @@ mod tests {
     fn keeps_the_most_recently_used_versions() {
         let s = skill();
         let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
-        let mut cache = SkillCache::new(2);
-        cache.insert((a, 1), s.clone());
-        cache.insert((b, 1), s.clone());
-        assert!(cache.get((a, 1)).is_some());
+        let mut cache = SkillCache::new(NonZeroUsize::new(2).unwrap());
+        cache.put((a, 1), s.clone());
+        cache.put((b, 1), s.clone());
+        assert!(cache.get(&(a, 1)).is_some());
         // `b` is the least recently used: it goes.
-        cache.insert((c, 1), s.clone());
+        cache.put((c, 1), s.clone());
         assert_eq!(cache.len(), 2);
-        assert!(cache.get((b, 1)).is_none());
-        assert!(cache.get((a, 1)).is_some());
-        assert!(cache.get((c, 1)).is_some());
+        assert!(cache.get(&(b, 1)).is_none());
+        assert!(cache.get(&(a, 1)).is_some());
+        assert!(cache.get(&(c, 1)).is_some());
         // A new version of a skill is another entry.
-        assert!(cache.get((a, 2)).is_none());
+        assert!(cache.get(&(a, 2)).is_none());
         // Inserting a key already held evicts nothing.
-        cache.insert((a, 1), s);
+        cache.put((a, 1), s);
         assert_eq!(cache.len(), 2);
-        assert!(cache.get((c, 1)).is_some());
+        assert!(cache.get(&(c, 1)).is_some());
     }
 }
