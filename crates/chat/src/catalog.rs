@@ -59,6 +59,10 @@ impl Journal {
             .push(op);
     }
 
+    fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
     fn ops(&self) -> Vec<FactOp> {
         self.0
             .lock()
@@ -703,7 +707,7 @@ impl Tool for Remember {
             ConfidenceArg::Inferred => FactConfidence::Inferred,
         };
         let ctx = &self.0;
-        let order = ctx.journal.ops().len();
+        let order = ctx.journal.len();
         let id = Uuid::new_v5(&ctx.turn_id, format!("remember:{order}").as_bytes());
         ctx.journal.push(FactOp::Remember {
             id,
