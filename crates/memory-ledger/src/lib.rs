@@ -131,7 +131,8 @@
 //!   state may then be partially updated and should be rebuilt from the store.
 //!
 //! # Prompt sections
-//! [`render_recent_trades`] and [`render_open_positions`] (see their docs for the line format).
+//! [`render_recent_trades`] and [`render_open_positions`] (see their docs for the line format)
+//! render a section's body; the context assembly (`agent-runtime`) writes the headings.
 //! Numbers are written in the styles of [`types::text`]: prices keep their own scale (six
 //! significant digits, `1.07219` stays `1.07219`), money is `$12,500.00`, reasons are quoted and
 //! escaped: data, never instructions.
@@ -145,7 +146,4 @@ pub use materialize::{
     FEE_SPLIT_DP, FillLeg, FillLink, HOLDING_MINUTES_DP, LedgerChanges, LedgerScope, LedgerState,
     ProposalInfo, Proposals, REASON_MAX_CHARS, RowWrite, TickInput, bound_reason, trade_id,
 };
-pub use render::{
-    MAX_RECENT_TRADES_K, OPEN_POSITIONS_HEADER, RECENT_TRADES_HEADER, render_open_positions,
-    render_recent_trades,
-};
+pub use render::{MAX_RECENT_TRADES_K, render_open_positions, render_recent_trades};

@@ -9,10 +9,6 @@ use types::{CloseKind, TradeRecord, TradeStatus};
 use crate::materialize::bounded_reason;
 use types::text;
 
-/// Header of the closed-trades section.
-pub const RECENT_TRADES_HEADER: &str = "## Recent trades on this skill (closed)";
-/// Header of the open-positions section.
-pub const OPEN_POSITIONS_HEADER: &str = "## Open positions (memory view)";
 /// Hard cap on the rows of the recent-trades section, whatever K the caller passes.
 pub const MAX_RECENT_TRADES_K: usize = types::MAX_MEMORY_K as usize;
 
@@ -33,7 +29,8 @@ fn push_time(out: &mut String, t: DateTime<Utc>, with_date: bool) {
     }
 }
 
-/// "## Recent trades on this skill (closed)": at most `k` (capped at [`MAX_RECENT_TRADES_K`])
+/// The body of the "Recent trades on this skill (closed)" section (the context assembly writes the
+/// heading): at most `k` (capped at [`MAX_RECENT_TRADES_K`])
 /// rows closed at or before `now`, newest entry first (ties: symbol, then id), one line each:
 ///
 /// `- 2026-06-04T10:00 → 12:30 BTC long $250.00 @ 65,200 → 65,940 +$28.40 (11.4%) 150m "reason"`
@@ -56,9 +53,7 @@ pub fn render_recent_trades(rows: &[TradeRecord], k: usize, now: DateTime<Utc>) 
     });
     closed.truncate(k.min(MAX_RECENT_TRADES_K));
 
-    let mut out = String::with_capacity(RECENT_TRADES_HEADER.len() + 256 * closed.len() + 128);
-    out.push_str(RECENT_TRADES_HEADER);
-    out.push('\n');
+    let mut out = String::with_capacity(256 * closed.len() + 128);
     if closed.is_empty() {
         out.push_str("- none: no trade of this skill has closed yet.\n");
         return out;
@@ -120,7 +115,8 @@ pub fn render_recent_trades(rows: &[TradeRecord], k: usize, now: DateTime<Utc>) 
     out
 }
 
-/// "## Open positions (memory view)": every row open at `now` (entered at or before it), by
+/// The body of the "Open positions (memory view)" section (the context assembly writes the
+/// heading): every row open at `now` (entered at or before it), by
 /// symbol, one line each:
 ///
 /// `- ETH long $200.00 @ 3,410 mark=3,438 uPnL=+$1.64 MFE=+$22.00 / MAE=-$8.00 held 30m "reason"`
@@ -139,9 +135,7 @@ pub fn render_open_positions(
         .collect();
     open.sort_by(|a, b| a.symbol.cmp(&b.symbol).then_with(|| a.id.cmp(&b.id)));
 
-    let mut out = String::with_capacity(OPEN_POSITIONS_HEADER.len() + 320 * open.len() + 128);
-    out.push_str(OPEN_POSITIONS_HEADER);
-    out.push('\n');
+    let mut out = String::with_capacity(320 * open.len() + 128);
     if open.is_empty() {
         out.push_str("- none: flat on every symbol.\n");
         return out;
@@ -213,7 +207,7 @@ mod tests {
         use rust_decimal::Decimal;
         use types::{CloseKind, TradeRecord, TradeStatus};
 
-        use super::super::{MAX_RECENT_TRADES_K, OPEN_POSITIONS_HEADER, RECENT_TRADES_HEADER};
+        use super::super::MAX_RECENT_TRADES_K;
         use super::bound_reason;
         use types::text;
 
@@ -240,8 +234,7 @@ mod tests {
                     .then_with(|| a.id.cmp(&b.id))
             });
             closed.truncate(k.min(MAX_RECENT_TRADES_K));
-            let mut out = String::from(RECENT_TRADES_HEADER);
-            out.push('\n');
+            let mut out = String::new();
             if closed.is_empty() {
                 out.push_str("- none: no trade of this skill has closed yet.\n");
                 return out;
@@ -299,8 +292,7 @@ mod tests {
                 .filter(|r| r.status == TradeStatus::Open && r.entry_tick_at <= now)
                 .collect();
             open.sort_by(|a, b| a.symbol.cmp(&b.symbol).then_with(|| a.id.cmp(&b.id)));
-            let mut out = String::from(OPEN_POSITIONS_HEADER);
-            out.push('\n');
+            let mut out = String::new();
             if open.is_empty() {
                 out.push_str("- none: flat on every symbol.\n");
                 return out;

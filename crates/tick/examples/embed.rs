@@ -1,5 +1,7 @@
 //! A service running ticks with its own market data, its own broker and the store it chooses
 //! (SQLite in memory), on the example skill's offline model. `cargo run -p tick --example embed`
+//!
+//! The two adapters are kept dense (`rustfmt::skip`): they are the part a service writes.
 
 use std::future::{Future, ready};
 use std::sync::Arc;
@@ -13,45 +15,28 @@ use tick::{Broker, BrokerUnavailable, Deployment, ExecuteError, TickState, run_t
 use tools::{DataError, MarketData, Preloaded, RunMode, ToolContext};
 use types::{Bar, Fill, Interval, OrderSide, PortfolioSnapshot, Position, Side, Uuid, Verdict};
 
-const SKILL: &str = include_str!("../../../examples/skills/eurusd-sma-cross.yaml");
-const ZERO: Decimal = Decimal::ZERO;
-
-/// The service's feed: a deterministic zig-zag of EURUSD, bar `i` opening at `start + i × interval`.
+/// The service's feed: a zig-zag of EURUSD, bar `i` opening at `start + i × interval`.
 struct Feed(DateTime<Utc>);
+#[rustfmt::skip]
 impl MarketData for Feed {
-    fn bars(
-        &self,
-        symbol: &str,
-        interval: Interval,
-        closed_by: DateTime<Utc>,
-        limit: usize,
-    ) -> Result<Vec<Bar>, DataError> {
-        let price = |i: i32| Decimal::new(10_800 + 5 * i64::from((i % 40 - 20).abs()), 4);
-        let closed = i32::try_from((closed_by - self.0).num_minutes() / interval.minutes())
-            .map_err(|e| DataError::new("feed", e.to_string()))?;
-        let first = closed
-            .saturating_sub(i32::try_from(limit).unwrap_or(i32::MAX))
-            .max(0);
-        let bar = |i: i32| {
-            let (open, close) = (price(i.max(1) - 1), price(i));
-            Bar {
-                time: self.0 + interval.duration() * i,
-                open,
-                high: open.max(close),
-                low: open.min(close),
-                close,
-                volume: Decimal::ONE,
-            }
+    fn bars(&self, symbol: &str, iv: Interval, closed_by: DateTime<Utc>, limit: usize)
+        -> Result<Vec<Bar>, DataError> {
+        let price = |i: i64| Decimal::new(10_800 + 5 * (i % 40 - 20).abs(), 4);
+        let closed = (closed_by - self.0).num_minutes() / iv.minutes();
+        let first = (closed - i64::try_from(limit).unwrap_or(i64::MAX)).max(0);
+        let bar = |i: i64| {
+            let (open, close) = (price((i - 1).max(0)), price(i));
+            let time = self.0 + Duration::minutes(iv.minutes() * i);
+            Bar { time, open, high: open.max(close), low: open.min(close), close, volume: Decimal::ONE }
         };
-        if symbol == "EURUSD" {
-            Ok((first..closed).map(bar).collect())
-        } else {
-            Err(DataError::new("feed", format!("no {symbol}")))
+        match symbol {
+            "EURUSD" => Ok((first..closed).map(bar).collect()),
+            _ => Err(DataError::new("feed", format!("no {symbol}"))),
         }
     }
 }
 
-/// The service's broker for its one market: fee-free fills at the given price, 1x, average-cost entry.
+/// The service's broker: fee-free fills at the tick's price; equity = cash + position × mark.
 #[derive(Default)]
 struct Desk {
     cash: Decimal,
@@ -60,82 +45,33 @@ struct Desk {
     mark: Decimal,
     fills: Vec<Fill>,
 }
+#[rustfmt::skip]
 impl Broker for Desk {
-    fn portfolio(
-        &mut self,
-        at: DateTime<Utc>,
-    ) -> impl Future<Output = Result<PortfolioSnapshot, BrokerUnavailable>> + Send {
-        let (pnl, margin) = (
-            (self.mark - self.entry) * self.qty,
-            self.entry * self.qty.abs(),
-        );
-        let position = Position {
-            symbol: "EURUSD".into(),
-            side: if self.qty > ZERO {
-                Side::Long
-            } else {
-                Side::Short
-            },
-            qty: self.qty.abs(),
-            entry_price: self.entry,
-            leverage: Decimal::ONE,
-            mark_price: self.mark,
-            liquidation_price: None,
-            unrealized_pnl_usd: pnl,
-            margin_usd: margin,
-        };
-        let positions = if self.qty.is_zero() {
-            vec![]
-        } else {
-            vec![position]
-        };
-        let equity = self.cash + pnl;
+    fn portfolio(&mut self, at: DateTime<Utc>)
+        -> impl Future<Output = Result<PortfolioSnapshot, BrokerUnavailable>> + Send {
+        let (qty, mark, entry) = (self.qty.abs(), self.mark, self.entry);
+        let side = if self.qty > Decimal::ZERO { Side::Long } else { Side::Short };
+        let (pnl, equity) = ((mark - entry) * self.qty, self.cash + self.qty * mark);
+        let position = (!qty.is_zero()).then(|| Position {
+            symbol: "EURUSD".into(), side, qty, entry_price: entry, leverage: Decimal::ONE,
+            mark_price: mark, liquidation_price: None, unrealized_pnl_usd: pnl, margin_usd: entry * qty,
+        });
         ready(Ok(PortfolioSnapshot {
-            at,
-            equity_usd: equity,
-            available_margin_usd: equity - margin,
-            positions,
-            realized_pnl_usd: self.cash - Decimal::from(10_000),
-            fees_paid_usd: ZERO,
+            at, equity_usd: equity, available_margin_usd: equity - entry * qty,
+            positions: position.into_iter().collect(), fees_paid_usd: Decimal::ZERO,
+            realized_pnl_usd: equity - pnl - Decimal::from(10_000),
         }))
     }
-    fn execute(
-        &mut self,
-        order: &Order,
-        price: Decimal,
-        at: DateTime<Utc>,
-        tag: OrderTag,
-    ) -> impl Future<Output = Result<Fill, ExecuteError>> + Send {
-        let delta = if order.side == OrderSide::Buy {
-            order.qty
-        } else {
-            -order.qty
-        };
-        let next = self.qty + delta;
-        if self.qty * delta < ZERO {
-            // the closing part realizes against the average entry
-            let closed = self.qty.abs().min(delta.abs());
-            self.cash += (price - self.entry) * if self.qty > ZERO { closed } else { -closed };
-        }
-        if next.is_zero() {
-            self.entry = ZERO
-        } else if self.qty.is_zero() || (next > ZERO) != (self.qty > ZERO) {
-            self.entry = price
-        } else if next.abs() > self.qty.abs() {
-            self.entry = (self.entry * self.qty.abs() + price * delta.abs()) / next.abs()
-        }
-        (self.qty, self.mark) = (next, price);
+    fn execute(&mut self, order: &Order, price: Decimal, at: DateTime<Utc>, tag: OrderTag)
+        -> impl Future<Output = Result<Fill, ExecuteError>> + Send {
+        let delta = if order.side == OrderSide::Buy { order.qty } else { -order.qty };
+        // A position opened from flat or flipped enters at this price; adding or reducing keeps it.
+        if self.qty.is_zero() || (self.qty + delta) * self.qty < Decimal::ZERO { self.entry = price }
+        (self.qty, self.mark, self.cash) = (self.qty + delta, price, self.cash - delta * price);
         let fill = Fill {
-            id: format!("desk-{}", self.fills.len() + 1),
-            symbol: order.symbol.clone(),
-            side: order.side,
-            qty: order.qty,
-            price,
-            fee_usd: ZERO,
-            time: at,
-            snapshot_id: tag.snapshot_id,
-            client_order_id: tag.client_order_id,
-            liquidation: false,
+            id: format!("desk-{}", self.fills.len() + 1), symbol: order.symbol.clone(),
+            side: order.side, qty: order.qty, price, fee_usd: Decimal::ZERO, time: at,
+            snapshot_id: tag.snapshot_id, client_order_id: tag.client_order_id, liquidation: false,
         };
         self.fills.push(fill.clone());
         ready(Ok(fill))
@@ -147,31 +83,35 @@ impl Broker for Desk {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let skill = Arc::new(skill_schema::parse_skill(SKILL, skill_schema::Format::Yaml)?.skill);
+    let yaml = include_str!("../../../examples/skills/eurusd-sma-cross.yaml");
+    let skill = Arc::new(skill_schema::parse_skill(yaml, skill_schema::Format::Yaml)?.skill);
     let model = agent_runtime::builtin_model(&skill.model, &skill).ok_or("not an offline model")?;
     let (id, start) = (
         Uuid::from_u128(1),
         Utc.with_ymd_and_hms(2026, 6, 1, 0, 0, 0).unwrap(),
     );
+    let reflector = Err("no reflection here".into());
+    let skill_version = 1;
     let deployment = Deployment {
         user_id: id,
         deployment_id: id,
         skill_id: id,
-        skill_version: 1,
+        skill_version,
         skill: skill.clone(),
-        reflector: Err("none here".into()),
+        reflector,
     };
     let equity = Decimal::from(10_000);
     // The store is the service's choice; the tick needs the deployment registered in it.
     let store = db::connect("sqlite::memory:").await?;
+    let (market, broker) = (Arc::new(Preloaded::new()), PaperBrokerConfig::new(equity));
     let input = BacktestInput {
         deployment: deployment.clone(),
-        market: Arc::new(Preloaded::new()),
+        market,
         news: None,
         events: None,
         from: None,
         to: None,
-        broker: PaperBrokerConfig::new(equity),
+        broker,
     };
     register(&store, &input, serde_json::to_value(&*skill)?, start).await?;
 
@@ -184,15 +124,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut state = TickState::new(&deployment, equity, first);
     for now in (0..60).map(|h| first + Duration::hours(h)) {
         // The account comes from the broker, not from the context's portfolio source.
-        let ctx = ToolContext::new(
-            now,
-            RunMode::Trade,
-            skill.context.symbols.clone(),
-            feed.clone(),
-            nothing.clone(),
-        );
+        let symbols = skill.context.symbols.clone();
+        let ctx = ToolContext::new(now, RunMode::Trade, symbols, feed.clone(), nothing.clone());
         desk.mark = feed.bars("EURUSD", Interval::H1, now, 1)?[0].close;
-        let outcome = run_tick(
+        let out = run_tick(
             &deployment,
             &ctx,
             model.as_ref(),
@@ -201,8 +136,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             &store,
         )
         .await?;
-        if !matches!(outcome.verdict, Verdict::NoOp { .. }) {
-            println!("{now}: {:?}", outcome.verdict)
+        if !matches!(out.verdict, Verdict::NoOp { .. }) {
+            println!("{now}: {:?}", out.verdict);
         }
     }
     let equity = desk
@@ -210,9 +145,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?
         .equity_usd
         .round_dp(2);
-    println!(
-        "equity {equity}; ledger rows stored: {}",
-        store.all_trades(id).await?.len()
-    );
+    let rows = store.all_trades(id).await?.len();
+    println!("equity {equity}; ledger rows stored: {rows}");
     Ok(())
 }

@@ -306,10 +306,9 @@ pub trait DerivativesData: Send + Sync {
 }
 
 /// The two ADR-0017 memory sections, rendered by the ledger (the `memory-ledger` crate implements
-/// this), as of a point in time. Each method returns the section's lines; a first line equal to
-/// the section's heading (`## Recent trades on this skill (closed)`,
-/// `## Open positions (memory view)`) is dropped by the runtime, so the ledger's renderers can be
-/// returned as they are. An empty string means "nothing to show" and the runtime writes an honest
+/// this), as of a point in time. Each method returns the section's body lines; the runtime writes
+/// the heading (`## Recent trades on this skill (closed)`, `## Open positions (memory view)`) and
+/// escapes a body line that starts with `#`. An empty string means "nothing to show" and the runtime writes an honest
 /// line instead. Implementations must only use trades closed at or before `as_of` (for
 /// `recent_trades`) and positions open at `as_of`, and must keep external text (reasons) on one
 /// line each so it cannot forge a prompt heading.

@@ -9,8 +9,7 @@ use super::text::{price_dp, push_bar_row};
 
 /// What one deployment's ticks can reuse from the previous tick's rendering: per symbol and
 /// interval, the window of bars it showed with their printed rows (a closed bar never changes,
-/// so its row never does), the ledger's memory sections with what they rendered to, and the
-/// composed system prompt (it changes only with the lessons).
+/// so its row never does) and the composed system prompt (it changes only with the lessons).
 ///
 /// Keep one per deployment (`tick::TickState` does): the system prompt memo belongs to one
 /// skill. The cache only saves work, so the text is byte-identical with or without it:
@@ -19,8 +18,7 @@ use super::text::{price_dp, push_bar_row};
 ///   one series ([`tools::SeriesOrigin`]: a source that changes its bars gives them a new id),
 ///   or, when the source does not vouch for a series, they compare equal bit for bit; a revised
 ///   bar, a window that is not a slide of the last one or a change in the decimals printed
-///   rebuilds the table;
-/// - a memory section is reused only for a body identical to the one it was rendered from.
+///   rebuilds the table.
 ///
 /// Tables not used by a tick are dropped at its end, so the cache holds no row of a bar that
 /// left the window and its size is bounded by one tick's bars.
@@ -29,19 +27,9 @@ pub struct RenderCache {
     /// Per symbol and interval (a deployment has a handful: a linear search beats hashing).
     pub(super) tables: Vec<BarTable>,
     pub(super) generation: u64,
-    /// The recent-trades and open-positions sections: the body the ledger returned and the
-    /// section rendered from it.
-    pub(super) memory: [Option<MemorySectionMemo>; 2],
     /// Length of the last message, to allocate the next one at once.
     pub(super) text_len: usize,
     pub(crate) system_prompt: Option<(Option<prompt_compose::Lessons>, String)>,
-}
-
-#[derive(Debug, Clone)]
-pub(super) struct MemorySectionMemo {
-    pub(super) body: String,
-    pub(super) text: String,
-    pub(super) chars: usize,
 }
 
 /// One symbol's bars at one interval as the last tick fetched them, with printed rows.

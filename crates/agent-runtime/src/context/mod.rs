@@ -40,7 +40,7 @@ use types::text::push_uint;
 pub use bars::{closed_bars, closed_bars_window};
 pub use cache::RenderCache;
 use sections::{
-    events_section, last_decision_section, market_section, memory_section_cached, news_section,
+    events_section, last_decision_section, market_section, memory_section, news_section,
     orders_section, portfolio_section, risk_section, time_section, upcoming_events,
 };
 pub use text::price_dp;
@@ -246,24 +246,22 @@ pub fn render_context(
 
     if let Some(body) = &view.recent_trades {
         w.begin();
-        let chars = memory_section_cached(
+        memory_section(
             &mut w.text,
-            &mut cache.memory[0],
             "## Recent trades on this skill (closed)",
             body,
             "No closed trades on this skill yet.",
         );
-        w.end("recent_trades", Some(chars));
+        w.end("recent_trades", None);
         if let Some(body) = &view.open_positions {
             w.begin();
-            let chars = memory_section_cached(
+            memory_section(
                 &mut w.text,
-                &mut cache.memory[1],
                 "## Open positions (memory view)",
                 body,
                 "No open positions in the ledger.",
             );
-            w.end("open_positions", Some(chars));
+            w.end("open_positions", None);
         }
     }
 

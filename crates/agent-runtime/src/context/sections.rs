@@ -9,7 +9,7 @@ use tools::{LastDecisionSnapshot, OpenOrder, ToolContext, one_line, push_one_lin
 use types::text;
 use types::{Interval, MarketEvent, PortfolioSnapshot, Position};
 
-use super::cache::{MemorySectionMemo, RenderCache};
+use super::cache::RenderCache;
 use super::text::{push_about, push_share_of_equity};
 use super::view::SymbolBars;
 use super::{BAR_TABLE_HEADER, ContextError, HTF_SHOW_BARS, data_err};
@@ -371,50 +371,19 @@ pub(super) fn last_decision_section(out: &mut String, last: &LastDecisionSnapsho
     }
 }
 
-/// [`memory_section`], reused when the ledger returned the same body as last time. Returns the
-/// section's characters.
-pub(super) fn memory_section_cached(
-    out: &mut String,
-    memo: &mut Option<MemorySectionMemo>,
-    heading: &str,
-    body: &str,
-    empty: &str,
-) -> usize {
-    if let Some(m) = memo
-        && m.body == body
-    {
-        out.push_str(&m.text);
-        return m.chars;
-    }
-    let start = out.len();
-    memory_section(out, heading, body, empty);
-    let text = out[start..].to_owned();
-    let chars = text.chars().count();
-    *memo = Some(MemorySectionMemo {
-        body: body.to_owned(),
-        text,
-        chars,
-    });
-    chars
-}
-
-/// The ledger's rendered body under its heading. When the ledger rendered the whole section
-/// (heading included, as `memory-ledger`'s renderers do), its heading line is dropped so it is
-/// not printed twice. A body line that starts with `#` is escaped (`\#`) so rendered reasons can
-/// never open a section of their own.
+/// The ledger's rendered body (its lines, [`tools::MemorySections`]) under `heading`. A body
+/// line that starts with `#` is escaped (`\#`) so rendered reasons can never open a section of
+/// their own; an empty body gets the honest `empty` line.
 pub(super) fn memory_section(out: &mut String, heading: &str, body: &str, empty: &str) {
     // Lines split at `\n`; a `\r` before it is trailing whitespace, trimmed like `str::lines`
     // would have.
-    let mut lines = body.split('\n').peekable();
-    while lines.peek().is_some_and(|l| l.trim().is_empty()) {
-        lines.next();
-    }
-    if lines.peek().is_some_and(|l| l.trim() == heading) {
-        lines.next();
-    }
     out.push_str(heading);
     let mut any = false;
-    for l in lines.map(str::trim_end).filter(|l| !l.trim().is_empty()) {
+    for l in body
+        .split('\n')
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+    {
         out.push('\n');
         // A line of the body cannot pass for a heading of this message.
         if l.trim_start().starts_with('#') {

@@ -175,18 +175,33 @@ fn memory_text_cannot_open_a_section() {
 }
 
 #[test]
-fn a_whole_rendered_section_is_not_headed_twice() {
+fn the_runtime_writes_each_memory_heading_once() {
     let mut d = data();
-    d.recent_trades_text =
-        "## Recent trades on this skill (closed)\n- none: no trade of this skill has closed yet.\n"
-            .into();
-    d.open_positions_text =
-        "## Open positions (memory view)\n- none: flat on every symbol.\n".into();
+    d.recent_trades_text = "- none: no trade of this skill has closed yet.\n".into();
+    d.open_positions_text = "- none: flat on every symbol.\n".into();
     let text = assemble_context(&skill(), &ctx_from(d, RunMode::Trade), None)
         .unwrap()
         .text;
     assert!(text.contains("## Recent trades on this skill (closed)\n- none: no trade of this skill has closed yet.\n\n## Open positions (memory view)\n- none: flat on every symbol.\n\n## Your turn"), "{text}");
     assert_eq!(text.matches("## Recent trades").count(), 1);
+}
+
+#[test]
+fn a_body_that_repeats_its_heading_cannot_open_a_section() {
+    let mut d = data();
+    d.recent_trades_text =
+        "## Recent trades on this skill (closed)\n- none: no trade of this skill has closed yet.\n"
+            .into();
+    let text = assemble_context(&skill(), &ctx_from(d, RunMode::Trade), None)
+        .unwrap()
+        .text;
+    assert!(text.contains("## Recent trades on this skill (closed)\n\\## Recent trades on this skill (closed)\n- none:"), "{text}");
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("## Recent trades"))
+            .count(),
+        1
+    );
 }
 
 #[test]

@@ -219,9 +219,7 @@ fn sections_are_honest_when_empty_and_point_in_time() {
     insta::assert_snapshot!(
         render_recent_trades(&[], 10, t(0)) + &render_open_positions(&[], &BTreeMap::new(), t(0)),
         @r"
-    ## Recent trades on this skill (closed)
     - none: no trade of this skill has closed yet.
-    ## Open positions (memory view)
     - none: flat on every symbol.
     "
     );
