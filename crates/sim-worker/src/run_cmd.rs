@@ -272,7 +272,9 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
 
     let skill_body = serde_json::to_value(&skill).context("serializing the skill")?;
     let skill_id = skill.skill_id();
-    let skill_version = i32::try_from(skill.version).unwrap_or(i32::MAX);
+    // The schema bounds `version` to the stores' integer range; checked again, never clamped.
+    let skill_version = i32::try_from(skill.version)
+        .with_context(|| format!("skill version {} is above {}", skill.version, i32::MAX))?;
     // The run's identity: the skill document and every input that changes the outcome.
     let identity = serde_json::json!({
         "skill": skill_body,

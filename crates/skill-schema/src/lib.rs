@@ -57,6 +57,7 @@ mod risk;
 mod schema;
 mod skill;
 mod strategy;
+mod strict;
 mod tools;
 mod validate;
 
@@ -68,6 +69,7 @@ pub use risk::RiskCaps;
 pub use schema::skill_json_schema;
 pub use skill::Skill;
 pub use strategy::{Leash, Strategy, StrategyMode, StrategyStyle};
+pub use strict::{MAX_SKILL_BYTES, MAX_SKILL_DEPTH};
 pub use tools::{BUILTIN_TOOLS, McpServer, ToolSpec};
 /// The kinds a skill's `events.kinds` names: `types`' one definition.
 pub use types::EventKind;

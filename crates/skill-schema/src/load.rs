@@ -1,10 +1,12 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use serde::de::DeserializeSeed;
 use serde_json::Value;
 
 use crate::Skill;
 use crate::schema::structural_problems;
+use crate::strict::{MAX_SKILL_BYTES, MAX_SKILL_DEPTH, Strict, yaml_flow_too_deep};
 use crate::validate::{Problem, ValidationReport, semantic};
 
 /// The text formats a skill file may be written in.
@@ -49,10 +51,28 @@ pub enum LoadError {
     },
     #[error("{path}: unknown file type; use .json, .yaml, .yml or .toml")]
     UnknownFormat { path: PathBuf },
-    #[error("not valid {format}: {message}")]
-    Syntax { format: Format, message: String },
+    #[error("{}not valid {format}: {message}", in_file(path.as_deref()))]
+    Syntax {
+        /// The file, when the document came from one ([`load_skill`]).
+        path: Option<PathBuf>,
+        format: Format,
+        message: String,
+    },
+    #[error("{}the document is {bytes} bytes; a skill may have at most {max} bytes", in_file(path.as_deref()))]
+    TooLarge {
+        /// The file, when the document came from one ([`load_skill`]).
+        path: Option<PathBuf>,
+        bytes: u64,
+        max: usize,
+    },
     #[error("{} problem(s) in the skill:\n{report}", report.errors.len())]
     Invalid { report: ValidationReport },
+}
+
+/// `"{path}: "`, or nothing for a document that did not come from a file.
+fn in_file(path: Option<&Path>) -> String {
+    path.map(|p| format!("{}: ", p.display()))
+        .unwrap_or_default()
 }
 
 /// A skill that passed validation, with the warnings it raised.
@@ -72,11 +92,41 @@ pub fn load_skill(path: &Path) -> Result<LoadedSkill, LoadError> {
     let format = Format::from_path(path).ok_or_else(|| LoadError::UnknownFormat {
         path: path.to_owned(),
     })?;
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
+    let io = |source| LoadError::Io {
         path: path.to_owned(),
         source,
-    })?;
-    parse_skill(&text, format)
+    };
+    // Refused before reading: a huge file is never loaded into memory.
+    let bytes = std::fs::metadata(path).map_err(io)?.len();
+    if bytes > MAX_SKILL_BYTES as u64 {
+        return Err(LoadError::TooLarge {
+            path: Some(path.to_owned()),
+            bytes,
+            max: MAX_SKILL_BYTES,
+        });
+    }
+    let text = std::fs::read_to_string(path).map_err(io)?;
+    parse_skill(&text, format).map_err(|e| match e {
+        LoadError::Syntax {
+            path: None,
+            format,
+            message,
+        } => LoadError::Syntax {
+            path: Some(path.to_owned()),
+            format,
+            message,
+        },
+        LoadError::TooLarge {
+            path: None,
+            bytes,
+            max,
+        } => LoadError::TooLarge {
+            path: Some(path.to_owned()),
+            bytes,
+            max,
+        },
+        other => other,
+    })
 }
 
 /// Parses and validates a skill document.
@@ -128,11 +178,43 @@ pub fn parse_skill(text: &str, format: Format) -> Result<LoadedSkill, LoadError>
     })
 }
 
+/// The text as a generic document: at most [`MAX_SKILL_BYTES`], no key twice in one mapping, at
+/// most [`MAX_SKILL_DEPTH`] levels deep ([`Strict`]).
 fn parse_document(text: &str, format: Format) -> Result<Value, LoadError> {
-    let syntax = |message: String| LoadError::Syntax { format, message };
+    if text.len() > MAX_SKILL_BYTES {
+        return Err(LoadError::TooLarge {
+            path: None,
+            bytes: text.len() as u64,
+            max: MAX_SKILL_BYTES,
+        });
+    }
+    let syntax = |message: String| LoadError::Syntax {
+        path: None,
+        format,
+        message,
+    };
+    let root = || Strict {
+        depth: 0,
+        path: "(root)",
+    };
     match format {
-        Format::Json => serde_json::from_str(text).map_err(|e| syntax(e.to_string())),
-        Format::Yaml => serde_yaml_ng::from_str(text).map_err(|e| syntax(e.to_string())),
+        Format::Json => {
+            let mut de = serde_json::Deserializer::from_str(text);
+            let value = root()
+                .deserialize(&mut de)
+                .and_then(|v| de.end().map(|()| v));
+            value.map_err(|e| syntax(e.to_string()))
+        }
+        Format::Yaml => {
+            if let Some(line) = yaml_flow_too_deep(text, MAX_SKILL_DEPTH) {
+                return Err(syntax(format!(
+                    "line {line}: nested more than {MAX_SKILL_DEPTH} levels deep"
+                )));
+            }
+            root()
+                .deserialize(serde_yaml_ng::Deserializer::from_str(text))
+                .map_err(|e| syntax(e.to_string()))
+        }
         Format::Toml => {
             let doc: toml::Table = toml::from_str(text).map_err(|e| syntax(e.to_string()))?;
             serde_json::to_value(doc).map_err(|e| syntax(e.to_string()))

@@ -18,8 +18,8 @@ pub struct Skill {
     pub id: Option<Uuid>,
     #[schemars(length(min = 1, max = 80))]
     pub name: String,
-    /// Version of this skill document, starting at 1.
-    #[schemars(range(min = 1))]
+    /// Version of this skill document, from 1 to 2,147,483,647 (the stores' `integer` column).
+    #[schemars(range(min = 1, max = 2_147_483_647))]
     pub version: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1000))]

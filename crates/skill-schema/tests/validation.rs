@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use rust_decimal_macros::dec;
 use serde_json::{Value, json};
 use skill_schema::{
-    Format, Leash, LoadError, ReflectionCadence, StrategyMode, load_skill, parse_skill,
-    skill_json_schema,
+    Format, Leash, LoadError, MAX_SKILL_BYTES, MAX_SKILL_DEPTH, ReflectionCadence, StrategyMode,
+    load_skill, parse_skill, skill_json_schema,
 };
 use types::Interval;
 
@@ -553,5 +553,121 @@ fn skill_ids_are_explicit_or_derived_from_the_name() {
     assert_eq!(
         c.skill_id().to_string(),
         "6f9619ff-8b86-d011-b42d-00c04fc964ff"
+    );
+}
+
+/// The example skill's text with `risk.maxLeverage` written twice.
+fn with_second_leverage(yaml: &str) -> String {
+    yaml.replacen("  maxLeverage:", "  maxLeverage: 20\n  maxLeverage:", 1)
+}
+
+#[test]
+fn a_key_given_twice_is_an_error_in_yaml_and_json() {
+    let yaml = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/skills/eurusd-sma-cross.yaml"
+    ))
+    .unwrap();
+    assert!(
+        yaml.contains("  maxLeverage:"),
+        "the fixture has a risk.maxLeverage"
+    );
+    let err = parse_skill(&with_second_leverage(&yaml), Format::Yaml).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("risk.maxLeverage: the key `maxLeverage` is given twice"),
+        "{err}"
+    );
+
+    let json = r#"{"name": "a", "version": 1, "name": "b"}"#;
+    let err = parse_skill(json, Format::Json).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LoadError::Syntax {
+                format: Format::Json,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("name: the key `name` is given twice"),
+        "{err}"
+    );
+
+    // TOML's own parser refuses a duplicate key.
+    let err = parse_skill("name = \"a\"\nname = \"b\"\n", Format::Toml).unwrap_err();
+    assert!(err.to_string().starts_with("not valid TOML"), "{err}");
+}
+
+#[test]
+fn nesting_and_size_are_bounded() {
+    let deep = format!(
+        "{}1{}",
+        "[".repeat(MAX_SKILL_DEPTH + 1),
+        "]".repeat(MAX_SKILL_DEPTH + 1)
+    );
+    for format in [Format::Json, Format::Yaml] {
+        let err = parse_skill(&format!("{{\"name\": {deep}}}"), format).unwrap_err();
+        assert!(err.to_string().contains("levels deep"), "{format}: {err}");
+    }
+    // 60 KB of flow-style nesting (quadratic in some YAML paths) is refused by the depth bound.
+    let hostile = format!("a: {}{}", "[".repeat(30_000), "]".repeat(30_000));
+    assert!(parse_skill(&hostile, Format::Yaml).is_err());
+
+    let big = format!("description: \"{}\"\n", "x".repeat(MAX_SKILL_BYTES));
+    let err = parse_skill(&big, Format::Yaml).unwrap_err();
+    assert!(
+        matches!(err, LoadError::TooLarge { path: None, .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains(&format!("at most {MAX_SKILL_BYTES} bytes")),
+        "{err}"
+    );
+}
+
+#[test]
+fn errors_of_a_file_name_the_file() {
+    let dir = std::env::temp_dir().join(format!("skill-syntax-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("broken.yaml");
+    std::fs::write(&path, "name: [unclosed\n").unwrap();
+    let err = load_skill(&path).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{}: not valid YAML", path.display())),
+        "{err}"
+    );
+    let big = dir.join("big.json");
+    std::fs::write(&big, vec![b' '; MAX_SKILL_BYTES + 1]).unwrap();
+    let err = load_skill(&big).unwrap_err();
+    assert!(
+        matches!(err, LoadError::TooLarge { path: Some(ref p), .. } if p == &big),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_version_beyond_the_stores_integer_is_invalid() {
+    let yaml = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/skills/eurusd-sma-cross.yaml"
+    ))
+    .unwrap();
+    let line = yaml.lines().find(|l| l.starts_with("version:")).unwrap();
+    let over = yaml.replacen(line, "version: 3000000000", 1);
+    let Err(LoadError::Invalid { report }) = parse_skill(&over, Format::Yaml) else {
+        panic!("version 3000000000 must be invalid");
+    };
+    assert!(report.to_string().contains("version"), "{report}");
+    let max = yaml.replacen(line, "version: 2147483647", 1);
+    assert_eq!(
+        parse_skill(&max, Format::Yaml).unwrap().skill.version,
+        2_147_483_647
     );
 }
