@@ -106,26 +106,13 @@ pub fn load_skill(path: &Path) -> Result<LoadedSkill, LoadError> {
         });
     }
     let text = std::fs::read_to_string(path).map_err(io)?;
-    parse_skill(&text, format).map_err(|e| match e {
-        LoadError::Syntax {
-            path: None,
-            format,
-            message,
-        } => LoadError::Syntax {
-            path: Some(path.to_owned()),
-            format,
-            message,
-        },
-        LoadError::TooLarge {
-            path: None,
-            bytes,
-            max,
-        } => LoadError::TooLarge {
-            path: Some(path.to_owned()),
-            bytes,
-            max,
-        },
-        other => other,
+    parse_skill(&text, format).map_err(|mut e| {
+        if let LoadError::Syntax { path: file, .. } | LoadError::TooLarge { path: file, .. } =
+            &mut e
+        {
+            file.get_or_insert_with(|| path.to_owned());
+        }
+        e
     })
 }
 
