@@ -66,6 +66,7 @@ mod store;
 #[cfg(feature = "test-support")]
 pub mod test_support;
 mod traits;
+mod url;
 
 pub use codec::time_text;
 pub use error::{ConstraintKind, DbError};
@@ -87,6 +88,7 @@ pub use traits::{
 };
 /// Re-exported from `types`: a snapshot's `steps` are [`JsonText`].
 pub use types::JsonText;
+pub use url::redact_url;
 
 /// Opens the store `url` names and applies its migrations:
 /// `sqlite://path?mode=rwc` (or `sqlite:path`; the file is created on first use),

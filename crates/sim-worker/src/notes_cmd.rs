@@ -46,7 +46,7 @@ fn bad(message: impl std::fmt::Display) -> Failure {
 async fn open(target: &Target) -> Result<(Store, db::Deployment, Skill), Failure> {
     let store = db::connect(&target.db)
         .await
-        .map_err(|e| bad(format!("cannot open {}: {e}", target.db)))?;
+        .map_err(|e| bad(format!("cannot open {}: {e}", db::redact_url(&target.db))))?;
     let deployment = store.get_deployment(target.deployment).await.map_err(bad)?;
     let version = store
         .get_skill_version(deployment.skill_id, deployment.skill_version)
@@ -214,7 +214,7 @@ pub(crate) fn accept(args: AcceptArgs) -> Result<String, Failure> {
     crate::block_on(async move {
         let store = db::connect(&args.db)
             .await
-            .map_err(|e| bad(format!("cannot open {}: {e}", args.db)))?;
+            .map_err(|e| bad(format!("cannot open {}: {e}", db::redact_url(&args.db))))?;
         let at = args.at.unwrap_or_else(Utc::now);
         let note = store.accept_note(args.note, at).await.map_err(bad)?;
         Ok(format!(

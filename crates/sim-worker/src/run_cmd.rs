@@ -462,17 +462,23 @@ async fn simulate(
 ) -> Result<(String, serde_json::Value), Failure> {
     let store = db::connect_with(&url, durability_for(&url))
         .await
-        .map_err(|e| bad(format!("--db {url}: {e}")))?;
+        .map_err(|e| bad(format!("--db {}: {e}", db::redact_url(&url))))?;
     let d = &p.input.deployment;
     if store.get_deployment(d.deployment_id).await.is_ok() {
         return Err(bad(format!(
-            "{url} already holds this run (deployment {}); use a fresh --db",
+            "{} already holds this run (deployment {}); use a fresh --db",
+            db::redact_url(&url),
             d.deployment_id
         )));
     }
     register(&store, &p.input, p.skill_body.clone(), p.first_tick)
         .await
-        .map_err(|e| bad(format!("recording the deployment in {url}: {e}")))?;
+        .map_err(|e| {
+            bad(format!(
+                "recording the deployment in {}: {e}",
+                db::redact_url(&url)
+            ))
+        })?;
 
     let progress = Progress::new(p.ticks as u64, p.input.broker.initial_equity_usd);
     let result = run_backtest(&p.input, p.model.as_ref(), &store, |outcome, state| {
@@ -492,7 +498,7 @@ async fn simulate(
     let closed = store
         .close()
         .await
-        .map_err(|e| bad(format!("closing {url}: {e}")));
+        .map_err(|e| bad(format!("closing {}: {e}", db::redact_url(&url))));
     let written = written?;
     closed?;
     Ok(written)
@@ -507,6 +513,8 @@ fn write_outputs(
     store: &Store,
     url: &str,
 ) -> Result<(String, serde_json::Value), Failure> {
+    // What the outputs show of the store: never its password.
+    let url = &*db::redact_url(url);
     let write = |name: &str, body: &[u8]| {
         let path = out.join(name);
         std::fs::write(&path, body)

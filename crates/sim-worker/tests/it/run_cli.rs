@@ -474,3 +474,79 @@ fn a_news_file_reaches_the_news_section_only_within_its_window() {
             .contains("No headlines about EURUSD in the last 6h.")
     );
 }
+
+/// The URL of `db` with a password the server ignores (trust auth) but a careless program would
+/// print: `postgres://postgres:s3cret-pw@127.0.0.1:5432/name`.
+fn with_password(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    match rest.split_once('@') {
+        Some((user, host)) => format!(
+            "{scheme}://{}:s3cret-pw@{host}",
+            user.split(':').next().unwrap()
+        ),
+        None => format!("{scheme}://postgres:s3cret-pw@{rest}"),
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_store_password_is_never_shown() {
+    let test_db = db::test_support::pg::TestDatabase::create("sim_worker_redact_", 2).await;
+    let url = with_password(&test_db.url());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let bars = eurusd();
+    let args = [
+        "run",
+        "--skill",
+        &skill(),
+        "--bars",
+        &bars,
+        "--to",
+        "2017-05-03",
+        "--db",
+        &url,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let o = run(&args);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("postgres:***@"), "{}", o.stdout);
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains("postgres:***@"));
+    for (what, text) in [
+        ("stdout", &o.stdout),
+        ("stderr", &o.stderr),
+        ("report.html", &report),
+    ] {
+        assert!(
+            !text.contains("s3cret-pw"),
+            "{what} shows the password:\n{text}"
+        );
+    }
+    for name in ["summary.json", "trades.csv"] {
+        let text = std::fs::read_to_string(out.join(name)).unwrap();
+        assert!(!text.contains("s3cret-pw"), "{name} shows the password");
+    }
+
+    // Errors naming the store do not show it either: an unreachable server, a run already there.
+    let unreachable = "postgres://postgres:s3cret-pw@127.0.0.1:1/nowhere";
+    let mut bad = args;
+    bad[8] = unreachable;
+    let o = run(&bad);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("postgres:***@127.0.0.1:1"),
+        "{}",
+        o.stderr
+    );
+    let again = run(&args);
+    assert_ne!(again.code, 0);
+    assert!(
+        again.stderr.contains("already holds this run"),
+        "{}",
+        again.stderr
+    );
+    for text in [&o.stdout, &o.stderr, &again.stdout, &again.stderr] {
+        assert!(!text.contains("s3cret-pw"), "{text}");
+    }
+}
