@@ -26,9 +26,10 @@ pub const CHAT_TOOL_CAP: usize = 16;
 /// The writer label `remember` / `forget` leave in the facts' audit trail.
 pub const CHAT_ACTOR: &str = "chat-agent";
 
-/// Tool name: the caller's deployments (`detail`: summary, positions, trades, lessons).
+/// Tool name: the caller's deployments (`detail`: list, trades, lessons or full).
 pub const GET_MY_DEPLOYMENTS: &str = "get_my_deployments";
-/// Tool name: one of the caller's skills' results across its deployments.
+/// Tool name: one of the caller's skills' results over their deployments of it (`detail`:
+/// summary, trades, lessons or full).
 pub const GET_SKILL_PERFORMANCE: &str = "get_skill_performance";
 /// Tool name: scheduled market events ahead, with `your_exposure` for open positions.
 pub const GET_UPCOMING_EVENTS: &str = "get_upcoming_events";
