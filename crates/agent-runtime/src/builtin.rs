@@ -318,6 +318,7 @@ pub enum Cross {
     Up,
     /// fast ≥ slow one bar ago, fast < slow now.
     Down,
+    /// No cross on the last bar (or the averages are equal on both bars).
     None,
 }
 

@@ -69,6 +69,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod builtin;
 pub mod context;
 mod run;
@@ -98,16 +100,21 @@ use tools::ToolContext;
 /// Everything one tick produced: what the model saw and what it did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TickOutput {
+    /// The composed system prompt, byte for byte.
     pub system_prompt: String,
+    /// The user message with its per-section estimates.
     pub context: AssembledContext,
+    /// What the model loop did (steps, proposal, usage, cost).
     pub run: RunResult,
 }
 
 /// Why a tick could not start. (Failures once the model loop runs are in [`RunResult`].)
 #[derive(Debug, thiserror::Error)]
 pub enum TickError {
+    /// A data source of the context failed.
     #[error(transparent)]
     Context(#[from] ContextError),
+    /// The system prompt could not be composed from the skill and lessons.
     #[error("composing the system prompt: {0}")]
     Compose(#[from] ComposeError),
 }

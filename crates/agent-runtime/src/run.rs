@@ -18,6 +18,7 @@ pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 2_048;
 /// Knobs of the loop that are not part of the skill.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunOptions {
+    /// Output-token budget of each model call (`max_tokens` of the request).
     pub max_output_tokens: u32,
 }
 
@@ -35,18 +36,30 @@ impl Default for RunOptions {
 pub enum ToolOutcome {
     /// The tool's result, as sent back to the model (serialised once, for the model and the
     /// record).
-    Ok { result: JsonText },
+    Ok {
+        /// The result's JSON text.
+        result: JsonText,
+    },
     /// The tool refused or failed. `recoverable` errors went back to the model as the tool's
     /// result; the others ended the tick.
-    Error { message: String, recoverable: bool },
+    Error {
+        /// The error as the model (and the record) sees it ([`ToolError`]'s `Display`).
+        message: String,
+        /// Whether it went back to the model ([`ToolError::is_recoverable`]).
+        recoverable: bool,
+    },
 }
 
 /// One tool call of a step: the raw arguments exactly as the model sent them, and the outcome.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolCallRecord {
+    /// The call id the model gave (echoed with the tool's result).
     pub id: String,
+    /// The tool called.
     pub name: String,
+    /// The arguments' JSON text, byte for byte as the model sent it (even when malformed).
     pub arguments: String,
+    /// What the call did.
     pub outcome: ToolOutcome,
 }
 
@@ -55,8 +68,11 @@ pub struct ToolCallRecord {
 pub struct Step {
     /// 0-based.
     pub index: u32,
+    /// The text the model wrote in this call; `None` when it wrote none.
     pub text: Option<String>,
+    /// The tool calls it asked for, in order, with their outcomes.
     pub tool_calls: Vec<ToolCallRecord>,
+    /// Tokens this call used.
     pub usage: Usage,
     /// What the model reported for this call.
     pub finish: FinishReason,
@@ -65,30 +81,47 @@ pub struct Step {
 /// Why a tick ended in `error`. None of these leaves a proposal behind.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RunError {
+    /// The model call of a step failed (provider error, timeout, refusal).
     #[error("model call failed at step {step}: {source}")]
     Model {
+        /// The step (0-based).
         step: u32,
+        /// The model's error.
         #[source]
         source: ModelError,
     },
+    /// A tool call's arguments are not valid JSON.
     #[error("step {step}: the arguments of {tool} (call {call_id}) are not valid JSON: {message}")]
     MalformedArguments {
+        /// The step (0-based).
         step: u32,
+        /// The tool called.
         tool: String,
+        /// The call's id.
         call_id: String,
+        /// The JSON parser's error.
         message: String,
     },
+    /// The model called a tool that is not in its registry.
     #[error("step {step}: the model called {tool:?}, which is not one of its tools ({available})")]
     UnknownTool {
+        /// The step (0-based).
         step: u32,
+        /// The name called.
         tool: String,
+        /// The registered names, comma-separated.
         available: String,
     },
+    /// The skill's tool whitelist could not be hydrated ([`build_tools`]): no model call was
+    /// made.
     #[error("tools could not be prepared: {0}")]
     Tools(ToolError),
+    /// A tool failed with an error that is not recoverable ([`ToolError::is_recoverable`]).
     #[error("step {step}: {source}")]
     Tool {
+        /// The step (0-based).
         step: u32,
+        /// The tool's error.
         #[source]
         source: ToolError,
     },
@@ -99,15 +132,20 @@ pub enum RunError {
 pub struct RunResult {
     /// Every text the model wrote this tick, in order, joined by a blank line.
     pub text: String,
+    /// Every model call of the tick, in order.
     pub steps: Vec<Step>,
     /// The last successful `propose_order` of the tick; `None` means no-op, and is forced when
     /// the tick ends in error.
     pub proposed_action: Option<ProposedAction>,
     /// Summed over every model call, including those of a tick that ended in error.
     pub usage: Usage,
+    /// Estimated cost of `usage` at the model's rates ([`estimate_cost`]), in USD.
     pub cost_usd: Decimal,
     /// False when the model is not in the rate table (`cost_usd` is then 0).
     pub cost_known: bool,
+    /// Why the loop ended: the last call's finish reason; [`FinishReason::Error`] when the tick
+    /// ended in error; [`FinishReason::ToolCalls`] when the last allowed step still asked for
+    /// tools.
     pub finish_reason: FinishReason,
     /// Why the tick ended in error.
     #[serde(serialize_with = "display_opt")]

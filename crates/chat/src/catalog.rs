@@ -26,23 +26,37 @@ pub const CHAT_TOOL_CAP: usize = 16;
 /// The writer label `remember` / `forget` leave in the facts' audit trail.
 pub const CHAT_ACTOR: &str = "chat-agent";
 
+/// Tool name: the caller's deployments (`detail`: list, trades, lessons or full).
 pub const GET_MY_DEPLOYMENTS: &str = "get_my_deployments";
+/// Tool name: one of the caller's skills' results over their deployments of it (`detail`:
+/// summary, trades, lessons or full).
 pub const GET_SKILL_PERFORMANCE: &str = "get_skill_performance";
+/// Tool name: scheduled market events ahead, with `your_exposure` for open positions.
 pub const GET_UPCOMING_EVENTS: &str = "get_upcoming_events";
+/// Tool name: queue a fact about the caller (written when the turn ends).
 pub const REMEMBER: &str = "remember";
+/// Tool name: queue archiving one of the caller's facts (written when the turn ends).
 pub const FORGET: &str = "forget";
 
 /// A change to the caller's facts a tool call asked for, applied when the turn ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FactOp {
+    /// Store a new fact (`remember`).
     Remember {
+        /// The new fact's id: UUID v5 of the turn id and the call's order in the turn.
         id: Uuid,
+        /// The fact's text, within the fact bounds.
         fact: String,
+        /// Optional short topic.
         topic: Option<String>,
+        /// How sure the coach is.
         confidence: FactConfidence,
     },
+    /// Archive one of the caller's active facts (`forget`).
     Forget {
+        /// The fact to archive.
         id: Uuid,
+        /// Why.
         reason: ArchiveReason,
     },
 }
@@ -80,10 +94,13 @@ impl Journal {
 /// What the catalog's tools share during one turn.
 #[derive(Clone)]
 pub struct ChatToolContext {
+    /// The caller's data, loaded before the turn ([`crate::load_chat_data`]).
     pub data: Arc<ChatData>,
+    /// Where `remember` / `forget` queue their changes.
     pub journal: Arc<Journal>,
     /// Bars for `your_exposure`.
     pub market: Arc<dyn MarketData>,
+    /// How `your_exposure` measures a past event's move.
     pub window: MoveWindow,
     /// Ids of remembered facts are UUID v5 of this id and the call's order in the turn, so a
     /// turn replayed with the same id remembers under the same ids.
@@ -124,25 +141,43 @@ fn to_value<T: Serialize>(v: &T) -> Value {
 /// One closed ledger row as the `trades` detail shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TradeRow {
+    /// The ledger row's id.
     pub id: Uuid,
+    /// The deployment that traded it.
     pub deployment_id: Uuid,
+    /// The symbol traded.
     pub symbol: String,
+    /// Long or short.
     pub side: Side,
+    /// Time of the opening fill (UTC).
     pub entry_at: DateTime<Utc>,
+    /// Average entry price.
     pub entry_price: Decimal,
+    /// Time of the latest closing fill (UTC); `None` while nothing was closed.
     pub exit_at: Option<DateTime<Utc>>,
+    /// Quantity-weighted average exit price; `None` while nothing was closed.
     pub exit_price: Option<Decimal>,
     /// Notional opened, USD.
     pub size_usd: Decimal,
+    /// Base quantity opened over the round trip.
     pub qty: Decimal,
+    /// Realized PnL before fees, USD.
     pub gross_pnl_usd: Decimal,
+    /// Fees paid, USD.
     pub fees_usd: Decimal,
+    /// `gross_pnl_usd − fees_usd`, USD.
     pub net_pnl_usd: Decimal,
+    /// Max favourable excursion in USD (≥ 0).
     pub mfe_usd: Decimal,
+    /// Max adverse excursion in USD (≤ 0).
     pub mae_usd: Decimal,
+    /// Minutes from entry to exit; `None` while open.
     pub holding_minutes: Option<Decimal>,
+    /// The market regime at entry, when tagged.
     pub regime_tag: Option<types::RegimeTag>,
+    /// The proposal's reason for the entry (one line, bounded), when known.
     pub entry_reason: Option<String>,
+    /// The reason for the exit, when known.
     pub exit_reason: Option<String>,
 }
 
@@ -175,17 +210,23 @@ impl From<&TradeRecord> for TradeRow {
 /// Aggregate results over closed ledger rows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PerformanceSummary {
+    /// Closed round trips.
     pub closed_trades: usize,
+    /// Closed round trips with a positive net PnL.
     pub wins: usize,
     /// Share of closed trades with a positive net PnL, a fraction (4 decimals); `None` without
     /// closed trades.
     pub win_rate: Option<Decimal>,
+    /// Σ realized PnL of the closed rows before fees, USD.
     pub gross_pnl_usd: Decimal,
+    /// Σ fees of the closed rows, USD.
     pub fees_usd: Decimal,
+    /// `gross_pnl_usd − fees_usd`, USD.
     pub net_pnl_usd: Decimal,
     /// Deepest fall of the cumulative net realized PnL from its running peak (≥ 0), trades in
     /// exit order.
     pub max_drawdown_usd: Decimal,
+    /// Rows still open.
     pub open_positions: usize,
 }
 

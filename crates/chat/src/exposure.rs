@@ -19,7 +19,9 @@ pub const MOVE_DECIMALS: u32 = 6;
 /// plus `window`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MoveWindow {
+    /// The bars' interval.
     pub interval: Interval,
+    /// How long after the event the move is measured.
     pub window: Duration,
 }
 

@@ -54,6 +54,8 @@
 //! assert!(ctx.journal.take().is_empty());
 //! ```
 
+#![warn(missing_docs)]
+
 mod catalog;
 mod data;
 pub mod exposure;
@@ -75,8 +77,10 @@ pub use turn::{
 /// Why a chat turn could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum ChatError {
+    /// A store read or write failed.
     #[error("store: {0}")]
     Store(#[from] db::DbError),
+    /// The chat system prompt could not be composed.
     #[error(transparent)]
     Compose(#[from] prompt_compose::ComposeError),
 }

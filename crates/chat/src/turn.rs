@@ -69,22 +69,31 @@ pub struct ChatTurn {
     pub turn_id: Uuid,
     /// The caller; every read and write is theirs.
     pub user_id: Uuid,
+    /// The caller's plan (the prompt's TIER segment).
     pub tier: Tier,
+    /// How the chat was opened: authoring, coach or ops (the MODE segment).
     pub mode: ChatMode,
+    /// The skill or deployment the chat is about, if any; a skill focus also injects that
+    /// skill's facts.
     pub focus: Option<Focus>,
     /// The conversation before this turn (as a previous [`ChatTurnOutput::messages`]).
     pub history: Vec<Message>,
+    /// What the user wrote this turn (data for the model, never instructions to the runtime).
     pub user_message: String,
+    /// The turn's time (UTC): reads are as of it and injected facts are bumped to it.
     pub now: DateTime<Utc>,
+    /// Most model calls in the turn (at least 1 is made; [`DEFAULT_CHAT_MAX_STEPS`] is the usual).
     pub max_steps: u32,
     /// [`RunMode::ReadOnly`] refuses `remember` and `forget` (the registry's guard).
     pub run_mode: RunMode,
+    /// Knobs of the model loop (output-token budget per call).
     pub options: RunOptions,
 }
 
 /// What a turn did.
 #[derive(Debug, Clone)]
 pub struct ChatTurnOutput {
+    /// The chat system prompt the model got, byte for byte.
     pub system_prompt: String,
     /// The facts the prompt showed (their reference bumped to the turn's time).
     pub facts_injected: Vec<UserFact>,

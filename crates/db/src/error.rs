@@ -3,9 +3,13 @@ use std::fmt;
 /// Which kind of database constraint rejected a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConstraintKind {
+    /// A unique constraint or unique index (a duplicate id, a second open ledger row for a symbol, ...).
     Unique,
+    /// A `CHECK` constraint (a bound or an enumeration the schema enforces).
     Check,
+    /// A foreign key: the row references a user, skill, deployment or note that does not exist.
     ForeignKey,
+    /// A `NOT NULL` column was given no value.
     NotNull,
 }
 
@@ -25,43 +29,73 @@ impl fmt::Display for ConstraintKind {
 pub enum DbError {
     /// The row the operation needs does not exist (or is not visible to the caller).
     #[error("{entity} {id} not found")]
-    NotFound { entity: &'static str, id: String },
+    NotFound {
+        /// What was looked up: `"skill"`, `"deployment"`, `"decision snapshot"`, ...
+        entity: &'static str,
+        /// The key it was looked up by, as text (an id; `{skill_id} v{version}` for a skill
+        /// version; the user or lease owner in parentheses or before a colon where it matters).
+        id: String,
+    },
 
     /// The database refused the write. `constraint` is the constraint's name on PostgreSQL and
     /// what SQLite reports on SQLite (the CHECK name, or `table.column` for unique indexes).
     #[error("{context}: {kind} constraint `{constraint}` rejected the write ({message})")]
     Constraint {
+        /// What the store was doing, e.g. `"inserting fill"`.
         context: &'static str,
+        /// Which kind of constraint.
         kind: ConstraintKind,
+        /// The constraint's name (PostgreSQL) or what SQLite names (CHECK name or `table.column`); empty
+        /// when the driver names none.
         constraint: String,
+        /// The database's own message.
         message: String,
     },
 
     /// A text field is outside its bounds (checked in Rust before the database sees it).
     #[error("{field} has {actual} characters; allowed {min}..={max}")]
     Bound {
+        /// The bounded field, e.g. `"skill name"`, `"fact"`, `"lessons"`.
         field: &'static str,
+        /// Its length in characters (Unicode scalar values, not bytes).
         actual: usize,
+        /// The fewest characters allowed.
         min: usize,
+        /// The most characters allowed.
         max: usize,
     },
 
     /// The input is not acceptable for a reason other than length.
     #[error("invalid {what}: {detail}")]
-    Invalid { what: &'static str, detail: String },
+    Invalid {
+        /// What was refused, e.g. `"skill version"`, `"limit"`, `"SQLite URL"`.
+        what: &'static str,
+        /// Why, with the offending value.
+        detail: String,
+    },
 
     /// A stored value could not be turned back into its Rust type.
     #[error("cannot decode column `{column}`: {detail}")]
-    Decode { column: String, detail: String },
+    Decode {
+        /// The column (or JSON field) that failed to decode.
+        column: String,
+        /// Why, from the decoder.
+        detail: String,
+    },
 
     /// The URL given to [`connect`](crate::connect) names no supported backend.
     #[error("unsupported database URL scheme `{scheme}`: expected sqlite:… or postgres://…")]
-    UnsupportedUrl { scheme: String },
+    UnsupportedUrl {
+        /// The URL's scheme (the text before the first `:`).
+        scheme: String,
+    },
 
     /// Applying the embedded migrations failed.
     #[error("running {backend} migrations: {source}")]
     Migrate {
+        /// `"SQLite"` or `"PostgreSQL"`.
         backend: &'static str,
+        /// sqlx's migration error.
         #[source]
         source: sqlx::migrate::MigrateError,
     },
@@ -73,22 +107,29 @@ pub enum DbError {
          the tick at {tick_at} is stale and was not written"
     )]
     StaleState {
+        /// The deployment whose state is ahead.
         deployment_id: uuid::Uuid,
+        /// The tick that was refused (UTC).
         tick_at: chrono::DateTime<chrono::Utc>,
+        /// The tick of the state already stored (UTC), at or after `tick_at`.
         stored_tick_at: chrono::DateTime<chrono::Utc>,
     },
 
     /// A retried write kept conflicting with concurrent writers.
     #[error("{context}: still conflicting after {attempts} attempts")]
     Contention {
+        /// What the store was doing.
         context: &'static str,
+        /// How many times it tried.
         attempts: u32,
     },
 
     /// Any other driver or server error.
     #[error("{context}: {source}")]
     Backend {
+        /// What the store was doing, e.g. `"opening SQLite database"`.
         context: &'static str,
+        /// The driver's error.
         #[source]
         source: sqlx::Error,
     },

@@ -56,6 +56,8 @@
 //! # }).unwrap();
 //! ```
 
+#![warn(missing_docs)]
+
 mod codec;
 mod error;
 mod imp;

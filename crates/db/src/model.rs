@@ -12,29 +12,38 @@ use uuid::Uuid;
 /// An account: `auth.users` on PostgreSQL, `users` on SQLite.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct User {
+    /// The user's id (`auth.users.id` on PostgreSQL: the JWT's `sub`).
     pub id: Uuid,
+    /// Contact address, when known; never used for lookups.
     pub email: Option<String>,
 }
 
 /// A skill (the strategy a user authors); its content lives in [`SkillVersion`]s.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Skill {
+    /// The skill's id.
     pub id: Uuid,
+    /// The author who owns it.
     pub user_id: Uuid,
     /// 1..=200 characters.
     pub name: String,
+    /// When it was created (UTC).
     pub created_at: DateTime<Utc>,
 }
 
 /// One immutable version of a skill document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SkillVersion {
+    /// The skill this is a version of.
     pub skill_id: Uuid,
     /// ≥ 1.
     pub version: i32,
     /// The skill document as JSON (skill-schema's `Skill`); stored as given.
     pub body: serde_json::Value,
+    /// The model id the version runs with, e.g. `builtin/sma-cross:5:20` or
+    /// `anthropic/claude-sonnet-4-5`.
     pub model: String,
+    /// When the version was added (UTC).
     pub created_at: DateTime<Utc>,
 }
 
@@ -42,11 +51,14 @@ pub struct SkillVersion {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BrokerKind {
+    /// The in-process paper broker (simulated fills, fees and slippage; no exchange).
     Paper,
+    /// A Hyperliquid account: the exchange's fills and positions are authoritative.
     Hyperliquid,
 }
 
 impl BrokerKind {
+    /// The stored text: `"paper"` or `"hyperliquid"`.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -55,6 +67,7 @@ impl BrokerKind {
         }
     }
 
+    /// The kind whose [`as_str`](Self::as_str) is `s`; `None` for any other text.
     #[must_use]
     pub fn parse(s: &str) -> Option<Self> {
         [BrokerKind::Paper, BrokerKind::Hyperliquid]
@@ -67,12 +80,16 @@ impl BrokerKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DeploymentStatus {
+    /// Ticks at every bar close (the runner claims it when due).
     Active,
+    /// Not ticked until set active again; its state and ledger are kept.
     Paused,
+    /// Retired by its owner: not ticked; its rows stay readable.
     Stopped,
 }
 
 impl DeploymentStatus {
+    /// The stored text: `"active"`, `"paused"` or `"stopped"`.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -82,6 +99,7 @@ impl DeploymentStatus {
         }
     }
 
+    /// The status whose [`as_str`](Self::as_str) is `s`; `None` for any other text.
     #[must_use]
     pub fn parse(s: &str) -> Option<Self> {
         [
@@ -97,48 +115,70 @@ impl DeploymentStatus {
 /// A skill version running against a broker for a user.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Deployment {
+    /// The deployment's id (the namespace of its tick, note and run ids).
     pub id: Uuid,
+    /// The user who deployed it and owns its rows.
     pub user_id: Uuid,
+    /// The skill it runs.
     pub skill_id: Uuid,
+    /// The skill version it runs (fixed for the deployment's life).
     pub skill_version: i32,
+    /// Where it trades.
     pub broker: BrokerKind,
+    /// Whether the runner ticks it.
     pub status: DeploymentStatus,
+    /// Equity at deployment, in USD.
     pub initial_equity_usd: Decimal,
     /// Last equity the runner recorded (see [`TickRecord::equity_usd`]).
     pub equity_usd: Decimal,
     /// Deployer settings (risk caps, symbols, ...) as JSON.
     pub config: serde_json::Value,
+    /// When it was deployed (UTC).
     pub created_at: DateTime<Utc>,
     /// Scheduling and leasing for a multi-process runner; `None` until one uses them.
     pub next_tick_at: Option<DateTime<Utc>>,
+    /// The runner (its owner id) holding the lease; `None` when not leased.
     pub lease_owner: Option<String>,
+    /// When that lease ends (UTC); an expired lease may be claimed by another runner.
     pub lease_expires_at: Option<DateTime<Utc>>,
 }
 
 /// One `decision_snapshots` row: everything the agent saw and did on one tick (the firehose).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DecisionSnapshot {
+    /// The snapshot's id (UUID v5 of the deployment and tick time when `tick` writes it).
     pub id: Uuid,
+    /// The deployment that ticked.
     pub deployment_id: Uuid,
     /// The tick's time; unique per deployment.
     pub tick_at: DateTime<Utc>,
+    /// The system prompt the model got, byte for byte.
     pub system_prompt: String,
     /// The user message (assembled context).
     pub context: String,
     /// The model loop's steps (tool calls and results) as the runtime serialises them.
     pub steps: JsonText,
+    /// The last successful `propose_order` of the tick; `None` when the model proposed nothing.
     pub proposal: Option<ProposedAction>,
+    /// The execution engine's verdict (executed, rejected with its rule code, or no-op).
     pub verdict: Verdict,
+    /// The model id that ran the tick.
     pub model: String,
+    /// Why the model's last response ended, as `FinishReason::as_str` writes it (`"stop"`,
+    /// `"length"`, `"tool-calls"`, `"error"`); `tick` always sets it.
     pub finish_reason: Option<String>,
+    /// Tokens used by every model call of the tick, summed.
     pub usage: Usage,
+    /// Estimated cost of those calls, in USD.
     pub cost_usd: Decimal,
 }
 
 /// A recorded broker fill with the ledger rows it was applied to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredFill {
+    /// The deployment the fill belongs to.
     pub deployment_id: Uuid,
+    /// The fill as the broker reported it.
     pub fill: Fill,
     /// The ledger row the fill applied to (for a fill that crossed zero: the row it closed).
     pub trade_id: Option<Uuid>,
@@ -149,8 +189,11 @@ pub struct StoredFill {
 /// Links a fill (by broker id) to the ledger rows it changed. See [`StoredFill`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FillTradeLink {
+    /// The fill's broker id ([`types::Fill::id`]).
     pub broker_fill_id: String,
+    /// The ledger row it applied to (for a fill that crossed zero: the row it closed).
     pub trade_id: Uuid,
+    /// For a fill that crossed zero: the row its opening leg started.
     pub flip_trade_id: Option<Uuid>,
 }
 
@@ -158,6 +201,7 @@ pub struct FillTradeLink {
 /// [`TickStore::record_tick`](crate::TickStore::record_tick).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TickRecord {
+    /// The decision snapshot of the tick.
     pub snapshot: DecisionSnapshot,
     /// Broker fills seen this tick. A fill already stored (same deployment and broker id) is
     /// skipped, never duplicated.
@@ -180,9 +224,11 @@ pub struct TickRecord {
 /// [`TickRecord::runner_state`]); read back by [`TickStore::runner_state`](crate::TickStore::runner_state).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredRunnerState {
+    /// The deployment whose state this is.
     pub deployment_id: Uuid,
     /// The tick this state is the result of.
     pub tick_at: DateTime<Utc>,
+    /// The caller's state, as the caller serialised it.
     pub state: serde_json::Value,
 }
 
@@ -190,7 +236,9 @@ pub struct StoredRunnerState {
 /// ([`LeaseStore::mark_attempt`](crate::LeaseStore::mark_attempt)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TickAttempt {
+    /// The runner that started it (its lease owner id).
     pub owner: String,
+    /// The tick it started (the bar close, UTC).
     pub tick_at: DateTime<Utc>,
 }
 
@@ -198,33 +246,51 @@ pub struct TickAttempt {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TickOutcome {
     /// The tick was written.
-    Recorded { snapshot_id: Uuid },
+    Recorded {
+        /// The id of the snapshot written.
+        snapshot_id: Uuid,
+    },
     /// A snapshot for this deployment and tick time (or with this id) already existed: nothing
     /// was written. `snapshot_id` is the stored one.
-    AlreadyRecorded { snapshot_id: Uuid },
+    AlreadyRecorded {
+        /// The id of the snapshot already stored.
+        snapshot_id: Uuid,
+    },
 }
 
 /// Whose reflection notes: a deployment's, or a skill version's skill-scoped ones
 /// (`deployment_id IS NULL`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NoteScope {
+    /// The notes of one deployment.
     Deployment(Uuid),
-    Skill { skill_id: Uuid, skill_version: i32 },
+    /// The skill-scoped notes of one skill version (shared by its deployments).
+    Skill {
+        /// The skill.
+        skill_id: Uuid,
+        /// Its version.
+        skill_version: i32,
+    },
 }
 
 /// A note to insert; it becomes the active note of its scope and supersedes the previous one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NewNote {
+    /// The note's id (UUID v5 of the deployment and generation time when `tick` writes it).
     pub id: Uuid,
+    /// The skill the note is about.
     pub skill_id: Uuid,
+    /// The skill version the note is about.
     pub skill_version: i32,
     /// `None` = a skill-scoped note.
     pub deployment_id: Option<Uuid>,
+    /// When the reflection generated it (UTC); the note is in force from then, never earlier.
     pub generated_at: DateTime<Utc>,
     /// Counts must fit the signed columns (`trades_considered` an `i32`, tokens an `i64`);
     /// `insert_note` rejects the note otherwise.
     #[serde(flatten)]
     pub content: NoteContent,
+    /// The linter's flag; `Some` stores the note pending review (never injected until accepted).
     pub lint: Option<NoteLint>,
 }
 
@@ -247,36 +313,58 @@ impl NewNote {
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum RunOutcome {
     /// A note was produced (and inserted, when `note_id` is set).
-    Succeeded { note_id: Option<Uuid> },
+    Succeeded {
+        /// The note inserted; `None` when the run produced no note to store.
+        note_id: Option<Uuid>,
+    },
     /// The run failed; the active note is untouched. The error is cut to 2000 characters.
-    Failed { error: String },
+    Failed {
+        /// What went wrong (at most 2000 characters).
+        error: String,
+    },
 }
 
 /// One reflection attempt (`reflection_runs`), successful or not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReflectionRun {
+    /// The run's id (UUID v5 of the deployment and tick time when `tick` writes it).
     pub id: Uuid,
+    /// The skill reflected on.
     pub skill_id: Uuid,
+    /// Its version.
     pub skill_version: i32,
+    /// The deployment reflected on; `None` for a skill-scoped run.
     pub deployment_id: Option<Uuid>,
+    /// When the run started (UTC).
     pub started_at: DateTime<Utc>,
+    /// When it ended (UTC).
     pub finished_at: DateTime<Utc>,
+    /// Whether it produced a note or failed, and why.
     pub outcome: RunOutcome,
+    /// The reflection model's id.
     pub model: String,
+    /// Input tokens the reflection model used; `None` when no model call was made or it reported none.
     pub input_tokens: Option<i64>,
+    /// Output tokens; `None` as for `input_tokens`.
     pub output_tokens: Option<i64>,
+    /// Estimated cost in USD; `None` when unknown.
     pub cost_usd: Option<Decimal>,
 }
 
 /// A fact to remember (ADR-0020 `remember`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NewFact {
+    /// The fact's id.
     pub id: Uuid,
+    /// The user the fact is about (and who owns it).
     pub user_id: Uuid,
+    /// The skill it is about; `None` for a user-wide fact.
     pub skill_id: Option<Uuid>,
     /// [`types::MIN_FACT_CHARS`]..=[`types::MAX_FACT_CHARS`] characters.
     pub fact: String,
+    /// Where the fact came from (a chat `remember`, the profile page, inferred).
     pub source: FactSource,
+    /// How sure the writer is.
     pub confidence: FactConfidence,
     /// 1..=[`types::MAX_FACT_TOPIC_CHARS`] characters.
     pub topic: Option<String>,
@@ -287,15 +375,21 @@ pub struct NewFact {
 /// A fact edit (profile page: correct the text, promote or demote confidence).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FactEdit {
+    /// New text; `None` keeps it.
     pub fact: Option<String>,
+    /// New confidence; `None` keeps it.
     pub confidence: Option<FactConfidence>,
+    /// New topic: `None` keeps it, `Some(None)` clears it, `Some(Some(t))` sets it.
     pub topic: Option<Option<String>>,
 }
 
 /// Why and by whom a fact is forgotten.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Forget {
+    /// Why it is archived.
     pub reason: ArchiveReason,
+    /// When it was forgotten (UTC).
     pub at: DateTime<Utc>,
+    /// Who forgot it (recorded in the audit trail), e.g. `chat-agent`, `profile`.
     pub actor: String,
 }

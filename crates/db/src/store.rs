@@ -25,7 +25,9 @@ use crate::{DbError, PgStore, SqliteStore};
 /// A connected store: SQLite (embedded) or PostgreSQL (production).
 #[derive(Debug, Clone)]
 pub enum Store {
+    /// The embedded SQLite store.
     Sqlite(SqliteStore),
+    /// The PostgreSQL store.
     Postgres(PgStore),
 }
 

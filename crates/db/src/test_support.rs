@@ -32,12 +32,17 @@ pub fn at(minutes: i64) -> DateTime<Utc> {
 /// A user, a skill, its version 1 and an active paper deployment, as stored by [`seed`].
 #[derive(Debug, Clone)]
 pub struct Fixture {
+    /// The user (fresh id, email `{id}@example.test`).
     pub user: User,
+    /// Their skill "BTC breakout".
     pub skill: Skill,
+    /// Its version 1, model `builtin/scripted`.
     pub version: SkillVersion,
+    /// An active paper deployment of version 1 with $10,000 of equity.
     pub deployment: Deployment,
 }
 
+/// A user with a fresh id and an `@example.test` email (not stored).
 #[must_use]
 pub fn sample_user() -> User {
     let id = Uuid::new_v4();
@@ -47,6 +52,7 @@ pub fn sample_user() -> User {
     }
 }
 
+/// A skill "BTC breakout" of `user_id`, fresh id, created at [`t0`] (not stored).
 #[must_use]
 pub fn sample_skill(user_id: Uuid) -> Skill {
     Skill {
@@ -57,6 +63,8 @@ pub fn sample_skill(user_id: Uuid) -> Skill {
     }
 }
 
+/// Version `version` of `skill_id`: a thesis skill document, model `builtin/scripted`, created
+/// at [`t0`] (not stored).
 #[must_use]
 pub fn sample_skill_version(skill_id: Uuid, version: i32) -> SkillVersion {
     SkillVersion {
@@ -71,6 +79,8 @@ pub fn sample_skill_version(skill_id: Uuid, version: i32) -> SkillVersion {
     }
 }
 
+/// An active paper deployment of the skill version, fresh id, $10,000 initial and current equity,
+/// symbols BTC and ETH, unscheduled and unleased (not stored).
 #[must_use]
 pub fn sample_deployment(user_id: Uuid, skill_id: Uuid, skill_version: i32) -> Deployment {
     Deployment {
@@ -268,10 +278,13 @@ pub mod pg {
     use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
     use sqlx::{ConnectOptions, Connection, Executor, PgConnection, PgPool, Row};
 
+    /// The server tests use when `TEST_DATABASE_URL` is unset: the development machines' local
+    /// PostgreSQL (trust auth, user `postgres`).
     pub const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
     /// A throwaway database; dropped (with `WITH (FORCE)`) when this value is dropped.
     pub struct TestDatabase {
+        /// A pool on the test database.
         pub pool: PgPool,
         admin: PgConnectOptions,
         name: String,

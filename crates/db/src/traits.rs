@@ -28,11 +28,15 @@ pub trait RegistryStore {
     /// [`DbError::Backend`] on driver failure.
     fn upsert_user(&self, user: &User) -> impl Future<Output = Result<(), DbError>> + Send;
 
+    /// Inserts a new skill (its content comes with [`add_skill_version`](Self::add_skill_version)).
+    ///
     /// # Errors
     /// [`DbError::Bound`] for a name outside 1..=200 characters; [`DbError::Constraint`] for an
     /// unknown user or a duplicate id.
     fn create_skill(&self, skill: &Skill) -> impl Future<Output = Result<(), DbError>> + Send;
 
+    /// The skill with this id.
+    ///
     /// # Errors
     /// [`DbError::NotFound`] when no skill has this id.
     fn get_skill(&self, id: Uuid) -> impl Future<Output = Result<Skill, DbError>> + Send;
@@ -47,6 +51,8 @@ pub trait RegistryStore {
         version: &SkillVersion,
     ) -> impl Future<Output = Result<(), DbError>> + Send;
 
+    /// Version `version` of the skill.
+    ///
     /// # Errors
     /// [`DbError::NotFound`] when the skill has no such version.
     fn get_skill_version(
@@ -64,6 +70,8 @@ pub trait RegistryStore {
         skill_id: Uuid,
     ) -> impl Future<Output = Result<SkillVersion, DbError>> + Send;
 
+    /// Inserts a new deployment of a stored skill version.
+    ///
     /// # Errors
     /// [`DbError::Constraint`] for an unknown user or skill version or a duplicate id.
     fn create_deployment(
@@ -71,6 +79,8 @@ pub trait RegistryStore {
         deployment: &Deployment,
     ) -> impl Future<Output = Result<(), DbError>> + Send;
 
+    /// The deployment with this id.
+    ///
     /// # Errors
     /// [`DbError::NotFound`] when no deployment has this id.
     fn get_deployment(&self, id: Uuid) -> impl Future<Output = Result<Deployment, DbError>> + Send;
@@ -94,6 +104,8 @@ pub trait RegistryStore {
         user_id: Uuid,
     ) -> impl Future<Output = Result<Vec<Deployment>, DbError>> + Send;
 
+    /// Sets the deployment's lifecycle status (a paused or stopped deployment is not claimed).
+    ///
     /// # Errors
     /// [`DbError::NotFound`] when no deployment has this id.
     fn set_deployment_status(
@@ -228,6 +240,8 @@ pub trait TickStore: Sync {
         ticks: &[TickRecord],
     ) -> impl Future<Output = Result<Vec<TickOutcome>, DbError>> + Send;
 
+    /// The decision snapshot with this id.
+    ///
     /// # Errors
     /// [`DbError::NotFound`] when no snapshot has this id.
     fn get_snapshot(
@@ -269,6 +283,8 @@ pub trait TickStore: Sync {
 /// Ledger and fill reads. Writes go through [`TickStore::record_tick`].
 #[cfg_attr(feature = "mock", mockall::automock)]
 pub trait LedgerStore {
+    /// The ledger row with this id.
+    ///
     /// # Errors
     /// [`DbError::NotFound`] when no row has this id.
     fn get_trade(&self, id: Uuid) -> impl Future<Output = Result<TradeRecord, DbError>> + Send;

@@ -16,12 +16,22 @@ use crate::schedule::next_close_after;
 /// Why an operator command failed.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
+    /// The store failed or refused a write.
     #[error("store: {0}")]
     Db(#[from] db::DbError),
+    /// The skill file could not be read, parsed or validated.
     #[error("skill file {path}: {message}")]
-    Skill { path: String, message: String },
+    Skill {
+        /// The file, as given.
+        path: String,
+        /// Every problem the loader found.
+        message: String,
+    },
+    /// The command was refused: a bad request (broker without its config, a skill version that
+    /// does not fit, ...) or a statement that failed, stated in full.
     #[error("{0}")]
     Refused(String),
+    /// The calendar file has bad rows (each named with its line).
     #[error("calendar {0}")]
     Calendar(#[from] market_data::DataError),
 }
@@ -46,6 +56,7 @@ pub async fn import_events<S: EventStore + Sync>(
 /// What `migrate` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MigrateReport {
+    /// `"sqlite"` or `"postgres"`.
     pub backend: &'static str,
     /// Versions and descriptions of the schema migrations now applied.
     pub applied: Vec<(i64, String)>,
@@ -84,7 +95,9 @@ pub async fn migrate(url: &str) -> Result<MigrateReport, AdminError> {
 /// What `deploy` stores.
 #[derive(Debug, Clone)]
 pub struct DeployRequest {
+    /// The user who owns the deployment (created when missing).
     pub owner: Uuid,
+    /// Paper or Hyperliquid.
     pub broker: db::BrokerKind,
     /// The paper account's starting equity. Zero for a Hyperliquid deployment: its equity is
     /// the exchange account's.
@@ -277,20 +290,29 @@ async fn ensure_user(store: &Store, id: Uuid) -> Result<(), AdminError> {
 /// One line of `deployments`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeploymentRow {
+    /// The deployment's id.
     pub id: Uuid,
+    /// The user who owns it.
     pub owner: Uuid,
+    /// `{skill name} v{version}` (the skill id instead of the name when it cannot be read).
     pub skill: String,
+    /// `active`, `paused` or `stopped`.
     pub status: &'static str,
+    /// `paper` or `hyperliquid`.
     pub broker: &'static str,
+    /// Time of its latest recorded tick; `None` before the first.
     pub last_tick: Option<DateTime<Utc>>,
+    /// Ledger rows still open.
     pub open_positions: usize,
+    /// Σ `realized_pnl_usd` of its ledger rows (closed rows and the realized part of open ones),
+    /// USD, gross of fees as the ledger records it.
     pub realized_pnl_usd: Decimal,
     /// The exchange account of a Hyperliquid deployment, `account@network`.
     pub account: Option<String>,
 }
 
 /// Every deployment with its last tick, open positions and realized PnL (closed rows and the
-/// realized part of open ones, net of fees as the ledger records it), and the exchange account
+/// realized part of open ones, gross of fees as the ledger records it), and the exchange account
 /// of a Hyperliquid deployment.
 ///
 /// # Errors

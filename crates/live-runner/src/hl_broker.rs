@@ -134,29 +134,46 @@ fn is_env_name(s: &str) -> bool {
 /// Why a Hyperliquid deployment's broker cannot be built. Never contains the key.
 #[derive(Debug, thiserror::Error)]
 pub enum HlBrokerError {
+    /// The environment variable the config names is unset or blank.
     #[error(
         "the environment variable {var} holding the private key of Hyperliquid account \
          {account} is not set"
     )]
-    MissingKey { var: String, account: Address },
+    MissingKey {
+        /// The variable's name (`key_env`).
+        var: String,
+        /// The deployment's account.
+        account: Address,
+    },
+    /// The variable does not hold a valid secp256k1 private key in hex.
     #[error("the environment variable {var} does not hold a usable private key: {source}")]
     InvalidKey {
+        /// The variable's name.
         var: String,
+        /// Why the key was refused (never the key itself).
         #[source]
         source: HlError,
     },
+    /// The key signs for another address than the deployment's account (an API wallet or a
+    /// wrong key).
     #[error(
         "the key in {var} belongs to {signer}, not to the deployment's account {account} \
          (API wallets are not supported)"
     )]
     WrongAccount {
+        /// The variable's name.
         var: String,
+        /// The address the key signs for.
         signer: Address,
+        /// The deployment's account.
         account: Address,
     },
+    /// The HTTP client for the exchange could not be built.
     #[error("Hyperliquid client for {url}: {source}")]
     Client {
+        /// The API base URL.
         url: String,
+        /// The client's error.
         #[source]
         source: HlError,
     },
@@ -195,7 +212,10 @@ pub fn signer_from_env(
 /// A fill already returned, remembered while it is inside the re-read overlap.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeenFill {
+    /// The fill's time (UTC, the exchange's millisecond timestamp).
     pub time: DateTime<Utc>,
+    /// The fill's id as returned ([`types::Fill::id`]: the exchange's trade id `tid`, else a
+    /// stable hash-based id).
     pub id: String,
 }
 

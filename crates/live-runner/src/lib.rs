@@ -52,6 +52,8 @@
 //! # }).unwrap();
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod admin;
 pub mod hl_broker;
 pub mod metrics;

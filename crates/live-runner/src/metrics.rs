@@ -94,10 +94,13 @@ impl Metrics {
         self.with(|m| m.ticks.get(result).copied().unwrap_or(0))
     }
 
+    /// Counts one rejection (by the engine or the broker) under its rule code.
     pub fn rejection(&self, rule: &'static str) {
         self.with(|m| *m.rejections.entry(rule).or_default() += 1);
     }
 
+    /// Counts one reflection run that ended with `outcome` (`note`, `flagged`, `failed`,
+    /// `store_error`, `already_done`, `skipped_in_flight`).
     pub fn reflection(&self, outcome: &'static str) {
         self.with(|m| *m.reflections.entry(outcome).or_default() += 1);
     }
@@ -108,19 +111,23 @@ impl Metrics {
         self.with(|m| m.reflections.get(outcome).copied().unwrap_or(0))
     }
 
+    /// Counts one tick started on a deployment another runner had started and not finished.
     pub fn lease_takeover(&self) {
         self.with(|m| m.lease_takeovers += 1);
     }
 
+    /// How many lease takeovers were counted.
     #[must_use]
     pub fn lease_takeovers(&self) -> u64 {
         self.with(|m| m.lease_takeovers)
     }
 
+    /// Counts one lease found taken by another runner when releasing.
     pub fn lease_lost(&self) {
         self.with(|m| m.leases_lost += 1);
     }
 
+    /// Records the wall time of one model call.
     pub fn model_call(&self, latency: Duration) {
         self.with(|m| m.model_latency.observe(latency));
     }

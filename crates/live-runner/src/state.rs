@@ -29,11 +29,14 @@ use crate::hl_broker::{FillCursor, HyperliquidBroker};
 /// Errors reading the runner state.
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
+    /// The stored state JSON does not parse as a [`RunnerState`].
     #[error(
         "live_runner_state of deployment {deployment}: the stored JSON does not parse: {source}"
     )]
     Decode {
+        /// The deployment whose state it is.
         deployment: Uuid,
+        /// The JSON error.
         #[source]
         source: serde_json::Error,
     },
@@ -49,8 +52,11 @@ pub struct RunnerState {
     /// totals (`None` for a paper deployment).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hyperliquid: Option<FillCursor>,
+    /// The engine's risk state (drawdown peak, the day's start equity, recent order times).
     pub risk: RiskState,
+    /// What the next tick shows under "Last decision"; `None` before the first tick.
     pub last_decision: Option<LastDecisionSnapshot>,
+    /// The tick this state is the result of; `None` before the first tick.
     pub last_tick_at: Option<DateTime<Utc>>,
 }
 

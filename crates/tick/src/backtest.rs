@@ -39,6 +39,7 @@ use crate::{
 /// What a backtest runs over.
 #[derive(Clone)]
 pub struct BacktestInput {
+    /// The deployment to tick (ids, skill, reflector); its ids key every stored row.
     pub deployment: Deployment,
     /// Bars of every symbol at the skill's interval and at its higher timeframes.
     pub market: Arc<Preloaded>,
@@ -50,32 +51,43 @@ pub struct BacktestInput {
     pub from: Option<DateTime<Utc>>,
     /// Only ticks at or before this time.
     pub to: Option<DateTime<Utc>>,
+    /// The paper broker's settings (initial equity, fees, slippage, leverage).
     pub broker: PaperBrokerConfig,
 }
 
 /// One tick of the equity curve.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TickPoint {
+    /// The tick time: a bar close (UTC).
     pub tick_at: DateTime<Utc>,
+    /// Broker equity after the tick, in USD.
     pub equity_usd: Decimal,
+    /// Gross notional of the open positions after the tick, at their marks, in USD.
     pub exposure_usd: Decimal,
     /// `executed`, `rejected` or `no_op`.
     pub verdict: &'static str,
+    /// Tokens the tick's model calls used.
     pub usage: Usage,
+    /// Estimated cost of those calls, in USD.
     pub cost_usd: Decimal,
 }
 
 /// Everything a backtest produced (the store holds the same, and the snapshots besides).
 #[derive(Debug, Clone)]
 pub struct BacktestResult {
+    /// The skill's bar interval (one tick per bar close).
     pub interval: Interval,
+    /// Equity at the start, in USD (the paper broker's).
     pub initial_equity_usd: Decimal,
+    /// The equity curve: one point per tick, in time order.
     pub points: Vec<TickPoint>,
     /// Every ledger row, in the order first written.
     pub trades: Vec<TradeRecord>,
+    /// Every broker fill, in time order (liquidations included).
     pub fills: Vec<Fill>,
     /// Every note reflection wrote, oldest first.
     pub notes: Vec<NoteDraft>,
+    /// How many reflections failed or could not be checked (none stopped the backtest).
     pub reflection_failures: u32,
     /// Unrealized PnL of the positions still open at the end.
     pub unrealized_pnl_usd: Decimal,
@@ -84,16 +96,25 @@ pub struct BacktestResult {
 /// Why a backtest stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum BacktestError {
+    /// The paper broker's configuration was refused.
     #[error("the paper broker: {0}")]
     Broker(#[from] BrokerError),
+    /// A tick failed.
     #[error("tick at {at}: {source}")]
     Tick {
+        /// The tick's time (UTC).
         at: DateTime<Utc>,
+        /// Why it failed.
         #[source]
         source: TickError,
     },
+    /// No bar of the skill's interval closes in `[from, to]`: there is nothing to tick.
     #[error("no bar of {interval} closes in the requested range")]
-    NoTicks { interval: Interval },
+    NoTicks {
+        /// The skill's interval.
+        interval: Interval,
+    },
+    /// The store refused the buffered ticks (written in batches, see [`crate::write_behind`]).
     #[error("writing the backtest's ticks to the store: {0}")]
     Store(#[source] db::DbError),
 }
@@ -251,10 +272,15 @@ pub fn verdict_kind(v: &Verdict) -> &'static str {
 pub struct PnlBreakdown {
     /// Closed round trips.
     pub trades: u32,
+    /// Closed round trips with net PnL above zero.
     pub wins: u32,
+    /// Closed round trips with net PnL at or below zero.
     pub losses: u32,
+    /// Σ `realized_pnl_usd` of the rows (open rows' partial closes included), USD, before fees.
     pub gross_usd: Decimal,
+    /// Σ `fees_usd` of the rows, USD.
     pub fees_usd: Decimal,
+    /// `gross_usd − fees_usd`, USD.
     pub net_usd: Decimal,
 }
 
@@ -278,26 +304,41 @@ impl PnlBreakdown {
 /// The numbers of `summary.json`. See [`Summary::of`] for each definition.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
+    /// Ticks run.
     pub ticks: u32,
+    /// The first tick's time; `null` without ticks.
     pub first_tick: Option<DateTime<Utc>>,
+    /// The last tick's time; `null` without ticks.
     pub last_tick: Option<DateTime<Utc>>,
+    /// The skill's interval, e.g. `1h`.
     pub interval: String,
+    /// Equity at the start, USD.
     pub initial_equity_usd: Decimal,
+    /// Equity after the last tick, USD (the initial equity without ticks).
     pub final_equity_usd: Decimal,
     /// Closed round trips.
     pub trades: u32,
+    /// Ledger rows still open at the end.
     pub open_trades: u32,
+    /// Closed round trips with net PnL above zero.
     pub wins: u32,
+    /// Closed round trips with net PnL at or below zero.
     pub losses: u32,
     /// wins / closed trades × 100, 2 dp; `null` without a closed trade.
     pub win_rate_pct: Option<Decimal>,
+    /// PnL over every ledger row.
     pub pnl: PnlBreakdown,
+    /// PnL per symbol.
     pub pnl_by_symbol: BTreeMap<String, PnlBreakdown>,
+    /// Unrealized PnL of the positions open at the end, USD.
     pub unrealized_pnl_usd: Decimal,
     /// final equity − initial equity (= net realized + unrealized).
     pub total_return_usd: Decimal,
+    /// `total_return_usd` as % of the initial equity, 2 dp.
     pub total_return_pct: Decimal,
+    /// Largest fall of the per-tick equity from its running peak (the initial equity counts), USD.
     pub max_drawdown_usd: Decimal,
+    /// That fall as % of its peak, 2 dp.
     pub max_drawdown_pct: Decimal,
     /// Annualised Sharpe ratio of per-tick equity returns (risk-free rate 0).
     pub sharpe: Option<f64>,
@@ -307,13 +348,18 @@ pub struct Summary {
     pub exposure_time_pct: Decimal,
     /// Mean over ticks of gross open notional / equity, %.
     pub avg_exposure_pct: Decimal,
+    /// Broker fills (liquidations included).
     pub fills: u32,
+    /// Ticks per verdict kind (`executed`, `rejected`, `no_op`; only kinds that occurred).
     pub verdicts: BTreeMap<&'static str, u32>,
     /// Tokens over the run: the ticks' usage and the reflection notes' (a note records all its
     /// input tokens as `input`).
     pub tokens: Usage,
+    /// Estimated model cost over the run (ticks and reflection notes), USD.
     pub cost_usd: Decimal,
+    /// Reflection notes written.
     pub notes: u32,
+    /// Reflections that failed or could not be checked.
     pub reflection_failures: u32,
 }
 

@@ -14,6 +14,7 @@ use types::{Fill, PortfolioSnapshot, RuleCode};
 pub struct BrokerRefusal {
     /// The rule code the rejection is recorded under.
     pub rule: RuleCode,
+    /// The broker's reason, for the verdict's detail.
     pub message: String,
 }
 

@@ -88,6 +88,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod backtest;
 mod broker;
 mod ids;
@@ -119,10 +121,15 @@ pub use state::{
 /// The deployment a tick belongs to.
 #[derive(Clone)]
 pub struct Deployment {
+    /// The user who owns the deployment (and its notes and facts).
     pub user_id: Uuid,
+    /// The deployment's id: keys its rows and seeds its tick, note and run ids.
     pub deployment_id: Uuid,
+    /// The skill it runs.
     pub skill_id: Uuid,
+    /// The skill version it runs.
     pub skill_version: i32,
+    /// That version's parsed skill document (strategy, context, risk caps, tools, memory).
     pub skill: Arc<Skill>,
     /// Who writes the reflection notes (`context.memory.reflection.model` resolved by the
     /// caller). An `Err` (unknown model, missing key) is recorded as a failed run when a

@@ -27,14 +27,23 @@ pub enum ReflectionReport {
     /// A note was written and stored. A `flagged` one is stored as pending review: out of the
     /// store's active slot and out of every prompt until a person accepts it.
     Note {
+        /// The stored note's id ([`note_id`](crate::note_id) of the deployment and tick time).
         id: Uuid,
+        /// Whether the linter flagged it (stored pending review).
         flagged: bool,
+        /// Length of its lessons text, in characters.
         chars: usize,
     },
     /// The run failed; the previous note stays in force.
-    Failed { reason: String },
+    Failed {
+        /// Why (the model's or the reflection's error, or an unavailable reflection model).
+        reason: String,
+    },
     /// The run produced an outcome but the store refused it (the tick itself was recorded).
-    StoreError { message: String },
+    StoreError {
+        /// The store's error.
+        message: String,
+    },
 }
 
 /// What the reflection cadence said after a tick.
@@ -46,7 +55,10 @@ pub enum ReflectionCheck {
     /// Due: run it with [`run_due_reflection`].
     Due(DueReflection),
     /// The skill's reflection settings are invalid: nothing runs (counted as a failure).
-    Invalid { reason: String },
+    Invalid {
+        /// What is wrong with the settings.
+        reason: String,
+    },
 }
 
 /// A reflection the cadence found due at a tick, with what it reads as of that tick, so it can
@@ -68,7 +80,9 @@ pub struct DueReflection {
 /// ([`ReflectionDone::apply`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReflectionDone {
+    /// The tick time the reflection ran for.
     pub at: DateTime<Utc>,
+    /// What happened.
     pub report: ReflectionReport,
     /// The note the reflection wrote (also when the store then refused it).
     pub note: Option<NoteDraft>,

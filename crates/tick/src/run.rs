@@ -33,13 +33,19 @@ const MAX_BARS_SINCE_LAST_TICK: usize = 10_000;
 /// What one tick did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TickOutcome {
+    /// The tick time (`ctx.now`, UTC).
     pub tick_at: DateTime<Utc>,
+    /// The decision snapshot's id ([`snapshot_id`](crate::snapshot_id) of the deployment and tick time).
     pub snapshot_id: Uuid,
     /// False when the store already held this tick (nothing was written again).
     pub recorded: bool,
+    /// The model's proposal (the last successful `propose_order`); `None` when it proposed nothing.
     pub proposal: Option<ProposedAction>,
+    /// The execution engine's verdict (a broker refusal turned into a rejection).
     pub verdict: Verdict,
+    /// Tokens the tick's model calls used.
     pub usage: Usage,
+    /// Estimated cost of those calls, in USD.
     pub cost_usd: Decimal,
     /// Fills applied to the ledger this tick (liquidations included).
     pub fills: Vec<Fill>,
@@ -49,6 +55,7 @@ pub struct TickOutcome {
     pub equity_usd: Decimal,
     /// Gross notional of the open positions after the tick, at their marks.
     pub exposure_usd: Decimal,
+    /// "Last decision" as the next tick shows it.
     pub last_decision: LastDecisionSnapshot,
     /// The reflection cadence after the tick. A due reflection has not run yet: the caller runs
     /// it with [`run_due_reflection`](crate::run_due_reflection) (off the tick path).
@@ -59,22 +66,33 @@ pub struct TickOutcome {
 /// but the broker may already have filled (see [`TickError::Record`]).
 #[derive(Debug, thiserror::Error)]
 pub enum TickError {
+    /// The broker's account could not be read, or the broker could not tell whether an order was
+    /// placed.
     #[error(transparent)]
     Broker(#[from] BrokerUnavailable),
+    /// The bars of a traded symbol could not be read (for the mark or the ledger's MFE/MAE).
     #[error("market data for {symbol}: {source}")]
     Market {
+        /// The symbol.
         symbol: String,
+        /// The market data source's error.
         #[source]
         source: DataError,
     },
+    /// The runtime could not assemble the context or run the model loop.
     #[error(transparent)]
     Runtime(#[from] agent_runtime::TickError),
+    /// The ledger materializer refused the fills or positions.
     #[error("ledger: {0}")]
     Ledger(#[from] memory_ledger::LedgerError),
+    /// The store could not record the tick (after the broker may have filled: a retried tick sends
+    /// the same client order id).
     #[error("recording the tick: {0}")]
     Record(#[source] db::DbError),
+    /// The caller's `carry` function could not serialise its state.
     #[error("serializing the runner state to record with the tick: {0}")]
     CarryState(#[source] serde_json::Error),
+    /// The model loop's steps could not be serialised to JSON for the snapshot.
     #[error("serializing the model loop's steps to record with the tick: {0}")]
     Steps(#[source] serde_json::Error),
 }

@@ -122,8 +122,10 @@ impl TickState {
 /// Why a [`TickState`] could not be restored from a store.
 #[derive(Debug, thiserror::Error)]
 pub enum RestoreError {
+    /// The store could not be read.
     #[error("reading the store: {0}")]
     Store(#[from] db::DbError),
+    /// The stored open rows are inconsistent (the ledger cannot be rebuilt from them).
     #[error("the stored ledger: {0}")]
     Ledger(#[from] memory_ledger::LedgerError),
 }
@@ -156,8 +158,11 @@ where
 /// tick ([`run_tick_carrying`](crate::run_tick_carrying)): the engine's risk state, the last decision, the last tick's time.
 #[derive(Debug, Clone)]
 pub struct Carried {
+    /// The engine's risk state (drawdown peak, day start equity, recent order times).
     pub risk: RiskState,
+    /// What the next tick shows under "Last decision"; `None` before the first tick.
     pub last_decision: Option<LastDecisionSnapshot>,
+    /// The last tick's time; `None` before the first tick.
     pub last_tick_at: Option<DateTime<Utc>>,
 }
 

@@ -27,10 +27,12 @@ use types::{Bar, EventKind, Interval, MarketEvent, OrderSide, PortfolioSnapshot}
 pub struct DataError {
     /// Which source failed (`market data`, `news`, `broker`, ...).
     pub source_name: String,
+    /// What went wrong, for a person (and for the model, when a tool hands it back).
     pub message: String,
 }
 
 impl DataError {
+    /// A data error of `source_name` saying `message`.
     #[must_use]
     pub fn new(source_name: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
@@ -45,11 +47,14 @@ impl DataError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunMode {
+    /// The trading tick: `propose_order` may record a proposal.
     Trade,
+    /// The chat coach: every tool that could act refuses with [`ToolError::ReadOnly`](crate::ToolError::ReadOnly).
     ReadOnly,
 }
 
 impl RunMode {
+    /// The mode's text: `"trade"` or `"read_only"` (also its serde form and `Display`).
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -73,9 +78,13 @@ impl fmt::Display for RunMode {
 pub struct NewsItem {
     /// When the item was published.
     pub time: DateTime<Utc>,
+    /// The headline text, as the feed gave it (external text: data, never instructions).
     pub headline: String,
+    /// The publisher or feed name.
     pub source: String,
+    /// Sentiment in −1..=1: negative bearish, positive bullish, 0 neutral.
     pub sentiment: Decimal,
+    /// Importance in 0..=1 (1 = market-moving); the first key of [`rank_news`].
     pub importance: Decimal,
     /// The symbols the item is about (empty = market-wide).
     pub symbols: Vec<String>,
@@ -96,8 +105,11 @@ pub fn rank_news(items: &mut [NewsItem]) {
 /// A working order on the broker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenOrder {
+    /// The broker's order id.
     pub id: String,
+    /// The symbol it is for.
     pub symbol: String,
+    /// Buy or sell.
     pub side: OrderSide,
     /// `limit`, `stop`, `take_profit`, ... as the broker names it.
     pub kind: String,
@@ -105,13 +117,16 @@ pub struct OpenOrder {
     pub qty: Decimal,
     /// Limit or trigger price.
     pub price: Option<Decimal>,
+    /// Whether it can only shrink a position.
     pub reduce_only: bool,
+    /// When it was placed (UTC).
     pub placed_at: DateTime<Utc>,
 }
 
 /// One funding-rate print of a perpetual.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FundingRate {
+    /// When the rate was paid (UTC).
     pub time: DateTime<Utc>,
     /// The rate for one funding period, as a fraction (`0.0001` = 0.01 %). Positive: longs pay.
     pub rate: Decimal,
@@ -122,6 +137,7 @@ pub struct FundingRate {
 /// One open-interest observation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenInterestPoint {
+    /// When it was observed (UTC).
     pub time: DateTime<Utc>,
     /// Open interest in base units.
     pub oi_base: Decimal,
@@ -188,6 +204,7 @@ mockall::mock! {
 /// Bars as [`MarketData::bars_window`] serves them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BarsWindow<'a> {
+    /// The bars, oldest first: borrowed from the source or owned.
     pub bars: Cow<'a, [Bar]>,
     /// Where `bars` sit in a series of bars the source vouches for, if it does.
     pub origin: Option<SeriesOrigin>,
@@ -203,7 +220,9 @@ pub struct BarsWindow<'a> {
 /// an earlier window need not compare them with a later one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SeriesOrigin {
+    /// The series' process-unique id ([`SeriesOrigin::new_series_id`]).
     pub series: u64,
+    /// The series index of the window's first bar.
     pub start: usize,
 }
 
@@ -400,14 +419,21 @@ impl MemorySections for NoData {
 pub struct ToolContext {
     /// The tick time. Nothing after it may reach the model.
     pub now: DateTime<Utc>,
+    /// Whether tools may act.
     pub mode: RunMode,
     /// The symbols the deployment trades, in the skill's order.
     pub symbols: Vec<String>,
+    /// Bars of the traded symbols.
     pub market: Arc<dyn MarketData>,
+    /// The broker-authoritative account and working orders.
     pub portfolio: Arc<dyn PortfolioView>,
+    /// Headlines ([`NoData`] when the deployment has no news feed).
     pub news: Arc<dyn NewsSource>,
+    /// The market-event calendar ([`NoData`] when none).
     pub events: Arc<dyn EventCalendar>,
+    /// Funding and open interest ([`NoData`] when none).
     pub derivatives: Arc<dyn DerivativesData>,
+    /// The ledger's memory sections ([`NoData`] when none).
     pub memory: Arc<dyn MemorySections>,
 }
 
@@ -445,24 +471,28 @@ impl ToolContext {
         }
     }
 
+    /// This context with `news` as its headline source.
     #[must_use]
     pub fn with_news(mut self, news: Arc<dyn NewsSource>) -> Self {
         self.news = news;
         self
     }
 
+    /// This context with `events` as its event calendar.
     #[must_use]
     pub fn with_events(mut self, events: Arc<dyn EventCalendar>) -> Self {
         self.events = events;
         self
     }
 
+    /// This context with `derivatives` as its funding and open-interest source.
     #[must_use]
     pub fn with_derivatives(mut self, derivatives: Arc<dyn DerivativesData>) -> Self {
         self.derivatives = derivatives;
         self
     }
 
+    /// This context with `memory` as its ledger memory sections.
     #[must_use]
     pub fn with_memory(mut self, memory: Arc<dyn MemorySections>) -> Self {
         self.memory = memory;

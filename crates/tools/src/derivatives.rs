@@ -53,6 +53,7 @@ pub struct GetFundingRate {
 }
 
 impl GetFundingRate {
+    /// `get_funding_rate` over `ctx`'s derivatives source, for `ctx`'s symbols only.
     #[must_use]
     pub fn new(ctx: ToolContext) -> Self {
         static ARGS: OnceLock<ArgsSpec> = OnceLock::new();
@@ -121,6 +122,7 @@ pub struct GetOpenInterest {
 }
 
 impl GetOpenInterest {
+    /// `get_open_interest` over `ctx`'s derivatives source, for `ctx`'s symbols only.
     #[must_use]
     pub fn new(ctx: ToolContext) -> Self {
         static ARGS: OnceLock<ArgsSpec> = OnceLock::new();

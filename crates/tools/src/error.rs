@@ -9,29 +9,51 @@ pub enum ToolError {
     /// The arguments broke the tool's schema or rules. Every problem is listed, each naming the
     /// argument it is about.
     #[error("{tool}: invalid arguments: {}", problems.join("; "))]
-    InvalidArguments { tool: String, problems: Vec<String> },
+    InvalidArguments {
+        /// The tool called.
+        tool: String,
+        /// Every problem found, each naming its argument (e.g. `size_usd: must be > 0`).
+        problems: Vec<String>,
+    },
     /// The context is read-only and this tool could act.
     #[error("{tool}: refused: this context is read-only and {tool} can act; nothing was recorded")]
-    ReadOnly { tool: String },
+    ReadOnly {
+        /// The tool refused.
+        tool: String,
+    },
     /// A data source failed while the tool ran.
     #[error("{tool}: data unavailable: {source}")]
     Data {
+        /// The tool that was reading.
         tool: String,
+        /// What the source reported.
         #[source]
         source: DataError,
     },
     /// No tool of that name is registered.
     #[error("unknown tool {name:?}; available: {}", available.join(", "))]
     UnknownTool {
+        /// The name called.
         name: String,
+        /// The names registered, in registry order.
         available: Vec<String>,
     },
     /// The whitelist names something that is not a built-in tool.
     #[error("tools.builtIn[{index}]: {name:?} is not a built-in tool; known: {}", skill_schema::BUILTIN_TOOLS.join(", "))]
-    NotABuiltin { index: usize, name: String },
+    NotABuiltin {
+        /// Position in the skill's `tools.builtIn` list (0-based).
+        index: usize,
+        /// The name given.
+        name: String,
+    },
     /// The whitelist names MCP servers; MCP tools are not supported by this runtime yet.
     #[error("tools.mcpServers[{index}] ({name}): MCP tools are not supported yet")]
-    McpUnsupported { index: usize, name: String },
+    McpUnsupported {
+        /// Position in the skill's `tools.mcpServers` list (0-based).
+        index: usize,
+        /// The server's name.
+        name: String,
+    },
 }
 
 impl ToolError {

@@ -12,12 +12,16 @@ use crate::one_line;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum VerdictStatus {
+    /// The engine executed it (the broker filled the order).
     Executed,
+    /// The engine rejected it; [`LastDecisionSnapshot::rule`] says which rule.
     Rejected,
+    /// Nothing to do: no proposal, or an explicit `no_op`.
     NoOp,
 }
 
 impl VerdictStatus {
+    /// The status's text: `"executed"`, `"rejected"` or `"no_op"` (also its serde form).
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -32,9 +36,11 @@ impl VerdictStatus {
 /// state; the simulator carries it across iterations.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastDecisionSnapshot {
+    /// The previous tick's time (UTC).
     pub tick_at: DateTime<Utc>,
     /// One-line summary of the proposal (`None` when the agent proposed nothing).
     pub proposal: Option<String>,
+    /// What the engine did.
     pub status: VerdictStatus,
     /// The rule that rejected it.
     pub rule: Option<RuleCode>,

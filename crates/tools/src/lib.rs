@@ -51,6 +51,8 @@
 //! # Ok::<(), ToolError>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod context;
 mod derivatives;
 mod error;

@@ -93,6 +93,7 @@ pub struct FetchNewsSentiment {
 }
 
 impl FetchNewsSentiment {
+    /// `fetch_news_sentiment` over `ctx`'s news source (windowed at `ctx.now`, see [`news_window`]).
     #[must_use]
     pub fn new(ctx: ToolContext) -> Self {
         static ARGS: OnceLock<ArgsSpec> = OnceLock::new();

@@ -22,13 +22,22 @@ use crate::context::{
 pub struct Preloaded {
     /// By symbol, then interval (looked up by `&str`, without allocating a key).
     bars: BTreeMap<String, BTreeMap<Interval, Series>>,
+    /// Every headline held, any order; [`NewsSource::news`] filters by window and symbol and ranks.
     pub news: Vec<NewsItem>,
+    /// Every calendar event held; [`EventCalendar::upcoming`] filters by window, kind and importance.
     pub events: Vec<MarketEvent>,
+    /// The broker account; `None` makes [`PortfolioView::portfolio`] fail ("no portfolio snapshot
+    /// loaded").
     pub portfolio: Option<PortfolioSnapshot>,
+    /// Working orders, returned as given.
     pub open_orders: Vec<OpenOrder>,
+    /// Funding prints by symbol, any order; served up to `as_of`, oldest first.
     pub funding: BTreeMap<String, Vec<FundingRate>>,
+    /// Open-interest observations by symbol, any order; served up to `as_of`, oldest first.
     pub open_interest: BTreeMap<String, Vec<OpenInterestPoint>>,
+    /// The rendered "Recent trades" memory section, returned as given (empty = nothing to show).
     pub recent_trades_text: String,
+    /// The rendered "Open positions (memory view)" memory section, returned as given.
     pub open_positions_text: String,
 }
 
@@ -41,6 +50,7 @@ struct Series {
 }
 
 impl Preloaded {
+    /// An empty source: no bars, no news, no portfolio.
     #[must_use]
     pub fn new() -> Self {
         Self::default()

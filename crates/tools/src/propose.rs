@@ -191,6 +191,8 @@ pub struct ProposeOrder {
 }
 
 impl ProposeOrder {
+    /// `propose_order` for `ctx`: validates against `ctx`'s symbols ([`validate_proposal`]) and
+    /// refuses in [`RunMode::ReadOnly`].
     #[must_use]
     pub fn new(ctx: ToolContext) -> Self {
         static ARGS: OnceLock<ArgsSpec> = OnceLock::new();

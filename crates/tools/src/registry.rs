@@ -101,7 +101,9 @@ fn tidy(value: &mut Value) {
 /// Public so that a tool catalog outside this crate (the chat coach's) parses its arguments
 /// the same way.
 pub struct ArgsSpec {
+    /// The arguments' JSON Schema ([`args_schema`]), as offered to the model.
     pub schema: Arc<Value>,
+    /// Its compiled validator.
     pub parser: ArgsParser,
 }
 

@@ -79,6 +79,7 @@ pub struct GetPositionRisk {
 }
 
 impl GetPositionRisk {
+    /// `get_position_risk` over `ctx`'s broker account (checked with [`check_portfolio`]).
     #[must_use]
     pub fn new(ctx: ToolContext) -> Self {
         static ARGS: OnceLock<ArgsSpec> = OnceLock::new();

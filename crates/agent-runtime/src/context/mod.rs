@@ -97,7 +97,10 @@ pub struct SectionEstimate {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("assembling the {section} section: {source}")]
 pub struct ContextError {
+    /// The section being assembled: `market`, `news`, `events`, `portfolio`, `open orders`,
+    /// `recent trades` or `open positions`.
     pub section: &'static str,
+    /// The data source's error.
     #[source]
     pub source: DataError,
 }

@@ -125,45 +125,72 @@ pub fn process_owner() -> String {
 /// Why a runner cannot start or a tick failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// The store is not PostgreSQL (the runner needs its leases and row locks).
     #[error("live-runner needs PostgreSQL (leases, runner state); got a {0} store")]
     NotPostgres(&'static str),
+    /// A store read or write failed.
     #[error("store: {0}")]
     Db(#[from] DbError),
+    /// The stored runner state could not be decoded.
     #[error(transparent)]
     State(#[from] StateError),
+    /// A stored skill version's body does not parse or validate as a skill.
     #[error("skill {skill_id} v{version}: the stored body is not a valid skill: {message}")]
     Skill {
+        /// The skill.
         skill_id: Uuid,
+        /// The version whose body failed.
         version: i32,
+        /// Every problem the loader found.
         message: String,
     },
+    /// The skill's model could not be resolved (unknown id, missing API key, ...).
     #[error("model {model}: {source}")]
     Model {
+        /// The model id.
         model: String,
+        /// The resolver's error.
         #[source]
         source: ModelError,
     },
+    /// The tick's bars could not be read from Hyperliquid.
     #[error("Hyperliquid candles of {symbol} {interval}: {source}")]
     Market {
+        /// The symbol.
         symbol: String,
+        /// The interval, e.g. `1h`.
         interval: &'static str,
+        /// The exchange client's error.
         #[source]
         source: HlError,
     },
+    /// The deployment's broker config (or the saved broker state) is missing or invalid.
     #[error("deployment {deployment}: broker config: {message}")]
-    BrokerConfig { deployment: Uuid, message: String },
+    BrokerConfig {
+        /// The deployment.
+        deployment: Uuid,
+        /// What is wrong.
+        message: String,
+    },
+    /// The deployment's Hyperliquid broker could not be built (key, account, client).
     #[error("deployment {deployment}: Hyperliquid broker: {source}")]
     Exchange {
+        /// The deployment.
         deployment: Uuid,
+        /// Why.
         #[source]
         source: HlBrokerError,
     },
+    /// The broker's account could not be read.
     #[error(transparent)]
     BrokerUnavailable(#[from] BrokerUnavailable),
+    /// The paper broker refused its config, a price update or an order.
     #[error("paper broker: {0}")]
     Broker(#[from] BrokerError),
+    /// The tick state could not be rebuilt from the store.
     #[error("restoring the tick state: {0}")]
     Restore(#[from] tick::RestoreError),
+    /// The tick itself failed (nothing of it was recorded).
     #[error("tick: {0}")]
     Tick(#[from] tick::TickError),
 }
@@ -174,12 +201,18 @@ pub enum Done {
     /// The tick ran (`outcome.recorded` false: the store already held it). A due reflection
     /// comes with what it needs to run on the reflection worker.
     Ticked {
+        /// What the tick did.
         outcome: Box<TickOutcome>,
+        /// When the deployment is due next: the next bar close.
         next: DateTime<Utc>,
+        /// The reflection the tick found due, if any.
         reflection: Option<Box<ReflectionJob>>,
     },
     /// The runner state already holds the due tick: nothing ran.
-    AlreadyDone { next: DateTime<Utc> },
+    AlreadyDone {
+        /// When the deployment is due next: the next bar close.
+        next: DateTime<Utc>,
+    },
 }
 
 /// A runner process's shared parts.
@@ -242,11 +275,13 @@ impl Runner {
         self
     }
 
+    /// The runner's metrics (shared with its `/metrics` endpoint).
     #[must_use]
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
     }
 
+    /// This process's lease owner name.
     #[must_use]
     pub fn owner(&self) -> &str {
         &self.config.owner

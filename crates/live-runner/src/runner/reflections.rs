@@ -13,7 +13,9 @@ use super::Runner;
 /// A reflection a tick found due, for the reflection worker.
 #[derive(Debug)]
 pub struct ReflectionJob {
+    /// The deployment to reflect on (with its resolved reflector).
     pub deployment: tick::Deployment,
+    /// What the tick found due, with the ledger as of the tick.
     pub due: DueReflection,
 }
 
