@@ -100,6 +100,19 @@ pub enum DbError {
         source: sqlx::migrate::MigrateError,
     },
 
+    /// [`open_existing`](crate::open_existing) found a database without this build's schema
+    /// (a mistyped path or database name, or one never migrated). Nothing was created or applied.
+    #[error(
+        "the {backend} database has not been migrated to this build's schema (missing versions \
+         {missing:?}); check the URL, or run `live-runner migrate --db URL` for a new database"
+    )]
+    NotMigrated {
+        /// `"SQLite"` or `"PostgreSQL"`.
+        backend: &'static str,
+        /// The migration versions this build has and the database has not applied.
+        missing: Vec<i64>,
+    },
+
     /// A tick carried a runner state older than (or as old as) the one already stored for its
     /// deployment: another runner has moved the deployment on. Nothing of the tick was written.
     #[error(

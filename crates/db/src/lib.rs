@@ -103,6 +103,57 @@ pub async fn connect(url: &str) -> Result<Store, DbError> {
     connect_with(url, Durability::Normal).await
 }
 
+/// Opens a store that already exists with this build's schema, creating and migrating nothing:
+/// for the commands that read or amend a recorded run (notes, reflect, accept-note, ledger
+/// rebuild, replay, listing deployments). A SQLite file that is missing is an error, not a new
+/// empty database; a database without every migration of this build is
+/// [`DbError::NotMigrated`].
+///
+/// # Errors
+/// [`DbError::UnsupportedUrl`], [`DbError::Invalid`] for a malformed URL,
+/// [`DbError::Backend`] when the file or server cannot be opened (a missing SQLite file
+/// included), [`DbError::NotMigrated`].
+pub async fn open_existing(url: &str) -> Result<Store, DbError> {
+    let scheme = url.split(':').next().unwrap_or_default();
+    match scheme {
+        "sqlite" => Ok(Store::Sqlite(SqliteStore::open_existing(url).await?)),
+        "postgres" | "postgresql" => Ok(Store::Postgres(PgStore::open_existing(url).await?)),
+        other => Err(DbError::UnsupportedUrl {
+            scheme: other.to_owned(),
+        }),
+    }
+}
+
+/// Whether every migration of `migrator` is applied on `conn`'s database.
+async fn check_migrated<'c, E>(
+    conn: E,
+    migrator: &sqlx::migrate::Migrator,
+    backend: &'static str,
+) -> Result<(), DbError>
+where
+    E: sqlx::Executor<'c>,
+    i64: sqlx::Type<E::Database> + for<'r> sqlx::Decode<'r, E::Database>,
+    for<'q> <E::Database as sqlx::Database>::Arguments<'q>: sqlx::IntoArguments<'q, E::Database>,
+    usize: sqlx::ColumnIndex<<E::Database as sqlx::Database>::Row>,
+{
+    // No table: never migrated (the query error is the answer, not a failure to report).
+    let applied: Vec<i64> =
+        sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+            .fetch_all(conn)
+            .await
+            .unwrap_or_default();
+    let missing: Vec<i64> = migrator
+        .iter()
+        .filter(|m| !m.migration_type.is_down_migration() && !applied.contains(&m.version))
+        .map(|m| m.version)
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(DbError::NotMigrated { backend, missing })
+    }
+}
+
 /// [`connect`] with a SQLite file's [`Durability`] (PostgreSQL's is the server's).
 ///
 /// # Errors

@@ -25,13 +25,29 @@ impl PgStore {
     /// [`DbError::Backend`](crate::DbError::Backend) when the server cannot be reached,
     /// [`DbError::Migrate`](crate::DbError::Migrate) when the schema cannot be applied.
     pub async fn connect(url: &str) -> Result<Self, crate::DbError> {
-        let pool = PgPoolOptions::new()
+        let pool = Self::new_pool(url).await?;
+        Self::from_pool(pool).await
+    }
+
+    /// Connects to `url` without applying migrations ([`open_existing`](crate::open_existing)).
+    ///
+    /// # Errors
+    /// [`DbError::Backend`](crate::DbError::Backend) when the server cannot be reached,
+    /// [`DbError::NotMigrated`](crate::DbError::NotMigrated).
+    pub async fn open_existing(url: &str) -> Result<Self, crate::DbError> {
+        let pool = Self::new_pool(url).await?;
+        crate::check_migrated(&pool, &POSTGRES_MIGRATOR, "PostgreSQL").await?;
+        Ok(PgStore { pool })
+    }
+
+    /// A pool on `url`: 8 connections, 10 s to acquire one.
+    async fn new_pool(url: &str) -> Result<PgPool, crate::DbError> {
+        PgPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(10))
             .connect(url)
             .await
-            .map_err(crate::error::ctx("connecting to PostgreSQL"))?;
-        Self::from_pool(pool).await
+            .map_err(crate::error::ctx("connecting to PostgreSQL"))
     }
 
     /// Wraps an existing pool and applies the migrations.

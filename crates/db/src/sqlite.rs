@@ -37,6 +37,17 @@ pub enum Durability {
     Scratch,
 }
 
+/// `url`'s options with foreign keys enforced and a 10 s busy timeout.
+fn base_options(url: &str) -> Result<SqliteConnectOptions, crate::DbError> {
+    Ok(SqliteConnectOptions::from_str(url)
+        .map_err(|e| crate::DbError::Invalid {
+            what: "SQLite URL",
+            detail: e.to_string(),
+        })?
+        .foreign_keys(true)
+        .busy_timeout(Duration::from_secs(10)))
+}
+
 impl SqliteStore {
     /// Opens (creating when missing) the database at `url` — `sqlite://path?mode=rwc`,
     /// `sqlite:path` or `sqlite::memory:` — and applies the migrations, with
@@ -59,14 +70,7 @@ impl SqliteStore {
     /// As [`connect`](Self::connect).
     pub async fn connect_with(url: &str, durability: Durability) -> Result<Self, crate::DbError> {
         let in_memory = url.contains(":memory:") || url.contains("mode=memory");
-        let options = SqliteConnectOptions::from_str(url)
-            .map_err(|e| crate::DbError::Invalid {
-                what: "SQLite URL",
-                detail: e.to_string(),
-            })?
-            .create_if_missing(true)
-            .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
+        let options = base_options(url)?.create_if_missing(true);
         let options = if in_memory {
             options
         } else {
@@ -109,6 +113,28 @@ impl SqliteStore {
                 source,
             })?;
         Ok(SqliteStore { pool, durability })
+    }
+
+    /// Opens an existing database file without creating it or applying migrations
+    /// ([`open_existing`](crate::open_existing)).
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`](crate::DbError::Invalid) for a malformed URL,
+    /// [`DbError::Backend`](crate::DbError::Backend) when the file does not exist or cannot be
+    /// opened, [`DbError::NotMigrated`](crate::DbError::NotMigrated).
+    pub async fn open_existing(url: &str) -> Result<Self, crate::DbError> {
+        // Whatever `mode=rwc` says: a mistyped path is an error, not a new database.
+        let options = base_options(url)?.create_if_missing(false);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options)
+            .await
+            .map_err(crate::error::ctx("opening SQLite database"))?;
+        crate::check_migrated(&pool, &SQLITE_MIGRATOR, "SQLite").await?;
+        Ok(SqliteStore {
+            pool,
+            durability: Durability::Normal,
+        })
     }
 
     /// Leaves the file alone holding every row and closes every connection; calls made

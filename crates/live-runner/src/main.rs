@@ -256,7 +256,8 @@ async fn main() -> anyhow::Result<()> {
             println!("{} events stored from {}", events.len(), file.display());
         }
         Command::Deployments { db } => {
-            let store = db::connect(&db)
+            // Read-only: a mistyped URL is an error, never a newly migrated database.
+            let store = db::open_existing(&db)
                 .await
                 .context("connecting to the database")?;
             let rows = admin::list(&store).await?;

@@ -294,7 +294,7 @@ fn fill_derived(t: &TradeRecord) -> Vec<(&'static str, String)> {
 }
 
 async fn rebuild(url: &str, deployment_id: Uuid) -> Result<String, Failure> {
-    let store = db::connect(url).await.map_err(|e| {
+    let store = db::open_existing(url).await.map_err(|e| {
         Failure::bad_input(format!("error: cannot open {}: {e}", db::redact_url(url)))
     })?;
     let deployment = store

@@ -44,7 +44,7 @@ fn bad(message: impl std::fmt::Display) -> Failure {
 }
 
 async fn open(target: &Target) -> Result<(Store, db::Deployment, Skill), Failure> {
-    let store = db::connect(&target.db)
+    let store = db::open_existing(&target.db)
         .await
         .map_err(|e| bad(format!("cannot open {}: {e}", db::redact_url(&target.db))))?;
     let deployment = store.get_deployment(target.deployment).await.map_err(bad)?;
@@ -212,7 +212,7 @@ pub(crate) struct AcceptArgs {
 /// A person accepts a note the avoid-linter flagged: it becomes the active note from `--at`.
 pub(crate) fn accept(args: AcceptArgs) -> Result<String, Failure> {
     crate::block_on(async move {
-        let store = db::connect(&args.db)
+        let store = db::open_existing(&args.db)
             .await
             .map_err(|e| bad(format!("cannot open {}: {e}", db::redact_url(&args.db))))?;
         let at = args.at.unwrap_or_else(Utc::now);

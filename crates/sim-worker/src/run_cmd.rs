@@ -345,7 +345,7 @@ async fn load_replay(model_id: &str, spec: &str) -> Result<Arc<dyn LanguageModel
             path.display()
         )));
     }
-    let store = db::connect(url)
+    let store = db::open_existing(url)
         .await
         .map_err(|e| bad(format!("--model {model_id}: {e}")))?;
     let deployment = match wanted {

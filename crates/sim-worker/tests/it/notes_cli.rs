@@ -162,3 +162,69 @@ fn accept_note_refuses_a_note_that_is_not_pending_review() {
         "{stderr}"
     );
 }
+
+/// The commands that read or amend a recorded run, over `url`.
+fn read_only_commands(url: &str) -> Vec<Vec<String>> {
+    let id = "6f9619ff-8b86-d011-b42d-00c04fc964ff";
+    [
+        vec!["notes", "--db", url, "--deployment", id],
+        vec![
+            "reflect",
+            "--db",
+            url,
+            "--deployment",
+            id,
+            "--model",
+            "builtin/stats-reflection",
+        ],
+        vec!["accept-note", "--db", url, "--note", id],
+        vec!["ledger", "rebuild", "--db", url, "--deployment", id],
+    ]
+    .into_iter()
+    .map(|v| v.into_iter().map(str::to_owned).collect())
+    .collect()
+}
+
+#[test]
+fn a_mistyped_sqlite_path_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mistyped.db");
+    for url in [
+        format!("sqlite://{}?mode=rwc", path.display()),
+        format!("sqlite:{}", path.display()),
+    ] {
+        for args in read_only_commands(&url) {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (code, stdout, stderr) = sim(&args);
+            assert_eq!(code, 2, "{args:?}: {stdout}{stderr}");
+            assert!(
+                stderr.contains("cannot open") || stderr.contains("error"),
+                "{stderr}"
+            );
+            assert!(!path.exists(), "{args:?} created {}", path.display());
+        }
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_unmigrated_postgres_database_is_not_migrated_by_a_read_only_command() {
+    let test_db = db::test_support::pg::TestDatabase::create("sim_worker_readonly_", 1).await;
+    let url = test_db.url();
+    for args in read_only_commands(&url) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, stdout, stderr) = sim(&args);
+        assert_eq!(code, 2, "{args:?}: {stdout}{stderr}");
+        assert!(
+            stderr.contains("has not been migrated"),
+            "{args:?}: {stderr}"
+        );
+    }
+    let tables: i64 = sqlx::query_scalar(
+        "select count(*) from information_schema.tables where table_schema = 'public'",
+    )
+    .fetch_one(&test_db.pool)
+    .await
+    .unwrap();
+    assert_eq!(tables, 0, "a read-only command created tables");
+}
