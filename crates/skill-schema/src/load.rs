@@ -10,8 +10,11 @@ use crate::validate::{Problem, ValidationReport, semantic};
 /// The text formats a skill file may be written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// JSON (`.json`).
     Json,
+    /// YAML (`.yaml`, `.yml`).
     Yaml,
+    /// TOML (`.toml`).
     Toml,
 }
 
@@ -41,24 +44,43 @@ impl fmt::Display for Format {
 /// Why a skill could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// The skill file could not be read.
     #[error("cannot read {path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// The file's extension is not one of `.json`, `.yaml`, `.yml`, `.toml`.
     #[error("{path}: unknown file type; use .json, .yaml, .yml or .toml")]
-    UnknownFormat { path: PathBuf },
+    UnknownFormat {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The text is not well-formed in its format.
     #[error("not valid {format}: {message}")]
-    Syntax { format: Format, message: String },
+    Syntax {
+        /// The format the text was parsed as.
+        format: Format,
+        /// The parser's message, with line and column where it gives them.
+        message: String,
+    },
+    /// The document parsed but breaks the schema or a cross-field rule.
     #[error("{} problem(s) in the skill:\n{report}", report.errors.len())]
-    Invalid { report: ValidationReport },
+    Invalid {
+        /// Every error (at least one) and warning found, sorted by path.
+        report: ValidationReport,
+    },
 }
 
 /// A skill that passed validation, with the warnings it raised.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadedSkill {
+    /// The validated skill, defaults filled in.
     pub skill: Skill,
+    /// Problems that do not stop the skill from running (e.g. removed keys that are ignored).
     pub warnings: Vec<Problem>,
 }
 
