@@ -68,8 +68,9 @@ impl fmt::Display for CloseKind {
 /// every fill of the round trip (pro rata for a fill split by a flip). Net = gross − fees.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TradeRecord {
-    /// The row's id: derived from deployment, symbol and the opening fill, so replaying the
-    /// same fills gives the same id.
+    /// The row's id, deterministic: UUID v5 in the deployment's namespace over the symbol and
+    /// the key of the execution that opened the row (the materializer's `trade_id`), so
+    /// replaying the same fills gives the same id.
     pub id: Uuid,
     /// The deployment whose round trip this is.
     pub deployment_id: Uuid,

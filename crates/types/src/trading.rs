@@ -94,7 +94,7 @@ pub struct Position {
     pub qty: Decimal,
     /// Average entry price.
     pub entry_price: Decimal,
-    /// The position's leverage (notional / margin; 1 = none).
+    /// The position's leverage as the broker reports it (1 = none).
     pub leverage: Decimal,
     /// The broker's current mark price, in USD per base unit.
     pub mark_price: Decimal,
@@ -358,7 +358,7 @@ impl fmt::Display for RuleCode {
 pub enum Verdict {
     /// The order passed every rule and was sent to the broker.
     Executed {
-        /// What was sent (intent, quantity, price, notional), as the model will read it.
+        /// What was sent, in words and numbers, as the model will read it in "Last decision".
         detail: String,
     },
     /// A rule refused the order; nothing was sent.
