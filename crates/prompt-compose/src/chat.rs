@@ -15,11 +15,11 @@ pub const MAX_INJECTED_FACTS: usize = 10;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
-    /// The free plan.
+    /// Paper deployments only.
     Free,
-    /// The paid individual plan.
+    /// Paper and live deployments.
     Pro,
-    /// The paid team plan.
+    /// Acts for several traders: the prompt asks to name deployment and owner.
     Team,
 }
 
@@ -27,11 +27,11 @@ pub enum Tier {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ChatMode {
-    /// Writing or editing a skill.
+    /// Writing or refining a skill (thesis, rules, avoid list, caps, memory dial).
     Authoring,
-    /// Reviewing how the user's deployments trade.
+    /// Reviewing the user's results: trades, lessons, patterns, exposure to upcoming events.
     Coach,
-    /// Operating deployments (status, pauses, errors).
+    /// Operating deployments: status, halts, rejections by rule code, costs.
     Ops,
 }
 
