@@ -178,7 +178,8 @@ pub struct FailedReflection {
     pub input_tokens: u64,
     /// Output tokens billed (0 when the call failed).
     pub output_tokens: u64,
-    /// What the run cost in USD; `None` when the model's rates are unknown.
+    /// What the run cost in USD: 0 for the statistics; `None` when the model's rates are
+    /// unknown, and for a model run that found no trades (no model was called).
     pub cost_usd: Option<Decimal>,
     /// Why no note was written.
     pub reason: ReflectionFailure,
