@@ -51,18 +51,19 @@ pub enum BrokerError {
         /// What is wrong with it, with the value given.
         reason: String,
     },
-    /// A price or quantity is zero or negative.
+    /// A price, quantity, notional or margin is zero or negative.
     #[error("{what} must be positive, got {value}")]
     NotPositive {
-        /// Which input: `price`, `qty`, ...
+        /// Which value: `price`, `qty`, `fill notional`, `margin`, `mark price`, ...
         what: &'static str,
         /// The value given.
         value: Decimal,
     },
-    /// A price or quantity is above the broker's sanity limit (prices 1e12, quantities 1e15).
+    /// A price, quantity, notional or margin is above the broker's sanity limit (prices 1e12,
+    /// quantities 1e15, notionals and margins 1e18).
     #[error("{what} {value} is above the broker's limit {max}")]
     OutOfRange {
-        /// Which input: `price`, `qty`, ...
+        /// Which value: `price`, `qty`, `fill notional`, `margin`, `mark price`, ...
         what: &'static str,
         /// The value given.
         value: Decimal,
