@@ -145,7 +145,8 @@ pub enum OrderStatus {
 pub struct ExchangeRequest<'a> {
     /// The signed action.
     pub action: &'a Action,
-    /// The nonce signed with it: milliseconds since the Unix epoch, unique per signer.
+    /// The nonce signed with it: milliseconds since the Unix epoch (from the client's clock),
+    /// strictly increasing per client; the exchange refuses a reused nonce.
     pub nonce: u64,
     /// The signature over action, nonce and vault address.
     pub signature: Signature,
