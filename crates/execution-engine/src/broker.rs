@@ -43,42 +43,88 @@ fn round_price(v: Decimal) -> Decimal {
 /// The broker's refusal of an order, a price update or a configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BrokerError {
+    /// A [`PaperBrokerConfig`] field is out of range.
     #[error("invalid paper broker config: {field} {reason}")]
-    InvalidConfig { field: &'static str, reason: String },
+    InvalidConfig {
+        /// The config field, e.g. `taker_fee_bps`.
+        field: &'static str,
+        /// What is wrong with it, with the value given.
+        reason: String,
+    },
+    /// A price, quantity, notional or margin is zero or negative.
     #[error("{what} must be positive, got {value}")]
-    NotPositive { what: &'static str, value: Decimal },
+    NotPositive {
+        /// Which value: `price`, `qty`, `fill notional`, `margin`, `mark price`, ...
+        what: &'static str,
+        /// The value given.
+        value: Decimal,
+    },
+    /// A price, quantity, notional or margin is above the broker's sanity limit (prices 1e12,
+    /// quantities 1e15, notionals and margins 1e18).
     #[error("{what} {value} is above the broker's limit {max}")]
     OutOfRange {
+        /// Which value: `price`, `qty`, `fill notional`, `margin`, `mark price`, ...
         what: &'static str,
+        /// The value given.
         value: Decimal,
+        /// The limit it exceeds.
         max: Decimal,
     },
+    /// A reduce-only order on a flat symbol.
     #[error("reduce-only order on {symbol}: there is no position to reduce")]
-    NothingToReduce { symbol: String },
+    NothingToReduce {
+        /// The order's symbol.
+        symbol: String,
+    },
+    /// A reduce-only order on the same side as the open position.
     #[error("reduce-only order on {symbol} would add to the {position_side} position")]
-    ReduceOnlyWouldIncrease { symbol: String, position_side: Side },
+    ReduceOnlyWouldIncrease {
+        /// The order's symbol.
+        symbol: String,
+        /// The side of the open position.
+        position_side: Side,
+    },
+    /// The order's leverage is below 1 or at/above `1 / maintenance_margin_rate` (a position
+    /// that would be liquidated at once).
     #[error(
         "leverage {leverage} on {symbol} must be at least 1 and below {max} (1 / maintenance margin rate)"
     )]
     InvalidLeverage {
+        /// The order's symbol.
         symbol: String,
+        /// The leverage asked for.
         leverage: Decimal,
+        /// The exclusive upper bound, `1 / maintenance_margin_rate`.
         max: Decimal,
     },
+    /// The opening part of the order needs more margin than is available.
     #[error(
         "insufficient margin on {symbol}: the order needs {required} margin, {available} is available"
     )]
     InsufficientMargin {
+        /// The order's symbol.
         symbol: String,
+        /// Margin the order needs, in USD.
         required: Decimal,
+        /// Margin available, in USD.
         available: Decimal,
     },
+    /// A deserialised broker state does not hold together (books unbalanced, a malformed
+    /// position, config out of range).
     #[error("invalid paper broker state: {reason}")]
-    InvalidState { reason: String },
+    InvalidState {
+        /// What is inconsistent.
+        reason: String,
+    },
+    /// A bar handed to [`PaperBroker::apply_bar`] has a non-positive price or a high below its
+    /// low.
     #[error("invalid bar for {symbol} at {time}: {reason}")]
     InvalidBar {
+        /// The bar's symbol.
         symbol: String,
+        /// The bar's open time (UTC).
         time: DateTime<Utc>,
+        /// What is wrong with it.
         reason: String,
     },
 }
@@ -177,6 +223,7 @@ pub struct OrderTag {
 /// An open paper position (isolated margin).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaperPosition {
+    /// Long or short.
     pub side: Side,
     /// Base units, always > 0 (a position that reaches 0 is removed).
     pub qty: Decimal,
@@ -304,6 +351,7 @@ impl PaperBroker {
         })
     }
 
+    /// The costs and margin parameters the account runs with.
     #[must_use]
     pub fn config(&self) -> &PaperBrokerConfig {
         &self.config

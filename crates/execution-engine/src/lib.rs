@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The execution engine: the only authority on what trades.
 //!
 //! It owns two things:

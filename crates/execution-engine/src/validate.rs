@@ -76,7 +76,9 @@ impl OrderIntent {
 /// The concrete market order the engine lets through, to be sent to the broker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Order {
+    /// The symbol to trade, as the account knows it.
     pub symbol: String,
+    /// Buy or sell.
     pub side: OrderSide,
     /// Base units, always positive. For a flip: the closing quantity plus the opening quantity.
     pub qty: Decimal,
@@ -85,6 +87,7 @@ pub struct Order {
     pub leverage: Decimal,
     /// True for reduces and closes: the order may only shrink the position.
     pub reduce_only: bool,
+    /// What the order does to the position on its symbol.
     pub intent: OrderIntent,
     /// The mark price the order was sized and checked at.
     pub reference_price: Decimal,
@@ -100,6 +103,7 @@ pub struct Order {
 /// The engine's answer: the verdict, and the order to send when it is `Executed`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Decision {
+    /// Executed, rejected (with its rule code and numbers) or no-op.
     pub verdict: Verdict,
     /// `Some` exactly when the verdict is [`Verdict::Executed`].
     pub order: Option<Order>,

@@ -1,3 +1,5 @@
+//! [`HlError`], the adapter's one error type, and its [`Result`] alias.
+
 use std::time::Duration;
 
 /// Everything that can go wrong talking to Hyperliquid: transport, HTTP status, payload shape,
@@ -6,13 +8,21 @@ use std::time::Duration;
 pub enum HlError {
     /// The URL given as base URL could not be joined with an endpoint path.
     #[error("invalid base URL {url:?}: {message}")]
-    BaseUrl { url: String, message: String },
+    BaseUrl {
+        /// The base URL as given.
+        url: String,
+        /// What is wrong with it.
+        message: String,
+    },
 
     /// The request could not be sent or the connection broke (after any retries).
     #[cfg(feature = "client")]
     #[error("transport error calling {endpoint}: {source}")]
     Transport {
+        /// The endpoint called (`info` or `exchange`), or `client setup` when the HTTP client
+        /// could not be built.
         endpoint: &'static str,
+        /// reqwest's error.
         #[source]
         source: reqwest::Error,
     },
@@ -20,7 +30,9 @@ pub enum HlError {
     /// The server answered with a non-success status that is not retried (4xx other than 429).
     #[error("{endpoint} answered HTTP {status}: {body}")]
     Status {
+        /// The endpoint called (`info` or `exchange`).
         endpoint: &'static str,
+        /// The HTTP status code.
         status: u16,
         /// The start of the response body (at most 512 bytes).
         body: String,
@@ -29,9 +41,13 @@ pub enum HlError {
     /// Every attempt failed with a retryable error (429, 5xx, connection); `last` is the final one.
     #[error("{endpoint}: gave up after {attempts} attempts over {elapsed:?}; last error: {last}")]
     RetriesExhausted {
+        /// The endpoint called (`info` or `exchange`).
         endpoint: &'static str,
+        /// How many attempts were made.
         attempts: u32,
+        /// Time from the first attempt to giving up.
         elapsed: Duration,
+        /// The final attempt's error.
         last: Box<HlError>,
     },
 
@@ -39,16 +55,22 @@ pub enum HlError {
     /// value (e.g. `[3].px`), `message` what was wrong with it.
     #[error("unexpected {what} payload at `{path}`: {message}")]
     Decode {
+        /// The payload being parsed, e.g. `userFills`.
         what: &'static str,
+        /// The JSON path of the offending value.
         path: String,
+        /// The parser's message.
         message: String,
     },
 
     /// The payload parsed but a value in it is unusable (e.g. a zero position value).
     #[error("invalid {what} payload at `{path}`: {message}")]
     Invalid {
+        /// The payload, e.g. `clearinghouseState`.
         what: &'static str,
+        /// The JSON path of the offending value.
         path: String,
+        /// What is unusable about it.
         message: String,
     },
 
@@ -83,8 +105,11 @@ pub enum HlError {
     /// A price or size cannot be put on the wire (non-positive, rounds to zero, too precise).
     #[error("cannot format {field} {value} for the wire: {reason}")]
     WireNumber {
+        /// Which number: `price`, `size`, `slippage`, ...
         field: &'static str,
+        /// The value given.
         value: rust_decimal::Decimal,
+        /// Why it cannot be sent.
         reason: &'static str,
     },
 

@@ -40,14 +40,18 @@ pub fn cloid_for_leg(deployment_id: Uuid, tick_at: DateTime<Utc>, leg: u32) -> C
 pub struct OrderRequest {
     /// Asset id and lot size, from [`Meta::asset`](crate::Meta::asset).
     pub asset: AssetInfo,
+    /// Buy or sell.
     pub side: OrderSide,
     /// Limit price; rounded to 5 significant figures / max decimals (see [`round_perp_price`]).
     /// For a "market" order use an IOC with [`slippage_price`].
     pub price: Decimal,
     /// Size in base units; rounded toward zero to the lot.
     pub size: Decimal,
+    /// The order may only shrink the position on the asset.
     pub reduce_only: bool,
+    /// Time in force: `Ioc` for a "market" order, `Gtc` or `Alo` to rest on the book.
     pub tif: Tif,
+    /// The client order id to tag the order with; `None` sends none.
     pub cloid: Option<Cloid>,
 }
 
@@ -109,19 +113,27 @@ impl OrderRequest {
 pub enum OrderStatus {
     /// The order rests on the book.
     Resting {
+        /// The exchange's order id.
         oid: u64,
+        /// The client order id the order was sent with, if any.
         cloid: Option<Cloid>,
     },
     /// The order filled (wholly, or the IOC part that could).
     Filled {
+        /// The exchange's order id.
         oid: u64,
+        /// Size filled, in base units.
         total_sz: Decimal,
+        /// Volume-weighted average fill price, in USD.
         avg_px: Decimal,
+        /// The client order id the order was sent with, if any.
         cloid: Option<Cloid>,
     },
     /// A cancel (or other non-order action) succeeded.
     Success,
+    /// `waitingForFill`: the exchange accepted the order and has not filled it yet.
     WaitingForFill,
+    /// `waitingForTrigger`: a trigger (stop / take-profit) order waits for its trigger price.
     WaitingForTrigger,
     /// The exchange refused this order or cancel; the text is the exchange's.
     Error(String),
@@ -131,9 +143,14 @@ pub enum OrderStatus {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExchangeRequest<'a> {
+    /// The signed action.
     pub action: &'a Action,
+    /// The nonce signed with it: milliseconds since the Unix epoch (from the client's clock),
+    /// strictly increasing per client; the exchange refuses a reused nonce.
     pub nonce: u64,
+    /// The signature over action, nonce and vault address.
     pub signature: Signature,
+    /// The vault or subaccount traded for; `None` trades the signer's own account.
     pub vault_address: Option<Address>,
 }
 

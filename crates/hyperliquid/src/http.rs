@@ -27,6 +27,7 @@ pub struct ClientConfig {
     pub base_url: String,
     /// Timeout of one HTTP attempt (connect + response).
     pub timeout: Duration,
+    /// How failed attempts (429, 5xx, connection errors) are retried.
     pub retry: RetryPolicy,
 }
 
@@ -53,12 +54,14 @@ impl ClientConfig {
         Self::new(TESTNET_URL)
     }
 
+    /// The same config with another per-attempt timeout.
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
+    /// The same config with another retry policy.
     #[must_use]
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;

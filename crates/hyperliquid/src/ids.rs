@@ -28,7 +28,9 @@ fn parse_hex_exact<const N: usize>(s: &str) -> Option<[u8; N]> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Network {
+    /// The production chain, [`MAINNET_URL`].
     Mainnet,
+    /// The test chain, [`TESTNET_URL`].
     Testnet,
 }
 

@@ -20,33 +20,52 @@ pub const USER_FILLS_PAGE: usize = 2000;
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum InfoRequest {
+    /// `candleSnapshot`: OHLCV candles of one coin and interval.
     CandleSnapshot {
+        /// Coin, interval and time range.
         req: CandleRequest,
     },
+    /// `meta`: the perpetuals universe (names, lot decimals, max leverage).
     Meta,
+    /// `metaAndAssetCtxs`: the universe plus each asset's live context (mark, funding, OI).
     MetaAndAssetCtxs,
+    /// `fundingHistory`: hourly funding rates of one coin.
     #[serde(rename_all = "camelCase")]
     FundingHistory {
+        /// The coin, e.g. `BTC`.
         coin: String,
+        /// Start, in milliseconds since the Unix epoch.
         start_time: i64,
+        /// End, in milliseconds since the Unix epoch; `None` = up to now.
         #[serde(skip_serializing_if = "Option::is_none")]
         end_time: Option<i64>,
     },
+    /// `clearinghouseState`: a user's margin summary and open positions.
     ClearinghouseState {
+        /// The account's address.
         user: Address,
     },
+    /// `userFills`: a user's most recent fills (at most [`USER_FILLS_PAGE`]).
     UserFills {
+        /// The account's address.
         user: Address,
     },
+    /// `userFillsByTime`: a user's fills in a time range (at most [`USER_FILLS_PAGE`]).
     #[serde(rename_all = "camelCase")]
     UserFillsByTime {
+        /// The account's address.
         user: Address,
+        /// Start, in milliseconds since the Unix epoch.
         start_time: i64,
+        /// End, in milliseconds since the Unix epoch; `None` = up to now.
         #[serde(skip_serializing_if = "Option::is_none")]
         end_time: Option<i64>,
     },
+    /// `orderStatus`: the state of one order.
     OrderStatus {
+        /// The account's address.
         user: Address,
+        /// The order, by exchange or client order id.
         oid: OrderRef,
     },
 }
@@ -56,7 +75,9 @@ pub enum InfoRequest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum OrderRef {
+    /// The exchange's order id.
     Oid(u64),
+    /// The client order id the order was sent with.
     Cloid(Cloid),
 }
 
@@ -64,9 +85,13 @@ pub enum OrderRef {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CandleRequest {
+    /// The coin, e.g. `BTC`.
     pub coin: String,
+    /// The candle interval in Hyperliquid's spelling (`5m`, `1h`, `1d`, ...).
     pub interval: String,
+    /// Start, in milliseconds since the Unix epoch.
     pub start_time: i64,
+    /// End, in milliseconds since the Unix epoch.
     pub end_time: i64,
 }
 

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! Hyperliquid exchange adapter: the live runner's only way to Hyperliquid.
 //!
 //! What it owns:

@@ -47,17 +47,22 @@ pub enum Action {
 /// One or more orders placed atomically.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BulkOrder {
+    /// The orders, in the order the exchange processes them.
     pub orders: Vec<OrderWire>,
+    /// How the orders relate; [`Grouping::Na`] for independent orders.
     pub grouping: Grouping,
 }
 
 /// How orders of one action relate (take-profit / stop-loss grouping).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Grouping {
+    /// `na`: independent orders.
     #[serde(rename = "na")]
     Na,
+    /// `normalTpsl`: an entry with take-profit / stop-loss triggers sized to it.
     #[serde(rename = "normalTpsl")]
     NormalTpsl,
+    /// `positionTpsl`: take-profit / stop-loss triggers on the whole position.
     #[serde(rename = "positionTpsl")]
     PositionTpsl,
 }
@@ -77,8 +82,10 @@ pub struct OrderWire {
     /// Size in base units, wire-formatted.
     #[serde(rename = "s")]
     pub sz: String,
+    /// `r`: the order may only shrink the position.
     #[serde(rename = "r")]
     pub reduce_only: bool,
+    /// `t`: limit (with its time in force) or trigger.
     #[serde(rename = "t")]
     pub order_type: OrderTypeWire,
     /// Client order id; the key is absent (not null) without one.
@@ -90,14 +97,20 @@ pub struct OrderWire {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum OrderTypeWire {
+    /// A limit order.
     Limit {
+        /// Its time in force.
         tif: Tif,
     },
+    /// A trigger (stop / take-profit) order.
     Trigger {
+        /// `isMarket`: execute as a market order once triggered (else as a limit at `p`).
         #[serde(rename = "isMarket")]
         is_market: bool,
+        /// `triggerPx`: the trigger price, wire-formatted decimal string.
         #[serde(rename = "triggerPx")]
         trigger_px: String,
+        /// Take-profit or stop-loss.
         tpsl: Tpsl,
     },
 }
@@ -117,21 +130,26 @@ pub enum Tif {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Tpsl {
+    /// `tp`: take-profit.
     Tp,
+    /// `sl`: stop-loss.
     Sl,
 }
 
 /// Cancels by exchange order id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BulkCancel {
+    /// The orders to cancel.
     pub cancels: Vec<CancelWire>,
 }
 
 /// `{"a": asset, "o": oid}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CancelWire {
+    /// `a`: asset index (position in the perp universe of `meta`).
     #[serde(rename = "a")]
     pub asset: u32,
+    /// `o`: the exchange's order id.
     #[serde(rename = "o")]
     pub oid: u64,
 }
@@ -139,13 +157,16 @@ pub struct CancelWire {
 /// Cancels by client order id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BulkCancelByCloid {
+    /// The orders to cancel.
     pub cancels: Vec<CancelByCloidWire>,
 }
 
 /// `{"asset": asset, "cloid": "0x…"}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CancelByCloidWire {
+    /// Asset index (position in the perp universe of `meta`).
     pub asset: u32,
+    /// The client order id the order was sent with.
     pub cloid: Cloid,
 }
 
@@ -229,8 +250,11 @@ pub fn agent_signing_hash(connection_id: &[u8; 32], network: Network) -> [u8; 32
 /// SDK's `to_hex(int)`), `v` is 27 or 28.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Signature {
+    /// The `r` scalar, big-endian.
     pub r: [u8; 32],
+    /// The `s` scalar, big-endian (low-s form).
     pub s: [u8; 32],
+    /// The recovery id plus 27: 27 or 28.
     pub v: u8,
 }
 
@@ -364,7 +388,9 @@ impl Signer {
 /// and the signature.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SignedAction {
+    /// Keccak-256 of the action's msgpack bytes, nonce and vault address.
     pub action_hash: [u8; 32],
+    /// The signature of the phantom agent carrying that hash.
     pub signature: Signature,
 }
 

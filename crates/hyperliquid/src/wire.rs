@@ -37,12 +37,16 @@ pub struct Candle {
     /// Interval as the exchange spells it (`"1h"`).
     #[serde(rename = "i")]
     pub interval: String,
+    /// Open price (`o`, a decimal string), USD.
     #[serde(rename = "o", with = "rust_decimal::serde::str")]
     pub open: Decimal,
+    /// Highest price (`h`), USD.
     #[serde(rename = "h", with = "rust_decimal::serde::str")]
     pub high: Decimal,
+    /// Lowest price (`l`), USD.
     #[serde(rename = "l", with = "rust_decimal::serde::str")]
     pub low: Decimal,
+    /// Close price (`c`), USD; the latest trade while the candle is forming.
     #[serde(rename = "c", with = "rust_decimal::serde::str")]
     pub close: Decimal,
     /// Volume in base units.
@@ -95,6 +99,7 @@ pub fn candles_to_bars(candles: &[Candle]) -> Vec<Bar> {
 /// The perp universe (`meta`). An asset's index in `universe` is its asset id in orders.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Meta {
+    /// The perps, in asset-id order.
     pub universe: Vec<AssetMeta>,
 }
 
@@ -102,12 +107,16 @@ pub struct Meta {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AssetMeta {
+    /// The coin's name (`BTC`, `kPEPE`), exact and case-sensitive.
     pub name: String,
     /// Decimals of the size lot.
     pub sz_decimals: u32,
+    /// Highest leverage the exchange allows on the coin.
     pub max_leverage: u32,
+    /// `onlyIsolated`: the coin trades with isolated margin only (absent = false).
     #[serde(default)]
     pub only_isolated: bool,
+    /// `isDelisted`: the coin no longer trades (absent = false).
     #[serde(default)]
     pub is_delisted: bool,
 }
@@ -117,7 +126,9 @@ pub struct AssetMeta {
 pub struct AssetInfo {
     /// Asset id (`a` in orders).
     pub index: u32,
+    /// Decimals of the size lot: sizes are rounded to this many places.
     pub sz_decimals: u32,
+    /// Highest leverage the exchange allows on the coin.
     pub max_leverage: u32,
 }
 
@@ -165,21 +176,28 @@ pub struct AssetCtx {
     /// Open interest in base units.
     #[serde(with = "rust_decimal::serde::str")]
     pub open_interest: Decimal,
+    /// `prevDayPx`: the price 24 hours ago, USD.
     #[serde(with = "rust_decimal::serde::str")]
     pub prev_day_px: Decimal,
     /// 24h notional volume in USD.
     #[serde(with = "rust_decimal::serde::str")]
     pub day_ntl_vlm: Decimal,
+    /// Current premium of the mark over the oracle (a fraction); `None` when absent or null.
     #[serde(default, with = "rust_decimal::serde::str_option")]
     pub premium: Option<Decimal>,
+    /// `oraclePx`: the oracle (index) price, USD.
     #[serde(with = "rust_decimal::serde::str")]
     pub oracle_px: Decimal,
+    /// `markPx`: the mark price margin and PnL are computed at, USD.
     #[serde(with = "rust_decimal::serde::str")]
     pub mark_px: Decimal,
+    /// `midPx`: the book's mid price, USD; `None` when the book is empty on a side.
     #[serde(default, with = "rust_decimal::serde::str_option")]
     pub mid_px: Option<Decimal>,
+    /// `impactPxs`: the impact bid and ask prices, USD; `None` when absent.
     #[serde(default)]
     pub impact_pxs: Option<Vec<WireDecimal>>,
+    /// `dayBaseVlm`: 24h volume in base units; `None` when absent.
     #[serde(default, with = "rust_decimal::serde::str_option")]
     pub day_base_vlm: Option<Decimal>,
 }
@@ -187,7 +205,9 @@ pub struct AssetCtx {
 /// `metaAndAssetCtxs`: the universe and, index for index, each asset's live context.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetaAndAssetCtxs {
+    /// The universe.
     pub meta: Meta,
+    /// Each asset's live context, at the same index as in `meta.universe`.
     pub ctxs: Vec<AssetCtx>,
 }
 
@@ -229,12 +249,15 @@ pub fn parse_meta_and_asset_ctxs(body: &[u8]) -> Result<MetaAndAssetCtxs> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FundingRate {
+    /// The coin.
     pub coin: String,
     /// Funding rate of the period (a fraction; positive: longs pay shorts).
     #[serde(with = "rust_decimal::serde::str")]
     pub funding_rate: Decimal,
+    /// Premium of the mark over the oracle in the period (a fraction).
     #[serde(with = "rust_decimal::serde::str")]
     pub premium: Decimal,
+    /// When the funding was applied (`time`, Unix milliseconds on the wire), UTC.
     #[serde(with = "chrono::serde::ts_milliseconds")]
     pub time: DateTime<Utc>,
 }
@@ -255,12 +278,17 @@ pub fn parse_funding_history(body: &[u8]) -> Result<Vec<FundingRate>> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClearinghouseState {
+    /// `assetPositions`: the open positions (the exchange may list zero sizes).
     pub asset_positions: Vec<AssetPosition>,
+    /// `marginSummary`: the whole account, cross and isolated.
     pub margin_summary: MarginSummary,
+    /// `crossMarginSummary`: the cross-margin part of the account.
     pub cross_margin_summary: MarginSummary,
     /// USD that can be withdrawn now (free collateral).
     #[serde(with = "rust_decimal::serde::str")]
     pub withdrawable: Decimal,
+    /// `crossMaintenanceMarginUsed`: maintenance margin of the cross positions, USD; `None`
+    /// when absent.
     #[serde(default, with = "rust_decimal::serde::str_option")]
     pub cross_maintenance_margin_used: Option<Decimal>,
     /// Server time of the snapshot (newer API versions).
@@ -275,11 +303,13 @@ pub struct MarginSummary {
     /// Equity: collateral plus unrealized PnL.
     #[serde(with = "rust_decimal::serde::str")]
     pub account_value: Decimal,
+    /// `totalMarginUsed`: margin locked by positions, USD.
     #[serde(with = "rust_decimal::serde::str")]
     pub total_margin_used: Decimal,
     /// Gross notional of all positions.
     #[serde(with = "rust_decimal::serde::str")]
     pub total_ntl_pos: Decimal,
+    /// `totalRawUsd`: the exchange's raw USD balance figure, USD (carried, not interpreted here).
     #[serde(with = "rust_decimal::serde::str")]
     pub total_raw_usd: Decimal,
 }
@@ -287,7 +317,9 @@ pub struct MarginSummary {
 /// `{position, type: "oneWay"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AssetPosition {
+    /// The position.
     pub position: PositionWire,
+    /// `type`: the position mode, `oneWay`.
     #[serde(rename = "type")]
     pub kind: String,
 }
@@ -296,23 +328,33 @@ pub struct AssetPosition {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PositionWire {
+    /// The coin.
     pub coin: String,
+    /// Signed size in base units: positive long, negative short.
     #[serde(with = "rust_decimal::serde::str")]
     pub szi: Decimal,
+    /// `entryPx`: average entry price, USD; `None` when absent or null.
     #[serde(default, with = "rust_decimal::serde::str_option")]
     pub entry_px: Option<Decimal>,
+    /// The position's margin mode and leverage.
     pub leverage: Leverage,
+    /// `liquidationPx`: the mark price at which it is liquidated, USD; `None` when the exchange
+    /// sends null (no liquidation risk).
     #[serde(default, with = "rust_decimal::serde::str_option")]
     pub liquidation_px: Option<Decimal>,
+    /// `marginUsed`: margin locked by the position, USD.
     #[serde(with = "rust_decimal::serde::str")]
     pub margin_used: Decimal,
     /// Notional at the mark price (always positive).
     #[serde(with = "rust_decimal::serde::str")]
     pub position_value: Decimal,
+    /// `returnOnEquity`: unrealized PnL over the margin (a fraction).
     #[serde(with = "rust_decimal::serde::str")]
     pub return_on_equity: Decimal,
+    /// `unrealizedPnl`: profit or loss at the mark, USD.
     #[serde(with = "rust_decimal::serde::str")]
     pub unrealized_pnl: Decimal,
+    /// `maxLeverage`: the coin's highest leverage; `None` when absent.
     #[serde(default)]
     pub max_leverage: Option<u32>,
 }
@@ -321,9 +363,12 @@ pub struct PositionWire {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Leverage {
+    /// `type`: the margin mode, `cross` or `isolated`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// The configured leverage (e.g. 20 for 20x).
     pub value: u32,
+    /// `rawUsd`: an isolated position's raw USD balance, USD; `None` when absent (cross margin).
     #[serde(default, with = "rust_decimal::serde::str_option")]
     pub raw_usd: Option<Decimal>,
 }
@@ -449,8 +494,10 @@ pub fn parse_clearinghouse_state(body: &[u8]) -> Result<ClearinghouseState> {
 /// Side of a fill on the wire: `"B"` (bid, buy) or `"A"` (ask, sell).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum HlSide {
+    /// `B`: the bid side, a buy.
     #[serde(rename = "B")]
     Bid,
+    /// `A`: the ask side, a sell.
     #[serde(rename = "A")]
     Ask,
 }
@@ -470,10 +517,13 @@ impl HlSide {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LiquidationWire {
+    /// `liquidatedUser`: the address of the account liquidated; `None` when absent.
     #[serde(default)]
     pub liquidated_user: Option<String>,
+    /// `markPx`: the mark price at liquidation, USD; `None` when absent.
     #[serde(default, with = "rust_decimal::serde::str_option")]
     pub mark_px: Option<Decimal>,
+    /// How the exchange liquidated (e.g. `market`, `backstop`); `None` when absent.
     #[serde(default)]
     pub method: Option<String>,
 }
@@ -517,10 +567,15 @@ pub struct HlFill {
     /// `index` the fill's position among the fills of the same transaction hash and order id, in
     /// the order the exchange lists them (which is execution order within a transaction).
     pub id: String,
+    /// The coin.
     pub coin: String,
+    /// Fill price (`px`), USD.
     pub px: Decimal,
+    /// Fill size (`sz`) in base units, positive.
     pub sz: Decimal,
+    /// Buy or sell.
     pub side: HlSide,
+    /// When the fill happened (`time`, Unix milliseconds on the wire), UTC.
     pub time: DateTime<Utc>,
     /// Signed position before this fill.
     pub start_position: Decimal,
@@ -528,14 +583,19 @@ pub struct HlFill {
     pub dir: String,
     /// Realized PnL of the closing part, as the exchange computes it (gross of fees).
     pub closed_pnl: Decimal,
+    /// The transaction hash, `0x`-prefixed hex.
     pub hash: String,
+    /// The exchange's order id.
     pub oid: u64,
     /// `true` when the fill took liquidity.
     pub crossed: bool,
     /// Fee (negative: rebate), in `fee_token` (USDC for perps).
     pub fee: Decimal,
+    /// `feeToken`: the token the fee was paid in; `None` when absent.
     pub fee_token: Option<String>,
+    /// The exchange's trade id; `None` when absent (older responses).
     pub tid: Option<u64>,
+    /// The client order id of the order, `0x`-prefixed hex; `None` without one.
     pub cloid: Option<String>,
     /// Set on liquidation fills (newer API versions).
     pub liquidation_info: Option<LiquidationWire>,
@@ -625,17 +685,23 @@ pub fn parse_user_fills(body: &[u8]) -> Result<Vec<HlFill>> {
 /// One order as `orderStatus` reports it (`order.order` on the wire) with its status.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrderInfo {
+    /// The coin.
     pub coin: String,
+    /// Buy or sell.
     pub side: HlSide,
+    /// `limitPx`: the limit price, USD.
     pub limit_px: Decimal,
     /// Size still open on the book (`sz`; zero once filled or cancelled).
     pub remaining_sz: Decimal,
     /// Size the order was placed with (`origSz`).
     pub orig_sz: Decimal,
+    /// The exchange's order id.
     pub oid: u64,
     /// When the order was placed (`timestamp`).
     pub placed_at: DateTime<Utc>,
+    /// The client order id the order was sent with; `None` without one.
     pub cloid: Option<crate::ids::Cloid>,
+    /// `reduceOnly`: the order may only shrink the position.
     pub reduce_only: bool,
     /// The exchange's status word: `open`, `filled`, `canceled`, `triggered`, `rejected`,
     /// `marginCanceled`, `perpMarginRejected`, `iocCancelRejected`, ...

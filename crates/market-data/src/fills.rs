@@ -23,6 +23,7 @@ pub enum FillsFormat {
 /// Fills ready for the materializer, oldest first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadedFills {
+    /// The fills kept, oldest first; ids are unique.
     pub fills: Vec<Fill>,
     /// Fills dropped because they belong to a position opened before the file starts.
     pub skipped: usize,

@@ -30,8 +30,11 @@ pub const HOLDING_MINUTES_DP: u32 = 2;
 /// version they opened under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct LedgerScope {
+    /// The deployment whose trades these are.
     pub deployment_id: Uuid,
+    /// The skill the deployment runs.
     pub skill_id: Uuid,
+    /// The skill version new rows are opened under.
     pub skill_version: i32,
 }
 
@@ -79,6 +82,7 @@ pub struct TickInput<'a> {
 /// appears once, in its final state for the call, in first-touch order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RowWrite {
+    /// The row in its final state for the call.
     pub row: TradeRecord,
     /// The row did not exist before this call.
     pub inserted: bool,
@@ -99,17 +103,24 @@ pub enum FillLeg {
 /// fill's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FillLink {
+    /// The broker's fill id.
     pub fill_id: String,
+    /// The `trade_history` row that consumed this part of the fill.
     pub trade_id: Uuid,
+    /// Whether this part opened/added to or reduced/closed the row.
     pub leg: FillLeg,
+    /// The quantity consumed, in base units (unsigned, > 0).
     pub qty: Decimal,
+    /// The share of the fill's fee charged to this leg, in USD (pro rata by quantity).
     pub fee_usd: Decimal,
 }
 
 /// What one call changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct LedgerChanges {
+    /// Rows to insert or update, each once, in first-touch order.
     pub rows: Vec<RowWrite>,
+    /// The fill → row links created by this call, in application order.
     pub fill_links: Vec<FillLink>,
 }
 

@@ -45,6 +45,7 @@ const TABLE: [(&str, [i64; 4]); 14] = [
 /// The cost of a tick's usage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct CostEstimate {
+    /// The cost in USD, exact and normalised (see [`Rates::cost`]).
     pub usd: Decimal,
     /// False when the model is not in the table: `usd` is then 0, not a real figure.
     pub known: bool,

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The model interface, small enough that providers and the reflection job depend on it without
 //! the agent runtime.
 //!

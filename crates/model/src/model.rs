@@ -10,7 +10,9 @@ use types::Usage;
 /// A tool the model may call: name, description and the JSON Schema of its arguments.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolDefinition {
+    /// The name the model calls the tool by (e.g. `propose_order`); unique within a request.
     pub name: String,
+    /// What the tool does and when to use it, as shown to the model.
     pub description: String,
     /// JSON Schema (an object schema) of the arguments, shared with the tool (not copied per
     /// request).
@@ -21,8 +23,11 @@ pub struct ToolDefinition {
 /// so malformed JSON can be reported rather than lost.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
+    /// The provider's id of this call; the matching [`Message::Tool`] answers it by `call_id`.
     pub id: String,
+    /// The name of the tool called (a [`ToolDefinition::name`], unless the model made one up).
     pub name: String,
+    /// The arguments as raw JSON text, unparsed and possibly malformed.
     pub arguments: String,
 }
 
@@ -30,17 +35,25 @@ pub struct ToolCall {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {
+    /// What the user (or, in a tick, the runtime's assembled context) says.
     User {
+        /// The message text.
         content: String,
     },
+    /// A turn the model produced earlier, replayed so it sees its own tool calls.
     Assistant {
+        /// The assistant's prose; `None` when the turn was tool calls only.
         text: Option<String>,
+        /// The tool calls the turn made, in the order the model made them (may be empty).
         tool_calls: Vec<ToolCall>,
     },
     /// The result of one tool call, sent back to the model.
     Tool {
+        /// The [`ToolCall::id`] this result answers.
         call_id: String,
+        /// The name of the tool that produced it.
         name: String,
+        /// The tool's result text (JSON or an error message), as the model will read it.
         content: String,
     },
 }
@@ -53,8 +66,11 @@ pub struct ModelRequest {
     /// The system prompt; providers that support prompt caching mark it (with the tools) as the
     /// stable, cacheable prefix.
     pub system: String,
+    /// The conversation so far, oldest first.
     pub messages: Vec<Message>,
+    /// The tools the model may call this round; empty means no tool calling.
     pub tools: Vec<ToolDefinition>,
+    /// The cap on tokens the model may generate in this call.
     pub max_output_tokens: u32,
 }
 
@@ -73,6 +89,8 @@ pub enum FinishReason {
 }
 
 impl FinishReason {
+    /// The stable kebab-case name (`stop`, `length`, `tool-calls`, `error`), as serialised and
+    /// stored.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -87,31 +105,66 @@ impl FinishReason {
 /// The model's answer to one [`ModelRequest`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelResponse {
+    /// The assistant's prose; `None` when it answered with tool calls only.
     pub text: Option<String>,
+    /// The tool calls of this turn, in the order the model made them (may be empty).
     pub tool_calls: Vec<ToolCall>,
+    /// Why the model stopped.
     pub finish: FinishReason,
+    /// The tokens this call consumed, as the provider reported them.
     pub usage: Usage,
 }
 
 /// Why a model call failed. Every variant ends the tick as `error` with no proposal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ModelError {
+    /// The provider's API key variable is unset or blank.
     #[error("{provider}: environment variable {var} is not set")]
-    MissingKey { provider: String, var: String },
+    MissingKey {
+        /// The provider that needs the key (e.g. `anthropic`).
+        provider: String,
+        /// The exact environment variable name (e.g. `ANTHROPIC_API_KEY`).
+        var: String,
+    },
+    /// The model string names no known provider or built-in model; carries the string as given.
     #[error("unknown model {0:?}")]
     UnknownModel(String),
+    /// The provider answered with a non-success HTTP status (after retries, when retryable).
     #[error("{provider}: HTTP {status}: {body}")]
     Http {
+        /// The provider that answered.
         provider: String,
+        /// The HTTP status code.
         status: u16,
+        /// The response body, truncated.
         body: String,
     },
+    /// The request did not complete within the provider's timeout (after retries).
     #[error("{provider}: request timed out after {seconds}s")]
-    Timeout { provider: String, seconds: u64 },
+    Timeout {
+        /// The provider called.
+        provider: String,
+        /// The per-request timeout that elapsed, in whole seconds (rounded up).
+        seconds: u64,
+    },
+    /// The connection failed (DNS, TCP, TLS, a body cut off) before an HTTP status was read.
     #[error("{provider}: connection failed: {message}")]
-    Connection { provider: String, message: String },
+    Connection {
+        /// The provider called.
+        provider: String,
+        /// The transport error and its sources.
+        message: String,
+    },
+    /// A success response whose body is not the JSON shape the provider's API documents.
     #[error("{provider}: unexpected response: {message}")]
-    Decode { provider: String, message: String },
+    Decode {
+        /// The provider that answered.
+        provider: String,
+        /// What did not parse, with an excerpt of the body.
+        message: String,
+    },
+    /// Anything else (a client that cannot be built, a bad setting, a built-in model's own
+    /// failure); the message says what and where.
     #[error("{0}")]
     Other(String),
 }
@@ -134,9 +187,13 @@ pub trait LanguageModel: Send + Sync {
 /// Dollar rates per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rates {
+    /// USD per million uncached input tokens.
     pub input: Decimal,
+    /// USD per million output tokens.
     pub output: Decimal,
+    /// USD per million input tokens read from the provider's prompt cache.
     pub cache_read: Decimal,
+    /// USD per million input tokens written to the provider's prompt cache.
     pub cache_write: Decimal,
 }
 

@@ -15,8 +15,11 @@ pub const MAX_INJECTED_FACTS: usize = 10;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
+    /// Paper deployments only.
     Free,
+    /// Paper and live deployments.
     Pro,
+    /// Acts for several traders: the prompt asks to name deployment and owner.
     Team,
 }
 
@@ -24,8 +27,11 @@ pub enum Tier {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ChatMode {
+    /// Writing or refining a skill (thesis, rules, avoid list, caps, memory dial).
     Authoring,
+    /// Reviewing the user's results: trades, lessons, patterns, exposure to upcoming events.
     Coach,
+    /// Operating deployments: status, halts, rejections by rule code, costs.
     Ops,
 }
 
@@ -33,7 +39,9 @@ pub enum ChatMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FactConfidence {
+    /// The user stated the fact.
     Asserted,
+    /// The agent inferred the fact from the conversation.
     Inferred,
 }
 
@@ -41,8 +49,11 @@ pub enum FactConfidence {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatFact {
     /// Short tag such as `risk`, `symbols`, `session`, `goal`.
+    /// `None` when the fact has no topic.
     pub topic: Option<String>,
+    /// The fact itself, as the prompt shows it (folded onto one line).
     pub text: String,
+    /// Whether the user said it or the agent inferred it.
     pub confidence: FactConfidence,
 }
 
@@ -51,17 +62,22 @@ pub struct ChatFact {
 pub struct Focus {
     /// `skill` or `deployment`.
     pub kind: String,
+    /// The skill's or deployment's display name (folded onto one line in the prompt).
     pub name: String,
+    /// The skill's or deployment's id.
     pub id: Uuid,
 }
 
 /// Everything the chat system prompt depends on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatSystemInput {
+    /// The user's plan.
     pub tier: Tier,
     /// Already ordered most-recently-referenced first; at most `MAX_INJECTED_FACTS` are shown.
     pub facts: Vec<ChatFact>,
+    /// How the chat was opened.
     pub mode: ChatMode,
+    /// The skill or deployment being discussed; `None` drops the FOCUS segment.
     pub focus: Option<Focus>,
     /// The turn's time, shown last because it changes every turn.
     pub now: DateTime<Utc>,
@@ -101,7 +117,9 @@ impl fmt::Display for ChatSegmentName {
 /// One named segment of the chat system prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatSegment {
+    /// Which segment this is.
     pub name: ChatSegmentName,
+    /// The rendered, whitespace-normalised text of the segment.
     pub text: String,
 }
 

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The system prompts the models see, as named segments.
 //!
 //! - [`compose_system_prompt_segments`] / [`compose_system_prompt`]: the trading agent's system
@@ -58,7 +59,9 @@ pub use system::{
 #[derive(Debug, thiserror::Error)]
 #[error("prompt template {template} failed to render: {source}")]
 pub struct ComposeError {
+    /// The embedded template's name, e.g. `system/strategy`.
     pub template: &'static str,
+    /// The minijinja error.
     #[source]
     pub source: minijinja::Error,
 }

@@ -19,8 +19,11 @@ pub struct Lessons {
     pub text: String,
     /// How many closed trades the note was distilled from: the model sees the sample size.
     pub trades_considered: u32,
+    /// When the note was generated (UTC).
     pub generated_at: DateTime<Utc>,
+    /// Start of the window of closed trades the note covers (UTC), shown to the minute.
     pub window_start: DateTime<Utc>,
+    /// End of that window (UTC), shown to the minute.
     pub window_end: DateTime<Utc>,
 }
 
@@ -42,6 +45,7 @@ pub enum SegmentName {
 }
 
 impl SegmentName {
+    /// The segment's upper-case name (`HEADER`, `LEASH`, ...), as serialised.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -63,7 +67,9 @@ impl fmt::Display for SegmentName {
 /// One named segment of a system prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Segment {
+    /// Which segment this is.
     pub name: SegmentName,
+    /// The rendered, whitespace-normalised text of the segment.
     pub text: String,
 }
 

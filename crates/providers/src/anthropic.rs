@@ -37,6 +37,7 @@ pub const PROVIDER: &str = "anthropic";
 pub const KEY_VAR: &str = "ANTHROPIC_API_KEY";
 /// The base-URL override variable.
 pub const BASE_URL_VAR: &str = "ANTHROPIC_BASE_URL";
+/// The API root used when `ANTHROPIC_BASE_URL` is unset.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The `anthropic-version` header we speak.
 pub const API_VERSION: &str = "2023-06-01";
@@ -50,7 +51,9 @@ pub struct AnthropicConfig {
     pub model: String,
     /// API root without the `/v1/messages` suffix.
     pub base_url: String,
+    /// The API key, sent as `x-api-key`; never printed.
     pub api_key: String,
+    /// Timeout and retries of every call.
     pub transport: TransportOptions,
 }
 

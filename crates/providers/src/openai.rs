@@ -83,6 +83,7 @@ impl OpenAiFlavor {
         }
     }
 
+    /// The API root used when the base-URL variable is unset.
     #[must_use]
     pub const fn default_base_url(self) -> &'static str {
         match self {
@@ -92,6 +93,8 @@ impl OpenAiFlavor {
         }
     }
 
+    /// The output-limit field used when the override variable is unset: OpenAI's
+    /// `max_completion_tokens` for `openai`, `max_tokens` for the others.
     #[must_use]
     pub const fn default_max_tokens_field(self) -> MaxTokensField {
         match self {
@@ -120,6 +123,7 @@ pub enum MaxTokensField {
 }
 
 impl MaxTokensField {
+    /// The JSON field name, as sent and as accepted in the override variable.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -146,8 +150,11 @@ pub struct OpenAiCompatConfig {
     pub model: String,
     /// API root without the `/chat/completions` suffix.
     pub base_url: String,
+    /// The API key, sent as a bearer token; never printed.
     pub api_key: String,
+    /// The JSON name the output-token limit is sent under.
     pub max_tokens_field: MaxTokensField,
+    /// Timeout and retries of every call.
     pub transport: TransportOptions,
 }
 

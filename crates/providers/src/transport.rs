@@ -36,6 +36,7 @@ fn delay(policy: &RetryPolicy, attempt: u32, retry_after: Option<Duration>) -> D
 pub struct TransportOptions {
     /// Whole-request timeout (connect, send, wait, read the body) for ONE attempt.
     pub timeout: Duration,
+    /// How failed attempts (connection errors, timeouts, HTTP 408, 429, 5xx) are retried.
     pub retry: RetryPolicy,
 }
 

@@ -25,7 +25,10 @@ pub struct LastNote {
 /// (inclusive). For a deployment's first note `start` is the earliest entry of those trades.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReflectionWindow {
+    /// Exclusive start (UTC): the last note's `window_end`, or the earliest entry for a first
+    /// note.
     pub start: DateTime<Utc>,
+    /// Inclusive end (UTC): the tick time of the decision.
     pub end: DateTime<Utc>,
     /// Closed trades in the window at decision time.
     pub trades: u32,
@@ -40,16 +43,30 @@ pub enum NotDue {
     /// `context.memory.enabled: false`: no memory, no lessons.
     MemoryDisabled,
     /// `per_n_trades`: fewer than N trades closed since the last note.
-    TooFewTrades { have: u32, need: u32 },
+    TooFewTrades {
+        /// Trades closed since the last note.
+        have: u32,
+        /// `everyNTrades`.
+        need: u32,
+    },
     /// `daily`: the slot of the current UTC day is not reached yet and no earlier slot is owed.
-    BeforeHour { next_slot: DateTime<Utc> },
+    BeforeHour {
+        /// The next daily slot (UTC) at which a reflection becomes due.
+        next_slot: DateTime<Utc>,
+    },
     /// `daily`: a note was already generated at or after the latest slot.
-    AlreadyRan { next_slot: DateTime<Utc> },
+    AlreadyRan {
+        /// The next daily slot (UTC) at which a reflection becomes due.
+        next_slot: DateTime<Utc>,
+    },
     /// `daily`: the slot is owed but no trade closed since the last note — nothing to learn from.
     NoNewTrades,
     /// A reflection was due but the last attempt failed (provider down, empty reply) less than
     /// [`RETRY_BACKOFF_MINUTES`] ago: try again at `retry_at`, not on every tick.
-    Backoff { retry_at: DateTime<Utc> },
+    Backoff {
+        /// The earliest time (UTC) to try again.
+        retry_at: DateTime<Utc>,
+    },
 }
 
 /// How long after a failed reflection the cadence waits before trying again.
@@ -59,11 +76,14 @@ pub const RETRY_BACKOFF_MINUTES: i64 = 30;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "due", rename_all = "snake_case")]
 pub enum Due {
+    /// Run a reflection over this window now.
     Yes(ReflectionWindow),
+    /// No reflection now, and why.
     No(NotDue),
 }
 
 impl Due {
+    /// Whether a reflection should run now.
     #[must_use]
     pub const fn is_due(&self) -> bool {
         matches!(self, Due::Yes(_))

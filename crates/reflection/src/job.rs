@@ -67,6 +67,8 @@ where
 /// Which note a reflection writes and what it may read.
 #[derive(Debug, Clone, Copy)]
 pub struct ReflectionInput<'a> {
+    /// The skill the deployment runs: its version is recorded, its `strategy.avoid` lints the
+    /// lessons.
     pub skill: &'a Skill,
     /// The id of the skill's stored row (`db::Deployment::skill_id`), recorded on the note and
     /// on a failed run: the same skill id the stored note carries (which need not be the
@@ -90,16 +92,21 @@ pub struct ReflectionInput<'a> {
 /// `lint.flagged` is true, until a person accepts it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NoteDraft {
+    /// The stored skill row the note belongs to (see [`ReflectionInput::skill_id`]).
     pub skill_id: Uuid,
+    /// The skill version the deployment ran when the note was generated.
     pub skill_version: u32,
     /// `None` = skill-scoped (only ever via [`crate::promote_to_skill_scope`]).
     pub deployment_id: Option<Uuid>,
+    /// When the note was generated (UTC; the tick time of its run). A tick sees it only from
+    /// this instant on.
     pub generated_at: DateTime<Utc>,
     /// Window, lessons, model and usage; tokens are always `Some` (0 for the statistics).
     #[serde(flatten)]
     pub content: NoteContent,
     /// Whether the text had to be cut to fit the bounds.
     pub cut: bool,
+    /// The linter's verdict; a flagged note is stored but not injected until a person accepts it.
     pub lint: LintResult,
 }
 
@@ -130,7 +137,10 @@ pub enum ReflectionFailure {
     /// No closed trade in the window: nothing to reflect on (the model was not called).
     NoTrades,
     /// The model call failed (provider error, timeout, unknown model, …).
-    Model { message: String },
+    Model {
+        /// The provider's error, or a note that the model reported an error finish.
+        message: String,
+    },
     /// The model answered without any usable bullet.
     EmptyReply,
 }
@@ -148,17 +158,30 @@ impl fmt::Display for ReflectionFailure {
 /// A run that wrote no note: what it cost and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailedReflection {
+    /// The stored skill row the run was for.
     pub skill_id: Uuid,
+    /// The skill version the deployment ran.
     pub skill_version: u32,
+    /// The deployment the run was for (`None` = skill-scoped).
     pub deployment_id: Option<Uuid>,
+    /// When the run happened (UTC; the tick time). The cadence backs off from it.
     pub attempted_at: DateTime<Utc>,
+    /// Exclusive start of the window the run covered (UTC).
     pub window_start: DateTime<Utc>,
+    /// Inclusive end of that window (UTC): `attempted_at`.
     pub window_end: DateTime<Utc>,
+    /// Closed trades in the window (0 for [`ReflectionFailure::NoTrades`]).
     pub trades_considered: u32,
+    /// The reflector's model id.
     pub model_used: String,
+    /// Input tokens billed, cache reads and writes included (0 when the call failed).
     pub input_tokens: u64,
+    /// Output tokens billed (0 when the call failed).
     pub output_tokens: u64,
+    /// What the run cost in USD: 0 for the statistics; `None` when the model's rates are
+    /// unknown, and for a model run that found no trades (no model was called).
     pub cost_usd: Option<Decimal>,
+    /// Why no note was written.
     pub reason: ReflectionFailure,
 }
 
@@ -166,7 +189,9 @@ pub struct FailedReflection {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum ReflectionOutcome {
+    /// A note to store (flagged or not).
     Note(NoteDraft),
+    /// No note; what the run cost and why.
     Failed(FailedReflection),
 }
 

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! Reflection (ADR-0017 Phase 2): distils a deployment's recent closed trades into a short,
 //! bounded "lessons" note that the LESSONS segment of the system prompt shows as signal, never
 //! as strategy.
@@ -92,7 +93,9 @@ pub enum ReflectionError {
     /// A reflection setting is out of range (the skill loader normally rejects it first).
     #[error("{field}: {message}")]
     InvalidConfig {
+        /// The skill-document path of the setting, e.g. `context.memory.reflection.hour`.
         field: &'static str,
+        /// The allowed range and the value given.
         message: String,
     },
 }

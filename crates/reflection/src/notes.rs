@@ -9,6 +9,7 @@ use crate::job::NoteDraft;
 /// A stored note as the point-in-time rule needs it. Implemented for [`NoteDraft`]; the store's
 /// row type implements it at integration.
 pub trait NoteView {
+    /// When the note was generated (UTC): ticks before it must not see it.
     fn generated_at(&self) -> DateTime<Utc>;
     /// Not flagged by the linter, or flagged and accepted by a person.
     fn injectable(&self) -> bool;

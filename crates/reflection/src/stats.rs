@@ -25,6 +25,7 @@ pub const MIN_RECURRING: usize = 2;
 /// One setup: symbol × side × regime at entry.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SetupKey {
+    /// The traded symbol.
     pub symbol: String,
     /// `long` / `short`.
     pub side: &'static str,
@@ -54,13 +55,17 @@ impl SetupKey {
 /// Aggregates of a set of closed trades. Net PnL = `realized_pnl_usd` (gross) − `fees_usd`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SetupStats {
+    /// Trades aggregated.
     pub trades: usize,
     /// Net PnL > 0.
     pub wins: usize,
     /// Net PnL < 0.
     pub losses: usize,
+    /// Σ (realized PnL − fees), in USD.
     pub net_pnl_usd: Decimal,
+    /// Σ realized PnL before fees, in USD.
     pub gross_pnl_usd: Decimal,
+    /// Σ fees, in USD.
     pub fees_usd: Decimal,
     /// Sum of holding minutes (the row's `holding_minutes`, else exit − entry).
     pub holding_minutes: Decimal,
@@ -128,7 +133,9 @@ impl SetupStats {
 /// Every trade aggregated, and per setup (symbol × side × entry regime), in key order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LedgerStats {
+    /// Every trade together.
     pub overall: SetupStats,
+    /// Per setup (symbol × side × entry regime).
     pub setups: BTreeMap<SetupKey, SetupStats>,
 }
 

@@ -96,6 +96,7 @@ pub struct SkillMemoryConfig {
     /// Show "Open positions (memory view)". Default true.
     #[serde(default = "yes")]
     pub include_open_positions: bool,
+    /// When and with which model lessons are distilled. Defaults apply when absent.
     #[serde(default)]
     pub reflection: ReflectionConfig,
 }
@@ -122,6 +123,7 @@ const fn default_recent_trades_k() -> u32 {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ReflectionCadence {
+    /// Never reflect.
     Off,
     /// After every `everyNTrades`-th closed trade of the deployment.
     #[default]
@@ -131,6 +133,7 @@ pub enum ReflectionCadence {
 }
 
 impl ReflectionCadence {
+    /// The snake_case spelling, as in the skill document.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {

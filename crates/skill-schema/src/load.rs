@@ -12,8 +12,11 @@ use crate::validate::{Problem, ValidationReport, semantic};
 /// The text formats a skill file may be written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// JSON (`.json`).
     Json,
+    /// YAML (`.yaml`, `.yml`).
     Yaml,
+    /// TOML (`.toml`).
     Toml,
 }
 
@@ -43,30 +46,49 @@ impl fmt::Display for Format {
 /// Why a skill could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// The skill file could not be read.
     #[error("cannot read {path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// The file's extension is not one of `.json`, `.yaml`, `.yml`, `.toml`.
     #[error("{path}: unknown file type; use .json, .yaml, .yml or .toml")]
-    UnknownFormat { path: PathBuf },
+    UnknownFormat {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The text is not well-formed in its format, has a key twice in one mapping or nests too
+    /// deep ([`MAX_SKILL_DEPTH`](crate::MAX_SKILL_DEPTH)).
     #[error("{}not valid {format}: {message}", in_file(path.as_deref()))]
     Syntax {
         /// The file, when the document came from one ([`load_skill`]).
         path: Option<PathBuf>,
+        /// The format the text was parsed as.
         format: Format,
+        /// The parser's message, with line and column where it gives them, or the path of a
+        /// duplicate key.
         message: String,
     },
+    /// The document is larger than [`MAX_SKILL_BYTES`](crate::MAX_SKILL_BYTES).
     #[error("{}the document is {bytes} bytes; a skill may have at most {max} bytes", in_file(path.as_deref()))]
     TooLarge {
         /// The file, when the document came from one ([`load_skill`]).
         path: Option<PathBuf>,
+        /// Its size in bytes.
         bytes: u64,
+        /// The most bytes allowed.
         max: usize,
     },
+    /// The document parsed but breaks the schema or a cross-field rule.
     #[error("{} problem(s) in the skill:\n{report}", report.errors.len())]
-    Invalid { report: ValidationReport },
+    Invalid {
+        /// Every error (at least one) and warning found, sorted by path.
+        report: ValidationReport,
+    },
 }
 
 /// `"{path}: "`, or nothing for a document that did not come from a file.
@@ -78,7 +100,9 @@ fn in_file(path: Option<&Path>) -> String {
 /// A skill that passed validation, with the warnings it raised.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadedSkill {
+    /// The validated skill, defaults filled in.
     pub skill: Skill,
+    /// Problems that do not stop the skill from running (e.g. removed keys that are ignored).
     pub warnings: Vec<Problem>,
 }
 

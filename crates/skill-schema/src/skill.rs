@@ -16,12 +16,14 @@ pub struct Skill {
     /// the same file always maps to the same skill.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<Uuid>,
+    /// Display name, 1–80 characters; also the seed of the derived id.
     #[schemars(length(min = 1, max = 80))]
     pub name: String,
     /// Version of this skill document, from 1 to 2,147,483,647 (the stores' `integer` column).
     #[schemars(range(min = 1, max = 2_147_483_647))]
     pub version: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// What the skill is for, in the author's words; at most 1,000 characters.
     #[schemars(length(max = 1000))]
     pub description: Option<String>,
     /// `provider/model`, e.g. `anthropic/claude-sonnet-4.6`, `openai/gpt-5`,
@@ -32,9 +34,13 @@ pub struct Skill {
     #[serde(default = "default_max_steps")]
     #[schemars(range(min = 1, max = 20))]
     pub max_steps: u32,
+    /// The author's strategy, shown in the STRATEGY segment of the system prompt.
     pub strategy: Strategy,
+    /// What the agent is shown each tick: timeframes, symbols, news, memory, events.
     pub context: ContextConfig,
+    /// The hard caps the execution engine enforces.
     pub risk: RiskCaps,
+    /// The tools the model may call. Default: `propose_order` only.
     #[serde(default)]
     pub tools: ToolSpec,
 }

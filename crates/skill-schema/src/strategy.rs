@@ -26,6 +26,7 @@ impl StrategyMode {
         matches!(self, StrategyMode::Rules | StrategyMode::Hybrid)
     }
 
+    /// The snake_case spelling, as in the skill document.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -50,6 +51,7 @@ pub enum Leash {
 }
 
 impl Leash {
+    /// The snake_case spelling, as in the skill document.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -64,13 +66,21 @@ impl Leash {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StrategyStyle {
+    /// Trade in the direction of recent strong moves.
     Momentum,
+    /// Fade stretched moves back towards a mean.
     MeanReversion,
+    /// Enter when price leaves a range or level.
     Breakout,
+    /// Ride established trends on the higher timeframes.
     TrendFollowing,
+    /// Buy the bottom and sell the top of a range.
     RangeTrading,
+    /// Harvest funding or basis.
     Carry,
+    /// Trade around scheduled events and news.
     EventDriven,
+    /// Many short holds for small moves.
     Scalping,
 }
 
@@ -96,6 +106,7 @@ impl StrategyStyle {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Strategy {
+    /// Thesis, rules or hybrid; decides which of the fields below are required.
     pub mode: StrategyMode,
     /// Default `balanced`.
     #[serde(default)]
@@ -105,6 +116,7 @@ pub struct Strategy {
     #[schemars(length(min = 1, max = 4000))]
     pub thesis: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The trading style label; `None` shows no style.
     #[schemars(with = "StrategyStyle")]
     pub style: Option<StrategyStyle>,
     /// Holding horizon, e.g. "hours to two days".

@@ -41,8 +41,10 @@ fn default_builtin() -> Vec<String> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct McpServer {
+    /// The server's name: 1–40 of `a-z`, `0-9`, `_`, `-`.
     #[schemars(regex(pattern = r"^[a-z0-9_-]{1,40}$"))]
     pub name: String,
+    /// The server's `http://` or `https://` endpoint.
     #[schemars(regex(pattern = r"^https?://\S+$"))]
     pub url: String,
     /// Only these of the server's tools; empty = all it offers.

@@ -31,7 +31,9 @@ impl fmt::Display for Problem {
 /// Every error and warning found in one document, sorted by path.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ValidationReport {
+    /// Problems that make the document invalid.
     pub errors: Vec<Problem>,
+    /// Problems worth telling the author about that do not stop loading.
     pub warnings: Vec<Problem>,
 }
 

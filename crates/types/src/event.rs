@@ -16,15 +16,25 @@ pub const MAX_EVENT_TITLE_CHARS: usize = 500;
 )]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
+    /// A US Federal Reserve (FOMC) rate decision or statement.
     Fomc,
+    /// A consumer price index (inflation) release.
     Cpi,
+    /// The US non-farm payrolls (employment) report.
     Nfp,
+    /// A gross domestic product release.
     Gdp,
+    /// A rate decision of a central bank other than the Fed (ECB, BoE, BoJ, ...).
     CentralBank,
+    /// A company's earnings report.
     Earnings,
+    /// A scheduled release of locked tokens into circulation.
     TokenUnlock,
+    /// A new listing of an asset on an exchange.
     Listing,
+    /// Planned downtime or maintenance of an exchange.
     ExchangeMaintenance,
+    /// Anything else worth knowing about ahead of time.
     Other,
 }
 
@@ -77,11 +87,13 @@ impl EventKind {
 pub struct MarketEvent {
     /// The store's key.
     pub id: Uuid,
+    /// What sort of event it is.
     pub kind: EventKind,
     /// 1..=[`MAX_EVENT_TITLE_CHARS`] characters.
     pub title: String,
     /// Symbols the event is expected to move; empty = market-wide.
     pub symbols: Vec<String>,
+    /// When the event happens (UTC).
     pub scheduled_at: DateTime<Utc>,
     /// 0..=1.
     pub importance: Decimal,
@@ -92,8 +104,13 @@ pub struct MarketEvent {
 /// A market event outside its bounds.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InvalidEvent {
+    /// The title is empty or longer than [`MAX_EVENT_TITLE_CHARS`].
     #[error("title has {chars} characters, expected 1..={max}", max = MAX_EVENT_TITLE_CHARS)]
-    Title { chars: usize },
+    Title {
+        /// The title's length in characters.
+        chars: usize,
+    },
+    /// The importance is below 0 or above 1; carries the value given.
     #[error("importance {0} is outside 0..=1")]
     Importance(Decimal),
 }

@@ -11,16 +11,22 @@ use serde::{Deserialize, Serialize};
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
 pub enum Interval {
+    /// `5m`: 5 minutes (the fastest a skill may tick).
     #[serde(rename = "5m")]
     M5,
+    /// `15m`: 15 minutes.
     #[serde(rename = "15m")]
     M15,
+    /// `1h`: 1 hour.
     #[serde(rename = "1h")]
     H1,
+    /// `4h`: 4 hours.
     #[serde(rename = "4h")]
     H4,
+    /// `1d`: 1 day (UTC midnight to midnight).
     #[serde(rename = "1d")]
     D1,
+    /// `1w`: 1 week (a higher timeframe only).
     #[serde(rename = "1w")]
     W1,
 }

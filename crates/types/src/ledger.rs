@@ -12,11 +12,14 @@ use crate::{RegimeTag, Side};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TradeStatus {
+    /// Some quantity is still open (`open_qty > 0`).
     Open,
+    /// The position went back to flat; the row no longer changes.
     Closed,
 }
 
 impl TradeStatus {
+    /// The snake_case spelling (serde's and the store's).
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -41,6 +44,7 @@ pub enum CloseKind {
 }
 
 impl CloseKind {
+    /// The snake_case spelling (serde's and the store's).
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -64,12 +68,21 @@ impl fmt::Display for CloseKind {
 /// every fill of the round trip (pro rata for a fill split by a flip). Net = gross − fees.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TradeRecord {
+    /// The row's id, deterministic: UUID v5 in the deployment's namespace over the symbol and
+    /// the key of the execution that opened the row (the materializer's `trade_id`), so
+    /// replaying the same fills gives the same id.
     pub id: Uuid,
+    /// The deployment whose round trip this is.
     pub deployment_id: Uuid,
+    /// The skill the deployment ran when the row opened.
     pub skill_id: Uuid,
+    /// The skill version the row opened under (kept when the deployment moves to a new one).
     pub skill_version: i32,
+    /// The traded symbol.
     pub symbol: String,
+    /// Long or short for the whole round trip (a flip closes the row and opens a new one).
     pub side: Side,
+    /// Open while any quantity is open, then closed.
     pub status: TradeStatus,
     // entry
     /// Time of the opening fill (the tick time for a row opened from the broker's position).
@@ -79,9 +92,15 @@ pub struct TradeRecord {
     pub entry_price: Decimal,
     /// Notional opened: Σ qty × price over the opening fills.
     pub entry_size_usd: Decimal,
+    /// The leverage the opening proposal asked for; `None` when unknown (no proposal, or one
+    /// without leverage).
     pub entry_leverage: Option<Decimal>,
+    /// The opening proposal's reason, bounded; `None` when the row did not open from a proposal.
     pub entry_reason: Option<String>,
+    /// The decision snapshot whose proposal opened the row; `None` for fills made outside the
+    /// agent.
     pub entry_snapshot_id: Option<Uuid>,
+    /// The symbol's regime at the opening tick; `None` when it was not known.
     pub entry_regime_tag: Option<RegimeTag>,
     /// Base quantity opened over the round trip.
     pub opened_qty: Decimal,
@@ -89,20 +108,28 @@ pub struct TradeRecord {
     pub open_qty: Decimal,
     // exit (set on the first reducing fill; `exit_tick_at`, reason and snapshot follow the latest
     // closing fill; `exit_price` is the quantity-weighted average over every closing fill)
+    /// Time (UTC) of the latest closing fill; `None` while nothing has been closed.
     pub exit_tick_at: Option<DateTime<Utc>>,
+    /// Quantity-weighted average price of every closing fill; `None` while nothing has been
+    /// closed.
     pub exit_price: Option<Decimal>,
     /// Notional closed so far: Σ qty × price over the closing fills (and reconciliation closes).
     /// `exit_price = exit_size_usd / (opened_qty − open_qty)`; kept so the average exit price can
     /// be extended exactly after a restart. Zero while nothing has been closed.
     #[serde(default)]
     pub exit_size_usd: Decimal,
+    /// The latest closing proposal's reason, bounded; `None` without one.
     pub exit_reason: Option<String>,
+    /// The decision snapshot whose proposal made the latest closing fill; `None` without one.
     pub exit_snapshot_id: Option<Uuid>,
+    /// Why the round trip ended; `None` while the row is open.
     pub close_kind: Option<CloseKind>,
     // outcome
+    /// Minutes from entry to the final exit (2 decimals); `None` while the row is open.
     pub holding_minutes: Option<Decimal>,
     /// Gross realized PnL on the quantity closed so far.
     pub realized_pnl_usd: Decimal,
+    /// Fees of every fill of the round trip, in USD (a flip fill's fee split pro rata).
     pub fees_usd: Decimal,
     /// Max favourable excursion in $, from bar highs/lows since entry (≥ 0).
     pub mfe_usd: Decimal,

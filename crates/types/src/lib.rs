@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! Plain value types shared by every crate of the workspace.
 //!
 //! Nothing here does I/O. Money, prices and sizes are [`rust_decimal::Decimal`], times are

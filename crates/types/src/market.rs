@@ -11,11 +11,17 @@ use crate::Interval;
 /// agent) from `time + interval` on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Bar {
+    /// Open time of the bar (UTC).
     pub time: DateTime<Utc>,
+    /// First traded price of the bar.
     pub open: Decimal,
+    /// Highest price of the bar.
     pub high: Decimal,
+    /// Lowest price of the bar.
     pub low: Decimal,
+    /// Last traded price of the bar.
     pub close: Decimal,
+    /// Traded volume in base units, as the source reports it.
     pub volume: Decimal,
 }
 
@@ -34,9 +40,13 @@ impl Bar {
 )]
 #[serde(rename_all = "snake_case")]
 pub enum RegimeTag {
+    /// Prices have been moving up steadily.
     TrendingUp,
+    /// Prices have been moving down steadily.
     TrendingDown,
+    /// Prices have been moving sideways within a band.
     Ranging,
+    /// Large bar ranges without a clear direction.
     Volatile,
     /// Fewer bars than [`REGIME_MIN_BARS`](classify_regime) were available.
     Unknown,

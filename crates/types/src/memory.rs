@@ -13,8 +13,9 @@ use uuid::Uuid;
 pub const MAX_LESSONS_CHARS: usize = 2000;
 /// Upper bound on a lint reason attached to a note, in characters.
 pub const MAX_LINT_REASON_CHARS: usize = 500;
-/// Bounds on `user_facts.fact`, in characters.
+/// Lower bound on `user_facts.fact`, in characters.
 pub const MIN_FACT_CHARS: usize = 4;
+/// Upper bound on `user_facts.fact`, in characters.
 pub const MAX_FACT_CHARS: usize = 500;
 /// Upper bound on a fact's topic tag, in characters.
 pub const MAX_FACT_TOPIC_CHARS: usize = 32;
@@ -26,13 +27,16 @@ pub const MAX_MEMORY_K: u32 = 30;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NoteStatus {
+    /// The note in force for its scope (at most one per scope).
     Active,
+    /// Replaced by a newer note; kept as history.
     Superseded,
     /// Flagged by the linter: stored, never injected, until a person accepts it.
     PendingReview,
 }
 
 impl NoteStatus {
+    /// The snake_case spelling (serde's and the store's).
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -63,16 +67,20 @@ impl NoteStatus {
 pub struct NoteContent {
     /// The window covers trades closed after `window_start` up to `window_end` (inclusive).
     pub window_start: DateTime<Utc>,
+    /// Inclusive end of the window (UTC): the tick time of the run.
     pub window_end: DateTime<Utc>,
+    /// Closed trades the lessons were distilled from (the sample size the prompt shows).
     pub trades_considered: u32,
     /// `- ` bullets, 1..=[`MAX_LESSONS_CHARS`] characters.
     pub lessons_text: String,
+    /// The model id that wrote the lessons (`builtin/stats-reflection` for the offline one).
     pub model_used: String,
     /// All input tokens (uncached + cache reads + cache writes); `Some(0)` when no model was
     /// called, `None` when not recorded.
     pub input_tokens: Option<u64>,
+    /// Output tokens; `Some(0)` when no model was called, `None` when not recorded.
     pub output_tokens: Option<u64>,
-    /// `None` when the model's rates were not given.
+    /// Cost of the run in USD; `None` when the model's rates were not given.
     pub cost_usd: Option<Decimal>,
 }
 
@@ -82,19 +90,27 @@ pub struct NoteContent {
 /// [`NoteStatus::Active`]; older ones are kept as [`NoteStatus::Superseded`] history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ReflectionNote {
+    /// The store's key.
     pub id: Uuid,
+    /// The skill the note is about.
     pub skill_id: Uuid,
+    /// The skill version the deployment ran when the note was generated.
     pub skill_version: i32,
+    /// The deployment whose trades the note distils; `None` for a skill-scoped note.
     pub deployment_id: Option<Uuid>,
+    /// Active, superseded or pending review.
     pub status: NoteStatus,
     /// When the reflection produced the note (simulated time in a backtest). Point-in-time reads
     /// show a note at tick T only if `generated_at <= T`.
     pub generated_at: DateTime<Utc>,
+    /// Window, lessons, model and usage (serialised flat, beside the other fields).
     #[serde(flatten)]
     pub content: NoteContent,
     /// Set when the deterministic linter flagged the lessons (e.g. they contradict `avoid`).
     pub lint: Option<NoteLint>,
+    /// When a newer note replaced this one (UTC); `None` while it is not superseded.
     pub superseded_at: Option<DateTime<Utc>>,
+    /// The id of the note that replaced this one; `None` while it is not superseded.
     pub superseded_by: Option<Uuid>,
     /// When a person accepted a flagged note; it is in force from then, not from
     /// `generated_at`.
@@ -121,6 +137,7 @@ pub enum FactSource {
 }
 
 impl FactSource {
+    /// The snake_case spelling (serde's and the store's).
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -130,6 +147,7 @@ impl FactSource {
         }
     }
 
+    /// Parses the snake_case spelling.
     #[must_use]
     pub fn parse(s: &str) -> Option<Self> {
         [FactSource::Chat, FactSource::Profile, FactSource::Inferred]
@@ -149,6 +167,7 @@ pub enum FactConfidence {
 }
 
 impl FactConfidence {
+    /// The snake_case spelling (serde's and the store's).
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -157,6 +176,7 @@ impl FactConfidence {
         }
     }
 
+    /// Parses the snake_case spelling.
     #[must_use]
     pub fn parse(s: &str) -> Option<Self> {
         [FactConfidence::Asserted, FactConfidence::Inferred]
@@ -169,12 +189,16 @@ impl FactConfidence {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ArchiveReason {
+    /// The user asked for the fact to be deleted.
     UserDeleted,
+    /// The user corrected it: the fact was wrong or outdated.
     UserCorrected,
+    /// The agent chose to forget it (`forget`'s default).
     AgentForget,
 }
 
 impl ArchiveReason {
+    /// The snake_case spelling (serde's and the store's).
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -184,6 +208,7 @@ impl ArchiveReason {
         }
     }
 
+    /// Parses the snake_case spelling.
     #[must_use]
     pub fn parse(s: &str) -> Option<Self> {
         [
@@ -199,20 +224,27 @@ impl ArchiveReason {
 /// One `user_facts` row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct UserFact {
+    /// The store's key.
     pub id: Uuid,
+    /// The user the fact is about (its owner under row-level security).
     pub user_id: Uuid,
     /// Reserved by ADR-0020 for skill-scoped facts; `None` = user-wide.
     pub skill_id: Option<Uuid>,
     /// [`MIN_FACT_CHARS`]..=[`MAX_FACT_CHARS`] characters. User data: never instructions.
     pub fact: String,
+    /// Where the fact came from.
     pub source: FactSource,
+    /// Whether the user said it or the agent inferred it.
     pub confidence: FactConfidence,
     /// Short tag such as `risk`, `symbols`, `session`, `goal`.
     pub topic: Option<String>,
     /// Bumped whenever the fact is injected into a prompt.
     pub last_referenced_at: Option<DateTime<Utc>>,
+    /// When the fact was stored (UTC).
     pub created_at: DateTime<Utc>,
+    /// When the fact was archived (soft-deleted, UTC); `None` while it is active.
     pub archived_at: Option<DateTime<Utc>>,
+    /// Why it was archived; `None` while it is active.
     pub archived_reason: Option<ArchiveReason>,
 }
 
@@ -220,12 +252,16 @@ pub struct UserFact {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FactChangeOp {
+    /// The fact was created.
     Insert,
+    /// Its text or metadata (topic, source, confidence, scope) changed.
     Update,
+    /// It was archived.
     Archive,
 }
 
 impl FactChangeOp {
+    /// The snake_case spelling (serde's and the store's).
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -235,6 +271,7 @@ impl FactChangeOp {
         }
     }
 
+    /// Parses the snake_case spelling.
     #[must_use]
     pub fn parse(s: &str) -> Option<Self> {
         [
@@ -259,8 +296,11 @@ impl fmt::Display for FactChangeOp {
 pub struct FactChange {
     /// Monotonic per database: orders the changes of one fact.
     pub id: i64,
+    /// The fact that changed.
     pub fact_id: Uuid,
+    /// The fact's owner.
     pub user_id: Uuid,
+    /// What happened to it.
     pub op: FactChangeOp,
     /// The writer's label (e.g. `chat-agent`, `profile`), as given to the store.
     pub actor: Option<String>,
@@ -268,8 +308,11 @@ pub struct FactChange {
     pub db_role: String,
     /// The request's `auth.uid()` when a user made the change through RLS (PostgreSQL only).
     pub jwt_sub: Option<Uuid>,
+    /// When the change was made (UTC).
     pub changed_at: DateTime<Utc>,
+    /// The text before the change; `None` for an insert.
     pub old_fact: Option<String>,
+    /// The text after the change.
     pub new_fact: Option<String>,
     /// The archive reason, for archive rows.
     pub reason: Option<String>,

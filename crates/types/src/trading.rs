@@ -12,7 +12,9 @@ use uuid::Uuid;
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Side {
+    /// Profits when the price rises.
     Long,
+    /// Profits when the price falls.
     Short,
 }
 
@@ -44,6 +46,7 @@ impl Side {
         }
     }
 
+    /// The snake_case spelling (`long`, `short`), as in prompts and storage.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -63,7 +66,9 @@ impl fmt::Display for Side {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OrderSide {
+    /// Buys base units: opens or adds to a long, reduces a short.
     Buy,
+    /// Sells base units: opens or adds to a short, reduces a long.
     Sell,
 }
 
@@ -81,16 +86,24 @@ impl OrderSide {
 /// An open position as the broker reports it (broker-authoritative).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Position {
+    /// The symbol held.
     pub symbol: String,
+    /// Long or short.
     pub side: Side,
     /// Size in base units, always positive.
     pub qty: Decimal,
     /// Average entry price.
     pub entry_price: Decimal,
+    /// The position's leverage as the broker reports it (1 = none).
     pub leverage: Decimal,
+    /// The broker's current mark price, in USD per base unit.
     pub mark_price: Decimal,
+    /// The mark price at which the broker liquidates the position; `None` when the broker
+    /// reports none (e.g. no liquidation risk).
     pub liquidation_price: Option<Decimal>,
+    /// Profit or loss at the mark, in USD, before fees.
     pub unrealized_pnl_usd: Decimal,
+    /// Margin locked by the position, in USD.
     pub margin_usd: Decimal,
 }
 
@@ -112,14 +125,19 @@ impl Position {
 /// twice must change nothing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Fill {
+    /// The broker's fill id, unique per account.
     pub id: String,
+    /// The traded symbol.
     pub symbol: String,
+    /// Buy or sell.
     pub side: OrderSide,
     /// Quantity in base units, always positive.
     pub qty: Decimal,
+    /// Execution price, in USD per base unit.
     pub price: Decimal,
     /// Fee paid in USD (negative for a rebate).
     pub fee_usd: Decimal,
+    /// When the fill happened (UTC).
     pub time: DateTime<Utc>,
     /// The decision snapshot whose proposal caused this fill (none for liquidations and fills
     /// made outside the agent).
@@ -142,9 +160,11 @@ impl Fill {
 /// The broker-authoritative account state after a tick.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PortfolioSnapshot {
+    /// When the broker reported this state (UTC).
     pub at: DateTime<Utc>,
     /// Wallet balance plus unrealized PnL.
     pub equity_usd: Decimal,
+    /// Margin free to open new positions, in USD.
     pub available_margin_usd: Decimal,
     /// Positions ordered by symbol.
     pub positions: Vec<Position>,
@@ -169,17 +189,43 @@ impl PortfolioSnapshot {
 }
 
 /// What the model asked for through `propose_order`.
+// The JSON Schema is written out by hand (`order_action_schema`) as the plain string enum the
+// `propose_order` tool publishes: derived from the documented variants it would become a
+// `oneOf`, changing the tool definition the model sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(schema_with = "order_action_schema")]
 pub enum OrderAction {
+    /// Open a long, or add to one; against a short, flip it to long.
     OpenLong,
+    /// Open a short, or add to one; against a long, flip it to short.
     OpenShort,
+    /// Exit the whole position on the symbol.
     Close,
+    /// Exit `size_usd` of notional of the position.
     Reduce,
+    /// Stand aside: no order this tick.
     NoOp,
 }
 
+/// Every [`OrderAction`], in declaration order (the order of the schema's `enum`).
+const ORDER_ACTIONS: [OrderAction; 5] = [
+    OrderAction::OpenLong,
+    OrderAction::OpenShort,
+    OrderAction::Close,
+    OrderAction::Reduce,
+    OrderAction::NoOp,
+];
+
+/// `{"type": "string", "enum": [...]}` with the snake_case spellings: exactly what the derive
+/// produces for variants without docs.
+fn order_action_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<&str> = ORDER_ACTIONS.iter().map(|a| a.as_str()).collect();
+    schemars::json_schema!({ "type": "string", "enum": names })
+}
+
 impl OrderAction {
+    /// The snake_case spelling, as the model writes it.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -201,15 +247,21 @@ impl fmt::Display for OrderAction {
 /// A proposed order, as validated from the `propose_order` tool's arguments.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ProposedAction {
+    /// What the model asked for.
     pub action: OrderAction,
+    /// The symbol, as the model wrote it (the engine checks it).
     pub symbol: String,
     /// Notional in USD; required for opens and reduces.
     pub size_usd: Option<Decimal>,
+    /// Leverage for an open; `None` means 1x (never the cap).
     pub leverage: Option<Decimal>,
+    /// The model's one- or two-sentence justification (data, never instructions).
     pub reason: String,
     /// 0–100.
     pub confidence: Option<u8>,
+    /// Protective stop price, in USD per base unit (opens only); `None` = no stop.
     pub stop: Option<Decimal>,
+    /// Take-profit price, in USD per base unit (opens only); `None` = no target.
     pub target: Option<Decimal>,
 }
 
@@ -219,28 +271,40 @@ pub struct ProposedAction {
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
 pub enum RuleCode {
+    /// The symbol is not one the deployment trades, or has no positive mark price.
     #[serde(rename = "R1_UNKNOWN_SYMBOL")]
     UnknownSymbol,
+    /// `allowedSymbols` is set and lacks the symbol (opens only).
     #[serde(rename = "R2_SYMBOL_NOT_ALLOWED")]
     SymbolNotAllowed,
+    /// The resulting position's notional is above `maxPositionPct` of equity.
     #[serde(rename = "R3_POSITION_CAP")]
     PositionCap,
+    /// All positions' notionals together would be above `maxTotalExposurePct` of equity.
     #[serde(rename = "R4_TOTAL_EXPOSURE")]
     TotalExposure,
+    /// The leverage asked for is above `maxLeverage`.
     #[serde(rename = "R5_LEVERAGE_CAP")]
     LeverageCap,
+    /// The order's notional is below `minOrderUsd`.
     #[serde(rename = "R6_ORDER_TOO_SMALL")]
     OrderTooSmall,
+    /// The order's notional is above `maxOrderUsd`.
     #[serde(rename = "R7_ORDER_TOO_LARGE")]
     OrderTooLarge,
+    /// `maxOrdersPerHour` orders already executed in the last hour.
     #[serde(rename = "R8_ORDER_RATE")]
     OrderRate,
+    /// Equity is `haltDrawdownPct` or more below its peak: no opens or adds.
     #[serde(rename = "R9_HALT_DRAWDOWN")]
     HaltDrawdown,
+    /// Today's (UTC) loss reached `haltDailyLossPct` of the day's starting equity: no opens or adds.
     #[serde(rename = "R10_HALT_DAILY_LOSS")]
     HaltDailyLoss,
+    /// The proposal is malformed: no position to exit, a missing or non-positive size, leverage below 1x, a stop or target on the wrong side, a size that rounds to zero.
     #[serde(rename = "R11_INVALID_ORDER")]
     InvalidOrder,
+    /// The opening leg needs more margin than is available.
     #[serde(rename = "R12_INSUFFICIENT_MARGIN")]
     InsufficientMargin,
 }
@@ -293,11 +357,22 @@ impl fmt::Display for RuleCode {
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Verdict {
     /// The order passed every rule and was sent to the broker.
-    Executed { detail: String },
+    Executed {
+        /// What was sent, in words and numbers, as the model will read it in "Last decision".
+        detail: String,
+    },
     /// A rule refused the order; nothing was sent.
-    Rejected { rule: RuleCode, detail: String },
+    Rejected {
+        /// The first rule that failed.
+        rule: RuleCode,
+        /// The numbers that broke the rule, as the model will read them.
+        detail: String,
+    },
     /// Nothing to do: no proposal, or an explicit `no_op`.
-    NoOp { detail: String },
+    NoOp {
+        /// Why nothing was done.
+        detail: String,
+    },
 }
 
 #[cfg(test)]

@@ -9,9 +9,13 @@ use serde::{Deserialize, Serialize};
 /// every decision snapshot. Sums saturate at `u64::MAX`: a count never wraps.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Usage {
+    /// Uncached input tokens.
     pub input: u64,
+    /// Output (generated) tokens.
     pub output: u64,
+    /// Input tokens read from the provider's prompt cache.
     pub cache_read: u64,
+    /// Input tokens written to the provider's prompt cache.
     pub cache_write: u64,
 }
 
