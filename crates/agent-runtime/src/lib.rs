@@ -69,7 +69,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-#![warn(missing_docs)]
 
 pub mod builtin;
 pub mod context;

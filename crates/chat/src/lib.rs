@@ -54,7 +54,6 @@
 //! assert!(ctx.journal.take().is_empty());
 //! ```
 
-#![warn(missing_docs)]
 
 mod catalog;
 mod data;

@@ -56,7 +56,6 @@
 //! # }).unwrap();
 //! ```
 
-#![warn(missing_docs)]
 
 mod codec;
 mod error;

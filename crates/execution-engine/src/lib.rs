@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! The execution engine: the only authority on what trades.
 //!
 //! It owns two things:

@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! Hyperliquid exchange adapter: the live runner's only way to Hyperliquid.
 //!
 //! What it owns:

@@ -52,7 +52,6 @@
 //! # }).unwrap();
 //! ```
 
-#![warn(missing_docs)]
 
 pub mod admin;
 pub mod hl_broker;

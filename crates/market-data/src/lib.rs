@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! Market data from files: what `sim-worker` replays and what tests feed the ledger.
 //!
 //! - Bars: the backtesting.py CSV layout (unnamed timestamp column, Open, High, Low, Close,

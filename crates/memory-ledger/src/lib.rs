@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! The closed-trade ledger of ADR-0017: the materializer that turns broker-authoritative
 //! positions and fills into `trade_history` rows ([`types::TradeRecord`]), and the two memory
 //! sections of the prompt ([`render_recent_trades`], [`render_open_positions`]).

@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! The model interface, small enough that providers and the reflection job depend on it without
 //! the agent runtime.
 //!

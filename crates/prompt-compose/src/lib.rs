@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! The system prompts the models see, as named segments.
 //!
 //! - [`compose_system_prompt_segments`] / [`compose_system_prompt`]: the trading agent's system

@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! The HTTP model providers behind [`model::LanguageModel`], and [`resolve_model`], the
 //! ONE place a model string (`provider/model`) becomes a model.
 //!

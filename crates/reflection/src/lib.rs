@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! Reflection (ADR-0017 Phase 2): distils a deployment's recent closed trades into a short,
 //! bounded "lessons" note that the LESSONS segment of the system prompt shows as signal, never
 //! as strategy.

@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! The Skill: what a strategy author writes and a deployment runs.
 //!
 //! A skill names its model, its strategy (thesis | rules | hybrid on a strict | balanced |

@@ -88,7 +88,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-#![warn(missing_docs)]
 
 pub mod backtest;
 mod broker;

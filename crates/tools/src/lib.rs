@@ -51,7 +51,6 @@
 //! # Ok::<(), ToolError>(())
 //! ```
 
-#![warn(missing_docs)]
 
 pub mod context;
 mod derivatives;

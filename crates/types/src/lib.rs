@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! Plain value types shared by every crate of the workspace.
 //!
 //! Nothing here does I/O. Money, prices and sizes are [`rust_decimal::Decimal`], times are
