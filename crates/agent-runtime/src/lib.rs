@@ -69,7 +69,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-
 pub mod builtin;
 pub mod context;
 mod run;

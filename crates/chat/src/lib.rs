@@ -54,7 +54,6 @@
 //! assert!(ctx.journal.take().is_empty());
 //! ```
 
-
 mod catalog;
 mod data;
 pub mod exposure;

@@ -56,7 +56,6 @@
 //! # }).unwrap();
 //! ```
 
-
 mod codec;
 mod error;
 mod imp;

@@ -52,7 +52,6 @@
 //! # }).unwrap();
 //! ```
 
-
 pub mod admin;
 pub mod hl_broker;
 pub mod metrics;

@@ -1,7 +1,7 @@
 use std::path::Path;
 use std::str::FromStr;
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Utc};
 use rust_decimal::Decimal;
 use types::{Bar, Interval};
 
@@ -148,20 +148,35 @@ fn check_bar(bar: &Bar) -> Result<(), String> {
 }
 
 fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
+    let t = parse_any_time(text).ok_or_else(|| {
+        format!("timestamp {text:?} is not a date (YYYY-MM-DD) or date-time (YYYY-MM-DD HH:MM:SS)")
+    })?;
+    check_year(text, t)
+}
+
+fn parse_any_time(text: &str) -> Option<DateTime<Utc>> {
     if let Ok(t) = DateTime::parse_from_rfc3339(text) {
-        return Ok(t.with_timezone(&Utc));
+        return Some(t.with_timezone(&Utc));
     }
     for fmt in ["%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"] {
         if let Ok(t) = NaiveDateTime::parse_from_str(text, fmt) {
-            return Ok(t.and_utc());
+            return Some(t.and_utc());
         }
     }
-    if let Ok(d) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
-        return Ok(d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc());
+    NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| t.and_utc())
+}
+
+/// `t` when its year has four digits (0001–9999): chrono's `%Y` also reads `+10000` and
+/// `-0001`, which no market has and which the prompt's time styles cannot print as data.
+pub(crate) fn check_year(text: &str, t: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
+    if (1..=9999).contains(&t.year()) {
+        Ok(t)
+    } else {
+        Err(format!("timestamp {text:?} is outside the years 0001-9999"))
     }
-    Err(format!(
-        "timestamp {text:?} is not a date (YYYY-MM-DD) or date-time (YYYY-MM-DD HH:MM:SS)"
-    ))
 }
 
 /// Exact decimal from text, accepting scientific notation (`1e-05`).

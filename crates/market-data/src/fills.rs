@@ -109,11 +109,15 @@ fn load_csv(path: &Path) -> Result<Vec<Fill>, DataError> {
             )));
         }
         let time_text = get(idx[1], "time")?;
-        let time = parse_time(time_text).ok_or_else(|| {
-            err(format!(
-                "time: {time_text:?} is not RFC 3339 or YYYY-MM-DD HH:MM:SS"
-            ))
-        })?;
+        let time = parse_time(time_text)
+            .ok_or_else(|| {
+                err(format!(
+                    "time: {time_text:?} is not RFC 3339 or YYYY-MM-DD HH:MM:SS"
+                ))
+            })
+            .and_then(|t| {
+                crate::bars::check_year(time_text, t).map_err(|m| err(format!("time: {m}")))
+            })?;
         let liquidation = match liquidation.and_then(|i| record.get(i)) {
             None | Some("" | "false" | "0") => false,
             Some("true" | "1") => true,

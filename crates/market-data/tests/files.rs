@@ -120,6 +120,16 @@ fn broken_bar_files_name_the_file_and_line() {
             ":2: timestamp \"yesterday\" is not a date",
         ),
         (
+            "year-10000.csv",
+            format!("{header}2020-01-01,1,2,0.5,1.5,10\n+10000-01-01 00:00:00,1,2,0.5,1.5,10\n"),
+            ":3: timestamp \"+10000-01-01 00:00:00\" is outside the years 0001-9999",
+        ),
+        (
+            "year-minus-1.csv",
+            format!("{header}-0001-01-01 00:00:00,1,2,0.5,1.5,10\n"),
+            ":2: timestamp \"-0001-01-01 00:00:00\" is outside the years 0001-9999",
+        ),
+        (
             "missing.csv",
             format!("{header}2020-01-01,1,2,0.5,,10\n"),
             ":2: missing Close",
@@ -211,4 +221,21 @@ fn hyperliquid_fills_start_flat_per_coin() {
         .count();
     assert!(opening_legs > 0, "some coins start with a flip");
     assert!(loaded.fills.windows(2).all(|w| w[0].time <= w[1].time));
+}
+
+#[test]
+fn a_fill_dated_beyond_year_9999_is_refused_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        &dir,
+        "fills.csv",
+        "id,time,symbol,side,qty,price,fee_usd\nf1,2026-06-04T10:00:00Z,BTC,buy,1,1,0\nf2,+10000-01-01 00:00:00,BTC,sell,1,1,0\n",
+    );
+    let err = load_fills(&path, FillsFormat::Csv).unwrap_err().to_string();
+    assert!(
+        err.contains("fills.csv")
+            && err.contains(":3")
+            && err.contains("outside the years 0001-9999"),
+        "{err}"
+    );
 }

@@ -1,4 +1,5 @@
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -107,7 +108,8 @@ fn from_fills(
         .count();
     let gross: Decimal = trades.iter().map(|t| t.realized_pnl_usd).sum();
     let fees: Decimal = trades.iter().map(|t| t.fees_usd).sum();
-    eprintln!(
+    let _ = writeln!(
+        std::io::stderr(),
         "{}: {} fills → {} trades ({closed} closed, {} open); realized PnL ${} gross, fees ${}, net ${}{}",
         path.display(),
         loaded.fills.len(),

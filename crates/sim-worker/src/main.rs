@@ -9,6 +9,7 @@ mod report;
 mod run_cmd;
 mod skill_cmd;
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -59,6 +60,10 @@ enum Command {
 /// nothing on stdout.
 pub(crate) const EXIT_BAD_INPUT: u8 = 2;
 
+/// The command's result could not be written to stdout (a full disk, a device error). A reader
+/// that closed the pipe early (`sim-worker … | head`) is not an error: the command did its work.
+pub(crate) const EXIT_OUTPUT_FAILED: u8 = 74;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -72,15 +77,30 @@ fn main() -> ExitCode {
         Command::Ledger(cmd) => ledger_cmd::run(cmd),
     };
     match result {
-        Ok(stdout) => {
-            print!("{stdout}");
-            ExitCode::SUCCESS
-        }
+        Ok(stdout) => match write_stdout(&stdout) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+            Err(e) => {
+                // Best effort: stderr may be gone too, and that is no reason to panic.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "error: writing the result to stdout: {e}"
+                );
+                ExitCode::from(EXIT_OUTPUT_FAILED)
+            }
+        },
         Err(failure) => {
-            eprint!("{}", failure.message);
+            let _ = std::io::stderr().write_all(failure.message.as_bytes());
             ExitCode::from(failure.code)
         }
     }
+}
+
+/// Writes `text` to stdout and flushes it (`print!` panics when stdout is closed or full).
+fn write_stdout(text: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
 }
 
 /// Runs an async command on a single-threaded runtime (the CLI does one thing at a time).

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -631,7 +632,12 @@ impl Progress {
             None => {
                 let step = (self.total / 10).max(1);
                 if done.is_multiple_of(step) || done == self.total {
-                    eprintln!("tick {done}/{} at {} · {msg}", self.total, outcome.tick_at);
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "tick {done}/{} at {} · {msg}",
+                        self.total,
+                        outcome.tick_at
+                    );
                 }
             }
         }

@@ -4,6 +4,7 @@ use anyhow::Context;
 use clap::Subcommand;
 use prompt_compose::{Lessons, compose_system_prompt};
 use skill_schema::{LoadError, load_skill, skill_json_schema};
+use std::io::Write as _;
 
 use crate::Failure;
 
@@ -59,7 +60,7 @@ pub(crate) fn load(file: &Path) -> Result<skill_schema::LoadedSkill, Failure> {
 
 fn warnings_to_stderr(file: &Path, warnings: &[skill_schema::Problem]) {
     for w in warnings {
-        eprintln!("{}: warning: {w}", file.display());
+        let _ = writeln!(std::io::stderr(), "{}: warning: {w}", file.display());
     }
 }
 

@@ -88,7 +88,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-
 pub mod backtest;
 mod broker;
 mod ids;

@@ -51,7 +51,6 @@
 //! # Ok::<(), ToolError>(())
 //! ```
 
-
 pub mod context;
 mod derivatives;
 mod error;

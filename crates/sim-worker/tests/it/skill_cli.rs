@@ -240,3 +240,43 @@ fn prompt_rejects_a_broken_lessons_file() {
         out.stderr
     );
 }
+
+/// `sim-worker skill validate` with its stdout redirected by a shell.
+fn validate_with_stdout(redirect: &str) -> std::process::Output {
+    let bin = assert_cmd::cargo::cargo_bin("sim-worker");
+    let skill = examples().join("skills/eurusd-sma-cross.yaml");
+    std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!("\"$0\" skill validate \"$1\" {redirect}"))
+        .arg(bin)
+        .arg(skill)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_full_stdout_is_an_error_and_a_closed_pipe_is_not_a_panic() {
+    let out = validate_with_stdout(">/dev/full");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(74), "{stderr}");
+    assert!(
+        stderr.contains("error: writing the result to stdout"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    // A reader that is gone before the result is written (`… | head` that already exited): the
+    // write fails with a broken pipe; the command did its work and exits 0.
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("sim-worker"))
+        .args(["skill", "validate"])
+        .arg(examples().join("skills/eurusd-sma-cross.yaml"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
