@@ -126,13 +126,12 @@ pub async fn deploy(
 ) -> Result<db::Deployment, AdminError> {
     let broker_config = match (req.broker, &req.hyperliquid) {
         (db::BrokerKind::Paper, None) => {
-            if req.equity_usd <= Decimal::ZERO {
-                return Err(AdminError::Refused(format!(
-                    "--equity must be positive, got {}",
-                    req.equity_usd
-                )));
-            }
-            ("paper", json!(PaperBrokerConfig::new(req.equity_usd)))
+            // The engine's own bounds, checked here: a deployment every tick of which would
+            // fail to build its broker (an equity of 7.9e28) is refused at the door.
+            let config = PaperBrokerConfig::new(req.equity_usd);
+            execution_engine::PaperBroker::new(config.clone())
+                .map_err(|e| AdminError::Refused(format!("--equity {}: {e}", req.equity_usd)))?;
+            ("paper", json!(config))
         }
         (db::BrokerKind::Paper, Some(_)) => {
             return Err(AdminError::Refused(

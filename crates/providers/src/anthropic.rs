@@ -333,6 +333,12 @@ fn parse_response(answer: Value) -> Result<ModelResponse, ModelError> {
         cache_read: u.cache_read_input_tokens.unwrap_or(0),
         cache_write: u.cache_creation_input_tokens.unwrap_or(0),
     });
+    if let Some((field, n)) = usage.implausible() {
+        return Err(decode(format!(
+            "usage reports {n} {field} tokens for one call (at most {} are plausible)",
+            types::MAX_CALL_TOKENS
+        )));
+    }
     Ok(ModelResponse {
         text: (!text.is_empty()).then_some(text),
         tool_calls,

@@ -441,6 +441,12 @@ fn parse_response(provider: &str, answer: Value) -> Result<ModelResponse, ModelE
             cache_write: written,
         }
     });
+    if let Some((field, n)) = usage.implausible() {
+        return Err(decode(format!(
+            "usage reports {n} {field} tokens for one call (at most {} are plausible)",
+            types::MAX_CALL_TOKENS
+        )));
+    }
     Ok(ModelResponse {
         text,
         tool_calls,

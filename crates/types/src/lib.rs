@@ -62,7 +62,7 @@ pub use trading::{
 };
 
 pub use retry::RetryPolicy;
-pub use usage::Usage;
+pub use usage::{MAX_CALL_TOKENS, Usage};
 
 pub use chrono::{DateTime, Utc};
 pub use rust_decimal::Decimal;

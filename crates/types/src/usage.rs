@@ -19,7 +19,26 @@ pub struct Usage {
     pub cache_write: u64,
 }
 
+/// The largest token count one model call may report (2^40, about 1.1 trillion: far beyond any
+/// context window). A provider response above it is malformed, refused where it is decoded;
+/// sums of plausible counts stay far below the stores' signed 64-bit columns.
+pub const MAX_CALL_TOKENS: u64 = 1 << 40;
+
 impl Usage {
+    /// The first count above [`MAX_CALL_TOKENS`] as `(field, value)`, if any: a usage one model
+    /// call cannot have reported honestly.
+    #[must_use]
+    pub fn implausible(&self) -> Option<(&'static str, u64)> {
+        [
+            ("input", self.input),
+            ("output", self.output),
+            ("cache_read", self.cache_read),
+            ("cache_write", self.cache_write),
+        ]
+        .into_iter()
+        .find(|&(_, n)| n > MAX_CALL_TOKENS)
+    }
+
     /// Every input token: uncached input, cache reads and cache writes (saturating).
     #[must_use]
     pub const fn total_input(&self) -> u64 {

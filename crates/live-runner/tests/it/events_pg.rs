@@ -166,3 +166,30 @@ async fn a_live_tick_shows_the_imported_events_in_its_snapshot() {
         assert!(!section.contains(absent), "{absent}: {section}");
     }
 }
+
+/// An equity the engine cannot hold (7.9e28, near `Decimal::MAX`) used to be stored and then
+/// fail every tick of the deployment; it is refused at deploy and nothing is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_equity_the_engine_cannot_hold_is_refused_at_deploy() {
+    use db::RegistryStore;
+    let pg = postgres().await;
+    let skill = admin::load_skill_file(&common::fixture("btc-sma-cross.yaml")).unwrap();
+    for equity in [
+        Decimal::from_i128_with_scale(79_000_000_000_000_000_000_000_000_000, 0),
+        Decimal::from(-5),
+    ] {
+        let req = DeployRequest {
+            owner: OWNER,
+            broker: db::BrokerKind::Paper,
+            equity_usd: equity,
+            id: Some(Uuid::from_u128(0xe9)),
+            hyperliquid: None,
+        };
+        let err = admin::deploy(&pg.store, &skill, &req, t("2026-11-02T10:00:00Z"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, AdminError::Refused(_)), "{err}");
+        assert!(err.to_string().contains("initial_equity_usd"), "{err}");
+        assert!(pg.store.list_deployments(None).await.unwrap().is_empty());
+    }
+}

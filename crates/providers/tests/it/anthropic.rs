@@ -406,3 +406,21 @@ fn default_base_url_is_anthropic() {
     assert_eq!(config.base_url, "https://api.anthropic.com");
     assert_eq!(config.model, "claude-opus-4-1");
 }
+
+#[tokio::test]
+async fn an_implausible_token_count_is_a_decode_error_not_a_stored_number() {
+    let server = MockServer::start().await;
+    let mut answer = text_answer();
+    // 2^63: one past i64::MAX, which used to abort a whole backtest when the tick was stored.
+    answer["usage"]["input_tokens"] = json!(9_223_372_036_854_775_808_u64);
+    mount_ok(&server, answer).await;
+    let err = model(&server, fast())
+        .generate(&conversation())
+        .await
+        .unwrap_err();
+    let message = common::decode_message(err);
+    assert!(
+        message.contains("9223372036854775808 input tokens"),
+        "{message}"
+    );
+}

@@ -642,3 +642,17 @@ async fn request_timeout_and_unavailable_statuses_are_retried() {
     assert_eq!(response.text.as_deref(), Some("Hold."));
     assert_eq!(request_count(&server).await, 3, "408, 503, then 200");
 }
+
+#[tokio::test]
+async fn an_implausible_token_count_is_a_decode_error_not_a_stored_number() {
+    let server = MockServer::start().await;
+    let mut answer = text_answer();
+    answer["usage"]["completion_tokens"] = json!(u64::MAX);
+    mount_ok(&server, answer).await;
+    let err = model(&server, fast())
+        .generate(&conversation())
+        .await
+        .unwrap_err();
+    let message = common::decode_message(err);
+    assert!(message.contains("output tokens"), "{message}");
+}

@@ -110,3 +110,12 @@ pub(crate) fn hello() -> ModelRequest {
         max_output_tokens: 16,
     }
 }
+
+/// The message of a [`ModelError::Decode`](model::ModelError::Decode); any other error fails the
+/// test.
+pub(crate) fn decode_message(err: model::ModelError) -> String {
+    match err {
+        model::ModelError::Decode { message, .. } => message,
+        other => panic!("expected a decode error, got {other:?}"),
+    }
+}
