@@ -158,6 +158,11 @@ impl DbError {
                 sqlx::error::ErrorKind::CheckViolation => Some(ConstraintKind::Check),
                 sqlx::error::ErrorKind::ForeignKeyViolation => Some(ConstraintKind::ForeignKey),
                 sqlx::error::ErrorKind::NotNullViolation => Some(ConstraintKind::NotNull),
+                // A SQLite trigger's RAISE(ABORT, 'CHECK constraint failed: name') (SQLite has no
+                // cross-table CHECK; the trigger stands in for one and says so).
+                _ if db.message().starts_with("CHECK constraint failed: ") => {
+                    Some(ConstraintKind::Check)
+                }
                 _ => None,
             };
             if let Some(kind) = kind {

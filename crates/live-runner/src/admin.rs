@@ -167,7 +167,8 @@ pub async fn deploy(
         }
     };
     ensure_user(store, req.owner).await?;
-    let skill_id = skill.skill_id();
+    // Names are per owner: another user's skill of the same name is another skill.
+    let skill_id = skill.skill_id_for(req.owner);
     let version = i32::try_from(skill.version).map_err(|_| {
         AdminError::Refused(format!("skill version {} is too large", skill.version))
     })?;

@@ -50,10 +50,24 @@ const fn default_max_steps() -> u32 {
 }
 
 impl Skill {
-    /// The skill's id: the explicit one, or a uuid v5 of its name.
+    /// The skill's id: the explicit one, or a uuid v5 of its name. For a store shared by many
+    /// users, use [`skill_id_for`](Self::skill_id_for): names are per owner.
     #[must_use]
     pub fn skill_id(&self) -> Uuid {
         self.id
             .unwrap_or_else(|| Uuid::new_v5(&SKILL_ID_NAMESPACE, self.name.as_bytes()))
+    }
+
+    /// The skill's id in a store shared by many users: the explicit one, or a uuid v5 of the
+    /// owner and the name, so two users' skills of the same name are two skills and one user
+    /// cannot take a name (or learn that it is taken) in another's namespace.
+    #[must_use]
+    pub fn skill_id_for(&self, owner: Uuid) -> Uuid {
+        self.id.unwrap_or_else(|| {
+            let mut key = owner.as_bytes().to_vec();
+            key.push(b'\n');
+            key.extend_from_slice(self.name.as_bytes());
+            Uuid::new_v5(&SKILL_ID_NAMESPACE, &key)
+        })
     }
 }

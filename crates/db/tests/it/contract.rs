@@ -1235,6 +1235,51 @@ mod cases {
         }
     }
 
+    /// A fact may be scoped only to a skill of its own owner, and a change of who last touched
+    /// it (`updated_by`) is audited even when nothing else changed.
+    pub(super) async fn facts_keep_to_their_owner_and_audit_every_actor<S: Storage + RawSql>(
+        s: &S,
+    ) {
+        let mine = seed(s).await.unwrap();
+        let theirs = seed(s).await.unwrap();
+        let mut scoped = new_fact(mine.user.id, "Their skill, my fact.");
+        scoped.skill_id = Some(theirs.skill.id);
+        match s.remember(&scoped, at(0)).await.unwrap_err() {
+            DbError::Constraint {
+                kind: ConstraintKind::Check,
+                constraint,
+                ..
+            } => assert_eq!(constraint, "user_facts_skill_owner"),
+            other => panic!("expected the owner check, got {other:?}"),
+        }
+        assert!(s.list_facts(mine.user.id, true).await.unwrap().is_empty());
+
+        scoped.skill_id = Some(mine.skill.id);
+        let fact = s.remember(&scoped, at(0)).await.unwrap();
+        // Moving it to another user's skill by a direct write is refused too.
+        let moved = s
+            .exec(&format!(
+                "UPDATE user_facts SET skill_id = '{}' WHERE id = '{}'",
+                theirs.skill.id, fact.id
+            ))
+            .await;
+        assert!(moved.is_err(), "{moved:?}");
+
+        // Only the actor changes: still a recorded change, with the new actor.
+        let touched = s
+            .exec(&format!(
+                "UPDATE user_facts SET updated_by = 'support-desk' WHERE id = '{}'",
+                fact.id
+            ))
+            .await
+            .unwrap();
+        assert_eq!(touched, 1);
+        let changes = s.fact_changes(fact.id).await.unwrap();
+        let ops: Vec<_> = changes.iter().map(|c| c.op).collect();
+        assert_eq!(ops, vec![FactChangeOp::Insert, FactChangeOp::Update]);
+        assert_eq!(changes[1].actor.as_deref(), Some("support-desk"));
+    }
+
     pub(super) async fn facts_remember_forget_and_rank<S: Storage + RawSql>(s: &S) {
         let fx = seed(s).await.unwrap();
         let u = fx.user.id;
@@ -1595,6 +1640,7 @@ contract!(
     concurrent_reflections_leave_exactly_one_active,
     reflection_runs_record_failures_without_touching_the_note,
     facts_remember_forget_and_rank,
+    facts_keep_to_their_owner_and_audit_every_actor,
     events_in_a_window,
     database_rejects_a_second_active_note,
     database_rejects_out_of_bounds_text,

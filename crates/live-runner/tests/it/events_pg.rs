@@ -193,3 +193,34 @@ async fn an_equity_the_engine_cannot_hold_is_refused_at_deploy() {
         assert!(pg.store.list_deployments(None).await.unwrap().is_empty());
     }
 }
+
+/// Skill names are per owner: a second user deploying a skill of the same name gets a skill of
+/// their own, is told nothing about the first user's, and neither deployment sees the other's
+/// skill row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_owners_deploy_skills_of_the_same_name_as_two_skills() {
+    use db::RegistryStore;
+    let pg = postgres().await;
+    let skill = admin::load_skill_file(&common::fixture("btc-sma-cross.yaml")).unwrap();
+    assert!(
+        skill.id.is_none(),
+        "the fixture names its skill, gives no id"
+    );
+    let mut ids = Vec::new();
+    for owner in [Uuid::from_u128(0xa1), Uuid::from_u128(0xb2)] {
+        let req = DeployRequest {
+            owner,
+            broker: db::BrokerKind::Paper,
+            equity_usd: Decimal::from(10_000),
+            id: None,
+            hyperliquid: None,
+        };
+        let d = admin::deploy(&pg.store, &skill, &req, t("2026-11-02T10:00:00Z"))
+            .await
+            .unwrap();
+        assert_eq!(pg.store.get_skill(d.skill_id).await.unwrap().user_id, owner);
+        ids.push(d.skill_id);
+    }
+    assert_ne!(ids[0], ids[1]);
+    assert_eq!(ids[0], skill.skill_id_for(Uuid::from_u128(0xa1)));
+}
