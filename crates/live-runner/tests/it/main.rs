@@ -10,3 +10,4 @@ mod hl_broker;
 mod hyperliquid_pg;
 mod reflection_pg;
 mod runner_pg;
+mod serve_auth;
