@@ -221,4 +221,25 @@ async fn bad_bodies_are_400_or_422_naming_the_field() {
     let (_, body) = s.get("/api/facts?archived=true", t).await;
     assert_eq!(body.as_array().unwrap().len(), 1, "{body}");
     assert_eq!(body[0]["fact"], w.a.fact.fact.as_str());
+
+    // The bounds are characters, as the database counts them (`char_length`): 500 two-byte
+    // characters are accepted by the API and stored; 501 are refused, 3 too.
+    let (status, body) = s
+        .post("/api/facts", t, &json!({"fact": "é".repeat(500)}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = s
+        .post("/api/facts", t, &json!({"fact": "é".repeat(501)}))
+        .await;
+    assert_eq!(
+        (status, field(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "fact")
+    );
+    let (status, body) = s.post("/api/facts", t, &json!({"fact": "ééé"})).await;
+    assert_eq!(
+        (status, field(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "fact")
+    );
+    let (_, body) = s.get("/api/facts", t).await;
+    assert_eq!(body.as_array().unwrap().len(), 2, "{body}");
 }
