@@ -5,12 +5,17 @@
 //! - the schema: skills, deployments, the decision firehose (`decision_snapshots`), `fills`, the
 //!   closed-trade ledger (`trade_history`, column for column [`types::TradeRecord`]),
 //!   `reflection_notes` + `reflection_runs`, `user_facts` + their audit trail, `market_events`,
-//!   `live_runner_state` (a runner's opaque state between ticks, committed with each tick);
+//!   `live_runner_state` (a runner's opaque state between ticks, committed with each tick),
+//!   `chat_turns` (each chat-coach turn's model, steps, usage and cost);
 //!   on PostgreSQL also the `auth` shim (roles `anon` / `authenticated` / `service_role`,
 //!   `auth.uid()`, `auth.role()`) and row-level security;
 //! - the store traits ([`RegistryStore`], [`LeaseStore`], [`TickStore`], [`LedgerStore`],
-//!   [`NoteStore`], [`FactStore`], [`EventStore`]; all of them: [`Storage`]) and their two implementations
-//!   ([`SqliteStore`], [`PgStore`]), chosen at run time through [`Store`] / [`connect`].
+//!   [`NoteStore`], [`FactStore`], [`EventStore`], [`ChatTurnStore`]; all of them: [`Storage`])
+//!   and their two implementations ([`SqliteStore`], [`PgStore`]), chosen at run time through
+//!   [`Store`] / [`connect`];
+//! - [`UserScoped`] ([`PgStore::as_user`]): the PostgreSQL store acting as one end user, every
+//!   statement in a transaction as role `authenticated` with the user's JWT claims, so row-level
+//!   security scopes it (what the chat server's handlers get).
 //!
 //! Invariants it keeps (in Rust and again in the database):
 //! - a tick is written atomically and at most once ([`TickStore::record_tick`]), with the
@@ -61,6 +66,7 @@ mod error;
 mod imp;
 mod model;
 mod postgres;
+mod scoped;
 mod sqlite;
 mod store;
 #[cfg(feature = "test-support")]
@@ -71,20 +77,24 @@ mod url;
 pub use codec::time_text;
 pub use error::{ConstraintKind, DbError};
 pub use model::{
-    BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, FillTradeLink, Forget,
-    NewFact, NewNote, NoteScope, ReflectionRun, RunOutcome, Skill, SkillVersion, StoredFill,
-    StoredRunnerState, TickAttempt, TickOutcome, TickRecord, User,
+    BrokerKind, ChatTurnRecord, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit,
+    FillTradeLink, Forget, MAX_CHAT_TURN_ERROR_CHARS, NewFact, NewNote, NoteScope, ReflectionRun,
+    RunOutcome, Skill, SkillVersion, StoredFill, StoredRunnerState, TickAttempt, TickOutcome,
+    TickRecord, User,
 };
 pub use postgres::{POSTGRES_MIGRATOR, PgStore};
+pub use scoped::{USER_ROLE, UserScoped};
 pub use sqlite::{Durability, SQLITE_MIGRATOR, SqliteStore};
 pub use store::Store;
 pub use traits::{
-    EventStore, FactStore, LeaseStore, LedgerStore, NoteStore, RegistryStore, Storage, TickStore,
+    ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NoteStore, RegistryStore,
+    Storage, TickStore,
 };
 /// `mockall` mocks of the store traits (feature `mock`).
 #[cfg(feature = "mock")]
 pub use traits::{
-    MockEventStore, MockFactStore, MockLedgerStore, MockNoteStore, MockRegistryStore, MockTickStore,
+    MockChatTurnStore, MockEventStore, MockFactStore, MockLedgerStore, MockNoteStore,
+    MockRegistryStore, MockTickStore,
 };
 /// Re-exported from `types`: a snapshot's `steps` are [`JsonText`].
 pub use types::JsonText;
