@@ -90,6 +90,7 @@ pub(crate) fn run(args: AbArgs) -> Result<String, Failure> {
         events: a.events.clone(),
         report_tick: a.report_tick.clone(),
         memory_off: b_memory == MemoryArg::Off,
+        time_flags: a.time_flags,
     };
     let a = RunArgs {
         out: out.join("a"),

@@ -18,7 +18,7 @@ use tick::snapshot_id;
 
 use crate::Failure;
 use crate::run_cmd::{
-    DEFAULT_EQUITY, DEFAULT_FEE_BPS, DEFAULT_SLIPPAGE_BPS, RunArgs, parse_time, prepare,
+    DEFAULT_EQUITY, DEFAULT_FEE_BPS, DEFAULT_SLIPPAGE_BPS, RunArgs, TimeFlags, parse_time, prepare,
 };
 
 #[derive(Debug, Args)]
@@ -86,6 +86,10 @@ pub(crate) fn run(args: PreviewArgs) -> Result<String, Failure> {
         events: args.events,
         report_tick: Some(args.at),
         memory_off: false,
+        time_flags: TimeFlags {
+            to: "--at",
+            report_tick: "--at",
+        },
     };
     let p = prepare(&run_args)?;
     crate::block_on(async move {

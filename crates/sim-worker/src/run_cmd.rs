@@ -80,6 +80,28 @@ pub(crate) struct RunArgs {
     /// Set by `ab --b-memory off`: run the skill with `context.memory.enabled: false`.
     #[arg(skip)]
     pub memory_off: bool,
+    /// How errors name the time flags: `preview` takes one `--at` that sets both the end of the
+    /// run and the reported tick, and its errors must speak of it.
+    #[arg(skip)]
+    pub time_flags: TimeFlags,
+}
+
+/// The flags as the user typed them, for error messages.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TimeFlags {
+    /// The flag that set `to`.
+    pub to: &'static str,
+    /// The flag that set `report_tick`.
+    pub report_tick: &'static str,
+}
+
+impl Default for TimeFlags {
+    fn default() -> Self {
+        Self {
+            to: "--to",
+            report_tick: "--report-tick",
+        }
+    }
 }
 
 fn bad(message: impl Into<String>) -> Failure {
@@ -208,22 +230,24 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
     let to = args
         .to
         .as_deref()
-        .map(|t| parse_time("--to", t))
+        .map(|t| parse_time(args.time_flags.to, t))
         .transpose()?;
     let times = tick_times(&market, &skill.context.symbols, interval, from, to);
     let (Some(&first_tick), Some(&last_tick)) = (times.first(), times.last()) else {
         return Err(bad(format!(
-            "no {interval} bar closes between --from and --to; the data covers {}",
+            "no {interval} bar closes between --from and {}; the data covers {}",
+            args.time_flags.to,
             coverage(&series, interval)
         )));
     };
     let report_tick = match args.report_tick.as_deref() {
         None => last_tick,
         Some(t) => {
-            let at = parse_time("--report-tick", t)?;
+            let flag = args.time_flags.report_tick;
+            let at = parse_time(flag, t)?;
             if times.binary_search(&at).is_err() {
                 return Err(bad(format!(
-                    "--report-tick {t}: no tick at that time; ticks are at the close of each \
+                    "{flag} {t}: no tick at that time; ticks are at the close of each \
                      {interval} bar from {first_tick} to {last_tick}"
                 )));
             }

@@ -550,3 +550,25 @@ async fn the_store_password_is_never_shown() {
         assert!(!text.contains("s3cret-pw"), "{text}");
     }
 }
+
+#[test]
+fn preview_errors_speak_of_the_at_flag_the_user_gave() {
+    let bars = eurusd();
+    for (at, expected) in [
+        (
+            "2017-06-01 10:30",
+            "--at 2017-06-01 10:30: no tick at that time",
+        ),
+        ("2010-01-01 00:00", "between --from and --at"),
+        ("soon", "--at: \"soon\" is not a UTC time"),
+    ] {
+        let o = run(&["preview", "--skill", &skill(), "--bars", &bars, "--at", at]);
+        assert_eq!(o.code, 2, "{at}: {}", o.stderr);
+        assert!(o.stderr.contains(expected), "{at}: {}", o.stderr);
+        assert!(
+            !o.stderr.contains("--report-tick") && !o.stderr.contains("--to"),
+            "{at}: {}",
+            o.stderr
+        );
+    }
+}
