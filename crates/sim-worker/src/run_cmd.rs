@@ -286,7 +286,7 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
     let builtins =
         |id: &str| builtin_model(id, &skill).ok_or_else(|| ModelError::UnknownModel(id.to_owned()));
     let model = match model_id.strip_prefix(REPLAY_PREFIX) {
-        Some(spec) => crate::block_on(load_replay(&model_id, spec))?,
+        Some(spec) => crate::block_on(load_replay(&model_id, spec, &times))?,
         None => providers::resolve_model(&model_id, &providers::process_env, &builtins)
             .map_err(|e| bad(format!("--model {model_id}: {e}")))?,
     };
@@ -352,7 +352,13 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
 pub(crate) const REPLAY_PREFIX: &str = "builtin/replay:";
 
 /// Loads the proposals of a recorded run: the store's only deployment, or the one after `#`.
-async fn load_replay(model_id: &str, spec: &str) -> Result<Arc<dyn LanguageModel>, Failure> {
+/// Every tick of this run (`times`) must have been recorded there: a partial run (one that was
+/// killed) is refused with how many ticks it could replay, never replayed into silent no-ops.
+async fn load_replay(
+    model_id: &str,
+    spec: &str,
+    times: &[DateTime<Utc>],
+) -> Result<Arc<dyn LanguageModel>, Failure> {
     let (url, wanted) = match spec.rsplit_once('#') {
         Some((url, id)) => {
             let id: Uuid = id
@@ -405,10 +411,24 @@ async fn load_replay(model_id: &str, spec: &str) -> Result<Arc<dyn LanguageModel
             "--model {model_id}: deployment {deployment} recorded no tick"
         )));
     }
-    let proposals = snapshots
+    let proposals: BTreeMap<_, _> = snapshots
         .into_iter()
         .map(|s| (s.tick_at, s.proposal))
         .collect();
+    let covered = times.iter().filter(|t| proposals.contains_key(t)).count();
+    if covered < times.len() {
+        let recorded =
+            |t: Option<(&DateTime<Utc>, _)>| t.map_or_else(String::new, |(t, _)| t.to_string());
+        return Err(bad(format!(
+            "--model {model_id}: deployment {deployment} recorded {covered} of this run's {} \
+             ticks (it recorded {} ticks, {} .. {}); a killed run is partial: replay it over the \
+             ticks it has (--from/--to) or replay a complete run",
+            times.len(),
+            proposals.len(),
+            recorded(proposals.first_key_value()),
+            recorded(proposals.last_key_value()),
+        )));
+    }
     Ok(Arc::new(tick::replay::ReplayModel::new(
         model_id, proposals,
     )))
@@ -453,6 +473,10 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<
     serde_json::from_str(&text).map_err(|e| bad(format!("{}: {e}", path.display())))
 }
 
+/// What a run writes into `--out` besides its store, `summary.json` last (its presence means the
+/// run completed).
+const OUTPUT_FILES: [&str; 3] = ["summary.json", "trades.csv", "report.html"];
+
 pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
     run_with_summary(args).map(|(text, _)| text)
 }
@@ -462,6 +486,15 @@ pub(crate) fn run_with_summary(args: RunArgs) -> Result<(String, serde_json::Val
     let prepared = prepare(&args)?;
     std::fs::create_dir_all(&args.out)
         .map_err(|e| bad(format!("{}: cannot create: {e}", args.out.display())))?;
+    // A previous run's results go first: a run killed from here on leaves no summary of another
+    // run beside its partial store (the summary is written last, when the run is complete).
+    for name in OUTPUT_FILES {
+        let p = args.out.join(name);
+        if p.exists() {
+            std::fs::remove_file(&p)
+                .map_err(|e| bad(format!("{}: cannot replace: {e}", p.display())))?;
+        }
+    }
     let url = match &args.db {
         Some(url) => url.clone(),
         None => {
@@ -490,8 +523,21 @@ async fn simulate(
         .map_err(|e| bad(format!("--db {}: {e}", db::redact_url(&url))))?;
     let d = &p.input.deployment;
     if store.get_deployment(d.deployment_id).await.is_ok() {
+        let recorded = store
+            .list_snapshots(d.deployment_id, u32::MAX)
+            .await
+            .map_or(0, |s| s.len());
+        let state = if recorded < p.ticks {
+            format!(
+                "partial: {recorded} of {} ticks recorded, a killed run",
+                p.ticks
+            )
+        } else {
+            "complete".to_owned()
+        };
         return Err(bad(format!(
-            "{} already holds this run (deployment {}); use a fresh --db",
+            "{} already holds this run (deployment {}, {state}); use a fresh --db, or leave \
+             --db out to redo it in --out",
             db::redact_url(&url),
             d.deployment_id
         )));
@@ -540,9 +586,12 @@ fn write_outputs(
 ) -> Result<(String, serde_json::Value), Failure> {
     // What the outputs show of the store: never its password.
     let url = &*db::redact_url(url);
+    // Each file appears whole or not at all: written beside, then renamed into place.
     let write = |name: &str, body: &[u8]| {
         let path = out.join(name);
-        std::fs::write(&path, body)
+        let partial = out.join(format!(".{name}.partial"));
+        std::fs::write(&partial, body)
+            .and_then(|()| std::fs::rename(&partial, &path))
             .map_err(|e| bad(format!("{}: cannot write: {e}", path.display())))?;
         Ok::<PathBuf, Failure>(path)
     };
@@ -563,7 +612,6 @@ fn write_outputs(
     }
     let mut text = serde_json::to_string_pretty(&json).context("serializing the summary")?;
     text.push('\n');
-    let summary_path = write("summary.json", text.as_bytes())?;
     let trades_path = write("trades.csv", &crate::report::trades_csv(&result.trades)?)?;
     let html = crate::report::render(&crate::report::ReportInput {
         skill: &d.skill,
@@ -575,6 +623,8 @@ fn write_outputs(
         deployment_id: d.deployment_id,
     });
     let report_path = write("report.html", html.as_bytes())?;
+    // Last: a summary means the run completed.
+    let summary_path = write("summary.json", text.as_bytes())?;
 
     let s = summary;
     let text = format!(

@@ -572,3 +572,107 @@ fn preview_errors_speak_of_the_at_flag_the_user_gave() {
         );
     }
 }
+
+/// Starts the README backtest into `out` and kills it (SIGKILL) once its store has grown well
+/// past the previous run's, before it completes.
+async fn killed_run(out: &Path) {
+    let db = out.join("sim.db");
+    // The previous run's store is a short run's (a few megabytes); this run's grows far beyond.
+    let previous = std::fs::metadata(&db).map_or(0, |m| m.len());
+    let bars = eurusd();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("sim-worker"))
+        .args(["run", "--skill", &skill(), "--bars", &bars, "--out"])
+        .arg(out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never got past its first ticks"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before it was killed"
+        );
+        // The run holds its store locked while it writes; its size says it has ticks (the
+        // whole run is about 60 MB).
+        let progressed = std::fs::metadata(&db).is_ok_and(|m| m.len() > previous + (4 << 20));
+        if progressed {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_killed_run_leaves_no_summary_of_another_run_and_replay_refuses_to_pad_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let bars = eurusd();
+    // A complete short run first: its results are in --out.
+    let o = run(&[
+        "run",
+        "--skill",
+        &skill(),
+        "--bars",
+        &bars,
+        "--to",
+        "2017-05-03",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(out.join("summary.json").exists());
+
+    // A second run into the same --out, killed part-way: nothing of the first run's results is
+    // left beside its partial store.
+    killed_run(&out).await;
+    for name in ["summary.json", "trades.csv", "report.html"] {
+        assert!(
+            !out.join(name).exists(),
+            "{name} of another run left beside a partial store"
+        );
+    }
+
+    // Replaying the partial run over the whole range says how much it has, instead of no-ops.
+    let partial = format!("builtin/replay:sqlite://{}", out.join("sim.db").display());
+    let elsewhere = dir.path().join("replay");
+    let o = run(&[
+        "run",
+        "--skill",
+        &skill(),
+        "--bars",
+        &bars,
+        "--model",
+        &partial,
+        "--out",
+        elsewhere.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("of this run's 5000 ticks"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("a killed run is partial"), "{}", o.stderr);
+
+    // The same command again redoes the run from scratch and completes.
+    let o = run(&[
+        "run",
+        "--skill",
+        &skill(),
+        "--bars",
+        &bars,
+        "--to",
+        "2017-05-03",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(out.join("summary.json").exists());
+}
