@@ -614,20 +614,23 @@ async fn a_killed_run_leaves_no_summary_of_another_run_and_replay_refuses_to_pad
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let bars = eurusd();
+    let short_run = || {
+        let o = run(&[
+            "run",
+            "--skill",
+            &skill(),
+            "--bars",
+            &bars,
+            "--to",
+            "2017-05-03",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        assert!(out.join("summary.json").exists());
+    };
     // A complete short run first: its results are in --out.
-    let o = run(&[
-        "run",
-        "--skill",
-        &skill(),
-        "--bars",
-        &bars,
-        "--to",
-        "2017-05-03",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
-    assert!(out.join("summary.json").exists());
+    short_run();
 
     // A second run into the same --out, killed part-way: nothing of the first run's results is
     // left beside its partial store.
@@ -662,17 +665,5 @@ async fn a_killed_run_leaves_no_summary_of_another_run_and_replay_refuses_to_pad
     assert!(o.stderr.contains("a killed run is partial"), "{}", o.stderr);
 
     // The same command again redoes the run from scratch and completes.
-    let o = run(&[
-        "run",
-        "--skill",
-        &skill(),
-        "--bars",
-        &bars,
-        "--to",
-        "2017-05-03",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
-    assert!(out.join("summary.json").exists());
+    short_run();
 }
