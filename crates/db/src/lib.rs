@@ -61,6 +61,7 @@ mod error;
 mod imp;
 mod model;
 mod postgres;
+mod scoped;
 mod sqlite;
 mod store;
 #[cfg(feature = "test-support")]
@@ -70,20 +71,24 @@ mod traits;
 pub use codec::time_text;
 pub use error::{ConstraintKind, DbError};
 pub use model::{
-    BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, FillTradeLink, Forget,
-    NewFact, NewNote, NoteScope, ReflectionRun, RunOutcome, Skill, SkillVersion, StoredFill,
-    StoredRunnerState, TickAttempt, TickOutcome, TickRecord, User,
+    BrokerKind, ChatTurnRecord, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit,
+    FillTradeLink, Forget, MAX_CHAT_TURN_ERROR_CHARS, NewFact, NewNote, NoteScope, ReflectionRun,
+    RunOutcome, Skill, SkillVersion, StoredFill, StoredRunnerState, TickAttempt, TickOutcome,
+    TickRecord, User,
 };
 pub use postgres::{POSTGRES_MIGRATOR, PgStore};
+pub use scoped::{USER_ROLE, UserScoped};
 pub use sqlite::{Durability, SQLITE_MIGRATOR, SqliteStore};
 pub use store::Store;
 pub use traits::{
-    EventStore, FactStore, LeaseStore, LedgerStore, NoteStore, RegistryStore, Storage, TickStore,
+    ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NoteStore, RegistryStore,
+    Storage, TickStore,
 };
 /// `mockall` mocks of the store traits (feature `mock`).
 #[cfg(feature = "mock")]
 pub use traits::{
-    MockEventStore, MockFactStore, MockLedgerStore, MockNoteStore, MockRegistryStore, MockTickStore,
+    MockChatTurnStore, MockEventStore, MockFactStore, MockLedgerStore, MockNoteStore,
+    MockRegistryStore, MockTickStore,
 };
 /// Re-exported from `types`: a snapshot's `steps` are [`JsonText`].
 pub use types::JsonText;

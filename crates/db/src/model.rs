@@ -299,3 +299,31 @@ pub struct Forget {
     pub at: DateTime<Utc>,
     pub actor: String,
 }
+
+/// One chat-coach turn's bookkeeping (table `chat_turns`): which model answered, in how many
+/// steps, with what token usage and cost. Written by whoever ran the turn (the HTTP server, the
+/// terminal client), as the user on PostgreSQL.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatTurnRecord {
+    /// The turn's id (`chat::ChatTurn::turn_id`).
+    pub id: Uuid,
+    /// Whose turn it was.
+    pub user_id: Uuid,
+    /// The turn's time.
+    pub at: DateTime<Utc>,
+    /// `authoring`, `coach` or `ops`.
+    pub mode: String,
+    /// The model id that answered (1..=200 characters).
+    pub model: String,
+    /// Model calls the turn made.
+    pub steps: u32,
+    /// Tokens of every model call of the turn, summed.
+    pub usage: Usage,
+    /// What the turn cost, in USD (the rate table's estimate; zero for offline models).
+    pub cost_usd: Decimal,
+    /// Why the turn ended in error, if it did (cut to [`MAX_CHAT_TURN_ERROR_CHARS`]).
+    pub error: Option<String>,
+}
+
+/// Longest error text a [`ChatTurnRecord`] keeps; longer ones are cut, not refused.
+pub const MAX_CHAT_TURN_ERROR_CHARS: usize = 2000;

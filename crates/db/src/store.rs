@@ -13,12 +13,13 @@ use types::{FactChange, MarketEvent, ReflectionNote, TradeRecord, UserFact};
 use uuid::Uuid;
 
 use crate::model::{
-    DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget, NewFact, NewNote, NoteScope,
-    ReflectionRun, Skill, SkillVersion, StoredFill, StoredRunnerState, TickAttempt, TickOutcome,
-    TickRecord, User,
+    ChatTurnRecord, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget, NewFact,
+    NewNote, NoteScope, ReflectionRun, Skill, SkillVersion, StoredFill, StoredRunnerState,
+    TickAttempt, TickOutcome, TickRecord, User,
 };
 use crate::traits::{
-    EventStore, FactStore, LeaseStore, LedgerStore, NoteStore, RegistryStore, TickStore,
+    ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NoteStore, RegistryStore,
+    TickStore,
 };
 use crate::{DbError, PgStore, SqliteStore};
 
@@ -132,4 +133,9 @@ delegate!(EventStore {
     fn upsert_event(&self, event: &MarketEvent) -> ();
     fn upsert_events(&self, events: &[MarketEvent]) -> ();
     fn events_between(&self, from: DateTime<Utc>, to: DateTime<Utc>, min_importance: Option<Decimal>) -> Vec<MarketEvent>;
+});
+
+delegate!(ChatTurnStore {
+    fn record_chat_turn(&self, turn: &ChatTurnRecord) -> ();
+    fn chat_turns(&self, user_id: Uuid, limit: u32) -> Vec<ChatTurnRecord>;
 });

@@ -14,9 +14,9 @@ use uuid::Uuid;
 
 use crate::DbError;
 use crate::model::{
-    DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget, NewFact, NewNote, NoteScope,
-    ReflectionRun, Skill, SkillVersion, StoredFill, StoredRunnerState, TickAttempt, TickOutcome,
-    TickRecord, User,
+    ChatTurnRecord, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget, NewFact,
+    NewNote, NoteScope, ReflectionRun, Skill, SkillVersion, StoredFill, StoredRunnerState,
+    TickAttempt, TickOutcome, TickRecord, User,
 };
 
 /// Users, skills, skill versions and deployments.
@@ -526,6 +526,33 @@ pub trait EventStore {
     ) -> impl Future<Output = Result<Vec<MarketEvent>, DbError>> + Send;
 }
 
+/// Chat-coach turns: one row per turn with its model, steps, usage and cost.
+#[cfg_attr(feature = "mock", mockall::automock)]
+pub trait ChatTurnStore {
+    /// Records a turn. An error text longer than
+    /// [`MAX_CHAT_TURN_ERROR_CHARS`](crate::MAX_CHAT_TURN_ERROR_CHARS) is cut, not refused.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a mode other than `authoring` / `coach` / `ops`, a negative
+    /// cost or more steps than the column holds; [`DbError::Bound`] for a model id outside
+    /// 1..=200 characters; [`DbError::Constraint`] for an unknown user or a duplicate id (on
+    /// PostgreSQL as a user: a row of another user is refused by row-level security).
+    fn record_chat_turn(
+        &self,
+        turn: &ChatTurnRecord,
+    ) -> impl Future<Output = Result<(), DbError>> + Send;
+
+    /// The newest `limit` (≤ 1000) turns of the user, newest first.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a limit above 1000.
+    fn chat_turns(
+        &self,
+        user_id: Uuid,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<ChatTurnRecord>, DbError>> + Send;
+}
+
 /// Every store at once, for code that needs the whole storage layer.
 pub trait Storage:
     RegistryStore
@@ -535,6 +562,7 @@ pub trait Storage:
     + NoteStore
     + FactStore
     + EventStore
+    + ChatTurnStore
     + Send
     + Sync
 {
@@ -548,6 +576,7 @@ impl<T> Storage for T where
         + NoteStore
         + FactStore
         + EventStore
+        + ChatTurnStore
         + Send
         + Sync
 {

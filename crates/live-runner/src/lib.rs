@@ -13,7 +13,10 @@
 //! - the runner state between ticks ([`state`], table `live_runner_state`, committed by
 //!   `record_tick` with each tick): paper broker or fill watermark, risk state, last decision —
 //!   the ledger and the reflection notes are read back from the store;
-//! - bar-close scheduling ([`schedule`]) and the `/healthz` + `/metrics` endpoint ([`metrics`]).
+//! - bar-close scheduling ([`schedule`]) and the `/healthz` + `/metrics` endpoint ([`metrics`]);
+//! - the chat coach's HTTP server ([`serve`]: JWT auth, every request's queries as its user
+//!   under row-level security, the JSON API, the pages' mount point) and its terminal client
+//!   ([`terminal`]).
 //!
 //! What it must never do: decide what trades (the engine in `tick::run_tick` does), run a tick
 //! twice for the same bar close (leases + idempotent `record_tick` + state committed with the
@@ -57,4 +60,6 @@ pub mod hl_broker;
 pub mod metrics;
 pub mod runner;
 pub mod schedule;
+pub mod serve;
 pub mod state;
+pub mod terminal;

@@ -12,6 +12,9 @@ use live_runner::admin::{self, DeployRequest};
 use live_runner::hl_broker::HyperliquidConfig;
 use live_runner::metrics::{self, Metrics};
 use live_runner::runner::{self, Runner, RunnerConfig};
+use live_runner::serve::model::resolve_chat_model;
+use live_runner::serve::{self, AppState, Auth};
+use live_runner::terminal;
 use rust_decimal::Decimal;
 use types::{Clock, SystemClock};
 use uuid::Uuid;
@@ -54,6 +57,26 @@ enum BrokerArg {
     Paper,
     /// Real orders on a Hyperliquid account (needs --hl-account, --hl-network, --hl-key-env).
     Hyperliquid,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ModeArg {
+    /// Writing and editing skills.
+    Authoring,
+    /// Coaching on the user's trading.
+    Coach,
+    /// Operations: deployments, runs, incidents.
+    Ops,
+}
+
+impl From<ModeArg> for prompt_compose::ChatMode {
+    fn from(m: ModeArg) -> Self {
+        match m {
+            ModeArg::Authoring => Self::Authoring,
+            ModeArg::Coach => Self::Coach,
+            ModeArg::Ops => Self::Ops,
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -121,6 +144,68 @@ enum Command {
     Events {
         #[command(subcommand)]
         command: EventsCommand,
+    },
+    /// Serve the chat coach over HTTP: the JSON API under /api (chat, facts, deployment
+    /// memory), the pages, /healthz. Needs PostgreSQL (every request runs as its user under
+    /// row-level security) and the token secret in AGENT_JWT_SECRET.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: SocketAddr,
+        /// PostgreSQL URL, e.g. postgres://postgres@127.0.0.1:5432/agents.
+        #[arg(long, env = "DATABASE_URL")]
+        db: String,
+        /// The chat model: provider/name (anthropic/…, openai/…, openrouter/…, gateway/…;
+        /// keys from the environment) or builtin/scripted with --script.
+        #[arg(long, env = "CHAT_MODEL")]
+        model: String,
+        /// For builtin/scripted: a JSON array of responses
+        /// ([{"text": "...", "toolCalls": [{"name": "remember", "arguments": {...}}]}]),
+        /// played in order across every turn of the process.
+        #[arg(long, value_name = "FILE")]
+        script: Option<PathBuf>,
+        /// Most model calls of one chat turn.
+        #[arg(long, default_value_t = chat::DEFAULT_CHAT_MAX_STEPS)]
+        max_steps: u32,
+    },
+    /// Print a dev token (HS256, signed with AGENT_JWT_SECRET) for a user, and the pages'
+    /// login link carrying it.
+    Token {
+        /// The user's id (UUID): the token's `sub`.
+        #[arg(long)]
+        user: Uuid,
+        /// How long the token is valid: 90s, 30m, 1h, 7d.
+        #[arg(long, default_value = "1h")]
+        ttl: String,
+        /// The server's base URL, for the login link.
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        base_url: String,
+    },
+    /// Talk to the chat coach in a terminal as a user: one line per message, /quit (or the
+    /// end of input) to leave. Works on a pipe. On PostgreSQL every turn runs as the user under
+    /// row-level security.
+    Chat {
+        /// The user's id (UUID).
+        #[arg(long)]
+        user: Uuid,
+        /// Database URL (PostgreSQL or SQLite).
+        #[arg(long, env = "DATABASE_URL")]
+        db: String,
+        /// The chat model, as for `serve`.
+        #[arg(long, env = "CHAT_MODEL")]
+        model: String,
+        /// For builtin/scripted: the script file, as for `serve`.
+        #[arg(long, value_name = "FILE")]
+        script: Option<PathBuf>,
+        /// How the chat is opened.
+        #[arg(long, value_enum, default_value = "coach")]
+        mode: ModeArg,
+        /// A deployment of the user's the conversation is about.
+        #[arg(long)]
+        deployment: Option<Uuid>,
+        /// Most model calls of one turn.
+        #[arg(long, default_value_t = chat::DEFAULT_CHAT_MAX_STEPS)]
+        max_steps: u32,
     },
     /// Tick every due deployment once per closed bar, until SIGTERM / ctrl-c (in-flight ticks
     /// and reflections finish first) or, with --once, until nothing is due.
@@ -262,6 +347,108 @@ async fn main() -> anyhow::Result<()> {
             let rows = admin::list(&store).await?;
             print!("{}", admin::render_table(&rows));
         }
+        Command::Serve {
+            listen,
+            db,
+            model,
+            script,
+            max_steps,
+        } => {
+            let auth =
+                Auth::from_env(&types::process_env).context("the chat server's token secret")?;
+            if max_steps == 0 {
+                bail!("--max-steps must be at least 1");
+            }
+            let model = resolve_chat_model(&model, script.as_deref(), &types::process_env)
+                .context("the chat model")?;
+            let store = serve::connect_postgres(&db).await.context("serve")?;
+            let mut state = AppState::new(
+                store,
+                auth,
+                model,
+                Arc::new(tools::Preloaded::new()),
+                Arc::new(SystemClock),
+            );
+            state.chat.max_steps = max_steps;
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("binding {listen}"))?;
+            let local = listener.local_addr().context("the listening address")?;
+            tracing::info!(%local, model = state.model.id(), "chat server listening");
+            serve::serve(listener, state, shutdown_signal())
+                .await
+                .context("serving")?;
+            tracing::info!("chat server stopped");
+        }
+        Command::Token {
+            user,
+            ttl,
+            base_url,
+        } => {
+            let auth = Auth::from_env(&types::process_env).context("signing the token")?;
+            let ttl = serve::auth::parse_ttl(&ttl).map_err(anyhow::Error::msg)?;
+            let token = auth.mint(user, ttl, SystemClock.now())?;
+            println!("{token}");
+            println!("{}", serve::auth::login_link(&base_url, &token));
+        }
+        Command::Chat {
+            user,
+            db,
+            model,
+            script,
+            mode,
+            deployment,
+            max_steps,
+        } => {
+            if max_steps == 0 {
+                bail!("--max-steps must be at least 1");
+            }
+            let model = resolve_chat_model(&model, script.as_deref(), &types::process_env)
+                .context("the chat model")?;
+            let store = db::connect(&db)
+                .await
+                .context("connecting to the database")?;
+            let session = |focus| terminal::Session {
+                user_id: user,
+                mode: mode.into(),
+                focus,
+                tier: prompt_compose::Tier::Pro,
+                max_steps,
+            };
+            let market: Arc<dyn tools::MarketData> = Arc::new(tools::Preloaded::new());
+            let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+            let stdout = tokio::io::stdout();
+            let summary = match &store {
+                db::Store::Postgres(pg) => {
+                    let scoped = pg.as_user(user);
+                    let focus = chat_focus(&scoped, deployment).await?;
+                    terminal::converse(
+                        &scoped,
+                        model.as_ref(),
+                        market,
+                        &SystemClock,
+                        &session(focus),
+                        stdin,
+                        stdout,
+                    )
+                    .await?
+                }
+                db::Store::Sqlite(_) => {
+                    let focus = chat_focus(&store, deployment).await?;
+                    terminal::converse(
+                        &store,
+                        model.as_ref(),
+                        market,
+                        &SystemClock,
+                        &session(focus),
+                        stdin,
+                        stdout,
+                    )
+                    .await?
+                }
+            };
+            eprintln!("{} turns ({} failed)", summary.turns, summary.failed);
+        }
         Command::Run {
             db,
             concurrency,
@@ -375,6 +562,30 @@ fn hyperliquid_config(
         }
     }
     bail!("{}", problems.join("\n"))
+}
+
+/// The chat's focus on one of the user's deployments (not found — e.g. another user's, hidden
+/// by row-level security — is an error naming it).
+async fn chat_focus<S: db::RegistryStore>(
+    store: &S,
+    deployment: Option<Uuid>,
+) -> anyhow::Result<Option<prompt_compose::Focus>> {
+    let Some(id) = deployment else {
+        return Ok(None);
+    };
+    let d = store
+        .get_deployment(id)
+        .await
+        .with_context(|| format!("--deployment {id}"))?;
+    let skill = store
+        .get_skill(d.skill_id)
+        .await
+        .with_context(|| format!("the skill of deployment {id}"))?;
+    Ok(Some(prompt_compose::Focus {
+        kind: "deployment".to_owned(),
+        name: skill.name,
+        id,
+    }))
 }
 
 /// Resolves on ctrl-c or SIGTERM.

@@ -1542,6 +1542,84 @@ mod cases {
             other => panic!("expected the closed-row check, got {other:?}"),
         }
     }
+
+    pub(super) async fn chat_turns_record_and_list<S: Storage + RawSql>(s: &S) {
+        use db::ChatTurnRecord;
+        let fx = seed(s).await.unwrap();
+        let other = seed(s).await.unwrap();
+        let turn = |minutes: i64, user: Uuid| ChatTurnRecord {
+            id: Uuid::new_v4(),
+            user_id: user,
+            at: at(minutes),
+            mode: "coach".into(),
+            model: "anthropic/claude-sonnet-4.5".into(),
+            steps: 2,
+            usage: types::Usage {
+                input: 1200,
+                output: 80,
+                cache_read: 900,
+                cache_write: 300,
+            },
+            cost_usd: Decimal::new(123_456, 8),
+            error: None,
+        };
+        let first = turn(0, fx.user.id);
+        let failed = ChatTurnRecord {
+            error: Some("é".repeat(db::MAX_CHAT_TURN_ERROR_CHARS + 10)),
+            ..turn(5, fx.user.id)
+        };
+        s.record_chat_turn(&first).await.unwrap();
+        s.record_chat_turn(&failed).await.unwrap();
+        s.record_chat_turn(&turn(3, other.user.id)).await.unwrap();
+
+        let mine = s.chat_turns(fx.user.id, 10).await.unwrap();
+        assert_eq!(mine.len(), 2, "only the user's turns");
+        assert_eq!(mine[1], first, "round trip, newest first");
+        let cut = mine[0].error.as_deref().unwrap();
+        assert_eq!(
+            cut.chars().count(),
+            db::MAX_CHAT_TURN_ERROR_CHARS,
+            "cut, not refused"
+        );
+
+        // Bounds: mode, model, cost, limit; a duplicate id.
+        let bad_mode = ChatTurnRecord {
+            mode: "trade".into(),
+            ..turn(9, fx.user.id)
+        };
+        assert!(matches!(
+            s.record_chat_turn(&bad_mode).await,
+            Err(DbError::Invalid { .. })
+        ));
+        let no_model = ChatTurnRecord {
+            model: String::new(),
+            ..turn(9, fx.user.id)
+        };
+        assert!(matches!(
+            s.record_chat_turn(&no_model).await,
+            Err(DbError::Bound { .. })
+        ));
+        let negative = ChatTurnRecord {
+            cost_usd: Decimal::new(-1, 2),
+            ..turn(9, fx.user.id)
+        };
+        assert!(matches!(
+            s.record_chat_turn(&negative).await,
+            Err(DbError::Invalid { .. })
+        ));
+        assert!(matches!(
+            s.chat_turns(fx.user.id, 1001).await,
+            Err(DbError::Invalid { .. })
+        ));
+        assert!(matches!(
+            s.record_chat_turn(&first).await,
+            Err(DbError::Constraint {
+                kind: ConstraintKind::Unique,
+                ..
+            })
+        ));
+        assert_eq!(s.chat_turns(fx.user.id, 10).await.unwrap().len(), 2);
+    }
 }
 
 macro_rules! contract {
@@ -1595,6 +1673,7 @@ contract!(
     concurrent_reflections_leave_exactly_one_active,
     reflection_runs_record_failures_without_touching_the_note,
     facts_remember_forget_and_rank,
+    chat_turns_record_and_list,
     events_in_a_window,
     database_rejects_a_second_active_note,
     database_rejects_out_of_bounds_text,

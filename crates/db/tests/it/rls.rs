@@ -586,3 +586,144 @@ async fn the_migration_adopts_the_runner_state_table_an_older_runner_created() {
     // Re-running every migration changes nothing.
     db::POSTGRES_MIGRATOR.run(pool).await.unwrap();
 }
+
+/// `PgStore::as_user`: the scoping is the database's, not the caller's. The same store methods,
+/// asked for B's rows BY ID as A, find nothing or are refused — the filter is row-level security
+/// on A's transaction (role `authenticated`, A's claims), not a `WHERE user_id` in the code
+/// (`get_deployment` has none).
+#[tokio::test]
+async fn a_user_scoped_store_cannot_reach_another_users_rows_even_by_id() {
+    use db::{
+        ChatTurnRecord, ChatTurnStore, DbError, FactEdit, Forget, LedgerStore, RegistryStore,
+        TickStore,
+    };
+    use types::ArchiveReason;
+
+    let h = common::postgres().await;
+    let w = world(&h.store).await;
+    let (a, b) = (&w.a, &w.b);
+    let as_a = h.store.as_user(a.user.id);
+    assert_eq!(as_a.user_id(), a.user.id);
+    assert!(as_a.claims().contains(&a.user.id.to_string()));
+
+    // A's own rows are there.
+    assert_eq!(
+        as_a.get_deployment(a.deployment.id).await.unwrap().id,
+        a.deployment.id
+    );
+    assert_eq!(as_a.all_trades(a.deployment.id).await.unwrap().len(), 1);
+    assert_eq!(
+        as_a.list_facts(a.user.id, true).await.unwrap(),
+        vec![w.a_fact.clone()]
+    );
+
+    // B's deployment read by id: not found — the unscoped store finds it.
+    assert!(h.store.get_deployment(b.deployment.id).await.is_ok());
+    match as_a.get_deployment(b.deployment.id).await {
+        Err(DbError::NotFound { .. }) => {}
+        other => panic!("A read B's deployment: {other:?}"),
+    }
+    assert!(matches!(
+        as_a.get_skill(b.skill.id).await,
+        Err(DbError::NotFound { .. })
+    ));
+    assert!(as_a.all_trades(b.deployment.id).await.unwrap().is_empty());
+    assert!(
+        as_a.list_snapshots(b.deployment.id, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        as_a.list_deployments(None)
+            .await
+            .unwrap()
+            .iter()
+            .all(|d| d.user_id == a.user.id),
+        "listing everyone's deployments yields only A's"
+    );
+    assert!(as_a.list_facts(b.user.id, true).await.unwrap().is_empty());
+    assert!(as_a.fact_changes(w.b_fact.id).await.unwrap().is_empty());
+
+    // Writes of B's rows: refused or not found, and B's fact is unchanged.
+    let edit = FactEdit {
+        fact: Some("Written by A into B's memory.".into()),
+        confidence: None,
+        topic: None,
+    };
+    assert!(matches!(
+        as_a.edit_fact(b.user.id, w.b_fact.id, &edit, "profile")
+            .await,
+        Err(DbError::NotFound { .. })
+    ));
+    let forget = Forget {
+        reason: ArchiveReason::UserDeleted,
+        at: at(20),
+        actor: "profile".into(),
+    };
+    assert!(matches!(
+        as_a.forget(b.user.id, w.b_fact.id, &forget).await,
+        Err(DbError::NotFound { .. })
+    ));
+    let mut planted = NewFact {
+        id: Uuid::new_v4(),
+        user_id: b.user.id,
+        skill_id: None,
+        fact: "Planted by A for B.".into(),
+        source: FactSource::Profile,
+        confidence: FactConfidence::Asserted,
+        topic: None,
+        actor: "profile".into(),
+    };
+    assert!(
+        as_a.remember(&planted, at(20)).await.is_err(),
+        "RLS refuses the insert"
+    );
+    let turn = ChatTurnRecord {
+        id: Uuid::new_v4(),
+        user_id: b.user.id,
+        at: at(20),
+        mode: "coach".into(),
+        model: "builtin/scripted".into(),
+        steps: 1,
+        usage: types::Usage::default(),
+        cost_usd: rust_decimal::Decimal::ZERO,
+        error: None,
+    };
+    assert!(
+        as_a.record_chat_turn(&turn).await.is_err(),
+        "RLS refuses B's turn"
+    );
+    assert_eq!(
+        h.store.list_facts(b.user.id, true).await.unwrap(),
+        vec![w.b_fact.clone()]
+    );
+
+    // The same writes for A go through, audited as A under the authenticated role.
+    planted.user_id = a.user.id;
+    as_a.remember(&planted, at(20)).await.unwrap();
+    as_a.record_chat_turn(&ChatTurnRecord {
+        user_id: a.user.id,
+        ..turn
+    })
+    .await
+    .unwrap();
+    let changes = as_a.fact_changes(planted.id).await.unwrap();
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0].db_role, "authenticated");
+    assert_eq!(changes[0].jwt_sub, Some(a.user.id));
+
+    // A user store may not write what only the runner writes.
+    assert!(
+        as_a.record_tick(&TickRecord {
+            snapshot: sample_snapshot(a.deployment.id, at(30)),
+            fills: vec![],
+            trades: vec![],
+            links: vec![],
+            equity_usd: None,
+            runner_state: None,
+        })
+        .await
+        .is_err()
+    );
+}

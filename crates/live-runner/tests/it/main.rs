@@ -1,4 +1,4 @@
-//! Integration tests of the live runner: its CLI, the Hyperliquid broker and the runner, reflection and Hyperliquid paths on PostgreSQL.
+//! Integration tests of the live runner: its CLI, the Hyperliquid broker and the runner, reflection and Hyperliquid paths on PostgreSQL, and the chat coach's server (`serve_*`: real HTTP on PostgreSQL).
 //!
 //! One test binary for the crate: each module below was its own integration-test binary, and
 //! linking one binary instead of several is most of what a rebuild costs on a 2-core machine.
@@ -11,3 +11,10 @@ mod hl_broker;
 mod hyperliquid_pg;
 mod reflection_pg;
 mod runner_pg;
+mod serve_auth;
+mod serve_chat;
+mod serve_cli;
+mod serve_facts;
+mod serve_isolation;
+mod serve_memory;
+mod serve_validation;

@@ -1,0 +1,752 @@
+//! The JSON API under `/api`. Every route takes a [`Caller`] and reaches the database only
+//! through [`AppState::store_for`] (row-level security); request bodies are validated with
+//! `validator` against the bounds in `types` (the ones the database checks too).
+//!
+//! | route | what |
+//! |---|---|
+//! | `GET /api/me` | the caller's user id |
+//! | `POST /api/chat` | one chat turn (JSON, or server-sent events with `Accept: text/event-stream`) |
+//! | `GET /api/facts[?archived=true]` | the caller's facts, newest first |
+//! | `POST /api/facts` | add a fact (`source = profile`) |
+//! | `PATCH /api/facts/{id}` | edit text / topic, promote / demote confidence |
+//! | `POST /api/facts/{id}/archive` | archive with a reason |
+//! | `GET /api/facts/{id}/changes` | the fact's audit trail |
+//! | `GET /api/deployments/{id}/memory` | closed trades, notes history, what the agent sees |
+//!
+//! Stored rows (facts, trades, notes, audit entries) are sent as their `serde` shape
+//! (snake_case fields); the envelopes this module defines are camelCase.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use agent_runtime::{LanguageModel, Message, ModelError, ModelRequest, ModelResponse, Step};
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, patch, post};
+use chat::{ChatError, ChatStore, ChatTurn, ChatTurnOutput};
+use chrono::{DateTime, Utc};
+use db::{
+    ChatTurnRecord, ChatTurnStore, Deployment, FactEdit, FactStore, Forget, LedgerStore, NewFact,
+    NoteScope, NoteStore, RegistryStore, TickStore,
+};
+use futures_util::Stream;
+use prompt_compose::{ChatMode, Focus};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Deserializer, Serialize};
+use tokio::sync::mpsc;
+use tools::{MarketData, RunMode};
+use types::{
+    ArchiveReason, FactChange, FactConfidence, FactSource, MAX_FACT_CHARS, MAX_FACT_TOPIC_CHARS,
+    MIN_FACT_CHARS, ReflectionNote, TradeRecord, TradeStatus, Usage, UserFact,
+};
+use uuid::Uuid;
+use validator::Validate;
+
+use super::error::{ApiError, ApiJson, ApiPath, ApiQuery};
+use super::{AppState, Caller};
+
+/// Most messages one chat request may carry (history + the new one).
+pub const MAX_CHAT_MESSAGES: u64 = 100;
+/// Longest chat message, in characters.
+pub const MAX_CHAT_MESSAGE_CHARS: u64 = 8000;
+// The fact bounds of `types` (which the database checks too) as `validator` takes them. usize →
+// u64 is lossless on every target Rust supports here (≤ 64-bit).
+const MIN_FACT: u64 = MIN_FACT_CHARS as u64;
+const MAX_FACT: u64 = MAX_FACT_CHARS as u64;
+const MAX_TOPIC: u64 = MAX_FACT_TOPIC_CHARS as u64;
+/// The actor the audit trail records for changes made through the API (the profile page).
+pub const PROFILE_ACTOR: &str = "profile";
+/// Most notes of a deployment the memory route returns.
+pub const MEMORY_NOTES_LIMIT: u32 = 200;
+/// The tokenizer of the memory route's counts (as `sim-worker preview`).
+pub const TOKENIZER: &str = "o200k_base";
+
+/// The `/api` routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/me", get(me))
+        .route("/chat", post(chat))
+        .route("/facts", get(list_facts).post(add_fact))
+        .route("/facts/{id}", patch(edit_fact))
+        .route("/facts/{id}/archive", post(archive_fact))
+        .route("/facts/{id}/changes", get(fact_changes))
+        .route("/deployments/{id}/memory", get(memory))
+}
+
+/// `GET /api/me`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Me {
+    user_id: Uuid,
+}
+
+async fn me(caller: Caller) -> axum::Json<Me> {
+    axum::Json(Me {
+        user_id: caller.user_id,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chat
+
+/// Who wrote a message of the conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChatRole {
+    /// The person.
+    User,
+    /// The coach (an earlier answer).
+    Assistant,
+}
+
+/// One message of the conversation a client sends.
+#[derive(Debug, Clone, Serialize, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct ChatMessageIn {
+    /// Who wrote it.
+    pub role: ChatRole,
+    /// What they wrote.
+    #[validate(length(
+        min = 1,
+        max = MAX_CHAT_MESSAGE_CHARS,
+        message = "must be 1..=8000 characters"
+    ))]
+    pub content: String,
+}
+
+/// `POST /api/chat`: the conversation so far, its last message the user's new one.
+#[derive(Debug, Clone, Deserialize, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ChatRequest {
+    /// The conversation, oldest first; the last one is the user's new message.
+    #[validate(
+        length(min = 1, max = MAX_CHAT_MESSAGES, message = "must hold 1..=100 messages"),
+        nested
+    )]
+    pub messages: Vec<ChatMessageIn>,
+    /// How the chat was opened (default `coach`).
+    #[serde(default)]
+    pub mode: Option<ChatMode>,
+    /// A deployment of the caller's the conversation is about.
+    #[serde(default, alias = "deployment_id")]
+    pub deployment_id: Option<Uuid>,
+}
+
+/// What a chat turn answers (the JSON response, and the SSE `answer` event).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatResponse {
+    /// The turn's id (its row in `chat_turns`; ids of facts it remembered derive from it).
+    pub turn_id: Uuid,
+    /// The assistant's answer: every text it wrote this turn.
+    pub answer: String,
+    /// The model loop's steps: text, tool calls with their arguments and outcomes, usage.
+    pub steps: Vec<Step>,
+    /// The model that answered.
+    pub model: String,
+    /// Tokens of the turn.
+    pub usage: Usage,
+    /// What the turn cost (USD; zero for offline models and models not in the rate table).
+    pub cost_usd: Decimal,
+    /// How many facts the system prompt showed.
+    pub facts_injected: usize,
+    /// Why the turn ended in error (a model failure), if it did.
+    pub error: Option<String>,
+}
+
+impl ChatResponse {
+    fn new(turn_id: Uuid, model: &str, out: &ChatTurnOutput) -> Self {
+        Self {
+            turn_id,
+            answer: out.run.text.clone(),
+            steps: out.run.steps.clone(),
+            model: model.to_owned(),
+            usage: out.run.usage,
+            cost_usd: out.run.cost_usd,
+            facts_injected: out.facts_injected.len(),
+            error: out.run.error.as_ref().map(ToString::to_string),
+        }
+    }
+}
+
+fn mode_name(mode: ChatMode) -> &'static str {
+    match mode {
+        ChatMode::Authoring => "authoring",
+        ChatMode::Coach => "coach",
+        ChatMode::Ops => "ops",
+    }
+}
+
+/// Runs one chat turn as its user and records its usage and cost (`chat_turns`). The store is
+/// the user's ([`db::UserScoped`] on PostgreSQL: the turn's reads, fact writes and its record
+/// all run under row-level security). `run_chat_turn`'s errors are returned before anything is
+/// recorded; a turn whose model failed is recorded with its error.
+///
+/// # Errors
+/// [`ChatError::Store`] when a read, a fact write or the record fails; [`ChatError::Compose`]
+/// for a template bug.
+pub async fn run_recorded_turn<S: ChatStore + ChatTurnStore>(
+    store: &S,
+    model: &dyn LanguageModel,
+    market: Arc<dyn MarketData>,
+    turn: ChatTurn,
+) -> Result<ChatTurnOutput, ChatError> {
+    let record = ChatTurnRecord {
+        id: turn.turn_id,
+        user_id: turn.user_id,
+        at: turn.now,
+        mode: mode_name(turn.mode).to_owned(),
+        model: model.id().to_owned(),
+        steps: 0,
+        usage: Usage::default(),
+        cost_usd: Decimal::ZERO,
+        error: None,
+    };
+    let out = chat::run_chat_turn(store, model, market, turn).await?;
+    let record = ChatTurnRecord {
+        steps: u32::try_from(out.run.steps.len()).unwrap_or(u32::MAX),
+        usage: out.run.usage,
+        cost_usd: out.run.cost_usd,
+        error: out.run.error.as_ref().map(ToString::to_string),
+        ..record
+    };
+    store.record_chat_turn(&record).await?;
+    Ok(out)
+}
+
+/// A checked chat request, ready to run.
+struct PreparedTurn {
+    turn: ChatTurn,
+}
+
+async fn prepare_turn(
+    state: &AppState,
+    store: &db::UserScoped,
+    caller: Caller,
+    req: ChatRequest,
+) -> Result<PreparedTurn, ApiError> {
+    let mut messages = req.messages;
+    let last = messages
+        .pop()
+        .ok_or_else(|| ApiError::invalid("messages", "messages: must hold 1..=100 messages"))?;
+    if last.role != ChatRole::User {
+        return Err(ApiError::invalid(
+            "messages",
+            "messages: the last message must be the user's (role \"user\")",
+        ));
+    }
+    let focus = match req.deployment_id {
+        None => None,
+        Some(id) => {
+            // Under RLS another user's deployment is not found: 404, same as an unknown id.
+            let deployment = store.get_deployment(id).await?;
+            let skill = store.get_skill(deployment.skill_id).await?;
+            Some(Focus {
+                kind: "deployment".to_owned(),
+                name: skill.name,
+                id,
+            })
+        }
+    };
+    let history = messages
+        .into_iter()
+        .map(|m| match m.role {
+            ChatRole::User => Message::User { content: m.content },
+            ChatRole::Assistant => Message::Assistant {
+                text: Some(m.content),
+                tool_calls: Vec::new(),
+            },
+        })
+        .collect();
+    Ok(PreparedTurn {
+        turn: ChatTurn {
+            turn_id: Uuid::new_v4(),
+            user_id: caller.user_id,
+            tier: state.chat.tier,
+            mode: req.mode.unwrap_or(ChatMode::Coach),
+            focus,
+            history,
+            user_message: last.content,
+            now: state.clock.now(),
+            max_steps: state.chat.max_steps,
+            run_mode: RunMode::Trade,
+            options: state.chat.options,
+        },
+    })
+}
+
+fn wants_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("text/event-stream"))
+}
+
+async fn chat(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<ChatRequest>,
+) -> Result<Response, ApiError> {
+    let store = state.store_for(&caller);
+    let prepared = prepare_turn(&state, &store, caller, req).await?;
+    if wants_event_stream(&headers) {
+        return Ok(chat_events(state, store, prepared).into_response());
+    }
+    let turn_id = prepared.turn.turn_id;
+    let out = run_recorded_turn(
+        &store,
+        state.model.as_ref(),
+        state.market.clone(),
+        prepared.turn,
+    )
+    .await?;
+    let body = ChatResponse::new(turn_id, state.model.id(), &out);
+    let status = if body.error.is_some() {
+        StatusCode::BAD_GATEWAY
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, axum::Json(body)).into_response())
+}
+
+/// A model step as it happens (SSE event `step`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StepEvent<'a> {
+    index: u32,
+    text: Option<&'a str>,
+    tool_calls: Vec<CallEvent<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CallEvent<'a> {
+    id: &'a str,
+    name: &'a str,
+    arguments: serde_json::Value,
+}
+
+/// A tool's result as the loop sent it back to the model (SSE event `tool_result`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolResultEvent<'a> {
+    call_id: &'a str,
+    name: &'a str,
+    content: &'a str,
+}
+
+/// The model wrapped so each step is sent as it happens: a `step` event when the model
+/// answers, the `tool_result` events of the previous step when the loop calls it again.
+struct StreamingModel {
+    inner: Arc<dyn LanguageModel>,
+    events: mpsc::UnboundedSender<Event>,
+    calls: AtomicU32,
+}
+
+fn json_event(name: &str, data: &impl Serialize) -> Event {
+    Event::default()
+        .event(name)
+        .json_data(data)
+        .unwrap_or_else(|e| Event::default().event("error").data(e.to_string()))
+}
+
+#[async_trait::async_trait]
+impl LanguageModel for StreamingModel {
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    async fn generate(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
+        let index = self.calls.fetch_add(1, Ordering::Relaxed);
+        if index > 0 {
+            let results = request
+                .messages
+                .iter()
+                .rev()
+                .take_while(|m| matches!(m, Message::Tool { .. }))
+                .collect::<Vec<_>>();
+            for m in results.into_iter().rev() {
+                if let Message::Tool {
+                    call_id,
+                    name,
+                    content,
+                } = m
+                {
+                    let _ = self.events.send(json_event(
+                        "tool_result",
+                        &ToolResultEvent {
+                            call_id,
+                            name,
+                            content,
+                        },
+                    ));
+                }
+            }
+        }
+        let response = self.inner.generate(request).await?;
+        let step = StepEvent {
+            index,
+            text: response.text.as_deref(),
+            tool_calls: response
+                .tool_calls
+                .iter()
+                .map(|c| CallEvent {
+                    id: &c.id,
+                    name: &c.name,
+                    arguments: serde_json::from_str(&c.arguments)
+                        .unwrap_or_else(|_| serde_json::Value::String(c.arguments.clone())),
+                })
+                .collect(),
+        };
+        let _ = self.events.send(json_event("step", &step));
+        Ok(response)
+    }
+}
+
+/// The turn as server-sent events: `step` (each model answer, as it happens), `tool_result`
+/// (each tool result sent back to the model), then `answer` (the [`ChatResponse`]) or `error`
+/// (`{"error": ...}`), then `done`.
+fn chat_events(
+    state: AppState,
+    store: db::UserScoped,
+    prepared: PreparedTurn,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let (tx, rx) = mpsc::unbounded_channel::<Event>();
+    let model = StreamingModel {
+        inner: state.model.clone(),
+        events: tx.clone(),
+        calls: AtomicU32::new(0),
+    };
+    tokio::spawn(async move {
+        let turn_id = prepared.turn.turn_id;
+        let model_id = state.model.id().to_owned();
+        match run_recorded_turn(&store, &model, state.market.clone(), prepared.turn).await {
+            Ok(out) => {
+                let body = ChatResponse::new(turn_id, &model_id, &out);
+                let _ = tx.send(json_event("answer", &body));
+            }
+            Err(e) => {
+                let e = ApiError::from(e);
+                let _ = tx.send(json_event(
+                    "error",
+                    &serde_json::json!({ "error": e.message }),
+                ));
+            }
+        }
+        let _ = tx.send(Event::default().event("done").data("[DONE]"));
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Facts
+
+/// `?archived=true` lists archived facts too.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FactsQuery {
+    /// Include archived facts.
+    #[serde(default)]
+    pub archived: bool,
+}
+
+async fn list_facts(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(q): ApiQuery<FactsQuery>,
+) -> Result<axum::Json<Vec<UserFact>>, ApiError> {
+    let store = state.store_for(&caller);
+    Ok(axum::Json(
+        store.list_facts(caller.user_id, q.archived).await?,
+    ))
+}
+
+/// `POST /api/facts`: a fact the user states themselves (`source = profile`).
+#[derive(Debug, Clone, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct NewFactBody {
+    /// The fact, 4..=500 characters.
+    #[validate(length(
+        min = MIN_FACT,
+        max = MAX_FACT,
+        message = "must be 4..=500 characters"
+    ))]
+    pub fact: String,
+    /// A short tag (`risk`, `symbols`, ...), 1..=32 characters.
+    #[validate(length(min = 1, max = MAX_TOPIC, message = "must be 1..=32 characters"))]
+    #[serde(default)]
+    pub topic: Option<String>,
+    /// `asserted` (default: the user said it) or `inferred`.
+    #[serde(default)]
+    pub confidence: Option<FactConfidence>,
+}
+
+async fn add_fact(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<NewFactBody>,
+) -> Result<(StatusCode, axum::Json<UserFact>), ApiError> {
+    let store = state.store_for(&caller);
+    let new = NewFact {
+        id: Uuid::new_v4(),
+        user_id: caller.user_id,
+        skill_id: None,
+        fact: body.fact,
+        source: FactSource::Profile,
+        confidence: body.confidence.unwrap_or(FactConfidence::Asserted),
+        topic: body.topic,
+        actor: PROFILE_ACTOR.to_owned(),
+    };
+    let fact = store.remember(&new, state.clock.now()).await?;
+    Ok((StatusCode::CREATED, axum::Json(fact)))
+}
+
+/// `Some(None)` for an explicit `null`, `None` when the field is absent.
+fn explicit_null<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// `PATCH /api/facts/{id}`: any of text, topic (`null` clears it) and confidence (promote to
+/// `asserted`, demote to `inferred`).
+#[derive(Debug, Clone, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct EditFactBody {
+    /// The corrected text, 4..=500 characters.
+    #[validate(length(
+        min = MIN_FACT,
+        max = MAX_FACT,
+        message = "must be 4..=500 characters"
+    ))]
+    #[serde(default)]
+    pub fact: Option<String>,
+    /// A new topic (1..=32 characters), or `null` to clear it.
+    #[serde(default, deserialize_with = "explicit_null")]
+    pub topic: Option<Option<String>>,
+    /// `asserted` or `inferred`.
+    #[serde(default)]
+    pub confidence: Option<FactConfidence>,
+}
+
+async fn edit_fact(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(body): ApiJson<EditFactBody>,
+) -> Result<axum::Json<UserFact>, ApiError> {
+    if body.fact.is_none() && body.topic.is_none() && body.confidence.is_none() {
+        return Err(ApiError::invalid(
+            "body",
+            "nothing to change: send fact, topic or confidence",
+        ));
+    }
+    if let Some(Some(topic)) = &body.topic {
+        let n = topic.chars().count();
+        if !(1..=MAX_FACT_TOPIC_CHARS).contains(&n) {
+            return Err(ApiError::invalid(
+                "topic",
+                format!("topic: must be 1..=32 characters (got {n}); null clears it"),
+            ));
+        }
+    }
+    let store = state.store_for(&caller);
+    let edit = FactEdit {
+        fact: body.fact,
+        confidence: body.confidence,
+        topic: body.topic,
+    };
+    Ok(axum::Json(
+        store
+            .edit_fact(caller.user_id, id, &edit, PROFILE_ACTOR)
+            .await?,
+    ))
+}
+
+/// Why the user archives a fact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UserArchiveReason {
+    /// The user deleted it.
+    UserDeleted,
+    /// It was wrong.
+    UserCorrected,
+}
+
+/// `POST /api/facts/{id}/archive`.
+#[derive(Debug, Clone, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveBody {
+    /// `user_deleted` or `user_corrected`.
+    pub reason: UserArchiveReason,
+}
+
+async fn archive_fact(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(body): ApiJson<ArchiveBody>,
+) -> Result<axum::Json<UserFact>, ApiError> {
+    let store = state.store_for(&caller);
+    let forget = Forget {
+        reason: match body.reason {
+            UserArchiveReason::UserDeleted => ArchiveReason::UserDeleted,
+            UserArchiveReason::UserCorrected => ArchiveReason::UserCorrected,
+        },
+        at: state.clock.now(),
+        actor: PROFILE_ACTOR.to_owned(),
+    };
+    store.forget(caller.user_id, id, &forget).await?;
+    let fact = store
+        .list_facts(caller.user_id, true)
+        .await?
+        .into_iter()
+        .find(|f| f.id == id)
+        .ok_or_else(|| ApiError::not_found(format!("fact {id} not found")))?;
+    Ok(axum::Json(fact))
+}
+
+async fn fact_changes(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<axum::Json<Vec<FactChange>>, ApiError> {
+    let store = state.store_for(&caller);
+    let changes = store.fact_changes(id).await?;
+    // Every fact has at least its insert; none visible means not the caller's (or unknown).
+    if changes.is_empty() {
+        return Err(ApiError::not_found(format!("fact {id} not found")));
+    }
+    Ok(axum::Json(changes))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deployment memory
+
+/// What the agent of a deployment sees: the system prompt and user message of its latest
+/// recorded tick, with exact token counts.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptView {
+    /// Where the text comes from: always `latest_decision_snapshot` (a fresh context needs
+    /// live market data; the stored snapshot is the exact text of the last tick).
+    pub source: &'static str,
+    /// The tick the snapshot is of: the prompt as of that time, not now.
+    pub as_of: DateTime<Utc>,
+    /// The snapshot's id.
+    pub snapshot_id: Uuid,
+    /// The model of that tick.
+    pub model: String,
+    /// The system prompt, exactly as sent.
+    pub system_prompt: String,
+    /// Its `o200k_base` token count.
+    pub system_prompt_tokens: usize,
+    /// The user message (assembled context), exactly as sent.
+    pub user_message: String,
+    /// Its `o200k_base` token count.
+    pub user_message_tokens: usize,
+    /// The tokenizer of the counts.
+    pub tokenizer: &'static str,
+}
+
+/// `GET /api/deployments/{id}/memory`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryView {
+    /// The deployment.
+    pub deployment: Deployment,
+    /// Its skill's name.
+    pub skill_name: String,
+    /// Closed `trade_history` rows, newest exit first.
+    pub closed_trades: Vec<TradeRecord>,
+    /// Open rows.
+    pub open_trades: Vec<TradeRecord>,
+    /// The deployment's reflection notes, newest first: the active one, the superseded ones,
+    /// any pending review.
+    pub notes: Vec<ReflectionNote>,
+    /// What the agent saw at its latest tick; `None` before the first tick.
+    pub prompt: Option<PromptView>,
+}
+
+/// Exact `o200k_base` token count (the tokenizer `sim-worker preview` counts with).
+#[must_use]
+pub fn count_tokens(text: &str) -> usize {
+    tiktoken_rs::o200k_base_singleton()
+        .encode_with_special_tokens(text)
+        .len()
+}
+
+async fn memory(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<axum::Json<MemoryView>, ApiError> {
+    Ok(axum::Json(deployment_memory(&state, &caller, id).await?))
+}
+
+/// The memory view of deployment `id` as `caller` (the route's body; the pages render it).
+///
+/// # Errors
+/// 404 when the caller has no deployment `id` (another user's included: RLS hides it).
+pub async fn deployment_memory(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+) -> Result<MemoryView, ApiError> {
+    let store = state.store_for(caller);
+    let deployment = store.get_deployment(id).await?;
+    let skill = store.get_skill(deployment.skill_id).await?;
+    let mut closed_trades = Vec::new();
+    let mut open_trades = Vec::new();
+    for t in store.all_trades(id).await? {
+        if t.status == TradeStatus::Closed {
+            closed_trades.push(t);
+        } else {
+            open_trades.push(t);
+        }
+    }
+    closed_trades.sort_by(|a, b| b.exit_tick_at.cmp(&a.exit_tick_at).then(b.id.cmp(&a.id)));
+    let notes = store
+        .note_history(NoteScope::Deployment(id), MEMORY_NOTES_LIMIT)
+        .await?;
+    let prompt = match store.list_snapshots(id, 1).await?.into_iter().next() {
+        None => None,
+        Some(s) => {
+            let (system, user) = (s.system_prompt.clone(), s.context.clone());
+            let (system_tokens, user_tokens) =
+                tokio::task::spawn_blocking(move || (count_tokens(&system), count_tokens(&user)))
+                    .await
+                    .map_err(|e| ApiError::internal("counting tokens", &e))?;
+            Some(PromptView {
+                source: "latest_decision_snapshot",
+                as_of: s.tick_at,
+                snapshot_id: s.id,
+                model: s.model,
+                system_prompt: s.system_prompt,
+                system_prompt_tokens: system_tokens,
+                user_message: s.context,
+                user_message_tokens: user_tokens,
+                tokenizer: TOKENIZER,
+            })
+        }
+    };
+    Ok(MemoryView {
+        deployment,
+        skill_name: skill.name,
+        closed_trades,
+        open_trades,
+        notes,
+        prompt,
+    })
+}

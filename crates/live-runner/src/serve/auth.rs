@@ -1,0 +1,328 @@
+//! Who is calling: an HS256 JWT with Supabase-style claims (`sub` = the user's UUID, `role` =
+//! `authenticated`, `exp`), from `Authorization: Bearer <JWT>` or, for the HTML pages, a
+//! `token` cookie. The secret comes from [`JWT_SECRET_ENV`]; the server does not start without
+//! it. [`Caller`] is the one extractor every user route takes.
+
+use std::sync::Arc;
+
+use axum::extract::{FromRef, FromRequestParts};
+use axum::http::header::{AUTHORIZATION, COOKIE};
+use axum::http::request::Parts;
+use chrono::{DateTime, Duration, Utc};
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::AppState;
+use super::error::ApiError;
+
+/// The environment variable holding the HS256 secret (the Supabase project's JWT secret in
+/// production). `serve` refuses to start without it, `token` signs with it.
+pub const JWT_SECRET_ENV: &str = "AGENT_JWT_SECRET";
+/// Shortest secret accepted, in bytes (HS256 wants at least its 256-bit output).
+pub const MIN_SECRET_BYTES: usize = 32;
+/// The only role a user token may carry.
+pub const USER_ROLE: &str = db::USER_ROLE;
+/// The cookie the pages keep the token in.
+pub const TOKEN_COOKIE: &str = "token";
+/// Clock skew tolerated on `exp`, in seconds.
+const LEEWAY_SECS: u64 = 5;
+
+/// Why the auth configuration or a token was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// The secret's variable is unset or blank.
+    #[error(
+        "{JWT_SECRET_ENV} is not set: the chat server signs and checks HS256 tokens with it \
+         (export {JWT_SECRET_ENV}=<at least {MIN_SECRET_BYTES} random bytes>)"
+    )]
+    MissingSecret,
+    /// The secret is too short to be one.
+    #[error("{JWT_SECRET_ENV} has {0} bytes; at least {MIN_SECRET_BYTES} are required")]
+    ShortSecret(usize),
+    /// A token's lifetime must be positive.
+    #[error("a token's lifetime must be positive (got {0})")]
+    BadTtl(Duration),
+    /// Signing failed (a library error; should not happen with an HMAC key).
+    #[error("signing the token: {0}")]
+    Sign(#[from] jsonwebtoken::errors::Error),
+}
+
+/// The claims of a user token (Supabase's shape; other claims are ignored).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claims {
+    /// The user's id.
+    pub sub: Uuid,
+    /// Must be [`USER_ROLE`].
+    pub role: String,
+    /// Expiry, seconds since the Unix epoch.
+    pub exp: i64,
+    /// Issued at, seconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iat: Option<i64>,
+}
+
+/// The HS256 keys: signs dev tokens ([`Auth::mint`]) and checks request tokens
+/// ([`Auth::verify`]). Cheap to clone.
+#[derive(Clone)]
+pub struct Auth {
+    encoding: Arc<EncodingKey>,
+    decoding: Arc<DecodingKey>,
+    validation: Arc<Validation>,
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Auth { secret: <redacted> }")
+    }
+}
+
+impl Auth {
+    /// Keys from `secret`.
+    ///
+    /// # Errors
+    /// [`AuthError::MissingSecret`] for a blank secret, [`AuthError::ShortSecret`] below
+    /// [`MIN_SECRET_BYTES`].
+    pub fn new(secret: &str) -> Result<Self, AuthError> {
+        let secret = secret.trim();
+        if secret.is_empty() {
+            return Err(AuthError::MissingSecret);
+        }
+        if secret.len() < MIN_SECRET_BYTES {
+            return Err(AuthError::ShortSecret(secret.len()));
+        }
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.set_required_spec_claims(&["exp", "sub"]);
+        validation.leeway = LEEWAY_SECS;
+        // Supabase tokens carry `aud: authenticated`; the role claim is what we check.
+        validation.validate_aud = false;
+        Ok(Self {
+            encoding: Arc::new(EncodingKey::from_secret(secret.as_bytes())),
+            decoding: Arc::new(DecodingKey::from_secret(secret.as_bytes())),
+            validation: Arc::new(validation),
+        })
+    }
+
+    /// Keys from the secret in [`JWT_SECRET_ENV`] of `env`.
+    ///
+    /// # Errors
+    /// As [`Auth::new`]; [`AuthError::MissingSecret`] when the variable is unset.
+    pub fn from_env(env: &dyn types::EnvLookup) -> Result<Self, AuthError> {
+        let secret = env(JWT_SECRET_ENV).ok_or(AuthError::MissingSecret)?;
+        Self::new(&secret)
+    }
+
+    /// A user token for `user_id`, valid from `now` for `ttl`.
+    ///
+    /// # Errors
+    /// [`AuthError::BadTtl`] for a lifetime ≤ 0; [`AuthError::Sign`] if signing fails.
+    pub fn mint(
+        &self,
+        user_id: Uuid,
+        ttl: Duration,
+        now: DateTime<Utc>,
+    ) -> Result<String, AuthError> {
+        if ttl <= Duration::zero() {
+            return Err(AuthError::BadTtl(ttl));
+        }
+        let claims = Claims {
+            sub: user_id,
+            role: USER_ROLE.to_owned(),
+            exp: (now + ttl).timestamp(),
+            iat: Some(now.timestamp()),
+        };
+        Ok(jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &self.encoding,
+        )?)
+    }
+
+    /// Signs arbitrary claims (tests: expired tokens, other roles).
+    ///
+    /// # Errors
+    /// [`AuthError::Sign`] if signing fails.
+    pub fn sign(&self, claims: &Claims) -> Result<String, AuthError> {
+        Ok(jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            claims,
+            &self.encoding,
+        )?)
+    }
+
+    /// The caller a token names: HS256 with this secret, not expired (against the wall clock,
+    /// with a few seconds of leeway), `sub` a UUID, `role` = [`USER_ROLE`].
+    ///
+    /// # Errors
+    /// A 401 [`ApiError`] saying which of those failed.
+    pub fn verify(&self, token: &str) -> Result<Caller, ApiError> {
+        let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
+            .map_err(|e| {
+                ApiError::unauthorized(match e.kind() {
+                    ErrorKind::ExpiredSignature => "the token has expired".to_owned(),
+                    ErrorKind::InvalidSignature => {
+                        "the token's signature does not match (signed with another secret?)"
+                            .to_owned()
+                    }
+                    ErrorKind::InvalidAlgorithm => "the token must be signed with HS256".to_owned(),
+                    ErrorKind::MissingRequiredClaim(c) => format!("the token has no `{c}` claim"),
+                    ErrorKind::Json(_) | ErrorKind::InvalidClaimFormat(_) => {
+                        "the token's claims are malformed (`sub` must be a user UUID)".to_owned()
+                    }
+                    _ => format!("the token is invalid ({e})"),
+                })
+            })?;
+        if data.claims.role != USER_ROLE {
+            return Err(ApiError::unauthorized(format!(
+                "the token's role is {:?}; user routes need {USER_ROLE:?}",
+                data.claims.role
+            )));
+        }
+        Ok(Caller {
+            user_id: data.claims.sub,
+        })
+    }
+}
+
+/// The authenticated caller of a request. Every user route takes it; every store call of the
+/// request then runs as this user under row-level security ([`AppState::store_for`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller {
+    /// The user the token names (`sub`).
+    pub user_id: Uuid,
+}
+
+/// The request's token: `Authorization: Bearer <JWT>` first, else the [`TOKEN_COOKIE`] cookie.
+#[must_use]
+pub fn token_of(parts: &Parts) -> Option<String> {
+    if let Some(value) = parts.headers.get(AUTHORIZATION) {
+        let value = value.to_str().ok()?.trim();
+        let (scheme, token) = value.split_once(' ')?;
+        return scheme
+            .eq_ignore_ascii_case("bearer")
+            .then(|| token.trim().to_owned())
+            .filter(|t| !t.is_empty());
+    }
+    for header in parts.headers.get_all(COOKIE) {
+        let Ok(text) = header.to_str() else { continue };
+        for pair in text.split(';') {
+            if let Some((name, value)) = pair.trim().split_once('=')
+                && name == TOKEN_COOKIE
+                && !value.is_empty()
+            {
+                return Some(value.to_owned());
+            }
+        }
+    }
+    None
+}
+
+/// The caller of a request, or the 401 to answer (for handlers that answer 401 differently,
+/// e.g. a page that redirects to its login form).
+///
+/// # Errors
+/// A 401 [`ApiError`] when there is no token or [`Auth::verify`] refuses it.
+pub fn caller_of(parts: &Parts, auth: &Auth) -> Result<Caller, ApiError> {
+    let token = token_of(parts).ok_or_else(|| {
+        ApiError::unauthorized(
+            "no token: send `Authorization: Bearer <JWT>` (mint one with `live-runner token`)",
+        )
+    })?;
+    auth.verify(&token)
+}
+
+impl<S> FromRequestParts<S> for Caller
+where
+    AppState: FromRef<S>,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let app = AppState::from_ref(state);
+        caller_of(parts, &app.auth)
+    }
+}
+
+/// A token lifetime such as `90s`, `30m`, `1h`, `7d` (a positive whole number and a unit).
+///
+/// # Errors
+/// A message naming the accepted forms.
+pub fn parse_ttl(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let bad =
+        || format!("--ttl {text:?}: expected a positive whole number with s, m, h or d (e.g. 1h)");
+    let split = text.len().checked_sub(1).ok_or_else(bad)?;
+    let (number, unit) = text.split_at(split);
+    let n: i64 = number.parse().map_err(|_| bad())?;
+    if n <= 0 {
+        return Err(bad());
+    }
+    let d = match unit {
+        "s" => Duration::try_seconds(n),
+        "m" => Duration::try_minutes(n),
+        "h" => Duration::try_hours(n),
+        "d" => Duration::try_days(n),
+        _ => None,
+    };
+    d.ok_or_else(bad)
+}
+
+/// The login link of the pages for `token` on a server at `base` (e.g. `http://127.0.0.1:8080`).
+#[must_use]
+pub fn login_link(base: &str, token: &str) -> String {
+    format!("{}/login?token={token}", base.trim_end_matches('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn ttls_parse_and_bad_ones_are_named() {
+        assert_eq!(parse_ttl("1h"), Ok(Duration::hours(1)));
+        assert_eq!(parse_ttl("90s"), Ok(Duration::seconds(90)));
+        assert_eq!(parse_ttl("7d"), Ok(Duration::days(7)));
+        for bad in ["", "h", "0h", "-1h", "1w", "1.5h"] {
+            assert!(parse_ttl(bad).unwrap_err().contains("--ttl"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn minted_tokens_verify_and_others_do_not() {
+        let auth = Auth::new(SECRET).unwrap();
+        let user = Uuid::from_u128(7);
+        let token = auth.mint(user, Duration::hours(1), Utc::now()).unwrap();
+        assert_eq!(auth.verify(&token).unwrap().user_id, user);
+
+        let other = Auth::new("another-secret-another-secret-xx").unwrap();
+        let e = other.verify(&token).unwrap_err();
+        assert_eq!(e.status, axum::http::StatusCode::UNAUTHORIZED);
+        assert!(e.message.contains("signature"), "{}", e.message);
+
+        let expired = auth
+            .mint(user, Duration::hours(1), Utc::now() - Duration::hours(2))
+            .unwrap();
+        assert!(
+            auth.verify(&expired)
+                .unwrap_err()
+                .message
+                .contains("expired")
+        );
+
+        let service = auth
+            .sign(&Claims {
+                sub: user,
+                role: "service_role".into(),
+                exp: (Utc::now() + Duration::hours(1)).timestamp(),
+                iat: None,
+            })
+            .unwrap();
+        assert!(auth.verify(&service).unwrap_err().message.contains("role"));
+        assert!(matches!(Auth::new("short"), Err(AuthError::ShortSecret(5))));
+        assert!(matches!(Auth::new("  "), Err(AuthError::MissingSecret)));
+    }
+}

@@ -1,0 +1,273 @@
+//! The server's one error shape: a status and `{"error": "...", "field": "..."?}` as JSON, for
+//! every failure — a bad token, a bad body, an unknown id, a store failure — including axum's own
+//! extractor rejections, which [`ApiJson`], [`ApiPath`] and [`ApiQuery`] map to it.
+
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use validator::{Validate, ValidationErrors, ValidationErrorsKind};
+
+/// An error answered as `status` with the JSON body `{"error": message, "field": field?}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// What went wrong, for a person.
+    pub message: String,
+    /// The request field at fault (bad bodies), when there is one.
+    pub field: Option<String>,
+}
+
+/// The JSON body of every error response.
+#[derive(Debug, Serialize)]
+struct ErrorBody<'a> {
+    error: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field: Option<&'a str>,
+}
+
+impl ApiError {
+    /// An error with `status` and `message`.
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+            field: None,
+        }
+    }
+
+    /// 401: no token, a bad signature, an expired token, a token of another role.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, message)
+    }
+
+    /// 404: nothing the caller may see has this id (other users' rows included).
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, message)
+    }
+
+    /// 400: the request is malformed (not JSON, wrong content type, bad id in the path).
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    /// 422: well-formed JSON whose `field` breaks a rule.
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            message: message.into(),
+            field: Some(field.into()),
+        }
+    }
+
+    /// 500: something on the server failed; the detail is logged, not sent.
+    pub fn internal(what: &str, detail: &dyn std::fmt::Display) -> Self {
+        tracing::error!(error = %detail, "{what}");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("{what} failed on the server"),
+        )
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.status.as_u16(), self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody {
+            error: &self.message,
+            field: self.field.as_deref(),
+        };
+        (self.status, axum::Json(body)).into_response()
+    }
+}
+
+impl From<db::DbError> for ApiError {
+    /// Not found → 404 (under row-level security another user's row is not found either);
+    /// a broken bound or rule → 422; anything else → 500 (logged).
+    fn from(e: db::DbError) -> Self {
+        match e {
+            db::DbError::NotFound { .. } => Self::not_found(e.to_string()),
+            db::DbError::Bound { field, .. } => Self::invalid(field, e.to_string()),
+            db::DbError::Invalid { what, .. } => Self::invalid(what, e.to_string()),
+            other => Self::internal("a database request", &other),
+        }
+    }
+}
+
+impl From<chat::ChatError> for ApiError {
+    fn from(e: chat::ChatError) -> Self {
+        match e {
+            chat::ChatError::Store(e) => e.into(),
+            other => Self::internal("the chat turn", &other),
+        }
+    }
+}
+
+/// The first problem of a `validator` report as a 422 naming its field (`messages[2].content`
+/// for a nested one).
+#[must_use]
+pub fn validation_error(errors: &ValidationErrors) -> ApiError {
+    fn first(errors: &ValidationErrors, prefix: &str) -> Option<(String, String)> {
+        let mut fields: Vec<_> = errors.errors().iter().collect();
+        fields.sort_by(|a, b| a.0.cmp(b.0));
+        for (field, kind) in fields {
+            let path = if prefix.is_empty() {
+                field.to_string()
+            } else {
+                format!("{prefix}.{field}")
+            };
+            match kind {
+                ValidationErrorsKind::Field(list) => {
+                    if let Some(e) = list.first() {
+                        let message = e
+                            .message
+                            .as_ref()
+                            .map_or_else(|| e.code.to_string(), ToString::to_string);
+                        return Some((path, message));
+                    }
+                }
+                ValidationErrorsKind::Struct(inner) => {
+                    if let Some(found) = first(inner, &path) {
+                        return Some(found);
+                    }
+                }
+                ValidationErrorsKind::List(items) => {
+                    for (i, inner) in items {
+                        if let Some(found) = first(inner, &format!("{path}[{i}]")) {
+                            return Some(found);
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+    match first(errors, "") {
+        Some((field, message)) => ApiError::invalid(field.clone(), format!("{field}: {message}")),
+        None => ApiError::invalid("body", "the request body is invalid"),
+    }
+}
+
+/// A JSON body, deserialised and then validated (`validator`): a body that is not JSON or
+/// not of the expected shape is 400/422 naming what serde found (e.g. `missing field
+/// \`fact\``), one that breaks a rule is 422 naming the field. Never axum's plain-text rejection.
+#[derive(Debug, Clone)]
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned + Validate,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let axum::Json(value) = axum::Json::<T>::from_request(req, state)
+            .await
+            .map_err(json_rejection)?;
+        value.validate().map_err(|e| validation_error(&e))?;
+        Ok(ApiJson(value))
+    }
+}
+
+fn json_rejection(r: JsonRejection) -> ApiError {
+    match r {
+        // Valid JSON of the wrong shape: serde names the field (`fact: invalid type ...`).
+        JsonRejection::JsonDataError(e) => {
+            let text = e.body_text();
+            let field = field_of_serde_error(&text).unwrap_or_else(|| "body".to_owned());
+            ApiError::invalid(field, text)
+        }
+        JsonRejection::JsonSyntaxError(e) => ApiError::bad_request(e.body_text()),
+        JsonRejection::MissingJsonContentType(e) => ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("{}: send Content-Type: application/json", e.body_text()),
+        ),
+        other => ApiError::bad_request(other.body_text()),
+    }
+}
+
+/// The field serde's message names: `missing field `fact``, or the path before `: ` in
+/// axum's "Failed to deserialize the JSON body into the target type: fact: ...".
+fn field_of_serde_error(text: &str) -> Option<String> {
+    if let Some(rest) = text.split("missing field `").nth(1) {
+        return rest.split('`').next().map(str::to_owned);
+    }
+    if let Some(rest) = text.split("unknown field `").nth(1) {
+        return rest.split('`').next().map(str::to_owned);
+    }
+    let rest = text.split("target type: ").nth(1)?;
+    let (path, _) = rest.split_once(": ")?;
+    (!path.contains(' ')).then(|| path.to_owned())
+}
+
+/// A path parameter (an id): a malformed one is 400 naming the parameter, as JSON.
+#[derive(Debug, Clone)]
+pub struct ApiPath<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|p| ApiPath(p.0))
+            .map_err(|r: PathRejection| ApiError::bad_request(r.body_text()))
+    }
+}
+
+/// Query parameters: a bad one is 400 naming it, as JSON.
+#[derive(Debug, Clone)]
+pub struct ApiQuery<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| ApiQuery(q.0))
+            .map_err(|r: QueryRejection| ApiError::bad_request(r.body_text()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serde_messages_name_their_field() {
+        assert_eq!(
+            field_of_serde_error(
+                "Failed to deserialize the JSON body into the target type: missing field `fact` at line 1 column 2"
+            ),
+            Some("fact".to_owned())
+        );
+        assert_eq!(
+            field_of_serde_error(
+                "Failed to deserialize the JSON body into the target type: confidence: unknown variant `sure`, expected `asserted` or `inferred` at line 1 column 30"
+            ),
+            Some("confidence".to_owned())
+        );
+        assert_eq!(field_of_serde_error("EOF while parsing"), None);
+    }
+}

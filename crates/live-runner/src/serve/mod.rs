@@ -1,0 +1,170 @@
+//! `live-runner serve`: the chat coach's HTTP server (issue #14) — the JSON API under `/api`
+//! ([`api`]), the server-rendered pages ([`pages`]) and `/healthz`.
+//!
+//! - Auth ([`auth`]): every user route takes a [`Caller`], read from `Authorization: Bearer
+//!   <JWT>` or the `token` cookie (HS256, secret from [`auth::JWT_SECRET_ENV`], Supabase-style
+//!   claims). Missing, invalid or expired: 401 with `{"error": "..."}`.
+//! - Row-level security: a handler reaches the database only through
+//!   [`AppState::store_for`]`(caller)`, a [`db::UserScoped`] store whose every statement runs in
+//!   a transaction as role `authenticated` with the caller's claims, so PostgreSQL's policies —
+//!   not handler code — keep other users' rows out. `serve` therefore needs PostgreSQL.
+//! - Errors ([`error`]): one JSON shape, `{"error": "...", "field": "..."?}`; bad bodies are
+//!   400/422 naming the field, unknown (or other users') ids 404, never a 500 for bad input.
+//!
+//! `/healthz` answers here too; `/metrics` stays with `live-runner run` (the counters are the
+//! tick loop's, and a `serve` process does not tick).
+
+pub mod api;
+pub mod auth;
+pub mod error;
+pub mod model;
+pub mod pages;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use agent_runtime::{LanguageModel, RunOptions};
+use axum::Router;
+use axum::routing::get;
+use db::{PgStore, UserScoped};
+use prompt_compose::Tier;
+use tools::MarketData;
+use types::Clock;
+
+pub use auth::{Auth, AuthError, Caller};
+pub use error::ApiError;
+
+/// How chat turns run on this server.
+#[derive(Debug, Clone, Copy)]
+pub struct ChatSettings {
+    /// The users' plan as the prompt states it (one plan for every user today).
+    pub tier: Tier,
+    /// Most model calls of one turn.
+    pub max_steps: u32,
+    /// Per-call options (output-token cap).
+    pub options: RunOptions,
+}
+
+impl Default for ChatSettings {
+    fn default() -> Self {
+        Self {
+            tier: Tier::Pro,
+            max_steps: chat::DEFAULT_CHAT_MAX_STEPS,
+            options: RunOptions::default(),
+        }
+    }
+}
+
+/// What every handler shares. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// The PostgreSQL store. Handlers never use it directly: they take
+    /// [`AppState::store_for`] their [`Caller`].
+    store: PgStore,
+    /// The token keys.
+    pub auth: Auth,
+    /// The chat model, chosen at start (`--model`).
+    pub model: Arc<dyn LanguageModel>,
+    /// Bars for `your_exposure` (none on a server without a bar source: the exposure then
+    /// counts no past event).
+    pub market: Arc<dyn MarketData>,
+    /// The turn's time and "now" of every read.
+    pub clock: Arc<dyn Clock>,
+    /// How chat turns run.
+    pub chat: ChatSettings,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("model", &self.model.id())
+            .field("chat", &self.chat)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// The state of a server over `store`.
+    #[must_use]
+    pub fn new(
+        store: PgStore,
+        auth: Auth,
+        model: Arc<dyn LanguageModel>,
+        market: Arc<dyn MarketData>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            store,
+            auth,
+            model,
+            market,
+            clock,
+            chat: ChatSettings::default(),
+        }
+    }
+
+    /// The store as `caller`: every statement in a transaction as role `authenticated` with
+    /// the caller's JWT claims (row-level security). The only way a handler reaches the
+    /// database.
+    #[must_use]
+    pub fn store_for(&self, caller: &Caller) -> UserScoped {
+        self.store.as_user(caller.user_id)
+    }
+}
+
+/// Why `serve` could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The token secret is missing or too short.
+    #[error(transparent)]
+    Auth(#[from] AuthError),
+    /// `--db` is not PostgreSQL.
+    #[error(
+        "the chat server needs PostgreSQL (every request runs under row-level security, which \
+         SQLite does not have); got a {0} URL"
+    )]
+    NotPostgres(&'static str),
+    /// The database could not be opened or migrated.
+    #[error("opening the database: {0}")]
+    Db(#[from] db::DbError),
+}
+
+/// Opens `url` (migrating it), refusing anything but PostgreSQL.
+///
+/// # Errors
+/// [`ServeError::NotPostgres`] for a SQLite URL, [`ServeError::Db`] when it cannot be opened.
+pub async fn connect_postgres(url: &str) -> Result<PgStore, ServeError> {
+    let scheme = url.split(':').next().unwrap_or_default();
+    if scheme == "sqlite" {
+        return Err(ServeError::NotPostgres("SQLite"));
+    }
+    match db::connect(url).await? {
+        db::Store::Postgres(pg) => Ok(pg),
+        db::Store::Sqlite(_) => Err(ServeError::NotPostgres("SQLite")),
+    }
+}
+
+/// The whole application: `/healthz`, the API under `/api`, the pages, and a JSON 404 for
+/// anything else.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .nest("/api", api::router())
+        .merge(pages::router())
+        .fallback(|| async { ApiError::not_found("no such route") })
+        .with_state(state)
+}
+
+/// Serves [`router`] on `listener` until `shutdown` resolves (requests in flight finish).
+///
+/// # Errors
+/// When the listener fails.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

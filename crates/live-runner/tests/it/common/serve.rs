@@ -1,0 +1,209 @@
+//! The chat server on a real PostgreSQL database and a real socket (127.0.0.1, a free port),
+//! driven through reqwest; two users, each with a deployment that has ticked twice (a trade
+//! opened then closed), a deployment note and a fact.
+
+use std::sync::Arc;
+
+use agent_runtime::LanguageModel;
+use chrono::{Duration, Utc};
+use db::test_support::{
+    Fixture, at, sample_closed_trade, sample_note, sample_open_trade, sample_snapshot, seed,
+};
+use db::{FactStore, NewFact, NoteStore, PgStore, Store, TickRecord, TickStore};
+use live_runner::serve::{self, AppState, Auth};
+use reqwest::StatusCode;
+use serde_json::Value;
+use types::{FactConfidence, FactSource, SystemClock, TradeRecord, UserFact};
+use uuid::Uuid;
+
+use super::{Pg, postgres};
+
+/// The tests' HS256 secret.
+pub(crate) const SECRET: &str = "serve-tests-secret-0123456789abcdef";
+
+/// A running server over its own database.
+pub(crate) struct Server {
+    pub pg: Pg,
+    pub store: PgStore,
+    pub auth: Auth,
+    pub base: String,
+    pub http: reqwest::Client,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// One user of the world: their fixture, fact, closed trade and token.
+pub(crate) struct Member {
+    pub fx: Fixture,
+    pub fact: UserFact,
+    pub closed: TradeRecord,
+    pub token: String,
+}
+
+impl Member {
+    pub(crate) fn user(&self) -> Uuid {
+        self.fx.user.id
+    }
+    pub(crate) fn deployment(&self) -> Uuid {
+        self.fx.deployment.id
+    }
+}
+
+/// Users A and B.
+pub(crate) struct World {
+    pub a: Member,
+    pub b: Member,
+}
+
+/// A server answering chat turns with `model`.
+pub(crate) async fn server(model: Arc<dyn LanguageModel>) -> Server {
+    let pg = postgres().await;
+    let Store::Postgres(store) = pg.store.clone() else {
+        panic!("the harness opens PostgreSQL")
+    };
+    let auth = Auth::new(SECRET).expect("secret");
+    let state = AppState::new(
+        store.clone(),
+        auth.clone(),
+        model,
+        Arc::new(tools::Preloaded::new()),
+        Arc::new(SystemClock),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let task = tokio::spawn(serve::serve(listener, state, std::future::pending()));
+    Server {
+        pg,
+        store,
+        auth,
+        base,
+        http: reqwest::Client::new(),
+        task,
+    }
+}
+
+/// A model that must not be called (routes without chat).
+pub(crate) fn no_model() -> Arc<dyn LanguageModel> {
+    Arc::new(agent_runtime::ScriptedModel::new(vec![]))
+}
+
+async fn member(s: &Server) -> Member {
+    let store = &s.store;
+    let fx = seed(store).await.expect("seed");
+    let open = sample_open_trade(&fx, at(0));
+    let closed = sample_closed_trade(&open, at(60));
+    for (minutes, trade) in [(0, open), (60, closed.clone())] {
+        store
+            .record_tick(&TickRecord {
+                snapshot: sample_snapshot(fx.deployment.id, at(minutes)),
+                fills: vec![],
+                links: vec![],
+                trades: vec![trade],
+                equity_usd: None,
+                runner_state: None,
+            })
+            .await
+            .expect("tick");
+    }
+    store
+        .insert_note(&sample_note(&fx, at(30), "- first lesson"))
+        .await
+        .expect("note");
+    store
+        .insert_note(&sample_note(&fx, at(90), "- second lesson"))
+        .await
+        .expect("note");
+    let fact = store
+        .remember(
+            &NewFact {
+                id: Uuid::new_v4(),
+                user_id: fx.user.id,
+                skill_id: None,
+                fact: format!("Trades BTC only ({}).", fx.user.id),
+                source: FactSource::Chat,
+                confidence: FactConfidence::Asserted,
+                topic: Some("symbols".into()),
+                actor: "chat-agent".into(),
+            },
+            at(0),
+        )
+        .await
+        .expect("fact");
+    let token = s
+        .auth
+        .mint(fx.user.id, Duration::hours(1), Utc::now())
+        .expect("token");
+    Member {
+        fx,
+        fact,
+        closed,
+        token,
+    }
+}
+
+/// Two users with their data.
+pub(crate) async fn world(s: &Server) -> World {
+    World {
+        a: member(s).await,
+        b: member(s).await,
+    }
+}
+
+/// A response's status and JSON body (`Value::Null` when the body is not JSON).
+pub(crate) async fn answer(r: reqwest::Response) -> (StatusCode, Value) {
+    let status = r.status();
+    let text = r.text().await.expect("body");
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+impl Server {
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub(crate) async fn get(&self, path: &str, token: &str) -> (StatusCode, Value) {
+        answer(
+            self.http
+                .get(self.url(path))
+                .bearer_auth(token)
+                .send()
+                .await
+                .expect("GET"),
+        )
+        .await
+    }
+
+    pub(crate) async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        body: &Value,
+    ) -> (StatusCode, Value) {
+        answer(
+            self.http
+                .request(method, self.url(path))
+                .bearer_auth(token)
+                .json(body)
+                .send()
+                .await
+                .expect("request"),
+        )
+        .await
+    }
+
+    pub(crate) async fn post(&self, path: &str, token: &str, body: &Value) -> (StatusCode, Value) {
+        self.send(reqwest::Method::POST, path, token, body).await
+    }
+
+    pub(crate) async fn patch(&self, path: &str, token: &str, body: &Value) -> (StatusCode, Value) {
+        self.send(reqwest::Method::PATCH, path, token, body).await
+    }
+}

@@ -1,0 +1,304 @@
+//! The binary's chat commands end to end: `token` mints a token the server accepts and prints
+//! the login link; `serve` refuses to start without the secret or on SQLite, and serves the API
+//! on PostgreSQL; `chat` talks to the coach as a user with lines piped into stdin.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use db::test_support::seed;
+use live_runner::serve::Auth;
+use live_runner::serve::auth::login_link;
+
+use crate::common::postgres;
+use crate::common::serve::SECRET;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_live-runner"));
+    c.env("RUST_LOG", "warn").env_remove("AGENT_JWT_SECRET");
+    c
+}
+
+async fn run(mut cmd: Command, stdin: Option<&str>) -> std::process::Output {
+    let input = stdin.map(str::to_owned);
+    tokio::task::spawn_blocking(move || {
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn live-runner");
+        let mut pipe = child.stdin.take().expect("stdin");
+        if let Some(text) = input {
+            pipe.write_all(text.as_bytes()).expect("write stdin");
+        }
+        drop(pipe);
+        child.wait_with_output().expect("wait")
+    })
+    .await
+    .expect("join")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+const SCRIPT: &str = r#"[
+  {"toolCalls": [{"name": "remember", "arguments": {"fact": "You only trade BTC and ETH.", "topic": "symbols", "confidence": "asserted"}}]},
+  {"text": "Got it: BTC and ETH only."},
+  {"text": "Doing fine, thanks."}
+]"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_mints_a_verifiable_token_and_serve_refuses_a_missing_secret_or_sqlite() {
+    let user = uuid::Uuid::new_v4();
+    let out = run(
+        {
+            let mut c = bin();
+            c.env("AGENT_JWT_SECRET", SECRET).args([
+                "token",
+                "--user",
+                &user.to_string(),
+                "--ttl",
+                "2h",
+                "--base-url",
+                "http://127.0.0.1:9999/",
+            ]);
+            c
+        },
+        None,
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    let caller = Auth::new(SECRET)
+        .unwrap()
+        .verify(lines[0])
+        .expect("a valid token");
+    assert_eq!(caller.user_id, user);
+    assert_eq!(lines[1], login_link("http://127.0.0.1:9999", lines[0]));
+    assert!(lines[1].starts_with("http://127.0.0.1:9999/login?token=ey"));
+
+    // No secret: token and serve both refuse, naming the variable.
+    let out = run(
+        {
+            let mut c = bin();
+            c.args(["token", "--user", &user.to_string()]);
+            c
+        },
+        None,
+    )
+    .await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("AGENT_JWT_SECRET is not set"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(
+        {
+            let mut c = bin();
+            c.args([
+                "serve",
+                "--db",
+                "postgres://postgres@127.0.0.1:5432/postgres",
+                "--model",
+                "anthropic/claude-sonnet-4.5",
+            ]);
+            c
+        },
+        None,
+    )
+    .await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("AGENT_JWT_SECRET is not set"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // SQLite has no row-level security: serve refuses it.
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, SCRIPT).unwrap();
+    let out = run(
+        {
+            let mut c = bin();
+            c.env("AGENT_JWT_SECRET", SECRET).args([
+                "serve",
+                "--db",
+                &format!("sqlite://{}?mode=rwc", dir.path().join("x.db").display()),
+                "--model",
+                "builtin/scripted",
+                "--script",
+                script.to_str().unwrap(),
+            ]);
+            c
+        },
+        None,
+    )
+    .await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("needs PostgreSQL"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_answers_on_postgres_with_a_minted_token() {
+    let pg = postgres().await;
+    let fx = seed(&pg.store).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, SCRIPT).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = bin()
+        .env("AGENT_JWT_SECRET", SECRET)
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--db",
+            &pg.url(),
+            "--model",
+            "builtin/scripted",
+            "--script",
+            script.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn serve");
+    let token = Auth::new(SECRET)
+        .unwrap()
+        .mint(fx.user.id, chrono::Duration::minutes(5), chrono::Utc::now())
+        .unwrap();
+    let http = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut up = false;
+    for _ in 0..100 {
+        if http.get(format!("{base}/healthz")).send().await.is_ok() {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let me = if up {
+        http.get(format!("{base}/api/me"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .ok()
+    } else {
+        None
+    };
+    let _ = server.kill();
+    let output = server.wait_with_output().expect("wait serve");
+    assert!(
+        up,
+        "serve never answered /healthz: {}",
+        text(&output.stderr)
+    );
+    let me: serde_json::Value = me.expect("GET /api/me").json().await.unwrap();
+    assert_eq!(me["userId"], fx.user.id.to_string());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_talks_to_the_coach_as_the_user_over_a_pipe() {
+    let pg = postgres().await;
+    let fx = seed(&pg.store).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, SCRIPT).unwrap();
+    let out = run(
+        {
+            let mut c = bin();
+            c.args([
+                "chat",
+                "--user",
+                &fx.user.id.to_string(),
+                "--db",
+                &pg.url(),
+                "--model",
+                "builtin/scripted",
+                "--script",
+                script.to_str().unwrap(),
+                "--deployment",
+                &fx.deployment.id.to_string(),
+            ]);
+            c
+        },
+        Some("I only trade BTC and ETH.\n\n   \nhow are you?\n/quit\nthis line is never read\n"),
+    )
+    .await;
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("· remember {"), "{stdout}");
+    assert!(stdout.contains("→ ok"), "{stdout}");
+    assert!(
+        stdout.contains("coach: Got it: BTC and ETH only."),
+        "{stdout}"
+    );
+    assert!(stdout.contains("coach: Doing fine, thanks."), "{stdout}");
+    assert!(stderr.contains("2 turns (0 failed)"), "{stderr}");
+
+    // Stored as the user: the fact, its audit entry by the authenticated role, two turns.
+    let facts = pg
+        .count(&format!(
+            "SELECT count(*) FROM user_facts WHERE user_id = '{}' AND fact = 'You only trade BTC and ETH.'",
+            fx.user.id
+        ))
+        .await;
+    assert_eq!(facts, 1);
+    let audited = pg
+        .count(&format!(
+            "SELECT count(*) FROM user_fact_changes WHERE user_id = '{}' AND db_role = 'authenticated' AND jwt_sub = user_id",
+            fx.user.id
+        ))
+        .await;
+    assert_eq!(audited, 1);
+    let turns = pg
+        .count(&format!(
+            "SELECT count(*) FROM chat_turns WHERE user_id = '{}'",
+            fx.user.id
+        ))
+        .await;
+    assert_eq!(turns, 2);
+
+    // Another user's deployment is not found for this user (row-level security).
+    let other = seed(&pg.store).await.unwrap();
+    let out = run(
+        {
+            let mut c = bin();
+            c.args([
+                "chat",
+                "--user",
+                &fx.user.id.to_string(),
+                "--db",
+                &pg.url(),
+                "--model",
+                "builtin/scripted",
+                "--script",
+                script.to_str().unwrap(),
+                "--deployment",
+                &other.deployment.id.to_string(),
+            ]);
+            c
+        },
+        Some("hello\n"),
+    )
+    .await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("not found"),
+        "{}",
+        text(&out.stderr)
+    );
+}
