@@ -9,10 +9,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use db::{FactStore, NewFact};
 use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::json;
+use types::{ArchiveReason, FactChangeOp, FactConfidence, FactSource, Uuid};
+
+use crate::common::serve::Server;
+use crate::pages::{page_server, seed_memory};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -155,14 +160,298 @@ pub(crate) fn docs_image(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Waits for an element matching the XPath `xpath` (e.g. a message with its exact text: the
+/// page after a form post, not the one before it).
+async fn wait_xpath(b: &Browser, xpath: &str) -> Element {
+    b.client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::XPath(xpath))
+        .await
+        .unwrap_or_else(|e| panic!("waiting for `{xpath}`: {e}"))
+}
+
+/// The cells of fact row `id`: text, topic, source, confidence.
+async fn row(b: &Browser, id: Uuid) -> [String; 4] {
+    let r = format!("tr#fact-{id}");
+    let cell = |c: &str| format!("{r} td.{c}");
+    [
+        b.find(&cell("fact")).await.text().await.unwrap(),
+        b.find(&cell("topic")).await.text().await.unwrap(),
+        b.find(&cell("source")).await.text().await.unwrap(),
+        b.find(&cell("confidence")).await.text().await.unwrap(),
+    ]
+}
+
+async fn remember(
+    s: &Server,
+    user: Uuid,
+    fact: &str,
+    topic: &str,
+    source: FactSource,
+    confidence: FactConfidence,
+) -> Uuid {
+    let id = Uuid::new_v4();
+    s.store
+        .remember(
+            &NewFact {
+                id,
+                user_id: user,
+                skill_id: None,
+                fact: fact.into(),
+                source,
+                confidence,
+                topic: Some(topic.into()),
+                actor: "chat-agent".into(),
+            },
+            db::test_support::at(60),
+        )
+        .await
+        .expect("remember");
+    id
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn chromium_renders_a_page() {
-    let b = Browser::start().await;
-    b.open(
-        "data:text/html,<table><tr><td class=c>a%20%26lt%3Bb%26gt%3B</td></tr></table>",
-        "td.c",
+async fn facts_page_add_edit_promote_archive_in_chromium() {
+    let s = page_server().await;
+    // The user owns a deployment with trades and lessons: its memory page is shown at the end.
+    let fx = seed_memory(&s.store).await;
+    let user = fx.user.id;
+    let token = s
+        .auth
+        .mint(user, chrono::Duration::hours(1), chrono::Utc::now())
+        .expect("mint");
+    let symbols = remember(
+        &s,
+        user,
+        "You trade BTC and ETH only, no alts.",
+        "symbols",
+        FactSource::Chat,
+        FactConfidence::Asserted,
     )
     .await;
-    assert_eq!(b.texts("td.c").await, vec!["a <b>".to_owned()]);
+    let style = remember(
+        &s,
+        user,
+        "Seems to favour mean-reversion entries after a flush.",
+        "style",
+        FactSource::Inferred,
+        FactConfidence::Inferred,
+    )
+    .await;
+    let b = Browser::start().await;
+
+    // Log in with the link `live-runner token` prints: the cookie is set, the facts are shown.
+    b.open(&s.url(&format!("/login?token={token}")), "table#facts")
+        .await;
+    assert_eq!(
+        b.client.current_url().await.unwrap().path(),
+        "/profile/facts"
+    );
+    assert_eq!(
+        row(&b, symbols).await,
+        [
+            "You trade BTC and ETH only, no alts.",
+            "symbols",
+            "chat",
+            "asserted"
+        ]
+    );
+    assert_eq!(
+        row(&b, style).await,
+        [
+            "Seems to favour mean-reversion entries after a flush.",
+            "style",
+            "inferred",
+            "inferred"
+        ]
+    );
+
+    // Add.
+    b.find("#new-fact")
+        .await
+        .send_keys("Never risk more than 1% of equity on one trade.")
+        .await
+        .unwrap();
+    b.find("#new-topic").await.send_keys("risk").await.unwrap();
+    b.find("#new-confidence")
+        .await
+        .select_by_value("inferred")
+        .await
+        .unwrap();
+    b.find("#add-fact button[type=submit]")
+        .await
+        .click()
+        .await
+        .unwrap();
+    wait_xpath(&b, "//p[@id='notice' and text()='Fact added.']").await;
+    let added = s.store.list_facts(user, false).await.unwrap();
+    let new = added
+        .iter()
+        .find(|f| f.source == FactSource::Profile)
+        .expect("the added fact is stored")
+        .id;
+    assert_eq!(
+        row(&b, new).await,
+        [
+            "Never risk more than 1% of equity on one trade.",
+            "risk",
+            "profile",
+            "inferred"
+        ]
+    );
+    assert_eq!(b.texts("table#facts tbody tr").await.len(), 3);
+
+    // Edit its text and topic (the row's <details> form).
+    b.find(&format!("tr#fact-{new} details.edit summary"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    let text = b
+        .find(&format!("tr#fact-{new} details.edit textarea"))
+        .await;
+    text.clear().await.unwrap();
+    text.send_keys("Never risk more than 0.5% of equity on one trade.")
+        .await
+        .unwrap();
+    let topic = b
+        .find(&format!("tr#fact-{new} details.edit input[name=topic]"))
+        .await;
+    topic.clear().await.unwrap();
+    topic.send_keys("risk-cap").await.unwrap();
+    b.find(&format!("tr#fact-{new} details.edit button[type=submit]"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    wait_xpath(&b, "//p[@id='notice' and text()='Fact saved.']").await;
+    assert_eq!(
+        row(&b, new).await,
+        [
+            "Never risk more than 0.5% of equity on one trade.",
+            "risk-cap",
+            "profile",
+            "inferred"
+        ]
+    );
+
+    // Promote it (inferred → asserted).
+    let promote = b
+        .find(&format!("tr#fact-{new} form.confidence button"))
+        .await;
+    assert_eq!(promote.text().await.unwrap(), "Promote to asserted");
+    promote.click().await.unwrap();
+    wait_xpath(
+        &b,
+        "//p[@id='notice' and text()='Fact promoted to asserted.']",
+    )
+    .await;
+    assert_eq!(row(&b, new).await[3], "asserted");
+    assert_eq!(
+        b.find(&format!("tr#fact-{new} form.confidence button"))
+            .await
+            .text()
+            .await
+            .unwrap(),
+        "Demote to inferred"
+    );
+    // Three facts of mixed confidence: the README's picture.
+    b.screenshot(&docs_image("facts-page.png")).await;
+
+    // Archive it as corrected: it lands in the archived view with its reason.
+    b.find(&format!("tr#fact-{new} details.archive summary"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.find(&format!("tr#fact-{new} details.archive select"))
+        .await
+        .select_by_value("user_corrected")
+        .await
+        .unwrap();
+    b.find(&format!(
+        "tr#fact-{new} details.archive button[type=submit]"
+    ))
+    .await
+    .click()
+    .await
+    .unwrap();
+    wait_xpath(&b, "//p[@id='notice' and text()='Fact archived.']").await;
+    assert!(
+        b.find(&format!("tr#fact-{new} td.archived"))
+            .await
+            .text()
+            .await
+            .unwrap()
+            .ends_with("· user_corrected")
+    );
+    // Toggle: hide archived (the row goes), show archived (it is back, with its reason).
+    b.find("#toggle-archived").await.click().await.unwrap();
+    wait_xpath(&b, "//a[@id='toggle-archived' and text()='Show archived']").await;
+    assert_eq!(b.texts("table#facts tbody tr").await.len(), 2);
+    assert!(b.texts(&format!("tr#fact-{new}")).await.is_empty());
+    b.find("#toggle-archived").await.click().await.unwrap();
+    wait_xpath(&b, "//a[@id='toggle-archived' and text()='Hide archived']").await;
+    assert_eq!(b.texts("table#facts tbody tr").await.len(), 3);
+    assert_eq!(
+        row(&b, new).await[0],
+        "Never risk more than 0.5% of equity on one trade."
+    );
+    assert!(
+        b.find(&format!("tr#fact-{new} td.archived"))
+            .await
+            .text()
+            .await
+            .unwrap()
+            .contains("user_corrected")
+    );
+
+    // The memory page of the user's deployment, by its link on the facts page: trades,
+    // lessons, the prompt with counts.
+    let link = b.find("#deployments a").await;
+    assert_eq!(link.text().await.unwrap(), fx.deployment.id.to_string());
+    link.click().await.unwrap();
+    b.find("table#trades").await;
+    assert_eq!(
+        b.client.current_url().await.unwrap().path(),
+        format!("/deployments/{}/memory", fx.deployment.id)
+    );
+    assert_eq!(b.texts("table#trades tbody tr").await.len(), 3);
+    assert_eq!(b.texts("table#notes tbody tr").await.len(), 2);
+    let pnl = b.texts("table#trades tbody td.pnl").await;
+    assert_eq!(pnl, ["$0.00", "-$22.79", "+$6.81"]);
+    assert!(
+        !b.find("#system-tokens")
+            .await
+            .text()
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    b.screenshot(&docs_image("memory-page.png")).await;
     b.close().await;
+
+    // The store agrees, and the audit trail holds every step.
+    let stored = s.store.list_facts(user, true).await.unwrap();
+    let f = stored.iter().find(|f| f.id == new).unwrap();
+    assert_eq!(f.confidence, FactConfidence::Asserted);
+    assert_eq!(f.archived_reason, Some(ArchiveReason::UserCorrected));
+    let ops: Vec<_> = s
+        .store
+        .fact_changes(new)
+        .await
+        .unwrap()
+        .iter()
+        .map(|c| c.op)
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            FactChangeOp::Insert,
+            FactChangeOp::Update,
+            FactChangeOp::Update,
+            FactChangeOp::Archive
+        ]
+    );
 }
