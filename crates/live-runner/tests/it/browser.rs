@@ -239,6 +239,13 @@ async fn facts_page_add_edit_promote_archive_in_chromium() {
         FactConfidence::Inferred,
     )
     .await;
+    // Both were shown in a chat prompt an hour later (what bumps `last referenced`).
+    let shown = s
+        .store
+        .top_facts(user, None, 10, Some(db::test_support::at(120)))
+        .await
+        .expect("top facts");
+    assert_eq!(shown.len(), 2);
     let b = Browser::start().await;
 
     // Log in with the link `live-runner token` prints: the cookie is set, the facts are shown.
@@ -256,6 +263,14 @@ async fn facts_page_add_edit_promote_archive_in_chromium() {
             "chat",
             "asserted"
         ]
+    );
+    assert_eq!(
+        b.find(&format!("tr#fact-{symbols} td.last-referenced"))
+            .await
+            .text()
+            .await
+            .unwrap(),
+        "2026-06-04 12:00"
     );
     assert_eq!(
         row(&b, style).await,
@@ -429,6 +444,12 @@ async fn facts_page_add_edit_promote_archive_in_chromium() {
             .unwrap()
             .is_empty()
     );
+    // Tall enough for the trades, the lessons and the start of the prompt.
+    b.client
+        .set_window_size(1280, 1500)
+        .await
+        .expect("resize the window");
+    b.find("#system-prompt").await;
     b.screenshot(&docs_image("memory-page.png")).await;
     b.close().await;
 
