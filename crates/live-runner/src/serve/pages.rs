@@ -123,7 +123,10 @@ struct LoginQuery {
 
 /// The caller of a page, or a redirect to `/login` (pages never answer 401 JSON).
 #[derive(Debug, Clone, Copy)]
-pub struct Viewer(pub Caller);
+pub struct Viewer(
+    /// Whom the page is for.
+    pub Caller,
+);
 
 impl<S> FromRequestParts<S> for Viewer
 where
