@@ -36,7 +36,8 @@ fn free_port() -> u16 {
 }
 
 impl Browser {
-    /// Starts chromedriver and a headless Chromium session (window 1280×900).
+    /// Starts chromedriver and a headless Chromium session (window 1280×900, page
+    /// JavaScript off).
     pub(crate) async fn start() -> Self {
         for bin in [CHROMIUM, CHROMEDRIVER] {
             assert!(
@@ -62,6 +63,9 @@ impl Browser {
                 "binary": CHROMIUM,
                 "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
                          "--disable-dev-shm-usage", "--window-size=1280,900"],
+                // The pages must work without JavaScript: the browser runs none of theirs
+                // (WebDriver's own commands still work).
+                "prefs": { "profile.managed_default_content_settings.javascript": 2 },
             }),
         );
         let client = ClientBuilder::new(HttpConnector::new())
@@ -251,6 +255,8 @@ async fn facts_page_add_edit_promote_archive_in_chromium() {
     // Log in with the link `live-runner token` prints: the cookie is set, the facts are shown.
     b.open(&s.url(&format!("/login?token={token}")), "table#facts")
         .await;
+    // JavaScript is off: the layout's <noscript> marker is an element, not text.
+    b.find("noscript #no-js").await;
     assert_eq!(
         b.client.current_url().await.unwrap().path(),
         "/profile/facts"
