@@ -5,12 +5,17 @@
 //! - the schema: skills, deployments, the decision firehose (`decision_snapshots`), `fills`, the
 //!   closed-trade ledger (`trade_history`, column for column [`types::TradeRecord`]),
 //!   `reflection_notes` + `reflection_runs`, `user_facts` + their audit trail, `market_events`,
-//!   `live_runner_state` (a runner's opaque state between ticks, committed with each tick);
+//!   `live_runner_state` (a runner's opaque state between ticks, committed with each tick),
+//!   `chat_turns` (each chat-coach turn's model, steps, usage and cost);
 //!   on PostgreSQL also the `auth` shim (roles `anon` / `authenticated` / `service_role`,
 //!   `auth.uid()`, `auth.role()`) and row-level security;
 //! - the store traits ([`RegistryStore`], [`LeaseStore`], [`TickStore`], [`LedgerStore`],
-//!   [`NoteStore`], [`FactStore`], [`EventStore`]; all of them: [`Storage`]) and their two implementations
-//!   ([`SqliteStore`], [`PgStore`]), chosen at run time through [`Store`] / [`connect`].
+//!   [`NoteStore`], [`FactStore`], [`EventStore`], [`ChatTurnStore`]; all of them: [`Storage`])
+//!   and their two implementations ([`SqliteStore`], [`PgStore`]), chosen at run time through
+//!   [`Store`] / [`connect`];
+//! - [`UserScoped`] ([`PgStore::as_user`]): the PostgreSQL store acting as one end user, every
+//!   statement in a transaction as role `authenticated` with the user's JWT claims, so row-level
+//!   security scopes it (what the chat server's handlers get).
 //!
 //! Invariants it keeps (in Rust and again in the database):
 //! - a tick is written atomically and at most once ([`TickStore::record_tick`]), with the

@@ -96,7 +96,7 @@ impl UserScoped {
 }
 
 impl ScopedPool {
-    /// A transaction that did `SET LOCAL ROLE authenticated` and set the claims (local to it).
+    /// A transaction that did `SET LOCAL ROLE authenticated` and set the claims (both local to it).
     /// `_begin` is the backend's `BEGIN` statement (the store macros pass it; PostgreSQL's is
     /// plain `BEGIN`).
     pub(crate) async fn begin_with(
@@ -104,13 +104,15 @@ impl ScopedPool {
         _begin: &'static str,
     ) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
         let mut tx = self.pool.begin().await?;
-        sqlx::query("SET LOCAL ROLE authenticated")
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query("SELECT set_config('request.jwt.claims', $1, true)")
-            .bind(&*self.claims)
-            .execute(&mut *tx)
-            .await?;
+        // `set_config('role', …, true)` is `SET LOCAL ROLE` (as PostgREST does it): one round
+        // trip for the role and the claims, both undone when the transaction ends.
+        sqlx::query(
+            "SELECT set_config('role', $1, true), set_config('request.jwt.claims', $2, true)",
+        )
+        .bind(USER_ROLE)
+        .bind(&*self.claims)
+        .execute(&mut *tx)
+        .await?;
         Ok(tx)
     }
 }

@@ -11,6 +11,7 @@
 //! | `PATCH /api/facts/{id}` | edit text / topic, promote / demote confidence |
 //! | `POST /api/facts/{id}/archive` | archive with a reason |
 //! | `GET /api/facts/{id}/changes` | the fact's audit trail |
+//! | `GET /api/deployments` | the caller's deployments |
 //! | `GET /api/deployments/{id}/memory` | closed trades, notes history, what the agent sees |
 //!
 //! Stored rows (facts, trades, notes, audit entries) are sent as their `serde` shape
@@ -74,6 +75,7 @@ pub fn router() -> Router<AppState> {
         .route("/facts/{id}", patch(edit_fact))
         .route("/facts/{id}/archive", post(archive_fact))
         .route("/facts/{id}/changes", get(fact_changes))
+        .route("/deployments", get(deployments))
         .route("/deployments/{id}/memory", get(memory))
 }
 
@@ -677,6 +679,14 @@ pub struct MemoryView {
     pub notes: Vec<ReflectionNote>,
     /// What the agent saw at its latest tick; `None` before the first tick.
     pub prompt: Option<PromptView>,
+}
+
+async fn deployments(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<axum::Json<Vec<Deployment>>, ApiError> {
+    let store = state.store_for(&caller);
+    Ok(axum::Json(store.user_deployments(caller.user_id).await?))
 }
 
 /// Exact `o200k_base` token count (the tokenizer `sim-worker preview` counts with).

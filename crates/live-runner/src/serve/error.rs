@@ -94,12 +94,32 @@ impl IntoResponse for ApiError {
 
 impl From<db::DbError> for ApiError {
     /// Not found → 404 (under row-level security another user's row is not found either);
-    /// a broken bound or rule → 422; anything else → 500 (logged).
+    /// a broken bound or rule → 422; a write the database's constraints refuse → 409 (a
+    /// duplicate) or 422 (a row it refers to does not exist — e.g. a token whose user has no
+    /// account in this database — or a check); anything else → 500 (logged, not sent).
     fn from(e: db::DbError) -> Self {
+        use db::ConstraintKind;
         match e {
             db::DbError::NotFound { .. } => Self::not_found(e.to_string()),
             db::DbError::Bound { field, .. } => Self::invalid(field, e.to_string()),
             db::DbError::Invalid { what, .. } => Self::invalid(what, e.to_string()),
+            db::DbError::Constraint {
+                kind: ConstraintKind::Unique,
+                ..
+            } => Self::new(StatusCode::CONFLICT, e.to_string()),
+            db::DbError::Constraint {
+                kind: ConstraintKind::ForeignKey,
+                ..
+            } => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!(
+                    "{e} (a row it refers to does not exist: is the token's user known to this \
+                     database?)"
+                ),
+            ),
+            db::DbError::Constraint { .. } => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
+            }
             other => Self::internal("a database request", &other),
         }
     }
@@ -194,7 +214,8 @@ fn json_rejection(r: JsonRejection) -> ApiError {
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             format!("{}: send Content-Type: application/json", e.body_text()),
         ),
-        other => ApiError::bad_request(other.body_text()),
+        // Too large a body (413), a body that cannot be read: the rejection's own status.
+        other => ApiError::new(other.status(), other.body_text()),
     }
 }
 
@@ -212,7 +233,8 @@ fn field_of_serde_error(text: &str) -> Option<String> {
     (!path.contains(' ')).then(|| path.to_owned())
 }
 
-/// A path parameter (an id): a malformed one is 400 naming the parameter, as JSON.
+/// A path parameter (an id): a malformed one is 400 naming the parameter, as JSON (axum's
+/// status, the JSON shape).
 #[derive(Debug, Clone)]
 pub struct ApiPath<T>(pub T);
 
@@ -227,7 +249,7 @@ where
         axum::extract::Path::<T>::from_request_parts(parts, state)
             .await
             .map(|p| ApiPath(p.0))
-            .map_err(|r: PathRejection| ApiError::bad_request(r.body_text()))
+            .map_err(|r: PathRejection| ApiError::new(r.status(), r.body_text()))
     }
 }
 
@@ -246,7 +268,7 @@ where
         axum::extract::Query::<T>::from_request_parts(parts, state)
             .await
             .map(|q| ApiQuery(q.0))
-            .map_err(|r: QueryRejection| ApiError::bad_request(r.body_text()))
+            .map_err(|r: QueryRejection| ApiError::new(r.status(), r.body_text()))
     }
 }
 

@@ -23,7 +23,12 @@ pub enum ChatModelError {
     ScriptWithoutScripted(String),
     /// The script file cannot be read or parsed.
     #[error("script {path}: {detail}")]
-    Script { path: String, detail: String },
+    Script {
+        /// The script file.
+        path: String,
+        /// What is wrong with it.
+        detail: String,
+    },
     /// The provider refused the model string (unknown provider, missing key, ...).
     #[error(transparent)]
     Model(#[from] ModelError),

@@ -4,6 +4,7 @@
 //! linking one binary instead of several is most of what a rebuild costs on a 2-core machine.
 
 mod browser;
+mod chat_terminal;
 mod cli;
 mod common;
 mod events_pg;

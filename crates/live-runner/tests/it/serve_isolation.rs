@@ -28,6 +28,16 @@ async fn every_route_with_the_other_users_ids_is_404_or_empty() {
         assert!(!body.to_string().contains(&b.user().to_string()), "{path}");
     }
 
+    let (status, body) = s.get("/api/deployments", &a.token).await;
+    assert_eq!(status, StatusCode::OK);
+    let ids: Vec<&str> = body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [a.deployment().to_string()]);
+
     // Reads by id.
     for path in [
         format!("/api/deployments/{b_dep}/memory"),

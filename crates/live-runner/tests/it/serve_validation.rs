@@ -209,6 +209,13 @@ async fn bad_bodies_are_400_or_422_naming_the_field() {
     assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{body}");
     assert!(body["error"].is_string());
 
+    // Too large a body (axum's 2 MB limit): 413, as JSON.
+    let (status, body) = s
+        .post("/api/facts", t, &json!({"fact": "x".repeat(3 << 20)}))
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert!(body["error"].is_string());
+
     // A malformed id in the path or a bad query parameter: 400 as JSON.
     let (status, body) = s.get("/api/deployments/not-a-uuid/memory", t).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
@@ -221,4 +228,46 @@ async fn bad_bodies_are_400_or_422_naming_the_field() {
     let (_, body) = s.get("/api/facts?archived=true", t).await;
     assert_eq!(body.as_array().unwrap().len(), 1, "{body}");
     assert_eq!(body[0]["fact"], w.a.fact.fact.as_str());
+
+    // The bounds are characters, as the database counts them (`char_length`): 500 two-byte
+    // characters are accepted by the API and stored; 501 are refused, 3 too.
+    let (status, body) = s
+        .post("/api/facts", t, &json!({"fact": "é".repeat(500)}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = s
+        .post("/api/facts", t, &json!({"fact": "é".repeat(501)}))
+        .await;
+    assert_eq!(
+        (status, field(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "fact")
+    );
+    let (status, body) = s.post("/api/facts", t, &json!({"fact": "ééé"})).await;
+    assert_eq!(
+        (status, field(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "fact")
+    );
+    let (_, body) = s.get("/api/facts", t).await;
+    assert_eq!(body.as_array().unwrap().len(), 2, "{body}");
+
+    // A valid token of a user this database does not know: reads are empty, a write is a 422
+    // saying why, never a 500.
+    let stranger = s
+        .auth
+        .mint(
+            uuid::Uuid::new_v4(),
+            chrono::Duration::hours(1),
+            chrono::Utc::now(),
+        )
+        .unwrap();
+    let (status, body) = s.get("/api/facts", &stranger).await;
+    assert_eq!((status, body), (StatusCode::OK, json!([])));
+    let (status, body) = s
+        .post("/api/facts", &stranger, &json!({"fact": "Who am I, even?"}))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("token's user"),
+        "{body}"
+    );
 }
