@@ -40,9 +40,9 @@ use types::{
     FactConfidence, FactSource, MAX_FACT_CHARS, MAX_FACT_TOPIC_CHARS, MIN_FACT_CHARS, Uuid,
 };
 
-use super::AppState;
 use super::api::{PROFILE_ACTOR, deployment_memory};
 use super::auth::{Caller, TOKEN_COOKIE, caller_of};
+use super::{ApiError, AppState};
 
 use self::forms::{AddForm, ArchiveForm, ConfidenceForm, EditForm, LoginForm};
 use self::render::render;
@@ -311,32 +311,26 @@ async fn refused(
     facts_view(state, caller, false, status, Some(message), None, form).await
 }
 
-/// What a store error on a page change becomes: the caller's mistake re-renders the page with
-/// the message; anything else is a 500 page.
+/// What a store error on a page change becomes, by the API's own mapping (`ApiError`'s
+/// `From<DbError>`): a fact the caller does not have is a 404 page, a refused write (a bound, a
+/// check, a row it refers to that does not exist) the page again with the message, and only a
+/// failure of the server a 500 page.
 async fn store_refusal(state: &AppState, caller: Caller, e: DbError, form: &AddForm) -> Page {
-    match e {
-        DbError::NotFound { .. } => {
-            refused(
-                state,
-                caller,
-                StatusCode::NOT_FOUND,
-                "No such fact (it may have been archived).",
-                form,
-            )
-            .await
-        }
-        DbError::Bound { .. } | DbError::Invalid { .. } => {
-            refused(
-                state,
-                caller,
-                StatusCode::UNPROCESSABLE_ENTITY,
-                &e.to_string(),
-                form,
-            )
-            .await
-        }
-        other => server_error("saving your change", &other),
+    let e = ApiError::from(e);
+    if e.status == StatusCode::NOT_FOUND {
+        return refused(
+            state,
+            caller,
+            StatusCode::NOT_FOUND,
+            "No such fact (it may have been archived).",
+            form,
+        )
+        .await;
     }
+    if e.status.is_server_error() {
+        return server_error("saving your change", &e);
+    }
+    refused(state, caller, e.status, &e.message, form).await
 }
 
 async fn add_fact(

@@ -369,6 +369,32 @@ async fn refused_input_re_renders_the_form_with_its_message() {
     .await;
     assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
     assert!(r.text().await.unwrap().contains("reason: expected"));
+
+    // A valid token of a user this database has no account for: the page works (no facts),
+    // and adding one is refused with why, not a 500.
+    let stranger = s
+        .auth
+        .mint(Uuid::new_v4(), Duration::hours(1), Utc::now())
+        .unwrap();
+    let (status, _) = get_page(&s, "/profile/facts", &stranger).await;
+    assert_eq!(status, StatusCode::OK);
+    let r = post_form(
+        &s,
+        "/profile/facts",
+        &stranger,
+        &[("fact", "I trade BTC only.")],
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let body = r.text().await.unwrap();
+    assert!(
+        body.contains("is the token&#x27;s user known to this database?"),
+        "{body}"
+    );
+    assert!(
+        body.contains("I trade BTC only."),
+        "the form keeps the text"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
