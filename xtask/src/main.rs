@@ -1,10 +1,12 @@
 //! Developer tasks. `cargo xtask test` is the README's test command and what CI runs.
 //!
 //! It makes sure a PostgreSQL server is reachable for the contract tests (starting the local
-//! cluster, or installing one on a fresh Debian machine), then runs every test of the
+//! cluster, or installing one on a fresh Debian machine) and that headless Chromium and its
+//! WebDriver are installed for the pages' browser test (Debian's `chromium` and
+//! `chromium-driver`, installed with apt-get when missing), then runs every test of the
 //! workspace with every feature (the `mock` features' tests included) and the committed
-//! `Cargo.lock`. It never skips the PostgreSQL half silently: when no server can be had it
-//! stops with a message that says exactly what to do.
+//! `Cargo.lock`. It never skips the PostgreSQL or the browser half silently: when a server or
+//! a browser cannot be had it stops with a message that says exactly what to do.
 
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::Path;
@@ -15,17 +17,24 @@ use anyhow::{Context, Result, bail};
 
 const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
+/// Where Debian's `chromium` package puts the browser; the browser test starts this binary.
+const CHROMIUM: &str = "/usr/bin/chromium";
+/// Where Debian's `chromium-driver` package puts the WebDriver server.
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
         Some("postgres") => ensure_postgres().map(|url| println!("{url}")),
+        Some("browser") => ensure_browser(),
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
                  tasks:\n  \
                  test [ARGS]   ensure PostgreSQL is up, then `cargo test --workspace --all-features --locked [ARGS]`\n  \
-                 postgres      ensure PostgreSQL is up and print TEST_DATABASE_URL"
+                 postgres      ensure PostgreSQL is up and print TEST_DATABASE_URL\n  \
+                 browser       ensure headless Chromium and chromedriver are installed"
             );
             std::process::exit(2);
         }
@@ -34,6 +43,7 @@ fn main() -> Result<()> {
 
 fn test(extra: &[String]) -> Result<()> {
     let url = ensure_postgres()?;
+    ensure_browser()?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let status = Command::new(cargo)
         // Every feature: the `mock` features' tests run too. Locked: tests build exactly the
@@ -82,6 +92,71 @@ fn ensure_postgres() -> Result<String> {
     )
 }
 
+/// Makes sure the browser test's Chromium and chromedriver are installed: Debian's
+/// `chromium` and `chromium-driver`, installed non-interactively with apt-get when either
+/// binary is missing (as root on a Debian machine; anything else is told what to install).
+fn ensure_browser() -> Result<()> {
+    let missing = || {
+        [CHROMIUM, CHROMEDRIVER]
+            .into_iter()
+            .filter(|p| !Path::new(p).exists())
+            .collect::<Vec<_>>()
+    };
+    let absent = missing();
+    if absent.is_empty() {
+        return Ok(());
+    }
+    let what = absent.join(" and ");
+    if !is_root() || !Path::new("/usr/bin/apt-get").exists() {
+        bail!(
+            "the browser test needs {what}, which are missing. Install Debian's packages as \
+             root: `apt-get install -y chromium chromium-driver` (or run `cargo xtask test` as \
+             root on Debian, which installs them)"
+        );
+    }
+    eprintln!("xtask: {what} missing; installing chromium and chromium-driver with apt-get");
+    apt_get(&[
+        &["update"][..],
+        &[
+            "install",
+            "-y",
+            "--no-install-recommends",
+            "chromium",
+            "chromium-driver",
+        ][..],
+    ])?;
+    let absent = missing();
+    if !absent.is_empty() {
+        bail!(
+            "apt-get installed chromium and chromium-driver but {} is still missing",
+            absent.join(" and ")
+        );
+    }
+    Ok(())
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Runs `apt-get` once per argument list, non-interactively, stopping at the first failure.
+fn apt_get(runs: &[&[&str]]) -> Result<()> {
+    for args in runs {
+        let status = Command::new("apt-get")
+            .args(*args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .context("running apt-get")?;
+        if !status.success() {
+            bail!("apt-get {} failed ({status})", args.join(" "));
+        }
+    }
+    Ok(())
+}
+
 fn host_port(url: &str) -> Result<String> {
     let rest = url
         .split_once("://")
@@ -120,27 +195,14 @@ fn start_clusters() -> Result<()> {
 /// A fresh Debian machine without a server: install one and let local TCP connections in with
 /// trust auth, as the development machines are set up.
 fn install_postgres() -> Result<()> {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    if !root || !Path::new("/usr/bin/apt-get").exists() {
+    if !is_root() || !Path::new("/usr/bin/apt-get").exists() {
         bail!(
             "PostgreSQL is not installed. Install it (Debian: `apt-get install postgresql`), allow \
              trust auth for user postgres on 127.0.0.1, start it, or set TEST_DATABASE_URL"
         );
     }
     eprintln!("xtask: installing PostgreSQL with apt-get");
-    for args in [&["update"][..], &["install", "-y", "postgresql"][..]] {
-        let status = Command::new("apt-get")
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .context("running apt-get")?;
-        if !status.success() {
-            bail!("apt-get {} failed ({status})", args.join(" "));
-        }
-    }
+    apt_get(&[&["update"][..], &["install", "-y", "postgresql"][..]])?;
     for entry in std::fs::read_dir("/etc/postgresql")? {
         let hba = entry?.path().join("main/pg_hba.conf");
         let old =

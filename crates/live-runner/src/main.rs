@@ -471,6 +471,8 @@ async fn main() -> anyhow::Result<()> {
                 .context("connecting to the database")?;
             let info = hyperliquid::InfoClient::new(&hyperliquid::ClientConfig::new(hl_url))
                 .context("Hyperliquid client")?;
+            // Listening before `/healthz` answers: a SIGTERM from then on stops the runner cleanly.
+            let shutdown = shutdown_signal();
             let metrics = Metrics::default();
             let _server = metrics::serve(listen, metrics.clone())
                 .await
@@ -494,7 +496,7 @@ async fn main() -> anyhow::Result<()> {
                 )
                 .await?,
             );
-            runner.run(shutdown_signal()).await?;
+            runner.run(shutdown).await?;
             tracing::info!("live-runner stopped");
         }
     }
@@ -589,30 +591,46 @@ async fn chat_focus<S: db::RegistryStore>(
     }))
 }
 
-/// Resolves on ctrl-c or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
+/// Resolves on ctrl-c or SIGTERM received from the call on: on Unix both handlers are installed
+/// before this returns (not when the future is first polled), so a signal sent while the process
+/// is still starting — e.g. right after `/healthz` answers, before the runner loop runs — stops
+/// it cleanly instead of killing it with the default action.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let listen = |kind: SignalKind, name: &'static str| match signal(kind) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for {name}");
+                None
+            }
+        };
+        let mut int = listen(SignalKind::interrupt(), "ctrl-c");
+        let mut term = listen(SignalKind::terminate(), "SIGTERM");
+        async move {
+            tokio::select! {
+                () = recv_or_never(int.as_mut()) => {}
+                () = recv_or_never(term.as_mut()) => {}
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    async {
         if let Err(e) = tokio::signal::ctrl_c().await {
             tracing::error!(error = %e, "cannot listen for ctrl-c");
             std::future::pending::<()>().await;
         }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
+    }
+}
+
+/// The next delivery of `signal`; never without one (it could not be installed).
+#[cfg(unix)]
+async fn recv_or_never(signal: Option<&mut tokio::signal::unix::Signal>) {
+    match signal {
+        Some(s) => {
+            s.recv().await;
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
+        None => std::future::pending::<()>().await,
     }
 }

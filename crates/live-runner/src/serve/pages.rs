@@ -1,14 +1,554 @@
-//! The server-rendered HTML pages (`/login`, `/profile/facts`, `/deployments/{id}/memory`):
-//! the mount point, filled in by the pages work of issue #14. Pages read through the same
-//! [`AppState::store_for`](super::AppState::store_for) as the API (row-level security) and take
-//! the caller from the `token` cookie ([`auth::caller_of`](super::auth::caller_of) lets a page
-//! answer a missing token with its login form instead of a JSON 401).
+//! The pages (issue #14 item 6): server-rendered HTML from the same server as the JSON API,
+//! usable without JavaScript.
+//!
+//! - `GET /login` — a form to paste a token; `GET /login?token=…` (the link `live-runner token`
+//!   prints) and `POST /login` check the token and set it as an HttpOnly, SameSite=Lax `token`
+//!   cookie, then redirect to `/profile/facts`. `POST /logout` clears it.
+//! - `GET /profile/facts[?archived=true]` — the caller's facts; `POST /profile/facts` adds one
+//!   (source `profile`), `POST /profile/facts/{id}/edit` (text, topic), `…/confidence`
+//!   (promote / demote), `…/archive` (a reason).
+//! - `GET /deployments/{id}/memory` — closed trades, lessons history and the prompt the agent
+//!   sees now, the same data as `GET /api/deployments/{id}/memory`.
+//!
+//! Every page reads and writes through the caller's row-level-security scope and the same
+//! audited `FactStore` methods as the API. Every change is a plain form POST answered by a 303
+//! redirect (post/redirect/get); a refused one re-renders the page with the message (422),
+//! never a 500. A page without a valid token redirects to `/login` (the API answers 401).
+//! Another user's deployment or fact is a 404 page: row-level security hides it. Templates
+//! escape everything they print; values are formatted in `pages/view.rs` (money in `types::text`'s
+//! style, times in UTC).
+//!
+//! Cross-site requests: the cookie is `SameSite=Lax`, so a form another site posts here
+//! arrives without it and is redirected to `/login`.
+
+mod forms;
+mod render;
+mod view;
 
 use axum::Router;
+use axum::extract::rejection::{FormRejection, QueryRejection};
+use axum::extract::{Form, FromRef, FromRequestParts, Path, Query, State};
+use axum::http::header::{LOCATION, SET_COOKIE};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use db::{DbError, FactStore, NewFact, RegistryStore};
+use minijinja::context;
+use serde::Deserialize;
+use types::{
+    FactConfidence, FactSource, MAX_FACT_CHARS, MAX_FACT_TOPIC_CHARS, MIN_FACT_CHARS, Uuid,
+};
 
-use super::AppState;
+use super::api::{PROFILE_ACTOR, deployment_memory};
+use super::auth::{Caller, TOKEN_COOKIE, caller_of};
+use super::{ApiError, AppState};
 
-/// The pages' routes, merged at the root by [`super::router`].
+use self::forms::{AddForm, ArchiveForm, ConfidenceForm, EditForm, LoginForm};
+use self::render::render;
+use self::view::{FactView, NoteView, TradeView};
+
+/// A page response: HTML with a status, or a redirect.
+type Page = Response;
+
+fn html(status: StatusCode, body: String) -> Page {
+    (status, Html(body)).into_response()
+}
+
+/// 303 See Other to `to` (post/redirect/get; a GET after a POST).
+fn see_other(to: &str) -> Page {
+    let mut r = StatusCode::SEE_OTHER.into_response();
+    if let Ok(v) = HeaderValue::from_str(to) {
+        r.headers_mut().insert(LOCATION, v);
+    }
+    r
+}
+
+/// A page that could not be rendered or a store that failed: a plain 500 page, the detail
+/// logged (never shown).
+fn server_error(what: &str, detail: &dyn std::fmt::Display) -> Page {
+    tracing::error!(error = %detail, "page: {what}");
+    let body = render(
+        "error.html",
+        context! { title => "Error", user => Option::<String>::None,
+        message => format!("{what} failed on the server; try again.") },
+    )
+    .unwrap_or_else(|_| format!("{what} failed on the server"));
+    html(StatusCode::INTERNAL_SERVER_ERROR, body)
+}
+
+fn not_found_page(user: Uuid, what: &str) -> Page {
+    match render(
+        "not_found.html",
+        context! { title => "Not found", user => user.to_string(), what },
+    ) {
+        Ok(body) => html(StatusCode::NOT_FOUND, body),
+        Err(e) => server_error("rendering the page", &e),
+    }
+}
+
+/// `?archived=true` on the facts page; `?done=…` names the change just made (a fixed set of
+/// messages: no text of the request is reflected).
+#[derive(Debug, Default, Deserialize)]
+struct FactsQuery {
+    #[serde(default)]
+    archived: Option<String>,
+    #[serde(default)]
+    done: Option<String>,
+}
+
+impl FactsQuery {
+    fn archived(&self) -> bool {
+        matches!(self.archived.as_deref(), Some("true" | "1" | "on"))
+    }
+
+    fn notice(&self) -> Option<&'static str> {
+        Some(match self.done.as_deref()? {
+            "added" => "Fact added.",
+            "edited" => "Fact saved.",
+            "promoted" => "Fact promoted to asserted.",
+            "demoted" => "Fact demoted to inferred.",
+            "archived" => "Fact archived.",
+            _ => return None,
+        })
+    }
+}
+
+/// `?token=` on `/login`.
+#[derive(Debug, Default, Deserialize)]
+struct LoginQuery {
+    #[serde(default)]
+    token: Option<String>,
+}
+
+/// The caller of a page, or a redirect to `/login` (pages never answer 401 JSON).
+#[derive(Debug, Clone, Copy)]
+pub struct Viewer(
+    /// Whom the page is for.
+    pub Caller,
+);
+
+impl<S> FromRequestParts<S> for Viewer
+where
+    AppState: FromRef<S>,
+    S: Send + Sync,
+{
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let app = AppState::from_ref(state);
+        caller_of(parts, &app.auth)
+            .map(Viewer)
+            .map_err(|_| see_other("/login"))
+    }
+}
+
+/// The pages' routes, merged into the server's router by [`super::router`].
 pub fn router() -> Router<AppState> {
     Router::new()
+        .route("/", get(|| async { see_other("/profile/facts") }))
+        .route("/login", get(login_page).post(login_submit))
+        .route("/logout", post(logout))
+        .route("/profile/facts", get(facts_page).post(add_fact))
+        .route("/profile/facts/{id}/edit", post(edit_fact))
+        .route("/profile/facts/{id}/confidence", post(set_confidence))
+        .route("/profile/facts/{id}/archive", post(archive_fact))
+        .route("/deployments/{id}/memory", get(memory_page))
+}
+
+// ---------------------------------------------------------------------------------------------
+// login
+
+fn login_form(status: StatusCode, error: Option<&str>) -> Page {
+    match render(
+        "login.html",
+        context! { title => "Log in", user => Option::<String>::None, error },
+    ) {
+        Ok(body) => html(status, body),
+        Err(e) => server_error("rendering the login page", &e),
+    }
+}
+
+/// Checks `token`; a good one becomes the cookie and the browser goes to its facts.
+fn log_in(state: &AppState, token: &str) -> Page {
+    let token = token.trim();
+    if token.is_empty() {
+        return login_form(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("token: paste a token"),
+        );
+    }
+    match state.auth.verify(token) {
+        Ok(_) => {
+            let mut r = see_other("/profile/facts");
+            // A JWT is base64url and dots: nothing a cookie value cannot hold.
+            let cookie = format!("{TOKEN_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax");
+            match HeaderValue::from_str(&cookie) {
+                Ok(v) => {
+                    r.headers_mut().insert(SET_COOKIE, v);
+                    r
+                }
+                Err(_) => login_form(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Some("token: not a token (unexpected characters)"),
+                ),
+            }
+        }
+        Err(e) => login_form(StatusCode::UNAUTHORIZED, Some(&e.message)),
+    }
+}
+
+async fn login_page(
+    State(state): State<AppState>,
+    query: Result<Query<LoginQuery>, QueryRejection>,
+) -> Page {
+    match query.ok().and_then(|Query(q)| q.token) {
+        Some(token) => log_in(&state, &token),
+        None => login_form(StatusCode::OK, None),
+    }
+}
+
+async fn login_submit(
+    State(state): State<AppState>,
+    form: Result<Form<LoginForm>, FormRejection>,
+) -> Page {
+    let token = form.ok().and_then(|Form(f)| f.token).unwrap_or_default();
+    log_in(&state, &token)
+}
+
+async fn logout() -> Page {
+    let mut r = see_other("/login");
+    r.headers_mut().insert(
+        SET_COOKIE,
+        HeaderValue::from_static("token=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0"),
+    );
+    r
+}
+
+// ---------------------------------------------------------------------------------------------
+// facts
+
+/// Renders the facts page: the list (archived ones too when asked), a message, and the add
+/// form as it was submitted (after a refused add) or empty.
+async fn facts_view(
+    state: &AppState,
+    caller: Caller,
+    archived: bool,
+    status: StatusCode,
+    error: Option<&str>,
+    notice: Option<&str>,
+    form: &AddForm,
+) -> Page {
+    let store = state.store_for(&caller);
+    let facts = match store.list_facts(caller.user_id, archived).await {
+        Ok(f) => f,
+        Err(e) => return server_error("reading your facts", &e),
+    };
+    let facts: Vec<FactView> = facts.iter().map(FactView::from).collect();
+    // Links to the memory pages of the caller's deployments.
+    let deployments = match store.user_deployments(caller.user_id).await {
+        Ok(d) => d,
+        Err(e) => return server_error("reading your deployments", &e),
+    };
+    let deployments: Vec<_> = deployments
+        .iter()
+        .map(|d| {
+            context! {
+                id => d.id.to_string(),
+                broker => d.broker.as_str(),
+                status => d.status.as_str(),
+                created => view::when(Some(d.created_at)),
+            }
+        })
+        .collect();
+    // The add form as submitted (after a refusal) or empty; a fresh form says `asserted`.
+    let form = context! {
+        fact => form.fact.as_deref().unwrap_or_default(),
+        topic => form.topic.as_deref().unwrap_or_default(),
+        confidence => form.confidence.as_deref().unwrap_or("asserted"),
+    };
+    match render(
+        "facts.html",
+        context! {
+            title => "What I know about you",
+            user => caller.user_id.to_string(),
+            facts, archived, error, notice, form, deployments,
+            min_fact => MIN_FACT_CHARS, max_fact => MAX_FACT_CHARS, max_topic => MAX_FACT_TOPIC_CHARS,
+        },
+    ) {
+        Ok(body) => html(status, body),
+        Err(e) => server_error("rendering your facts", &e),
+    }
+}
+
+async fn facts_page(
+    State(state): State<AppState>,
+    Viewer(caller): Viewer,
+    query: Result<Query<FactsQuery>, QueryRejection>,
+) -> Page {
+    let q = query.map(|Query(q)| q).unwrap_or_default();
+    facts_view(
+        &state,
+        caller,
+        q.archived(),
+        StatusCode::OK,
+        None,
+        q.notice(),
+        &AddForm::default(),
+    )
+    .await
+}
+
+/// A refused change: the page again with the message, 422 (or 404 for a fact the caller does
+/// not have).
+async fn refused(
+    state: &AppState,
+    caller: Caller,
+    status: StatusCode,
+    message: &str,
+    form: &AddForm,
+) -> Page {
+    facts_view(state, caller, false, status, Some(message), None, form).await
+}
+
+/// What a store error on a page change becomes, by the API's own mapping (`ApiError`'s
+/// `From<DbError>`): a fact the caller does not have is a 404 page, a refused write (a bound, a
+/// check, a row it refers to that does not exist) the page again with the message, and only a
+/// failure of the server a 500 page.
+async fn store_refusal(state: &AppState, caller: Caller, e: DbError, form: &AddForm) -> Page {
+    let e = ApiError::from(e);
+    if e.status == StatusCode::NOT_FOUND {
+        return refused(
+            state,
+            caller,
+            StatusCode::NOT_FOUND,
+            "No such fact (it may have been archived).",
+            form,
+        )
+        .await;
+    }
+    if e.status.is_server_error() {
+        return server_error("saving your change", &e);
+    }
+    refused(state, caller, e.status, &e.message, form).await
+}
+
+async fn add_fact(
+    State(state): State<AppState>,
+    Viewer(caller): Viewer,
+    form: Result<Form<AddForm>, FormRejection>,
+) -> Page {
+    let form = form.map(|Form(f)| f).unwrap_or_default();
+    let input = match form.check() {
+        Ok(i) => i,
+        Err(message) => {
+            return refused(
+                &state,
+                caller,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &message,
+                &form,
+            )
+            .await;
+        }
+    };
+    let fact = NewFact {
+        id: Uuid::new_v4(),
+        user_id: caller.user_id,
+        skill_id: None,
+        fact: input.fact,
+        source: FactSource::Profile,
+        confidence: input.confidence,
+        topic: input.topic,
+        actor: PROFILE_ACTOR.to_owned(),
+    };
+    match state
+        .store_for(&caller)
+        .remember(&fact, state.clock.now())
+        .await
+    {
+        Ok(_) => see_other("/profile/facts?done=added"),
+        Err(e) => store_refusal(&state, caller, e, &form).await,
+    }
+}
+
+/// The fact id of a row form's path; a malformed one is "no such fact".
+fn fact_id(raw: &str) -> Option<Uuid> {
+    Uuid::parse_str(raw).ok()
+}
+
+async fn edit_fact(
+    State(state): State<AppState>,
+    Viewer(caller): Viewer,
+    Path(id): Path<String>,
+    form: Result<Form<EditForm>, FormRejection>,
+) -> Page {
+    let form = form.map(|Form(f)| f).unwrap_or_default();
+    let empty = AddForm::default();
+    let Some(id) = fact_id(&id) else {
+        return refused(
+            &state,
+            caller,
+            StatusCode::NOT_FOUND,
+            "No such fact.",
+            &empty,
+        )
+        .await;
+    };
+    let edit = match form.check() {
+        Ok(e) => e,
+        Err(message) => {
+            return refused(
+                &state,
+                caller,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &message,
+                &empty,
+            )
+            .await;
+        }
+    };
+    match state
+        .store_for(&caller)
+        .edit_fact(caller.user_id, id, &edit, PROFILE_ACTOR)
+        .await
+    {
+        Ok(_) => see_other("/profile/facts?done=edited"),
+        Err(e) => store_refusal(&state, caller, e, &empty).await,
+    }
+}
+
+async fn set_confidence(
+    State(state): State<AppState>,
+    Viewer(caller): Viewer,
+    Path(id): Path<String>,
+    form: Result<Form<ConfidenceForm>, FormRejection>,
+) -> Page {
+    let form = form.map(|Form(f)| f).unwrap_or_default();
+    let empty = AddForm::default();
+    let Some(id) = fact_id(&id) else {
+        return refused(
+            &state,
+            caller,
+            StatusCode::NOT_FOUND,
+            "No such fact.",
+            &empty,
+        )
+        .await;
+    };
+    let edit = match form.check() {
+        Ok(e) => e,
+        Err(message) => {
+            return refused(
+                &state,
+                caller,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &message,
+                &empty,
+            )
+            .await;
+        }
+    };
+    let done = match edit.confidence {
+        Some(FactConfidence::Asserted) => "/profile/facts?done=promoted",
+        _ => "/profile/facts?done=demoted",
+    };
+    match state
+        .store_for(&caller)
+        .edit_fact(caller.user_id, id, &edit, PROFILE_ACTOR)
+        .await
+    {
+        Ok(_) => see_other(done),
+        Err(e) => store_refusal(&state, caller, e, &empty).await,
+    }
+}
+
+async fn archive_fact(
+    State(state): State<AppState>,
+    Viewer(caller): Viewer,
+    Path(id): Path<String>,
+    form: Result<Form<ArchiveForm>, FormRejection>,
+) -> Page {
+    let form = form.map(|Form(f)| f).unwrap_or_default();
+    let empty = AddForm::default();
+    let Some(id) = fact_id(&id) else {
+        return refused(
+            &state,
+            caller,
+            StatusCode::NOT_FOUND,
+            "No such fact.",
+            &empty,
+        )
+        .await;
+    };
+    let reason = match form.check() {
+        Ok(r) => r,
+        Err(message) => {
+            return refused(
+                &state,
+                caller,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &message,
+                &empty,
+            )
+            .await;
+        }
+    };
+    let forget = forms::forget(reason, state.clock.now());
+    match state
+        .store_for(&caller)
+        .forget(caller.user_id, id, &forget)
+        .await
+    {
+        Ok(()) => see_other("/profile/facts?archived=true&done=archived"),
+        Err(e) => store_refusal(&state, caller, e, &empty).await,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// deployment memory
+
+async fn memory_page(
+    State(state): State<AppState>,
+    Viewer(caller): Viewer,
+    Path(id): Path<String>,
+) -> Page {
+    let Ok(id) = Uuid::parse_str(&id) else {
+        return not_found_page(caller.user_id, "You have no deployment with this id.");
+    };
+    let memory = match deployment_memory(&state, &caller, id).await {
+        Ok(m) => m,
+        Err(e) if e.status == StatusCode::NOT_FOUND => {
+            return not_found_page(caller.user_id, "You have no deployment with this id.");
+        }
+        Err(e) => return server_error("reading the deployment's memory", &e),
+    };
+    let trades: Vec<TradeView> = memory.closed_trades.iter().map(TradeView::from).collect();
+    let notes: Vec<NoteView> = memory.notes.iter().map(NoteView::from).collect();
+    let prompt = memory.prompt.as_ref().map(|p| {
+        context! {
+            at => view::when(Some(p.as_of)),
+            model => &p.model,
+            system => &p.system_prompt,
+            user => &p.user_message,
+            system_tokens => p.system_prompt_tokens,
+            user_tokens => p.user_message_tokens,
+            tokenizer => p.tokenizer,
+        }
+    });
+    match render(
+        "memory.html",
+        context! {
+            title => format!("Memory · {}", memory.skill_name),
+            user => caller.user_id.to_string(),
+            deployment_id => id.to_string(),
+            skill_name => &memory.skill_name,
+            open_positions => memory.open_trades.len(),
+            trades, notes, prompt,
+            prompt_missing => "No tick recorded yet: the prompt appears after the deployment's first tick.",
+        },
+    ) {
+        Ok(body) => html(StatusCode::OK, body),
+        Err(e) => server_error("rendering the deployment's memory", &e),
+    }
 }

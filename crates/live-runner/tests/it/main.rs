@@ -3,12 +3,14 @@
 //! One test binary for the crate: each module below was its own integration-test binary, and
 //! linking one binary instead of several is most of what a rebuild costs on a 2-core machine.
 
+mod browser;
 mod chat_terminal;
 mod cli;
 mod common;
 mod events_pg;
 mod hl_broker;
 mod hyperliquid_pg;
+mod pages;
 mod reflection_pg;
 mod runner_pg;
 mod serve_auth;

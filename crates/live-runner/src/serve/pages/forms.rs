@@ -1,0 +1,239 @@
+//! The facts page's form bodies and their checks. Every field arrives as optional text, so a
+//! form a browser (or anyone) posts always deserialises; the checks below turn what is wrong
+//! into a message the page shows next to the form, never a 4xx/5xx without a page.
+
+use db::{FactEdit, Forget};
+use serde::Deserialize;
+use types::{ArchiveReason, FactConfidence, MAX_FACT_CHARS, MAX_FACT_TOPIC_CHARS, MIN_FACT_CHARS};
+
+/// The "add a fact" form (also what the page re-renders after a refused submission).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct AddForm {
+    #[serde(default)]
+    pub(crate) fact: Option<String>,
+    #[serde(default)]
+    pub(crate) topic: Option<String>,
+    #[serde(default)]
+    pub(crate) confidence: Option<String>,
+}
+
+/// The per-row edit form (text and topic).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct EditForm {
+    #[serde(default)]
+    pub(crate) fact: Option<String>,
+    #[serde(default)]
+    pub(crate) topic: Option<String>,
+}
+
+/// The per-row promote / demote form.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct ConfidenceForm {
+    #[serde(default)]
+    pub(crate) confidence: Option<String>,
+}
+
+/// The per-row archive form.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct ArchiveForm {
+    #[serde(default)]
+    pub(crate) reason: Option<String>,
+}
+
+/// The login form.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct LoginForm {
+    #[serde(default)]
+    pub(crate) token: Option<String>,
+}
+
+/// A checked "add a fact" submission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NewFactInput {
+    pub(crate) fact: String,
+    pub(crate) topic: Option<String>,
+    pub(crate) confidence: FactConfidence,
+}
+
+/// The fact text, trimmed, within the shared bounds.
+fn fact_text(raw: Option<&str>) -> Result<String, String> {
+    let fact = raw.unwrap_or_default().trim();
+    let n = fact.chars().count();
+    if !(MIN_FACT_CHARS..=MAX_FACT_CHARS).contains(&n) {
+        return Err(format!(
+            "fact: must be {MIN_FACT_CHARS} to {MAX_FACT_CHARS} characters (got {n})"
+        ));
+    }
+    Ok(fact.to_owned())
+}
+
+/// The topic, trimmed; empty means none.
+fn topic_text(raw: Option<&str>) -> Result<Option<String>, String> {
+    let topic = raw.unwrap_or_default().trim();
+    if topic.is_empty() {
+        return Ok(None);
+    }
+    let n = topic.chars().count();
+    if n > MAX_FACT_TOPIC_CHARS {
+        return Err(format!(
+            "topic: at most {MAX_FACT_TOPIC_CHARS} characters (got {n})"
+        ));
+    }
+    Ok(Some(topic.to_owned()))
+}
+
+fn confidence(raw: Option<&str>) -> Result<FactConfidence, String> {
+    let raw = raw.unwrap_or_default().trim();
+    FactConfidence::parse(raw).ok_or_else(|| {
+        format!(
+            "confidence: expected `asserted` or `inferred` (got `{}`)",
+            shorten(raw)
+        )
+    })
+}
+
+/// At most 40 characters of a value quoted back in a message.
+fn shorten(s: &str) -> String {
+    let mut out: String = s.chars().take(40).collect();
+    if s.chars().count() > 40 {
+        out.push('…');
+    }
+    out
+}
+
+impl AddForm {
+    /// Checks the submission.
+    pub(crate) fn check(&self) -> Result<NewFactInput, String> {
+        Ok(NewFactInput {
+            fact: fact_text(self.fact.as_deref())?,
+            topic: topic_text(self.topic.as_deref())?,
+            confidence: match self.confidence.as_deref() {
+                None | Some("") => FactConfidence::Asserted,
+                c => confidence(c)?,
+            },
+        })
+    }
+}
+
+impl EditForm {
+    /// The edit: new text and topic (an empty topic clears it); confidence unchanged.
+    pub(crate) fn check(&self) -> Result<FactEdit, String> {
+        Ok(FactEdit {
+            fact: Some(fact_text(self.fact.as_deref())?),
+            confidence: None,
+            topic: Some(topic_text(self.topic.as_deref())?),
+        })
+    }
+}
+
+impl ConfidenceForm {
+    /// The edit that sets the confidence only.
+    pub(crate) fn check(&self) -> Result<FactEdit, String> {
+        Ok(FactEdit {
+            fact: None,
+            confidence: Some(confidence(self.confidence.as_deref())?),
+            topic: None,
+        })
+    }
+}
+
+impl ArchiveForm {
+    /// The reason a person may give on the page (the agent's own `agent_forget` is not one).
+    pub(crate) fn check(&self) -> Result<ArchiveReason, String> {
+        match self.reason.as_deref().map(str::trim) {
+            Some("user_deleted") | None | Some("") => Ok(ArchiveReason::UserDeleted),
+            Some("user_corrected") => Ok(ArchiveReason::UserCorrected),
+            Some(other) => Err(format!(
+                "reason: expected `user_deleted` or `user_corrected` (got `{}`)",
+                shorten(other)
+            )),
+        }
+    }
+}
+
+/// The [`Forget`] a page archive writes.
+pub(crate) fn forget(reason: ArchiveReason, at: chrono::DateTime<chrono::Utc>) -> Forget {
+    Forget {
+        reason,
+        at,
+        actor: crate::serve::api::PROFILE_ACTOR.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_form_trims_defaults_and_bounds() {
+        let ok = AddForm {
+            fact: Some("  I never trade alts. \n".into()),
+            topic: Some(" ".into()),
+            confidence: None,
+        }
+        .check()
+        .unwrap();
+        assert_eq!(ok.fact, "I never trade alts.");
+        assert_eq!(ok.topic, None);
+        assert_eq!(ok.confidence, FactConfidence::Asserted);
+
+        let short = AddForm {
+            fact: Some(" abc ".into()),
+            ..AddForm::default()
+        };
+        assert_eq!(
+            short.check().unwrap_err(),
+            "fact: must be 4 to 500 characters (got 3)"
+        );
+        let long_topic = AddForm {
+            fact: Some("four".into()),
+            topic: Some("t".repeat(MAX_FACT_TOPIC_CHARS + 1)),
+            confidence: Some("inferred".into()),
+        };
+        assert!(
+            long_topic
+                .check()
+                .unwrap_err()
+                .starts_with("topic: at most")
+        );
+        let bad = AddForm {
+            fact: Some("four".into()),
+            topic: None,
+            confidence: Some("certain".into()),
+        };
+        assert!(bad.check().unwrap_err().contains("got `certain`"));
+    }
+
+    #[test]
+    fn row_forms() {
+        let c = ConfidenceForm {
+            confidence: Some("asserted".into()),
+        }
+        .check()
+        .unwrap();
+        assert_eq!(c.confidence, Some(FactConfidence::Asserted));
+        assert_eq!(c.fact, None);
+        let e = EditForm {
+            fact: Some("Risk 1% a trade".into()),
+            topic: Some(String::new()),
+        }
+        .check()
+        .unwrap();
+        assert_eq!(e.topic, Some(None));
+        assert_eq!(
+            ArchiveForm {
+                reason: Some("user_corrected".into())
+            }
+            .check()
+            .unwrap(),
+            ArchiveReason::UserCorrected
+        );
+        assert!(
+            ArchiveForm {
+                reason: Some("agent_forget".into())
+            }
+            .check()
+            .is_err()
+        );
+    }
+}

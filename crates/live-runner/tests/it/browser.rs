@@ -1,0 +1,484 @@
+//! The pages in a real browser: headless Chromium driven over WebDriver (chromedriver started
+//! here on a free port, `fantoccini` as the client) against the real server on PostgreSQL.
+//!
+//! Chromium and chromedriver are Debian's packages, which `cargo xtask test` installs when they
+//! are missing; without them this test fails and says so — it is never skipped.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use db::{FactStore, NewFact};
+use fantoccini::elements::Element;
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+use serde_json::json;
+use types::{ArchiveReason, FactChangeOp, FactConfidence, FactSource, Uuid};
+
+use crate::common::serve::Server;
+use crate::pages::{page_server, seed_memory};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+/// How long any explicit wait (driver up, element present, text shown) may take.
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A chromedriver process and a headless Chromium session on it; both end on drop.
+pub(crate) struct Browser {
+    pub(crate) client: Client,
+    driver: Child,
+}
+
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    l.local_addr().expect("local addr").port()
+}
+
+impl Browser {
+    /// Starts chromedriver and a headless Chromium session (window 1280×900, page
+    /// JavaScript off).
+    pub(crate) async fn start() -> Self {
+        for bin in [CHROMIUM, CHROMEDRIVER] {
+            assert!(
+                Path::new(bin).exists(),
+                "the browser test needs {bin} (Debian's `chromium` and `chromium-driver`). Run \
+                 `cargo xtask test`, which installs them, or `apt-get install -y chromium \
+                 chromium-driver` as root"
+            );
+        }
+        let port = free_port();
+        let driver = Command::new(CHROMEDRIVER)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {CHROMEDRIVER}: {e}"));
+        let url = format!("http://127.0.0.1:{port}");
+        wait_driver_ready(&url).await;
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".to_owned(),
+            json!({
+                "binary": CHROMIUM,
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                         "--disable-dev-shm-usage", "--window-size=1280,900"],
+                // The pages must work without JavaScript: the browser runs none of theirs
+                // (WebDriver's own commands still work).
+                "prefs": { "profile.managed_default_content_settings.javascript": 2 },
+            }),
+        );
+        let client = ClientBuilder::new(HttpConnector::new())
+            .capabilities(caps)
+            .connect(&url)
+            .await
+            .unwrap_or_else(|e| panic!("opening a Chromium session on {url}: {e}"));
+        Self { client, driver }
+    }
+
+    /// Ends the session (closing Chromium) and the driver.
+    pub(crate) async fn close(mut self) {
+        let _ = self.client.clone().close().await;
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+
+    /// The element `css`, waiting for it to be present.
+    pub(crate) async fn find(&self, css: &str) -> Element {
+        self.client
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("waiting for `{css}`: {e}"))
+    }
+
+    /// The text of every cell matched by `css`.
+    pub(crate) async fn texts(&self, css: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for e in self
+            .client
+            .find_all(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("finding `{css}`: {e}"))
+        {
+            out.push(
+                e.text()
+                    .await
+                    .unwrap_or_else(|e| panic!("text of `{css}`: {e}")),
+            );
+        }
+        out
+    }
+
+    /// Navigates to `url` and waits for the page's `css` element.
+    pub(crate) async fn open(&self, url: &str, css: &str) -> Element {
+        self.client
+            .goto(url)
+            .await
+            .unwrap_or_else(|e| panic!("opening {url}: {e}"));
+        self.find(css).await
+    }
+
+    /// Saves a PNG screenshot of the page to `path` (creating its folder).
+    pub(crate) async fn screenshot(&self, path: &Path) {
+        let png = self.client.screenshot().await.expect("screenshot");
+        assert!(png.starts_with(b"\x89PNG"), "a screenshot is a PNG");
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).expect("screenshot folder");
+        }
+        std::fs::write(path, png).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+/// Polls chromedriver's `/status` until it says ready (an explicit wait with a deadline).
+async fn wait_driver_ready(url: &str) {
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Ok(r) = http.get(format!("{url}/status")).send().await
+            && let Ok(v) = r.json::<serde_json::Value>().await
+            && v["value"]["ready"] == json!(true)
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "chromedriver at {url} was not ready within {WAIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// `docs/images/NAME` in the workspace.
+pub(crate) fn docs_image(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/images")
+        .join(name)
+}
+
+/// Waits for an element matching the XPath `xpath` (e.g. a message with its exact text: the
+/// page after a form post, not the one before it).
+async fn wait_xpath(b: &Browser, xpath: &str) -> Element {
+    b.client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::XPath(xpath))
+        .await
+        .unwrap_or_else(|e| panic!("waiting for `{xpath}`: {e}"))
+}
+
+/// The cells of fact row `id`: text, topic, source, confidence.
+async fn row(b: &Browser, id: Uuid) -> [String; 4] {
+    let r = format!("tr#fact-{id}");
+    let cell = |c: &str| format!("{r} td.{c}");
+    [
+        b.find(&cell("fact")).await.text().await.unwrap(),
+        b.find(&cell("topic")).await.text().await.unwrap(),
+        b.find(&cell("source")).await.text().await.unwrap(),
+        b.find(&cell("confidence")).await.text().await.unwrap(),
+    ]
+}
+
+async fn remember(
+    s: &Server,
+    user: Uuid,
+    fact: &str,
+    topic: &str,
+    source: FactSource,
+    confidence: FactConfidence,
+) -> Uuid {
+    let id = Uuid::new_v4();
+    s.store
+        .remember(
+            &NewFact {
+                id,
+                user_id: user,
+                skill_id: None,
+                fact: fact.into(),
+                source,
+                confidence,
+                topic: Some(topic.into()),
+                actor: "chat-agent".into(),
+            },
+            db::test_support::at(60),
+        )
+        .await
+        .expect("remember");
+    id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn facts_page_add_edit_promote_archive_in_chromium() {
+    let s = page_server().await;
+    // The user owns a deployment with trades and lessons: its memory page is shown at the end.
+    let fx = seed_memory(&s.store).await;
+    let user = fx.user.id;
+    let token = s
+        .auth
+        .mint(user, chrono::Duration::hours(1), chrono::Utc::now())
+        .expect("mint");
+    let symbols = remember(
+        &s,
+        user,
+        "You trade BTC and ETH only, no alts.",
+        "symbols",
+        FactSource::Chat,
+        FactConfidence::Asserted,
+    )
+    .await;
+    let style = remember(
+        &s,
+        user,
+        "Seems to favour mean-reversion entries after a flush.",
+        "style",
+        FactSource::Inferred,
+        FactConfidence::Inferred,
+    )
+    .await;
+    // Both were shown in a chat prompt an hour later (what bumps `last referenced`).
+    let shown = s
+        .store
+        .top_facts(user, None, 10, Some(db::test_support::at(120)))
+        .await
+        .expect("top facts");
+    assert_eq!(shown.len(), 2);
+    let b = Browser::start().await;
+
+    // Log in with the link `live-runner token` prints: the cookie is set, the facts are shown.
+    b.open(&s.url(&format!("/login?token={token}")), "table#facts")
+        .await;
+    // JavaScript is off: the layout's <noscript> marker is an element, not text.
+    b.find("noscript #no-js").await;
+    assert_eq!(
+        b.client.current_url().await.unwrap().path(),
+        "/profile/facts"
+    );
+    assert_eq!(
+        row(&b, symbols).await,
+        [
+            "You trade BTC and ETH only, no alts.",
+            "symbols",
+            "chat",
+            "asserted"
+        ]
+    );
+    assert_eq!(
+        b.find(&format!("tr#fact-{symbols} td.last-referenced"))
+            .await
+            .text()
+            .await
+            .unwrap(),
+        "2026-06-04 12:00"
+    );
+    assert_eq!(
+        row(&b, style).await,
+        [
+            "Seems to favour mean-reversion entries after a flush.",
+            "style",
+            "inferred",
+            "inferred"
+        ]
+    );
+
+    // Add.
+    b.find("#new-fact")
+        .await
+        .send_keys("Never risk more than 1% of equity on one trade.")
+        .await
+        .unwrap();
+    b.find("#new-topic").await.send_keys("risk").await.unwrap();
+    b.find("#new-confidence")
+        .await
+        .select_by_value("inferred")
+        .await
+        .unwrap();
+    b.find("#add-fact button[type=submit]")
+        .await
+        .click()
+        .await
+        .unwrap();
+    wait_xpath(&b, "//p[@id='notice' and text()='Fact added.']").await;
+    let added = s.store.list_facts(user, false).await.unwrap();
+    let new = added
+        .iter()
+        .find(|f| f.source == FactSource::Profile)
+        .expect("the added fact is stored")
+        .id;
+    assert_eq!(
+        row(&b, new).await,
+        [
+            "Never risk more than 1% of equity on one trade.",
+            "risk",
+            "profile",
+            "inferred"
+        ]
+    );
+    assert_eq!(b.texts("table#facts tbody tr").await.len(), 3);
+
+    // Edit its text and topic (the row's <details> form).
+    b.find(&format!("tr#fact-{new} details.edit summary"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    let text = b
+        .find(&format!("tr#fact-{new} details.edit textarea"))
+        .await;
+    text.clear().await.unwrap();
+    text.send_keys("Never risk more than 0.5% of equity on one trade.")
+        .await
+        .unwrap();
+    let topic = b
+        .find(&format!("tr#fact-{new} details.edit input[name=topic]"))
+        .await;
+    topic.clear().await.unwrap();
+    topic.send_keys("risk-cap").await.unwrap();
+    b.find(&format!("tr#fact-{new} details.edit button[type=submit]"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    wait_xpath(&b, "//p[@id='notice' and text()='Fact saved.']").await;
+    assert_eq!(
+        row(&b, new).await,
+        [
+            "Never risk more than 0.5% of equity on one trade.",
+            "risk-cap",
+            "profile",
+            "inferred"
+        ]
+    );
+
+    // Promote it (inferred → asserted).
+    let promote = b
+        .find(&format!("tr#fact-{new} form.confidence button"))
+        .await;
+    assert_eq!(promote.text().await.unwrap(), "Promote to asserted");
+    promote.click().await.unwrap();
+    wait_xpath(
+        &b,
+        "//p[@id='notice' and text()='Fact promoted to asserted.']",
+    )
+    .await;
+    assert_eq!(row(&b, new).await[3], "asserted");
+    assert_eq!(
+        b.find(&format!("tr#fact-{new} form.confidence button"))
+            .await
+            .text()
+            .await
+            .unwrap(),
+        "Demote to inferred"
+    );
+    // Three facts of mixed confidence: the README's picture.
+    b.screenshot(&docs_image("facts-page.png")).await;
+
+    // Archive it as corrected: it lands in the archived view with its reason.
+    b.find(&format!("tr#fact-{new} details.archive summary"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.find(&format!("tr#fact-{new} details.archive select"))
+        .await
+        .select_by_value("user_corrected")
+        .await
+        .unwrap();
+    b.find(&format!(
+        "tr#fact-{new} details.archive button[type=submit]"
+    ))
+    .await
+    .click()
+    .await
+    .unwrap();
+    wait_xpath(&b, "//p[@id='notice' and text()='Fact archived.']").await;
+    assert!(
+        b.find(&format!("tr#fact-{new} td.archived"))
+            .await
+            .text()
+            .await
+            .unwrap()
+            .ends_with("· user_corrected")
+    );
+    // Toggle: hide archived (the row goes), show archived (it is back, with its reason).
+    b.find("#toggle-archived").await.click().await.unwrap();
+    wait_xpath(&b, "//a[@id='toggle-archived' and text()='Show archived']").await;
+    assert_eq!(b.texts("table#facts tbody tr").await.len(), 2);
+    assert!(b.texts(&format!("tr#fact-{new}")).await.is_empty());
+    b.find("#toggle-archived").await.click().await.unwrap();
+    wait_xpath(&b, "//a[@id='toggle-archived' and text()='Hide archived']").await;
+    assert_eq!(b.texts("table#facts tbody tr").await.len(), 3);
+    assert_eq!(
+        row(&b, new).await[0],
+        "Never risk more than 0.5% of equity on one trade."
+    );
+    assert!(
+        b.find(&format!("tr#fact-{new} td.archived"))
+            .await
+            .text()
+            .await
+            .unwrap()
+            .contains("user_corrected")
+    );
+
+    // The memory page of the user's deployment, by its link on the facts page: trades,
+    // lessons, the prompt with counts.
+    let link = b.find("#deployments a").await;
+    assert_eq!(link.text().await.unwrap(), fx.deployment.id.to_string());
+    link.click().await.unwrap();
+    b.find("table#trades").await;
+    assert_eq!(
+        b.client.current_url().await.unwrap().path(),
+        format!("/deployments/{}/memory", fx.deployment.id)
+    );
+    assert_eq!(b.texts("table#trades tbody tr").await.len(), 3);
+    assert_eq!(b.texts("table#notes tbody tr").await.len(), 2);
+    let pnl = b.texts("table#trades tbody td.pnl").await;
+    assert_eq!(pnl, ["$0.00", "-$22.79", "+$6.81"]);
+    assert!(
+        !b.find("#system-tokens")
+            .await
+            .text()
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Tall enough for the trades, the lessons and the start of the prompt.
+    b.client
+        .set_window_size(1280, 1500)
+        .await
+        .expect("resize the window");
+    b.find("#system-prompt").await;
+    b.screenshot(&docs_image("memory-page.png")).await;
+    b.close().await;
+
+    // The store agrees, and the audit trail holds every step.
+    let stored = s.store.list_facts(user, true).await.unwrap();
+    let f = stored.iter().find(|f| f.id == new).unwrap();
+    assert_eq!(f.confidence, FactConfidence::Asserted);
+    assert_eq!(f.archived_reason, Some(ArchiveReason::UserCorrected));
+    let ops: Vec<_> = s
+        .store
+        .fact_changes(new)
+        .await
+        .unwrap()
+        .iter()
+        .map(|c| c.op)
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            FactChangeOp::Insert,
+            FactChangeOp::Update,
+            FactChangeOp::Update,
+            FactChangeOp::Archive
+        ]
+    );
+}
