@@ -5,11 +5,13 @@
 //! - the schema: skills, deployments, the decision firehose (`decision_snapshots`), `fills`, the
 //!   closed-trade ledger (`trade_history`, column for column [`types::TradeRecord`]),
 //!   `reflection_notes` + `reflection_runs`, `user_facts` + their audit trail, `market_events`,
-//!   `live_runner_state` (a runner's opaque state between ticks, committed with each tick);
+//!   `live_runner_state` (a runner's opaque state between ticks, committed with each tick),
+//!   the outcome memory of seed 003 (`market_snapshots`, `trade_outcomes` — written with their
+//!   tick, scored later — and `trade_annotations`);
 //!   on PostgreSQL also the `auth` shim (roles `anon` / `authenticated` / `service_role`,
 //!   `auth.uid()`, `auth.role()`) and row-level security;
 //! - the store traits ([`RegistryStore`], [`LeaseStore`], [`TickStore`], [`LedgerStore`],
-//!   [`NoteStore`], [`FactStore`], [`EventStore`]; all of them: [`Storage`]) and their two implementations
+//!   [`NoteStore`], [`FactStore`], [`EventStore`], [`OutcomeStore`]; all of them: [`Storage`]) and their two implementations
 //!   ([`SqliteStore`], [`PgStore`]), chosen at run time through [`Store`] / [`connect`].
 //!
 //! Invariants it keeps (in Rust and again in the database):
@@ -70,20 +72,23 @@ mod traits;
 pub use codec::time_text;
 pub use error::{ConstraintKind, DbError};
 pub use model::{
-    BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, FillTradeLink, Forget,
-    NewFact, NewNote, NoteScope, ReflectionRun, RunOutcome, Skill, SkillVersion, StoredFill,
-    StoredRunnerState, TickAttempt, TickOutcome, TickRecord, User,
+    Annotation, AnnotationTarget, BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus,
+    FactEdit, FillTradeLink, Forget, MAX_ANNOTATION_CHARS, MAX_ANNOTATION_TAGS, MAX_TAG_CHARS,
+    NewAnnotation, NewFact, NewNote, NoteScope, OutcomeWrites, ReflectionRun, RunOutcome, Skill,
+    SkillVersion, StoredFill, StoredRunnerState, TickAttempt, TickOutcome, TickRecord, User,
 };
 pub use postgres::{POSTGRES_MIGRATOR, PgStore};
 pub use sqlite::{Durability, SQLITE_MIGRATOR, SqliteStore};
 pub use store::Store;
 pub use traits::{
-    EventStore, FactStore, LeaseStore, LedgerStore, NoteStore, RegistryStore, Storage, TickStore,
+    EventStore, FactStore, LeaseStore, LedgerStore, NoteStore, OutcomeStore, RegistryStore,
+    Storage, TickStore,
 };
 /// `mockall` mocks of the store traits (feature `mock`).
 #[cfg(feature = "mock")]
 pub use traits::{
-    MockEventStore, MockFactStore, MockLedgerStore, MockNoteStore, MockRegistryStore, MockTickStore,
+    MockEventStore, MockFactStore, MockLedgerStore, MockNoteStore, MockOutcomeStore,
+    MockRegistryStore, MockTickStore,
 };
 /// Re-exported from `types`: a snapshot's `steps` are [`JsonText`].
 pub use types::JsonText;

@@ -12,13 +12,15 @@ use rust_decimal::Decimal;
 use types::{FactChange, MarketEvent, ReflectionNote, TradeRecord, UserFact};
 use uuid::Uuid;
 
+use crate::model::{Annotation, NewAnnotation};
 use crate::model::{
     DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget, NewFact, NewNote, NoteScope,
     ReflectionRun, Skill, SkillVersion, StoredFill, StoredRunnerState, TickAttempt, TickOutcome,
     TickRecord, User,
 };
 use crate::traits::{
-    EventStore, FactStore, LeaseStore, LedgerStore, NoteStore, RegistryStore, TickStore,
+    EventStore, FactStore, LeaseStore, LedgerStore, NoteStore, OutcomeStore, RegistryStore,
+    TickStore,
 };
 use crate::{DbError, PgStore, SqliteStore};
 
@@ -132,4 +134,13 @@ delegate!(EventStore {
     fn upsert_event(&self, event: &MarketEvent) -> ();
     fn upsert_events(&self, events: &[MarketEvent]) -> ();
     fn events_between(&self, from: DateTime<Utc>, to: DateTime<Utc>, min_importance: Option<Decimal>) -> Vec<MarketEvent>;
+});
+
+delegate!(OutcomeStore {
+    fn unscored_outcomes(&self, now: DateTime<Utc>, limit: u32) -> Vec<outcomes::TradeOutcome>;
+    fn score_outcomes(&self, scores: &[(Uuid, outcomes::OutcomeScore)]) -> u64;
+    fn outcomes(&self, deployment_id: Uuid, limit: u32) -> Vec<outcomes::TradeOutcome>;
+    fn market_snapshot(&self, id: Uuid) -> outcomes::MarketSnapshot;
+    fn annotate(&self, annotation: &NewAnnotation) -> Annotation;
+    fn annotations(&self, deployment_id: Uuid, limit: u32) -> Vec<Annotation>;
 });

@@ -153,6 +153,12 @@ pub struct OutcomeScore {
 }
 
 impl OutcomeScore {
+    /// No column filled in yet (the state at decision time).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
     /// The 24h scoring ran: nothing more will change.
     #[must_use]
     pub fn is_final(&self) -> bool {

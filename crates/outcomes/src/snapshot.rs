@@ -94,6 +94,8 @@ pub struct MarketSnapshot {
     pub id: Uuid,
     /// The deployment that ticked.
     pub deployment_id: Uuid,
+    /// The tick's decision snapshot (the firehose row).
+    pub decision_snapshot_id: Uuid,
     /// The tick's time: every bar used closed at or before it.
     pub tick_at: DateTime<Utc>,
     /// The symbol described.

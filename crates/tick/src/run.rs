@@ -6,7 +6,8 @@ use std::sync::Arc;
 use agent_runtime::{LanguageModel, SymbolBars, TickOutput, TickView, Usage};
 use chrono::{DateTime, Utc};
 use db::{
-    DecisionSnapshot, FillTradeLink, JsonText, TickOutcome as StoreOutcome, TickRecord, TickStore,
+    DecisionSnapshot, FillTradeLink, JsonText, OutcomeWrites, TickOutcome as StoreOutcome,
+    TickRecord, TickStore,
 };
 use execution_engine::{OrderTag, validate};
 use memory_ledger::{FillLeg, LedgerChanges, ProposalInfo, Proposals, TickInput};
@@ -50,6 +51,9 @@ pub struct TickOutcome {
     /// Gross notional of the open positions after the tick, at their marks.
     pub exposure_usd: Decimal,
     pub last_decision: LastDecisionSnapshot,
+    /// The `trade_outcomes` row this tick recorded for its directional proposal (seed 003),
+    /// unscored; `None` without one.
+    pub outcome: Option<outcomes::TradeOutcome>,
     /// The reflection cadence after the tick. A due reflection has not run yet: the caller runs
     /// it with [`run_due_reflection`](crate::run_due_reflection) (off the tick path).
     pub reflection: ReflectionCheck,
@@ -317,6 +321,18 @@ where
         }
     }
 
+    // The outcome memory (seed 003): a directional proposal's market snapshot and outcome row,
+    // executed or rejected, recorded with the tick.
+    let decision = crate::outcome_memory::decision_rows(
+        deployment,
+        ctx,
+        snapshot_id,
+        proposal.as_ref(),
+        &verdict,
+        &account.marks,
+        &regimes,
+    )?;
+
     // 5. the ledger: this tick's fills and the positions after them
     let tick_fills = broker.drain_fills().await?;
     let after = checked_account(broker.portfolio(now).await?)?;
@@ -361,6 +377,8 @@ where
         .transpose()
         .map_err(TickError::CarryState)?;
     let links = fill_links(&changes);
+    let (outcome_snapshots, outcome_rows): (Vec<_>, Vec<_>) = decision.into_iter().unzip();
+    let outcome = outcome_rows.first().cloned();
     let record = TickRecord {
         snapshot,
         fills,
@@ -368,6 +386,11 @@ where
         links,
         equity_usd: Some(after.equity_usd),
         runner_state,
+        outcomes: OutcomeWrites {
+            snapshots: outcome_snapshots,
+            outcomes: outcome_rows,
+            scores: std::mem::take(&mut state.outcome_scores),
+        },
     };
     // The outcome reports the fills and rows; the record itself (its snapshot is most of the
     // bytes) goes to the store by value.
@@ -399,6 +422,7 @@ where
         equity_usd: after.equity_usd,
         exposure_usd,
         last_decision,
+        outcome,
         reflection,
     })
 }

@@ -18,6 +18,7 @@ pub(crate) mod facts;
 pub(crate) mod lease;
 pub(crate) mod ledger;
 pub(crate) mod notes;
+pub(crate) mod outcomes;
 pub(crate) mod registry;
 pub(crate) mod tick;
 
@@ -46,6 +47,7 @@ macro_rules! impl_stores {
         crate::imp::notes::impl_notes!($store, $db, $enc, $begin);
         crate::imp::facts::impl_facts!($store, $enc, $begin);
         crate::imp::events::impl_events!($store, $enc, $begin);
+        crate::imp::outcomes::impl_outcomes!($store, $db, $enc, $begin);
     };
 }
 

@@ -11,7 +11,7 @@ pub(crate) fn validate_tick(tick: &crate::TickRecord) -> Result<(), crate::DbErr
             ),
         });
     }
-    Ok(())
+    crate::imp::outcomes::validate_outcome_writes(tick)
 }
 
 /// At most this many snapshot rows per `INSERT` statement of a batch (15 parameters each: 960
@@ -466,6 +466,10 @@ macro_rules! impl_tick {
                 for link in &tick.links {
                     Self::link_fill(tx, s.deployment_id, link).await?;
                 }
+                Self::insert_outcome_rows(tx, &tick.outcomes).await?;
+                for (id, score) in &tick.outcomes.scores {
+                    Self::write_score(tx, *id, score).await?;
+                }
                 Ok(TickOutcome::Recorded { snapshot_id: s.id })
             }
 
@@ -543,6 +547,22 @@ macro_rules! impl_tick {
                         for link in &tick.links {
                             Self::link_fill(&mut tx, tick.snapshot.deployment_id, link).await?;
                         }
+                    }
+                }
+                // Outcomes of the whole batch first: a score may be of an earlier tick's outcome.
+                let recorded = || {
+                    ticks
+                        .iter()
+                        .zip(&outcomes)
+                        .filter(|(_, o)| matches!(o, TickOutcome::Recorded { .. }))
+                        .map(|(t, _)| &t.outcomes)
+                };
+                for w in recorded() {
+                    Self::insert_outcome_rows(&mut tx, w).await?;
+                }
+                for w in recorded() {
+                    for (id, score) in &w.scores {
+                        Self::write_score(&mut tx, *id, score).await?;
                     }
                 }
                 for (d, e) in equity {
