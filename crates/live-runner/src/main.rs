@@ -122,6 +122,19 @@ enum Command {
         #[command(subcommand)]
         command: EventsCommand,
     },
+    /// Score the outcomes (seed 003) whose +1h/+4h/+24h marks have passed, from Hyperliquid
+    /// candles of each deployment's bar interval; off the tick path, on any schedule (cron).
+    ScoreOutcomes {
+        /// Database URL, e.g. postgres://postgres@127.0.0.1:5432/agents.
+        #[arg(long, env = "DATABASE_URL")]
+        db: String,
+        /// Hyperliquid API base URL of the candles (mainnet by default).
+        #[arg(long, default_value = hyperliquid::MAINNET_URL)]
+        hl_url: String,
+        /// Most outcomes scored in one run (oldest first), at most 1000.
+        #[arg(long, default_value_t = 1000)]
+        limit: u32,
+    },
     /// Tick every due deployment once per closed bar, until SIGTERM / ctrl-c (in-flight ticks
     /// and reflections finish first) or, with --once, until nothing is due.
     Run {
@@ -261,6 +274,27 @@ async fn main() -> anyhow::Result<()> {
                 .context("connecting to the database")?;
             let rows = admin::list(&store).await?;
             print!("{}", admin::render_table(&rows));
+        }
+        Command::ScoreOutcomes { db, hl_url, limit } => {
+            let store = db::connect(&db)
+                .await
+                .context("connecting to the database")?;
+            let info = hyperliquid::InfoClient::new(&hyperliquid::ClientConfig::new(hl_url))
+                .context("Hyperliquid client")?;
+            let report =
+                live_runner::outcomes::score_outcomes(&store, &info, SystemClock.now(), limit)
+                    .await
+                    .context("scoring outcomes")?;
+            println!(
+                "{} outcomes due, {} updated, {} scored in full, {} skipped",
+                report.pending,
+                report.updated,
+                report.finished,
+                report.skipped.len()
+            );
+            for (id, why) in &report.skipped {
+                println!("  skipped {id}: {why}");
+            }
         }
         Command::Run {
             db,

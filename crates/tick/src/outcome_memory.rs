@@ -123,21 +123,22 @@ pub enum ScoreError {
 }
 
 /// The live scorer, on its own schedule off the tick path: reads the outcomes whose marks have
-/// passed by `now` (at most `limit`), scores each from `market`'s bars of `interval` closed by
-/// `now` ([`outcomes::score_outcome`]: the close of the bar at each mark, never the price when
-/// this runs), and writes the scores that changed in one transaction. An outcome whose bars
-/// cannot be read is skipped (reported) and tried again at the next run. Bars are read once per
-/// symbol.
+/// passed by `now` (at most `limit`), scores each from `market`'s bars closed by `now`
+/// ([`outcomes::score_outcome`]: the close of the bar at each mark, never the price when this
+/// runs), and writes the scores that changed in one transaction. Bars are read once per symbol
+/// and interval.
 ///
-/// `interval` is the bar interval the scores are taken from: the deployments' own (an
-/// outcome's marks are whole hours, so 1h bars or finer give the exact close at each mark).
+/// `intervals` gives each deployment's bar interval (its skill's `barsInterval`): an outcome is
+/// scored from the bars its deployment ticks on, as the backtest scores it, so both record the
+/// same. An outcome whose deployment is not in `intervals`, or whose bars cannot be read, is
+/// skipped (reported) and tried again at the next run.
 ///
 /// # Errors
 /// [`ScoreError::Store`] when the store cannot be read or written (nothing is written then).
 pub async fn score_due_outcomes<S: OutcomeStore>(
     store: &S,
     market: &dyn MarketData,
-    interval: Interval,
+    intervals: &BTreeMap<Uuid, Interval>,
     now: DateTime<Utc>,
     limit: u32,
 ) -> Result<ScoreReport, ScoreError> {
@@ -146,17 +147,26 @@ pub async fn score_due_outcomes<S: OutcomeStore>(
         pending: pending.len(),
         ..ScoreReport::default()
     };
-    // Enough bars to cover the oldest pending outcome's 24 hours, per symbol.
-    let mut bars: BTreeMap<&str, Result<Vec<types::Bar>, DataError>> = BTreeMap::new();
+    // Enough bars to cover the oldest pending outcome's 24 hours, per symbol and interval.
+    let mut bars: BTreeMap<(&str, Interval), Result<Vec<types::Bar>, DataError>> = BTreeMap::new();
     let mut scores = Vec::new();
     for o in &pending {
-        let series = bars.entry(o.symbol.as_str()).or_insert_with(|| {
-            let span = (now - o.tick_at).num_minutes() / interval.minutes().max(1);
-            let limit = usize::try_from(span.max(0))
-                .unwrap_or(usize::MAX)
-                .saturating_add(2);
-            market.bars(&o.symbol, interval, now, limit)
-        });
+        let Some(interval) = intervals.get(&o.deployment_id).copied() else {
+            report.skipped.push((
+                o.id,
+                format!("no bar interval for deployment {}", o.deployment_id),
+            ));
+            continue;
+        };
+        let series = bars
+            .entry((o.symbol.as_str(), interval))
+            .or_insert_with(|| {
+                let span = (now - o.tick_at).num_minutes() / interval.minutes().max(1);
+                let limit = usize::try_from(span.max(0))
+                    .unwrap_or(usize::MAX)
+                    .saturating_add(2);
+                market.bars(&o.symbol, interval, now, limit)
+            });
         match series {
             Ok(series) => {
                 let score = score_outcome(o, series, interval, now);

@@ -8,5 +8,6 @@ mod common;
 mod events_pg;
 mod hl_broker;
 mod hyperliquid_pg;
+mod outcomes_pg;
 mod reflection_pg;
 mod runner_pg;

@@ -155,7 +155,8 @@ async fn the_live_scorer_records_what_the_backtest_scored() {
     .execute(store.pool())
     .await
     .expect("reset scores");
-    let report = score_due_outcomes(&store, input.market.as_ref(), Interval::H1, last_tick, 1000)
+    let intervals = std::collections::BTreeMap::from([(d, Interval::H1)]);
+    let report = score_due_outcomes(&store, input.market.as_ref(), &intervals, last_tick, 1000)
         .await
         .expect("live scorer");
     assert_eq!(report.pending, by_backtest.len());
@@ -185,7 +186,7 @@ async fn the_live_scorer_records_what_the_backtest_scored() {
         by_backtest.iter().filter(|o| o.score.is_final()).count()
     );
     // A second run changes nothing it already scored in full.
-    let again = score_due_outcomes(&store, input.market.as_ref(), Interval::H1, last_tick, 1000)
+    let again = score_due_outcomes(&store, input.market.as_ref(), &intervals, last_tick, 1000)
         .await
         .expect("live scorer");
     assert_eq!(again.finished, 0);
