@@ -299,6 +299,18 @@ where
     let account = state.risk.account_view(portfolio, marks);
     let decision = validate(proposal.as_ref(), &skill.risk, &account, &ctx.symbols, now);
     let mut verdict = decision.verdict;
+    // The outcome memory (seed 003): a directional proposal's market snapshot and outcome row,
+    // executed or rejected, recorded with the tick. Read before any order goes out, so a
+    // failure here never leaves a fill without its tick.
+    let mut memory_rows = crate::outcome_memory::decision_rows(
+        deployment,
+        ctx,
+        snapshot_id,
+        proposal.as_ref(),
+        &verdict,
+        &account.marks,
+        &regimes,
+    )?;
     if let Some(order) = &decision.order {
         let price = account
             .marks
@@ -321,17 +333,12 @@ where
         }
     }
 
-    // The outcome memory (seed 003): a directional proposal's market snapshot and outcome row,
-    // executed or rejected, recorded with the tick.
-    let decision = crate::outcome_memory::decision_rows(
-        deployment,
-        ctx,
-        snapshot_id,
-        proposal.as_ref(),
-        &verdict,
-        &account.marks,
-        &regimes,
-    )?;
+    if let Some((_, outcome)) = memory_rows.as_mut()
+        && matches!(verdict, Verdict::Rejected { .. })
+    {
+        // The broker refused what the engine passed.
+        outcome.verdict = outcomes::OutcomeVerdict::Rejected;
+    }
 
     // 5. the ledger: this tick's fills and the positions after them
     let tick_fills = broker.drain_fills().await?;
@@ -377,7 +384,7 @@ where
         .transpose()
         .map_err(TickError::CarryState)?;
     let links = fill_links(&changes);
-    let (outcome_snapshots, outcome_rows): (Vec<_>, Vec<_>) = decision.into_iter().unzip();
+    let (outcome_snapshots, outcome_rows): (Vec<_>, Vec<_>) = memory_rows.into_iter().unzip();
     let outcome = outcome_rows.first().cloned();
     let record = TickRecord {
         snapshot,
