@@ -166,6 +166,10 @@ enum Command {
         /// Address of the /healthz and /metrics endpoint.
         #[arg(long, default_value = "127.0.0.1:9464")]
         listen: SocketAddr,
+        /// Also score the due outcomes (as `score-outcomes`) every this many seconds, on a
+        /// task of its own off the tick path. Off by default (run `score-outcomes` from cron).
+        #[arg(long, value_name = "SECS")]
+        score_outcomes_every: Option<u64>,
     },
 }
 
@@ -305,6 +309,7 @@ async fn main() -> anyhow::Result<()> {
             tick_budget_secs,
             poll_secs,
             listen,
+            score_outcomes_every,
         } => {
             if concurrency == 0 {
                 bail!("--concurrency must be at least 1");
@@ -329,6 +334,13 @@ async fn main() -> anyhow::Result<()> {
             let budget = i64::try_from(tick_budget_secs.max(1)).unwrap_or(120);
             config.lease_for = chrono::Duration::seconds(budget * 2);
             tracing::info!(owner = %config.owner, concurrency, "live-runner starting");
+            let scorer = score_outcomes_every.map(|secs| {
+                tokio::spawn(score_outcomes_forever(
+                    store.clone(),
+                    info.clone(),
+                    Duration::from_secs(secs.max(1)),
+                ))
+            });
             let runner = Arc::new(
                 Runner::new(
                     store,
@@ -341,10 +353,32 @@ async fn main() -> anyhow::Result<()> {
                 .await?,
             );
             runner.run(shutdown_signal()).await?;
+            if let Some(scorer) = scorer {
+                scorer.abort();
+            }
             tracing::info!("live-runner stopped");
         }
     }
     Ok(())
+}
+
+/// `run --score-outcomes-every`: the outcome scorer on its own schedule, off the tick path; a
+/// failed run is logged and tried again at the next one.
+async fn score_outcomes_forever(store: db::Store, info: hyperliquid::InfoClient, every: Duration) {
+    let mut ticker = tokio::time::interval(every);
+    loop {
+        ticker.tick().await;
+        match live_runner::outcomes::score_outcomes(&store, &info, SystemClock.now(), 1000).await {
+            Ok(r) => tracing::info!(
+                due = r.pending,
+                updated = r.updated,
+                finished = r.finished,
+                skipped = r.skipped.len(),
+                "outcomes scored"
+            ),
+            Err(e) => tracing::warn!(error = %e, "scoring outcomes failed"),
+        }
+    }
 }
 
 /// The Hyperliquid broker config from `deploy`'s flags; every problem at once.
