@@ -24,7 +24,7 @@ pub(crate) mod tick;
 
 macro_rules! impl_stores {
     ($store:ty, $db:ty, $enc:ident, $users:literal, $begin:literal, $skip_locked:literal) => {
-        use std::collections::{BTreeSet, HashSet};
+        use std::collections::{BTreeSet, HashMap, HashSet};
 
         use chrono::{DateTime, Utc};
         use rust_decimal::Decimal;

@@ -89,10 +89,13 @@ macro_rules! impl_outcomes {
 
         impl $store {
             /// Inserts a tick's market snapshots and outcomes (a replay of stored rows is
-            /// skipped by id).
+            /// skipped by id). An outcome is inserted with `scores[id]` when the batch scores
+            /// it already (taken out of the map: one statement instead of an insert and
+            /// updates), else with its own score columns.
             async fn insert_outcome_rows(
                 tx: &mut sqlx::Transaction<'static, $db>,
                 w: &OutcomeWrites,
+                scores: &mut std::collections::HashMap<Uuid, &outcomes::OutcomeScore>,
             ) -> Result<(), DbError> {
                 for m in &w.snapshots {
                     let i = &m.indicators;
@@ -124,11 +127,15 @@ macro_rules! impl_outcomes {
                     .map_err(ctx("inserting market snapshot"))?;
                 }
                 for o in &w.outcomes {
+                    let sc = scores.remove(&o.id).unwrap_or(&o.score);
                     sqlx::query(
                         "INSERT INTO trade_outcomes (id, deployment_id, decision_snapshot_id, \
                          snapshot_id, tick_at, symbol, direction, confidence, entry_price, \
-                         predicted_stop, predicted_target, verdict) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+                         predicted_stop, predicted_target, verdict, price_1h, price_4h, price_24h, \
+                         pnl_percent_1h, pnl_percent_4h, pnl_percent_24h, hit_target, hit_stop, \
+                         first_hit, max_favorable, max_adverse, outcome_grade, scored_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, \
+                         $16, $17, $18, $19, $20, $21, $22, $23, $24, $25) \
                          ON CONFLICT (id) DO NOTHING",
                     )
                     .bind($enc::id(o.id))
@@ -143,12 +150,22 @@ macro_rules! impl_outcomes {
                     .bind($enc::odec(o.predicted_stop))
                     .bind($enc::odec(o.predicted_target))
                     .bind(o.verdict.as_str())
+                    .bind($enc::odec(sc.price_1h))
+                    .bind($enc::odec(sc.price_4h))
+                    .bind($enc::odec(sc.price_24h))
+                    .bind($enc::odec(sc.pnl_percent_1h))
+                    .bind($enc::odec(sc.pnl_percent_4h))
+                    .bind($enc::odec(sc.pnl_percent_24h))
+                    .bind(sc.hit_target)
+                    .bind(sc.hit_stop)
+                    .bind(sc.first_hit.map(|f| f.as_str()))
+                    .bind($enc::odec(sc.max_favorable))
+                    .bind($enc::odec(sc.max_adverse))
+                    .bind(sc.outcome_grade.map(|g| g.as_str()))
+                    .bind($enc::ots(sc.scored_at))
                     .execute(&mut **tx)
                     .await
                     .map_err(ctx("inserting trade outcome"))?;
-                    if !o.score.is_empty() {
-                        Self::write_score(tx, o.id, &o.score).await?;
-                    }
                 }
                 Ok(())
             }

@@ -121,20 +121,52 @@ mod cases {
 
     pub(super) async fn a_batch_scores_an_outcome_of_its_own_earlier_tick<S: Storage>(s: &S) {
         let fx = seed(s).await.unwrap();
-        let (first, _, outcome) = tick_with_outcome(&fx, 0);
-        let mut later = TickRecord {
-            snapshot: sample_snapshot(fx.deployment.id, at(24 * 60)),
+        let d = fx.deployment.id;
+        let scoring = |minutes: i64, scores: Vec<(Uuid, OutcomeScore)>| TickRecord {
+            snapshot: sample_snapshot(d, at(minutes)),
             fills: vec![],
             trades: vec![],
             links: vec![],
             equity_usd: None,
             runner_state: None,
-            outcomes: OutcomeWrites::default(),
+            outcomes: OutcomeWrites {
+                scores,
+                ..OutcomeWrites::default()
+            },
         };
-        later.outcomes.scores = vec![(outcome.id, full(at(24 * 60)))];
-        s.record_ticks(&[first, later]).await.unwrap();
-        let stored = s.outcomes(fx.deployment.id, 10).await.unwrap();
-        assert_eq!(stored[0].score, full(at(24 * 60)));
+        // One batch: the outcome, its 1h score, then its full score.
+        let (first, _, outcome) = tick_with_outcome(&fx, 0);
+        let (second, _, other) = tick_with_outcome(&fx, 30);
+        s.record_ticks(&[
+            first,
+            second,
+            scoring(60, vec![(outcome.id, one_hour())]),
+            scoring(24 * 60, vec![(outcome.id, full(at(24 * 60)))]),
+        ])
+        .await
+        .unwrap();
+        let stored = s.outcomes(d, 10).await.unwrap();
+        assert_eq!(stored.len(), 2);
+        let find = |id: Uuid| stored.iter().find(|o| o.id == id).unwrap().score.clone();
+        assert_eq!(
+            find(outcome.id),
+            full(at(24 * 60)),
+            "the batch's last score"
+        );
+        assert!(find(other.id).is_empty());
+        // A later batch scores the stored one; the full score of the first stays as it was.
+        let mut late = full(at(25 * 60));
+        late.outcome_grade = Some(Grade::F);
+        s.record_ticks(&[scoring(
+            25 * 60,
+            vec![(other.id, one_hour()), (outcome.id, late)],
+        )])
+        .await
+        .unwrap();
+        let stored = s.outcomes(d, 10).await.unwrap();
+        let find = |id: Uuid| stored.iter().find(|o| o.id == id).unwrap().score.clone();
+        assert_eq!(find(outcome.id), full(at(24 * 60)));
+        assert_eq!(find(other.id), one_hour());
     }
 
     pub(super) async fn outcome_rows_of_another_tick_or_out_of_range_are_refused<S: Storage>(
