@@ -22,8 +22,8 @@ use uuid::Uuid;
 
 use crate::DbError;
 use crate::model::{
-    BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, ReflectionRun, RunOutcome, Skill,
-    SkillVersion, StoredFill,
+    Annotation, AnnotationTarget, BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus,
+    ReflectionRun, RunOutcome, Skill, SkillVersion, StoredFill,
 };
 
 /// SQLite's text form of a time: RFC 3339, UTC, exactly six fractional digits, `Z`. Fixed width,
@@ -110,6 +110,9 @@ pub(crate) trait RowExt {
     fn big(&self, c: &str) -> Result<i64, DbError>;
     fn opt_big(&self, c: &str) -> Result<Option<i64>, DbError>;
     fn flag(&self, c: &str) -> Result<bool, DbError>;
+    fn opt_flag(&self, c: &str) -> Result<Option<bool>, DbError>;
+    fn opt_int(&self, c: &str) -> Result<Option<i32>, DbError>;
+    fn opt_f64(&self, c: &str) -> Result<Option<f64>, DbError>;
     fn opt_uuid(&self, c: &str) -> Result<Option<Uuid>, DbError>;
     fn opt_dec(&self, c: &str) -> Result<Option<Decimal>, DbError>;
     fn opt_ts(&self, c: &str) -> Result<Option<DateTime<Utc>>, DbError>;
@@ -159,6 +162,18 @@ macro_rules! common_row_ext {
         }
         fn flag(&self, c: &str) -> Result<bool, DbError> {
             self.try_get::<bool, _>(c).map_err(|e| decode_err(c, e))
+        }
+        fn opt_flag(&self, c: &str) -> Result<Option<bool>, DbError> {
+            self.try_get::<Option<bool>, _>(c)
+                .map_err(|e| decode_err(c, e))
+        }
+        fn opt_int(&self, c: &str) -> Result<Option<i32>, DbError> {
+            self.try_get::<Option<i32>, _>(c)
+                .map_err(|e| decode_err(c, e))
+        }
+        fn opt_f64(&self, c: &str) -> Result<Option<f64>, DbError> {
+            self.try_get::<Option<f64>, _>(c)
+                .map_err(|e| decode_err(c, e))
         }
         fn opt_json<T: DeserializeOwned>(&self, c: &str) -> Result<Option<T>, DbError> {
             self.try_get::<Option<Json<T>>, _>(c)
@@ -529,6 +544,89 @@ pub(crate) fn event_from_row<R: RowExt>(r: &R) -> Result<MarketEvent, DbError> {
         scheduled_at: r.ts("scheduled_at")?,
         importance: r.dec("importance")?,
         source: r.text("source")?,
+    })
+}
+
+// ---- outcome memory (seed 003) ---------------------------------------------------------------
+
+pub(crate) fn outcome_from_row<R: RowExt>(r: &R) -> Result<outcomes::TradeOutcome, DbError> {
+    let confidence = r
+        .opt_int("confidence")?
+        .map(|c| u8::try_from(c).map_err(|e| decode_err("confidence", e)))
+        .transpose()?;
+    Ok(outcomes::TradeOutcome {
+        id: r.uuid("id")?,
+        deployment_id: r.uuid("deployment_id")?,
+        decision_snapshot_id: r.uuid("decision_snapshot_id")?,
+        snapshot_id: r.uuid("snapshot_id")?,
+        tick_at: r.ts("tick_at")?,
+        symbol: r.text("symbol")?,
+        direction: enum_col(r, "direction", parse_side)?,
+        confidence,
+        entry_price: r.dec("entry_price")?,
+        predicted_stop: r.opt_dec("predicted_stop")?,
+        predicted_target: r.opt_dec("predicted_target")?,
+        verdict: enum_col(r, "verdict", outcomes::OutcomeVerdict::parse)?,
+        score: outcomes::OutcomeScore {
+            price_1h: r.opt_dec("price_1h")?,
+            price_4h: r.opt_dec("price_4h")?,
+            price_24h: r.opt_dec("price_24h")?,
+            pnl_percent_1h: r.opt_dec("pnl_percent_1h")?,
+            pnl_percent_4h: r.opt_dec("pnl_percent_4h")?,
+            pnl_percent_24h: r.opt_dec("pnl_percent_24h")?,
+            hit_target: r.opt_flag("hit_target")?,
+            hit_stop: r.opt_flag("hit_stop")?,
+            first_hit: opt_enum_col(r, "first_hit", outcomes::FirstHit::parse)?,
+            max_favorable: r.opt_dec("max_favorable")?,
+            max_adverse: r.opt_dec("max_adverse")?,
+            outcome_grade: opt_enum_col(r, "outcome_grade", outcomes::Grade::parse)?,
+            scored_at: r.opt_ts("scored_at")?,
+        },
+    })
+}
+
+pub(crate) fn market_snapshot_from_row<R: RowExt>(
+    r: &R,
+) -> Result<outcomes::MarketSnapshot, DbError> {
+    Ok(outcomes::MarketSnapshot {
+        id: r.uuid("id")?,
+        deployment_id: r.uuid("deployment_id")?,
+        decision_snapshot_id: r.uuid("decision_snapshot_id")?,
+        tick_at: r.ts("tick_at")?,
+        symbol: r.text("symbol")?,
+        reference_symbol: r.text("reference_symbol")?,
+        indicators: outcomes::Indicators {
+            rsi_15m: r.opt_f64("rsi_15m")?,
+            rsi_1h: r.opt_f64("rsi_1h")?,
+            rsi_4h: r.opt_f64("rsi_4h")?,
+            macd_signal: opt_enum_col(r, "macd_signal", outcomes::MacdState::parse)?,
+            volatility_percentile: r.opt_f64("volatility_percentile")?,
+            volume_ratio: r.opt_f64("volume_ratio")?,
+            trend_strength: r.opt_f64("trend_strength")?,
+            btc_correlation: r.opt_f64("btc_correlation")?,
+            market_condition: enum_col(r, "market_condition", types::RegimeTag::parse)?,
+        },
+    })
+}
+
+pub(crate) fn annotation_from_row<R: RowExt>(r: &R) -> Result<Annotation, DbError> {
+    let target = match (r.opt_uuid("outcome_id")?, r.opt_uuid("trade_id")?) {
+        (Some(id), None) => AnnotationTarget::Outcome(id),
+        (None, Some(id)) => AnnotationTarget::Trade(id),
+        _ => {
+            return Err(decode_err(
+                "outcome_id",
+                "not exactly one of outcome_id, trade_id",
+            ));
+        }
+    };
+    Ok(Annotation {
+        id: r.uuid("id")?,
+        deployment_id: r.uuid("deployment_id")?,
+        target,
+        annotation: r.text("annotation")?,
+        tags: r.symbols("tags")?,
+        created_at: r.ts("created_at")?,
     })
 }
 

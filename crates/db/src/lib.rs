@@ -7,12 +7,14 @@
 //!   `reflection_notes` + `reflection_runs`, `user_facts` + their audit trail, `market_events`,
 //!   `live_runner_state` (a runner's opaque state between ticks, committed with each tick),
 //!   `chat_turns` (each chat-coach turn's model, steps, usage and cost);
+//!   the outcome memory of seed 003 (`market_snapshots`, `trade_outcomes` — written with their
+//!   tick, scored later — and `trade_annotations`);
 //!   on PostgreSQL also the `auth` shim (roles `anon` / `authenticated` / `service_role`,
 //!   `auth.uid()`, `auth.role()`) and row-level security;
 //! - the store traits ([`RegistryStore`], [`LeaseStore`], [`TickStore`], [`LedgerStore`],
-//!   [`NoteStore`], [`FactStore`], [`EventStore`], [`ChatTurnStore`]; all of them: [`Storage`])
-//!   and their two implementations ([`SqliteStore`], [`PgStore`]), chosen at run time through
-//!   [`Store`] / [`connect`];
+//!   [`NoteStore`], [`FactStore`], [`EventStore`], [`ChatTurnStore`], [`OutcomeStore`]; all of
+//!   them: [`Storage`]) and their two implementations ([`SqliteStore`], [`PgStore`]), chosen at
+//!   run time through [`Store`] / [`connect`];
 //! - [`UserScoped`] ([`PgStore::as_user`]): the PostgreSQL store acting as one end user, every
 //!   statement in a transaction as role `authenticated` with the user's JWT claims, so row-level
 //!   security scopes it (what the chat server's handlers get).
@@ -77,24 +79,25 @@ mod url;
 pub use codec::time_text;
 pub use error::{ConstraintKind, DbError};
 pub use model::{
-    BrokerKind, ChatTurnRecord, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit,
-    FillTradeLink, Forget, MAX_CHAT_TURN_ERROR_CHARS, NewFact, NewNote, NoteScope, ReflectionRun,
-    RunOutcome, Skill, SkillVersion, StoredFill, StoredRunnerState, TickAttempt, TickOutcome,
-    TickRecord, User,
+    Annotation, AnnotationTarget, BrokerKind, ChatTurnRecord, DecisionSnapshot, Deployment,
+    DeploymentStatus, FactEdit, FillTradeLink, Forget, MAX_ANNOTATION_CHARS, MAX_ANNOTATION_TAGS,
+    MAX_CHAT_TURN_ERROR_CHARS, MAX_TAG_CHARS, NewAnnotation, NewFact, NewNote, NoteScope,
+    OutcomeWrites, ReflectionRun, RunOutcome, Skill, SkillVersion, StoredFill, StoredRunnerState,
+    TickAttempt, TickOutcome, TickRecord, User,
 };
 pub use postgres::{POSTGRES_MIGRATOR, PgStore};
 pub use scoped::{USER_ROLE, UserScoped};
 pub use sqlite::{Durability, SQLITE_MIGRATOR, SqliteStore};
 pub use store::Store;
 pub use traits::{
-    ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NoteStore, RegistryStore,
-    Storage, TickStore,
+    ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NoteStore, OutcomeStore,
+    RegistryStore, Storage, TickStore,
 };
 /// `mockall` mocks of the store traits (feature `mock`).
 #[cfg(feature = "mock")]
 pub use traits::{
     MockChatTurnStore, MockEventStore, MockFactStore, MockLedgerStore, MockNoteStore,
-    MockRegistryStore, MockTickStore,
+    MockOutcomeStore, MockRegistryStore, MockTickStore,
 };
 /// Re-exported from `types`: a snapshot's `steps` are [`JsonText`].
 pub use types::JsonText;

@@ -218,6 +218,81 @@ pub struct TickRecord {
     /// at the snapshot's `tick_at`, and only forward. `None` writes nothing (a backtest).
     #[serde(default)]
     pub runner_state: Option<serde_json::Value>,
+    /// The tick's outcome-memory rows (seed 003), written in the same transaction.
+    #[serde(default)]
+    pub outcomes: OutcomeWrites,
+}
+
+/// What a tick writes to the outcome memory (seed 003): the market snapshots and the
+/// `trade_outcomes` rows of its directional proposal, and scores of earlier outcomes that came
+/// due by this tick (a backtest scores inside its loop; live scoring goes through
+/// [`OutcomeStore::score_outcomes`](crate::OutcomeStore::score_outcomes) instead).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OutcomeWrites {
+    /// `market_snapshots` rows (this tick's, this deployment's).
+    pub snapshots: Vec<outcomes::MarketSnapshot>,
+    /// `trade_outcomes` rows at decision time (this tick's; each names one of `snapshots` or a
+    /// stored snapshot).
+    pub outcomes: Vec<outcomes::TradeOutcome>,
+    /// Scores of stored outcomes (or outcomes of earlier ticks of the same batch), by id.
+    pub scores: Vec<(Uuid, outcomes::OutcomeScore)>,
+}
+
+impl OutcomeWrites {
+    /// Nothing to write.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.snapshots.is_empty() && self.outcomes.is_empty() && self.scores.is_empty()
+    }
+}
+
+/// What a [`NewAnnotation`] is attached to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "id")]
+pub enum AnnotationTarget {
+    /// A `trade_outcomes` row.
+    Outcome(Uuid),
+    /// A `trade_history` (ledger) row.
+    Trade(Uuid),
+}
+
+/// At most this many characters in an annotation.
+pub const MAX_ANNOTATION_CHARS: usize = 2000;
+/// At most this many tags on an annotation.
+pub const MAX_ANNOTATION_TAGS: usize = 16;
+/// At most this many characters in a tag.
+pub const MAX_TAG_CHARS: usize = 40;
+
+/// A free-text note on an outcome or a ledger row (`trade_annotations`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewAnnotation {
+    /// The row's id (callers derive it, e.g. UUID v4 in a CLI).
+    pub id: Uuid,
+    /// What it annotates (that row's deployment is the annotation's).
+    pub target: AnnotationTarget,
+    /// 1..=[`MAX_ANNOTATION_CHARS`] characters.
+    pub annotation: String,
+    /// At most [`MAX_ANNOTATION_TAGS`], each 1..=[`MAX_TAG_CHARS`] characters.
+    pub tags: Vec<String>,
+    /// When it was written.
+    pub created_at: DateTime<Utc>,
+}
+
+/// A stored annotation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Annotation {
+    /// The row's id.
+    pub id: Uuid,
+    /// The deployment of the annotated row.
+    pub deployment_id: Uuid,
+    /// What it annotates.
+    pub target: AnnotationTarget,
+    /// The text.
+    pub annotation: String,
+    /// The tags, in the order given.
+    pub tags: Vec<String>,
+    /// When it was written.
+    pub created_at: DateTime<Utc>,
 }
 
 /// The runner state a deployment's latest recorded tick committed (see

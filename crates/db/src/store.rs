@@ -12,14 +12,15 @@ use rust_decimal::Decimal;
 use types::{FactChange, MarketEvent, ReflectionNote, TradeRecord, UserFact};
 use uuid::Uuid;
 
+use crate::model::{Annotation, NewAnnotation};
 use crate::model::{
     ChatTurnRecord, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget, NewFact,
     NewNote, NoteScope, ReflectionRun, Skill, SkillVersion, StoredFill, StoredRunnerState,
     TickAttempt, TickOutcome, TickRecord, User,
 };
 use crate::traits::{
-    ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NoteStore, RegistryStore,
-    TickStore,
+    ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NoteStore, OutcomeStore,
+    RegistryStore, TickStore,
 };
 use crate::{DbError, PgStore, SqliteStore};
 
@@ -140,4 +141,13 @@ delegate!(EventStore {
 delegate!(ChatTurnStore {
     fn record_chat_turn(&self, turn: &ChatTurnRecord) -> ();
     fn chat_turns(&self, user_id: Uuid, limit: u32) -> Vec<ChatTurnRecord>;
+});
+
+delegate!(OutcomeStore {
+    fn unscored_outcomes(&self, now: DateTime<Utc>, limit: u32) -> Vec<outcomes::TradeOutcome>;
+    fn score_outcomes(&self, scores: &[(Uuid, outcomes::OutcomeScore)]) -> u64;
+    fn outcomes(&self, deployment_id: Uuid, limit: u32) -> Vec<outcomes::TradeOutcome>;
+    fn market_snapshot(&self, id: Uuid) -> outcomes::MarketSnapshot;
+    fn annotate(&self, annotation: &NewAnnotation) -> Annotation;
+    fn annotations(&self, deployment_id: Uuid, limit: u32) -> Vec<Annotation>;
 });

@@ -407,3 +407,46 @@ pub mod pg {
         }
     }
 }
+
+/// A market snapshot and an unscored `long BTC` outcome (entry 65,000, stop 64,500, target
+/// 66,500, executed) of the tick of `snapshot`.
+#[must_use]
+pub fn sample_outcome_rows(
+    snapshot: &DecisionSnapshot,
+) -> (outcomes::MarketSnapshot, outcomes::TradeOutcome) {
+    let market = outcomes::MarketSnapshot {
+        id: outcomes::market_snapshot_id(snapshot.id, "BTC"),
+        deployment_id: snapshot.deployment_id,
+        decision_snapshot_id: snapshot.id,
+        tick_at: snapshot.tick_at,
+        symbol: "BTC".into(),
+        reference_symbol: "BTC".into(),
+        indicators: outcomes::Indicators {
+            rsi_15m: None,
+            rsi_1h: Some(28.123_456_789_012_34),
+            rsi_4h: Some(41.5),
+            macd_signal: Some(outcomes::MacdState::Bearish),
+            volatility_percentile: Some(87.0),
+            volume_ratio: Some(2.25),
+            trend_strength: Some(31.062_5),
+            btc_correlation: None,
+            market_condition: types::RegimeTag::TrendingDown,
+        },
+    };
+    let outcome = outcomes::TradeOutcome {
+        id: outcomes::outcome_id(snapshot.id),
+        deployment_id: snapshot.deployment_id,
+        decision_snapshot_id: snapshot.id,
+        snapshot_id: market.id,
+        tick_at: snapshot.tick_at,
+        symbol: "BTC".into(),
+        direction: types::Side::Long,
+        confidence: Some(70),
+        entry_price: Decimal::new(65_000, 0),
+        predicted_stop: Some(Decimal::new(64_500, 0)),
+        predicted_target: Some(Decimal::new(66_500, 0)),
+        verdict: outcomes::OutcomeVerdict::Executed,
+        score: outcomes::OutcomeScore::default(),
+    };
+    (market, outcome)
+}

@@ -13,10 +13,12 @@ use types::{FactChange, MarketEvent, ReflectionNote, TradeRecord, UserFact};
 use uuid::Uuid;
 
 use crate::DbError;
+use outcomes::{MarketSnapshot, OutcomeScore, TradeOutcome};
+
 use crate::model::{
-    ChatTurnRecord, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget, NewFact,
-    NewNote, NoteScope, ReflectionRun, Skill, SkillVersion, StoredFill, StoredRunnerState,
-    TickAttempt, TickOutcome, TickRecord, User,
+    Annotation, ChatTurnRecord, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget,
+    NewAnnotation, NewFact, NewNote, NoteScope, ReflectionRun, Skill, SkillVersion, StoredFill,
+    StoredRunnerState, TickAttempt, TickOutcome, TickRecord, User,
 };
 
 /// Users, skills, skill versions and deployments.
@@ -569,6 +571,75 @@ pub trait ChatTurnStore {
     ) -> impl Future<Output = Result<Vec<ChatTurnRecord>, DbError>> + Send;
 }
 
+/// The outcome memory of seed 003: `trade_outcomes`, `market_snapshots` and
+/// `trade_annotations`. Outcomes and snapshots are inserted by [`TickStore::record_tick`] (the
+/// tick's [`OutcomeWrites`](crate::OutcomeWrites)); this trait scores and reads them.
+#[cfg_attr(feature = "mock", mockall::automock)]
+pub trait OutcomeStore: Sync {
+    /// Outcomes not scored yet (`scored_at` null) whose first mark (`tick_at + 1h`) is at or
+    /// before `now`, oldest first, at most `limit` (≤ 1000): what a live scorer looks at.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a limit above 1000; [`DbError::Backend`] on driver failure.
+    fn unscored_outcomes(
+        &self,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<TradeOutcome>, DbError>> + Send;
+
+    /// Writes scores in one transaction. A row already scored in full (`scored_at` set) is
+    /// left as it is (a second scorer, or a redo, changes nothing). Returns how many rows
+    /// changed.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a score whose PnL or prices cannot be stored;
+    /// [`DbError::Backend`] on driver failure (nothing is written then).
+    fn score_outcomes(
+        &self,
+        scores: &[(Uuid, OutcomeScore)],
+    ) -> impl Future<Output = Result<u64, DbError>> + Send;
+
+    /// A deployment's outcomes, newest tick first, at most `limit` (≤ 1000).
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a limit above 1000; [`DbError::Backend`] on driver failure.
+    fn outcomes(
+        &self,
+        deployment_id: Uuid,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<TradeOutcome>, DbError>> + Send;
+
+    /// One market snapshot.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when no snapshot has this id.
+    fn market_snapshot(
+        &self,
+        id: Uuid,
+    ) -> impl Future<Output = Result<MarketSnapshot, DbError>> + Send;
+
+    /// Stores an annotation on an outcome or a ledger row; its deployment is that row's.
+    ///
+    /// # Errors
+    /// [`DbError::Bound`] for a text or tag outside its bounds (see [`NewAnnotation`]);
+    /// [`DbError::NotFound`] when the annotated row does not exist; [`DbError::Constraint`]
+    /// for a duplicate id.
+    fn annotate(
+        &self,
+        annotation: &NewAnnotation,
+    ) -> impl Future<Output = Result<Annotation, DbError>> + Send;
+
+    /// A deployment's annotations, newest first, at most `limit` (≤ 1000).
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a limit above 1000; [`DbError::Backend`] on driver failure.
+    fn annotations(
+        &self,
+        deployment_id: Uuid,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<Annotation>, DbError>> + Send;
+}
+
 /// Every store at once, for code that needs the whole storage layer.
 pub trait Storage:
     RegistryStore
@@ -579,6 +650,7 @@ pub trait Storage:
     + FactStore
     + EventStore
     + ChatTurnStore
+    + OutcomeStore
     + Send
     + Sync
 {
@@ -593,6 +665,7 @@ impl<T> Storage for T where
         + FactStore
         + EventStore
         + ChatTurnStore
+        + OutcomeStore
         + Send
         + Sync
 {

@@ -58,6 +58,7 @@
 pub mod admin;
 pub mod hl_broker;
 pub mod metrics;
+pub mod outcomes;
 pub mod runner;
 pub mod schedule;
 pub mod serve;

@@ -207,6 +207,19 @@ enum Command {
         #[arg(long, default_value_t = chat::DEFAULT_CHAT_MAX_STEPS)]
         max_steps: u32,
     },
+    /// Score the outcomes (seed 003) whose +1h/+4h/+24h marks have passed, from Hyperliquid
+    /// candles of each deployment's bar interval; off the tick path, on any schedule (cron).
+    ScoreOutcomes {
+        /// Database URL, e.g. postgres://postgres@127.0.0.1:5432/agents.
+        #[arg(long, env = "DATABASE_URL")]
+        db: String,
+        /// Hyperliquid API base URL of the candles (mainnet by default).
+        #[arg(long, default_value = hyperliquid::MAINNET_URL)]
+        hl_url: String,
+        /// Most outcomes scored in one run (oldest first), at most 1000.
+        #[arg(long, default_value_t = 1000)]
+        limit: u32,
+    },
     /// Tick every due deployment once per closed bar, until SIGTERM / ctrl-c (in-flight ticks
     /// and reflections finish first) or, with --once, until nothing is due.
     Run {
@@ -238,6 +251,10 @@ enum Command {
         /// Address of the /healthz and /metrics endpoint.
         #[arg(long, default_value = "127.0.0.1:9464")]
         listen: SocketAddr,
+        /// Also score the due outcomes (as `score-outcomes`) every this many seconds, on a
+        /// task of its own off the tick path. Off by default (run `score-outcomes` from cron).
+        #[arg(long, value_name = "SECS")]
+        score_outcomes_every: Option<u64>,
     },
 }
 
@@ -450,6 +467,27 @@ async fn main() -> anyhow::Result<()> {
             };
             eprintln!("{} turns ({} failed)", summary.turns, summary.failed);
         }
+        Command::ScoreOutcomes { db, hl_url, limit } => {
+            let store = db::connect(&db)
+                .await
+                .context("connecting to the database")?;
+            let info = hyperliquid::InfoClient::new(&hyperliquid::ClientConfig::new(hl_url))
+                .context("Hyperliquid client")?;
+            let report =
+                live_runner::outcomes::score_outcomes(&store, &info, SystemClock.now(), limit)
+                    .await
+                    .context("scoring outcomes")?;
+            println!(
+                "{} outcomes due, {} updated, {} scored in full, {} skipped",
+                report.pending,
+                report.updated,
+                report.finished,
+                report.skipped.len()
+            );
+            for (id, why) in &report.skipped {
+                println!("  skipped {id}: {why}");
+            }
+        }
         Command::Run {
             db,
             concurrency,
@@ -459,6 +497,7 @@ async fn main() -> anyhow::Result<()> {
             tick_budget_secs,
             poll_secs,
             listen,
+            score_outcomes_every,
         } => {
             if concurrency == 0 {
                 bail!("--concurrency must be at least 1");
@@ -485,6 +524,13 @@ async fn main() -> anyhow::Result<()> {
             let budget = i64::try_from(tick_budget_secs.max(1)).unwrap_or(120);
             config.lease_for = chrono::Duration::seconds(budget * 2);
             tracing::info!(owner = %config.owner, concurrency, "live-runner starting");
+            let scorer = score_outcomes_every.map(|secs| {
+                tokio::spawn(score_outcomes_forever(
+                    store.clone(),
+                    info.clone(),
+                    Duration::from_secs(secs.max(1)),
+                ))
+            });
             let runner = Arc::new(
                 Runner::new(
                     store,
@@ -497,10 +543,32 @@ async fn main() -> anyhow::Result<()> {
                 .await?,
             );
             runner.run(shutdown).await?;
+            if let Some(scorer) = scorer {
+                scorer.abort();
+            }
             tracing::info!("live-runner stopped");
         }
     }
     Ok(())
+}
+
+/// `run --score-outcomes-every`: the outcome scorer on its own schedule, off the tick path; a
+/// failed run is logged and tried again at the next one.
+async fn score_outcomes_forever(store: db::Store, info: hyperliquid::InfoClient, every: Duration) {
+    let mut ticker = tokio::time::interval(every);
+    loop {
+        ticker.tick().await;
+        match live_runner::outcomes::score_outcomes(&store, &info, SystemClock.now(), 1000).await {
+            Ok(r) => tracing::info!(
+                due = r.pending,
+                updated = r.updated,
+                finished = r.finished,
+                skipped = r.skipped.len(),
+                "outcomes scored"
+            ),
+            Err(e) => tracing::warn!(error = %e, "scoring outcomes failed"),
+        }
+    }
 }
 
 /// The Hyperliquid broker config from `deploy`'s flags; every problem at once.

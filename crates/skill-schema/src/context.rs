@@ -99,6 +99,17 @@ pub struct SkillMemoryConfig {
     /// When and with which model lessons are distilled. Defaults apply when absent.
     #[serde(default)]
     pub reflection: ReflectionConfig,
+    /// The symbol the outcome memory's market snapshots measure correlation against (their
+    /// `btc_correlation`, seed 003). Default `BTC`; the value is null when the tick has no bars
+    /// of it.
+    // Left out of the serialised skill when it is the default, so skills that never set it keep
+    // their stored JSON (and the ids derived from it) byte for byte.
+    #[serde(
+        default = "default_reference_symbol",
+        skip_serializing_if = "is_default_reference_symbol"
+    )]
+    #[schemars(regex(pattern = r"^[A-Z0-9][A-Z0-9._/-]{0,31}$"))]
+    pub reference_symbol: String,
 }
 
 impl Default for SkillMemoryConfig {
@@ -108,8 +119,17 @@ impl Default for SkillMemoryConfig {
             recent_trades_k: default_recent_trades_k(),
             include_open_positions: true,
             reflection: ReflectionConfig::default(),
+            reference_symbol: default_reference_symbol(),
         }
     }
+}
+
+fn default_reference_symbol() -> String {
+    "BTC".to_owned()
+}
+
+fn is_default_reference_symbol(s: &str) -> bool {
+    s == "BTC"
 }
 
 const fn yes() -> bool {

@@ -104,6 +104,43 @@ fn legacy_payload_without_memory_or_events_gets_defaults() {
 }
 
 #[test]
+fn the_outcome_memorys_reference_symbol_defaults_to_btc_and_is_kept_out_of_the_stored_json() {
+    let s = parse_skill(&base().to_string(), Format::Json)
+        .unwrap()
+        .skill;
+    assert_eq!(s.context.memory.reference_symbol, "BTC");
+    // The default is not written back: a stored skill (and the ids derived from its JSON) is
+    // the same as before the field existed.
+    let stored = serde_json::to_value(&s).unwrap();
+    assert!(stored["context"]["memory"].get("referenceSymbol").is_none());
+
+    let doc = with(
+        base(),
+        "context.memory",
+        Some(json!({"referenceSymbol": "ETH"})),
+    );
+    let s = parse_skill(&doc.to_string(), Format::Json).unwrap().skill;
+    assert_eq!(s.context.memory.reference_symbol, "ETH");
+    assert_eq!(
+        serde_json::to_value(&s).unwrap()["context"]["memory"]["referenceSymbol"],
+        json!("ETH")
+    );
+
+    let bad = with(
+        base(),
+        "context.memory",
+        Some(json!({"referenceSymbol": "eth usd"})),
+    );
+    let errors = errors_of(&bad);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("context.memory.referenceSymbol")),
+        "{errors:?}"
+    );
+}
+
+#[test]
 fn partial_memory_keeps_defaults_for_the_rest() {
     let doc = with(base(), "context.memory", Some(json!({"recentTradesK": 3})));
     let s = parse_skill(&doc.to_string(), Format::Json).unwrap().skill;

@@ -14,6 +14,13 @@
 //! The store is written through [`write_behind`](crate::write_behind): one transaction per
 //! batch of ticks, flushed before any other store call, at the end and on an error.
 //!
+//! Outcomes (seed 003) are scored inside the loop: before the tick at `T`, every outcome a mark
+//! of which (+1h, +4h, +24h) passed by `T` is scored from the bars closed by `T`
+//! ([`outcomes::score_outcome`]) and the scores are recorded with that tick. An outcome is
+//! thus scored at the first tick at or after each mark, with the closes of the bars at the
+//! marks: what a live scorer would record. Outcomes within 24h of the last tick stay partly
+//! scored (`scored_at` null).
+//!
 //! Nothing here reads a file or the clock: the caller loads the data (and resamples the higher
 //! timeframes) and passes it in.
 
@@ -24,6 +31,7 @@ use agent_runtime::{LanguageModel, Usage};
 use chrono::{DateTime, Utc};
 use db::{NoteStore, TickStore};
 use execution_engine::{BrokerError, PaperBroker, PaperBrokerConfig, USD_DP};
+use outcomes::PendingOutcomes;
 use reflection::NoteDraft;
 use rust_decimal::Decimal;
 use serde::Serialize;
@@ -181,12 +189,20 @@ where
     let mut fills = Vec::new();
     let mut notes = Vec::new();
     let mut reflection_failures = 0_u32;
+    // Outcomes waiting for their +1h/+4h/+24h marks (seed 003).
+    let mut pending = PendingOutcomes::new();
     for at in times {
         for symbol in &symbols {
             if let Some(bar) = by_close.get(symbol.as_str()).and_then(|m| m.get(&at)) {
                 broker.apply_bar(symbol, bar, at)?;
             }
         }
+        // Outcomes whose marks passed by `at`, scored from the bars closed by then and written
+        // with this tick, as a live scorer running every bar would.
+        state.outcome_scores = pending.score_due(at, interval, |symbol| {
+            let bars = input.market.all_bars(symbol, interval);
+            &bars[..bars.partition_point(|b| b.close_time(interval) <= at)]
+        });
         let mut ctx = ToolContext::new(
             at,
             RunMode::Trade,
@@ -240,6 +256,9 @@ where
             cost_usd: outcome.cost_usd,
         });
         fills.extend(outcome.fills.iter().cloned());
+        if let Some(o) = &outcome.outcome {
+            pending.push(o.clone());
+        }
         on_tick(&outcome, &state);
     }
     store.flush().await.map_err(BacktestError::Store)?;

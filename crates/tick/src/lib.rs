@@ -91,6 +91,7 @@
 pub mod backtest;
 mod broker;
 mod ids;
+mod outcome_memory;
 mod reflect;
 pub mod replay;
 mod run;
@@ -107,6 +108,7 @@ use uuid::Uuid;
 pub use broker::MockBroker;
 pub use broker::{Broker, BrokerRefusal, BrokerUnavailable, ExecuteError};
 pub use ids::{ID_NAMESPACE, note_id, run_id, snapshot_id};
+pub use outcome_memory::{ScoreError, ScoreReport, score_due_outcomes};
 pub use reflect::{
     DueReflection, ReflectionCheck, ReflectionDone, ReflectionReport, run_due_reflection,
     store_reflection,

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use agent_runtime::{LanguageModel, SymbolBars, TickOutput, TickView, Usage};
 use chrono::{DateTime, Utc};
 use db::{
-    DecisionSnapshot, FillTradeLink, JsonText, TickOutcome as StoreOutcome, TickRecord, TickStore,
+    DecisionSnapshot, FillTradeLink, JsonText, OutcomeWrites, TickOutcome as StoreOutcome,
+    TickRecord, TickStore,
 };
 use execution_engine::{OrderTag, validate};
 use memory_ledger::{FillLeg, LedgerChanges, ProposalInfo, Proposals, TickInput};
@@ -57,6 +58,9 @@ pub struct TickOutcome {
     pub exposure_usd: Decimal,
     /// "Last decision" as the next tick shows it.
     pub last_decision: LastDecisionSnapshot,
+    /// The `trade_outcomes` row this tick recorded for its directional proposal (seed 003),
+    /// unscored; `None` without one.
+    pub outcome: Option<outcomes::TradeOutcome>,
     /// The reflection cadence after the tick. A due reflection has not run yet: the caller runs
     /// it with [`run_due_reflection`](crate::run_due_reflection) (off the tick path).
     pub reflection: ReflectionCheck,
@@ -313,6 +317,18 @@ where
     let account = state.risk.account_view(portfolio, marks);
     let decision = validate(proposal.as_ref(), &skill.risk, &account, &ctx.symbols, now);
     let mut verdict = decision.verdict;
+    // The outcome memory (seed 003): a directional proposal's market snapshot and outcome row,
+    // executed or rejected, recorded with the tick. Read before any order goes out, so a
+    // failure here never leaves a fill without its tick.
+    let mut memory_rows = crate::outcome_memory::decision_rows(
+        deployment,
+        ctx,
+        snapshot_id,
+        proposal.as_ref(),
+        &verdict,
+        &account.marks,
+        &regimes,
+    )?;
     if let Some(order) = &decision.order {
         let price = account
             .marks
@@ -333,6 +349,13 @@ where
             }
             Err(ExecuteError::Unavailable(e)) => return Err(e.into()),
         }
+    }
+
+    if let Some((_, outcome)) = memory_rows.as_mut()
+        && matches!(verdict, Verdict::Rejected { .. })
+    {
+        // The broker refused what the engine passed.
+        outcome.verdict = outcomes::OutcomeVerdict::Rejected;
     }
 
     // 5. the ledger: this tick's fills and the positions after them
@@ -379,6 +402,8 @@ where
         .transpose()
         .map_err(TickError::CarryState)?;
     let links = fill_links(&changes);
+    let (outcome_snapshots, outcome_rows): (Vec<_>, Vec<_>) = memory_rows.into_iter().unzip();
+    let outcome = outcome_rows.first().cloned();
     let record = TickRecord {
         snapshot,
         fills,
@@ -386,6 +411,11 @@ where
         links,
         equity_usd: Some(after.equity_usd),
         runner_state,
+        outcomes: OutcomeWrites {
+            snapshots: outcome_snapshots,
+            outcomes: outcome_rows,
+            scores: std::mem::take(&mut state.outcome_scores),
+        },
     };
     // The outcome reports the fills and rows; the record itself (its snapshot is most of the
     // bytes) goes to the store by value.
@@ -417,6 +447,7 @@ where
         equity_usd: after.equity_usd,
         exposure_usd,
         last_decision,
+        outcome,
         reflection,
     })
 }

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use db::{LedgerStore, NoteStore, RunOutcome, TickStore};
 use execution_engine::RiskState;
 use memory_ledger::{LedgerChanges, LedgerState};
+use outcomes::OutcomeScore;
 use reflection::{LastNote, NoteDraft};
 use rust_decimal::Decimal;
 use tools::{LastDecisionSnapshot, to_last_decision_snapshot};
@@ -42,6 +43,10 @@ pub struct TickState {
     /// What the previous tick rendered and this one can reuse (bar rows, system prompt). Only
     /// saves work: a fresh cache renders the same bytes.
     pub render: RenderCache,
+    /// Scores of earlier outcomes that the next tick records with itself (in its transaction):
+    /// the backtest puts here what came due at the tick's time; a live runner scores off the
+    /// tick path (`tick::score_due_outcomes`) and leaves this empty.
+    pub outcome_scores: Vec<(Uuid, OutcomeScore)>,
     /// The "Recent trades" body as last rendered: (k, as of, text). Cleared when a closed row
     /// changes.
     recent_trades: Option<(u32, DateTime<Utc>, Arc<str>)>,
@@ -66,6 +71,7 @@ impl TickState {
             last_reflection_failure: None,
             last_tick_at: None,
             render: RenderCache::default(),
+            outcome_scores: Vec::new(),
             recent_trades: None,
         }
     }

@@ -19,6 +19,7 @@ pub(crate) mod facts;
 pub(crate) mod lease;
 pub(crate) mod ledger;
 pub(crate) mod notes;
+pub(crate) mod outcomes;
 pub(crate) mod registry;
 pub(crate) mod tick;
 
@@ -26,7 +27,7 @@ pub(crate) mod tick;
 macro_rules! store_imports {
     ($enc:ident) => {
         #[allow(unused_imports)]
-        use std::collections::{BTreeSet, HashSet};
+        use std::collections::{BTreeSet, HashMap, HashSet};
 
         #[allow(unused_imports)]
         use chrono::{DateTime, Utc};
@@ -66,6 +67,7 @@ macro_rules! impl_stores {
         crate::imp::facts::impl_facts!($store, $enc, $begin);
         crate::imp::events::impl_events!($store, $enc, $begin);
         crate::imp::chat_turns::impl_chat_turns!($store, $enc);
+        crate::imp::outcomes::impl_outcomes!($store, $db, $enc, $begin);
     };
 }
 
@@ -82,6 +84,7 @@ macro_rules! impl_user_stores {
         crate::imp::facts::impl_facts!($store, $enc, $begin);
         crate::imp::events::impl_events!($store, $enc, $begin);
         crate::imp::chat_turns::impl_chat_turns!($store, $enc);
+        crate::imp::outcomes::impl_outcomes!($store, $db, $enc, $begin);
     };
 }
 

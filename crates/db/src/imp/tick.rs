@@ -11,7 +11,7 @@ pub(crate) fn validate_tick(tick: &crate::TickRecord) -> Result<(), crate::DbErr
             ),
         });
     }
-    Ok(())
+    crate::imp::outcomes::validate_outcome_writes(tick)
 }
 
 /// At most this many snapshot rows per `INSERT` statement of a batch (15 parameters each: 960
@@ -466,6 +466,11 @@ macro_rules! impl_tick {
                 for link in &tick.links {
                     Self::link_fill(tx, s.deployment_id, link).await?;
                 }
+                // A tick's scores are of earlier ticks' outcomes: written after its own rows.
+                Self::insert_outcome_rows(tx, &tick.outcomes, &mut HashMap::new()).await?;
+                for (id, score) in &tick.outcomes.scores {
+                    Self::write_score(tx, *id, score).await?;
+                }
                 Ok(TickOutcome::Recorded { snapshot_id: s.id })
             }
 
@@ -543,6 +548,34 @@ macro_rules! impl_tick {
                         for link in &tick.links {
                             Self::link_fill(&mut tx, tick.snapshot.deployment_id, link).await?;
                         }
+                    }
+                }
+                // The outcome memory: only the last score of each outcome in the batch counts
+                // (each is the outcome's whole score at its time). An outcome of the batch is
+                // inserted with it; the others are updated after every insert (a score may be
+                // of an outcome of an earlier tick).
+                let recorded = || {
+                    ticks
+                        .iter()
+                        .zip(&outcomes)
+                        .filter(|(_, o)| matches!(o, TickOutcome::Recorded { .. }))
+                        .map(|(t, _)| &t.outcomes)
+                };
+                let mut order: Vec<Uuid> = Vec::new();
+                let mut last: HashMap<Uuid, &outcomes::OutcomeScore> = HashMap::new();
+                for w in recorded() {
+                    for (id, score) in &w.scores {
+                        if last.insert(*id, score).is_none() {
+                            order.push(*id);
+                        }
+                    }
+                }
+                for w in recorded() {
+                    Self::insert_outcome_rows(&mut tx, w, &mut last).await?;
+                }
+                for id in order {
+                    if let Some(score) = last.get(&id) {
+                        Self::write_score(&mut tx, id, score).await?;
                     }
                 }
                 for (d, e) in equity {

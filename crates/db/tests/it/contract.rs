@@ -32,6 +32,7 @@ mod cases {
             links: vec![],
             equity_usd: None,
             runner_state: None,
+            outcomes: Default::default(),
         }
     }
 

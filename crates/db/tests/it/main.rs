@@ -7,4 +7,5 @@ mod common;
 mod connect;
 mod contract;
 mod mock;
+mod outcome_memory;
 mod rls;

@@ -53,6 +53,7 @@ async fn populate(store: &PgStore) -> Fixture {
             trades: vec![trade],
             equity_usd: None,
             runner_state: None,
+            outcomes: Default::default(),
         })
         .await
         .unwrap();
@@ -451,6 +452,7 @@ async fn the_runner_state_is_the_service_roles_only() {
         links: vec![],
         equity_usd: None,
         runner_state: Some(serde_json::json!({"broker": {"cash": "10000"}})),
+        outcomes: Default::default(),
     };
     h.store.record_tick(&tick).await.unwrap();
 
@@ -562,6 +564,7 @@ async fn the_migration_adopts_the_runner_state_table_an_older_runner_created() {
             links: vec![],
             equity_usd: None,
             runner_state: Some(serde_json::json!({"n": 60})),
+            outcomes: Default::default(),
         })
         .await
         .unwrap();
@@ -722,6 +725,7 @@ async fn a_user_scoped_store_cannot_reach_another_users_rows_even_by_id() {
             links: vec![],
             equity_usd: None,
             runner_state: None,
+            outcomes: Default::default(),
         })
         .await
         .is_err()

@@ -15,8 +15,10 @@ use crate::schedule::bar_length;
 const MAX_CANDLES: i64 = 5000;
 
 /// The closed bars a tick at `tick_at` needs: the skill's lookback (and every bar since the
-/// last tick, for MFE/MAE and the paper broker) at its interval, the lookback at each higher
-/// timeframe. Bars closing after `tick_at` (the forming one) are dropped.
+/// last tick, for MFE/MAE and the paper broker, and the bars the outcome memory's indicators
+/// read, `outcomes::bars_needed`, so a live market snapshot is computed over the bars a backtest
+/// would use) at its interval, the lookback at each higher timeframe. Bars closing after
+/// `tick_at` (the forming one) are dropped.
 pub(super) async fn fetch_market(
     info: &InfoClient,
     skill: &Skill,
@@ -30,7 +32,8 @@ pub(super) async fn fetch_market(
         .unwrap_or(0)
         .max(0);
     let mut market = Preloaded::new();
-    let mut wanted: Vec<(Interval, i64)> = vec![(interval, lookback.max(since))];
+    let indicators = i64::try_from(outcomes::bars_needed(interval)).unwrap_or(MAX_CANDLES);
+    let mut wanted: Vec<(Interval, i64)> = vec![(interval, lookback.max(since).max(indicators))];
     for h in skill.context.effective_higher_timeframes() {
         wanted.push((h, lookback));
     }

@@ -528,6 +528,7 @@ pub(crate) async fn seed_memory(store: &PgStore) -> Fixture {
             links: Vec::new(),
             equity_usd: None,
             runner_state: None,
+            outcomes: Default::default(),
         })
         .await
         .expect("record tick");

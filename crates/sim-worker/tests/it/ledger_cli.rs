@@ -226,6 +226,7 @@ fn rebuild_matches_a_consistent_ledger_and_reports_a_tampered_row() {
                     fills: vec![fill],
                     equity_usd: None,
                     runner_state: None,
+                    outcomes: Default::default(),
                 })
                 .await
                 .unwrap();

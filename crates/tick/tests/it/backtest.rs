@@ -372,6 +372,7 @@ async fn a_tick_another_writer_stored_fails_the_backtest_and_keeps_the_others() 
             links: vec![],
             equity_usd: None,
             runner_state: None,
+            outcomes: Default::default(),
         })
         .await
         .expect("the other writer's tick");

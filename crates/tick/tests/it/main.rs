@@ -10,3 +10,4 @@ mod carry_and_reflect;
 mod common;
 mod costs_prop;
 mod mock;
+mod outcome_memory;

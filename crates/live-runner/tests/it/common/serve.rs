@@ -108,6 +108,7 @@ async fn member(s: &Server) -> Member {
                 trades: vec![trade],
                 equity_usd: None,
                 runner_state: None,
+                outcomes: Default::default(),
             })
             .await
             .expect("tick");

@@ -1,0 +1,333 @@
+//! `OutcomeStore`: the outcome memory of seed 003 — outcomes and market snapshots written with
+//! their tick, scores, annotations, reads.
+
+use crate::{DbError, TickRecord};
+
+/// Most rows one outcome read returns.
+pub(crate) const MAX_OUTCOME_ROWS: u32 = 1000;
+
+/// A tick's outcome rows belong to its deployment and its time, an outcome names its tick's
+/// decision snapshot, and no indicator is NaN or infinite.
+pub(crate) fn validate_outcome_writes(tick: &TickRecord) -> Result<(), DbError> {
+    let s = &tick.snapshot;
+    let w = &tick.outcomes;
+    let invalid = |detail: String| DbError::Invalid {
+        what: "tick outcome rows",
+        detail,
+    };
+    for m in &w.snapshots {
+        if m.deployment_id != s.deployment_id
+            || m.tick_at != s.tick_at
+            || m.decision_snapshot_id != s.id
+        {
+            return Err(invalid(format!(
+                "market snapshot {} is not of the tick {} of deployment {}",
+                m.id, s.tick_at, s.deployment_id
+            )));
+        }
+        let i = &m.indicators;
+        let values = [
+            ("rsi_15m", i.rsi_15m),
+            ("rsi_1h", i.rsi_1h),
+            ("rsi_4h", i.rsi_4h),
+            ("volatility_percentile", i.volatility_percentile),
+            ("volume_ratio", i.volume_ratio),
+            ("trend_strength", i.trend_strength),
+            ("btc_correlation", i.btc_correlation),
+        ];
+        if let Some((name, v)) = values
+            .iter()
+            .find(|(_, v)| v.is_some_and(|v| !v.is_finite()))
+        {
+            return Err(invalid(format!(
+                "market snapshot {}: {name} is {v:?}, not a finite number",
+                m.id
+            )));
+        }
+    }
+    for o in &w.outcomes {
+        if o.deployment_id != s.deployment_id
+            || o.tick_at != s.tick_at
+            || o.decision_snapshot_id != s.id
+        {
+            return Err(invalid(format!(
+                "outcome {} is not of the tick {} of deployment {}",
+                o.id, s.tick_at, s.deployment_id
+            )));
+        }
+        if o.confidence.is_some_and(|c| c > 100) {
+            return Err(invalid(format!(
+                "outcome {}: confidence {:?} is above 100",
+                o.id, o.confidence
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks an annotation's bounds.
+pub(crate) fn validate_annotation(a: &crate::NewAnnotation) -> Result<(), DbError> {
+    use crate::model::{MAX_ANNOTATION_CHARS, MAX_ANNOTATION_TAGS, MAX_TAG_CHARS};
+    crate::codec::check_len("annotation", &a.annotation, 1, MAX_ANNOTATION_CHARS)?;
+    if a.tags.len() > MAX_ANNOTATION_TAGS {
+        return Err(DbError::Bound {
+            field: "annotation tags",
+            actual: a.tags.len(),
+            min: 0,
+            max: MAX_ANNOTATION_TAGS,
+        });
+    }
+    for t in &a.tags {
+        crate::codec::check_len("annotation tag", t, 1, MAX_TAG_CHARS)?;
+    }
+    Ok(())
+}
+
+macro_rules! impl_outcomes {
+    ($store:ty, $db:ty, $enc:ident, $begin:literal) => {
+        use crate::imp::outcomes::{MAX_OUTCOME_ROWS, validate_annotation};
+
+        impl $store {
+            /// Inserts a tick's market snapshots and outcomes (a replay of stored rows is
+            /// skipped by id). An outcome is inserted with `scores[id]` when the batch scores
+            /// it already (taken out of the map: one statement instead of an insert and
+            /// updates), else with its own score columns.
+            async fn insert_outcome_rows(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                w: &OutcomeWrites,
+                scores: &mut std::collections::HashMap<Uuid, &outcomes::OutcomeScore>,
+            ) -> Result<(), DbError> {
+                for m in &w.snapshots {
+                    let i = &m.indicators;
+                    sqlx::query(
+                        "INSERT INTO market_snapshots (id, deployment_id, decision_snapshot_id, tick_at, \
+                         symbol, rsi_15m, rsi_1h, rsi_4h, macd_signal, volatility_percentile, \
+                         volume_ratio, trend_strength, btc_correlation, reference_symbol, \
+                         market_condition) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+                         ON CONFLICT (id) DO NOTHING",
+                    )
+                    .bind($enc::id(m.id))
+                    .bind($enc::id(m.deployment_id))
+                    .bind($enc::id(m.decision_snapshot_id))
+                    .bind($enc::ts(m.tick_at))
+                    .bind(&m.symbol)
+                    .bind(i.rsi_15m)
+                    .bind(i.rsi_1h)
+                    .bind(i.rsi_4h)
+                    .bind(i.macd_signal.map(|s| s.as_str()))
+                    .bind(i.volatility_percentile)
+                    .bind(i.volume_ratio)
+                    .bind(i.trend_strength)
+                    .bind(i.btc_correlation)
+                    .bind(&m.reference_symbol)
+                    .bind(i.market_condition.as_str())
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(ctx("inserting market snapshot"))?;
+                }
+                for o in &w.outcomes {
+                    let sc = scores.remove(&o.id).unwrap_or(&o.score);
+                    sqlx::query(
+                        "INSERT INTO trade_outcomes (id, deployment_id, decision_snapshot_id, \
+                         snapshot_id, tick_at, symbol, direction, confidence, entry_price, \
+                         predicted_stop, predicted_target, verdict, price_1h, price_4h, price_24h, \
+                         pnl_percent_1h, pnl_percent_4h, pnl_percent_24h, hit_target, hit_stop, \
+                         first_hit, max_favorable, max_adverse, outcome_grade, scored_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, \
+                         $16, $17, $18, $19, $20, $21, $22, $23, $24, $25) \
+                         ON CONFLICT (id) DO NOTHING",
+                    )
+                    .bind($enc::id(o.id))
+                    .bind($enc::id(o.deployment_id))
+                    .bind($enc::id(o.decision_snapshot_id))
+                    .bind($enc::id(o.snapshot_id))
+                    .bind($enc::ts(o.tick_at))
+                    .bind(&o.symbol)
+                    .bind(codec::side_str(o.direction))
+                    .bind(o.confidence.map(i32::from))
+                    .bind($enc::dec(o.entry_price))
+                    .bind($enc::odec(o.predicted_stop))
+                    .bind($enc::odec(o.predicted_target))
+                    .bind(o.verdict.as_str())
+                    .bind($enc::odec(sc.price_1h))
+                    .bind($enc::odec(sc.price_4h))
+                    .bind($enc::odec(sc.price_24h))
+                    .bind($enc::odec(sc.pnl_percent_1h))
+                    .bind($enc::odec(sc.pnl_percent_4h))
+                    .bind($enc::odec(sc.pnl_percent_24h))
+                    .bind(sc.hit_target)
+                    .bind(sc.hit_stop)
+                    .bind(sc.first_hit.map(|f| f.as_str()))
+                    .bind($enc::odec(sc.max_favorable))
+                    .bind($enc::odec(sc.max_adverse))
+                    .bind(sc.outcome_grade.map(|g| g.as_str()))
+                    .bind($enc::ots(sc.scored_at))
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(ctx("inserting trade outcome"))?;
+                }
+                Ok(())
+            }
+
+            /// Writes one outcome's scoring columns unless it is already scored in full.
+            /// Returns whether the row changed.
+            async fn write_score(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                id: Uuid,
+                s: &outcomes::OutcomeScore,
+            ) -> Result<bool, DbError> {
+                let done = sqlx::query(
+                    "UPDATE trade_outcomes SET price_1h = $2, price_4h = $3, price_24h = $4, \
+                     pnl_percent_1h = $5, pnl_percent_4h = $6, pnl_percent_24h = $7, \
+                     hit_target = $8, hit_stop = $9, first_hit = $10, max_favorable = $11, \
+                     max_adverse = $12, outcome_grade = $13, scored_at = $14 \
+                     WHERE id = $1 AND scored_at IS NULL",
+                )
+                .bind($enc::id(id))
+                .bind($enc::odec(s.price_1h))
+                .bind($enc::odec(s.price_4h))
+                .bind($enc::odec(s.price_24h))
+                .bind($enc::odec(s.pnl_percent_1h))
+                .bind($enc::odec(s.pnl_percent_4h))
+                .bind($enc::odec(s.pnl_percent_24h))
+                .bind(s.hit_target)
+                .bind(s.hit_stop)
+                .bind(s.first_hit.map(|f| f.as_str()))
+                .bind($enc::odec(s.max_favorable))
+                .bind($enc::odec(s.max_adverse))
+                .bind(s.outcome_grade.map(|g| g.as_str()))
+                .bind($enc::ots(s.scored_at))
+                .execute(&mut **tx)
+                .await
+                .map_err(ctx("scoring trade outcome"))?;
+                Ok(done.rows_affected() > 0)
+            }
+        }
+
+        impl OutcomeStore for $store {
+            async fn unscored_outcomes(
+                &self,
+                now: DateTime<Utc>,
+                limit: u32,
+            ) -> Result<Vec<outcomes::TradeOutcome>, DbError> {
+                let limit = check_limit("unscored outcomes limit", limit, MAX_OUTCOME_ROWS)?;
+                let rows = sqlx::query(
+                    "SELECT * FROM trade_outcomes WHERE scored_at IS NULL AND tick_at <= $1 \
+                     ORDER BY tick_at, id LIMIT $2",
+                )
+                .bind($enc::ts(now - chrono::Duration::hours(outcomes::MARKS_HOURS[0])))
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(ctx("reading unscored outcomes"))?;
+                rows.iter().map(codec::outcome_from_row).collect()
+            }
+
+            async fn score_outcomes(
+                &self,
+                scores: &[(Uuid, outcomes::OutcomeScore)],
+            ) -> Result<u64, DbError> {
+                if scores.is_empty() {
+                    return Ok(0);
+                }
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning scores"))?;
+                let mut changed = 0;
+                for (id, s) in scores {
+                    if Self::write_score(&mut tx, *id, s).await? {
+                        changed += 1;
+                    }
+                }
+                tx.commit().await.map_err(ctx("committing scores"))?;
+                Ok(changed)
+            }
+
+            async fn outcomes(
+                &self,
+                deployment_id: Uuid,
+                limit: u32,
+            ) -> Result<Vec<outcomes::TradeOutcome>, DbError> {
+                let limit = check_limit("outcomes limit", limit, MAX_OUTCOME_ROWS)?;
+                let rows = sqlx::query(
+                    "SELECT * FROM trade_outcomes WHERE deployment_id = $1 \
+                     ORDER BY tick_at DESC, id LIMIT $2",
+                )
+                .bind($enc::id(deployment_id))
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(ctx("reading trade outcomes"))?;
+                rows.iter().map(codec::outcome_from_row).collect()
+            }
+
+            async fn market_snapshot(&self, id: Uuid) -> Result<outcomes::MarketSnapshot, DbError> {
+                let row = sqlx::query("SELECT * FROM market_snapshots WHERE id = $1")
+                    .bind($enc::id(id))
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(ctx("reading market snapshot"))?
+                    .ok_or_else(|| DbError::not_found("market snapshot", id))?;
+                codec::market_snapshot_from_row(&row)
+            }
+
+            async fn annotate(&self, a: &NewAnnotation) -> Result<Annotation, DbError> {
+                validate_annotation(a)?;
+                let (table, what, outcome_id, trade_id, target_id) = match a.target {
+                    AnnotationTarget::Outcome(id) => ("trade_outcomes", "trade outcome", Some(id), None, id),
+                    AnnotationTarget::Trade(id) => ("trade_history", "trade_history row", None, Some(id), id),
+                };
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning annotation"))?;
+                let row = sqlx::query(&format!("SELECT deployment_id FROM {table} WHERE id = $1"))
+                    .bind($enc::id(target_id))
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(ctx("reading annotated row"))?
+                    .ok_or_else(|| DbError::not_found(what, target_id))?;
+                let deployment_id = codec::RowExt::uuid(&row, "deployment_id")?;
+                sqlx::query(
+                    "INSERT INTO trade_annotations (id, deployment_id, outcome_id, trade_id, \
+                     annotation, tags, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                )
+                .bind($enc::id(a.id))
+                .bind($enc::id(deployment_id))
+                .bind($enc::oid(outcome_id))
+                .bind($enc::oid(trade_id))
+                .bind(&a.annotation)
+                .bind($enc::symbols(&a.tags))
+                .bind($enc::ts(a.created_at))
+                .execute(&mut *tx)
+                .await
+                .map_err(ctx("inserting annotation"))?;
+                tx.commit().await.map_err(ctx("committing annotation"))?;
+                Ok(Annotation {
+                    id: a.id,
+                    deployment_id,
+                    target: a.target,
+                    annotation: a.annotation.clone(),
+                    tags: a.tags.clone(),
+                    created_at: a.created_at,
+                })
+            }
+
+            async fn annotations(
+                &self,
+                deployment_id: Uuid,
+                limit: u32,
+            ) -> Result<Vec<Annotation>, DbError> {
+                let limit = check_limit("annotations limit", limit, MAX_OUTCOME_ROWS)?;
+                let rows = sqlx::query(
+                    "SELECT * FROM trade_annotations WHERE deployment_id = $1 \
+                     ORDER BY created_at DESC, id LIMIT $2",
+                )
+                .bind($enc::id(deployment_id))
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(ctx("reading annotations"))?;
+                rows.iter().map(codec::annotation_from_row).collect()
+            }
+        }
+    };
+}
+
+pub(crate) use impl_outcomes;

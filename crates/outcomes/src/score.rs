@@ -1,0 +1,356 @@
+//! The decision-time record (`trade_outcomes`) and the scorer: prices at +1h/+4h/+24h from bars,
+//! PnL % at each mark, target/stop hits, excursions and the A–F grade of seed 003.
+
+use chrono::{DateTime, Duration, Utc};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use types::{Bar, Interval, OrderAction, ProposedAction, Side};
+use uuid::Uuid;
+
+/// Decimals of the stored PnL percentages.
+pub const PNL_DP: u32 = 4;
+
+/// What the execution engine made of the proposal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeVerdict {
+    /// The engine passed it and the broker filled it.
+    Executed,
+    /// The engine (or the broker) refused it.
+    Rejected,
+}
+
+impl OutcomeVerdict {
+    /// The stored spelling: `executed`, `rejected`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OutcomeVerdict::Executed => "executed",
+            OutcomeVerdict::Rejected => "rejected",
+        }
+    }
+
+    /// Parses the stored spelling.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        [OutcomeVerdict::Executed, OutcomeVerdict::Rejected]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
+/// Which of target and stop the price reached first within 24 hours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FirstHit {
+    /// The target, in a bar where the stop was not reached.
+    Target,
+    /// The stop (also when both were reached within one bar: the path inside a bar is
+    /// unknown, and the conservative reading is that the stop came first).
+    Stop,
+    /// Neither (or the proposal named neither).
+    Neither,
+}
+
+impl FirstHit {
+    /// The stored spelling: `target`, `stop`, `neither`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FirstHit::Target => "target",
+            FirstHit::Stop => "stop",
+            FirstHit::Neither => "neither",
+        }
+    }
+
+    /// Parses the stored spelling.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        [FirstHit::Target, FirstHit::Stop, FirstHit::Neither]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
+/// Seed 003's grade, checked in this order (the first that applies):
+///
+/// | Grade | Rule here |
+/// |-------|-----------|
+/// | A | the target was reached and the stop was not reached before it ([`FirstHit::Target`]) |
+/// | B | PnL at 24h above +1 % (direction-signed: the direction was right) |
+/// | C | PnL at 24h within −1 % … +1 % |
+/// | D | a loss (below −1 %), the stop not reached and the adverse excursion at most 3 % |
+/// | F | the rest: the stop was reached, or the price moved more than 3 % against |
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Grade {
+    /// Hit target, didn't hit stop.
+    A,
+    /// Profitable at 24h (> 1 %).
+    B,
+    /// Small profit or loss (−1 % … +1 %).
+    C,
+    /// Loss, but the stop wasn't hit.
+    D,
+    /// Hit the stop, or > 3 % adverse.
+    F,
+}
+
+impl Grade {
+    /// The stored spelling: `A` … `F`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Grade::A => "A",
+            Grade::B => "B",
+            Grade::C => "C",
+            Grade::D => "D",
+            Grade::F => "F",
+        }
+    }
+
+    /// Parses the stored spelling.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        [Grade::A, Grade::B, Grade::C, Grade::D, Grade::F]
+            .into_iter()
+            .find(|g| g.as_str() == s)
+    }
+}
+
+/// The scoring columns of a `trade_outcomes` row. Filled in as the marks pass: `price_1h` and
+/// its PnL once an hour has passed, `price_4h` after four, and the rest (hits, excursions,
+/// grade, `scored_at`) after 24 hours.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutcomeScore {
+    /// The close of the last bar that closed at or before `tick_at + 1h` (and after `tick_at`).
+    pub price_1h: Option<Decimal>,
+    /// As `price_1h`, at `tick_at + 4h`.
+    pub price_4h: Option<Decimal>,
+    /// As `price_1h`, at `tick_at + 24h`.
+    pub price_24h: Option<Decimal>,
+    /// Direction-signed % change from the entry to `price_1h`, [`PNL_DP`] decimals.
+    pub pnl_percent_1h: Option<Decimal>,
+    /// As `pnl_percent_1h`, to `price_4h`.
+    pub pnl_percent_4h: Option<Decimal>,
+    /// As `pnl_percent_1h`, to `price_24h`.
+    pub pnl_percent_24h: Option<Decimal>,
+    /// A bar within 24h reached the target (high ≥ target long, low ≤ target short).
+    pub hit_target: Option<bool>,
+    /// A bar within 24h reached the stop (low ≤ stop long, high ≥ stop short).
+    pub hit_stop: Option<bool>,
+    /// Which came first.
+    pub first_hit: Option<FirstHit>,
+    /// The best price in the trade's direction within 24h (highest high long, lowest low
+    /// short), the entry included.
+    pub max_favorable: Option<Decimal>,
+    /// The worst price against it (lowest low long, highest high short), the entry included.
+    pub max_adverse: Option<Decimal>,
+    /// The grade, once 24 hours have passed and a bar closed in them.
+    pub outcome_grade: Option<Grade>,
+    /// When the 24h scoring ran (a backtest: the tick time it ran at). Set once, with the
+    /// 24h columns.
+    pub scored_at: Option<DateTime<Utc>>,
+}
+
+impl OutcomeScore {
+    /// No column filled in yet (the state at decision time).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// The 24h scoring ran: nothing more will change.
+    #[must_use]
+    pub fn is_final(&self) -> bool {
+        self.scored_at.is_some()
+    }
+}
+
+/// One `trade_outcomes` row: a directional proposal at decision time, and its score so far.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TradeOutcome {
+    /// [`outcome_id`] of the decision snapshot.
+    pub id: Uuid,
+    /// The deployment that proposed.
+    pub deployment_id: Uuid,
+    /// The tick's decision snapshot (the firehose row).
+    pub decision_snapshot_id: Uuid,
+    /// The `market_snapshots` row of the symbol at the tick.
+    pub snapshot_id: Uuid,
+    /// The tick's time.
+    pub tick_at: DateTime<Utc>,
+    /// The proposal's symbol.
+    pub symbol: String,
+    /// Long for `open_long`, short for `open_short`.
+    pub direction: Side,
+    /// The proposal's confidence, 0–100.
+    pub confidence: Option<u8>,
+    /// The mark at the tick (the close of the latest closed bar).
+    pub entry_price: Decimal,
+    /// The proposal's stop.
+    pub predicted_stop: Option<Decimal>,
+    /// The proposal's target.
+    pub predicted_target: Option<Decimal>,
+    /// Executed or rejected.
+    pub verdict: OutcomeVerdict,
+    /// The scoring columns (empty at decision time).
+    #[serde(flatten)]
+    pub score: OutcomeScore,
+}
+
+/// The id of the outcome of the tick whose decision snapshot is `decision_snapshot_id` (a tick
+/// proposes at most once): UUID v5, so a replayed tick writes the same id.
+#[must_use]
+pub fn outcome_id(decision_snapshot_id: Uuid) -> Uuid {
+    Uuid::new_v5(&decision_snapshot_id, b"trade_outcome")
+}
+
+/// The direction of a proposal that takes a side (`open_long`, `open_short`); `None` for
+/// `close`, `reduce` and `no_op`.
+#[must_use]
+pub fn direction_of(p: &ProposedAction) -> Option<Side> {
+    match p.action {
+        OrderAction::OpenLong => Some(Side::Long),
+        OrderAction::OpenShort => Some(Side::Short),
+        OrderAction::Close | OrderAction::Reduce | OrderAction::NoOp => None,
+    }
+}
+
+/// The three marks after the tick.
+pub const MARKS_HOURS: [i64; 3] = [1, 4, 24];
+
+/// The time of the final (24h) mark of an outcome at `tick_at`.
+#[must_use]
+pub fn final_mark(tick_at: DateTime<Utc>) -> DateTime<Utc> {
+    tick_at + Duration::hours(MARKS_HOURS[2])
+}
+
+/// The score of `outcome` at `now`, from `bars` (the symbol's bars of `interval`, oldest
+/// first; bars outside `(tick_at, tick_at + 24h]` and bars closing after `now` are ignored).
+///
+/// A mark counts once `now` reaches it: its price is the close of the last bar that closed at
+/// or before the mark and after the tick (`None` when no bar closed in between — a gap in the
+/// data). Once `now` reaches `tick_at + 24h`, the path of the bars that closed in
+/// `(tick_at, tick_at + 24h]` gives the hits, which came first (both in one bar: the stop),
+/// the excursions and the grade, and `scored_at` is `now`; without any bar in that span there
+/// is no grade. The scores already in `outcome.score` are ignored: the result is a function of
+/// the outcome's decision-time columns, the bars and `now` only.
+#[must_use]
+pub fn score_outcome(
+    outcome: &TradeOutcome,
+    bars: &[Bar],
+    interval: Interval,
+    now: DateTime<Utc>,
+) -> OutcomeScore {
+    let start = outcome.tick_at;
+    let end = final_mark(start).min(now);
+    let lo = bars.partition_point(|b| b.close_time(interval) <= start);
+    let hi = bars
+        .partition_point(|b| b.close_time(interval) <= end)
+        .max(lo);
+    let path = &bars[lo..hi];
+    let price_at = |hours: i64| -> Option<Decimal> {
+        let mark = start + Duration::hours(hours);
+        if now < mark {
+            return None;
+        }
+        path.iter()
+            .rev()
+            .find(|b| b.close_time(interval) <= mark)
+            .map(|b| b.close)
+    };
+    let pnl = |p: Option<Decimal>| p.and_then(|p| pnl_percent(outcome, p));
+    let mut score = OutcomeScore {
+        price_1h: price_at(MARKS_HOURS[0]),
+        price_4h: price_at(MARKS_HOURS[1]),
+        price_24h: price_at(MARKS_HOURS[2]),
+        ..OutcomeScore::default()
+    };
+    score.pnl_percent_1h = pnl(score.price_1h);
+    score.pnl_percent_4h = pnl(score.price_4h);
+    score.pnl_percent_24h = pnl(score.price_24h);
+    if now < final_mark(start) {
+        return score;
+    }
+
+    let long = outcome.direction == Side::Long;
+    let reaches_target = |b: &Bar| {
+        outcome
+            .predicted_target
+            .is_some_and(|t| if long { b.high >= t } else { b.low <= t })
+    };
+    let reaches_stop = |b: &Bar| {
+        outcome
+            .predicted_stop
+            .is_some_and(|s| if long { b.low <= s } else { b.high >= s })
+    };
+    let mut first = FirstHit::Neither;
+    let (mut hit_target, mut hit_stop) = (false, false);
+    let (mut favorable, mut adverse) = (outcome.entry_price, outcome.entry_price);
+    for b in path {
+        let (t, s) = (reaches_target(b), reaches_stop(b));
+        if first == FirstHit::Neither {
+            if s {
+                first = FirstHit::Stop;
+            } else if t {
+                first = FirstHit::Target;
+            }
+        }
+        hit_target |= t;
+        hit_stop |= s;
+        if long {
+            favorable = favorable.max(b.high);
+            adverse = adverse.min(b.low);
+        } else {
+            favorable = favorable.min(b.low);
+            adverse = adverse.max(b.high);
+        }
+    }
+    score.hit_target = Some(hit_target);
+    score.hit_stop = Some(hit_stop);
+    score.first_hit = Some(first);
+    score.max_favorable = Some(favorable);
+    score.max_adverse = Some(adverse);
+    score.outcome_grade = score
+        .pnl_percent_24h
+        .map(|pnl24| grade(first, hit_stop, pnl24, pnl_percent(outcome, adverse)));
+    score.scored_at = Some(now);
+    score
+}
+
+/// Seed 003's table, in its order (see [`Grade`]). `adverse_pnl` is the direction-signed PnL %
+/// at the worst price (negative when the price went against the trade).
+#[must_use]
+pub fn grade(
+    first: FirstHit,
+    hit_stop: bool,
+    pnl_24h: Decimal,
+    adverse_pnl: Option<Decimal>,
+) -> Grade {
+    let one = Decimal::ONE;
+    let three = Decimal::from(3);
+    if first == FirstHit::Target {
+        Grade::A
+    } else if pnl_24h > one {
+        Grade::B
+    } else if pnl_24h >= -one {
+        Grade::C
+    } else if !hit_stop && adverse_pnl.is_none_or(|a| a >= -three) {
+        Grade::D
+    } else {
+        Grade::F
+    }
+}
+
+/// Direction-signed % change from the entry to `price`, [`PNL_DP`] decimals; `None` for a
+/// non-positive entry.
+#[must_use]
+pub fn pnl_percent(outcome: &TradeOutcome, price: Decimal) -> Option<Decimal> {
+    if outcome.entry_price <= Decimal::ZERO {
+        return None;
+    }
+    let change = (price - outcome.entry_price)
+        .checked_mul(Decimal::ONE_HUNDRED)?
+        .checked_div(outcome.entry_price)?;
+    Some((change * outcome.direction.sign()).round_dp(PNL_DP))
+}

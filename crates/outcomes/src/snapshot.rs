@@ -1,0 +1,253 @@
+//! The market conditions at decision time (`market_snapshots`), computed from the bars the tick
+//! already has.
+
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use rust_decimal::prelude::ToPrimitive;
+use serde::{Deserialize, Serialize};
+use types::{Bar, Interval, RegimeTag, classify_regime};
+use uuid::Uuid;
+
+use crate::indicators;
+
+/// RSI period on every timeframe.
+pub const RSI_PERIOD: usize = 14;
+/// ADX period (trend strength).
+pub const ADX_PERIOD: usize = 14;
+/// MACD fast, slow and signal periods.
+pub const MACD_PERIODS: (usize, usize, usize) = (12, 26, 9);
+/// Bars in one volatility reading (the standard deviation of this many log returns).
+pub const VOLATILITY_WINDOW: usize = 20;
+/// Volatility readings the percentile ranks the latest among (the stated lookback).
+pub const VOLATILITY_LOOKBACK: usize = 100;
+/// Bars the volume ratio averages over (the bars before the latest).
+pub const VOLUME_PERIOD: usize = 20;
+/// Aligned returns the correlation to the reference symbol is computed over.
+pub const CORRELATION_WINDOW: usize = 50;
+/// Bars of each timeframe an RSI is computed over (its smoothing warms up over them).
+pub const RSI_BARS: usize = 100;
+/// The reference symbol when the skill names none.
+pub const DEFAULT_REFERENCE_SYMBOL: &str = "BTC";
+/// The most base-interval bars [`bars_needed`] asks for.
+pub const MAX_BARS: usize = 10_000;
+
+/// The MACD state (see [`indicators::macd_state`] for the rule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MacdState {
+    /// MACD above its signal line and above zero.
+    Bullish,
+    /// MACD below its signal line and below zero.
+    Bearish,
+    /// The two readings disagree.
+    Neutral,
+}
+
+impl MacdState {
+    /// The stored spelling: `bullish`, `bearish`, `neutral`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            MacdState::Bullish => "bullish",
+            MacdState::Bearish => "bearish",
+            MacdState::Neutral => "neutral",
+        }
+    }
+
+    /// Parses the stored spelling.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        [MacdState::Bullish, MacdState::Bearish, MacdState::Neutral]
+            .into_iter()
+            .find(|m| m.as_str() == s)
+    }
+}
+
+/// The indicators of one symbol at one time. `None` where the bars do not allow a value (too
+/// few bars, a timeframe below the bars' interval, no reference bars).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Indicators {
+    /// RSI(14) of 15-minute bars.
+    pub rsi_15m: Option<f64>,
+    /// RSI(14) of 1-hour bars.
+    pub rsi_1h: Option<f64>,
+    /// RSI(14) of 4-hour bars.
+    pub rsi_4h: Option<f64>,
+    /// MACD(12, 26, 9) state of the base bars.
+    pub macd_signal: Option<MacdState>,
+    /// 0–100: where the latest 20-bar volatility ranks among the last 100.
+    pub volatility_percentile: Option<f64>,
+    /// The latest bar's volume over the mean of the 20 before it.
+    pub volume_ratio: Option<f64>,
+    /// ADX(14) of the base bars.
+    pub trend_strength: Option<f64>,
+    /// Correlation of the last 50 log returns to the reference symbol's (same bar times).
+    pub btc_correlation: Option<f64>,
+    /// The existing regime tag of the base bars ([`types::classify_regime`]).
+    pub market_condition: RegimeTag,
+}
+
+/// One `market_snapshots` row: the indicators of a symbol at a tick.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MarketSnapshot {
+    /// [`market_snapshot_id`] of the decision snapshot and the symbol.
+    pub id: Uuid,
+    /// The deployment that ticked.
+    pub deployment_id: Uuid,
+    /// The tick's decision snapshot (the firehose row).
+    pub decision_snapshot_id: Uuid,
+    /// The tick's time: every bar used closed at or before it.
+    pub tick_at: DateTime<Utc>,
+    /// The symbol described.
+    pub symbol: String,
+    /// The symbol [`Indicators::btc_correlation`] is measured against.
+    pub reference_symbol: String,
+    /// The values.
+    #[serde(flatten)]
+    pub indicators: Indicators,
+}
+
+/// The id of the market snapshot of `symbol` at the tick whose decision snapshot is
+/// `decision_snapshot_id`: UUID v5, so a replayed tick writes the same id.
+#[must_use]
+pub fn market_snapshot_id(decision_snapshot_id: Uuid, symbol: &str) -> Uuid {
+    let mut name = b"market_snapshot:".to_vec();
+    name.extend_from_slice(symbol.as_bytes());
+    Uuid::new_v5(&decision_snapshot_id, &name)
+}
+
+/// How many bars of `interval` (ending at the tick) the indicators need: enough for
+/// [`RSI_BARS`] bars of every RSI timeframe at or above `interval`, the volatility percentile
+/// and the correlation; at most [`MAX_BARS`].
+#[must_use]
+pub fn bars_needed(interval: Interval) -> usize {
+    let base = interval.minutes().max(1);
+    let rsi = [Interval::M15, Interval::H1, Interval::H4]
+        .into_iter()
+        .filter(|tf| tf.minutes() >= base && tf.minutes() % base == 0)
+        .map(|tf| usize::try_from(tf.minutes() / base).unwrap_or(1) * (RSI_BARS + 1))
+        .max()
+        .unwrap_or(0);
+    let own = (VOLATILITY_WINDOW + VOLATILITY_LOOKBACK + 1)
+        .max(CORRELATION_WINDOW + 1)
+        .max(2 * ADX_PERIOD + 1)
+        .max(MACD_PERIODS.1 + MACD_PERIODS.2);
+    rsi.max(own).min(MAX_BARS)
+}
+
+/// The indicators at `now` from `bars` (the symbol's bars of `interval`, oldest first) and
+/// `reference` (the reference symbol's bars of the same interval, `None` when absent). Bars
+/// that close after `now` are ignored, so nothing after the tick time is used. Higher
+/// timeframes are resampled from `bars` (only buckets that closed by `now`); a timeframe below
+/// `interval`, or one `interval` does not divide, has no RSI.
+#[must_use]
+pub fn compute_indicators(
+    bars: &[Bar],
+    interval: Interval,
+    now: DateTime<Utc>,
+    reference: Option<&[Bar]>,
+) -> Indicators {
+    let closed = closed_by(bars, interval, now);
+    let closes = to_f64(closed.iter().map(|b| b.close));
+    let rsi_tf = |tf: Interval| -> Option<f64> {
+        if tf == interval {
+            return last(&indicators::rsi(&closes, RSI_PERIOD));
+        }
+        if tf.minutes() < interval.minutes() || tf.minutes() % interval.minutes() != 0 {
+            return None;
+        }
+        let resampled = resample_closes(closed, tf, now);
+        last(&indicators::rsi(&resampled, RSI_PERIOD))
+    };
+    let (fast, slow, signal) = MACD_PERIODS;
+    let (line, sig) = indicators::macd(&closes, fast, slow, signal);
+    let highs = to_f64(closed.iter().map(|b| b.high));
+    let lows = to_f64(closed.iter().map(|b| b.low));
+    let volumes = to_f64(closed.iter().map(|b| b.volume));
+    let btc_correlation = reference.and_then(|r| {
+        let r = closed_by(r, interval, now);
+        let (a, b) = aligned_log_returns(closed, r);
+        indicators::correlation(&a, &b, CORRELATION_WINDOW)
+    });
+    Indicators {
+        rsi_15m: rsi_tf(Interval::M15),
+        rsi_1h: rsi_tf(Interval::H1),
+        rsi_4h: rsi_tf(Interval::H4),
+        macd_signal: indicators::macd_state(
+            line.last().copied().flatten(),
+            sig.last().copied().flatten(),
+        ),
+        volatility_percentile: indicators::volatility_percentile(
+            &closes,
+            VOLATILITY_WINDOW,
+            VOLATILITY_LOOKBACK,
+        ),
+        volume_ratio: indicators::volume_ratio(&volumes, VOLUME_PERIOD),
+        trend_strength: last(&indicators::adx(&highs, &lows, &closes, ADX_PERIOD)),
+        btc_correlation,
+        market_condition: classify_regime(closed),
+    }
+}
+
+/// The leading run of `bars` that closed at or before `now`.
+fn closed_by(bars: &[Bar], interval: Interval, now: DateTime<Utc>) -> &[Bar] {
+    let end = bars.partition_point(|b| b.close_time(interval) <= now);
+    &bars[..end]
+}
+
+fn last(series: &[Option<f64>]) -> Option<f64> {
+    series.last().copied().flatten().filter(|v| v.is_finite())
+}
+
+fn to_f64(values: impl Iterator<Item = Decimal>) -> Vec<f64> {
+    values.map(|d| d.to_f64().unwrap_or(f64::NAN)).collect()
+}
+
+/// The closes of `bars` resampled to `tf`: the last close of each `tf` bucket that closed by
+/// `now`, oldest first.
+fn resample_closes(bars: &[Bar], tf: Interval, now: DateTime<Utc>) -> Vec<f64> {
+    let mut out: Vec<(DateTime<Utc>, Decimal)> = Vec::new();
+    for b in bars {
+        let bucket = tf.bucket_start(b.time);
+        if bucket + tf.duration() > now {
+            break;
+        }
+        match out.last_mut() {
+            Some((start, close)) if *start == bucket => *close = b.close,
+            _ => out.push((bucket, b.close)),
+        }
+    }
+    to_f64(out.into_iter().map(|(_, c)| c))
+}
+
+/// Log returns of `a` and `b` over the bar times both have, consecutive in that common
+/// sequence.
+fn aligned_log_returns(a: &[Bar], b: &[Bar]) -> (Vec<f64>, Vec<f64>) {
+    let mut pairs: Vec<(f64, f64)> = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].time.cmp(&b[j].time) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                let (x, y) = (
+                    a[i].close.to_f64().unwrap_or(f64::NAN),
+                    b[j].close.to_f64().unwrap_or(f64::NAN),
+                );
+                pairs.push((x, y));
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let mut ra = Vec::with_capacity(pairs.len());
+    let mut rb = Vec::with_capacity(pairs.len());
+    for w in pairs.windows(2) {
+        let (x, y) = ((w[1].0 / w[0].0).ln(), (w[1].1 / w[0].1).ln());
+        if x.is_finite() && y.is_finite() {
+            ra.push(x);
+            rb.push(y);
+        }
+    }
+    (ra, rb)
+}

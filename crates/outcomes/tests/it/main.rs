@@ -1,0 +1,7 @@
+//! Integration tests of `trade-outcomes`: the indicators against reference values computed
+//! independently (pandas + ta, `tests/fixtures/gen_reference.py`) and the scorer over
+//! hand-built bar paths.
+
+mod common;
+mod indicators;
+mod scorer;

@@ -1,0 +1,193 @@
+//! The outcome memory (seed 003) in a backtest over the shipped EURUSD bars: every directional
+//! proposal gets a market snapshot and an outcome at decision time, scored inside the loop at
+//! the first tick at or after each mark; the live scorer's driver records the same scores.
+
+use crate::common;
+
+use agent_runtime::builtin_model;
+use chrono::{DateTime, Duration, Utc};
+use db::{OutcomeStore, SqliteStore, TickStore};
+use outcomes::{OutcomeScore, TradeOutcome, final_mark, score_outcome};
+use rust_decimal::Decimal;
+use tick::backtest::{BacktestInput, register, run_backtest};
+use tick::score_due_outcomes;
+use types::{Interval, OrderAction, Verdict};
+
+/// Up to 2017-06-28 08:00: the proposal of 2017-06-27 09:00 is within 24h of the last tick.
+const BARS: usize = 1199;
+
+async fn run(input: &BacktestInput, store: &SqliteStore) -> Vec<DateTime<Utc>> {
+    let first = input.market.all_bars("EURUSD", Interval::H1)[0].close_time(Interval::H1);
+    register(store, input, serde_json::json!({"name": "eurusd"}), first)
+        .await
+        .expect("register");
+    let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
+        .expect("builtin model");
+    let result = run_backtest(input, model.as_ref(), store, |_, _| {})
+        .await
+        .expect("backtest");
+    result.points.iter().map(|p| p.tick_at).collect()
+}
+
+fn unscored(o: &TradeOutcome) -> TradeOutcome {
+    TradeOutcome {
+        score: OutcomeScore::default(),
+        ..o.clone()
+    }
+}
+
+#[tokio::test]
+async fn every_directional_proposal_gets_an_outcome_scored_unless_within_24h_of_the_end() {
+    let bars = common::eurusd(BARS);
+    let input = common::eurusd_input(&bars, Decimal::ZERO, Decimal::ZERO);
+    let store = SqliteStore::connect("sqlite::memory:")
+        .await
+        .expect("store");
+    let ticks = run(&input, &store).await;
+    let last_tick = *ticks.last().expect("ticks");
+    let d = input.deployment.deployment_id;
+
+    let mut snapshots = store.list_snapshots(d, 100_000).await.expect("snapshots");
+    snapshots.sort_by_key(|s| s.tick_at);
+    let directional: Vec<_> = snapshots
+        .iter()
+        .filter(|s| {
+            s.proposal
+                .as_ref()
+                .is_some_and(|p| matches!(p.action, OrderAction::OpenLong | OrderAction::OpenShort))
+        })
+        .collect();
+    let mut outcomes = store.outcomes(d, 1000).await.expect("outcomes");
+    outcomes.sort_by_key(|o| o.tick_at);
+    assert!(
+        directional.len() > 20,
+        "the example trades: {}",
+        directional.len()
+    );
+    assert_eq!(
+        outcomes
+            .iter()
+            .map(|o| o.decision_snapshot_id)
+            .collect::<Vec<_>>(),
+        directional.iter().map(|s| s.id).collect::<Vec<_>>(),
+        "one outcome per directional proposal, none for any other tick"
+    );
+
+    let all = input.market.all_bars("EURUSD", Interval::H1);
+    let (mut scored, mut pending) = (0, 0);
+    for (o, s) in outcomes.iter().zip(&directional) {
+        let p = s.proposal.as_ref().expect("proposal");
+        assert_eq!(o.confidence, p.confidence);
+        assert_eq!((o.predicted_stop, o.predicted_target), (p.stop, p.target));
+        let executed = matches!(s.verdict, Verdict::Executed { .. });
+        assert_eq!(
+            o.verdict.as_str(),
+            if executed { "executed" } else { "rejected" }
+        );
+        // The entry is the mark: the close of the bar that closed at the tick.
+        let bar = all
+            .iter()
+            .find(|b| b.close_time(Interval::H1) == o.tick_at)
+            .expect("the tick's bar");
+        assert_eq!(o.entry_price, bar.close);
+        let market = store
+            .market_snapshot(o.snapshot_id)
+            .await
+            .expect("market snapshot");
+        assert_eq!(
+            (market.tick_at, market.symbol.as_str()),
+            (o.tick_at, "EURUSD")
+        );
+        assert_eq!(market.reference_symbol, "BTC");
+        assert_eq!(
+            market.indicators.btc_correlation, None,
+            "no BTC bars in this run"
+        );
+
+        if final_mark(o.tick_at) <= last_tick {
+            // Scored at the first tick at or after its 24h mark, exactly as the pure scorer
+            // scores it from the bars at that time.
+            let at = *ticks
+                .iter()
+                .find(|t| **t >= final_mark(o.tick_at))
+                .expect("a tick after the mark");
+            assert_eq!(o.score.scored_at, Some(at), "outcome at {}", o.tick_at);
+            assert_eq!(o.score, score_outcome(&unscored(o), all, Interval::H1, at));
+            assert!(o.score.outcome_grade.is_some());
+            scored += 1;
+        } else {
+            assert_eq!(
+                o.score.scored_at, None,
+                "outcome at {} is within 24h of the end",
+                o.tick_at
+            );
+            assert!(o.tick_at > last_tick - Duration::hours(24));
+            pending += 1;
+        }
+    }
+    assert!(scored > 20, "{scored} scored");
+    assert!(pending >= 1, "the run ends within 24h of a proposal");
+    eprintln!(
+        "{} outcomes: {scored} scored, {pending} within 24h of the end",
+        outcomes.len()
+    );
+}
+
+#[tokio::test]
+async fn the_live_scorer_records_what_the_backtest_scored() {
+    let bars = common::eurusd(BARS);
+    let input = common::eurusd_input(&bars, Decimal::ZERO, Decimal::ZERO);
+    let store = SqliteStore::connect("sqlite::memory:")
+        .await
+        .expect("store");
+    let ticks = run(&input, &store).await;
+    let last_tick = *ticks.last().expect("ticks");
+    let d = input.deployment.deployment_id;
+    let by_backtest = store.outcomes(d, 1000).await.expect("outcomes");
+
+    // Forget every score, then let the live driver score at the last tick's time.
+    sqlx::query(
+        "UPDATE trade_outcomes SET price_1h = NULL, price_4h = NULL, price_24h = NULL, \
+         pnl_percent_1h = NULL, pnl_percent_4h = NULL, pnl_percent_24h = NULL, hit_target = NULL, \
+         hit_stop = NULL, first_hit = NULL, max_favorable = NULL, max_adverse = NULL, \
+         outcome_grade = NULL, scored_at = NULL",
+    )
+    .execute(store.pool())
+    .await
+    .expect("reset scores");
+    let intervals = std::collections::BTreeMap::from([(d, Interval::H1)]);
+    let report = score_due_outcomes(&store, input.market.as_ref(), &intervals, last_tick, 1000)
+        .await
+        .expect("live scorer");
+    assert_eq!(report.pending, by_backtest.len());
+    assert!(report.skipped.is_empty());
+    let by_live = store.outcomes(d, 1000).await.expect("outcomes");
+    assert_eq!(by_live.len(), by_backtest.len());
+    for (live, sim) in by_live.iter().zip(&by_backtest) {
+        assert_eq!(live.id, sim.id);
+        // Same prices, hits, excursions and grade; only the time the scorer ran differs.
+        let strip = |s: &OutcomeScore| OutcomeScore {
+            scored_at: None,
+            ..s.clone()
+        };
+        assert_eq!(
+            strip(&live.score),
+            strip(&sim.score),
+            "outcome at {}",
+            live.tick_at
+        );
+        assert_eq!(
+            live.score.scored_at.is_some(),
+            sim.score.scored_at.is_some()
+        );
+    }
+    assert_eq!(
+        report.finished,
+        by_backtest.iter().filter(|o| o.score.is_final()).count()
+    );
+    // A second run changes nothing it already scored in full.
+    let again = score_due_outcomes(&store, input.market.as_ref(), &intervals, last_tick, 1000)
+        .await
+        .expect("live scorer");
+    assert_eq!(again.finished, 0);
+}
