@@ -6,7 +6,9 @@
 //! active meanwhile. Nothing here can make a note more authoritative than the strategy.
 //!
 //! How it works:
-//! 1. Text is normalised: lower case, `'`-contractions expanded (`don't` → `do not`), every other
+//! 1. Text is [normalised](crate::normalise) (hidden characters removed, NFKC, confusables
+//!    folded), then: lower case, a few phrases mapped to the action they mean (`averaging down`,
+//!    `doubling down`, `buy more` → `add`), `'`-contractions expanded (`don't` → `do not`), every other
 //!    non-alphanumeric character a space; each word is reduced to a crude stem and a few
 //!    trading synonyms share one stem (`losers` / `losing` / `losses` → `lose`, `entries` /
 //!    `enter` / `open` → `enter`, `adding` / `pyramiding` → `add`).
@@ -26,11 +28,13 @@
 use serde::{Deserialize, Serialize};
 use skill_schema::Strategy;
 
-/// The linter's verdict on one lessons text.
+/// The verdict on one lessons text: the linter's alone ([`lint_lessons`]), or, on a
+/// [`crate::NoteDraft`], every layer of the lesson defences together (linter, grounding, judge),
+/// one reason per finding.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LintResult {
-    /// True when at least one reason was found: store the note flagged, do not inject it until a
-    /// person accepts it.
+    /// True when at least one reason was found: store the note flagged (pending review), do not
+    /// inject it until a person accepts it.
     pub flagged: bool,
     /// One line per finding, naming the bullet and the rule or pattern, in bullet order.
     pub reasons: Vec<String>,
@@ -185,10 +189,35 @@ fn stem(word: &str) -> String {
     word.to_owned()
 }
 
-/// Lower-cased, contraction-expanded, stemmed words.
+/// Multi-word phrases that mean a listed action in other words: replaced before stemming, so
+/// "averaging down into a losing position" reads as "add into a losing position".
+const PHRASES: &[(&str, &str)] = &[
+    ("averaging down", "add"),
+    ("average down", "add"),
+    ("averaged down", "add"),
+    ("doubling down", "add"),
+    ("double down", "add"),
+    ("doubled down", "add"),
+    ("buying more", "add"),
+    ("buy more", "add"),
+    ("selling more", "add"),
+    ("sell more", "add"),
+    ("increase the position", "add"),
+    ("increasing the position", "add"),
+    ("top up", "add"),
+    ("topping up", "add"),
+];
+
+/// Lower-cased, contraction-expanded, stemmed words of the [normalised](crate::normalise) text.
 fn words(text: &str) -> Vec<String> {
-    let lower = text.to_lowercase().replace(['’', '‘'], "'");
-    let expanded = lower.replace("n't", " not").replace("cannot", "can not");
+    let lower = crate::normalise::normalise(text)
+        .text
+        .to_lowercase()
+        .replace(['’', '‘'], "'");
+    let mut expanded = lower.replace("n't", " not").replace("cannot", "can not");
+    for (phrase, action) in PHRASES {
+        expanded = expanded.replace(phrase, action);
+    }
     expanded
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
