@@ -164,6 +164,29 @@ async fn no_hostile_bullet_reaches_a_system_prompt() {
         corpus.iter().map(|(f, _)| f.as_str()).collect();
     assert!(families.len() >= 8, "{families:?}");
     let baseline = compose_system_prompt(&skill, None).expect("the prompt composes");
+    // Which layer would stop each bullet on its own (figures for the record; the assertion is
+    // on the prompt below).
+    let refs: Vec<&TradeRecord> = trades.iter().collect();
+    let (mut dropped, mut by_lint, mut by_grounding) = (0, 0, 0);
+    for (_, bullet) in &corpus {
+        let bounded = reflection::bound_lessons(&format!("- {bullet}"), false).text;
+        if bounded.is_empty() {
+            dropped += 1;
+            continue;
+        }
+        by_lint += usize::from(lint_lessons(&bounded, &skill.strategy).flagged);
+        by_grounding += usize::from(!ground_lessons(&bounded, &refs).iter().all(|g| g.grounded()));
+    }
+    eprintln!(
+        "hostile bullets: {} in all; {dropped} dropped as no bullet (a heading or code fence); \
+         of the rest the linter alone flags {by_lint}, the grounding check alone {by_grounding}",
+        corpus.len()
+    );
+    assert_eq!(
+        dropped + by_grounding,
+        corpus.len(),
+        "the grounding check misses some"
+    );
     for setup in [Setup::Builtin, Setup::FooledJudge] {
         let mut reached = Vec::new();
         for (family, bullet) in &corpus {
