@@ -432,13 +432,19 @@ fn merge(into: &mut SetupStats, s: &SetupStats) {
     into.holding_minutes += s.holding_minutes;
 }
 
+/// Whether `actual` rounds to `stated` at `dp` decimals (within half a unit of the last digit).
+/// More than 20 decimals never match: no figure of the ledger is stated that finely.
 fn within(stated: Decimal, dp: u32, actual: Decimal) -> bool {
+    if dp > 20 {
+        return false;
+    }
     let tol = Decimal::new(5, dp + 1);
-    (actual - stated).abs() <= tol
+    actual.checked_sub(stated).is_some_and(|d| d.abs() <= tol)
 }
 
-fn shown(value: Decimal, dp: u32) -> String {
-    format!("{:.*}", dp as usize, value)
+/// `value` as stated: a parsed decimal keeps the scale it was written with (`12.00`).
+fn shown(value: Decimal, _dp: u32) -> String {
+    value.to_string()
 }
 
 const WIN_WORDS: &[&str] = &["win", "wins", "won", "winning", "winner", "winners"];

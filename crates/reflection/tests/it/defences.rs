@@ -518,3 +518,28 @@ async fn builtin_models_and_flagged_notes_get_no_check_call() {
     assert_eq!(real.requests().len(), 1);
     assert!(outcome.note().expect("a note").lint.flagged);
 }
+
+proptest::proptest! {
+    /// No text makes the defences panic: odd figures (29 decimals, 40 digits), any characters.
+    #[test]
+    fn the_checks_never_panic(
+        text in "(\\PC|[0-9$%.,=≥/ \n-]){0,200}",
+        digits in "[0-9]{1,40}",
+        decimals in "[0-9]{0,40}",
+    ) {
+        let trades = fixture_ledger();
+        let refs: Vec<&TradeRecord> = trades.iter().collect();
+        let skill = thesis_skill();
+        let figure = format!("- BTC long (n={digits}) made +${digits}.{decimals} or {digits}.{decimals}% ({digits} of {decimals}1)");
+        for t in [text.as_str(), figure.as_str()] {
+            let _ = ground_lessons(t, &refs);
+            let _ = lint_lessons(t, &skill.strategy);
+            let _ = reflection::parse_judge_reply(t, 3);
+            let _ = reflection::render_judge_user(&skill, t);
+        }
+        // A figure stated more finely than any ledger figure is never grounded.
+        if decimals.len() > 20 {
+            proptest::prop_assert!(!ground_lessons(&figure, &refs)[0].grounded());
+        }
+    }
+}
