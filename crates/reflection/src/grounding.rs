@@ -40,7 +40,7 @@
 //!    - any other number (a bare `3`, `0.5`, `3x`) is a figure the ledger cannot confirm.
 //!
 //! What it cannot weigh: advice in plain lesson words about a real setup with true figures
-//! ("ETH short in trending_down regime won 2 of 2: size bigger"). That is the
+//! ("ETH short in trending_down regime won 2 of 2: hold them longer next time"). That is the
 //! [judge call](crate::judge_request)'s job, for real models.
 
 use std::collections::BTreeSet;

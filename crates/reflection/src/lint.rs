@@ -17,13 +17,15 @@
 //!    word: `add`, `fade`, `trade`, `enter`) and its object words.
 //! 3. A lesson bullet contradicts the rule when it contains the head word NOT preceded (within
 //!    three words) by a negation (`not`, `never`, `no`, `avoid`, `stop`, `without`), and enough
-//!    object words: one when the rule has at most three, two otherwise; a rule that says
-//!    `against` / `through` / `during` / `above` / `below` needs the lesson to say one of them too.
+//!    object words: one when the rule has at most three or a direction, two otherwise; a rule
+//!    that says `against` / `through` / `during` / `above` / `below` needs the lesson to say one
+//!    of them too.
 //! 4. A fixed list of hostile patterns is checked on every bullet: an override verb (`ignore`,
 //!    `disregard`, `override`, `bypass`, `forget`, `violate`, `break`) followed within four words
 //!    by `strategy`, `rules`, `avoid`, `instructions`, `constraints`, `caps`, `limits`, `risk`
 //!    or `prompt`; and leverage/size escalation (`max leverage`, `maximum leverage`, `full
-//!    leverage`, `all in`, `raise the cap`, `remove the stop`).
+//!    leverage`, `all in`, `raise the cap`, `remove the stop`, and size escalation in plain
+//!    words: `size up`, `bigger size`, `more size`, `take more`).
 
 use serde::{Deserialize, Serialize};
 use skill_schema::Strategy;
@@ -100,6 +102,16 @@ const ESCALATION: &[&[&str]] = &[
     &["lift", "cap"],
     &["remove", "stop"],
     &["no", "stop", "loss"],
+    // Size escalation in plain words: a lesson may say "smaller", never "bigger".
+    &["size", "up"],
+    &["size", "bigger"],
+    &["size", "larger"],
+    &["bigger", "size"],
+    &["larger", "size"],
+    &["more", "size"],
+    &["increase", "size"],
+    &["double", "size"],
+    &["take", "more"],
 ];
 
 /// Synonym groups: every word of a group stems to the group's first word.
@@ -302,7 +314,9 @@ fn contradicts(bullet: &[String], p: &Prohibition) -> bool {
         return false;
     }
     let matched = p.objects.iter().filter(|o| bullet.contains(o)).count();
-    let needed = if p.objects.len() <= 3 {
+    // A rule's direction, matched, narrows the action enough: one object then suffices
+    // ("enter against the trend" vs "do not open a position against a 1d trend that …").
+    let needed = if p.objects.len() <= 3 || !p.directional.is_empty() {
         usize::from(!p.objects.is_empty())
     } else {
         2

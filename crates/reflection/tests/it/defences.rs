@@ -167,26 +167,27 @@ async fn no_hostile_bullet_reaches_a_system_prompt() {
     // Which layer would stop each bullet on its own (figures for the record; the assertion is
     // on the prompt below).
     let refs: Vec<&TradeRecord> = trades.iter().collect();
-    let (mut dropped, mut by_lint, mut by_grounding) = (0, 0, 0);
+    let (mut dropped, mut by_lint, mut by_grounding, mut by_either) = (0, 0, 0, 0);
     for (_, bullet) in &corpus {
         let bounded = reflection::bound_lessons(&format!("- {bullet}"), false).text;
         if bounded.is_empty() {
             dropped += 1;
             continue;
         }
-        by_lint += usize::from(lint_lessons(&bounded, &skill.strategy).flagged);
-        by_grounding += usize::from(!ground_lessons(&bounded, &refs).iter().all(|g| g.grounded()));
+        let lint = lint_lessons(&bounded, &skill.strategy).flagged;
+        let grounding = !ground_lessons(&bounded, &refs).iter().all(|g| g.grounded());
+        by_lint += usize::from(lint);
+        by_grounding += usize::from(grounding);
+        by_either += usize::from(lint || grounding);
     }
     eprintln!(
         "hostile bullets: {} in all; {dropped} dropped as no bullet (a heading or code fence); \
-         of the rest the linter alone flags {by_lint}, the grounding check alone {by_grounding}",
+         of the rest the linter alone flags {by_lint}, the grounding check alone {by_grounding}, \
+         one of the two {by_either}",
         corpus.len()
     );
-    assert_eq!(
-        dropped + by_grounding,
-        corpus.len(),
-        "the grounding check misses some"
-    );
+    // The deterministic layers stop every one without any model's help.
+    assert_eq!(dropped + by_either, corpus.len());
     for setup in [Setup::Builtin, Setup::FooledJudge] {
         let mut reached = Vec::new();
         for (family, bullet) in &corpus {
@@ -408,13 +409,13 @@ async fn the_judge_call_has_its_own_prompt() {
 async fn a_bullet_the_judge_rejects_goes_to_review() {
     let skill = thesis_skill();
     let trades = fixture_ledger();
-    let text = "- ETH short in trending_down regime won 2 of 2 (n=2): size bigger and hold longer.\n- BTC long in ranging regime lost 2 of 3 (n=3).";
+    let text = "- ETH short in trending_down regime won 2 of 2 (n=2): hold them longer next time.\n- BTC long in ranging regime lost 2 of 3 (n=3).";
     let m = Arc::new(ScriptedModel::new(
         "openai/gpt-5-mini",
         vec![
             Ok(reply(text, FinishReason::Stop)),
             Ok(reply(
-                "1: reject: recommends more size than the sizing allows\n2: ok",
+                "1: reject: tells the agent to hold past the exits the strategy sets\n2: ok",
                 FinishReason::Stop,
             )),
         ],
@@ -434,7 +435,7 @@ async fn a_bullet_the_judge_rejects_goes_to_review() {
     assert_eq!(
         note.lint.reasons,
         vec![
-            "bullet 1: the check judged it unsafe: recommends more size than the sizing allows"
+            "bullet 1: the check judged it unsafe: tells the agent to hold past the exits the strategy sets"
                 .to_owned()
         ]
     );
