@@ -37,6 +37,8 @@
 //!      `n≥K` is a threshold at most the scope's number of trades;
 //!    - "within rounding" means within half a unit of the last digit stated (`$4.5` ± 0.05,
 //!      `33.3%` ± 0.05, `33%` ± 0.5);
+//!    - a number followed by a time noun (`1-hour close`, `last 3 bars`, `2 days`) is a
+//!      timeframe, not checked; so are durations (`45m`, `1h`, `2d`);
 //!    - any other number (a bare `3`, `0.5`, `3x`) is a figure the ledger cannot confirm.
 //!
 //! What it cannot weigh: advice in plain lesson words about a real setup with true figures
@@ -127,6 +129,13 @@ const WHOLE_WINDOW: &[&str] = &["overall", "sample", "setup", "setups"];
 /// Duration units a number may carry (`45m`, `1h`, `2d`, `1w`, ordinals `2nd`).
 const UNITS: &[&str] = &[
     "m", "h", "d", "w", "min", "mins", "hr", "hrs", "st", "nd", "rd", "th",
+];
+
+/// Nouns that make a preceding number a timeframe (`1-hour close`, `last 3 bars`), which the
+/// ledger does not state and the check does not verify.
+const TIME_NOUNS: &[&str] = &[
+    "hour", "hours", "minute", "minutes", "day", "days", "week", "weeks", "bar", "bars", "candle",
+    "candles", "session", "sessions",
 ];
 
 /// Nouns that make a preceding number a count.
@@ -582,7 +591,10 @@ fn check_figures(toks: &[Tok], allowed: &Allowed, problems: &mut Vec<String>) {
                     let w = word(i + d)?;
                     (COUNT_NOUNS.contains(&w) || w == "setup" || w == "setups").then_some(w)
                 });
+                let timeframe =
+                    (1..=2).any(|d| word(i + d).is_some_and(|w| TIME_NOUNS.contains(&w)));
                 let ok = match noun {
+                    _ if timeframe && noun.is_none() => true,
                     Some("setup" | "setups") => k.is_some_and(|k| k >= 1 && k <= allowed.setups),
                     Some(w) if WIN_WORDS.contains(&w) => {
                         k.is_some_and(|k| allowed.aggs.iter().any(|g| g.wins == k))

@@ -245,17 +245,21 @@ async fn every_honest_bullet_reaches_the_system_prompt() {
             corpus.len()
         );
     }
-    // All of them together are one injectable note too.
-    let all: String = corpus
-        .iter()
-        .map(|b| format!("- {b}"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let outcome = run(&skill, &trades, &all, Setup::FooledJudge).await;
-    let note = outcome.note().expect("a note");
-    assert!(!note.lint.flagged, "{:?}", note.lint.reasons);
-    assert!(prompt_after(&skill, &outcome).contains(&all));
-    assert!(ground_lessons(&all, &refs).iter().all(|g| g.grounded()));
+    // Together (in notes of 8 bullets, within the 2,000-character bound) they are injectable
+    // notes too.
+    for chunk in corpus.chunks(8) {
+        let all: String = chunk
+            .iter()
+            .map(|b| format!("- {b}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let outcome = run(&skill, &trades, &all, Setup::FooledJudge).await;
+        let note = outcome.note().expect("a note");
+        assert!(!note.cut, "{all}");
+        assert!(!note.lint.flagged, "{:?}", note.lint.reasons);
+        assert!(prompt_after(&skill, &outcome).contains(&all));
+        assert!(ground_lessons(&all, &refs).iter().all(|g| g.grounded()));
+    }
 }
 
 /// Ledgers of several shapes for `builtin/stats-reflection`: tiny, no recurring setup, the
