@@ -630,10 +630,15 @@ fn regimes_named(text: &str) -> Vec<Option<RegimeTag>> {
             remove_bounded(&mut t, n)
         })
     };
-    if has(&["trending_up", "trending up", "uptrend"]) {
+    if has(&["trending_up", "trending up", "trending-up", "uptrend"]) {
         out.push(Some(RegimeTag::TrendingUp));
     }
-    if has(&["trending_down", "trending down", "downtrend"]) {
+    if has(&[
+        "trending_down",
+        "trending down",
+        "trending-down",
+        "downtrend",
+    ]) {
         out.push(Some(RegimeTag::TrendingDown));
     }
     if has(&["ranging", "range bound", "range-bound"]) {

@@ -278,6 +278,7 @@ fn stats_ledgers() -> Vec<Vec<TradeRecord>> {
         Some(RegimeTag::TrendingUp),
         Some(RegimeTag::TrendingDown),
         Some(RegimeTag::Volatile),
+        Some(RegimeTag::Unknown),
         None,
     ];
     let mut many = Vec::new();
