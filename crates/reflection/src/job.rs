@@ -13,6 +13,8 @@ use types::{NoteContent, TradeRecord, Uuid};
 
 use crate::bounds::bound_lessons;
 use crate::cadence::{LastNote, window_trades};
+use crate::grounding::ground_lessons;
+use crate::judge::{is_real_model, judge_request, parse_judge_reply};
 use crate::lint::{LintResult, lint_lessons};
 use crate::prompt::{MAX_WINDOW_TRADES, REFLECTION_SYSTEM_PROMPT, render_reflection_user};
 use crate::stats::{STATS_REFLECTION_MODEL, stats_lessons};
@@ -106,7 +108,8 @@ pub struct NoteDraft {
     pub content: NoteContent,
     /// Whether the text had to be cut to fit the bounds.
     pub cut: bool,
-    /// The linter's verdict; a flagged note is stored but not injected until a person accepts it.
+    /// The lesson defences' verdict (linter, grounding check, judge call); a flagged note is
+    /// stored pending review and not injected until a person accepts it.
     pub lint: LintResult,
 }
 
@@ -278,7 +281,17 @@ fn build_request(
 ///   (no tools); a model error → `Failed(Model)`; a reply without a usable bullet →
 ///   `Failed(EmptyReply)` (its tokens and cost are still recorded).
 /// - The reply is normalised and bounded by [`crate::bound_lessons`] (cut at bullet boundaries,
-///   never retried), then linted against `skill.strategy.avoid` ([`crate::lint_lessons`]).
+///   never retried), then checked by the lesson defences (any finding flags the note: stored
+///   pending review, never injected until a person accepts it):
+///   1. the linter ([`crate::lint_lessons`], on the [normalised](crate::normalise) text) against
+///      `skill.strategy.avoid` and hostile patterns;
+///   2. the grounding check ([`crate::ground_lessons`]) against the window's trades, for every
+///      reflector, `builtin/stats-reflection` included;
+///   3. for a real model (not `builtin/…`, see [`crate::is_real_model`]) and only when 1 and 2
+///      found nothing: a second, separate call to the same model with
+///      [`crate::JUDGE_SYSTEM_PROMPT`] ([`crate::judge_request`]) that must clear every bullet
+///      explicitly; a failed check call flags the note (the note is still stored). Its tokens
+///      and cost are added to the note's.
 pub async fn reflect(input: ReflectionInput<'_>, reflector: &Reflector) -> ReflectionOutcome {
     let (trades, omitted, start) = select(&input);
     let trades_considered = u32::try_from(trades.len()).unwrap_or(u32::MAX);
@@ -348,7 +361,8 @@ pub async fn reflect(input: ReflectionInput<'_>, reflector: &Reflector) -> Refle
     if bounded.text.is_empty() {
         return failed(ReflectionFailure::EmptyReply, usage, cost);
     }
-    let lint = lint_lessons(&bounded.text, &input.skill.strategy);
+    let (lint, usage, cost) =
+        check_lessons(&input, reflector, &bounded.text, &trades, usage, cost).await;
     ReflectionOutcome::Note(NoteDraft {
         skill_id: input.skill_id,
         skill_version: input.skill.version,
@@ -367,4 +381,59 @@ pub async fn reflect(input: ReflectionInput<'_>, reflector: &Reflector) -> Refle
         cut: bounded.cut,
         lint,
     })
+}
+
+/// The lesson defences on a bounded text: linter, grounding, and (real models only, and only
+/// when the first two pass) the judge call. Returns the verdict and the run's usage and cost
+/// with the judge call's added.
+async fn check_lessons(
+    input: &ReflectionInput<'_>,
+    reflector: &Reflector,
+    text: &str,
+    trades: &[&TradeRecord],
+    mut usage: Usage,
+    mut cost: Option<Decimal>,
+) -> (LintResult, Usage, Option<Decimal>) {
+    let mut reasons = lint_lessons(text, &input.skill.strategy).reasons;
+    for g in ground_lessons(text, trades) {
+        for p in g.problems {
+            reasons.push(format!(
+                "bullet {}: not grounded in the ledger: {p}",
+                g.bullet
+            ));
+        }
+    }
+    if reasons.is_empty()
+        && let Reflector::Model(model) = reflector
+        && is_real_model(model.id())
+    {
+        let request = judge_request(input.skill, text, model.id());
+        let count = text.lines().filter(|l| !l.trim().is_empty()).count();
+        match model.generate(&request).await {
+            Err(e) => reasons.push(format!("the check call failed: {e}")),
+            Ok(resp) => {
+                if let Some(rates) = input.rates {
+                    let extra = rates.cost(&resp.usage);
+                    cost = Some(cost.unwrap_or(Decimal::ZERO).saturating_add(extra));
+                }
+                usage += resp.usage;
+                if resp.finish == FinishReason::Error {
+                    reasons.push("the check call reported an error finish".to_owned());
+                } else {
+                    reasons.extend(parse_judge_reply(
+                        resp.text.as_deref().unwrap_or_default(),
+                        count,
+                    ));
+                }
+            }
+        }
+    }
+    (
+        LintResult {
+            flagged: !reasons.is_empty(),
+            reasons,
+        },
+        usage,
+        cost,
+    )
 }

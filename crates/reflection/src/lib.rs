@@ -10,8 +10,17 @@
 //! - `builtin/stats-reflection` ([`stats_lessons`], [`Reflector::Stats`]): lessons computed from
 //!   the ledger without any model;
 //! - the bounds every lessons text obeys ([`bound_lessons`]: `- ` bullets, ≤ 2,000 characters);
-//! - the linter ([`lint_lessons`]) that flags lessons contradicting the strategy's `avoid` rules
-//!   or carrying hostile text;
+//! - the lesson defences, run by [`reflect`] on every note (any finding flags it: stored
+//!   pending review, never injected until a person accepts it):
+//!   1. [`normalise`]: hidden characters removed, NFKC, TR39 confusables folded — every check
+//!      reads this text;
+//!   2. the linter ([`lint_lessons`]): lessons contradicting the strategy's `avoid` rules (also
+//!      in other words: "averaging down" is adding) or carrying hostile patterns;
+//!   3. the grounding check ([`ground_lessons`]): each bullet must speak the closed lesson
+//!      vocabulary, name a setup of the window and state only figures the ledger shows;
+//!   4. for a real model (not `builtin/…`, [`is_real_model`]) whose note passed 1–3, a second,
+//!      separate call ([`judge_request`], [`JUDGE_SYSTEM_PROMPT`], [`parse_judge_reply`]) that
+//!      must clear every bullet against the avoid rules and the risk caps;
 //! - the point-in-time choice of the visible note ([`visible_note_at`]), its mapping to
 //!   [`prompt_compose::Lessons`] ([`to_lessons`]) and the explicit promotion to skill scope
 //!   ([`promote_to_skill_scope`]).
@@ -29,7 +38,8 @@
 //! 2. When due: `resolve_reflection_model(&config.model, |id| providers::resolve_model(id, …))`
 //!    (a resolve error is a failed run, like a model error) and
 //!    `reflect(ReflectionInput { skill, skill_id, deployment_id, trades: &ledger_rows, last, now, rates }, &reflector)`.
-//! 3. [`ReflectionOutcome::Note`]: store it; if `lint.flagged` is false it becomes the active note
+//! 3. [`ReflectionOutcome::Note`]: store it; if `lint.flagged` is false (no layer of the lesson
+//!    defences found anything) it becomes the active note
 //!    (the previous one is superseded), otherwise it is stored inactive until a person accepts it.
 //!    [`ReflectionOutcome::Failed`]: record the attempt; the previous note stays active.
 //! 4. Each tick's prompt: `visible_note_at(&notes, tick_time).map(to_lessons)` → the LESSONS
@@ -63,8 +73,11 @@
 
 mod bounds;
 mod cadence;
+mod grounding;
 mod job;
+mod judge;
 mod lint;
+mod normalise;
 mod notes;
 mod prompt;
 mod stats;
@@ -73,11 +86,17 @@ pub use bounds::{Bounded, ELLIPSIS, bound_lessons};
 pub use cadence::{
     Due, LastNote, NotDue, RETRY_BACKOFF_MINUTES, ReflectionWindow, reflection_due, window_trades,
 };
+pub use grounding::{BulletGrounding, SANCTIONED_DEFERRALS, ground_bullet, ground_lessons};
 pub use job::{
     FailedReflection, NoteDraft, REFLECTION_MAX_OUTPUT_TOKENS, ReflectionFailure, ReflectionInput,
     ReflectionOutcome, Reflector, reflect, reflection_request, resolve_reflection_model,
 };
+pub use judge::{
+    JUDGE_MAX_OUTPUT_TOKENS, JUDGE_SYSTEM_PROMPT, is_real_model, judge_request, parse_judge_reply,
+    render_judge_user,
+};
 pub use lint::{LintResult, lint_lessons};
+pub use normalise::{Normalised, is_hidden, normalise};
 pub use notes::{NoteView, promote_to_skill_scope, to_lessons, visible_note_at};
 pub use prompt::{MAX_WINDOW_TRADES, REFLECTION_SYSTEM_PROMPT, render_reflection_user};
 pub use stats::{

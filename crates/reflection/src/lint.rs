@@ -6,7 +6,9 @@
 //! active meanwhile. Nothing here can make a note more authoritative than the strategy.
 //!
 //! How it works:
-//! 1. Text is normalised: lower case, `'`-contractions expanded (`don't` → `do not`), every other
+//! 1. Text is [normalised](crate::normalise) (hidden characters removed, NFKC, confusables
+//!    folded), then: lower case, a few phrases mapped to the action they mean (`averaging down`,
+//!    `doubling down`, `buy more` → `add`), `'`-contractions expanded (`don't` → `do not`), every other
 //!    non-alphanumeric character a space; each word is reduced to a crude stem and a few
 //!    trading synonyms share one stem (`losers` / `losing` / `losses` → `lose`, `entries` /
 //!    `enter` / `open` → `enter`, `adding` / `pyramiding` → `add`).
@@ -15,22 +17,26 @@
 //!    word: `add`, `fade`, `trade`, `enter`) and its object words.
 //! 3. A lesson bullet contradicts the rule when it contains the head word NOT preceded (within
 //!    three words) by a negation (`not`, `never`, `no`, `avoid`, `stop`, `without`), and enough
-//!    object words: one when the rule has at most three, two otherwise; a rule that says
-//!    `against` / `through` / `during` / `above` / `below` needs the lesson to say one of them too.
+//!    object words: one when the rule has at most three or a direction, two otherwise; a rule
+//!    that says `against` / `through` / `during` / `above` / `below` needs the lesson to say one
+//!    of them too.
 //! 4. A fixed list of hostile patterns is checked on every bullet: an override verb (`ignore`,
 //!    `disregard`, `override`, `bypass`, `forget`, `violate`, `break`) followed within four words
 //!    by `strategy`, `rules`, `avoid`, `instructions`, `constraints`, `caps`, `limits`, `risk`
 //!    or `prompt`; and leverage/size escalation (`max leverage`, `maximum leverage`, `full
-//!    leverage`, `all in`, `raise the cap`, `remove the stop`).
+//!    leverage`, `all in`, `raise the cap`, `remove the stop`, and size escalation in plain
+//!    words: `size up`, `bigger size`, `more size`, `take more`).
 
 use serde::{Deserialize, Serialize};
 use skill_schema::Strategy;
 
-/// The linter's verdict on one lessons text.
+/// The verdict on one lessons text: the linter's alone ([`lint_lessons`]), or, on a
+/// [`crate::NoteDraft`], every layer of the lesson defences together (linter, grounding, judge),
+/// one reason per finding.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LintResult {
-    /// True when at least one reason was found: store the note flagged, do not inject it until a
-    /// person accepts it.
+    /// True when at least one reason was found: store the note flagged (pending review), do not
+    /// inject it until a person accepts it.
     pub flagged: bool,
     /// One line per finding, naming the bullet and the rule or pattern, in bullet order.
     pub reasons: Vec<String>,
@@ -96,6 +102,16 @@ const ESCALATION: &[&[&str]] = &[
     &["lift", "cap"],
     &["remove", "stop"],
     &["no", "stop", "loss"],
+    // Size escalation in plain words: a lesson may say "smaller", never "bigger".
+    &["size", "up"],
+    &["size", "bigger"],
+    &["size", "larger"],
+    &["bigger", "size"],
+    &["larger", "size"],
+    &["more", "size"],
+    &["increase", "size"],
+    &["double", "size"],
+    &["take", "more"],
 ];
 
 /// Synonym groups: every word of a group stems to the group's first word.
@@ -185,10 +201,35 @@ fn stem(word: &str) -> String {
     word.to_owned()
 }
 
-/// Lower-cased, contraction-expanded, stemmed words.
+/// Multi-word phrases that mean a listed action in other words: replaced before stemming, so
+/// "averaging down into a losing position" reads as "add into a losing position".
+const PHRASES: &[(&str, &str)] = &[
+    ("averaging down", "add"),
+    ("average down", "add"),
+    ("averaged down", "add"),
+    ("doubling down", "add"),
+    ("double down", "add"),
+    ("doubled down", "add"),
+    ("buying more", "add"),
+    ("buy more", "add"),
+    ("selling more", "add"),
+    ("sell more", "add"),
+    ("increase the position", "add"),
+    ("increasing the position", "add"),
+    ("top up", "add"),
+    ("topping up", "add"),
+];
+
+/// Lower-cased, contraction-expanded, stemmed words of the [normalised](crate::normalise) text.
 fn words(text: &str) -> Vec<String> {
-    let lower = text.to_lowercase().replace(['’', '‘'], "'");
-    let expanded = lower.replace("n't", " not").replace("cannot", "can not");
+    let lower = crate::normalise::normalise(text)
+        .text
+        .to_lowercase()
+        .replace(['’', '‘'], "'");
+    let mut expanded = lower.replace("n't", " not").replace("cannot", "can not");
+    for (phrase, action) in PHRASES {
+        expanded = expanded.replace(phrase, action);
+    }
     expanded
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
@@ -273,7 +314,9 @@ fn contradicts(bullet: &[String], p: &Prohibition) -> bool {
         return false;
     }
     let matched = p.objects.iter().filter(|o| bullet.contains(o)).count();
-    let needed = if p.objects.len() <= 3 {
+    // A rule's direction, matched, narrows the action enough: one object then suffices
+    // ("enter against the trend" vs "do not open a position against a 1d trend that …").
+    let needed = if p.objects.len() <= 3 || !p.directional.is_empty() {
         usize::from(!p.objects.is_empty())
     } else {
         2

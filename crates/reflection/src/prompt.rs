@@ -27,6 +27,10 @@ anything. A short streak can be variance, not a lesson.
 - Do not invent rules the strategy does not imply. Never contradict, relax or work around the \
 strategy's Avoid list or its risk management: those are hard constraints and they win over any \
 lesson.
+- Report only what the trades show, in plain English: name each setup as \"SYMBOL side in REGIME \
+regime\" and quote only figures computed from the trades listed. Do not mention the strategy, its \
+rules, the caps, leverage or these instructions, and use no markup: lessons that do are held back \
+for a person's review.
 - Lessons are signal for the next tick, not new strategy. Never recommend more leverage, size or \
 exposure than the strategy's sizing allows, and never suggest ignoring the strategy or the risk \
 caps.

@@ -29,7 +29,7 @@ pub enum ReflectionReport {
     Note {
         /// The stored note's id ([`note_id`](crate::note_id) of the deployment and tick time).
         id: Uuid,
-        /// Whether the linter flagged it (stored pending review).
+        /// Whether the lesson defences flagged it (stored pending review).
         flagged: bool,
         /// Length of its lessons text, in characters.
         chars: usize,
@@ -344,7 +344,8 @@ where
     }
 }
 
-/// The linter's reasons as one stored line, within the store's bound.
+/// The lesson defences' reasons (linter, grounding, judge) as one stored line, within the
+/// store's bound.
 fn bounded_lint_reason(reasons: &[String]) -> String {
     let joined = reasons.join("; ");
     if joined.chars().count() <= types::MAX_LINT_REASON_CHARS {

@@ -96,13 +96,22 @@ fn model(m: ScriptedModel) -> (Arc<ScriptedModel>, Reflector) {
 async fn the_request_the_model_sees() {
     let skill = thesis_skill();
     let trades = ledger();
-    let (m, r) = model(ScriptedModel::text(
+    let lessons = "- BTC long in ranging lost twice (n=2, average net -$10.84): wait for the 1h close back inside the range.";
+    let (m, r) = model(ScriptedModel::new(
         "anthropic/claude-haiku-4-5",
-        "- BTC long in ranging lost twice (n=2, average net -$10.84): wait for the 1h close back inside the range.",
+        vec![
+            Ok(reply(lessons, FinishReason::Stop)),
+            Ok(reply("1: ok", FinishReason::Stop)),
+        ],
     ));
     let outcome = reflect(input(&skill, &trades, None), &r).await;
     let requests = m.requests();
-    assert_eq!(requests.len(), 1);
+    // The reflection, then the separate check call on the grounded note.
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[1],
+        reflection::judge_request(&skill, lessons, "anthropic/claude-haiku-4-5")
+    );
     // What reflect sent is exactly what reflection_request renders.
     assert_eq!(
         Some(&requests[0]),
@@ -121,12 +130,13 @@ async fn the_request_the_model_sees() {
     assert_eq!(note.content.window_start, at(4, 9, 15)); // first entry: 10:00 − 45m
     assert_eq!(note.content.window_end, at(5, 12, 0));
     assert_eq!(note.content.model_used, "anthropic/claude-haiku-4-5");
+    // Both calls are billed on the note: 2 × (1,200 in, 150 out).
     assert_eq!(
         (note.content.input_tokens, note.content.output_tokens),
-        (Some(1200), Some(150))
+        (Some(2400), Some(300))
     );
-    // 1,200 × $1/M + 150 × $5/M = $0.0012 + $0.00075 = $0.00195
-    assert_eq!(note.content.cost_usd, Some(dec!(0.00195)));
+    // 2 × (1,200 × $1/M + 150 × $5/M) = 2 × $0.00195
+    assert_eq!(note.content.cost_usd, Some(dec!(0.0039)));
     assert!(!note.lint.flagged, "{:?}", note.lint);
     assert!(!note.cut);
 }

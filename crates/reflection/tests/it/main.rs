@@ -5,6 +5,7 @@
 
 mod cadence;
 mod common;
+mod defences;
 mod invariants;
 mod job;
 mod lint;
