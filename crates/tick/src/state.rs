@@ -42,6 +42,9 @@ pub struct TickState {
     /// What the previous tick rendered and this one can reuse (bar rows, system prompt). Only
     /// saves work: a fresh cache renders the same bytes.
     pub render: RenderCache,
+    /// The model loop's options for this deployment's ticks: the output-token budget and the
+    /// tick's deadline (the live runner sets its tick budget; a backtest has none by default).
+    pub run_options: agent_runtime::RunOptions,
     /// The "Recent trades" body as last rendered: (k, as of, text). Cleared when a closed row
     /// changes.
     recent_trades: Option<(u32, DateTime<Utc>, Arc<str>)>,
@@ -66,6 +69,7 @@ impl TickState {
             last_reflection_failure: None,
             last_tick_at: None,
             render: RenderCache::default(),
+            run_options: agent_runtime::RunOptions::default(),
             recent_trades: None,
         }
     }
