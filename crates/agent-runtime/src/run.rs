@@ -109,10 +109,17 @@ pub struct StepCut {
     /// Bytes of tool results (and error messages) cut from the record (the model read them
     /// whole).
     pub result_bytes: u64,
-    /// True when the tick's steps had reached [`MAX_STORED_STEPS_BYTES`]: this step's text,
-    /// arguments and results are not stored at all.
+    /// Tool calls that ran but are not recorded (the step was over the tick's budget).
+    pub unrecorded_tool_calls: u64,
+    /// True when the tick's steps had reached [`MAX_STORED_STEPS_BYTES`]: this step's text and
+    /// tool calls are not stored at all (their sizes are counted above).
     pub over_tick_budget: bool,
 }
+
+/// The most bytes a step stripped of its text and calls serialises to (index, usage, finish
+/// and a full `cut`, every number at its widest): what is set aside for each step still to
+/// come, so the steps' JSON never exceeds [`MAX_STORED_STEPS_BYTES`] (for up to 682 steps).
+const STRIPPED_STEP_BYTES: usize = 384;
 
 /// Why a tick ended in `error`. None of these leaves a proposal behind.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -309,6 +316,7 @@ fn new_loop() -> Loop {
         usage: Usage::default(),
         proposal: None,
         stored: 0,
+        max_steps: 1,
     }
 }
 
@@ -328,6 +336,7 @@ pub async fn run_tool_loop(
 ) -> RunResult {
     let max_steps = max_steps.max(1);
     let mut run = new_loop();
+    run.max_steps = max_steps;
     let model_name = model
         .id()
         .split_once('/')
@@ -578,6 +587,8 @@ struct Loop {
     proposal: Option<ProposedAction>,
     /// Bytes of the JSON of the steps recorded so far.
     stored: usize,
+    /// The loop's step limit (room is kept for the steps not run yet).
+    max_steps: u32,
 }
 
 impl Loop {
@@ -589,28 +600,24 @@ impl Loop {
         for call in &mut step.tool_calls {
             bound_record(call, &mut cut);
         }
+        // Room is kept for the steps still to come, stripped, and for this step's `cut` (not
+        // in `len` yet) and the array's separators.
+        let to_come = (self.max_steps as usize).saturating_sub(self.steps.len());
+        let reserve = to_come.saturating_mul(STRIPPED_STEP_BYTES);
         let mut len = json_len(&step);
-        if self.stored.saturating_add(len) > MAX_STORED_STEPS_BYTES {
+        if self.stored.saturating_add(len).saturating_add(reserve) > MAX_STORED_STEPS_BYTES {
             cut.over_tick_budget = true;
             if let Some(t) = step.text.take() {
                 cut.text_chars += t.chars().count() as u64;
             }
-            for call in &mut step.tool_calls {
+            for call in std::mem::take(&mut step.tool_calls) {
+                cut.unrecorded_tool_calls += 1;
                 cut.argument_chars += call.arguments.chars().count() as u64;
-                call.arguments.clear();
-                match &mut call.outcome {
-                    ToolOutcome::Ok { result } => {
-                        cut.result_bytes += result.as_str().len() as u64;
-                        *result = JsonText::from(&json!({ "cut": true }));
-                    }
-                    ToolOutcome::Error { message, .. } => {
-                        cut.result_bytes += message.len() as u64;
-                        message.clear();
-                    }
-                }
+                cut.result_bytes += match &call.outcome {
+                    ToolOutcome::Ok { result } => result.as_str().len(),
+                    ToolOutcome::Error { message, .. } => message.len(),
+                } as u64;
             }
-            // Ids and names are at most `MAX_STORED_ARGUMENT_CHARS` each, and calls at most
-            // `MAX_TOOL_CALLS_PER_RESPONSE`: what is left is small.
             len = json_len(&step);
         }
         if cut != StepCut::default() {
