@@ -9,6 +9,7 @@ mod common;
 mod events_pg;
 mod hl_broker;
 mod hyperliquid_pg;
+mod model_failures_pg;
 mod reflection_pg;
 mod runner_pg;
 mod serve_auth;
