@@ -706,6 +706,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn more_than_half_of_the_ticks_failing_on_the_model_is_too_many() {
+        assert!(!too_many_model_errors(0, 0));
+        assert!(!too_many_model_errors(0, 10));
+        assert!(
+            !too_many_model_errors(5, 10),
+            "exactly half is not more than half"
+        );
+        assert!(too_many_model_errors(6, 10));
+        assert!(too_many_model_errors(1, 1));
+        assert!(too_many_model_errors(u64::MAX, u64::MAX));
+    }
+
+    #[test]
     fn only_a_sqlite_file_the_run_creates_is_written_as_scratch() {
         let dir = tempfile::tempdir().unwrap();
         let fresh = dir.path().join("sim.db");
