@@ -656,10 +656,10 @@ mod tests {
     fn insert_sql_numbers_parameters_only_when_asked() {
         let numbered = snapshot_insert_sql(2, true, true);
         assert!(numbered.contains("($1, $2, $3,"));
-        assert!(numbered.contains("$15), ($16,"));
-        assert!(numbered.ends_with("$30) ON CONFLICT DO NOTHING RETURNING id"));
+        assert!(numbered.contains("$17), ($18,"));
+        assert!(numbered.ends_with("$34) ON CONFLICT DO NOTHING RETURNING id"));
         let anonymous = snapshot_insert_sql(2, false, false);
-        assert_eq!(anonymous.matches('?').count(), 30);
+        assert_eq!(anonymous.matches('?').count(), 34);
         assert!(!anonymous.contains('$'));
         assert!(anonymous.ends_with("?) ON CONFLICT DO NOTHING"));
     }
