@@ -109,6 +109,14 @@ async fn a_provider_answering_500_on_every_call_makes_every_tick_a_model_error_a
     assert!(o.stdout.contains(" · 4 model errors\n"), "{}", o.stdout);
     assert_eq!(o.summary["ticks"], 4);
     assert_eq!(o.summary["verdicts"], json!({"model_error": 4}));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("model_error 4"), "the report's verdicts");
+    assert!(
+        html.contains(
+            "model error — model call failed at step 0: openai: HTTP 500: upstream exploded"
+        ),
+        "the report's snapshot names the model's error"
+    );
     assert_eq!(o.snapshots.len(), 4);
     for (model_error, error, finish, verdict) in &o.snapshots {
         assert!(model_error);
