@@ -86,8 +86,8 @@ pub use model::{
     Rates, ToolCall, ToolDefinition, Usage, estimate_cost, rates_for,
 };
 pub use run::{
-    DEFAULT_MAX_OUTPUT_TOKENS, RunError, RunOptions, RunResult, Step, ToolCallRecord, ToolOutcome,
-    run_skill, run_skill_with, run_tool_loop, tool_definitions,
+    DEFAULT_MAX_OUTPUT_TOKENS, RunError, RunOptions, RunResult, Step, StepCut, ToolCallRecord,
+    ToolOutcome, run_skill, run_skill_with, run_tool_loop, tool_definitions,
 };
 pub use tools::{LastDecisionSnapshot, to_last_decision_snapshot};
 
@@ -135,15 +135,28 @@ pub async fn run_tick(
     cache: &mut RenderCache,
 ) -> Result<TickOutput, TickError> {
     let view = TickView::read(skill, ctx)?;
-    run_tick_with(skill, ctx, &view, model, lessons, last_decision, cache).await
+    run_tick_with(
+        skill,
+        ctx,
+        &view,
+        model,
+        lessons,
+        last_decision,
+        cache,
+        RunOptions::default(),
+    )
+    .await
 }
 
 /// [`run_tick`] over what the caller already read ([`TickView`]): the context renders from
 /// `view` ([`context::render_context`]); `ctx` serves the model's tool calls (and the news and
-/// events sections).
+/// events sections); `options` are the model loop's ([`run_skill_with`]: output tokens, the
+/// tick's deadline).
 ///
 /// # Errors
 /// As [`run_tick`].
+// Each input is borrowed from a different owner (the tick's state, its view, the skill).
+#[allow(clippy::too_many_arguments)]
 pub async fn run_tick_with(
     skill: &Skill,
     ctx: &ToolContext,
@@ -152,6 +165,7 @@ pub async fn run_tick_with(
     lessons: Option<&Lessons>,
     last_decision: Option<&LastDecisionSnapshot>,
     cache: &mut RenderCache,
+    options: RunOptions,
 ) -> Result<TickOutput, TickError> {
     let context = context::render_context(skill, ctx, view, last_decision, cache)?;
     let system_prompt = match &cache.system_prompt {
@@ -162,7 +176,7 @@ pub async fn run_tick_with(
             text
         }
     };
-    let run = run_skill(skill, ctx, model, &system_prompt, &context.text).await;
+    let run = run_skill_with(skill, ctx, model, &system_prompt, &context.text, options).await;
     Ok(TickOutput {
         system_prompt,
         context,

@@ -1,11 +1,16 @@
 //! `run_skill`: the model loop of one tick.
 
+use std::time::Duration;
+
 use rust_decimal::Decimal;
 use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 use skill_schema::Skill;
 use tools::{PROPOSE_ORDER, ToolContext, ToolError, build_tools, proposal_from_result};
-use types::{JsonText, ProposedAction};
+use types::{
+    JsonText, MAX_STEP_TEXT_CHARS, MAX_STORED_ARGUMENT_CHARS, MAX_STORED_RESULT_BYTES,
+    MAX_STORED_STEPS_BYTES, MAX_TOOL_CALLS_PER_RESPONSE, ProposedAction, cut_chars,
+};
 
 use model::{
     FinishReason, LanguageModel, Message, ModelError, ModelRequest, ModelResponse, ToolCall,
@@ -20,12 +25,18 @@ pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 2_048;
 pub struct RunOptions {
     /// Output-token budget of each model call (`max_tokens` of the request).
     pub max_output_tokens: u32,
+    /// The whole loop's time budget, from its start (`None`: no deadline). Every model call is
+    /// cut off when it runs out (the tick ends with [`RunError::Deadline`]), and providers get
+    /// the deadline with the request ([`ModelRequest::deadline`]) so that no retry sleeps past
+    /// it. Measured on tokio's monotonic timer, never the wall clock.
+    pub deadline: Option<Duration>,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
         Self {
             max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
+            deadline: None,
         }
     }
 }
@@ -76,11 +87,52 @@ pub struct Step {
     pub usage: Usage,
     /// What the model reported for this call.
     pub finish: FinishReason,
+    /// What of the model's output was not executed or not stored ([`types`]' bounds); absent
+    /// (and not serialised) when nothing was cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut: Option<StepCut>,
 }
+
+/// What a step left out, by the bounds of `types` ([`MAX_TOOL_CALLS_PER_RESPONSE`],
+/// [`MAX_STEP_TEXT_CHARS`], [`MAX_STORED_ARGUMENT_CHARS`], [`MAX_STORED_RESULT_BYTES`],
+/// [`MAX_STORED_STEPS_BYTES`]). Stored with the step as `"cut": {...}`: the marker that the
+/// record is not the model's whole output.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct StepCut {
+    /// Tool calls of the response that were refused (not executed, not recorded, not sent
+    /// back): those after the first [`MAX_TOOL_CALLS_PER_RESPONSE`].
+    pub refused_tool_calls: u64,
+    /// Characters of the completion text cut (from the record and from the conversation).
+    pub text_chars: u64,
+    /// Characters of tool call ids, names and arguments cut from the record.
+    pub argument_chars: u64,
+    /// Bytes of tool results (and error messages) cut from the record (the model read them
+    /// whole).
+    pub result_bytes: u64,
+    /// Tool calls that ran but are not recorded (the step was over the tick's budget).
+    pub unrecorded_tool_calls: u64,
+    /// True when the tick's steps had reached [`MAX_STORED_STEPS_BYTES`]: this step's text and
+    /// tool calls are not stored at all (their sizes are counted above).
+    pub over_tick_budget: bool,
+}
+
+/// The most bytes a step stripped of its text and calls serialises to (index, usage, finish
+/// and a full `cut`, every number at its widest): what is set aside for each step still to
+/// come, so the steps' JSON never exceeds [`MAX_STORED_STEPS_BYTES`] (for up to 682 steps).
+const STRIPPED_STEP_BYTES: usize = 384;
 
 /// Why a tick ended in `error`. None of these leaves a proposal behind.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RunError {
+    /// The loop's time budget ([`RunOptions::deadline`]) ran out while a model call was in
+    /// flight.
+    #[error("deadline exceeded at step {step}: the model loop's budget of {} ms ran out", budget.as_millis())]
+    Deadline {
+        /// The step (0-based) whose model call was cut off.
+        step: u32,
+        /// The budget that ran out.
+        budget: Duration,
+    },
     /// The model call of a step failed (provider error, timeout, refusal).
     #[error("model call failed at step {step}: {source}")]
     Model {
@@ -127,6 +179,16 @@ pub enum RunError {
     },
 }
 
+impl RunError {
+    /// True when the model failed, not a tool or the tool set: a provider error (HTTP, timeout,
+    /// garbage, a retry-after beyond the deadline) or the loop's deadline. A tick ending so is
+    /// counted as a model error, not a no-op.
+    #[must_use]
+    pub const fn is_model_error(&self) -> bool {
+        matches!(self, RunError::Model { .. } | RunError::Deadline { .. })
+    }
+}
+
 /// The outcome of one tick's model loop.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunResult {
@@ -150,6 +212,14 @@ pub struct RunResult {
     /// Why the tick ended in error.
     #[serde(serialize_with = "display_opt")]
     pub error: Option<RunError>,
+}
+
+impl RunResult {
+    /// The error when the tick ended on a model failure ([`RunError::is_model_error`]).
+    #[must_use]
+    pub fn model_error(&self) -> Option<&RunError> {
+        self.error.as_ref().filter(|e| e.is_model_error())
+    }
 }
 
 fn display_opt<S: Serializer>(e: &Option<RunError>, s: S) -> Result<S::Ok, S::Error> {
@@ -245,6 +315,8 @@ fn new_loop() -> Loop {
         texts: Vec::new(),
         usage: Usage::default(),
         proposal: None,
+        stored: 0,
+        max_steps: 1,
     }
 }
 
@@ -264,6 +336,7 @@ pub async fn run_tool_loop(
 ) -> RunResult {
     let max_steps = max_steps.max(1);
     let mut run = new_loop();
+    run.max_steps = max_steps;
     let model_name = model
         .id()
         .split_once('/')
@@ -275,9 +348,31 @@ pub async fn run_tool_loop(
         messages,
         tools: tool_definitions(registry),
         max_output_tokens: options.max_output_tokens,
+        deadline: None,
     };
+    let deadline = options
+        .deadline
+        .map(|budget| (budget, tokio::time::Instant::now() + budget));
+    request.deadline = deadline.map(|(_, at)| at.into_std());
     for index in 0..max_steps {
-        let response = match model.generate(&request).await {
+        let generated = match deadline {
+            None => model.generate(&request).await,
+            Some((budget, at)) => {
+                if let Ok(r) = tokio::time::timeout_at(at, model.generate(&request)).await {
+                    r
+                } else {
+                    return run.finish(
+                        model,
+                        FinishReason::Error,
+                        Some(RunError::Deadline {
+                            step: index,
+                            budget,
+                        }),
+                    );
+                }
+            }
+        };
+        let response = match generated {
             Ok(r) => r,
             Err(source) => {
                 return run.finish(
@@ -292,15 +387,32 @@ pub async fn run_tool_loop(
         };
         let ModelResponse {
             text,
-            tool_calls,
+            mut tool_calls,
             finish,
             usage,
         } = response;
         run.usage += usage;
+        let mut cut = StepCut::default();
+        // A completion is kept (recorded, and sent back to the model) up to its bound.
+        let text = text.map(|t| {
+            let (kept, dropped) = cut_chars(&t, MAX_STEP_TEXT_CHARS);
+            if dropped == 0 {
+                t
+            } else {
+                cut.text_chars = dropped as u64;
+                kept.to_owned()
+            }
+        });
         if let Some(t) = text.as_deref().map(str::trim)
             && !t.is_empty()
         {
             run.texts.push(t.to_owned());
+        }
+        // Only the first calls run; the rest are refused, counted, and left out of the
+        // conversation (so every call it holds has its result).
+        if tool_calls.len() > MAX_TOOL_CALLS_PER_RESPONSE {
+            cut.refused_tool_calls = (tool_calls.len() - MAX_TOOL_CALLS_PER_RESPONSE) as u64;
+            tool_calls.truncate(MAX_TOOL_CALLS_PER_RESPONSE);
         }
         let mut step = Step {
             index,
@@ -308,9 +420,10 @@ pub async fn run_tool_loop(
             tool_calls: Vec::with_capacity(tool_calls.len()),
             usage,
             finish,
+            cut: Some(cut),
         };
         if tool_calls.is_empty() {
-            run.steps.push(step);
+            run.push(step);
             return run.finish(model, finish, None);
         }
         // The conversation keeps a copy of the calls; the step's records take the originals.
@@ -341,7 +454,7 @@ pub async fn run_tool_loop(
                             recoverable: false,
                         },
                     ));
-                    run.steps.push(step);
+                    run.push(step);
                     return run.finish(model, FinishReason::Error, Some(error));
                 }
             };
@@ -384,7 +497,7 @@ pub async fn run_tool_loop(
                             recoverable: false,
                         },
                     ));
-                    run.steps.push(step);
+                    run.push(step);
                     let error = match e {
                         ToolError::UnknownTool { name, available } => RunError::UnknownTool {
                             step: index,
@@ -400,7 +513,7 @@ pub async fn run_tool_loop(
                 }
             }
         }
-        run.steps.push(step);
+        run.push(step);
     }
     // The last allowed step still asked for tools; they ran, and the tick ends here.
     run.finish(model, FinishReason::ToolCalls, None)
@@ -415,14 +528,106 @@ fn record(call: ToolCall, outcome: ToolOutcome) -> ToolCallRecord {
     }
 }
 
+/// `text` cut to `max` characters in place; the characters cut.
+fn cut_string(text: &mut String, max: usize) -> u64 {
+    let (kept, dropped) = cut_chars(text, max);
+    if dropped > 0 {
+        let end = kept.len();
+        text.truncate(end);
+    }
+    dropped as u64
+}
+
+/// A tool call's record cut to the stored bounds; adds what was cut to `cut`.
+fn bound_record(call: &mut ToolCallRecord, cut: &mut StepCut) {
+    cut.argument_chars += cut_string(&mut call.id, MAX_STORED_ARGUMENT_CHARS)
+        + cut_string(&mut call.name, MAX_STORED_ARGUMENT_CHARS)
+        + cut_string(&mut call.arguments, MAX_STORED_ARGUMENT_CHARS);
+    match &mut call.outcome {
+        ToolOutcome::Ok { result } => {
+            let len = result.as_str().len();
+            if len > MAX_STORED_RESULT_BYTES {
+                cut.result_bytes += len as u64;
+                *result = JsonText::from(&json!({ "cut": true, "bytes": len }));
+            }
+        }
+        ToolOutcome::Error { message, .. } => {
+            let before = message.len();
+            if cut_string(message, MAX_STORED_RESULT_BYTES / 4) > 0 {
+                cut.result_bytes += (before - message.len()) as u64;
+            }
+        }
+    }
+}
+
+/// Bytes of `value`'s JSON, counted without keeping them.
+fn json_len<T: Serialize>(value: &T) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing into a counter cannot fail; a value that cannot be serialised counts as huge.
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => usize::MAX,
+    }
+}
+
 struct Loop {
     steps: Vec<Step>,
     texts: Vec<String>,
     usage: Usage,
     proposal: Option<ProposedAction>,
+    /// Bytes of the JSON of the steps recorded so far.
+    stored: usize,
+    /// The loop's step limit (room is kept for the steps not run yet).
+    max_steps: u32,
 }
 
 impl Loop {
+    /// Records `step` within the stored bounds: each call's id, name, arguments and result cut
+    /// to theirs, and once the steps reach [`MAX_STORED_STEPS_BYTES`], the step's text,
+    /// arguments and results left out. What was cut is in `step.cut` (`None` when nothing).
+    fn push(&mut self, mut step: Step) {
+        let mut cut = step.cut.take().unwrap_or_default();
+        for call in &mut step.tool_calls {
+            bound_record(call, &mut cut);
+        }
+        // Room is kept for the steps still to come, stripped, and for this step's `cut` (not
+        // in `len` yet) and the array's separators.
+        let to_come = (self.max_steps as usize).saturating_sub(self.steps.len());
+        let reserve = to_come.saturating_mul(STRIPPED_STEP_BYTES);
+        let mut len = json_len(&step);
+        if self.stored.saturating_add(len).saturating_add(reserve) > MAX_STORED_STEPS_BYTES {
+            cut.over_tick_budget = true;
+            if let Some(t) = step.text.take() {
+                cut.text_chars += t.chars().count() as u64;
+            }
+            for call in std::mem::take(&mut step.tool_calls) {
+                cut.unrecorded_tool_calls += 1;
+                cut.argument_chars += call.arguments.chars().count() as u64;
+                cut.result_bytes += match &call.outcome {
+                    ToolOutcome::Ok { result } => result.as_str().len(),
+                    ToolOutcome::Error { message, .. } => message.len(),
+                } as u64;
+            }
+            len = json_len(&step);
+        }
+        if cut != StepCut::default() {
+            step.cut = Some(cut);
+            len = json_len(&step);
+        }
+        self.stored = self.stored.saturating_add(len);
+        self.steps.push(step);
+    }
+
     fn finish(
         self,
         model: &dyn LanguageModel,

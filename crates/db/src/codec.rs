@@ -384,6 +384,8 @@ pub(crate) fn snapshot_from_row<R: RowExt>(r: &R) -> Result<DecisionSnapshot, Db
             cache_write: i64_to_u64("cache_write_tokens", r.big("cache_write_tokens")?)?,
         },
         cost_usd: r.dec("cost_usd")?,
+        error: r.opt_text("error")?,
+        model_error: r.flag("model_error")?,
     })
 }
 

@@ -171,6 +171,14 @@ pub struct DecisionSnapshot {
     pub usage: Usage,
     /// Estimated cost of those calls, in USD.
     pub cost_usd: Decimal,
+    /// Why the tick's model loop failed, when it did (at most
+    /// [`MAX_STORED_ERROR_CHARS`](types::MAX_STORED_ERROR_CHARS) characters: the tick cuts it,
+    /// the store refuses a longer one).
+    pub error: Option<String>,
+    /// True when the tick ended on a model failure (a provider error or the tick's deadline):
+    /// the outcome is a model error, not a no-op, whatever `verdict` says (no-op: nothing was
+    /// proposed).
+    pub model_error: bool,
 }
 
 /// A recorded broker fill with the ledger rows it was applied to.

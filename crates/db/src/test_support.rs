@@ -155,6 +155,8 @@ pub fn sample_snapshot(deployment_id: Uuid, tick_at: DateTime<Utc>) -> DecisionS
         },
         // 1200 × $3/Mtok + 80 × $15/Mtok = 0.0036 + 0.0012 = 0.0048
         cost_usd: Decimal::new(48, 4),
+        error: None,
+        model_error: false,
     }
 }
 

@@ -241,8 +241,10 @@ enum Command {
         /// Process what is due now, wait for it, and exit.
         #[arg(long)]
         once: bool,
-        /// Budget of one tick in seconds; a lease lasts twice this and is extended every
-        /// third of it while the tick runs.
+        /// Budget of one tick in seconds: the model loop's deadline (a model that has not
+        /// answered by then makes the tick a `model_error`); a lease lasts twice this and is
+        /// extended every third of it while the tick runs, and a tick still running at twice
+        /// the budget is abandoned as failed and retried.
         #[arg(long, default_value_t = 120)]
         tick_budget_secs: u64,
         /// How often to look for due deployments when idle, in seconds.
@@ -523,6 +525,7 @@ async fn main() -> anyhow::Result<()> {
             config.poll = Duration::from_secs(poll_secs.max(1));
             let budget = i64::try_from(tick_budget_secs.max(1)).unwrap_or(120);
             config.lease_for = chrono::Duration::seconds(budget * 2);
+            config.tick_budget = Duration::from_secs(tick_budget_secs.max(1));
             tracing::info!(owner = %config.owner, concurrency, "live-runner starting");
             let scorer = score_outcomes_every.map(|secs| {
                 tokio::spawn(score_outcomes_forever(

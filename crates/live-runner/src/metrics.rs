@@ -54,6 +54,8 @@ impl Histogram {
 struct Inner {
     /// By result: `recorded`, `already_recorded`, `skipped_done`, `failed`.
     ticks: BTreeMap<&'static str, u64>,
+    /// Ticks that ran by outcome: `executed`, `rejected`, `no_op`, `model_error`.
+    outcomes: BTreeMap<&'static str, u64>,
     /// By rule code.
     rejections: BTreeMap<&'static str, u64>,
     /// By outcome: `note`, `flagged`, `failed`, `store_error`, `already_done` (a redo found
@@ -92,6 +94,18 @@ impl Metrics {
     #[must_use]
     pub fn ticks(&self, result: &str) -> u64 {
         self.with(|m| m.ticks.get(result).copied().unwrap_or(0))
+    }
+
+    /// Counts one tick that ran under its outcome (`executed`, `rejected`, `no_op`,
+    /// `model_error`: [`tick::OutcomeKind::as_str`]).
+    pub fn outcome(&self, outcome: &'static str) {
+        self.with(|m| *m.outcomes.entry(outcome).or_default() += 1);
+    }
+
+    /// How many ticks ended with `outcome`.
+    #[must_use]
+    pub fn outcomes(&self, outcome: &str) -> u64 {
+        self.with(|m| m.outcomes.get(outcome).copied().unwrap_or(0))
     }
 
     /// Counts one rejection (by the engine or the broker) under its rule code.
@@ -144,6 +158,18 @@ impl Metrics {
             counter(&mut out, "live_runner_ticks_total", "Ticks by result.");
             for (k, v) in &m.ticks {
                 let _ = writeln!(out, "live_runner_ticks_total{{result=\"{k}\"}} {v}");
+            }
+            counter(
+                &mut out,
+                "live_runner_tick_outcomes_total",
+                "Ticks that ran by outcome (model_error: every model call failed or the tick's \
+                 deadline ran out).",
+            );
+            for (k, v) in &m.outcomes {
+                let _ = writeln!(
+                    out,
+                    "live_runner_tick_outcomes_total{{outcome=\"{k}\"}} {v}"
+                );
             }
             counter(
                 &mut out,
@@ -237,6 +263,7 @@ mod tests {
         m.tick("recorded", Duration::from_millis(20));
         m.tick("recorded", Duration::from_millis(700));
         m.rejection("R3_POSITION_CAP");
+        m.outcome("model_error");
         m.lease_takeover();
         let text = m.render();
         assert!(
@@ -245,6 +272,10 @@ mod tests {
         );
         assert!(text.contains("live_runner_rejections_total{rule=\"R3_POSITION_CAP\"} 1\n"));
         assert!(text.contains("live_runner_lease_takeovers_total 1\n"));
+        assert!(
+            text.contains("live_runner_tick_outcomes_total{outcome=\"model_error\"} 1\n"),
+            "{text}"
+        );
         // 0.02 s falls in le=0.025 and above; 0.7 s only from le=1.
         assert!(
             text.contains("live_runner_tick_seconds_bucket{le=\"0.025\"} 1\n"),

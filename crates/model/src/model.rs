@@ -72,6 +72,12 @@ pub struct ModelRequest {
     pub tools: Vec<ToolDefinition>,
     /// The cap on tokens the model may generate in this call.
     pub max_output_tokens: u32,
+    /// When the tick's budget runs out (a monotonic instant, not a time of day); `None`: no
+    /// deadline. A provider neither waits for an answer nor sleeps before a retry past it: a
+    /// `retry-after` beyond it ends the call with [`ModelError::Deadline`]. Not part of what is
+    /// sent (nor serialised).
+    #[serde(skip)]
+    pub deadline: Option<std::time::Instant>,
 }
 
 /// Why the model stopped.
@@ -162,6 +168,15 @@ pub enum ModelError {
         provider: String,
         /// What did not parse, with an excerpt of the body.
         message: String,
+    },
+    /// The tick's deadline ([`ModelRequest::deadline`]) ran out, or would have before the
+    /// provider's `retry-after` wait ended: the call was given up rather than slept through.
+    #[error("{provider}: deadline exceeded: {detail}")]
+    Deadline {
+        /// The provider called (or `runtime` when the model loop's own timer fired).
+        provider: String,
+        /// What ran out, with the figures (e.g. a `retry-after` of 120 s with 2 s left).
+        detail: String,
     },
     /// Anything else (a client that cannot be built, a bad setting, a built-in model's own
     /// failure); the message says what and where.

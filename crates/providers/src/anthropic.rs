@@ -251,7 +251,7 @@ impl LanguageModel for Anthropic {
         let body = request_body(&self.model, request);
         let answer = self
             .transport
-            .post_json(&self.url, self.headers()?, &body)
+            .post_json(&self.url, self.headers()?, &body, request.deadline)
             .await?;
         parse_response(answer)
     }
@@ -371,6 +371,7 @@ mod tests {
             messages,
             tools: vec![],
             max_output_tokens: 10,
+            deadline: None,
         }
     }
 

@@ -320,7 +320,7 @@ impl LanguageModel for OpenAiCompatible {
         let body = self.request_body(request);
         let answer = self
             .transport
-            .post_json(&self.url, self.headers()?, &body)
+            .post_json(&self.url, self.headers()?, &body, request.deadline)
             .await?;
         parse_response(self.transport.provider(), answer)
     }

@@ -4,7 +4,7 @@
 //! Errors come back as [`ModelError`] variants carrying the provider name, so the tick record says
 //! which provider failed and how.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use model::ModelError;
 use reqwest::header::HeaderMap;
@@ -90,28 +90,59 @@ impl Transport {
     }
 
     /// POST `body` as JSON to `url` with `headers`, retrying per the policy; the parsed JSON of
-    /// the first 2xx answer.
+    /// the first 2xx answer. With a `deadline`, no attempt waits past it (its timeout is the
+    /// shorter of the per-attempt timeout and the time left), and a wait before a retry that
+    /// would end past it — a server's `retry-after` longer than the time left, or the backoff —
+    /// ends the call at once with [`ModelError::Deadline`] instead of sleeping through it.
     ///
     /// # Errors
     /// The last attempt's error: [`ModelError::Http`] (status and body), [`ModelError::Timeout`],
     /// [`ModelError::Connection`]; [`ModelError::Decode`] when a 2xx body is not JSON (not
-    /// retried).
+    /// retried); [`ModelError::Deadline`] when the deadline passed or a retry's wait would pass
+    /// it.
     pub(crate) async fn post_json(
         &self,
         url: &str,
         headers: HeaderMap,
         body: &serde_json::Value,
+        deadline: Option<Instant>,
     ) -> Result<serde_json::Value, ModelError> {
         let attempts = self.options.retry.attempts();
         let mut attempt = 1;
         loop {
-            match self.attempt(url, headers.clone(), body).await {
+            let timeout = match deadline {
+                None => self.options.timeout,
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(self.deadline(format!("no time left before attempt {attempt}")));
+                    }
+                    left.min(self.options.timeout)
+                }
+            };
+            match self.attempt(url, headers.clone(), body, timeout).await {
                 Attempt::Done(result) => return result,
                 Attempt::Retry { error, retry_after } => {
                     if attempt >= attempts {
                         return Err(error);
                     }
                     let delay = delay(&self.options.retry, attempt, retry_after);
+                    if let Some(deadline) = deadline {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        let wait = retry_after.unwrap_or(delay).max(delay);
+                        if wait >= left {
+                            let what = if retry_after.is_some() {
+                                "retry-after"
+                            } else {
+                                "backoff"
+                            };
+                            return Err(self.deadline(format!(
+                                "{what} of {} ms after attempt {attempt} ({error}) is beyond the {} ms left",
+                                wait.as_millis(),
+                                left.as_millis()
+                            )));
+                        }
+                    }
                     tokio::time::sleep(delay).await;
                     attempt += 1;
                 }
@@ -119,11 +150,25 @@ impl Transport {
         }
     }
 
-    async fn attempt(&self, url: &str, headers: HeaderMap, body: &serde_json::Value) -> Attempt {
+    fn deadline(&self, detail: String) -> ModelError {
+        ModelError::Deadline {
+            provider: self.provider.clone(),
+            detail,
+        }
+    }
+
+    async fn attempt(
+        &self,
+        url: &str,
+        headers: HeaderMap,
+        body: &serde_json::Value,
+        timeout: Duration,
+    ) -> Attempt {
         let sent = self
             .client
             .post(url)
             .headers(headers)
+            .timeout(timeout)
             .json(body)
             .send()
             .await;
@@ -131,7 +176,7 @@ impl Transport {
             Ok(response) => response,
             Err(e) => {
                 return Attempt::Retry {
-                    error: self.transport_error(&e),
+                    error: self.transport_error(&e, timeout),
                     retry_after: None,
                 };
             }
@@ -142,7 +187,7 @@ impl Transport {
             Ok(text) => text,
             Err(e) => {
                 return Attempt::Retry {
-                    error: self.transport_error(&e),
+                    error: self.transport_error(&e, timeout),
                     retry_after: None,
                 };
             }
@@ -167,9 +212,9 @@ impl Transport {
         }
     }
 
-    fn transport_error(&self, e: &reqwest::Error) -> ModelError {
+    fn transport_error(&self, e: &reqwest::Error, timeout: Duration) -> ModelError {
         if e.is_timeout() {
-            let millis = self.options.timeout.as_millis();
+            let millis = timeout.as_millis();
             ModelError::Timeout {
                 provider: self.provider.clone(),
                 seconds: u64::try_from(millis.div_ceil(1000)).unwrap_or(u64::MAX),

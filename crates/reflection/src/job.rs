@@ -266,6 +266,7 @@ fn build_request(
         }],
         tools: Vec::new(),
         max_output_tokens: REFLECTION_MAX_OUTPUT_TOKENS,
+        deadline: None,
     }
 }
 

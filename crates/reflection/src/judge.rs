@@ -112,6 +112,8 @@ pub fn judge_request(skill: &Skill, lessons: &str, model_id: &str) -> ModelReque
         }],
         tools: Vec::new(),
         max_output_tokens: JUDGE_MAX_OUTPUT_TOKENS,
+        // As the reflection call itself: no deadline of its own (it runs off the tick path).
+        deadline: None,
     }
 }
 

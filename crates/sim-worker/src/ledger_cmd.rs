@@ -381,6 +381,7 @@ async fn rebuild(url: &str, deployment_id: Uuid) -> Result<String, Failure> {
                 report.join("\n")
             ),
             code: 1,
+            stdout: String::new(),
         })
     }
 }

@@ -32,6 +32,11 @@ enum Command {
     /// Backtest a skill: one tick per closed bar of its interval through the same tick code a
     /// live deployment runs (model, execution engine, paper broker, ledger, reflection), with
     /// everything recorded in a store; writes summary.json, trades.csv and report.html.
+    ///
+    /// Exit codes: 0 done; 2 bad input (nothing on stdout); 3 more than 50% of the ticks failed
+    /// on the model (provider errors, garbage answers, a deadline; every output is written, the
+    /// result printed, and `verdicts.model_error` in summary.json counts them); 74 the result
+    /// could not be written to stdout.
     Run(Box<run_cmd::RunArgs>),
     /// Show the exact system prompt and user message of one tick with token counts per segment
     /// and section (o200k_base, offline), replaying the backtest up to that tick.
@@ -59,6 +64,15 @@ enum Command {
 /// Bad input (an invalid skill, an unreadable file): exit 2 with every problem on stderr and
 /// nothing on stdout.
 pub(crate) const EXIT_BAD_INPUT: u8 = 2;
+
+/// `run`: more than [`MODEL_ERROR_MAX_PCT`] % of the ticks failed on the model (provider
+/// errors, garbage answers, the tick's deadline). Every output was written and the result is on
+/// stdout; stderr says how many ticks failed.
+pub(crate) const EXIT_MODEL_FAILED: u8 = 3;
+
+/// The share of ticks (in %) that may fail on the model before `run` exits
+/// [`EXIT_MODEL_FAILED`]: more than half is a run that measured the provider, not the skill.
+pub(crate) const MODEL_ERROR_MAX_PCT: u64 = 50;
 
 /// The command's result could not be written to stdout (a full disk, a device error). A reader
 /// that closed the pipe early (`sim-worker … | head`) is not an error: the command did its work.
@@ -90,6 +104,10 @@ fn main() -> ExitCode {
             }
         },
         Err(failure) => {
+            // A failure after the work was done (exit 3) still prints the result.
+            if !failure.stdout.is_empty() {
+                let _ = write_stdout(&failure.stdout);
+            }
             let _ = std::io::stderr().write_all(failure.message.as_bytes());
             ExitCode::from(failure.code)
         }
@@ -119,6 +137,8 @@ pub(crate) fn block_on<T>(
 pub(crate) struct Failure {
     pub message: String,
     pub code: u8,
+    /// What to print on stdout before the message (empty for bad input: nothing on stdout).
+    pub stdout: String,
 }
 
 impl Failure {
@@ -130,6 +150,7 @@ impl Failure {
         Self {
             message,
             code: EXIT_BAD_INPUT,
+            stdout: String::new(),
         }
     }
 }

@@ -144,6 +144,7 @@ pub(crate) fn reflect_now(args: ReflectArgs) -> Result<String, Failure> {
             ReflectionReport::Failed { reason } => Err(Failure {
                 message: format!("reflection failed, the note in force is unchanged: {reason}\n"),
                 code: 1,
+                stdout: String::new(),
             }),
             ReflectionReport::StoreError { message } => Err(bad(message)),
             ReflectionReport::NotDue | ReflectionReport::AlreadyDone => {

@@ -343,7 +343,7 @@ pub(crate) fn render(r: &ReportInput<'_>) -> String {
          model {} ({} in / {} out tokens)</p><h3>System prompt</h3><pre>{}</pre>\
          <h3>User message</h3><pre>{}</pre>",
         time(snap.tick_at),
-        esc(&verdict_text(&snap.verdict)),
+        esc(&snapshot_outcome(snap)),
         esc(&snap
             .proposal
             .as_ref()
@@ -356,6 +356,15 @@ pub(crate) fn render(r: &ReportInput<'_>) -> String {
     );
     h.push_str("</body></html>\n");
     h
+}
+
+/// The snapshot's outcome: the model's error when the tick failed on the model, else the
+/// engine's verdict.
+fn snapshot_outcome(snap: &db::DecisionSnapshot) -> String {
+    match (&snap.error, snap.model_error) {
+        (Some(error), true) => format!("model error — {error}"),
+        _ => verdict_text(&snap.verdict),
+    }
 }
 
 fn verdict_text(v: &types::Verdict) -> String {

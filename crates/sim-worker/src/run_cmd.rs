@@ -477,8 +477,30 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<
 /// run completed).
 const OUTPUT_FILES: [&str; 3] = ["summary.json", "trades.csv", "report.html"];
 
+/// [`run_with_summary`]; exits [`EXIT_MODEL_FAILED`](crate::EXIT_MODEL_FAILED), after writing
+/// every output and printing the result, when more than
+/// [`MODEL_ERROR_MAX_PCT`](crate::MODEL_ERROR_MAX_PCT) % of the ticks failed on the model.
 pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
-    run_with_summary(args).map(|(text, _)| text)
+    let (text, summary) = run_with_summary(args)?;
+    let ticks = summary["ticks"].as_u64().unwrap_or(0);
+    let failed = summary["verdicts"]["model_error"].as_u64().unwrap_or(0);
+    if too_many_model_errors(failed, ticks) {
+        return Err(Failure {
+            message: format!(
+                "error: {failed} of {ticks} ticks failed on the model (more than {}%); each \
+                 snapshot's `error` says why\n",
+                crate::MODEL_ERROR_MAX_PCT
+            ),
+            code: crate::EXIT_MODEL_FAILED,
+            stdout: text,
+        });
+    }
+    Ok(text)
+}
+
+/// More than [`MODEL_ERROR_MAX_PCT`](crate::MODEL_ERROR_MAX_PCT) % of `ticks` failed.
+fn too_many_model_errors(failed: u64, ticks: u64) -> bool {
+    u128::from(failed) * 100 > u128::from(ticks) * u128::from(crate::MODEL_ERROR_MAX_PCT)
 }
 
 /// [`run`], also returning the summary (for `ab`).
@@ -629,7 +651,7 @@ fn write_outputs(
     let s = summary;
     let text = format!(
         "{} ticks {} .. {} · {} trades (win rate {}) · net PnL ${} (gross ${}, fees ${}) · \
-         max drawdown {}% · Sharpe {} · {} notes\n\
+         max drawdown {}% · Sharpe {} · {} notes{}\n\
          summary: {}\ntrades:  {}\nstore:   {url} (deployment {})\nreport:  {}\n",
         s.ticks,
         s.first_tick.map(|t| t.to_string()).unwrap_or_default(),
@@ -643,6 +665,11 @@ fn write_outputs(
         s.max_drawdown_pct,
         s.sharpe.map_or_else(|| "n/a".to_owned(), |v| v.to_string()),
         s.notes,
+        match s.model_errors() {
+            0 => String::new(),
+            1 => " · 1 model error".to_owned(),
+            n => format!(" · {n} model errors"),
+        },
         summary_path.display(),
         trades_path.display(),
         d.deployment_id,
@@ -727,6 +754,19 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn more_than_half_of_the_ticks_failing_on_the_model_is_too_many() {
+        assert!(!too_many_model_errors(0, 0));
+        assert!(!too_many_model_errors(0, 10));
+        assert!(
+            !too_many_model_errors(5, 10),
+            "exactly half is not more than half"
+        );
+        assert!(too_many_model_errors(6, 10));
+        assert!(too_many_model_errors(1, 1));
+        assert!(too_many_model_errors(u64::MAX, u64::MAX));
+    }
 
     #[test]
     fn only_a_sqlite_file_the_run_creates_is_written_as_scratch() {

@@ -72,7 +72,8 @@ pub struct TickPoint {
     pub equity_usd: Decimal,
     /// Gross notional of the open positions after the tick, at their marks, in USD.
     pub exposure_usd: Decimal,
-    /// `executed`, `rejected` or `no_op`.
+    /// The tick's outcome ([`OutcomeKind::as_str`](crate::OutcomeKind::as_str)): `executed`,
+    /// `rejected`, `no_op` or `model_error`.
     pub verdict: &'static str,
     /// Tokens the tick's model calls used.
     pub usage: Usage,
@@ -251,7 +252,7 @@ where
             tick_at: at,
             equity_usd: outcome.equity_usd,
             exposure_usd: outcome.exposure_usd,
-            verdict: verdict_kind(&outcome.verdict),
+            verdict: outcome.kind().as_str(),
             usage: outcome.usage,
             cost_usd: outcome.cost_usd,
         });
@@ -274,14 +275,11 @@ where
     })
 }
 
-/// `executed`, `rejected` or `no_op`.
+/// The engine's verdict's kind: `executed`, `rejected` or `no_op` (a tick's outcome, which can
+/// also be `model_error`, is [`TickOutcome::kind`](crate::TickOutcome::kind)).
 #[must_use]
 pub fn verdict_kind(v: &Verdict) -> &'static str {
-    match v {
-        Verdict::Executed { .. } => "executed",
-        Verdict::Rejected { .. } => "rejected",
-        Verdict::NoOp { .. } => "no_op",
-    }
+    crate::OutcomeKind::of(v, false).as_str()
 }
 
 /// PnL of a group of ledger rows. Gross is the ledger's `realized_pnl_usd` (partial closes of
@@ -369,7 +367,9 @@ pub struct Summary {
     pub avg_exposure_pct: Decimal,
     /// Broker fills (liquidations included).
     pub fills: u32,
-    /// Ticks per verdict kind (`executed`, `rejected`, `no_op`; only kinds that occurred).
+    /// Ticks per outcome kind (`executed`, `rejected`, `no_op`, `model_error`; only kinds that
+    /// occurred). A `model_error` tick — every model call failed, or the tick's deadline ran
+    /// out — is counted there and not as a `no_op`.
     pub verdicts: BTreeMap<&'static str, u32>,
     /// Tokens over the run: the ticks' usage and the reflection notes' (a note records all its
     /// input tokens as `input`).
@@ -380,6 +380,17 @@ pub struct Summary {
     pub notes: u32,
     /// Reflections that failed or could not be checked.
     pub reflection_failures: u32,
+}
+
+impl Summary {
+    /// Ticks that ended on a model failure (`verdicts["model_error"]`, 0 when none).
+    #[must_use]
+    pub fn model_errors(&self) -> u32 {
+        self.verdicts
+            .get(crate::OutcomeKind::ModelError.as_str())
+            .copied()
+            .unwrap_or(0)
+    }
 }
 
 fn pct(part: Decimal, whole: Decimal) -> Decimal {

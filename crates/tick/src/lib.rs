@@ -113,7 +113,7 @@ pub use reflect::{
     DueReflection, ReflectionCheck, ReflectionDone, ReflectionReport, run_due_reflection,
     store_reflection,
 };
-pub use run::{CarryState, TickError, TickOutcome, run_tick, run_tick_carrying};
+pub use run::{CarryState, OutcomeKind, TickError, TickOutcome, run_tick, run_tick_carrying};
 pub use state::{
     Carried, RestoreError, TickState, load_reflection_state, restore_state, restore_state_carried,
 };

@@ -44,6 +44,10 @@ pub struct TickOutcome {
     pub proposal: Option<ProposedAction>,
     /// The execution engine's verdict (a broker refusal turned into a rejection).
     pub verdict: Verdict,
+    /// When the tick ended on a model failure (a provider error, garbage from the provider, the
+    /// tick's deadline): the error text as stored with the snapshot. The verdict is then a
+    /// no-op, but the tick's outcome is [`OutcomeKind::ModelError`].
+    pub model_error: Option<String>,
     /// Tokens the tick's model calls used.
     pub usage: Usage,
     /// Estimated cost of those calls, in USD.
@@ -64,6 +68,54 @@ pub struct TickOutcome {
     /// The reflection cadence after the tick. A due reflection has not run yet: the caller runs
     /// it with [`run_due_reflection`](crate::run_due_reflection) (off the tick path).
     pub reflection: ReflectionCheck,
+}
+
+/// What a tick came to, one kind per tick: the engine's verdict, unless the model failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeKind {
+    /// The engine executed the proposal.
+    Executed,
+    /// The engine (or the broker) rejected it.
+    Rejected,
+    /// Nothing to do: no proposal, or an explicit `no_op`.
+    NoOp,
+    /// The model failed (provider error, garbage, the tick's deadline): nothing was proposed
+    /// because nothing could be.
+    ModelError,
+}
+
+impl OutcomeKind {
+    /// The stable name: `executed`, `rejected`, `no_op`, `model_error` (the summary's keys, the
+    /// live runner's metric label).
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OutcomeKind::Executed => "executed",
+            OutcomeKind::Rejected => "rejected",
+            OutcomeKind::NoOp => "no_op",
+            OutcomeKind::ModelError => "model_error",
+        }
+    }
+
+    /// The kind of a tick with `verdict` that did (`model_error`) or did not fail on the model.
+    #[must_use]
+    pub const fn of(verdict: &Verdict, model_error: bool) -> Self {
+        match verdict {
+            _ if model_error => OutcomeKind::ModelError,
+            Verdict::Executed { .. } => OutcomeKind::Executed,
+            Verdict::Rejected { .. } => OutcomeKind::Rejected,
+            Verdict::NoOp { .. } => OutcomeKind::NoOp,
+        }
+    }
+}
+
+impl TickOutcome {
+    /// What the tick came to ([`OutcomeKind`]).
+    #[must_use]
+    pub const fn kind(&self) -> OutcomeKind {
+        OutcomeKind::of(&self.verdict, self.model_error.is_some())
+    }
 }
 
 /// Why a tick could not run or could not be recorded. Nothing is persisted for a failed tick,
@@ -307,6 +359,7 @@ where
         lessons.as_ref(),
         state.last_decision.as_ref(),
         &mut state.render,
+        state.run_options,
     )
     .await?;
     drop(view);
@@ -380,6 +433,16 @@ where
 
     // 6. persist atomically
     let usage = run.usage;
+    let error = run.error.as_ref().map(|e| {
+        types::cut_chars(&e.to_string(), types::MAX_STORED_ERROR_CHARS)
+            .0
+            .to_owned()
+    });
+    let model_error = run
+        .error
+        .as_ref()
+        .filter(|e| e.is_model_error())
+        .and(error.clone());
     let snapshot = DecisionSnapshot {
         id: snapshot_id,
         deployment_id: deployment.deployment_id,
@@ -393,6 +456,8 @@ where
         finish_reason: Some(run.finish_reason.as_str().to_owned()),
         usage,
         cost_usd: run.cost_usd,
+        error,
+        model_error: model_error.is_some(),
     };
     let last_decision = to_last_decision_snapshot(proposal.as_ref(), &verdict, now);
     state.last_decision = Some(last_decision.clone());
@@ -440,6 +505,7 @@ where
         recorded,
         proposal,
         verdict,
+        model_error,
         usage,
         cost_usd: run.cost_usd,
         fills: outcome_fills,

@@ -47,6 +47,9 @@ pub struct TickState {
     /// the backtest puts here what came due at the tick's time; a live runner scores off the
     /// tick path (`tick::score_due_outcomes`) and leaves this empty.
     pub outcome_scores: Vec<(Uuid, OutcomeScore)>,
+    /// The model loop's options for this deployment's ticks: the output-token budget and the
+    /// tick's deadline (the live runner sets its tick budget; a backtest has none by default).
+    pub run_options: agent_runtime::RunOptions,
     /// The "Recent trades" body as last rendered: (k, as of, text). Cleared when a closed row
     /// changes.
     recent_trades: Option<(u32, DateTime<Utc>, Arc<str>)>,
@@ -72,6 +75,7 @@ impl TickState {
             last_tick_at: None,
             render: RenderCache::default(),
             outcome_scores: Vec::new(),
+            run_options: agent_runtime::RunOptions::default(),
             recent_trades: None,
         }
     }

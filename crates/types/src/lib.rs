@@ -39,6 +39,7 @@ mod json;
 mod ledger;
 mod market;
 mod memory;
+mod model_output;
 mod retry;
 pub mod text;
 mod trading;
@@ -61,6 +62,10 @@ pub use trading::{
     Verdict,
 };
 
+pub use model_output::{
+    MAX_STEP_TEXT_CHARS, MAX_STORED_ARGUMENT_CHARS, MAX_STORED_ERROR_CHARS,
+    MAX_STORED_RESULT_BYTES, MAX_STORED_STEPS_BYTES, MAX_TOOL_CALLS_PER_RESPONSE, cut_chars,
+};
 pub use retry::RetryPolicy;
 pub use usage::{MAX_CALL_TOKENS, Usage};
 

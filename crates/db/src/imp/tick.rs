@@ -2,6 +2,17 @@
 //! transaction; batches of ticks; snapshot and runner-state reads.
 pub(crate) fn validate_tick(tick: &crate::TickRecord) -> Result<(), crate::DbError> {
     let d = tick.snapshot.deployment_id;
+    if let Some(error) = &tick.snapshot.error {
+        let actual = error.chars().count();
+        if actual > types::MAX_STORED_ERROR_CHARS {
+            return Err(crate::DbError::Bound {
+                field: "snapshot error",
+                actual,
+                min: 0,
+                max: types::MAX_STORED_ERROR_CHARS,
+            });
+        }
+    }
     if let Some(t) = tick.trades.iter().find(|t| t.deployment_id != d) {
         return Err(crate::DbError::Invalid {
             what: "tick record",
@@ -14,7 +25,7 @@ pub(crate) fn validate_tick(tick: &crate::TickRecord) -> Result<(), crate::DbErr
     crate::imp::outcomes::validate_outcome_writes(tick)
 }
 
-/// At most this many snapshot rows per `INSERT` statement of a batch (15 parameters each: 960
+/// At most this many snapshot rows per `INSERT` statement of a batch (17 parameters each: 1,088
 /// in all, far below both backends' limits). One statement per row cost a round trip to the
 /// driver's worker each.
 pub(crate) const SNAPSHOT_CHUNK: usize = 64;
@@ -40,11 +51,11 @@ pub(crate) fn snapshot_chunks(mut rows: usize) -> impl Iterator<Item = usize> {
 /// with `$n` parameters when `numbered`, `?` otherwise, and `RETURNING id` when `returning`.
 pub(crate) fn snapshot_insert_sql(rows: usize, numbered: bool, returning: bool) -> String {
     use std::fmt::Write as _;
-    const COLUMNS: usize = 15;
+    const COLUMNS: usize = 17;
     let mut sql = String::from(
         "INSERT INTO decision_snapshots (id, deployment_id, tick_at, system_prompt, context, \
          steps, proposal, verdict, model, finish_reason, input_tokens, output_tokens, \
-         cache_read_tokens, cache_write_tokens, cost_usd) VALUES ",
+         cache_read_tokens, cache_write_tokens, cost_usd, error, model_error) VALUES ",
     );
     for r in 0..rows {
         sql.push_str(if r == 0 { "(" } else { ", (" });
@@ -221,7 +232,9 @@ macro_rules! impl_tick {
                             .bind(u64_to_i64("output tokens", s.usage.output)?)
                             .bind(u64_to_i64("cache read tokens", s.usage.cache_read)?)
                             .bind(u64_to_i64("cache write tokens", s.usage.cache_write)?)
-                            .bind($enc::dec(s.cost_usd));
+                            .bind($enc::dec(s.cost_usd))
+                            .bind(s.error.as_deref())
+                            .bind(s.model_error);
                     }
                     if returning {
                         let rows = query
@@ -676,10 +689,10 @@ mod tests {
     fn insert_sql_numbers_parameters_only_when_asked() {
         let numbered = snapshot_insert_sql(2, true, true);
         assert!(numbered.contains("($1, $2, $3,"));
-        assert!(numbered.contains("$15), ($16,"));
-        assert!(numbered.ends_with("$30) ON CONFLICT DO NOTHING RETURNING id"));
+        assert!(numbered.contains("$17), ($18,"));
+        assert!(numbered.ends_with("$34) ON CONFLICT DO NOTHING RETURNING id"));
         let anonymous = snapshot_insert_sql(2, false, false);
-        assert_eq!(anonymous.matches('?').count(), 30);
+        assert_eq!(anonymous.matches('?').count(), 34);
         assert!(!anonymous.contains('$'));
         assert!(anonymous.ends_with("?) ON CONFLICT DO NOTHING"));
     }

@@ -1589,6 +1589,61 @@ mod cases {
         }
     }
 
+    pub(super) async fn a_snapshots_model_error_round_trips_and_is_bounded<S: Storage + RawSql>(
+        s: &S,
+    ) {
+        let fx = seed(s).await.unwrap();
+        // A model error: its text and flag come back as written (single and batched writes).
+        let mut failed = tick(&fx, 0);
+        failed.snapshot.error = Some("model call failed at step 0: openai: HTTP 500: é".into());
+        failed.snapshot.model_error = true;
+        failed.snapshot.finish_reason = Some("error".into());
+        s.record_tick(&failed).await.unwrap();
+        let mut batched = tick(&fx, 60);
+        batched.snapshot.error = Some("x".repeat(types::MAX_STORED_ERROR_CHARS));
+        batched.snapshot.model_error = true;
+        let plain = tick(&fx, 120);
+        s.record_ticks(&[batched.clone(), plain.clone()])
+            .await
+            .unwrap();
+        for t in [&failed, &batched, &plain] {
+            assert_eq!(&s.get_snapshot(t.snapshot.id).await.unwrap(), &t.snapshot);
+        }
+        // One character over the bound: refused in Rust, naming the field, nothing written.
+        let mut long = tick(&fx, 180);
+        long.snapshot.error = Some("é".repeat(types::MAX_STORED_ERROR_CHARS + 1));
+        assert_bound(
+            s.record_tick(&long).await.unwrap_err(),
+            "snapshot error",
+            types::MAX_STORED_ERROR_CHARS + 1,
+        );
+        assert_bound(
+            s.record_ticks(std::slice::from_ref(&long))
+                .await
+                .unwrap_err(),
+            "snapshot error",
+            types::MAX_STORED_ERROR_CHARS + 1,
+        );
+        assert_eq!(
+            count_rows(s, "decision_snapshots", fx.deployment.id).await,
+            3
+        );
+        // And by the database itself.
+        let err = s
+            .exec(&format!(
+                "UPDATE decision_snapshots SET error = '{}' WHERE id = '{}'",
+                "y".repeat(types::MAX_STORED_ERROR_CHARS + 1),
+                plain.snapshot.id
+            ))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.as_database_error().map(|e| e.kind()),
+            Some(sqlx::error::ErrorKind::CheckViolation),
+            "{err}"
+        );
+    }
+
     pub(super) async fn chat_turns_record_and_list<S: Storage + RawSql>(s: &S) {
         use db::ChatTurnRecord;
         let fx = seed(s).await.unwrap();
@@ -1724,6 +1779,7 @@ contract!(
     events_in_a_window,
     database_rejects_a_second_active_note,
     database_rejects_out_of_bounds_text,
+    a_snapshots_model_error_round_trips_and_is_bounded,
 );
 
 /// PostgreSQL only: a claim skips a due row another transaction holds locked (a runner in the

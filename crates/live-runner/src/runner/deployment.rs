@@ -207,6 +207,9 @@ impl Runner {
         });
         let mut tick_state =
             tick::restore_state_carried(&self.store, &deployment, equity, tick_at, carried).await?;
+        // The model loop ends at the tick budget: a hanging model is a model error, not a tick
+        // that holds its lease for minutes.
+        tick_state.run_options.deadline = Some(self.config.tick_budget);
 
         let symbols = deployment.skill.context.symbols.clone();
         let market = Arc::new(market);

@@ -91,11 +91,15 @@ pub struct RunnerConfig {
     pub once: bool,
     /// Most reflections in flight at once (off the tick path; they never hold a tick slot).
     pub reflection_concurrency: usize,
+    /// The tick budget: the model loop's deadline (a tick whose model has not answered by then
+    /// ends as a model error, "deadline exceeded"). A tick still running at twice the budget is
+    /// abandoned as failed (its lease is released for a retry, never extended past that).
+    pub tick_budget: Duration,
 }
 
 impl RunnerConfig {
-    /// Defaults for `owner`: 8 ticks and 2 reflections at once, a 4-minute lease (2× a 2-minute
-    /// tick budget), 5 s polling, a failed tick retried after 30 s.
+    /// Defaults for `owner`: 8 ticks and 2 reflections at once, a 2-minute tick budget, a
+    /// 4-minute lease (2× the tick budget), 5 s polling, a failed tick retried after 30 s.
     #[must_use]
     pub fn new(owner: impl Into<String>) -> Self {
         RunnerConfig {
@@ -106,6 +110,7 @@ impl RunnerConfig {
             retry_after: chrono::Duration::seconds(30),
             once: false,
             reflection_concurrency: 2,
+            tick_budget: Duration::from_secs(120),
         }
     }
 }
@@ -128,6 +133,13 @@ pub enum RunError {
     /// The store is not PostgreSQL (the runner needs its leases and row locks).
     #[error("live-runner needs PostgreSQL (leases, runner state); got a {0} store")]
     NotPostgres(&'static str),
+    /// The tick was still running at twice the tick budget and was abandoned (as a crash would
+    /// leave it; the retry resumes from the store).
+    #[error("the tick was still running after {} s (twice the tick budget) and was abandoned", after.as_secs())]
+    Abandoned {
+        /// How long it ran.
+        after: Duration,
+    },
     /// A store read or write failed.
     #[error("store: {0}")]
     Db(#[from] DbError),

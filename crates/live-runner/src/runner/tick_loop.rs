@@ -117,17 +117,29 @@ impl Runner {
             .to_std()
             .unwrap_or(Duration::from_secs(60))
             .max(Duration::from_millis(100));
-        let tick = self.tick_deployment(&d);
-        tokio::pin!(tick);
-        let result = loop {
-            tokio::select! {
-                r = &mut tick => break r,
-                () = tokio::time::sleep(heartbeat) => {
-                    let until = self.clock.now() + self.config.lease_for;
-                    match self.store.extend_lease(d.id, &self.config.owner, until).await {
-                        Ok(true) => {}
-                        Ok(false) => tracing::warn!(deployment = %d.id, "lease lost while ticking"),
-                        Err(e) => tracing::warn!(deployment = %d.id, error = %e, "heartbeat failed"),
+        // The lease is extended while the tick runs, up to twice the tick budget (the model
+        // loop's own deadline is the budget): then the tick is abandoned — as a crash would
+        // leave it, which a retry resumes from — and the lease released for that retry. The
+        // abandoned tick is dropped (its open transaction rolled back, its locks freed) before
+        // the release, which could otherwise wait on them.
+        let result = {
+            let tick = self.tick_deployment(&d);
+            tokio::pin!(tick);
+            let hard_stop = tokio::time::sleep(self.config.tick_budget.saturating_mul(2));
+            tokio::pin!(hard_stop);
+            loop {
+                tokio::select! {
+                    r = &mut tick => break r,
+                    () = &mut hard_stop => break Err(RunError::Abandoned {
+                        after: self.config.tick_budget.saturating_mul(2),
+                    }),
+                    () = tokio::time::sleep(heartbeat) => {
+                        let until = self.clock.now() + self.config.lease_for;
+                        match self.store.extend_lease(d.id, &self.config.owner, until).await {
+                            Ok(true) => {}
+                            Ok(false) => tracing::warn!(deployment = %d.id, "lease lost while ticking"),
+                            Err(e) => tracing::warn!(deployment = %d.id, error = %e, "heartbeat failed"),
+                        }
                     }
                 }
             }
@@ -141,13 +153,25 @@ impl Runner {
                 reflection,
             }) => {
                 self.observe(&outcome);
-                tracing::info!(
-                    deployment = %d.id,
-                    tick_at = %outcome.tick_at,
-                    recorded = outcome.recorded,
-                    verdict = tick::backtest::verdict_kind(&outcome.verdict),
-                    "tick"
-                );
+                let kind = outcome.kind();
+                if let Some(error) = &outcome.model_error {
+                    tracing::warn!(
+                        deployment = %d.id,
+                        tick_at = %outcome.tick_at,
+                        recorded = outcome.recorded,
+                        verdict = kind.as_str(),
+                        error = %error,
+                        "tick: the model failed"
+                    );
+                } else {
+                    tracing::info!(
+                        deployment = %d.id,
+                        tick_at = %outcome.tick_at,
+                        recorded = outcome.recorded,
+                        verdict = kind.as_str(),
+                        "tick"
+                    );
+                }
                 job = reflection;
                 let label = if outcome.recorded {
                     "recorded"
@@ -179,6 +203,7 @@ impl Runner {
     }
 
     fn observe(&self, outcome: &TickOutcome) {
+        self.metrics.outcome(outcome.kind().as_str());
         if let Verdict::Rejected { rule, .. } = &outcome.verdict {
             self.metrics.rejection(rule.as_str());
         }

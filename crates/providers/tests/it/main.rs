@@ -5,6 +5,7 @@
 
 mod anthropic;
 mod common;
+mod deadline;
 mod openai;
 mod resolve;
 mod run_skill;

@@ -142,6 +142,55 @@ pub(crate) async fn hyperliquid_mock() -> MockServer {
     server
 }
 
+/// `hyperliquid_mock`, answering every candle request only after `delay`.
+pub(crate) async fn slow_hyperliquid_mock(delay: std::time::Duration) -> MockServer {
+    struct Delayed(std::time::Duration);
+    impl Respond for Delayed {
+        fn respond(&self, request: &Request) -> ResponseTemplate {
+            Candles.respond(request).set_delay(self.0)
+        }
+    }
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/info"))
+        .and(body_partial_json(json!({"type": "candleSnapshot"})))
+        .respond_with(Delayed(delay))
+        .mount(&server)
+        .await;
+    server
+}
+
+/// [`runner`] with a tick budget of `budget` (the model loop's deadline; a tick is abandoned
+/// at twice it).
+pub(crate) async fn runner_with_budget(
+    pg: &Pg,
+    hl: &MockServer,
+    now: DateTime<Utc>,
+    name: &str,
+    resolver: ModelResolver,
+    budget: std::time::Duration,
+) -> Arc<Runner> {
+    let info = hyperliquid::InfoClient::new(&hyperliquid::ClientConfig::new(hl.uri()))
+        .expect("info client");
+    let mut config = RunnerConfig::new(format!("{name}:{}", uuid::Uuid::new_v4()));
+    config.concurrency = 4;
+    config.once = true;
+    config.lease_for = chrono::Duration::minutes(4);
+    config.tick_budget = budget;
+    Arc::new(
+        Runner::new(
+            pg.store.clone(),
+            info,
+            Arc::new(FixedClock(now)),
+            resolver,
+            Metrics::default(),
+            config,
+        )
+        .await
+        .expect("runner"),
+    )
+}
+
 /// A runner over `pg` and `hl` whose clock stands at `now`.
 pub(crate) async fn runner(
     pg: &Pg,

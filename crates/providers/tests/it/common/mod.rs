@@ -95,6 +95,7 @@ pub(crate) fn conversation() -> ModelRequest {
         ],
         tools: tools(),
         max_output_tokens: 1024,
+        deadline: None,
     }
 }
 
@@ -108,6 +109,7 @@ pub(crate) fn hello() -> ModelRequest {
         }],
         tools: vec![],
         max_output_tokens: 16,
+        deadline: None,
     }
 }
 
