@@ -10,13 +10,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 use db::{OutcomeStore, RegistryStore};
 use hyperliquid::InfoClient;
-use skill_schema::{Format, parse_skill};
 use tick::{ScoreReport, score_due_outcomes};
 use tools::Preloaded;
 use types::Interval;
 use uuid::Uuid;
 
 use crate::runner::RunError;
+use crate::runner::market::closed_candles;
 use crate::schedule::bar_length;
 
 /// Scores the outcomes due at `now` (at most `limit` per run, oldest first).
@@ -44,13 +44,7 @@ where
     {
         let d = store.get_deployment(id).await?;
         let version = store.get_skill_version(d.skill_id, d.skill_version).await?;
-        let skill = parse_skill(&version.body.to_string(), Format::Json)
-            .map_err(|e| RunError::Skill {
-                skill_id: d.skill_id,
-                version: d.skill_version,
-                message: e.to_string(),
-            })?
-            .skill;
+        let skill = crate::runner::skills::stored_skill(&version)?;
         intervals.insert(id, skill.context.bars_interval);
     }
     // Candles per symbol and interval, from the oldest pending outcome's tick to `now`.
@@ -63,18 +57,7 @@ where
     }
     let mut market = Preloaded::new();
     for ((symbol, iv), from) in &since {
-        let bars = info
-            .candle_snapshot(symbol, *iv, *from - bar_length(*iv), now)
-            .await
-            .map_err(|source| RunError::Market {
-                symbol: symbol.clone(),
-                interval: iv.as_str(),
-                source,
-            })?;
-        let closed = bars
-            .into_iter()
-            .filter(|b| b.close_time(*iv) <= now)
-            .collect();
+        let closed = closed_candles(info, symbol, *iv, *from - bar_length(*iv), now).await?;
         market.insert_bars(symbol, *iv, closed);
     }
     let report = score_due_outcomes(store, &market, &intervals, now, limit)

@@ -14,6 +14,29 @@ use crate::schedule::bar_length;
 /// Most candles asked for in one candleSnapshot request (the exchange serves at most 5000).
 const MAX_CANDLES: i64 = 5000;
 
+/// `symbol`'s candles of `interval` from `start` that closed at or before `now` (the forming
+/// one is dropped).
+pub(crate) async fn closed_candles(
+    info: &InfoClient,
+    symbol: &str,
+    interval: Interval,
+    start: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<Vec<types::Bar>, RunError> {
+    let bars = info
+        .candle_snapshot(symbol, interval, start, now)
+        .await
+        .map_err(|source| RunError::Market {
+            symbol: symbol.to_owned(),
+            interval: interval.as_str(),
+            source,
+        })?;
+    Ok(bars
+        .into_iter()
+        .filter(|b| b.close_time(interval) <= now)
+        .collect())
+}
+
 /// The closed bars a tick at `tick_at` needs: the skill's lookback (and every bar since the
 /// last tick, for MFE/MAE and the paper broker, and the bars the outcome memory's indicators
 /// read, `outcomes::bars_needed`, so a live market snapshot is computed over the bars a backtest
@@ -41,18 +64,7 @@ pub(super) async fn fetch_market(
         for (iv, n) in &wanted {
             let n = (n + 2).min(MAX_CANDLES);
             let start = tick_at - bar_length(*iv) * i32::try_from(n).unwrap_or(i32::MAX);
-            let bars = info
-                .candle_snapshot(symbol, *iv, start, tick_at)
-                .await
-                .map_err(|source| RunError::Market {
-                    symbol: symbol.clone(),
-                    interval: iv.as_str(),
-                    source,
-                })?;
-            let closed = bars
-                .into_iter()
-                .filter(|b| b.close_time(*iv) <= tick_at)
-                .collect();
+            let closed = closed_candles(info, symbol, *iv, start, tick_at).await?;
             market.insert_bars(symbol, *iv, closed);
         }
     }

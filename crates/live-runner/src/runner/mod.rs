@@ -24,9 +24,9 @@
 //! skills it keeps (`skills`) and the reflection worker (`reflections`).
 
 mod deployment;
-mod market;
+pub(crate) mod market;
 mod reflections;
-mod skills;
+pub(crate) mod skills;
 mod tick_loop;
 
 use std::sync::{Arc, Mutex};

@@ -38,14 +38,7 @@ impl Runner {
             .store
             .get_skill_version(d.skill_id, d.skill_version)
             .await?;
-        let skill = parse_skill(&version.body.to_string(), Format::Json)
-            .map_err(|e| RunError::Skill {
-                skill_id: d.skill_id,
-                version: d.skill_version,
-                message: e.to_string(),
-            })?
-            .skill;
-        let skill = Arc::new(skill);
+        let skill = Arc::new(stored_skill(&version)?);
         self.cached_skills().put(key, skill.clone());
         Ok(skill)
     }
@@ -63,6 +56,21 @@ impl Runner {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// The skill document a stored version holds, parsed and validated again.
+///
+/// # Errors
+/// [`RunError::Skill`] naming the skill and version when the stored document no longer
+/// validates.
+pub(crate) fn stored_skill(version: &db::SkillVersion) -> Result<Skill, RunError> {
+    parse_skill(&version.body.to_string(), Format::Json)
+        .map(|loaded| loaded.skill)
+        .map_err(|e| RunError::Skill {
+            skill_id: version.skill_id,
+            version: version.version,
+            message: e.to_string(),
+        })
 }
 
 #[cfg(test)]

@@ -372,9 +372,36 @@ async fn add_fact(
     }
 }
 
-/// The fact id of a row form's path; a malformed one is "no such fact".
-fn fact_id(raw: &str) -> Option<Uuid> {
-    Uuid::parse_str(raw).ok()
+/// The fact id of a row form's path and the form's checked value, or the facts page refusing
+/// them: a malformed id is "no such fact" (404), a refused form its message (422).
+async fn checked_row<T>(
+    state: &AppState,
+    caller: Caller,
+    raw_id: &str,
+    checked: Result<T, String>,
+) -> Result<(Uuid, T), Page> {
+    let empty = AddForm::default();
+    let Ok(id) = Uuid::parse_str(raw_id) else {
+        return Err(refused(
+            state,
+            caller,
+            StatusCode::NOT_FOUND,
+            "No such fact.",
+            &empty,
+        )
+        .await);
+    };
+    match checked {
+        Ok(value) => Ok((id, value)),
+        Err(message) => Err(refused(
+            state,
+            caller,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &message,
+            &empty,
+        )
+        .await),
+    }
 }
 
 async fn edit_fact(
@@ -385,28 +412,9 @@ async fn edit_fact(
 ) -> Page {
     let form = form.map(|Form(f)| f).unwrap_or_default();
     let empty = AddForm::default();
-    let Some(id) = fact_id(&id) else {
-        return refused(
-            &state,
-            caller,
-            StatusCode::NOT_FOUND,
-            "No such fact.",
-            &empty,
-        )
-        .await;
-    };
-    let edit = match form.check() {
-        Ok(e) => e,
-        Err(message) => {
-            return refused(
-                &state,
-                caller,
-                StatusCode::UNPROCESSABLE_ENTITY,
-                &message,
-                &empty,
-            )
-            .await;
-        }
+    let (id, edit) = match checked_row(&state, caller, &id, form.check()).await {
+        Ok(row) => row,
+        Err(page) => return page,
     };
     match state
         .store_for(&caller)
@@ -426,28 +434,9 @@ async fn set_confidence(
 ) -> Page {
     let form = form.map(|Form(f)| f).unwrap_or_default();
     let empty = AddForm::default();
-    let Some(id) = fact_id(&id) else {
-        return refused(
-            &state,
-            caller,
-            StatusCode::NOT_FOUND,
-            "No such fact.",
-            &empty,
-        )
-        .await;
-    };
-    let edit = match form.check() {
-        Ok(e) => e,
-        Err(message) => {
-            return refused(
-                &state,
-                caller,
-                StatusCode::UNPROCESSABLE_ENTITY,
-                &message,
-                &empty,
-            )
-            .await;
-        }
+    let (id, edit) = match checked_row(&state, caller, &id, form.check()).await {
+        Ok(row) => row,
+        Err(page) => return page,
     };
     let done = match edit.confidence {
         Some(FactConfidence::Asserted) => "/profile/facts?done=promoted",
@@ -471,28 +460,9 @@ async fn archive_fact(
 ) -> Page {
     let form = form.map(|Form(f)| f).unwrap_or_default();
     let empty = AddForm::default();
-    let Some(id) = fact_id(&id) else {
-        return refused(
-            &state,
-            caller,
-            StatusCode::NOT_FOUND,
-            "No such fact.",
-            &empty,
-        )
-        .await;
-    };
-    let reason = match form.check() {
-        Ok(r) => r,
-        Err(message) => {
-            return refused(
-                &state,
-                caller,
-                StatusCode::UNPROCESSABLE_ENTITY,
-                &message,
-                &empty,
-            )
-            .await;
-        }
+    let (id, reason) = match checked_row(&state, caller, &id, form.check()).await {
+        Ok(row) => row,
+        Err(page) => return page,
     };
     let forget = forms::forget(reason, state.clock.now());
     match state
