@@ -4,6 +4,7 @@
 //! linking one binary instead of several is most of what a rebuild costs on a 2-core machine.
 
 mod ledger_cli;
+mod memory_cli;
 mod model_failures_cli;
 mod notes_cli;
 mod run_cli;
