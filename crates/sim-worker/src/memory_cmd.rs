@@ -15,7 +15,7 @@ use types::text;
 
 use crate::Failure;
 
-/// Most outcomes one deployment's read returns (`OutcomeStore::outcomes`' bound).
+/// Most outcomes one window's read returns (`OutcomeStore::symbol_outcomes`' bound).
 const MAX_ROWS: u32 = 1000;
 
 /// Most days a `memory-stats` window spans (ten years).
@@ -196,26 +196,38 @@ fn summarise(rows: &[&TradeOutcome], at: DateTime<Utc>) -> Stats {
     s
 }
 
-/// Reads the outcomes of `deployments`, failing rather than summarising a truncated read.
-async fn read_outcomes(
+/// The outcomes of `symbol` with a tick in (`after`, `until`], failing rather than
+/// summarising a truncated read.
+async fn read_window(
     store: &db::Store,
-    deployments: &[Uuid],
+    deployment: Option<Uuid>,
+    symbol: &str,
+    after: DateTime<Utc>,
+    until: DateTime<Utc>,
+    limit: u32,
 ) -> Result<Vec<TradeOutcome>, Failure> {
-    let mut all = Vec::new();
-    for &d in deployments {
-        let rows = store
-            .outcomes(d, MAX_ROWS)
-            .await
-            .map_err(|e| bad(format!("reading the outcomes of deployment {d}: {e}")))?;
-        if rows.len() >= MAX_ROWS as usize {
-            return Err(bad(format!(
-                "deployment {d} has {MAX_ROWS} or more outcomes; memory-stats reads at most \
-                 {MAX_ROWS} per deployment"
-            )));
-        }
-        all.extend(rows);
+    let rows = store
+        .symbol_outcomes(deployment, symbol, after, until, limit)
+        .await
+        .map_err(|e| bad(format!("reading the outcomes of {symbol}: {e}")))?;
+    if limit == MAX_ROWS && rows.len() >= MAX_ROWS as usize {
+        return Err(bad(format!(
+            "--days: the window holds {MAX_ROWS} or more outcomes of {symbol}; memory-stats \
+             reads at most {MAX_ROWS}, give fewer days"
+        )));
     }
-    Ok(all)
+    Ok(rows)
+}
+
+/// The earliest and latest times `memory-stats` looks at when it searches for the latest outcome
+/// (both render as four-digit years, so SQLite's text times compare in order).
+fn all_time() -> (DateTime<Utc>, DateTime<Utc>) {
+    let day = |y, m, d| {
+        chrono::NaiveDate::from_ymd_opt(y, m, d)
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .map_or(DateTime::<Utc>::MIN_UTC, |t| t.and_utc())
+    };
+    (day(1, 1, 1), day(9999, 12, 31))
 }
 
 /// Prints the point-in-time summary of a symbol's outcomes over a window.
@@ -231,41 +243,34 @@ pub(crate) fn stats(args: StatsArgs) -> Result<String, Failure> {
     }
     crate::block_on(async move {
         let store = open(&args.db).await?;
-        let deployments = match args.deployment {
-            Some(id) => {
-                store.get_deployment(id).await.map_err(|e| match e {
-                    DbError::NotFound { .. } => {
-                        bad(format!("--deployment {id}: no deployment has this id"))
-                    }
-                    e => bad(format!("reading deployment {id}: {e}")),
-                })?;
-                vec![id]
-            }
-            None => store
-                .list_deployments(None)
-                .await
-                .map_err(|e| bad(format!("listing deployments: {e}")))?
-                .into_iter()
-                .map(|d| d.id)
-                .collect(),
-        };
-        let all = read_outcomes(&store, &deployments).await?;
-        let of_symbol: Vec<_> = all.iter().filter(|o| o.symbol == args.symbol).collect();
+        if let Some(id) = args.deployment {
+            store.get_deployment(id).await.map_err(|e| match e {
+                DbError::NotFound { .. } => {
+                    bad(format!("--deployment {id}: no deployment has this id"))
+                }
+                e => bad(format!("reading deployment {id}: {e}")),
+            })?;
+        }
         let at = match args.at {
             Some(at) => at,
-            None => of_symbol.iter().map(|o| o.tick_at).max().ok_or_else(|| {
-                bad(format!(
-                    "--symbol {}: the store has no outcome of this symbol (give --at for an \
-                     empty window)",
-                    args.symbol
-                ))
-            })?,
+            None => {
+                let (first, last) = all_time();
+                read_window(&store, args.deployment, &args.symbol, first, last, 1)
+                    .await?
+                    .first()
+                    .map(|o| o.tick_at)
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "--symbol {}: the store has no outcome of this symbol (give --at \
+                             for an empty window)",
+                            args.symbol
+                        ))
+                    })?
+            }
         };
         let from = at - Duration::days(i64::from(args.days));
-        let window: Vec<_> = of_symbol
-            .into_iter()
-            .filter(|o| o.tick_at > from && o.tick_at <= at)
-            .collect();
+        let rows = read_window(&store, args.deployment, &args.symbol, from, at, MAX_ROWS).await?;
+        let window: Vec<_> = rows.iter().collect();
         let s = summarise(&window, at);
         Ok(if args.json {
             render_json(&args, from, at, &s)
