@@ -609,6 +609,21 @@ pub trait OutcomeStore: Sync {
         limit: u32,
     ) -> impl Future<Output = Result<Vec<TradeOutcome>, DbError>> + Send;
 
+    /// The outcomes of `symbol` whose tick is in (`after`, `until`], of one deployment or (with
+    /// `None`) of every deployment, newest tick first (ties by id), at most `limit` (≤ 1000): a
+    /// window of the outcome memory, read in one query.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a limit above 1000; [`DbError::Backend`] on driver failure.
+    fn symbol_outcomes(
+        &self,
+        deployment_id: Option<Uuid>,
+        symbol: &str,
+        after: DateTime<Utc>,
+        until: DateTime<Utc>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<TradeOutcome>, DbError>> + Send;
+
     /// One market snapshot.
     ///
     /// # Errors

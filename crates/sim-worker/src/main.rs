@@ -3,6 +3,7 @@
 
 mod ab_cmd;
 mod ledger_cmd;
+mod memory_cmd;
 mod notes_cmd;
 mod preview_cmd;
 mod report;
@@ -59,6 +60,12 @@ enum Command {
     /// ledger from its stored fills and compare.
     #[command(subcommand)]
     Ledger(ledger_cmd::LedgerCommand),
+    /// Attach a note (and tags) to an outcome or a ledger row of an existing store; prints the
+    /// annotation's id.
+    Annotate(memory_cmd::AnnotateArgs),
+    /// Summarise a symbol's outcomes over a window as they stood at its end: counts, grades,
+    /// target and stop hits, the 24h win rate, mean and median pnl % at 1h, 4h and 24h.
+    MemoryStats(memory_cmd::StatsArgs),
 }
 
 /// Bad input (an invalid skill, an unreadable file): exit 2 with every problem on stderr and
@@ -89,6 +96,8 @@ fn main() -> ExitCode {
         Command::AcceptNote(args) => notes_cmd::accept(args),
         Command::Skill(cmd) => skill_cmd::run(cmd),
         Command::Ledger(cmd) => ledger_cmd::run(cmd),
+        Command::Annotate(args) => memory_cmd::annotate(args),
+        Command::MemoryStats(args) => memory_cmd::stats(args),
     };
     match result {
         Ok(stdout) => match write_stdout(&stdout) {

@@ -260,6 +260,35 @@ macro_rules! impl_outcomes {
                 rows.iter().map(codec::outcome_from_row).collect()
             }
 
+            async fn symbol_outcomes(
+                &self,
+                deployment_id: Option<Uuid>,
+                symbol: &str,
+                after: DateTime<Utc>,
+                until: DateTime<Utc>,
+                limit: u32,
+            ) -> Result<Vec<outcomes::TradeOutcome>, DbError> {
+                let limit = check_limit("symbol outcomes limit", limit, MAX_OUTCOME_ROWS)?;
+                let of_deployment = if deployment_id.is_some() { "AND deployment_id = $5 " } else { "" };
+                let sql = format!(
+                    "SELECT * FROM trade_outcomes WHERE symbol = $1 AND tick_at > $2 \
+                     AND tick_at <= $3 {of_deployment}ORDER BY tick_at DESC, id LIMIT $4"
+                );
+                let mut q = sqlx::query(&sql)
+                    .bind(symbol)
+                    .bind($enc::ts(after))
+                    .bind($enc::ts(until))
+                    .bind(limit);
+                if let Some(d) = deployment_id {
+                    q = q.bind($enc::id(d));
+                }
+                let rows = q
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(ctx("reading a symbol's outcomes"))?;
+                rows.iter().map(codec::outcome_from_row).collect()
+            }
+
             async fn market_snapshot(&self, id: Uuid) -> Result<outcomes::MarketSnapshot, DbError> {
                 let row = sqlx::query("SELECT * FROM market_snapshots WHERE id = $1")
                     .bind($enc::id(id))

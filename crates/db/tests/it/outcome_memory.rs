@@ -202,6 +202,62 @@ mod cases {
         assert!(s.list_snapshots(d, 10).await.unwrap().is_empty());
     }
 
+    pub(super) async fn symbol_outcomes_read_a_window_of_one_or_every_deployment<S: Storage>(
+        s: &S,
+    ) {
+        let fx = seed(s).await.unwrap();
+        let other = seed(s).await.unwrap();
+        let mut mine = Vec::new();
+        for minutes in [0, 60, 120] {
+            let (record, _, outcome) = tick_with_outcome(&fx, minutes);
+            s.record_tick(&record).await.unwrap();
+            mine.push(outcome);
+        }
+        let (record, _, theirs) = tick_with_outcome(&other, 60);
+        s.record_tick(&record).await.unwrap();
+        let d = Some(fx.deployment.id);
+        mine.reverse();
+
+        // (after, until]: the tick at `after` is out, the one at `until` in; newest first.
+        assert_eq!(
+            s.symbol_outcomes(d, "BTC", at(0), at(120), 10)
+                .await
+                .unwrap(),
+            mine[..2].to_vec()
+        );
+        assert_eq!(
+            s.symbol_outcomes(d, "BTC", at(-1), at(119), 10)
+                .await
+                .unwrap(),
+            mine[1..].to_vec()
+        );
+        assert_eq!(
+            s.symbol_outcomes(d, "BTC", at(-1), at(120), 2)
+                .await
+                .unwrap(),
+            mine[..2].to_vec(),
+            "at most `limit`, the newest"
+        );
+        // Every deployment: the other deployment's outcome at 60 too (ties by id).
+        let all = s
+            .symbol_outcomes(None, "BTC", at(30), at(90), 10)
+            .await
+            .unwrap();
+        let mut expected = vec![mine[1].clone(), theirs];
+        expected.sort_by_key(|o| o.id);
+        assert_eq!(all, expected);
+        assert!(
+            s.symbol_outcomes(None, "ETH", at(-1), at(120), 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(matches!(
+            s.symbol_outcomes(d, "BTC", at(0), at(1), 1001).await,
+            Err(DbError::Invalid { .. })
+        ));
+    }
+
     pub(super) async fn annotations_attach_to_an_outcome_or_a_ledger_row<S: Storage>(s: &S) {
         let fx = seed(s).await.unwrap();
         let d = fx.deployment.id;
@@ -312,6 +368,7 @@ outcome_contract!(
     a_batch_scores_an_outcome_of_its_own_earlier_tick,
     outcome_rows_of_another_tick_or_out_of_range_are_refused,
     annotations_attach_to_an_outcome_or_a_ledger_row,
+    symbol_outcomes_read_a_window_of_one_or_every_deployment,
 );
 
 /// PostgreSQL: the owner of a deployment reads its outcome rows and no one else's, and cannot

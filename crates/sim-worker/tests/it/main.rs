@@ -1,9 +1,11 @@
-//! Integration tests of the `sim-worker` binary's subcommands: run, skill, ledger and notes.
+//! Integration tests of the `sim-worker` binary's subcommands: run, skill, ledger, notes and the
+//! outcome memory (`annotate`, `memory-stats`).
 //!
 //! One test binary for the crate: each module below was its own integration-test binary, and
 //! linking one binary instead of several is most of what a rebuild costs on a 2-core machine.
 
 mod ledger_cli;
+mod memory_cli;
 mod model_failures_cli;
 mod notes_cli;
 mod run_cli;
