@@ -3,26 +3,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use assert_cmd::Command;
+use crate::common::sim;
 use db::test_support::{at, sample_fill, sample_snapshot, seed};
 use db::{TickRecord, TickStore};
 use memory_ledger::{LedgerScope, LedgerState, Proposals};
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 use serde_json::Value;
-
-fn sim(args: &[&str]) -> (i32, String, String) {
-    let out = Command::cargo_bin("sim-worker")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
 
 fn dec_field(row: &Value, name: &str) -> Decimal {
     row[name]

@@ -5,18 +5,11 @@
 use std::path::Path;
 
 use assert_cmd::Command;
+
+use crate::common::repo;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
-
-fn repo(p: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(p)
-        .to_str()
-        .unwrap()
-        .to_owned()
-}
 
 struct Outcome {
     code: i32,

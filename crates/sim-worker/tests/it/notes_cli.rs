@@ -2,58 +2,11 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
-
-fn repo(p: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(p)
-        .to_str()
-        .unwrap()
-        .to_owned()
-}
-
-fn sim(args: &[&str]) -> (i32, String, String) {
-    let out = Command::cargo_bin("sim-worker")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
+use crate::common::{backtest_to, sim};
 
 /// A month of EURUSD with reflection every 5 closed trades; returns (store url, deployment id).
 fn backtest(dir: &Path) -> (String, String) {
-    let out = dir.join("run");
-    let bars = format!("EURUSD={}", repo("examples/data/EURUSD.csv"));
-    let (code, stdout, stderr) = sim(&[
-        "run",
-        "--skill",
-        &repo("examples/skills/eurusd-sma-cross.yaml"),
-        "--bars",
-        &bars,
-        "--out",
-        out.to_str().unwrap(),
-        "--to",
-        "2017-05-20",
-    ]);
-    assert_eq!(code, 0, "{stderr}");
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("store:"))
-        .expect("the store line");
-    let url = line.split_whitespace().nth(1).unwrap().to_owned();
-    let id = line
-        .rsplit("deployment ")
-        .next()
-        .unwrap()
-        .trim_end_matches(')')
-        .to_owned();
-    (url, id)
+    backtest_to(dir, "2017-05-20")
 }
 
 #[test]

@@ -5,14 +5,7 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
-fn repo(p: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(p)
-        .to_str()
-        .unwrap()
-        .to_owned()
-}
+use crate::common::repo;
 
 struct Outcome {
     code: i32,

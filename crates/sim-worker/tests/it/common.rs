@@ -1,0 +1,60 @@
+//! What the CLI tests share: paths in the repository, running the binary, and a short backtest.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+
+/// `p`, relative to the repository root, as an absolute path.
+pub(crate) fn repo(p: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(p)
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Runs `sim-worker ARGS`: (exit code, stdout, stderr).
+pub(crate) fn sim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::cargo_bin("sim-worker")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// The README backtest up to `to` into `dir/run`; returns (store url, deployment id) as the
+/// result's `store:` line prints them.
+pub(crate) fn backtest_to(dir: &Path, to: &str) -> (String, String) {
+    let out = dir.join("run");
+    let bars = format!("EURUSD={}", repo("examples/data/EURUSD.csv"));
+    let (code, stdout, stderr) = sim(&[
+        "run",
+        "--skill",
+        &repo("examples/skills/eurusd-sma-cross.yaml"),
+        "--bars",
+        &bars,
+        "--out",
+        out.to_str().unwrap(),
+        "--to",
+        to,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("store:"))
+        .expect("the store line");
+    let url = line.split_whitespace().nth(1).unwrap().to_owned();
+    let id = line
+        .rsplit("deployment ")
+        .next()
+        .unwrap()
+        .trim_end_matches(')')
+        .to_owned();
+    (url, id)
+}
