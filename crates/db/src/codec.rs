@@ -664,9 +664,9 @@ pub(crate) fn check_limit(what: &'static str, limit: u32, max: u32) -> Result<i6
     Ok(i64::from(limit))
 }
 
-/// The first `max` characters of `s`.
+/// The first `max` characters of `s` ([`types::cut_chars`]).
 pub(crate) fn truncate_chars(s: &str, max: usize) -> String {
-    s.chars().take(max).collect()
+    types::cut_chars(s, max).0.to_owned()
 }
 
 #[cfg(test)]

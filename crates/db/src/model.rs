@@ -502,5 +502,6 @@ pub struct ChatTurnRecord {
     pub error: Option<String>,
 }
 
-/// Longest error text a [`ChatTurnRecord`] keeps; longer ones are cut, not refused.
-pub const MAX_CHAT_TURN_ERROR_CHARS: usize = 2000;
+/// Longest error text a [`ChatTurnRecord`] keeps; longer ones are cut, not refused. The one
+/// bound of stored error texts, [`types::MAX_STORED_ERROR_CHARS`].
+pub const MAX_CHAT_TURN_ERROR_CHARS: usize = types::MAX_STORED_ERROR_CHARS;

@@ -52,7 +52,7 @@ macro_rules! impl_chat_turns {
                 let error = turn
                     .error
                     .as_deref()
-                    .map(|e| e.chars().take(MAX_CHAT_TURN_ERROR_CHARS).collect::<String>());
+                    .map(|e| codec::truncate_chars(e, MAX_CHAT_TURN_ERROR_CHARS));
                 sqlx::query(
                     "INSERT INTO chat_turns (id, user_id, at, mode, model, steps, input_tokens, \
                      output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, error) \

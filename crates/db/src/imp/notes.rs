@@ -276,7 +276,7 @@ macro_rules! impl_notes {
                     RunOutcome::Succeeded { note_id } => ("succeeded", None, *note_id),
                     RunOutcome::Failed { error } => (
                         "failed",
-                        Some(codec::truncate_chars(error, types::MAX_LESSONS_CHARS)),
+                        Some(codec::truncate_chars(error, types::MAX_STORED_ERROR_CHARS)),
                         None,
                     ),
                 };
