@@ -458,7 +458,7 @@ pub async fn run_tool_loop(
                     return run.finish(model, FinishReason::Error, Some(error));
                 }
             };
-            match registry.call(&call.name, args) {
+            match registry.call_async(&call.name, args).await {
                 Ok(result) => {
                     if call.name == PROPOSE_ORDER
                         && let Some(p) = proposal_from_result(&result)

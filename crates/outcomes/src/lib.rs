@@ -44,10 +44,15 @@
 
 pub mod indicators;
 mod pending;
+mod recall;
 mod score;
 mod snapshot;
 
 pub use pending::PendingOutcomes;
+pub use recall::{
+    HitKind, MAX_RECALL_ROWS, MAX_SEARCH_CHARS, MAX_SEARCH_HITS, MemoryHit, RecallQuery,
+    RecalledOutcome, SearchQuery,
+};
 pub use score::{
     FirstHit, Grade, MARKS_HOURS, OutcomeScore, OutcomeVerdict, PNL_DP, TradeOutcome, direction_of,
     final_mark, grade, outcome_id, pnl_percent, score_outcome,

@@ -46,6 +46,12 @@ pub enum ToolError {
         /// The name given.
         name: String,
     },
+    /// [`crate::Tool::call`] on a tool that only runs through [`crate::Tool::call_async`].
+    #[error("{tool}: this tool waits on a store or a server; call it through Registry::call_async")]
+    AsyncOnly {
+        /// The tool called.
+        tool: String,
+    },
     /// The whitelist names MCP servers; MCP tools are not supported by this runtime yet.
     #[error("tools.mcpServers[{index}] ({name}): MCP tools are not supported yet")]
     McpUnsupported {

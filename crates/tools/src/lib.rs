@@ -20,7 +20,9 @@
 //! tool that can act refuses.
 //!
 //! The traits are synchronous by design: sim and live pre-load a tick's data (see
-//! [`context`]). Tool calls are synchronous too.
+//! [`context`]), and the built-ins never wait ([`Tool::call`]). A tool that waits on something
+//! outside the tick implements [`Tool::call_async`]; the model loop calls every tool through
+//! [`Registry::call_async`].
 //!
 //! ```
 //! use std::sync::Arc;
@@ -86,7 +88,9 @@ pub use propose::{
     MAX_REASON_CHARS, ProposeOrder, ProposeOrderArgs, one_line, proposal_from_result,
     push_one_line, validate_proposal,
 };
-pub use registry::{ArgsParser, ArgsSpec, Registry, Tool, args_schema, build_tools, builtin_names};
+pub use registry::{
+    ArgsParser, ArgsSpec, Registry, Tool, ToolFuture, args_schema, build_tools, builtin_names,
+};
 pub use risk::{
     GetPositionRisk, PositionRiskArgs, check_portfolio, distance_to_liquidation_pct, pct,
 };

@@ -1,6 +1,8 @@
 //! The [`Tool`] trait, argument parsing against the tool's JSON Schema, the [`Registry`] and the
 //! whitelist hydration [`build_tools`].
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
@@ -13,17 +15,23 @@ use crate::context::{RunMode, ToolContext};
 use crate::error::ToolError;
 use crate::{derivatives, news, propose, risk};
 
+/// What [`Tool::call_async`] returns: the call's result, once whatever it waits on answered.
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>;
+
 /// A tool the model may call.
 ///
-/// Calls are synchronous: the data sources of a [`ToolContext`] are synchronous (see
-/// [`crate::context`]), so a tool never awaits. Arguments arrive as parsed JSON; the tick loop
-/// reports malformed JSON itself before any tool sees it.
+/// A tool implements exactly one of [`Tool::call`] (it never waits: the built-ins over the
+/// pre-loaded data sources of a [`ToolContext`], see [`crate::context`]) or
+/// [`Tool::call_async`] (it waits on something outside the tick: the outcome memory's store, an
+/// MCP server). The model loop always goes through [`Registry::call_async`], which serves both.
+/// Arguments arrive as parsed JSON; the tick loop reports malformed JSON itself before any tool
+/// sees it.
 pub trait Tool: Send + Sync {
     /// The name the model calls it by (one of [`BUILTIN_TOOLS`] for built-ins).
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
 
     /// What the tool does, for the model.
-    fn description(&self) -> &'static str;
+    fn description(&self) -> &str;
 
     /// JSON Schema (an object schema, subschemas inlined) of the arguments, shared: a tick offers
     /// it to the model without copying it.
@@ -35,13 +43,29 @@ pub trait Tool: Send + Sync {
         false
     }
 
-    /// Runs the tool.
+    /// Runs a tool that never waits.
+    ///
+    /// The default refuses with [`ToolError::AsyncOnly`]: a tool that waits implements
+    /// [`Tool::call_async`] instead.
     ///
     /// # Errors
     /// [`ToolError::InvalidArguments`] when `args` break the schema or the tool's rules,
     /// [`ToolError::ReadOnly`] when the tool can act and the context is read-only,
     /// [`ToolError::Data`] when a data source fails.
-    fn call(&self, args: Value) -> Result<Value, ToolError>;
+    fn call(&self, args: Value) -> Result<Value, ToolError> {
+        drop(args);
+        Err(ToolError::AsyncOnly {
+            tool: self.name().to_owned(),
+        })
+    }
+
+    /// Runs the tool, awaiting what it waits on. The default runs [`Tool::call`].
+    ///
+    /// # Errors
+    /// As [`Tool::call`], and [`ToolError::Data`] when what it waits on fails or times out.
+    fn call_async(&self, args: Value) -> ToolFuture<'_> {
+        Box::pin(std::future::ready(self.call(args)))
+    }
 }
 
 /// The JSON Schema of `T` as tools publish it: draft 2020-12, every subschema inlined (providers
@@ -210,7 +234,7 @@ impl Registry {
 
     /// The registered tool names, in order.
     #[must_use]
-    pub fn names(&self) -> Vec<&'static str> {
+    pub fn names(&self) -> Vec<&str> {
         self.tools.iter().map(|t| t.name()).collect()
     }
 
@@ -239,6 +263,20 @@ impl Registry {
     /// [`ToolError::UnknownTool`] when no such tool is registered, [`ToolError::ReadOnly`] for
     /// an acting tool in a read-only context, and whatever the tool returns.
     pub fn call(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        self.checked(name)?.call(args)
+    }
+
+    /// Calls the tool `name`, awaiting it if it waits ([`Tool::call_async`]): the model loop's
+    /// dispatch path, with the same refusals as [`Registry::call`].
+    ///
+    /// # Errors
+    /// As [`Registry::call`].
+    pub async fn call_async(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        self.checked(name)?.call_async(args).await
+    }
+
+    /// The tool `name`, if it is registered and may run in this registry's mode.
+    fn checked(&self, name: &str) -> Result<&Arc<dyn Tool>, ToolError> {
         let tool = self.get(name).ok_or_else(|| ToolError::UnknownTool {
             name: name.to_owned(),
             available: self.names().iter().map(|n| (*n).to_owned()).collect(),
@@ -248,7 +286,7 @@ impl Registry {
                 tool: name.to_owned(),
             });
         }
-        tool.call(args)
+        Ok(tool)
     }
 }
 
