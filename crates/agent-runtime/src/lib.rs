@@ -76,7 +76,7 @@ mod run;
 pub use builtin::{ScriptedModel, SmaCrossModel, builtin_model};
 pub use context::{
     AssembledContext, ContextError, RenderCache, SectionEstimate, SymbolBars, TickView,
-    assemble_context, assemble_context_cached, render_context,
+    assemble_context, assemble_context_cached, render_context, trading_memory_block,
 };
 /// A `mockall` mock of [`LanguageModel`] (feature `mock`).
 #[cfg(feature = "mock")]

@@ -4,10 +4,14 @@
 //! price did over the next 1, 4 and 24 hours ([`score_outcome`], graded A–F by [`grade`]).
 //!
 //! **Owns:** the indicator formulas and their parameters, the row ids (UUID v5 of the decision
-//! snapshot), the scoring rules and the grade table.
-//! **Never does:** I/O, reading the clock (time comes in as data), sqlx, reqwest, prompt text.
-//! Prices and PnL are `Decimal`; indicators are statistics and are `f64` (stored as such, never
-//! formatted into a prompt by this crate).
+//! snapshot), the scoring rules and the grade table; what a reader asks of the memory and gets
+//! back ([`RecallQuery`], [`RecalledOutcome`], [`SearchQuery`], [`MemoryHit`]) with
+//! point-in-time masking ([`TradeOutcome::as_of`]); the statistics every reader computes the same
+//! way ([`stats`]: win rate, setups, similar setups, what worked) and the `<trading_memory>`
+//! block's text ([`block`]).
+//! **Never does:** I/O, reading the clock (time comes in as data), sqlx, reqwest. Prices and PnL
+//! are `Decimal`; indicators are statistics and are `f64` (stored as such, never formatted into a
+//! prompt: the block writes only decimals, counts, times and labels, with `types::text`).
 //!
 //! Both the tick (records at decision time) and the scorers (the backtest loop at the right
 //! simulated times, the live runner's driver off the tick path) call these functions, so a
@@ -42,11 +46,13 @@
 //! assert_eq!(score.outcome_grade, Some(Grade::B));
 //! ```
 
+pub mod block;
 pub mod indicators;
 mod pending;
 mod recall;
 mod score;
 mod snapshot;
+pub mod stats;
 
 pub use pending::PendingOutcomes;
 pub use recall::{

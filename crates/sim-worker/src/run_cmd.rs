@@ -337,6 +337,7 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
         from,
         to,
         broker,
+        trade_memory: None,
     };
     Ok(Prepared {
         input,

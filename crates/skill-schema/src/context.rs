@@ -110,6 +110,13 @@ pub struct SkillMemoryConfig {
     )]
     #[schemars(regex(pattern = r"^[A-Z0-9][A-Z0-9._/-]{0,31}$"))]
     pub reference_symbol: String,
+    /// Show the `<trading_memory>` block (seed 003): per traded symbol its last 5 graded
+    /// signals, its 30-day win rate and how signals did in its current market condition, as of
+    /// the tick. Default false (ADR-0017: the agent does not query its outcome memory unless
+    /// the skill asks).
+    // Left out of the serialised skill when false, like `referenceSymbol`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub trading_memory: bool,
 }
 
 impl Default for SkillMemoryConfig {
@@ -120,8 +127,14 @@ impl Default for SkillMemoryConfig {
             include_open_positions: true,
             reflection: ReflectionConfig::default(),
             reference_symbol: default_reference_symbol(),
+            trading_memory: false,
         }
     }
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+const fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn default_reference_symbol() -> String {

@@ -70,7 +70,7 @@ pub use schema::skill_json_schema;
 pub use skill::Skill;
 pub use strategy::{Leash, Strategy, StrategyMode, StrategyStyle};
 pub use strict::{MAX_SKILL_BYTES, MAX_SKILL_DEPTH};
-pub use tools::{BUILTIN_TOOLS, McpServer, ToolSpec};
+pub use tools::{BUILTIN_TOOLS, McpServer, RECALL_TOOLS, ToolSpec};
 /// The kinds a skill's `events.kinds` names: `types`' one definition.
 pub use types::EventKind;
 pub use validate::{Problem, ValidationReport};

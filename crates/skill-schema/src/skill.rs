@@ -50,6 +50,15 @@ const fn default_max_steps() -> u32 {
 }
 
 impl Skill {
+    /// Whether a tick of this skill reads its outcome memory: the `<trading_memory>` block is on
+    /// (with the memory dial) or the whitelist lists a recall tool. A backtest writes every
+    /// earlier tick before such a tick, so the memory it reads is complete.
+    #[must_use]
+    pub fn reads_outcome_memory(&self) -> bool {
+        let m = &self.context.memory;
+        (m.enabled && m.trading_memory) || self.tools.lists_recall_tool()
+    }
+
     /// The skill's id: the explicit one, or a uuid v5 of its name. For a store shared by many
     /// users, use [`skill_id_for`](Self::skill_id_for): names are per owner.
     #[must_use]

@@ -1,9 +1,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The built-in tools a skill may whitelist. The `tools` crate's registry implements exactly
-/// these (a test there checks it).
-pub const BUILTIN_TOOLS: [&str; 5] = [
+/// The built-ins every skill may list for the market and its account.
+const MARKET_TOOLS: [&str; 5] = [
     "propose_order",
     "fetch_news_sentiment",
     "get_position_risk",
@@ -11,13 +10,52 @@ pub const BUILTIN_TOOLS: [&str; 5] = [
     "get_open_interest",
 ];
 
+/// The outcome memory's recall tools among [`BUILTIN_TOOLS`] (seed 003), in that order.
+pub const RECALL_TOOLS: [&str; 6] = [
+    "recall_symbol_history",
+    "recall_recent_trades",
+    "recall_signal_accuracy",
+    "recall_similar_setups",
+    "recall_what_worked",
+    "search_trade_memory",
+];
+
+/// The built-in tools a skill may whitelist. The `tools` crate's registry implements exactly
+/// these (a test there checks it).
+///
+/// The last six are [`RECALL_TOOLS`]: opt-in, like every built-in but `propose_order` — a skill
+/// that does not list them never queries its outcome memory.
+pub const BUILTIN_TOOLS: [&str; 11] = {
+    let mut all = [""; 11];
+    let mut i = 0;
+    while i < MARKET_TOOLS.len() {
+        all[i] = MARKET_TOOLS[i];
+        i += 1;
+    }
+    while i < all.len() {
+        all[i] = RECALL_TOOLS[i - MARKET_TOOLS.len()];
+        i += 1;
+    }
+    all
+};
+
+impl ToolSpec {
+    /// Whether the whitelist lists a recall tool ([`RECALL_TOOLS`]).
+    #[must_use]
+    pub fn lists_recall_tool(&self) -> bool {
+        self.built_in
+            .iter()
+            .any(|n| RECALL_TOOLS.contains(&n.as_str()))
+    }
+}
+
 /// Which tools the model may call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolSpec {
     /// Whitelisted built-ins. Default `["propose_order"]`; must include `propose_order`.
     #[serde(default = "default_builtin")]
-    #[schemars(length(min = 1, max = 5))]
+    #[schemars(length(min = 1, max = 11))]
     pub built_in: Vec<String>,
     /// MCP servers whose tools are offered too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -382,7 +382,7 @@ fn every_rule_reports_its_path_and_the_rule_broken() {
         (
             "tools",
             Some(json!({"builtIn": ["propose_order", "query_trade_history"]})),
-            r#"tools.builtIn[1]: unknown tool "query_trade_history" (known: propose_order, fetch_news_sentiment, get_position_risk, get_funding_rate, get_open_interest)"#,
+            r#"tools.builtIn[1]: unknown tool "query_trade_history" (known: propose_order, fetch_news_sentiment, get_position_risk, get_funding_rate, get_open_interest, recall_symbol_history, recall_recent_trades, recall_signal_accuracy, recall_similar_setups, recall_what_worked, search_trade_memory)"#,
         ),
         (
             "tools",

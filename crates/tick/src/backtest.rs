@@ -35,7 +35,7 @@ use outcomes::PendingOutcomes;
 use reflection::NoteDraft;
 use rust_decimal::Decimal;
 use serde::Serialize;
-use tools::{EventCalendar, NewsSource, Preloaded, RunMode, ToolContext};
+use tools::{EventCalendar, NewsSource, Preloaded, RunMode, ToolContext, TradeMemory};
 use types::{Fill, Interval, TradeRecord, TradeStatus, Verdict};
 
 use crate::write_behind::WriteBehind;
@@ -61,6 +61,11 @@ pub struct BacktestInput {
     pub to: Option<DateTime<Utc>>,
     /// The paper broker's settings (initial equity, fees, slippage, leverage).
     pub broker: PaperBrokerConfig,
+    /// The outcome memory the recall tools and the `<trading_memory>` block read (none = they
+    /// find nothing): `tick::StoreMemory` over the store the backtest writes to. When the
+    /// skill reads it ([`skill_schema::Skill::reads_outcome_memory`]), every tick's batch is
+    /// written before the next tick runs, so each tick recalls every earlier one.
+    pub trade_memory: Option<Arc<dyn TradeMemory>>,
 }
 
 /// One tick of the equity curve.
@@ -192,6 +197,7 @@ where
     let mut reflection_failures = 0_u32;
     // Outcomes waiting for their +1h/+4h/+24h marks (seed 003).
     let mut pending = PendingOutcomes::new();
+    let reads_memory = skill.reads_outcome_memory();
     for at in times {
         for symbol in &symbols {
             if let Some(bar) = by_close.get(symbol.as_str()).and_then(|m| m.get(&at)) {
@@ -216,6 +222,12 @@ where
         }
         if let Some(events) = &input.events {
             ctx = ctx.with_events(events.clone());
+        }
+        if let Some(memory) = &input.trade_memory {
+            if reads_memory {
+                store.flush().await.map_err(BacktestError::Store)?;
+            }
+            ctx = ctx.with_trade_memory(memory.clone());
         }
         let outcome = match run_tick(
             &input.deployment,

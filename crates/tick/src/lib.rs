@@ -74,7 +74,7 @@
 //!         reflector: Err("no reflection in this example".into()),
 //!     },
 //!     market: Arc::new(Preloaded::new().with_bars("EURUSD", Interval::H1, bars)),
-//!     news: None, events: None, from: None, to: None,
+//!     news: None, events: None, from: None, to: None, trade_memory: None,
 //!     broker: PaperBrokerConfig::new(Decimal::from(10_000)),
 //! };
 //! tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {

@@ -335,12 +335,17 @@ where
             higher,
         });
     }
+    let regimes_now: Vec<Option<RegimeTag>> = symbols.iter().map(|s| s.regime).collect();
+    let trading_memory = agent_runtime::trading_memory_block(skill, ctx, &regimes_now)
+        .await
+        .map_err(|e| TickError::Runtime(e.into()))?;
     let view = TickView {
         portfolio: std::borrow::Cow::Borrowed(&portfolio),
         open_orders: Vec::new(),
         symbols,
         recent_trades: recent_trades.as_deref().map(std::borrow::Cow::Borrowed),
         open_positions: open_positions.map(std::borrow::Cow::Owned),
+        trading_memory: trading_memory.map(std::borrow::Cow::Owned),
     };
     let tick_ctx = ToolContext {
         portfolio: Arc::new(SnapshotView(portfolio.clone())),

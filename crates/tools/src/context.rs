@@ -435,6 +435,9 @@ pub struct ToolContext {
     pub derivatives: Arc<dyn DerivativesData>,
     /// The ledger's memory sections ([`NoData`] when none).
     pub memory: Arc<dyn MemorySections>,
+    /// The outcome memory the recall tools and the `<trading_memory>` block read ([`NoData`]
+    /// when none: every recall answers with no outcomes).
+    pub trade_memory: Arc<dyn crate::recall::TradeMemory>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -468,6 +471,7 @@ impl ToolContext {
             events: Arc::new(NoData),
             derivatives: Arc::new(NoData),
             memory: Arc::new(NoData),
+            trade_memory: Arc::new(NoData),
         }
     }
 
@@ -496,6 +500,13 @@ impl ToolContext {
     #[must_use]
     pub fn with_memory(mut self, memory: Arc<dyn MemorySections>) -> Self {
         self.memory = memory;
+        self
+    }
+
+    /// This context with `memory` as its outcome memory (recall tools, `<trading_memory>`).
+    #[must_use]
+    pub fn with_trade_memory(mut self, memory: Arc<dyn crate::recall::TradeMemory>) -> Self {
+        self.trade_memory = memory;
         self
     }
 

@@ -60,6 +60,7 @@ mod last_decision;
 mod news;
 mod preloaded;
 mod propose;
+mod recall;
 mod registry;
 mod risk;
 
@@ -87,6 +88,11 @@ pub use preloaded::Preloaded;
 pub use propose::{
     MAX_REASON_CHARS, ProposeOrder, ProposeOrderArgs, one_line, proposal_from_result,
     push_one_line, validate_proposal,
+};
+pub use recall::{
+    Condition, MAX_LISTED, MemoryFuture, RECALL_TOOLS, RecallTool, RecentTradesArgs, RsiFrame,
+    SearchArgs, SignalAccuracyArgs, SimilarSetupsArgs, SymbolHistoryArgs, TradeMemory, Volatility,
+    WhatWorkedArgs,
 };
 pub use registry::{
     ArgsParser, ArgsSpec, Registry, Tool, ToolFuture, args_schema, build_tools, builtin_names,

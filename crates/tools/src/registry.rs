@@ -13,6 +13,7 @@ use skill_schema::{BUILTIN_TOOLS, ToolSpec};
 
 use crate::context::{RunMode, ToolContext};
 use crate::error::ToolError;
+use crate::recall::{self, Kind, RecallTool};
 use crate::{derivatives, news, propose, risk};
 
 /// What [`Tool::call_async`] returns: the call's result, once whatever it waits on answered.
@@ -293,7 +294,7 @@ impl Registry {
 type Factory = fn(&ToolContext) -> Arc<dyn Tool>;
 
 /// Every built-in, in the order of [`BUILTIN_TOOLS`].
-const FACTORIES: [(&str, Factory); 5] = [
+const FACTORIES: [(&str, Factory); 11] = [
     (propose::NAME, |ctx| {
         Arc::new(propose::ProposeOrder::new(ctx.clone()))
     }),
@@ -308,6 +309,24 @@ const FACTORIES: [(&str, Factory); 5] = [
     }),
     (derivatives::OI_NAME, |ctx| {
         Arc::new(derivatives::GetOpenInterest::new(ctx.clone()))
+    }),
+    (recall::SYMBOL_HISTORY, |ctx| {
+        Arc::new(RecallTool::of(Kind::SymbolHistory, ctx.clone()))
+    }),
+    (recall::RECENT_TRADES, |ctx| {
+        Arc::new(RecallTool::of(Kind::RecentTrades, ctx.clone()))
+    }),
+    (recall::SIGNAL_ACCURACY, |ctx| {
+        Arc::new(RecallTool::of(Kind::SignalAccuracy, ctx.clone()))
+    }),
+    (recall::SIMILAR_SETUPS, |ctx| {
+        Arc::new(RecallTool::of(Kind::SimilarSetups, ctx.clone()))
+    }),
+    (recall::WHAT_WORKED, |ctx| {
+        Arc::new(RecallTool::of(Kind::WhatWorked, ctx.clone()))
+    }),
+    (recall::SEARCH, |ctx| {
+        Arc::new(RecallTool::of(Kind::Search, ctx.clone()))
     }),
 ];
 

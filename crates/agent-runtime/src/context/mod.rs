@@ -28,6 +28,7 @@ mod bars;
 mod cache;
 mod sections;
 mod text;
+mod trading_memory;
 mod view;
 
 use std::fmt::Write as _;
@@ -44,6 +45,7 @@ use sections::{
     orders_section, portfolio_section, risk_section, time_section, upcoming_events,
 };
 pub use text::price_dp;
+pub use trading_memory::trading_memory_block;
 pub use view::{SymbolBars, TickView};
 
 /// A bar of hour `hour` (from the epoch) closing at `close / 10`, for the unit tests.
@@ -85,7 +87,8 @@ pub struct AssembledContext {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SectionEstimate {
     /// Stable key: `time`, `market`, `news`, `events`, `portfolio`, `risk_caps`,
-    /// `open_orders`, `last_decision`, `recent_trades`, `open_positions`, `your_turn`.
+    /// `open_orders`, `last_decision`, `recent_trades`, `open_positions`, `trading_memory`,
+    /// `your_turn`.
     pub name: &'static str,
     /// Unicode scalar values in the section's text (heading included).
     pub chars: u32,
@@ -266,6 +269,12 @@ pub fn render_context(
             );
             w.end("open_positions", None);
         }
+    }
+
+    if let Some(block) = &view.trading_memory {
+        w.begin();
+        w.text.push_str(block.trim_end_matches('\n'));
+        w.end("trading_memory", None);
     }
 
     w.begin();

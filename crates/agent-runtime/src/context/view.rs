@@ -24,6 +24,10 @@ pub struct TickView<'a> {
     pub recent_trades: Option<Cow<'a, str>>,
     /// The "Open positions (memory view)" body (memory dial and open positions on).
     pub open_positions: Option<Cow<'a, str>>,
+    /// The `<trading_memory>` block, whole (`context.memory.tradingMemory` on): recalled from
+    /// the outcome memory by [`crate::trading_memory_block`], which the tick awaits before it
+    /// renders; [`TickView::read`] (synchronous) leaves it out.
+    pub trading_memory: Option<Cow<'a, str>>,
 }
 
 /// One symbol's closed bars at the skill's interval and at each higher timeframe.
@@ -119,6 +123,7 @@ impl<'a> TickView<'a> {
             symbols,
             recent_trades,
             open_positions,
+            trading_memory: None,
         })
     }
 }

@@ -4,4 +4,5 @@
 
 mod common;
 mod indicators;
+mod recall;
 mod scorer;

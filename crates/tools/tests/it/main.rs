@@ -5,5 +5,6 @@
 
 mod mock;
 mod props;
+mod recall;
 mod text_format;
 mod tools;
