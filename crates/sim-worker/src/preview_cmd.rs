@@ -57,13 +57,18 @@ pub(crate) fn tokens(text: &str) -> usize {
         .len()
 }
 
-/// The sections of a user message: it is `## ` sections joined by one blank line.
+/// The sections of a user message: it is `## ` sections joined by one blank line; the
+/// `<trading_memory>` block (its own `## ` headings inside) counts as one.
 pub(crate) fn sections(message: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
-    for (i, _) in message.match_indices("\n\n## ") {
-        out.push(&message[start..i]);
-        start = i + 2;
+    for (i, _) in message.match_indices("\n\n") {
+        let next = &message[i + 2..];
+        // A section starts with its `## ` heading, or is the `<trading_memory>` block.
+        if next.starts_with("## ") || next.starts_with("<trading_memory>") {
+            out.push(&message[start..i]);
+            start = i + 2;
+        }
     }
     out.push(message[start..].trim_end_matches('\n'));
     out

@@ -447,3 +447,138 @@ fn the_cache_follows_every_change_of_the_inputs() {
         );
     }
 }
+
+/// A memory holding outcomes in the store's contract: decided before `as_of`, newest first,
+/// masked as of it.
+struct Outcomes(
+    Vec<outcomes::RecalledOutcome>,
+    std::sync::Mutex<Vec<outcomes::RecallQuery>>,
+);
+
+impl tools::TradeMemory for Outcomes {
+    fn recall<'a>(
+        &'a self,
+        q: &'a outcomes::RecallQuery,
+    ) -> tools::MemoryFuture<'a, Vec<outcomes::RecalledOutcome>> {
+        self.1.lock().unwrap().push(q.clone());
+        let rows = self
+            .0
+            .iter()
+            .filter(|r| r.outcome.tick_at < q.as_of)
+            .filter(|r| q.symbol.as_ref().is_none_or(|s| *s == r.outcome.symbol))
+            .filter(|r| {
+                q.market_condition
+                    .is_none_or(|c| c == r.indicators.market_condition)
+            })
+            .filter(|r| q.since.is_none_or(|s| r.outcome.tick_at >= s))
+            .take(q.limit as usize)
+            .cloned()
+            .map(|mut r| {
+                r.outcome = r.outcome.as_of(q.as_of);
+                r
+            })
+            .collect();
+        Box::pin(std::future::ready(Ok(rows)))
+    }
+
+    fn search<'a>(
+        &'a self,
+        _: &'a outcomes::SearchQuery,
+    ) -> tools::MemoryFuture<'a, Vec<outcomes::MemoryHit>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+}
+
+#[tokio::test]
+async fn the_trading_memory_block_is_opt_in_as_of_the_tick_and_before_your_turn() {
+    use agent_runtime::{RenderCache, TickView, render_context, trading_memory_block};
+    use outcomes::{Grade, OutcomeScore, OutcomeVerdict, RecalledOutcome, TradeOutcome};
+    let decided = now() - Duration::hours(30);
+    let graded = RecalledOutcome {
+        outcome: TradeOutcome {
+            id: uuid::Uuid::from_u128(1),
+            deployment_id: uuid::Uuid::from_u128(2),
+            decision_snapshot_id: uuid::Uuid::from_u128(3),
+            snapshot_id: uuid::Uuid::from_u128(4),
+            tick_at: decided,
+            symbol: "BTC".into(),
+            direction: types::Side::Long,
+            confidence: Some(70),
+            entry_price: dec!(60000),
+            predicted_stop: None,
+            predicted_target: None,
+            verdict: OutcomeVerdict::Executed,
+            score: OutcomeScore {
+                pnl_percent_4h: Some(dec!(1.25)),
+                pnl_percent_24h: Some(dec!(2.5)),
+                outcome_grade: Some(Grade::B),
+                // Scored an hour before the tick, and a second copy scored after it.
+                scored_at: Some(now() - Duration::hours(1)),
+                ..OutcomeScore::default()
+            },
+        },
+        indicators: outcomes::Indicators {
+            rsi_15m: None,
+            rsi_1h: Some(45.0),
+            rsi_4h: None,
+            macd_signal: None,
+            volatility_percentile: None,
+            volume_ratio: None,
+            trend_strength: None,
+            btc_correlation: None,
+            market_condition: types::RegimeTag::Ranging,
+        },
+    };
+    let mut late = graded.clone();
+    late.outcome.id = uuid::Uuid::from_u128(9);
+    late.outcome.tick_at = decided - Duration::hours(1);
+    late.outcome.score.scored_at = Some(now() + Duration::minutes(5));
+    let memory = Arc::new(Outcomes(vec![graded, late], Default::default()));
+    let ctx = ctx().with_trade_memory(memory.clone());
+    let regimes = vec![Some(types::RegimeTag::Ranging); ctx.symbols.len()];
+
+    // Off by default: nothing is read.
+    let off = skill();
+    assert!(
+        trading_memory_block(&off, &ctx, &regimes)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(memory.1.lock().unwrap().is_empty());
+
+    let mut on = skill();
+    on.context.memory.trading_memory = true;
+    let block = trading_memory_block(&on, &ctx, &regimes)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(memory.1.lock().unwrap().iter().all(|q| q.as_of == now()));
+    // The outcome scored after the tick is listed, but pending; the other one is graded B.
+    assert!(block.contains("| LONG | 70 | B | +1.25% |"), "{block}");
+    assert!(
+        block.contains("| LONG | 70 | pending | +1.25% |"),
+        "{block}"
+    );
+    assert!(block.contains("Win rate: 100% (1 of 1 graded)"), "{block}");
+
+    // The memory dial off turns it off too.
+    let mut dial_off = on.clone();
+    dial_off.context.memory.enabled = false;
+    assert!(
+        trading_memory_block(&dial_off, &ctx, &regimes)
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    let mut view = TickView::read(&on, &ctx).unwrap();
+    view.trading_memory = Some(block.clone().into());
+    let out = render_context(&on, &ctx, &view, None, &mut RenderCache::default()).unwrap();
+    let names: Vec<&str> = out.sections.iter().map(|s| s.name).collect();
+    assert_eq!(names[names.len() - 2..], ["trading_memory", "your_turn"]);
+    assert!(
+        out.text
+            .contains(&format!("\n\n{}\n\n## Your turn", block.trim_end()))
+    );
+}
