@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use agent_runtime::{LanguageModel, Usage};
 use chrono::{DateTime, Utc};
-use db::{NoteStore, TickStore};
+use db::{NoteStore, OutcomeStore, TickStore};
 use execution_engine::{BrokerError, PaperBroker, PaperBrokerConfig, USD_DP};
 use outcomes::PendingOutcomes;
 use reflection::NoteDraft;
@@ -165,7 +165,7 @@ pub async fn run_backtest<S, F>(
     mut on_tick: F,
 ) -> Result<BacktestResult, BacktestError>
 where
-    S: TickStore + NoteStore,
+    S: TickStore + NoteStore + OutcomeStore,
     F: FnMut(&TickOutcome, &TickState),
 {
     let store = WriteBehind::new(store);
@@ -225,7 +225,18 @@ where
         }
         if let Some(memory) = &input.trade_memory {
             if reads_memory {
+                // Every earlier tick, and the scores that came due at this one, are in the
+                // store before the tick recalls: a mark is visible from the tick at or after
+                // it, as `TradeOutcome::as_of` reads the stored rows afterwards.
                 store.flush().await.map_err(BacktestError::Store)?;
+                let scores = std::mem::take(&mut state.outcome_scores);
+                if !scores.is_empty() {
+                    store
+                        .inner()
+                        .score_outcomes(&scores)
+                        .await
+                        .map_err(BacktestError::Store)?;
+                }
             }
             ctx = ctx.with_trade_memory(memory.clone());
         }

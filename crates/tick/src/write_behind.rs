@@ -37,6 +37,12 @@ where
         }
     }
 
+    /// The store it writes to (for a write that must not wait for the batch: call
+    /// [`WriteBehind::flush`] first).
+    pub(crate) const fn inner(&self) -> &'s S {
+        self.store
+    }
+
     fn take(&self) -> Vec<TickRecord> {
         // A poisoned lock only means another thread panicked while pushing: the ticks it holds
         // are still whole records.
