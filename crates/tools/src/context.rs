@@ -435,6 +435,10 @@ pub struct ToolContext {
     pub derivatives: Arc<dyn DerivativesData>,
     /// The ledger's memory sections ([`NoData`] when none).
     pub memory: Arc<dyn MemorySections>,
+    /// Tools started outside the tick (a skill's MCP servers' tools), shared by every tick of a
+    /// run; [`crate::build_tools`] offers them after the built-ins, sorted by name. Empty by
+    /// default.
+    pub external: Arc<[Arc<dyn crate::Tool>]>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -443,6 +447,10 @@ impl fmt::Debug for ToolContext {
             .field("now", &self.now)
             .field("mode", &self.mode)
             .field("symbols", &self.symbols)
+            .field(
+                "external",
+                &self.external.iter().map(|t| t.name()).collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -468,7 +476,16 @@ impl ToolContext {
             events: Arc::new(NoData),
             derivatives: Arc::new(NoData),
             memory: Arc::new(NoData),
+            external: Arc::new([]),
         }
+    }
+
+    /// This context with `external` as its tools started outside the tick (see
+    /// [`ToolContext::external`]).
+    #[must_use]
+    pub fn with_external(mut self, external: Arc<[Arc<dyn crate::Tool>]>) -> Self {
+        self.external = external;
+        self
     }
 
     /// This context with `news` as its headline source.

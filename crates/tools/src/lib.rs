@@ -90,6 +90,7 @@ pub use propose::{
 };
 pub use registry::{
     ArgsParser, ArgsSpec, Registry, Tool, ToolFuture, args_schema, build_tools, builtin_names,
+    mcp_tool_prefix,
 };
 pub use risk::{
     GetPositionRisk, PositionRiskArgs, check_portfolio, distance_to_liquidation_pct, pct,
