@@ -1,0 +1,4 @@
+//! The client against the fixture server process, and the server through an `rmcp` client.
+
+mod client;
+mod server;
