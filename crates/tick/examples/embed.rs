@@ -112,6 +112,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         from: None,
         to: None,
         broker,
+        external_tools: std::sync::Arc::new([]),
     };
     register(&store, &input, serde_json::to_value(&*skill)?, start).await?;
 

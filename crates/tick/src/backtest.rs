@@ -35,7 +35,7 @@ use outcomes::PendingOutcomes;
 use reflection::NoteDraft;
 use rust_decimal::Decimal;
 use serde::Serialize;
-use tools::{EventCalendar, NewsSource, Preloaded, RunMode, ToolContext};
+use tools::{EventCalendar, NewsSource, Preloaded, RunMode, Tool, ToolContext};
 use types::{Fill, Interval, TradeRecord, TradeStatus, Verdict};
 
 use crate::write_behind::WriteBehind;
@@ -61,6 +61,10 @@ pub struct BacktestInput {
     pub to: Option<DateTime<Utc>>,
     /// The paper broker's settings (initial equity, fees, slippage, leverage).
     pub broker: PaperBrokerConfig,
+    /// Tools started before the run (the skill's MCP servers' tools, `mcp::McpServers::tools`),
+    /// in every tick's [`ToolContext`]; empty when the skill names no MCP server. Whoever
+    /// started them keeps them running for the whole run.
+    pub external_tools: Arc<[Arc<dyn Tool>]>,
 }
 
 /// One tick of the equity curve.
@@ -210,7 +214,8 @@ where
             symbols.clone(),
             input.market.clone(),
             input.market.clone(),
-        );
+        )
+        .with_external(input.external_tools.clone());
         if let Some(news) = &input.news {
             ctx = ctx.with_news(news.clone());
         }
