@@ -20,7 +20,10 @@ pub enum McpError {
         source: std::io::Error,
     },
     /// The program exited before the MCP handshake and the tool listing completed.
-    #[error("{place}: `{command}` exited during start-up ({status}){}", stderr_tail(stderr))]
+    #[error(
+        "{place}: `{command}` exited during start-up ({status}){}",
+        stderr_tail(stderr)
+    )]
     Exited {
         /// `tools.mcpServers[i] (name)`.
         place: String,
@@ -78,7 +81,9 @@ pub enum McpError {
     },
     /// A tool's name, as offered to the model (`mcp__{server}__{tool}`), is not
     /// `^[a-zA-Z0-9_-]{1,64}$`.
-    #[error("{place}: tool {tool:?} would be offered to the model as {offered:?}, which is not 1-64 of a-z, A-Z, 0-9, _ and -")]
+    #[error(
+        "{place}: tool {tool:?} would be offered to the model as {offered:?}, which is not 1-64 of a-z, A-Z, 0-9, _ and -"
+    )]
     BadToolName {
         /// `tools.mcpServers[i] (name)`.
         place: String,

@@ -155,21 +155,19 @@ impl ServerHandler for ToolServer {
         self.listed.iter().find(|t| t.name == name).cloned()
     }
 
-    fn call_tool(
+    async fn call_tool(
         &self,
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + MaybeSendFuture + '_ {
-        async move {
-            let args = request.arguments.map_or(Value::Null, Value::Object);
-            match self.registry.call_async(&request.name, args).await {
-                Ok(value) => Ok(result_of(value).into()),
-                Err(ToolError::UnknownTool { name, available }) => Err(ErrorData::invalid_params(
-                    format!("unknown tool {name:?}; available: {}", available.join(", ")),
-                    None,
-                )),
-                Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into()),
-            }
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.map_or(Value::Null, Value::Object);
+        match self.registry.call_async(&request.name, args).await {
+            Ok(value) => Ok(result_of(value).into()),
+            Err(ToolError::UnknownTool { name, available }) => Err(ErrorData::invalid_params(
+                format!("unknown tool {name:?}; available: {}", available.join(", ")),
+                None,
+            )),
+            Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into()),
         }
     }
 }

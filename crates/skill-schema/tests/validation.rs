@@ -417,12 +417,16 @@ fn every_rule_reports_its_path_and_the_rule_broken() {
         ),
         (
             "tools",
-            Some(json!({"mcpServers": [{"name": "charts", "command": "x", "allowedTools": ["a b"]}]})),
+            Some(
+                json!({"mcpServers": [{"name": "charts", "command": "x", "allowedTools": ["a b"]}]}),
+            ),
             r#"tools.mcpServers[0].allowedTools[0]: the tool is offered to the model as "mcp__charts__a b", which must be 1-64 of a-z, A-Z, 0-9, _ and -"#,
         ),
         (
             "tools",
-            Some(json!({"mcpServers": [{"name": "charts", "command": "x", "allowedTools": ["a", "a"]}]})),
+            Some(
+                json!({"mcpServers": [{"name": "charts", "command": "x", "allowedTools": ["a", "a"]}]}),
+            ),
             r#"tools.mcpServers[0].allowedTools[1]: duplicate "a""#,
         ),
         (
@@ -785,5 +789,8 @@ fn an_mcp_server_entry_is_a_stdio_command_with_a_default_timeout() {
         "tools",
         Some(json!({"mcpServers": [{"name": "charts", "url": "https://mcp.example/sse"}]})),
     );
-    assert!(!validator.is_valid(&http), "the editors' schema refuses `url` too");
+    assert!(
+        !validator.is_valid(&http),
+        "the editors' schema refuses `url` too"
+    );
 }

@@ -54,7 +54,9 @@ pub enum ToolError {
     },
     /// The skill names an MCP server none of whose tools are in the context: its servers were
     /// not started (the caller starts them once, before the first tick).
-    #[error("tools.mcpServers[{index}] ({name}): the server was not started; none of its tools (mcp__{name}__*) are available")]
+    #[error(
+        "tools.mcpServers[{index}] ({name}): the server was not started; none of its tools (mcp__{name}__*) are available"
+    )]
     McpNotStarted {
         /// Position in the skill's `tools.mcpServers` list (0-based).
         index: usize,

@@ -53,9 +53,14 @@ async fn a_server_that_fails_at_the_first_tick_fails_that_tick_and_not_the_runne
     let hl = hyperliquid_mock().await;
     let first = t("2026-11-02T12:00:00Z");
     let skill = admin::load_skill_file(&common::fixture("btc-sma-cross.yaml")).unwrap();
-    let broken = admin::deploy(&pg.store, &skill, &request(2), first - chrono::Duration::minutes(30))
-        .await
-        .unwrap();
+    let broken = admin::deploy(
+        &pg.store,
+        &skill,
+        &request(2),
+        first - chrono::Duration::minutes(30),
+    )
+    .await
+    .unwrap();
     // The server went away after the deployment was made (its stored skill now names a
     // command that does not exist), and a second deployment has no MCP server at all.
     let body = serde_json::to_value(&skill).unwrap();
@@ -67,15 +72,37 @@ async fn a_server_that_fails_at_the_first_tick_fails_that_tick_and_not_the_runne
         .unwrap();
     let mut other = skill.clone();
     other.name = "another skill".into();
-    let fine = admin::deploy(&pg.store, &other, &request(3), first - chrono::Duration::minutes(30))
-        .await
-        .unwrap();
+    let fine = admin::deploy(
+        &pg.store,
+        &other,
+        &request(3),
+        first - chrono::Duration::minutes(30),
+    )
+    .await
+    .unwrap();
 
-    let r = runner(&pg, &hl, first + chrono::Duration::seconds(5), "mcp", 2, None).await;
-    r.clone().run(std::future::pending()).await.expect("the runner carries on");
+    let r = runner(
+        &pg,
+        &hl,
+        first + chrono::Duration::seconds(5),
+        "mcp",
+        2,
+        None,
+    )
+    .await;
+    r.clone()
+        .run(std::future::pending())
+        .await
+        .expect("the runner carries on");
     assert_eq!(r.metrics().ticks("failed"), 1);
     assert_eq!(r.metrics().ticks("recorded"), 1);
-    assert!(pg.store.list_snapshots(broken.id, 10).await.unwrap().is_empty());
+    assert!(
+        pg.store
+            .list_snapshots(broken.id, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(pg.store.list_snapshots(fine.id, 10).await.unwrap().len(), 1);
     // The failed tick is retried later, not skipped.
     let d = pg.store.get_deployment(broken.id).await.unwrap();

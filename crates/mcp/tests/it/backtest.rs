@@ -121,7 +121,10 @@ async fn a_scripted_model_calls_an_mcp_tool_and_the_snapshot_holds_the_call_and_
         .iter()
         .map(|t| t.name.clone())
         .collect();
-    assert_eq!(offered, vec!["propose_order", "mcp__fx__add", "mcp__fx__fail"]);
+    assert_eq!(
+        offered,
+        vec!["propose_order", "mcp__fx__add", "mcp__fx__fail"]
+    );
 
     let snapshot = store
         .get_snapshot(tick::snapshot_id(Uuid::from_u128(2), at))

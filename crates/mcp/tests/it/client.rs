@@ -43,12 +43,20 @@ async fn the_servers_tools_are_listed_named_described_and_called() {
     let names: Vec<&str> = set.iter().map(|t| t.name()).collect();
     assert_eq!(
         names,
-        vec!["mcp__fx__echo", "mcp__fx__add", "mcp__fx__sleep_ms", "mcp__fx__fail"]
+        vec![
+            "mcp__fx__echo",
+            "mcp__fx__add",
+            "mcp__fx__sleep_ms",
+            "mcp__fx__fail"
+        ]
     );
     let add = tool(&set, "mcp__fx__add");
     assert_eq!(add.description(), "Adds two integers.");
     assert_eq!(add.parameters()["required"], json!(["a", "b"]));
-    assert_eq!(add.parameters()["properties"]["a"], json!({"type": "integer"}));
+    assert_eq!(
+        add.parameters()["properties"]["a"],
+        json!({"type": "integer"})
+    );
     // Only a tool annotated readOnlyHint: true cannot act.
     assert!(!add.can_act());
     assert!(tool(&set, "mcp__fx__sleep_ms").can_act());
@@ -81,7 +89,11 @@ async fn allowed_tools_filter_the_listing_and_a_missing_one_is_a_start_error() {
     let mut spec = fixture(&[]);
     spec.allowed_tools = vec!["add".into()];
     let servers = McpServers::start(&[spec.clone()]).await.unwrap();
-    let names: Vec<String> = servers.tools().iter().map(|t| t.name().to_owned()).collect();
+    let names: Vec<String> = servers
+        .tools()
+        .iter()
+        .map(|t| t.name().to_owned())
+        .collect();
     assert_eq!(names, vec!["mcp__fx__add"]);
     servers.shutdown().await;
 
@@ -149,7 +161,9 @@ async fn an_is_error_result_and_a_dead_server_are_recoverable_errors_with_their_
         .await
         .unwrap_err();
     assert!(
-        recoverable(&err).starts_with("mcp__fx__add: data unavailable: MCP server fx: the server is not answering"),
+        recoverable(&err).starts_with(
+            "mcp__fx__add: data unavailable: MCP server fx: the server is not answering"
+        ),
         "{err}"
     );
 }

@@ -223,7 +223,10 @@ fn unknown_builtins_and_mcp_servers_are_refused_with_their_place() {
             name: "charts".into()
         }
     );
-    assert!(err.to_string().starts_with("tools.mcpServers[0] (charts): "));
+    assert!(
+        err.to_string()
+            .starts_with("tools.mcpServers[0] (charts): ")
+    );
 }
 
 fn mcp_server(name: &str) -> McpServer {
@@ -280,10 +283,8 @@ fn external_tools_follow_the_builtins_sorted_by_name_and_dispatch_asynchronously
         built_in: vec!["get_funding_rate".into(), "propose_order".into()],
         mcp_servers: vec![mcp_server("charts")],
     };
-    let ctx = ctx(RunMode::Trade).with_external(started(&[
-        "mcp__charts__write",
-        "mcp__charts__levels",
-    ]));
+    let ctx =
+        ctx(RunMode::Trade).with_external(started(&["mcp__charts__write", "mcp__charts__levels"]));
     let reg = build_tools(&spec, &ctx).unwrap();
     assert_eq!(
         reg.names(),
@@ -295,7 +296,10 @@ fn external_tools_follow_the_builtins_sorted_by_name_and_dispatch_asynchronously
         ]
     );
     let out = block_on(reg.call_async("mcp__charts__levels", json!({"n": 2}))).unwrap();
-    assert_eq!(out, json!({"tool": "mcp__charts__levels", "args": {"n": 2}}));
+    assert_eq!(
+        out,
+        json!({"tool": "mcp__charts__levels", "args": {"n": 2}})
+    );
     // The synchronous path refuses a tool that waits, naming the async one.
     let err = reg.call("mcp__charts__levels", json!({})).unwrap_err();
     assert!(matches!(err, ToolError::AsyncOnly { .. }), "{err}");
