@@ -436,6 +436,11 @@ fn every_rule_reports_its_path_and_the_rule_broken() {
             ]})),
             r#"tools.mcpServers[1]: duplicate "charts""#,
         ),
+        (
+            "tools",
+            Some(json!({"mcpServers": [{"name": "charts", "command": "x", "env": {"A=B": "1"}}]})),
+            r#"tools.mcpServers[0].env: "A=B" is not an environment variable name"#,
+        ),
     ];
     let mut failures = Vec::new();
     for (path, value, expected) in cases {
