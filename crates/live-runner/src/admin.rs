@@ -31,6 +31,9 @@ pub enum AdminError {
     /// does not fit, ...) or a statement that failed, stated in full.
     #[error("{0}")]
     Refused(String),
+    /// A MCP server of the skill could not be started: the deployment is refused.
+    #[error("{0}")]
+    Mcp(#[from] mcp::McpError),
     /// The calendar file has bad rows (each named with its line).
     #[error("calendar {0}")]
     Calendar(#[from] market_data::DataError),
@@ -117,7 +120,9 @@ pub struct DeployRequest {
 /// # Errors
 /// [`AdminError::Refused`] for a broker config that does not fit the broker (every problem
 /// listed), an exchange account another active deployment trades on, a skill owned by another
-/// user or a version stored with a different body; [`AdminError::Db`] from the store.
+/// user or a version stored with a different body; [`AdminError::Mcp`] when one of the skill's
+/// MCP servers cannot start (each is started and stopped again before anything is stored);
+/// [`AdminError::Db`] from the store.
 pub async fn deploy(
     store: &Store,
     skill: &skill_schema::Skill,
@@ -166,6 +171,14 @@ pub async fn deploy(
             )
         }
     };
+    // The skill's MCP servers must start here, as they will on the runner (same command,
+    // arguments and environment), before anything is stored.
+    if !skill.tools.mcp_servers.is_empty() {
+        mcp::McpServers::start(&skill.tools.mcp_servers)
+            .await?
+            .shutdown()
+            .await;
+    }
     ensure_user(store, req.owner).await?;
     // Names are per owner: another user's skill of the same name is another skill.
     let skill_id = skill.skill_id_for(req.owner);

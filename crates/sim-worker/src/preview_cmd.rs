@@ -96,8 +96,21 @@ pub(crate) fn run(args: PreviewArgs) -> Result<String, Failure> {
             report_tick: "--at",
         },
     };
-    let p = prepare(&run_args)?;
+    let mut p = prepare(&run_args)?;
     crate::block_on(async move {
+        let servers = crate::run_cmd::start_mcp_servers(&mut p.input).await?;
+        let preview = preview(&p, at).await;
+        servers.shutdown().await;
+        preview
+    })
+}
+
+/// Runs the backtest up to `at` in memory and renders the tick at `at`.
+async fn preview(
+    p: &crate::run_cmd::Prepared,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Result<String, Failure> {
+    {
         let bad = |m: String| Failure::bad_input(format!("error: {m}"));
         let store = db::connect("sqlite::memory:")
             .await
@@ -125,7 +138,7 @@ pub(crate) fn run(args: PreviewArgs) -> Result<String, Failure> {
         )
         .map_err(|e| bad(e.to_string()))?;
         Ok(render(&snap, &segments))
-    })
+    }
 }
 
 fn render(snap: &db::DecisionSnapshot, segments: &[prompt_compose::Segment]) -> String {

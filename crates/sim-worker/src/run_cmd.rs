@@ -338,6 +338,7 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
         to,
         broker,
         trade_memory: None,
+        external_tools: std::sync::Arc::new([]),
     };
     Ok(Prepared {
         input,
@@ -505,8 +506,40 @@ fn too_many_model_errors(failed: u64, ticks: u64) -> bool {
 }
 
 /// [`run`], also returning the summary (for `ab`).
+///
+/// The skill's MCP servers start first, before anything is written: a server that cannot start
+/// ends the command there, with its `tools.mcpServers[i]` error and a non-zero exit. They run
+/// for the whole backtest (every tick's context carries their tools) and are stopped at its end.
 pub(crate) fn run_with_summary(args: RunArgs) -> Result<(String, serde_json::Value), Failure> {
-    let prepared = prepare(&args)?;
+    let mut prepared = prepare(&args)?;
+    crate::block_on(async move {
+        let servers = start_mcp_servers(&mut prepared.input).await?;
+        let result = prepare_outputs(&args).map(|url| simulate(args, prepared, url));
+        let result = match result {
+            Ok(run) => run.await,
+            Err(e) => Err(e),
+        };
+        servers.shutdown().await;
+        result
+    })
+}
+
+/// Starts the skill's MCP servers and hands their tools to every tick of `input`.
+///
+/// # Errors
+/// The first server that cannot start, as `error: tools.mcpServers[i] (name): ...`.
+pub(crate) async fn start_mcp_servers(
+    input: &mut BacktestInput,
+) -> Result<mcp::McpServers, Failure> {
+    let servers = mcp::McpServers::start(&input.deployment.skill.tools.mcp_servers)
+        .await
+        .map_err(|e| bad(e.to_string()))?;
+    input.external_tools = servers.tools();
+    Ok(servers)
+}
+
+/// Clears `--out` of a previous run's files and returns the store URL.
+fn prepare_outputs(args: &RunArgs) -> Result<String, Failure> {
     std::fs::create_dir_all(&args.out)
         .map_err(|e| bad(format!("{}: cannot create: {e}", args.out.display())))?;
     // A previous run's results go first: a run killed from here on leaves no summary of another
@@ -518,7 +551,7 @@ pub(crate) fn run_with_summary(args: RunArgs) -> Result<(String, serde_json::Val
                 .map_err(|e| bad(format!("{}: cannot replace: {e}", p.display())))?;
         }
     }
-    let url = match &args.db {
+    Ok(match &args.db {
         Some(url) => url.clone(),
         None => {
             let path = args.out.join("sim.db");
@@ -532,8 +565,7 @@ pub(crate) fn run_with_summary(args: RunArgs) -> Result<(String, serde_json::Val
             }
             format!("sqlite://{}?mode=rwc", path.display())
         }
-    };
-    crate::block_on(simulate(args, prepared, url))
+    })
 }
 
 async fn simulate(

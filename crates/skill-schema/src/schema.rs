@@ -61,7 +61,12 @@ fn push_problems(
         }
         ValidationErrorKind::AdditionalProperties { unexpected } => {
             for name in unexpected {
-                out.push(Problem::new(join(&path, name), "unknown field"));
+                let message = if name == "url" && is_mcp_server(&path) {
+                    "MCP over HTTP is not supported; give `command` for a stdio server"
+                } else {
+                    "unknown field"
+                };
+                out.push(Problem::new(join(&path, name), message));
             }
             return;
         }
@@ -168,6 +173,13 @@ fn push_problems(
         other => format!("is not valid: {} (got {got})", other.keyword()),
     };
     out.push(Problem::new(path, message));
+}
+
+/// `tools.mcpServers[i]`: an MCP server entry.
+fn is_mcp_server(path: &str) -> bool {
+    path.strip_prefix("tools.mcpServers[")
+        .and_then(|rest| rest.strip_suffix(']'))
+        .is_some_and(|i| i.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn pattern_message(path: &str, pattern: &str, got: &str) -> String {

@@ -1,3 +1,5 @@
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -75,17 +77,42 @@ fn default_builtin() -> Vec<String> {
     vec!["propose_order".to_owned()]
 }
 
-/// An MCP server whose tools the skill may use.
+/// The default per-call timeout of an MCP server's tools, in milliseconds.
+pub const DEFAULT_MCP_TIMEOUT_MS: u32 = 10_000;
+/// The shortest per-call timeout a skill may give an MCP server, in milliseconds.
+pub const MIN_MCP_TIMEOUT_MS: u32 = 100;
+/// The longest per-call timeout a skill may give an MCP server, in milliseconds.
+pub const MAX_MCP_TIMEOUT_MS: u32 = 120_000;
+
+/// An MCP server whose tools the skill may use: a program started as a child process, spoken to
+/// over its stdin and stdout (MCP's stdio transport). MCP over HTTP is not supported.
+///
+/// Its tools are offered to the model as `mcp__{name}__{tool}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct McpServer {
     /// The server's name: 1–40 of `a-z`, `0-9`, `_`, `-`.
     #[schemars(regex(pattern = r"^[a-z0-9_-]{1,40}$"))]
     pub name: String,
-    /// The server's `http://` or `https://` endpoint.
-    #[schemars(regex(pattern = r"^https?://\S+$"))]
-    pub url: String,
+    /// The program to start (a path, or a name looked up on `PATH`).
+    #[schemars(length(min = 1, max = 4096))]
+    pub command: String,
+    /// Its arguments, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub args: Vec<String>,
+    /// Environment variables set for it, on top of the runner's own environment.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
     /// Only these of the server's tools; empty = all it offers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_tools: Vec<String>,
+    /// How long one tool call may take, in milliseconds (100–120000, default 10000).
+    #[serde(default = "default_timeout_ms")]
+    #[schemars(range(min = 100, max = 120_000))]
+    pub timeout_ms: u32,
+}
+
+const fn default_timeout_ms() -> u32 {
+    DEFAULT_MCP_TIMEOUT_MS
 }

@@ -289,12 +289,34 @@ pub(crate) fn semantic(skill: &Skill, report: &mut ValidationReport) {
     }
     let servers: Vec<String> = t.mcp_servers.iter().map(|m| m.name.clone()).collect();
     duplicates(report, "tools.mcpServers", &servers);
-    if !t.mcp_servers.is_empty() {
-        warn(
+    for (i, server) in t.mcp_servers.iter().enumerate() {
+        duplicates(
             report,
-            "tools.mcpServers",
-            "MCP servers are recorded but this runtime does not load MCP tools yet".into(),
+            &format!("tools.mcpServers[{i}].allowedTools"),
+            &server.allowed_tools,
         );
+        for (j, tool) in server.allowed_tools.iter().enumerate() {
+            let offered = format!("mcp__{}__{tool}", server.name);
+            if !is_tool_name(&offered) {
+                err(
+                    report,
+                    &format!("tools.mcpServers[{i}].allowedTools[{j}]"),
+                    format!(
+                        "the tool is offered to the model as {offered:?}, which must be 1-64 of \
+                         a-z, A-Z, 0-9, _ and -"
+                    ),
+                );
+            }
+        }
+        for key in server.env.keys() {
+            if key.is_empty() || key.contains('=') || key.contains('\0') {
+                err(
+                    report,
+                    &format!("tools.mcpServers[{i}].env"),
+                    format!("{key:?} is not an environment variable name"),
+                );
+            }
+        }
     }
 }
 
@@ -308,4 +330,12 @@ fn duplicates(report: &mut ValidationReport, path: &str, items: &[String]) {
             ));
         }
     }
+}
+
+/// A tool name every provider accepts: `^[a-zA-Z0-9_-]{1,64}$`.
+fn is_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }

@@ -389,6 +389,58 @@ fn every_rule_reports_its_path_and_the_rule_broken() {
             Some(json!({"builtIn": ["get_funding_rate"]})),
             "tools.builtIn: must include propose_order: without it the agent can never act",
         ),
+        // MCP servers: stdio only, a bounded per-call timeout, names the model can call
+        (
+            "tools",
+            Some(json!({"mcpServers": [{"name": "charts", "url": "https://mcp.example/sse"}]})),
+            "tools.mcpServers[0].url: MCP over HTTP is not supported; give `command` for a stdio server",
+        ),
+        (
+            "tools",
+            Some(json!({"mcpServers": [{"name": "charts", "url": "https://mcp.example/sse"}]})),
+            "tools.mcpServers[0].command: is required",
+        ),
+        (
+            "tools",
+            Some(json!({"mcpServers": [{"name": "charts", "command": "x", "timeoutMs": 99}]})),
+            "tools.mcpServers[0].timeoutMs: must be at least 100 (got 99)",
+        ),
+        (
+            "tools",
+            Some(json!({"mcpServers": [{"name": "charts", "command": "x", "timeoutMs": 120001}]})),
+            "tools.mcpServers[0].timeoutMs: must be at most 120000 (got 120001)",
+        ),
+        (
+            "tools",
+            Some(json!({"mcpServers": [{"name": "charts", "command": ""}]})),
+            "tools.mcpServers[0].command: must not be empty",
+        ),
+        (
+            "tools",
+            Some(
+                json!({"mcpServers": [{"name": "charts", "command": "x", "allowedTools": ["a b"]}]}),
+            ),
+            r#"tools.mcpServers[0].allowedTools[0]: the tool is offered to the model as "mcp__charts__a b", which must be 1-64 of a-z, A-Z, 0-9, _ and -"#,
+        ),
+        (
+            "tools",
+            Some(
+                json!({"mcpServers": [{"name": "charts", "command": "x", "allowedTools": ["a", "a"]}]}),
+            ),
+            r#"tools.mcpServers[0].allowedTools[1]: duplicate "a""#,
+        ),
+        (
+            "tools",
+            Some(json!({"mcpServers": [
+                {"name": "charts", "command": "x"}, {"name": "charts", "command": "y"}
+            ]})),
+            r#"tools.mcpServers[1]: duplicate "charts""#,
+        ),
+        (
+            "tools",
+            Some(json!({"mcpServers": [{"name": "charts", "command": "x", "env": {"A=B": "1"}}]})),
+            r#"tools.mcpServers[0].env: "A=B" is not an environment variable name"#,
+        ),
     ];
     let mut failures = Vec::new();
     for (path, value, expected) in cases {
@@ -706,5 +758,44 @@ fn a_version_beyond_the_stores_integer_is_invalid() {
     assert_eq!(
         parse_skill(&max, Format::Yaml).unwrap().skill.version,
         2_147_483_647
+    );
+}
+
+/// A stdio MCP server entry: the defaults filled in, no warning (the runtime loads it), and the
+/// same value back from its own serialization.
+#[test]
+fn an_mcp_server_entry_is_a_stdio_command_with_a_default_timeout() {
+    let doc = with(
+        base(),
+        "tools",
+        Some(json!({"mcpServers": [{
+            "name": "charts",
+            "command": "/usr/bin/charts-mcp",
+            "args": ["--stdio"],
+            "env": {"CHARTS_MODE": "read"},
+            "allowedTools": ["levels"]
+        }]})),
+    );
+    let loaded = parse_skill(&doc.to_string(), Format::Json).unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    let server = &loaded.skill.tools.mcp_servers[0];
+    assert_eq!(server.command, "/usr/bin/charts-mcp");
+    assert_eq!(server.args, vec!["--stdio".to_owned()]);
+    assert_eq!(server.env["CHARTS_MODE"], "read");
+    assert_eq!(server.allowed_tools, vec!["levels".to_owned()]);
+    assert_eq!(server.timeout_ms, skill_schema::DEFAULT_MCP_TIMEOUT_MS);
+    let back = serde_json::to_value(&loaded.skill).unwrap();
+    let again = parse_skill(&back.to_string(), Format::Json).unwrap();
+    assert_eq!(again.skill, loaded.skill);
+    let validator = jsonschema::validator_for(&skill_json_schema()).unwrap();
+    assert!(validator.is_valid(&doc));
+    let http = with(
+        base(),
+        "tools",
+        Some(json!({"mcpServers": [{"name": "charts", "url": "https://mcp.example/sse"}]})),
+    );
+    assert!(
+        !validator.is_valid(&http),
+        "the editors' schema refuses `url` too"
     );
 }

@@ -35,7 +35,7 @@ use outcomes::PendingOutcomes;
 use reflection::NoteDraft;
 use rust_decimal::Decimal;
 use serde::Serialize;
-use tools::{EventCalendar, NewsSource, Preloaded, RunMode, ToolContext, TradeMemory};
+use tools::{EventCalendar, NewsSource, Preloaded, RunMode, Tool, ToolContext, TradeMemory};
 use types::{Fill, Interval, TradeRecord, TradeStatus, Verdict};
 
 use crate::write_behind::WriteBehind;
@@ -66,6 +66,10 @@ pub struct BacktestInput {
     /// skill reads it ([`skill_schema::Skill::reads_outcome_memory`]), every tick's batch is
     /// written before the next tick runs, so each tick recalls every earlier one.
     pub trade_memory: Option<Arc<dyn TradeMemory>>,
+    /// Tools started before the run (the skill's MCP servers' tools, `mcp::McpServers::tools`),
+    /// in every tick's [`ToolContext`]; empty when the skill names no MCP server. Whoever
+    /// started them keeps them running for the whole run.
+    pub external_tools: Arc<[Arc<dyn Tool>]>,
 }
 
 /// One tick of the equity curve.
@@ -216,7 +220,8 @@ where
             symbols.clone(),
             input.market.clone(),
             input.market.clone(),
-        );
+        )
+        .with_external(input.external_tools.clone());
         if let Some(news) = &input.news {
             ctx = ctx.with_news(news.clone());
         }

@@ -76,6 +76,7 @@
 //!     market: Arc::new(Preloaded::new().with_bars("EURUSD", Interval::H1, bars)),
 //!     news: None, events: None, from: None, to: None, trade_memory: None,
 //!     broker: PaperBrokerConfig::new(Decimal::from(10_000)),
+//!     external_tools: Arc::new([]),
 //! };
 //! tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 //!     let store = db::connect("sqlite::memory:").await?;

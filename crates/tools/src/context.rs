@@ -438,6 +438,10 @@ pub struct ToolContext {
     /// The outcome memory the recall tools and the `<trading_memory>` block read ([`NoData`]
     /// when none: every recall answers with no outcomes).
     pub trade_memory: Arc<dyn crate::recall::TradeMemory>,
+    /// Tools started outside the tick (a skill's MCP servers' tools), shared by every tick of a
+    /// run; [`crate::build_tools`] offers them after the built-ins, sorted by name. Empty by
+    /// default.
+    pub external: Arc<[Arc<dyn crate::Tool>]>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -446,6 +450,10 @@ impl fmt::Debug for ToolContext {
             .field("now", &self.now)
             .field("mode", &self.mode)
             .field("symbols", &self.symbols)
+            .field(
+                "external",
+                &self.external.iter().map(|t| t.name()).collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -472,7 +480,16 @@ impl ToolContext {
             derivatives: Arc::new(NoData),
             memory: Arc::new(NoData),
             trade_memory: Arc::new(NoData),
+            external: Arc::new([]),
         }
+    }
+
+    /// This context with `external` as its tools started outside the tick (see
+    /// [`ToolContext::external`]).
+    #[must_use]
+    pub fn with_external(mut self, external: Arc<[Arc<dyn crate::Tool>]>) -> Self {
+        self.external = external;
+        self
     }
 
     /// This context with `news` as its headline source.

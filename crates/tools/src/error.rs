@@ -52,13 +52,27 @@ pub enum ToolError {
         /// The tool called.
         tool: String,
     },
-    /// The whitelist names MCP servers; MCP tools are not supported by this runtime yet.
-    #[error("tools.mcpServers[{index}] ({name}): MCP tools are not supported yet")]
-    McpUnsupported {
+    /// The skill names an MCP server none of whose tools are in the context: its servers were
+    /// not started (the caller starts them once, before the first tick).
+    #[error(
+        "tools.mcpServers[{index}] ({name}): the server was not started; none of its tools (mcp__{name}__*) are available"
+    )]
+    McpNotStarted {
         /// Position in the skill's `tools.mcpServers` list (0-based).
         index: usize,
         /// The server's name.
         name: String,
+    },
+    /// Two tools of one registry share a name: a started tool and a built-in, or two started
+    /// tools.
+    #[error("two tools are named {name:?}: {first} and {second}")]
+    NameClash {
+        /// The name both carry.
+        name: String,
+        /// Where the first comes from (`built-in`, `external tool 0`, ...).
+        first: String,
+        /// Where the second comes from.
+        second: String,
     },
 }
 

@@ -96,6 +96,7 @@ pub use recall::{
 };
 pub use registry::{
     ArgsParser, ArgsSpec, Registry, Tool, ToolFuture, args_schema, build_tools, builtin_names,
+    mcp_tool_prefix,
 };
 pub use risk::{
     GetPositionRisk, PositionRiskArgs, check_portfolio, distance_to_liquidation_pct, pct,

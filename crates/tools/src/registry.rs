@@ -209,8 +209,9 @@ impl ArgsParser {
     }
 }
 
-/// The tools hydrated for one tick, in the canonical order of [`BUILTIN_TOOLS`] (never the
-/// whitelist's order, so the tool list the model sees is deterministic).
+/// The tools hydrated for one tick: the built-ins in the canonical order of [`BUILTIN_TOOLS`]
+/// then the external tools by name (never the whitelist's order, so the tool list the model sees
+/// is deterministic).
 pub struct Registry {
     mode: RunMode,
     tools: Vec<Arc<dyn Tool>>,
@@ -336,22 +337,28 @@ pub fn builtin_names() -> Vec<&'static str> {
     FACTORIES.iter().map(|(name, _)| *name).collect()
 }
 
-/// Hydrates the whitelisted built-ins with `ctx`.
+/// The prefix of the names an MCP server's tools are offered under: `mcp__{server}__`. The `mcp`
+/// crate names its tools `mcp__{server}__{tool}`; [`build_tools`] uses the prefix to check that a
+/// skill's servers were started.
+#[must_use]
+pub fn mcp_tool_prefix(server: &str) -> String {
+    format!("mcp__{server}__")
+}
+
+/// Hydrates the whitelisted built-ins with `ctx`, then appends the context's external tools
+/// ([`ToolContext::external`]), sorted by name.
 ///
-/// Only whitelisted tools are built; duplicates in the whitelist collapse; the registry lists
-/// the tools in [`BUILTIN_TOOLS`] order whatever the whitelist's order.
+/// Only whitelisted built-ins are built; duplicates in the whitelist collapse; the registry lists
+/// the built-ins in [`BUILTIN_TOOLS`] order whatever the whitelist's order, then the external
+/// tools by name, so the tool list the model sees is deterministic.
 ///
 /// # Errors
-/// [`ToolError::NotABuiltin`] for a whitelisted name that is no built-in (with its index), and
-/// [`ToolError::McpUnsupported`] when the spec names MCP servers: this runtime does not speak MCP
-/// yet, and silently dropping tools a strategy relies on would be worse than refusing.
+/// [`ToolError::NotABuiltin`] for a whitelisted name that is no built-in (with its index),
+/// [`ToolError::McpNotStarted`] when the spec names an MCP server none of whose tools
+/// (`mcp__{server}__*`) are in the context — its servers were not started, and silently dropping
+/// tools a strategy relies on would be worse than refusing —, and [`ToolError::NameClash`] when
+/// an external tool has the name of a built-in or of another external tool.
 pub fn build_tools(whitelist: &ToolSpec, ctx: &ToolContext) -> Result<Registry, ToolError> {
-    if let Some((index, server)) = whitelist.mcp_servers.iter().enumerate().next() {
-        return Err(ToolError::McpUnsupported {
-            index,
-            name: server.name.clone(),
-        });
-    }
     for (index, name) in whitelist.built_in.iter().enumerate() {
         if !BUILTIN_TOOLS.contains(&name.as_str()) || !FACTORIES.iter().any(|(n, _)| n == name) {
             return Err(ToolError::NotABuiltin {
@@ -360,11 +367,42 @@ pub fn build_tools(whitelist: &ToolSpec, ctx: &ToolContext) -> Result<Registry, 
             });
         }
     }
-    let tools = FACTORIES
+    for (index, server) in whitelist.mcp_servers.iter().enumerate() {
+        let prefix = mcp_tool_prefix(&server.name);
+        if !ctx.external.iter().any(|t| t.name().starts_with(&prefix)) {
+            return Err(ToolError::McpNotStarted {
+                index,
+                name: server.name.clone(),
+            });
+        }
+    }
+    let mut tools: Vec<Arc<dyn Tool>> = FACTORIES
         .iter()
         .filter(|(name, _)| whitelist.built_in.iter().any(|w| w == name))
         .map(|(_, factory)| factory(ctx))
         .collect();
+    // Every built-in (whitelisted or not) keeps its name: a started tool may not shadow one.
+    let mut external: Vec<(usize, &Arc<dyn Tool>)> = ctx.external.iter().enumerate().collect();
+    external.sort_by(|a, b| a.1.name().cmp(b.1.name()).then(a.0.cmp(&b.0)));
+    for pair in external.windows(2) {
+        if pair[0].1.name() == pair[1].1.name() {
+            return Err(ToolError::NameClash {
+                name: pair[0].1.name().to_owned(),
+                first: format!("external tool {}", pair[0].0),
+                second: format!("external tool {}", pair[1].0),
+            });
+        }
+    }
+    for (index, tool) in external {
+        if BUILTIN_TOOLS.contains(&tool.name()) {
+            return Err(ToolError::NameClash {
+                name: tool.name().to_owned(),
+                first: "the built-in".to_owned(),
+                second: format!("external tool {index}"),
+            });
+        }
+        tools.push(tool.clone());
+    }
     Ok(Registry {
         mode: ctx.mode,
         tools,

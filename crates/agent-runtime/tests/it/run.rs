@@ -358,12 +358,15 @@ async fn max_steps_bounds_the_loop() {
 }
 
 #[tokio::test]
-async fn an_mcp_whitelist_ends_the_tick_before_any_model_call() {
+async fn an_mcp_server_that_was_not_started_ends_the_tick_before_any_model_call() {
     let mut s = skill();
     s.tools.mcp_servers = vec![skill_schema::McpServer {
         name: "charts".into(),
-        url: "https://mcp.example/sse".into(),
+        command: "charts-mcp".into(),
+        args: vec![],
+        env: std::collections::BTreeMap::new(),
         allowed_tools: vec![],
+        timeout_ms: skill_schema::DEFAULT_MCP_TIMEOUT_MS,
     }];
     let model = ScriptedModel::new(vec![]);
     let out = run_skill(&s, &ctx(), &model, SYSTEM, "context").await;

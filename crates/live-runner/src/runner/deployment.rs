@@ -86,6 +86,8 @@ impl Runner {
                 (self.resolver)(id, &skill)
             })
             .map_err(|e| e.to_string());
+        // The skill's MCP servers: started at the deployment's first tick, then kept.
+        let external = self.mcp_tools(d, &skill).await?;
         let deployment = tick::Deployment {
             user_id: d.user_id,
             deployment_id: d.id,
@@ -135,6 +137,7 @@ impl Runner {
                     &mut broker,
                     saved,
                     market,
+                    external,
                     d.initial_equity_usd,
                     tick_at,
                     next,
@@ -174,6 +177,7 @@ impl Runner {
                     &mut broker,
                     saved,
                     market,
+                    external,
                     equity,
                     tick_at,
                     next,
@@ -194,6 +198,7 @@ impl Runner {
         broker: &mut B,
         saved: Option<RunnerState>,
         market: Preloaded,
+        external: Arc<[Arc<dyn tools::Tool>]>,
         equity: rust_decimal::Decimal,
         tick_at: DateTime<Utc>,
         next: DateTime<Utc>,
@@ -221,7 +226,8 @@ impl Runner {
             market.clone(),
             market.clone(),
         )
-        .with_events(market);
+        .with_events(market)
+        .with_external(external);
         let carry =
             |broker: &B, after: &TickState| serde_json::to_value(RunnerState::after(broker, after));
         let outcome = tick::run_tick_carrying(

@@ -21,10 +21,12 @@
 //!
 //! Files: the runner's configuration and shared parts (here), the claim loop (`tick_loop`),
 //! one deployment's tick (`deployment`), the market data it fetches (`market`), the parsed
-//! skills it keeps (`skills`) and the reflection worker (`reflections`).
+//! skills it keeps (`skills`), the deployments' MCP servers it keeps running (`mcp_servers`)
+//! and the reflection worker (`reflections`).
 
 mod deployment;
 pub(crate) mod market;
+mod mcp_servers;
 mod reflections;
 pub(crate) mod skills;
 mod tick_loop;
@@ -202,6 +204,15 @@ pub enum RunError {
     /// The tick state could not be rebuilt from the store.
     #[error("restoring the tick state: {0}")]
     Restore(#[from] tick::RestoreError),
+    /// A MCP server of the deployment's skill could not be started.
+    #[error("deployment {deployment}: {source}")]
+    Mcp {
+        /// The deployment.
+        deployment: Uuid,
+        /// Which server, its command and why.
+        #[source]
+        source: mcp::McpError,
+    },
     /// The tick itself failed (nothing of it was recorded).
     #[error("tick: {0}")]
     Tick(#[from] tick::TickError),
@@ -239,6 +250,8 @@ pub struct Runner {
     exchange_http: ClientConfig,
     /// Parsed and validated skills by (skill id, version).
     skills: Mutex<SkillCache>,
+    /// The deployments' started MCP servers (their child processes live here).
+    mcp: mcp_servers::DeploymentServers,
 }
 
 impl Runner {
@@ -268,6 +281,7 @@ impl Runner {
             env: process_env(),
             exchange_http: ClientConfig::new(hyperliquid::MAINNET_URL),
             skills: Mutex::new(SkillCache::new(skills::CAPACITY)),
+            mcp: mcp_servers::DeploymentServers::default(),
         })
     }
 

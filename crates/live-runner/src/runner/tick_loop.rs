@@ -106,6 +106,7 @@ impl Runner {
                 () = tokio::time::sleep(self.config.poll), if idle => {}
             }
         }
+        self.shutdown_mcp_servers().await;
         Ok(())
     }
 

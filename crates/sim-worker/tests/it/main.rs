@@ -6,6 +6,7 @@
 
 mod common;
 mod ledger_cli;
+mod mcp_cli;
 mod memory_cli;
 mod model_failures_cli;
 mod notes_cli;

@@ -210,22 +210,142 @@ fn unknown_builtins_and_mcp_servers_are_refused_with_their_place() {
             .starts_with("tools.builtIn[1]: \"place_order_now\" is not a built-in tool")
     );
 
+    // A skill's MCP server whose tools were not started is refused, not silently dropped.
     let spec = ToolSpec {
         built_in: vec!["propose_order".into()],
-        mcp_servers: vec![McpServer {
-            name: "charts".into(),
-            url: "https://mcp.example/x".into(),
-            allowed_tools: vec![],
-        }],
+        mcp_servers: vec![mcp_server("charts")],
     };
     let err = build_tools(&spec, &ctx(RunMode::Trade)).unwrap_err();
     assert_eq!(
         err,
-        ToolError::McpUnsupported {
+        ToolError::McpNotStarted {
             index: 0,
             name: "charts".into()
         }
     );
+    assert!(
+        err.to_string()
+            .starts_with("tools.mcpServers[0] (charts): ")
+    );
+}
+
+fn mcp_server(name: &str) -> McpServer {
+    McpServer {
+        name: name.into(),
+        command: "charts-mcp".into(),
+        args: vec![],
+        env: std::collections::BTreeMap::new(),
+        allowed_tools: vec![],
+        timeout_ms: skill_schema::DEFAULT_MCP_TIMEOUT_MS,
+    }
+}
+
+/// A tool started outside the tick: answers with its name and arguments, after yielding once
+/// (it waits, as an MCP tool does).
+struct Started {
+    name: &'static str,
+    acts: bool,
+}
+
+impl tools::Tool for Started {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> &str {
+        "started outside the tick"
+    }
+    fn parameters(&self) -> Arc<Value> {
+        Arc::new(json!({"type": "object"}))
+    }
+    fn can_act(&self) -> bool {
+        self.acts
+    }
+    fn call_async(&self, args: Value) -> tools::ToolFuture<'_> {
+        Box::pin(async move { Ok(json!({"tool": self.name, "args": args})) })
+    }
+}
+
+fn started(names: &[&'static str]) -> Arc<[Arc<dyn tools::Tool>]> {
+    names
+        .iter()
+        .map(|&name| {
+            Arc::new(Started {
+                name,
+                acts: name.ends_with("write"),
+            }) as Arc<dyn tools::Tool>
+        })
+        .collect()
+}
+
+#[test]
+fn external_tools_follow_the_builtins_sorted_by_name_and_dispatch_asynchronously() {
+    let spec = ToolSpec {
+        built_in: vec!["get_funding_rate".into(), "propose_order".into()],
+        mcp_servers: vec![mcp_server("charts")],
+    };
+    let ctx =
+        ctx(RunMode::Trade).with_external(started(&["mcp__charts__write", "mcp__charts__levels"]));
+    let reg = build_tools(&spec, &ctx).unwrap();
+    assert_eq!(
+        reg.names(),
+        vec![
+            "propose_order",
+            "get_funding_rate",
+            "mcp__charts__levels",
+            "mcp__charts__write"
+        ]
+    );
+    let out = block_on(reg.call_async("mcp__charts__levels", json!({"n": 2}))).unwrap();
+    assert_eq!(
+        out,
+        json!({"tool": "mcp__charts__levels", "args": {"n": 2}})
+    );
+    // The synchronous path refuses a tool that waits, naming the async one.
+    let err = reg.call("mcp__charts__levels", json!({})).unwrap_err();
+    assert!(matches!(err, ToolError::AsyncOnly { .. }), "{err}");
+    // A read-only context refuses an external tool that can act, before it runs.
+    let read_only = ToolContext {
+        mode: RunMode::ReadOnly,
+        ..ctx
+    };
+    let reg = build_tools(&spec, &read_only).unwrap();
+    let err = block_on(reg.call_async("mcp__charts__write", json!({}))).unwrap_err();
+    assert_eq!(
+        err,
+        ToolError::ReadOnly {
+            tool: "mcp__charts__write".into()
+        }
+    );
+    assert!(block_on(reg.call_async("mcp__charts__levels", json!({}))).is_ok());
+}
+
+#[test]
+fn an_external_tool_may_not_share_a_name_with_a_builtin_or_another_external_tool() {
+    let spec = ToolSpec::default();
+    let ctx = ctx(RunMode::Trade).with_external(started(&["mcp__a__x", "get_funding_rate"]));
+    let err = build_tools(&spec, &ctx).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "two tools are named \"get_funding_rate\": the built-in and external tool 1"
+    );
+    let ctx = ctx.with_external(started(&["mcp__a__x", "mcp__a__y", "mcp__a__x"]));
+    let err = build_tools(&spec, &ctx).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "two tools are named \"mcp__a__x\": external tool 0 and external tool 2"
+    );
+}
+
+/// Polls a future that never waits on anything outside itself to completion.
+fn block_on<F: std::future::Future>(fut: F) -> F::Output {
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let std::task::Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+            return out;
+        }
+    }
 }
 
 fn propose(args: Value) -> Result<Value, ToolError> {

@@ -1,0 +1,239 @@
+//! Point in time of every reader of the outcome memory over a real store: the
+//! `<trading_memory>` block each tick of a backtest showed is what the final store says as of
+//! that tick, and each recall tool at a time T — run against the store after the whole backtest,
+//! with outcomes scored after T in it — sees only what was known at T.
+
+use crate::common;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use agent_runtime::builtin_model;
+use agent_runtime::context::closed_bars_window;
+use chrono::{DateTime, Duration, Utc};
+use db::{AnnotationTarget, MemoryScope, NewAnnotation, OutcomeStore, SqliteStore, TickStore};
+use outcomes::TradeOutcome;
+use rust_decimal::Decimal;
+use serde_json::{Value, json};
+use skill_schema::ToolSpec;
+use tick::StoreMemory;
+use tick::backtest::{BacktestInput, register, run_backtest};
+use tools::{RECALL_TOOLS, RunMode, ToolContext, build_tools};
+use types::{Interval, classify_regime};
+use uuid::Uuid;
+
+/// Up to 2017-06-28 08:00 (as `outcome_memory.rs`): a few hundred graded outcomes.
+const BARS: usize = 1199;
+
+/// The example backtest with the block on, recalling from its own store.
+async fn backtest(store: &SqliteStore) -> BacktestInput {
+    let bars = common::eurusd(BARS);
+    let mut input = common::eurusd_input(&bars, Decimal::ZERO, Decimal::ZERO);
+    let mut skill = (*input.deployment.skill).clone();
+    skill.context.memory.trading_memory = true;
+    input.deployment.skill = Arc::new(skill);
+    input.trade_memory = Some(Arc::new(StoreMemory::new(
+        store.clone(),
+        MemoryScope::Deployment(input.deployment.deployment_id),
+    )));
+    let first = bars[0].close_time(Interval::H1);
+    register(store, &input, json!({"name": "eurusd"}), first)
+        .await
+        .expect("register");
+    let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
+        .expect("builtin model");
+    run_backtest(&input, model.as_ref(), store, |_, _| {})
+        .await
+        .expect("backtest");
+    input
+}
+
+fn ctx_at(input: &BacktestInput, store: &SqliteStore, at: DateTime<Utc>) -> ToolContext {
+    ToolContext::new(
+        at,
+        RunMode::Trade,
+        vec!["EURUSD".into()],
+        input.market.clone(),
+        input.market.clone(),
+    )
+    .with_trade_memory(Arc::new(StoreMemory::new(
+        store.clone(),
+        MemoryScope::Deployment(input.deployment.deployment_id),
+    )))
+}
+
+fn block_of(context: &str) -> &str {
+    let start = context.find("<trading_memory>").expect("the block is shown");
+    let end = context.find("</trading_memory>").expect("the block ends") + "</trading_memory>".len();
+    &context[start..end]
+}
+
+#[tokio::test]
+async fn every_ticks_block_is_the_final_store_as_of_that_tick() {
+    let store = SqliteStore::connect("sqlite::memory:").await.expect("store");
+    let input = backtest(&store).await;
+    let skill = input.deployment.skill.as_ref();
+    let mut snapshots = store
+        .list_snapshots(input.deployment.deployment_id, 100_000)
+        .await
+        .expect("snapshots");
+    snapshots.sort_by_key(|s| s.tick_at);
+    assert_eq!(snapshots.len(), BARS);
+    let (mut graded_rows, mut pending_rows) = (0, 0);
+    // Every 7th tick (a week of hours and more, every hour of the day in turn).
+    for snap in snapshots.iter().step_by(7) {
+        let shown = block_of(&snap.context);
+        let ctx = ctx_at(&input, &store, snap.tick_at);
+        let window = closed_bars_window(
+            &ctx,
+            "EURUSD",
+            Interval::H1,
+            skill.context.bars_lookback as usize,
+        )
+        .expect("bars");
+        let regime = (!window.bars.is_empty()).then(|| classify_regime(&window.bars));
+        let again = agent_runtime::trading_memory_block(skill, &ctx, &[regime])
+            .await
+            .expect("block")
+            .expect("on");
+        assert_eq!(shown, again.trim_end(), "the block of {}", snap.tick_at);
+        let table = shown.lines().filter(|l| l.starts_with("| 20"));
+        for row in table {
+            if row.contains("| pending |") {
+                pending_rows += 1;
+            } else {
+                graded_rows += 1;
+            }
+        }
+    }
+    // Not vacuous: blocks showed graded outcomes and outcomes still waiting for their grade.
+    assert!(graded_rows > 100 && pending_rows > 20, "{graded_rows} graded, {pending_rows} pending");
+}
+
+async fn call(ctx: &ToolContext, name: &str, args: Value) -> Value {
+    let spec = ToolSpec {
+        built_in: vec!["propose_order".into(), name.into()],
+        ..ToolSpec::default()
+    };
+    build_tools(&spec, ctx)
+        .expect("tools")
+        .call_async(name, args)
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn ids(v: &Value) -> BTreeSet<String> {
+    v.as_array()
+        .expect("a list")
+        .iter()
+        .map(|o| o["id"].as_str().expect("id").to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn each_recall_tool_at_t_sees_only_what_was_known_at_t() {
+    let store = SqliteStore::connect("sqlite::memory:").await.expect("store");
+    let input = backtest(&store).await;
+    let d = input.deployment.deployment_id;
+    let mut all: Vec<TradeOutcome> = store.outcomes(d, 1000).await.expect("outcomes");
+    all.sort_by_key(|o| o.tick_at);
+    assert!(all.len() > 100);
+    // T: 12 hours after an outcome in the middle, so that it is decided but not graded at T
+    // (its grade came 24h after it), while the store now holds its grade.
+    let late = all[all.len() / 2].clone();
+    let t = late.tick_at + Duration::hours(12);
+    assert!(late.score.scored_at.is_some_and(|s| s > t));
+    let known = |o: &&TradeOutcome| o.tick_at < t;
+    let graded_by_t = |o: &&TradeOutcome| known(o) && o.score.scored_at.is_some_and(|s| s <= t);
+    let ctx = ctx_at(&input, &store, t);
+
+    let history = call(&ctx, "recall_symbol_history", json!({"symbol": "EURUSD", "limit": 50})).await;
+    let listed = ids(&history["outcomes"]);
+    let expected: BTreeSet<String> = all
+        .iter()
+        .filter(known)
+        .rev()
+        .take(20) // the tools list at most 20 rows
+        .map(|o| o.id.to_string())
+        .collect();
+    assert_eq!(listed, expected);
+    let row = history["outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == late.id.to_string())
+        .expect("the late outcome is listed");
+    assert_eq!(row["grade"], "pending");
+    assert_eq!(row["pnl_24h_pct"], Value::Null);
+    let last_50: Vec<&TradeOutcome> = all.iter().filter(known).rev().take(50).collect();
+    assert_eq!(
+        history["stats"]["graded"],
+        last_50.iter().filter(graded_by_t).count()
+    );
+
+    let recent = call(&ctx, "recall_recent_trades", json!({"days": 7})).await;
+    let week: Vec<&TradeOutcome> = all
+        .iter()
+        .filter(known)
+        .filter(|o| o.tick_at >= t - Duration::days(7))
+        .collect();
+    assert_eq!(recent["stats"]["outcomes"], week.len());
+    assert_eq!(recent["stats"]["graded"], week.iter().filter(graded_by_t).count());
+
+    let graded_at_t = all.iter().filter(graded_by_t).count();
+    let accuracy = call(
+        &ctx,
+        "recall_signal_accuracy",
+        json!({"confidence_min": 0, "confidence_max": 100}),
+    )
+    .await;
+    assert_eq!(accuracy["all_signals"]["outcomes"], all.iter().filter(known).count());
+    assert_eq!(accuracy["all_signals"]["graded"], graded_at_t);
+
+    let similar = call(&ctx, "recall_similar_setups", json!({})).await;
+    assert_eq!(similar["matches"], all.iter().filter(known).count());
+    assert_eq!(similar["stats"]["graded"], graded_at_t);
+
+    let condition = late.market_condition;
+    let worked = call(
+        &ctx,
+        "recall_what_worked",
+        json!({"market_condition": condition.as_str()}),
+    )
+    .await;
+    assert_eq!(
+        worked["overall"]["graded"],
+        all.iter()
+            .filter(graded_by_t)
+            .filter(|o| o.market_condition == condition)
+            .count()
+    );
+
+    // Search: narratives exist once graded; at T only those graded by T are found.
+    let found = call(&ctx, "search_trade_memory", json!({"query": "EURUSD grade", "limit": 20})).await;
+    let hits = found["hits"].as_array().expect("hits");
+    assert!(!hits.is_empty());
+    let graded_ids: BTreeSet<String> = all.iter().filter(graded_by_t).map(|o| o.id.to_string()).collect();
+    for h in hits {
+        assert_eq!(h["kind"], "outcome");
+        assert!(graded_ids.contains(h["id"].as_str().unwrap()), "{h}");
+    }
+    // An annotation written now (after every backtest time) is invisible at T and found later.
+    store
+        .annotate(&NewAnnotation {
+            id: Uuid::from_u128(77),
+            target: AnnotationTarget::Outcome(late.id),
+            annotation: "kangaroo reversal after the central bank".into(),
+            tags: vec!["news".into()],
+            created_at: Utc::now(),
+        })
+        .await
+        .expect("annotate");
+    let at_t = call(&ctx, "search_trade_memory", json!({"query": "kangaroo"})).await;
+    assert_eq!(at_t["hits"], json!([]));
+    let later = ctx_at(&input, &store, Utc::now() + Duration::minutes(1));
+    let found = call(&later, "search_trade_memory", json!({"query": "kangaroos"})).await;
+    assert_eq!(found["hits"][0]["kind"], "annotation");
+    assert_eq!(found["hits"][0]["outcome_id"], late.id.to_string());
+    assert_eq!(RECALL_TOOLS.len(), 6, "every recall tool is checked above");
+}
