@@ -8,4 +8,5 @@ mod connect;
 mod contract;
 mod mock;
 mod outcome_memory;
+mod outcome_recall;
 mod rls;
