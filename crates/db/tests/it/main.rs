@@ -9,4 +9,5 @@ mod contract;
 mod mock;
 mod outcome_memory;
 mod outcome_recall;
+mod recall_migration;
 mod rls;
