@@ -91,6 +91,7 @@
 pub mod backtest;
 mod broker;
 mod ids;
+pub mod memory_cmd;
 mod outcome_memory;
 mod reflect;
 pub mod replay;

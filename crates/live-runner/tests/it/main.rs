@@ -10,6 +10,7 @@ mod common;
 mod events_pg;
 mod hl_broker;
 mod hyperliquid_pg;
+mod memory_cli_pg;
 mod model_failures_pg;
 mod outcomes_pg;
 mod pages;
