@@ -17,8 +17,10 @@ alter table public.trade_outcomes alter column market_condition set not null;
 alter table public.trade_outcomes add column narrative text;
 
 -- The recall read (`OutcomeStore::recall_outcomes`) of one deployment, or of a regime, newest
--- first: (deployment_id, tick_at desc) serves the first; this one a condition across deployments.
-create index trade_outcomes_condition_tick_idx on public.trade_outcomes (market_condition, tick_at desc);
+-- first, ties by id: with `id` in the index the rows come in the read's order (no sort step).
+drop index public.trade_outcomes_deployment_tick_idx;
+create index trade_outcomes_deployment_tick_idx on public.trade_outcomes (deployment_id, tick_at desc, id);
+create index trade_outcomes_condition_tick_idx on public.trade_outcomes (market_condition, tick_at desc, id);
 
 -- Full text: stemmed English vectors, generated (so always in step with the text) and indexed.
 alter table public.trade_outcomes add column narrative_tsv tsvector

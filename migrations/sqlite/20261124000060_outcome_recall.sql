@@ -17,8 +17,10 @@ UPDATE trade_outcomes SET market_condition = (
 ALTER TABLE trade_outcomes ADD COLUMN narrative TEXT;
 
 -- The recall read (`OutcomeStore::recall_outcomes`) of one deployment, or of a regime, newest
--- first: (deployment_id, tick_at DESC) serves the first; this one a condition across deployments.
-CREATE INDEX trade_outcomes_condition_tick_idx ON trade_outcomes (market_condition, tick_at DESC);
+-- first, ties by id: with `id` in the index the rows come in the read's order (no sort step).
+DROP INDEX trade_outcomes_deployment_tick_idx;
+CREATE INDEX trade_outcomes_deployment_tick_idx ON trade_outcomes (deployment_id, tick_at DESC, id);
+CREATE INDEX trade_outcomes_condition_tick_idx ON trade_outcomes (market_condition, tick_at DESC, id);
 
 -- Full text (FTS5, external content: the index holds no copy of the text). Rows are joined by
 -- rowid: `trade_outcomes` and `trade_annotations` have TEXT primary keys, so their rowids are not

@@ -545,10 +545,11 @@ async fn main() -> anyhow::Result<()> {
                 (None, Some(id)) => db::AnnotationTarget::Trade(id),
                 _ => bail!("give exactly one of --outcome and --trade"),
             };
+            let request = tick::memory_cmd::AnnotateRequest { target, text, tags };
+            request.check()?;
             let store = db::open_existing(&db)
                 .await
                 .with_context(|| format!("--db {}", db::redact_url(&db)))?;
-            let request = tick::memory_cmd::AnnotateRequest { target, text, tags };
             let out = tick::memory_cmd::annotate(&store, request, SystemClock.now()).await?;
             print!("{out}");
         }
@@ -560,9 +561,6 @@ async fn main() -> anyhow::Result<()> {
             at,
             json,
         } => {
-            let store = db::open_existing(&db)
-                .await
-                .with_context(|| format!("--db {}", db::redact_url(&db)))?;
             let request = tick::memory_cmd::StatsRequest {
                 deployment,
                 symbol,
@@ -570,6 +568,10 @@ async fn main() -> anyhow::Result<()> {
                 at,
                 json,
             };
+            request.check()?;
+            let store = db::open_existing(&db)
+                .await
+                .with_context(|| format!("--db {}", db::redact_url(&db)))?;
             print!(
                 "{}",
                 tick::memory_cmd::memory_stats(&store, &request).await?

@@ -79,6 +79,7 @@ pub(crate) fn annotate(args: AnnotateArgs) -> Result<String, Failure> {
         text: args.text,
         tags: args.tags,
     };
+    request.check().map_err(bad)?;
     crate::block_on(async move {
         let store = open(&args.db).await?;
         memory_cmd::annotate(&store, request, Utc::now())
@@ -96,6 +97,7 @@ pub(crate) fn stats(args: StatsArgs) -> Result<String, Failure> {
         at: args.at,
         json: args.json,
     };
+    request.check().map_err(bad)?;
     crate::block_on(async move {
         let store = open(&args.db).await?;
         memory_cmd::memory_stats(&store, &request)

@@ -58,29 +58,55 @@ pub struct StatsRequest {
     pub json: bool,
 }
 
-/// Checks the text and tags against the store's bounds, naming the flag.
-fn check_annotation(a: &AnnotateRequest) -> Result<(), MemoryCommandError> {
-    let chars = a.text.chars().count();
-    if chars == 0 || chars > MAX_ANNOTATION_CHARS {
-        return Err(bad(format!(
-            "--text has {chars} characters; 1 to {MAX_ANNOTATION_CHARS} are allowed"
-        )));
-    }
-    if a.tags.len() > MAX_ANNOTATION_TAGS {
-        return Err(bad(format!(
-            "--tag given {} times; at most {MAX_ANNOTATION_TAGS} tags are allowed",
-            a.tags.len()
-        )));
-    }
-    for t in &a.tags {
-        let chars = t.chars().count();
-        if chars == 0 || chars > MAX_TAG_CHARS {
+impl AnnotateRequest {
+    /// Checks the text and tags against the store's bounds, naming the flag (what
+    /// [`annotate`] checks first; a binary may call it before opening the store).
+    ///
+    /// # Errors
+    /// [`MemoryCommandError`] naming `--text` or `--tag`.
+    pub fn check(&self) -> Result<(), MemoryCommandError> {
+        let a = self;
+        let chars = a.text.chars().count();
+        if chars == 0 || chars > MAX_ANNOTATION_CHARS {
             return Err(bad(format!(
-                "--tag {t:?} has {chars} characters; 1 to {MAX_TAG_CHARS} are allowed"
+                "--text has {chars} characters; 1 to {MAX_ANNOTATION_CHARS} are allowed"
             )));
         }
+        if a.tags.len() > MAX_ANNOTATION_TAGS {
+            return Err(bad(format!(
+                "--tag given {} times; at most {MAX_ANNOTATION_TAGS} tags are allowed",
+                a.tags.len()
+            )));
+        }
+        for t in &a.tags {
+            let chars = t.chars().count();
+            if chars == 0 || chars > MAX_TAG_CHARS {
+                return Err(bad(format!(
+                    "--tag {t:?} has {chars} characters; 1 to {MAX_TAG_CHARS} are allowed"
+                )));
+            }
+        }
+        Ok(())
     }
-    Ok(())
+}
+
+impl StatsRequest {
+    /// Checks the window and the symbol, naming the flag (what [`memory_stats`] checks first).
+    ///
+    /// # Errors
+    /// [`MemoryCommandError`] naming `--days` or `--symbol`.
+    pub fn check(&self) -> Result<(), MemoryCommandError> {
+        if self.days == 0 || self.days > MAX_DAYS {
+            return Err(bad(format!(
+                "--days {}: 1 to {MAX_DAYS} days are allowed",
+                self.days
+            )));
+        }
+        if self.symbol.trim().is_empty() {
+            return Err(bad("--symbol is empty"));
+        }
+        Ok(())
+    }
 }
 
 /// Stores an annotation written at `now`; returns what `annotate` prints (its id and a newline).
@@ -93,7 +119,7 @@ pub async fn annotate<S: OutcomeStore>(
     request: AnnotateRequest,
     now: DateTime<Utc>,
 ) -> Result<String, MemoryCommandError> {
-    check_annotation(&request)?;
+    request.check()?;
     let (flag, id) = match request.target {
         AnnotationTarget::Outcome(id) => ("--outcome", id),
         AnnotationTarget::Trade(id) => ("--trade", id),
@@ -224,15 +250,7 @@ pub async fn memory_stats<S: OutcomeStore + RegistryStore>(
     store: &S,
     args: &StatsRequest,
 ) -> Result<String, MemoryCommandError> {
-    if args.days == 0 || args.days > MAX_DAYS {
-        return Err(bad(format!(
-            "--days {}: 1 to {MAX_DAYS} days are allowed",
-            args.days
-        )));
-    }
-    if args.symbol.trim().is_empty() {
-        return Err(bad("--symbol is empty"));
-    }
+    args.check()?;
     if let Some(id) = args.deployment {
         store.get_deployment(id).await.map_err(|e| match e {
             DbError::NotFound { .. } => {

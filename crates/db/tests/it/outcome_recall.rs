@@ -435,6 +435,8 @@ mod cases {
             "!btc & | <-> :*",
             "\\",
             "%_",
+            "½ ²³ Ⅻ 日本語 ١٢٣ café x_y",
+            "the a of",
         ] {
             match s.search_memory(scope, &search(120, text, 10)).await {
                 Ok(_) | Err(DbError::Invalid { .. }) => {}
