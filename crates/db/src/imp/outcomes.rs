@@ -605,3 +605,53 @@ macro_rules! impl_outcomes {
 }
 
 pub(crate) use impl_outcomes;
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_SEARCH_WORDS, lite, pg, search_words};
+    use crate::DbError;
+
+    fn words(text: &str) -> Vec<String> {
+        search_words(text).unwrap()
+    }
+
+    #[test]
+    fn search_words_are_runs_of_letters_and_digits_lowercased_once_each() {
+        assert_eq!(
+            words("  NEAR(a b) \"x\" c* d:e f' g; -- Breakout breakout "),
+            ["near", "a", "b", "x", "c", "d", "e", "f", "g", "breakout"]
+        );
+        assert_eq!(words("café 日本語 ½"), ["café", "日本語", "½"]);
+        let many: String = (0..20).map(|i| format!("w{i} ")).collect();
+        let w = words(&many);
+        assert_eq!(w.len(), MAX_SEARCH_WORDS);
+        assert_eq!(w.last().map(String::as_str), Some("w15"));
+    }
+
+    #[test]
+    fn search_texts_without_words_or_too_long_are_refused_by_name() {
+        for (text, needle) in [
+            ("", "empty after trimming"),
+            (" \t\n", "empty after trimming"),
+            ("* \" : ( ) -", "has no word"),
+        ] {
+            match search_words(text) {
+                Err(DbError::Invalid { what, detail }) => {
+                    assert_eq!(what, "search text");
+                    assert!(detail.contains(needle), "{text:?}: {detail}");
+                }
+                other => panic!("{text:?}: {other:?}"),
+            }
+        }
+        let long = "é".repeat(outcomes::MAX_SEARCH_CHARS + 1);
+        assert!(matches!(search_words(&long), Err(DbError::Invalid { .. })));
+        assert!(search_words(&"é".repeat(outcomes::MAX_SEARCH_CHARS)).is_ok());
+    }
+
+    #[test]
+    fn search_terms_quote_every_word_for_fts5_and_or_them_for_tsquery() {
+        let w = vec!["near".to_owned(), "and".to_owned(), "btc".to_owned()];
+        assert_eq!(lite::search_terms(&w), "\"near\" OR \"and\" OR \"btc\"");
+        assert_eq!(pg::search_terms(&w), "near | and | btc");
+    }
+}

@@ -206,3 +206,108 @@ async fn check_as_user(store: &PgStore, old: &Old) {
         .unwrap();
     assert!(stranger.is_empty());
 }
+
+/// SQLite: the FTS5 tables stay in step with their content tables through scoring, annotating
+/// and a cascading delete (FTS5's own `integrity-check` compares the index with the content).
+#[tokio::test]
+async fn sqlite_full_text_tables_stay_in_step_through_updates_and_cascades() {
+    use db::test_support::{sample_outcome_rows, sample_snapshot, seed};
+    use db::{
+        AnnotationTarget, NewAnnotation, OutcomeWrites, RegistryStore, TickRecord, TickStore,
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("fts.sqlite").display()
+    );
+    let store = SqliteStore::connect(&url).await.unwrap();
+    let mut deployments = Vec::new();
+    for _ in 0..2 {
+        let fx = seed(&store).await.unwrap();
+        let snapshot = sample_snapshot(fx.deployment.id, at(0));
+        let (market, outcome) = sample_outcome_rows(&snapshot);
+        store
+            .record_tick(&TickRecord {
+                snapshot,
+                fills: vec![],
+                trades: vec![],
+                links: vec![],
+                equity_usd: None,
+                runner_state: None,
+                outcomes: OutcomeWrites {
+                    snapshots: vec![market],
+                    outcomes: vec![outcome.clone()],
+                    scores: vec![],
+                },
+            })
+            .await
+            .unwrap();
+        let score = OutcomeScore {
+            scored_at: Some(at(24 * 60)),
+            narrative: Some("BTC long - Grade none\nSqueeze".into()),
+            ..OutcomeScore::default()
+        };
+        store.score_outcomes(&[(outcome.id, score)]).await.unwrap();
+        store
+            .annotate(&NewAnnotation {
+                id: Uuid::new_v4(),
+                target: AnnotationTarget::Outcome(outcome.id),
+                annotation: "Short squeeze".into(),
+                tags: vec!["squeeze".into()],
+                created_at: at(5),
+            })
+            .await
+            .unwrap();
+        deployments.push(fx);
+    }
+    let check = async || {
+        for table in ["trade_outcomes_fts", "trade_annotations_fts"] {
+            // With rank 1, FTS5 also compares the index with the external content table.
+            sqlx::query(&format!(
+                "INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)"
+            ))
+            .execute(store.pool())
+            .await
+            .unwrap_or_else(|e| panic!("{table}: {e}"));
+        }
+    };
+    check().await;
+    let search = SearchQuery {
+        as_of: at(48 * 60),
+        text: "squeeze".into(),
+        limit: 10,
+    };
+    let gone = &deployments[0];
+    sqlx::query("DELETE FROM users WHERE id = $1")
+        .bind(gone.user.id.to_string())
+        .execute(store.pool())
+        .await
+        .unwrap();
+    assert!(
+        store.get_deployment(gone.deployment.id).await.is_err(),
+        "cascaded"
+    );
+    check().await;
+    let kept = &deployments[1];
+    let hits = store
+        .search_memory(MemoryScope::User(kept.user.id), &search)
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 2, "{hits:?}");
+    assert!(
+        store
+            .search_memory(MemoryScope::User(gone.user.id), &search)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let left: i64 = sqlx::query_scalar(
+        "SELECT (SELECT count(*) FROM trade_outcomes_fts WHERE trade_outcomes_fts MATCH 'squeeze') \
+         + (SELECT count(*) FROM trade_annotations_fts WHERE trade_annotations_fts MATCH 'squeeze')",
+    )
+    .fetch_one(store.pool())
+    .await
+    .unwrap();
+    assert_eq!(left, 2, "the deleted rows left the index");
+}
