@@ -569,6 +569,8 @@ pub(crate) fn outcome_from_row<R: RowExt>(r: &R) -> Result<outcomes::TradeOutcom
         predicted_stop: r.opt_dec("predicted_stop")?,
         predicted_target: r.opt_dec("predicted_target")?,
         verdict: enum_col(r, "verdict", outcomes::OutcomeVerdict::parse)?,
+        reason: r.opt_text("reason")?,
+        market_condition: enum_col(r, "market_condition", types::RegimeTag::parse)?,
         score: outcomes::OutcomeScore {
             price_1h: r.opt_dec("price_1h")?,
             price_4h: r.opt_dec("price_4h")?,
@@ -583,7 +585,62 @@ pub(crate) fn outcome_from_row<R: RowExt>(r: &R) -> Result<outcomes::TradeOutcom
             max_adverse: r.opt_dec("max_adverse")?,
             outcome_grade: opt_enum_col(r, "outcome_grade", outcomes::Grade::parse)?,
             scored_at: r.opt_ts("scored_at")?,
+            narrative: r.opt_text("narrative")?,
         },
+    })
+}
+
+/// An outcome with its market snapshot's indicators: a `trade_outcomes` row joined with the
+/// snapshot's indicator columns (the snapshot's regime as `snapshot_market_condition`).
+pub(crate) fn recalled_from_row<R: RowExt>(r: &R) -> Result<outcomes::RecalledOutcome, DbError> {
+    Ok(outcomes::RecalledOutcome {
+        outcome: outcome_from_row(r)?,
+        indicators: indicators_from_row(r, "snapshot_market_condition")?,
+    })
+}
+
+/// The indicator columns of a `market_snapshots` row, its regime read from `condition`.
+fn indicators_from_row<R: RowExt>(r: &R, condition: &str) -> Result<outcomes::Indicators, DbError> {
+    Ok(outcomes::Indicators {
+        rsi_15m: r.opt_f64("rsi_15m")?,
+        rsi_1h: r.opt_f64("rsi_1h")?,
+        rsi_4h: r.opt_f64("rsi_4h")?,
+        macd_signal: opt_enum_col(r, "macd_signal", outcomes::MacdState::parse)?,
+        volatility_percentile: r.opt_f64("volatility_percentile")?,
+        volume_ratio: r.opt_f64("volume_ratio")?,
+        trend_strength: r.opt_f64("trend_strength")?,
+        btc_correlation: r.opt_f64("btc_correlation")?,
+        market_condition: enum_col(r, condition, types::RegimeTag::parse)?,
+    })
+}
+
+/// A search hit: columns `kind` (`outcome` / `annotation`), `id`, `deployment_id`,
+/// `outcome_id`, `trade_id`, `symbol`, `at`, `body`, `tags` (annotations; NULL for outcomes)
+/// and `score` (higher is better).
+pub(crate) fn hit_from_row<R: RowExt>(r: &R) -> Result<outcomes::MemoryHit, DbError> {
+    let kind = match r.text("kind")?.as_str() {
+        "outcome" => outcomes::HitKind::Outcome,
+        "annotation" => outcomes::HitKind::Annotation,
+        other => return Err(decode_err("kind", format!("unknown value {other:?}"))),
+    };
+    let mut text = r.opt_text("body")?.unwrap_or_default();
+    if kind == outcomes::HitKind::Annotation {
+        let tags = r.symbols("tags")?;
+        if !tags.is_empty() {
+            text.push_str("\nTags: ");
+            text.push_str(&tags.join(", "));
+        }
+    }
+    Ok(outcomes::MemoryHit {
+        kind,
+        id: r.uuid("id")?,
+        deployment_id: r.uuid("deployment_id")?,
+        outcome_id: r.opt_uuid("outcome_id")?,
+        trade_id: r.opt_uuid("trade_id")?,
+        symbol: r.opt_text("symbol")?,
+        at: r.ts("at")?,
+        text,
+        rank: r.opt_f64("score")?.unwrap_or(0.0),
     })
 }
 
@@ -597,17 +654,7 @@ pub(crate) fn market_snapshot_from_row<R: RowExt>(
         tick_at: r.ts("tick_at")?,
         symbol: r.text("symbol")?,
         reference_symbol: r.text("reference_symbol")?,
-        indicators: outcomes::Indicators {
-            rsi_15m: r.opt_f64("rsi_15m")?,
-            rsi_1h: r.opt_f64("rsi_1h")?,
-            rsi_4h: r.opt_f64("rsi_4h")?,
-            macd_signal: opt_enum_col(r, "macd_signal", outcomes::MacdState::parse)?,
-            volatility_percentile: r.opt_f64("volatility_percentile")?,
-            volume_ratio: r.opt_f64("volume_ratio")?,
-            trend_strength: r.opt_f64("trend_strength")?,
-            btc_correlation: r.opt_f64("btc_correlation")?,
-            market_condition: enum_col(r, "market_condition", types::RegimeTag::parse)?,
-        },
+        indicators: indicators_from_row(r, "market_condition")?,
     })
 }
 

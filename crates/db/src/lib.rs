@@ -81,9 +81,9 @@ pub use error::{ConstraintKind, DbError};
 pub use model::{
     Annotation, AnnotationTarget, BrokerKind, ChatTurnRecord, DecisionSnapshot, Deployment,
     DeploymentStatus, FactEdit, FillTradeLink, Forget, MAX_ANNOTATION_CHARS, MAX_ANNOTATION_TAGS,
-    MAX_CHAT_TURN_ERROR_CHARS, MAX_TAG_CHARS, NewAnnotation, NewFact, NewNote, NoteScope,
-    OutcomeWrites, ReflectionRun, RunOutcome, Skill, SkillVersion, StoredFill, StoredRunnerState,
-    TickAttempt, TickOutcome, TickRecord, User,
+    MAX_CHAT_TURN_ERROR_CHARS, MAX_TAG_CHARS, MemoryScope, NewAnnotation, NewFact, NewNote,
+    NoteScope, OutcomeWrites, ReflectionRun, RunOutcome, Skill, SkillVersion, StoredFill,
+    StoredRunnerState, TickAttempt, TickOutcome, TickRecord, User,
 };
 pub use postgres::{POSTGRES_MIGRATOR, PgStore};
 pub use scoped::{USER_ROLE, UserScoped};

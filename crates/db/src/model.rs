@@ -254,6 +254,18 @@ impl OutcomeWrites {
     }
 }
 
+/// Whose memory a read of the outcome memory covers
+/// ([`OutcomeStore::recall_outcomes`](crate::OutcomeStore::recall_outcomes),
+/// [`OutcomeStore::search_memory`](crate::OutcomeStore::search_memory)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "id")]
+pub enum MemoryScope {
+    /// One deployment's rows.
+    Deployment(Uuid),
+    /// The rows of every deployment whose `deployments.user_id` is this user.
+    User(Uuid),
+}
+
 /// What a [`NewAnnotation`] is attached to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "id")]

@@ -12,7 +12,7 @@ use rust_decimal::Decimal;
 use types::{FactChange, MarketEvent, ReflectionNote, TradeRecord, UserFact};
 use uuid::Uuid;
 
-use crate::model::{Annotation, NewAnnotation};
+use crate::model::{Annotation, MemoryScope, NewAnnotation};
 use crate::model::{
     ChatTurnRecord, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget, NewFact,
     NewNote, NoteScope, ReflectionRun, Skill, SkillVersion, StoredFill, StoredRunnerState,
@@ -148,7 +148,10 @@ delegate!(OutcomeStore {
     fn score_outcomes(&self, scores: &[(Uuid, outcomes::OutcomeScore)]) -> u64;
     fn outcomes(&self, deployment_id: Uuid, limit: u32) -> Vec<outcomes::TradeOutcome>;
     fn symbol_outcomes(&self, deployment_id: Option<Uuid>, symbol: &str, after: DateTime<Utc>, until: DateTime<Utc>, limit: u32) -> Vec<outcomes::TradeOutcome>;
+    fn outcome(&self, id: Uuid) -> outcomes::TradeOutcome;
     fn market_snapshot(&self, id: Uuid) -> outcomes::MarketSnapshot;
     fn annotate(&self, annotation: &NewAnnotation) -> Annotation;
     fn annotations(&self, deployment_id: Uuid, limit: u32) -> Vec<Annotation>;
+    fn recall_outcomes(&self, scope: MemoryScope, query: &outcomes::RecallQuery) -> Vec<outcomes::RecalledOutcome>;
+    fn search_memory(&self, scope: MemoryScope, query: &outcomes::SearchQuery) -> Vec<outcomes::MemoryHit>;
 });

@@ -448,6 +448,8 @@ pub fn sample_outcome_rows(
         predicted_stop: Some(Decimal::new(64_500, 0)),
         predicted_target: Some(Decimal::new(66_500, 0)),
         verdict: outcomes::OutcomeVerdict::Executed,
+        reason: Some("Oversold bounce at support".into()),
+        market_condition: market.indicators.market_condition,
         score: outcomes::OutcomeScore::default(),
     };
     (market, outcome)

@@ -13,12 +13,15 @@ use types::{FactChange, MarketEvent, ReflectionNote, TradeRecord, UserFact};
 use uuid::Uuid;
 
 use crate::DbError;
-use outcomes::{MarketSnapshot, OutcomeScore, TradeOutcome};
+use outcomes::{
+    MarketSnapshot, MemoryHit, OutcomeScore, RecallQuery, RecalledOutcome, SearchQuery,
+    TradeOutcome,
+};
 
 use crate::model::{
     Annotation, ChatTurnRecord, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget,
-    NewAnnotation, NewFact, NewNote, NoteScope, ReflectionRun, Skill, SkillVersion, StoredFill,
-    StoredRunnerState, TickAttempt, TickOutcome, TickRecord, User,
+    MemoryScope, NewAnnotation, NewFact, NewNote, NoteScope, ReflectionRun, Skill, SkillVersion,
+    StoredFill, StoredRunnerState, TickAttempt, TickOutcome, TickRecord, User,
 };
 
 /// Users, skills, skill versions and deployments.
@@ -624,6 +627,12 @@ pub trait OutcomeStore: Sync {
         limit: u32,
     ) -> impl Future<Output = Result<Vec<TradeOutcome>, DbError>> + Send;
 
+    /// One outcome, as stored (not masked to a time).
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when no outcome has this id.
+    fn outcome(&self, id: Uuid) -> impl Future<Output = Result<TradeOutcome, DbError>> + Send;
+
     /// One market snapshot.
     ///
     /// # Errors
@@ -653,6 +662,39 @@ pub trait OutcomeStore: Sync {
         deployment_id: Uuid,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<Annotation>, DbError>> + Send;
+
+    /// The outcomes of `scope` decided before `query.as_of` (`tick_at < as_of`; and
+    /// `tick_at >= since`, the symbol and the market condition when the query names them),
+    /// newest tick first (ties by id), at most `query.limit`, each with its market snapshot's
+    /// indicators and masked to what was known at `as_of` ([`TradeOutcome::as_of`]): a
+    /// backtest at T never sees a score written after T. One query.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a limit of 0 or above
+    /// [`MAX_RECALL_ROWS`](outcomes::MAX_RECALL_ROWS); [`DbError::Backend`] on driver failure.
+    fn recall_outcomes(
+        &self,
+        scope: MemoryScope,
+        query: &RecallQuery,
+    ) -> impl Future<Output = Result<Vec<RecalledOutcome>, DbError>> + Send;
+
+    /// Full-text search of `scope`'s memory: the narratives of the outcomes scored by
+    /// `query.as_of` and the annotations (text and tags) written by then. The text's words
+    /// (runs of letters and digits; at most 16, the rest ignored) are matched stemmed, any of
+    /// them; nothing else in the text is interpreted (quotes, operators, `*`, `:` are
+    /// separators). Best first (higher [`MemoryHit::rank`]), ties by time (newest first) then
+    /// id, at most `query.limit`. An annotation on an outcome carries that outcome's symbol.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a text that is empty after trimming, longer than
+    /// [`MAX_SEARCH_CHARS`](outcomes::MAX_SEARCH_CHARS) or without a word, and for a limit of
+    /// 0 or above [`MAX_SEARCH_HITS`](outcomes::MAX_SEARCH_HITS); [`DbError::Backend`] on
+    /// driver failure.
+    fn search_memory(
+        &self,
+        scope: MemoryScope,
+        query: &SearchQuery,
+    ) -> impl Future<Output = Result<Vec<MemoryHit>, DbError>> + Send;
 }
 
 /// Every store at once, for code that needs the whole storage layer.

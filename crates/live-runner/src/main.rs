@@ -220,6 +220,49 @@ enum Command {
         #[arg(long, default_value_t = 1000)]
         limit: u32,
     },
+    /// Attach a note (and tags) to an outcome or a ledger row; prints the annotation's id (as
+    /// `sim-worker annotate`).
+    #[command(group(clap::ArgGroup::new("target").required(true).args(["outcome", "trade"])))]
+    Annotate {
+        /// Database URL (it must be migrated), e.g. postgres://postgres@127.0.0.1:5432/agents.
+        #[arg(long, env = "DATABASE_URL")]
+        db: String,
+        /// The `trade_outcomes` row to annotate.
+        #[arg(long)]
+        outcome: Option<Uuid>,
+        /// The `trade_history` (ledger) row to annotate.
+        #[arg(long)]
+        trade: Option<Uuid>,
+        /// The note, 1 to 2000 characters.
+        #[arg(long)]
+        text: String,
+        /// A tag (repeatable; at most 16, each 1 to 40 characters).
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+    },
+    /// Summarise a symbol's outcomes over a window as they stood at its end (as
+    /// `sim-worker memory-stats`): counts, grades, target and stop hits, the 24h win rate, mean
+    /// and median pnl % at 1h, 4h and 24h.
+    MemoryStats {
+        /// Database URL (it must be migrated), e.g. postgres://postgres@127.0.0.1:5432/agents.
+        #[arg(long, env = "DATABASE_URL")]
+        db: String,
+        /// Only this deployment's outcomes; default every deployment of the store.
+        #[arg(long)]
+        deployment: Option<Uuid>,
+        /// The symbol.
+        #[arg(long)]
+        symbol: String,
+        /// The window: outcomes whose tick is in (at − DAYS days, at], 1 to 3650.
+        #[arg(long)]
+        days: u32,
+        /// The window's end (RFC 3339); default the latest outcome's tick of the symbol.
+        #[arg(long)]
+        at: Option<chrono::DateTime<chrono::Utc>>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Tick every due deployment once per closed bar, until SIGTERM / ctrl-c (in-flight ticks
     /// and reflections finish first) or, with --once, until nothing is due.
     Run {
@@ -489,6 +532,50 @@ async fn main() -> anyhow::Result<()> {
             for (id, why) in &report.skipped {
                 println!("  skipped {id}: {why}");
             }
+        }
+        Command::Annotate {
+            db,
+            outcome,
+            trade,
+            text,
+            tags,
+        } => {
+            let target = match (outcome, trade) {
+                (Some(id), None) => db::AnnotationTarget::Outcome(id),
+                (None, Some(id)) => db::AnnotationTarget::Trade(id),
+                _ => bail!("give exactly one of --outcome and --trade"),
+            };
+            let request = tick::memory_cmd::AnnotateRequest { target, text, tags };
+            request.check()?;
+            let store = db::open_existing(&db)
+                .await
+                .with_context(|| format!("--db {}", db::redact_url(&db)))?;
+            let out = tick::memory_cmd::annotate(&store, request, SystemClock.now()).await?;
+            print!("{out}");
+        }
+        Command::MemoryStats {
+            db,
+            deployment,
+            symbol,
+            days,
+            at,
+            json,
+        } => {
+            let request = tick::memory_cmd::StatsRequest {
+                deployment,
+                symbol,
+                days,
+                at,
+                json,
+            };
+            request.check()?;
+            let store = db::open_existing(&db)
+                .await
+                .with_context(|| format!("--db {}", db::redact_url(&db)))?;
+            print!(
+                "{}",
+                tick::memory_cmd::memory_stats(&store, &request).await?
+            );
         }
         Command::Run {
             db,

@@ -22,7 +22,7 @@
 //! use chrono::{Duration, TimeZone, Utc};
 //! use outcomes::{Grade, OutcomeScore, OutcomeVerdict, TradeOutcome, score_outcome};
 //! use rust_decimal::Decimal;
-//! use types::{Bar, Interval, Side};
+//! use types::{Bar, Interval, RegimeTag, Side};
 //! use uuid::Uuid;
 //!
 //! let at = Utc.with_ymd_and_hms(2026, 6, 4, 10, 0, 0).unwrap();
@@ -32,6 +32,7 @@
 //!     tick_at: at, symbol: "BTC".into(), direction: Side::Long, confidence: Some(70),
 //!     entry_price: Decimal::from(100), predicted_stop: Some(Decimal::from(95)),
 //!     predicted_target: Some(Decimal::from(110)), verdict: OutcomeVerdict::Executed,
+//!     reason: Some("Breakout over 100".into()), market_condition: RegimeTag::TrendingUp,
 //!     score: OutcomeScore::default(),
 //! };
 //! // 24 hourly bars after the tick, drifting up by 0.1 a bar; the target is never reached.
@@ -44,6 +45,7 @@
 //! assert_eq!(score.price_24h, Some(Decimal::new(1024, 1)));
 //! assert_eq!(score.pnl_percent_24h, Some(Decimal::new(24, 1))); // +2.4 % > 1 %: B
 //! assert_eq!(score.outcome_grade, Some(Grade::B));
+//! assert!(score.narrative.unwrap().starts_with("BTC long - Grade B\nSignal: long at 100"));
 //! ```
 
 pub mod block;
@@ -60,8 +62,9 @@ pub use recall::{
     RecalledOutcome, SearchQuery,
 };
 pub use score::{
-    FirstHit, Grade, MARKS_HOURS, OutcomeScore, OutcomeVerdict, PNL_DP, TradeOutcome, direction_of,
-    final_mark, grade, outcome_id, pnl_percent, score_outcome,
+    FirstHit, Grade, MARKS_HOURS, MAX_REASON_CHARS, OutcomeScore, OutcomeVerdict, PNL_DP,
+    TradeOutcome, direction_of, final_mark, grade, narrative, outcome_id, pnl_percent,
+    score_outcome,
 };
 pub use snapshot::{
     ADX_PERIOD, CORRELATION_WINDOW, DEFAULT_REFERENCE_SYMBOL, Indicators, MACD_PERIODS, MAX_BARS,

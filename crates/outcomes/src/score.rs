@@ -4,11 +4,15 @@
 use chrono::{DateTime, Duration, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
-use types::{Bar, Interval, OrderAction, ProposedAction, Side};
+use types::{Bar, Interval, OrderAction, ProposedAction, RegimeTag, Side};
 use uuid::Uuid;
 
 /// Decimals of the stored PnL percentages.
 pub const PNL_DP: u32 = 4;
+
+/// The longest stored reason, in characters: the bound of the `propose_order` tool's reason
+/// (`tools::MAX_REASON_CHARS`; the tick asserts both are equal).
+pub const MAX_REASON_CHARS: usize = 280;
 
 /// What the execution engine made of the proposal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -150,6 +154,9 @@ pub struct OutcomeScore {
     /// When the 24h scoring ran (a backtest: the tick time it ran at). Set once, with the
     /// 24h columns.
     pub scored_at: Option<DateTime<Utc>>,
+    /// Seed 003's observation text of the scored outcome ([`narrative`]): set exactly when
+    /// `scored_at` is, what the full-text search of the memory matches.
+    pub narrative: Option<String>,
 }
 
 impl OutcomeScore {
@@ -193,6 +200,12 @@ pub struct TradeOutcome {
     pub predicted_target: Option<Decimal>,
     /// Executed or rejected.
     pub verdict: OutcomeVerdict,
+    /// The proposal's reason at decision time (at most [`MAX_REASON_CHARS`] characters);
+    /// `None` when the proposal gave none.
+    pub reason: Option<String>,
+    /// The regime of the symbol at the decision: its market snapshot's `market_condition`,
+    /// copied so the narrative and the condition filter read one row.
+    pub market_condition: RegimeTag,
     /// The scoring columns (empty at decision time).
     #[serde(flatten)]
     pub score: OutcomeScore,
@@ -315,7 +328,75 @@ pub fn score_outcome(
         .pnl_percent_24h
         .map(|pnl24| grade(first, hit_stop, pnl24, pnl_percent(outcome, adverse)));
     score.scored_at = Some(now);
+    score.narrative = Some(narrative(outcome, &score));
     score
+}
+
+/// Seed 003's observation of a scored outcome ("Claude-mem Sync"), one fact a line:
+///
+/// ```text
+/// BTC long - Grade A
+/// Signal: long at 65,000 (conf: 70)
+/// Predicted: TP 66,500, SL 64,500
+/// Actual 24h: 66,000 (+1.5%)
+/// Grade: A
+/// Conditions: trending_down
+/// Reason: Oversold bounce at support
+/// ```
+///
+/// Prices in the [`types::text::push_price`] style, the 24h PnL with its sign and one decimal;
+/// a value the outcome lacks reads `none`, and the `Reason:` line is there only when the
+/// proposal gave one (its whitespace runs folded into single spaces, so it stays one line).
+#[must_use]
+pub fn narrative(outcome: &TradeOutcome, score: &OutcomeScore) -> String {
+    use types::text::{push_price, push_signed_fixed, push_uint};
+    let mut out = String::with_capacity(256);
+    let grade = score.outcome_grade.map_or("none", Grade::as_str);
+    let direction = match outcome.direction {
+        Side::Long => "long",
+        Side::Short => "short",
+    };
+    let price_or_none = |out: &mut String, p: Option<Decimal>| match p {
+        Some(p) => push_price(out, p),
+        None => out.push_str("none"),
+    };
+    out.push_str(&outcome.symbol.to_uppercase());
+    out.push(' ');
+    out.push_str(direction);
+    out.push_str(" - Grade ");
+    out.push_str(grade);
+    out.push_str("\nSignal: ");
+    out.push_str(direction);
+    out.push_str(" at ");
+    push_price(&mut out, outcome.entry_price);
+    out.push_str(" (conf: ");
+    match outcome.confidence {
+        Some(c) => push_uint(&mut out, u64::from(c)),
+        None => out.push_str("none"),
+    }
+    out.push_str(")\nPredicted: TP ");
+    price_or_none(&mut out, outcome.predicted_target);
+    out.push_str(", SL ");
+    price_or_none(&mut out, outcome.predicted_stop);
+    out.push_str("\nActual 24h: ");
+    price_or_none(&mut out, score.price_24h);
+    if let Some(pnl) = score.pnl_percent_24h {
+        out.push_str(" (");
+        push_signed_fixed(&mut out, pnl, 1);
+        out.push_str("%)");
+    }
+    out.push_str("\nGrade: ");
+    out.push_str(grade);
+    out.push_str("\nConditions: ");
+    out.push_str(outcome.market_condition.as_str());
+    if let Some(reason) = outcome.reason.as_deref().filter(|r| !r.trim().is_empty()) {
+        out.push_str("\nReason:");
+        for word in reason.split_whitespace() {
+            out.push(' ');
+            out.push_str(word);
+        }
+    }
+    out
 }
 
 /// Seed 003's table, in its order (see [`Grade`]). `adverse_pnl` is the direction-signed PnL %

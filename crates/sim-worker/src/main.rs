@@ -8,6 +8,7 @@ mod notes_cmd;
 mod preview_cmd;
 mod report;
 mod run_cmd;
+mod score_cmd;
 mod skill_cmd;
 
 use std::io::Write as _;
@@ -66,6 +67,10 @@ enum Command {
     /// Summarise a symbol's outcomes over a window as they stood at its end: counts, grades,
     /// target and stop hits, the 24h win rate, mean and median pnl % at 1h, 4h and 24h.
     MemoryStats(memory_cmd::StatsArgs),
+    /// Score a store's due outcomes from bar files as of a time (default: the last bar's
+    /// close), through the live scorer's path; prints how many rows changed, were graded, were
+    /// skipped.
+    ScoreOutcomes(score_cmd::ScoreArgs),
 }
 
 /// Bad input (an invalid skill, an unreadable file): exit 2 with every problem on stderr and
@@ -98,6 +103,7 @@ fn main() -> ExitCode {
         Command::Ledger(cmd) => ledger_cmd::run(cmd),
         Command::Annotate(args) => memory_cmd::annotate(args),
         Command::MemoryStats(args) => memory_cmd::stats(args),
+        Command::ScoreOutcomes(args) => score_cmd::score(args),
     };
     match result {
         Ok(stdout) => match write_stdout(&stdout) {

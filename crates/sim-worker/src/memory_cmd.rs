@@ -1,28 +1,15 @@
 //! `sim-worker annotate` and `sim-worker memory-stats`: the outcome memory (seed 003) of an
 //! existing store — a note on an outcome or a ledger row, and a point-in-time summary of a
-//! symbol's outcomes. Neither creates a store.
+//! symbol's outcomes. Neither creates a store. The checks, reads and output are
+//! `tick::memory_cmd`'s, shared with `live-runner`.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use clap::{ArgGroup, Args};
-use db::{
-    AnnotationTarget, DbError, MAX_ANNOTATION_CHARS, MAX_ANNOTATION_TAGS, MAX_TAG_CHARS,
-    NewAnnotation, OutcomeStore, RegistryStore,
-};
-use outcomes::{Grade, TradeOutcome};
-use rust_decimal::Decimal;
+use db::AnnotationTarget;
+use tick::memory_cmd::{self, AnnotateRequest, StatsRequest};
 use types::Uuid;
-use types::text;
 
 use crate::Failure;
-
-/// Most outcomes one window's read returns (`OutcomeStore::symbol_outcomes`' bound).
-const MAX_ROWS: u32 = 1000;
-
-/// Most days a `memory-stats` window spans (ten years).
-const MAX_DAYS: u32 = 3650;
-
-/// Decimals of the pnl % figures on the text output.
-const PNL_TEXT_DP: u32 = 2;
 
 /// `sim-worker annotate`.
 #[derive(Debug, Args)]
@@ -79,324 +66,42 @@ async fn open(url: &str) -> Result<db::Store, Failure> {
         .map_err(|e| bad(format!("--db {}: {e}", db::redact_url(url))))
 }
 
-/// Checks the text and tags against the store's bounds, naming the flag.
-fn check_annotation(args: &AnnotateArgs) -> Result<(), Failure> {
-    let chars = args.text.chars().count();
-    if chars == 0 || chars > MAX_ANNOTATION_CHARS {
-        return Err(bad(format!(
-            "--text has {chars} characters; 1 to {MAX_ANNOTATION_CHARS} are allowed"
-        )));
-    }
-    if args.tags.len() > MAX_ANNOTATION_TAGS {
-        return Err(bad(format!(
-            "--tag given {} times; at most {MAX_ANNOTATION_TAGS} tags are allowed",
-            args.tags.len()
-        )));
-    }
-    for t in &args.tags {
-        let chars = t.chars().count();
-        if chars == 0 || chars > MAX_TAG_CHARS {
-            return Err(bad(format!(
-                "--tag {t:?} has {chars} characters; 1 to {MAX_TAG_CHARS} are allowed"
-            )));
-        }
-    }
-    Ok(())
-}
-
 /// Stores an annotation on an outcome or a ledger row; prints its id.
 pub(crate) fn annotate(args: AnnotateArgs) -> Result<String, Failure> {
-    check_annotation(&args)?;
-    let (target, flag, id) = match (args.outcome, args.trade) {
-        (Some(id), None) => (AnnotationTarget::Outcome(id), "--outcome", id),
-        (None, Some(id)) => (AnnotationTarget::Trade(id), "--trade", id),
+    let target = match (args.outcome, args.trade) {
+        (Some(id), None) => AnnotationTarget::Outcome(id),
+        (None, Some(id)) => AnnotationTarget::Trade(id),
         // clap's group makes exactly one of them present.
         _ => return Err(bad("give exactly one of --outcome and --trade")),
     };
+    let request = AnnotateRequest {
+        target,
+        text: args.text,
+        tags: args.tags,
+    };
+    request.check().map_err(bad)?;
     crate::block_on(async move {
         let store = open(&args.db).await?;
-        let note = NewAnnotation {
-            id: Uuid::new_v4(),
-            target,
-            annotation: args.text,
-            tags: args.tags,
-            created_at: Utc::now(),
-        };
-        match store.annotate(&note).await {
-            Ok(a) => Ok(format!("{}\n", a.id)),
-            Err(DbError::NotFound { entity, .. }) => {
-                Err(bad(format!("{flag} {id}: no {entity} has this id")))
-            }
-            Err(e) => Err(bad(format!("storing the annotation on {flag} {id}: {e}"))),
-        }
+        memory_cmd::annotate(&store, request, Utc::now())
+            .await
+            .map_err(bad)
     })
-}
-
-/// The point-in-time summary `memory-stats` prints.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Stats {
-    count: u64,
-    scored: u64,
-    grades: [u64; 5],
-    hit_target: u64,
-    hit_stop: u64,
-    wins_24h: u64,
-    /// Average and median pnl % at 1h, 4h and 24h over the scored outcomes with that mark.
-    pnl: [Option<(Decimal, Decimal)>; 3],
-}
-
-/// The mean and median of `values`, rounded to [`outcomes::PNL_DP`] decimals; `None` when empty.
-fn mean_median(mut values: Vec<Decimal>) -> Option<(Decimal, Decimal)> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_unstable();
-    let n = Decimal::from(values.len());
-    let sum: Decimal = values.iter().sum();
-    let mid = values.len() / 2;
-    let median = if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / Decimal::TWO
-    };
-    let dp = outcomes::PNL_DP;
-    Some(((sum / n).round_dp(dp), median.round_dp(dp)))
-}
-
-/// The summary of `rows` (already the window's outcomes) as they stood at `at`.
-fn summarise(rows: &[&TradeOutcome], at: DateTime<Utc>) -> Stats {
-    let mut s = Stats {
-        count: rows.len() as u64,
-        ..Stats::default()
-    };
-    let scored: Vec<_> = rows
-        .iter()
-        .filter(|o| o.score.scored_at.is_some_and(|t| t <= at))
-        .collect();
-    s.scored = scored.len() as u64;
-    for o in &scored {
-        let sc = &o.score;
-        if let Some(g) = sc.outcome_grade
-            && let Some(i) = GRADES.iter().position(|x| *x == g)
-        {
-            s.grades[i] += 1;
-        }
-        s.hit_target += u64::from(sc.hit_target == Some(true));
-        s.hit_stop += u64::from(sc.hit_stop == Some(true));
-        s.wins_24h += u64::from(sc.pnl_percent_24h.is_some_and(|p| p > Decimal::ZERO));
-    }
-    let marks: [fn(&TradeOutcome) -> Option<Decimal>; 3] = [
-        |o| o.score.pnl_percent_1h,
-        |o| o.score.pnl_percent_4h,
-        |o| o.score.pnl_percent_24h,
-    ];
-    for (slot, mark) in s.pnl.iter_mut().zip(marks) {
-        *slot = mean_median(scored.iter().filter_map(|o| mark(o)).collect());
-    }
-    s
-}
-
-/// The outcomes of `symbol` with a tick in (`after`, `until`], failing rather than
-/// summarising a truncated read.
-async fn read_window(
-    store: &db::Store,
-    deployment: Option<Uuid>,
-    symbol: &str,
-    after: DateTime<Utc>,
-    until: DateTime<Utc>,
-    limit: u32,
-) -> Result<Vec<TradeOutcome>, Failure> {
-    let rows = store
-        .symbol_outcomes(deployment, symbol, after, until, limit)
-        .await
-        .map_err(|e| bad(format!("reading the outcomes of {symbol}: {e}")))?;
-    if limit == MAX_ROWS && rows.len() >= MAX_ROWS as usize {
-        return Err(bad(format!(
-            "--days: the window holds {MAX_ROWS} or more outcomes of {symbol}; memory-stats \
-             reads at most {MAX_ROWS}, give fewer days"
-        )));
-    }
-    Ok(rows)
-}
-
-/// The earliest and latest times `memory-stats` looks at when it searches for the latest outcome
-/// (both render as four-digit years, so SQLite's text times compare in order).
-fn all_time() -> (DateTime<Utc>, DateTime<Utc>) {
-    let day = |y, m, d| {
-        chrono::NaiveDate::from_ymd_opt(y, m, d)
-            .and_then(|d| d.and_hms_opt(0, 0, 0))
-            .map_or(DateTime::<Utc>::MIN_UTC, |t| t.and_utc())
-    };
-    (day(1, 1, 1), day(9999, 12, 31))
 }
 
 /// Prints the point-in-time summary of a symbol's outcomes over a window.
 pub(crate) fn stats(args: StatsArgs) -> Result<String, Failure> {
-    if args.days == 0 || args.days > MAX_DAYS {
-        return Err(bad(format!(
-            "--days {}: 1 to {MAX_DAYS} days are allowed",
-            args.days
-        )));
-    }
-    if args.symbol.trim().is_empty() {
-        return Err(bad("--symbol is empty"));
-    }
+    let request = StatsRequest {
+        deployment: args.deployment,
+        symbol: args.symbol,
+        days: args.days,
+        at: args.at,
+        json: args.json,
+    };
+    request.check().map_err(bad)?;
     crate::block_on(async move {
         let store = open(&args.db).await?;
-        if let Some(id) = args.deployment {
-            store.get_deployment(id).await.map_err(|e| match e {
-                DbError::NotFound { .. } => {
-                    bad(format!("--deployment {id}: no deployment has this id"))
-                }
-                e => bad(format!("reading deployment {id}: {e}")),
-            })?;
-        }
-        let at = match args.at {
-            Some(at) => at,
-            None => {
-                let (first, last) = all_time();
-                read_window(&store, args.deployment, &args.symbol, first, last, 1)
-                    .await?
-                    .first()
-                    .map(|o| o.tick_at)
-                    .ok_or_else(|| {
-                        bad(format!(
-                            "--symbol {}: the store has no outcome of this symbol (give --at \
-                             for an empty window)",
-                            args.symbol
-                        ))
-                    })?
-            }
-        };
-        let from = at - Duration::days(i64::from(args.days));
-        let rows = read_window(&store, args.deployment, &args.symbol, from, at, MAX_ROWS).await?;
-        let window: Vec<_> = rows.iter().collect();
-        let s = summarise(&window, at);
-        Ok(if args.json {
-            render_json(&args, from, at, &s)
-        } else {
-            render_text(&args, from, at, &s)
-        })
+        memory_cmd::memory_stats(&store, &request)
+            .await
+            .map_err(bad)
     })
-}
-
-/// The grades, best first (the order of [`Stats::grades`]).
-const GRADES: [Grade; 5] = [Grade::A, Grade::B, Grade::C, Grade::D, Grade::F];
-
-const MARK_NAMES: [&str; 3] = ["1h", "4h", "24h"];
-
-fn render_json(args: &StatsArgs, from: DateTime<Utc>, at: DateTime<Utc>, s: &Stats) -> String {
-    let grades: serde_json::Map<_, _> = GRADES
-        .iter()
-        .zip(s.grades)
-        .map(|(g, n)| (g.as_str().to_owned(), n.into()))
-        .collect();
-    let pnl: serde_json::Map<_, _> = MARK_NAMES
-        .iter()
-        .zip(&s.pnl)
-        .map(|(m, v)| {
-            let v = v.map_or(serde_json::Value::Null, |(mean, median)| {
-                serde_json::json!({"mean": mean.to_string(), "median": median.to_string()})
-            });
-            ((*m).to_owned(), v)
-        })
-        .collect();
-    let win_rate = (s.scored > 0).then(|| {
-        (Decimal::from(s.wins_24h) * Decimal::ONE_HUNDRED / Decimal::from(s.scored))
-            .round_dp(2)
-            .to_string()
-    });
-    let v = serde_json::json!({
-        "symbol": args.symbol,
-        "deployment": args.deployment,
-        "from": from,
-        "at": at,
-        "days": args.days,
-        "count": s.count,
-        "scored": s.scored,
-        "grades": grades,
-        "hit_target": s.hit_target,
-        "hit_stop": s.hit_stop,
-        "wins_24h": s.wins_24h,
-        "win_rate_pct": win_rate,
-        "pnl_percent": pnl,
-    });
-    format!("{v:#}\n")
-}
-
-fn render_text(args: &StatsArgs, from: DateTime<Utc>, at: DateTime<Utc>, s: &Stats) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{} outcomes in ({}, {}] ({} days)",
-        args.symbol,
-        db::time_text(from),
-        db::time_text(at),
-        args.days
-    );
-    let _ = writeln!(
-        out,
-        "outcomes: {}  scored: {}  unscored: {}",
-        s.count,
-        s.scored,
-        s.count - s.scored
-    );
-    let grades: Vec<String> = GRADES
-        .iter()
-        .zip(s.grades)
-        .map(|(g, n)| format!("{}={n}", g.as_str()))
-        .collect();
-    let _ = writeln!(out, "grades: {}", grades.join(" "));
-    let _ = writeln!(
-        out,
-        "hit target: {}  hit stop: {}",
-        s.hit_target, s.hit_stop
-    );
-    let rate = text::percent_of(Decimal::from(s.wins_24h), Decimal::from(s.scored))
-        .unwrap_or_else(|| "n/a".to_owned());
-    let _ = writeln!(
-        out,
-        "win rate (pnl 24h > 0): {rate} ({} of {})",
-        s.wins_24h, s.scored
-    );
-    for (m, v) in MARK_NAMES.iter().zip(&s.pnl) {
-        match v {
-            Some((mean, median)) => {
-                let mut line = format!("pnl {m}: mean ");
-                text::push_signed_fixed(&mut line, *mean, PNL_TEXT_DP);
-                line.push_str("%  median ");
-                text::push_signed_fixed(&mut line, *median, PNL_TEXT_DP);
-                line.push('%');
-                let _ = writeln!(out, "{line}");
-            }
-            None => {
-                let _ = writeln!(out, "pnl {m}: n/a");
-            }
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::mean_median;
-    use rust_decimal::Decimal;
-
-    fn d(s: &str) -> Decimal {
-        s.parse().unwrap()
-    }
-
-    #[test]
-    fn mean_and_median_of_odd_and_even_samples() {
-        assert_eq!(mean_median(vec![]), None);
-        assert_eq!(
-            mean_median(vec![d("3"), d("-1"), d("1")]),
-            Some((d("1"), d("1")))
-        );
-        assert_eq!(
-            mean_median(vec![d("4"), d("1"), d("2"), d("-1")]),
-            Some((d("1.5"), d("1.5")))
-        );
-    }
 }

@@ -92,11 +92,14 @@
 pub mod backtest;
 mod broker;
 mod ids;
+pub mod memory_cmd;
+mod memory_tools;
 mod outcome_memory;
 mod reflect;
 pub mod replay;
 mod run;
 mod state;
+mod store_memory;
 pub mod write_behind;
 
 use std::sync::Arc;
@@ -109,6 +112,7 @@ use uuid::Uuid;
 pub use broker::MockBroker;
 pub use broker::{Broker, BrokerRefusal, BrokerUnavailable, ExecuteError};
 pub use ids::{ID_NAMESPACE, note_id, run_id, snapshot_id};
+pub use memory_tools::{ANNOTATE, AnnotateArgs, memory_tools};
 pub use outcome_memory::{ScoreError, ScoreReport, score_due_outcomes};
 pub use reflect::{
     DueReflection, ReflectionCheck, ReflectionDone, ReflectionReport, run_due_reflection,
@@ -118,6 +122,7 @@ pub use run::{CarryState, OutcomeKind, TickError, TickOutcome, run_tick, run_tic
 pub use state::{
     Carried, RestoreError, TickState, load_reflection_state, restore_state, restore_state_carried,
 };
+pub use store_memory::StoreMemory;
 
 /// The deployment a tick belongs to.
 #[derive(Clone)]

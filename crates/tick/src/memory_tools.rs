@@ -8,7 +8,9 @@
 
 use std::sync::{Arc, OnceLock};
 
-use db::{AnnotationTarget, DbError, LedgerStore, MemoryScope, NewAnnotation, OutcomeStore, RegistryStore};
+use db::{
+    AnnotationTarget, DbError, LedgerStore, MemoryScope, NewAnnotation, OutcomeStore, RegistryStore,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -182,18 +184,28 @@ where
                 let t = self.store.get_trade(id).await;
                 (AnnotationTarget::Trade(id), t.map(|t| t.deployment_id))
             }
-            _ => return Err(invalid("give exactly one of outcome_id and trade_id".into())),
+            _ => {
+                return Err(invalid(
+                    "give exactly one of outcome_id and trade_id".into(),
+                ));
+            }
+        };
+        let missing = || {
+            invalid(match target {
+                AnnotationTarget::Outcome(id) => {
+                    format!("outcome_id: no outcome {id} in this memory")
+                }
+                AnnotationTarget::Trade(id) => format!("trade_id: no trade {id} in this memory"),
+            })
         };
         let deployment = match deployment {
             Ok(d) => d,
-            Err(DbError::NotFound { .. }) => {
-                return Err(invalid(format!("{target:?} does not exist in this memory")));
-            }
+            Err(DbError::NotFound { .. }) => return Err(missing()),
             Err(e) => return Err(data(&e)),
         };
+        // Another scope's row is reported exactly like a missing one.
         if !self.in_scope(deployment).await? {
-            // Another scope's row is reported exactly like a missing one.
-            return Err(invalid(format!("{target:?} does not exist in this memory")));
+            return Err(missing());
         }
         let stored = self
             .store

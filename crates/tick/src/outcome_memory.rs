@@ -19,6 +19,9 @@ use uuid::Uuid;
 
 use crate::{Deployment, TickError};
 
+// The stored reason is the proposal's: one bound for both.
+const _: () = assert!(outcomes::MAX_REASON_CHARS == tools::MAX_REASON_CHARS);
+
 /// The market snapshot and the outcome row of a directional proposal (`open_long`,
 /// `open_short`) at the tick, executed or rejected; `None` for any other proposal, a no-op
 /// verdict, or a symbol without a mark (no bar of it closed by the tick: there is no entry
@@ -96,6 +99,8 @@ pub(crate) fn decision_rows(
         predicted_stop: p.stop,
         predicted_target: p.target,
         verdict,
+        reason: Some(p.reason.clone()).filter(|r| !r.trim().is_empty()),
+        market_condition: snapshot.indicators.market_condition,
         score: OutcomeScore::default(),
     };
     Ok(Some((snapshot, outcome)))

@@ -508,6 +508,8 @@ async fn the_trading_memory_block_is_opt_in_as_of_the_tick_and_before_your_turn(
             predicted_stop: None,
             predicted_target: None,
             verdict: OutcomeVerdict::Executed,
+            reason: None,
+            market_condition: types::RegimeTag::Ranging,
             score: OutcomeScore {
                 pnl_percent_4h: Some(dec!(1.25)),
                 pnl_percent_24h: Some(dec!(2.5)),

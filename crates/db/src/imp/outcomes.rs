@@ -55,6 +55,19 @@ pub(crate) fn validate_outcome_writes(tick: &TickRecord) -> Result<(), DbError> 
                 o.id, s.tick_at, s.deployment_id
             )));
         }
+        if let Some(reason) = &o.reason {
+            crate::codec::check_len("outcome reason", reason, 1, outcomes::MAX_REASON_CHARS)?;
+        }
+        if let Some(m) = w.snapshots.iter().find(|m| m.id == o.snapshot_id)
+            && m.indicators.market_condition != o.market_condition
+        {
+            return Err(invalid(format!(
+                "outcome {}: market condition {} is not its snapshot's {}",
+                o.id,
+                o.market_condition.as_str(),
+                m.indicators.market_condition.as_str()
+            )));
+        }
         if o.confidence.is_some_and(|c| c > 100) {
             return Err(invalid(format!(
                 "outcome {}: confidence {:?} is above 100",
@@ -83,9 +96,161 @@ pub(crate) fn validate_annotation(a: &crate::NewAnnotation) -> Result<(), DbErro
     Ok(())
 }
 
+/// At most this many words of a search text are matched; the rest are ignored.
+pub(crate) const MAX_SEARCH_WORDS: usize = 16;
+
+/// A limit of a recall or a search: 1..=`max`.
+pub(crate) fn check_read_limit(what: &'static str, limit: u32, max: u32) -> Result<i64, DbError> {
+    if limit == 0 {
+        return Err(DbError::Invalid {
+            what,
+            detail: "0: at least one row must be asked for".into(),
+        });
+    }
+    crate::codec::check_limit(what, limit, max)
+}
+
+/// The words of a search text: its runs of letters and digits, lowercased, each once, the
+/// first [`MAX_SEARCH_WORDS`]. Everything else (quotes, operators, `*`, `:`, punctuation)
+/// separates words and is never sent to the backend's query parser.
+///
+/// # Errors
+/// [`DbError::Invalid`] for a text that is empty after trimming, longer than
+/// [`outcomes::MAX_SEARCH_CHARS`] characters, or without a word.
+pub(crate) fn search_words(text: &str) -> Result<Vec<String>, DbError> {
+    let invalid = |detail: String| DbError::Invalid {
+        what: "search text",
+        detail,
+    };
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err(invalid("empty after trimming".into()));
+    }
+    let chars = text.chars().count();
+    if chars > outcomes::MAX_SEARCH_CHARS {
+        return Err(invalid(format!(
+            "{chars} characters, more than {}",
+            outcomes::MAX_SEARCH_CHARS
+        )));
+    }
+    let mut words: Vec<String> = Vec::new();
+    for word in trimmed.split(|c: char| !c.is_alphanumeric()) {
+        let word = word.to_lowercase();
+        if !word.is_empty() && !words.contains(&word) {
+            words.push(word);
+            if words.len() == MAX_SEARCH_WORDS {
+                break;
+            }
+        }
+    }
+    if words.is_empty() {
+        return Err(invalid(format!(
+            "{trimmed:?} has no word (letters or digits) to search for"
+        )));
+    }
+    Ok(words)
+}
+
+/// The condition that a row (`alias.deployment_id`) is in `scope`, the scope's id as `$param`.
+pub(crate) fn scope_sql(alias: &str, scope: crate::MemoryScope, param: usize) -> String {
+    match scope {
+        crate::MemoryScope::Deployment(_) => format!("{alias}.deployment_id = ${param}"),
+        crate::MemoryScope::User(_) => format!(
+            "{alias}.deployment_id IN (SELECT id FROM deployments WHERE user_id = ${param})"
+        ),
+    }
+}
+
+/// The id a scope binds.
+pub(crate) fn scope_id(scope: crate::MemoryScope) -> uuid::Uuid {
+    match scope {
+        crate::MemoryScope::Deployment(id) | crate::MemoryScope::User(id) => id,
+    }
+}
+
+/// The search statement's columns, in both backends: `kind`, `id`, `deployment_id`,
+/// `outcome_id`, `trade_id`, `symbol`, `at`, `body`, `tags`, `score` (higher is better).
+/// Parameters: `$1` the search terms, `$2` `as_of`, `$3` the scope's id, `$4` the limit.
+const SEARCH_ORDER: &str = "ORDER BY score DESC, at DESC, id LIMIT $4";
+
+/// SQLite: FTS5 over `trade_outcomes_fts` and `trade_annotations_fts` (`bm25()`, negated).
+pub(crate) mod lite {
+    /// `"w1" OR "w2" …`: every word a quoted string (its letters and digits only, so no
+    /// quote inside), so FTS5 reads none as an operator (`AND`, `NEAR`, …).
+    pub(crate) fn search_terms(words: &[String]) -> String {
+        words
+            .iter()
+            .map(|w| format!("\"{w}\""))
+            .collect::<Vec<_>>()
+            .join(" OR ")
+    }
+
+    /// The search statement (see [`super::SEARCH_ORDER`]).
+    pub(crate) fn search_sql(scope: crate::MemoryScope) -> String {
+        let (of_outcome, of_annotation) = (
+            super::scope_sql("o", scope, 3),
+            super::scope_sql("a", scope, 3),
+        );
+        format!(
+            "SELECT * FROM ( \
+             SELECT 'outcome' AS kind, o.id AS id, o.deployment_id AS deployment_id, \
+             o.id AS outcome_id, NULL AS trade_id, o.symbol AS symbol, o.tick_at AS at, \
+             o.narrative AS body, NULL AS tags, -bm25(trade_outcomes_fts) AS score \
+             FROM trade_outcomes_fts JOIN trade_outcomes o ON o.rowid = trade_outcomes_fts.rowid \
+             WHERE trade_outcomes_fts MATCH $1 AND o.scored_at <= $2 AND {of_outcome} \
+             UNION ALL \
+             SELECT 'annotation', a.id, a.deployment_id, a.outcome_id, a.trade_id, o.symbol, \
+             a.created_at, a.annotation, a.tags, -bm25(trade_annotations_fts) \
+             FROM trade_annotations_fts \
+             JOIN trade_annotations a ON a.rowid = trade_annotations_fts.rowid \
+             LEFT JOIN trade_outcomes o ON o.id = a.outcome_id \
+             WHERE trade_annotations_fts MATCH $1 AND a.created_at <= $2 AND {of_annotation} \
+             ) {}",
+            super::SEARCH_ORDER
+        )
+    }
+}
+
+/// PostgreSQL: the generated `tsvector` columns (`ts_rank_cd`).
+pub(crate) mod pg {
+    /// `w1 | w2 …` for `to_tsquery('english', …)`: letters and digits only, so nothing in it is
+    /// a tsquery operator.
+    pub(crate) fn search_terms(words: &[String]) -> String {
+        words.join(" | ")
+    }
+
+    /// The search statement (see [`super::SEARCH_ORDER`]).
+    pub(crate) fn search_sql(scope: crate::MemoryScope) -> String {
+        let (of_outcome, of_annotation) = (
+            super::scope_sql("o", scope, 3),
+            super::scope_sql("a", scope, 3),
+        );
+        format!(
+            "WITH q AS (SELECT to_tsquery('english'::regconfig, $1) AS q) \
+             SELECT * FROM ( \
+             SELECT 'outcome' AS kind, o.id AS id, o.deployment_id AS deployment_id, \
+             o.id AS outcome_id, NULL::uuid AS trade_id, o.symbol AS symbol, o.tick_at AS at, \
+             o.narrative AS body, NULL::text[] AS tags, \
+             ts_rank_cd(o.narrative_tsv, q.q)::float8 AS score \
+             FROM trade_outcomes o, q \
+             WHERE o.narrative_tsv @@ q.q AND o.scored_at <= $2 AND {of_outcome} \
+             UNION ALL \
+             SELECT 'annotation', a.id, a.deployment_id, a.outcome_id, a.trade_id, o.symbol, \
+             a.created_at, a.annotation, a.tags, ts_rank_cd(a.search_tsv, q.q)::float8 \
+             FROM q, trade_annotations a LEFT JOIN trade_outcomes o ON o.id = a.outcome_id \
+             WHERE a.search_tsv @@ q.q AND a.created_at <= $2 AND {of_annotation} \
+             ) hits {}",
+            super::SEARCH_ORDER
+        )
+    }
+}
+
 macro_rules! impl_outcomes {
     ($store:ty, $db:ty, $enc:ident, $begin:literal) => {
-        use crate::imp::outcomes::{MAX_OUTCOME_ROWS, validate_annotation};
+        use crate::imp::outcomes::{
+            MAX_OUTCOME_ROWS, check_read_limit, scope_id, scope_sql, search_words,
+            validate_annotation,
+        };
 
         impl $store {
             /// Inserts a tick's market snapshots and outcomes (a replay of stored rows is
@@ -133,9 +298,10 @@ macro_rules! impl_outcomes {
                          snapshot_id, tick_at, symbol, direction, confidence, entry_price, \
                          predicted_stop, predicted_target, verdict, price_1h, price_4h, price_24h, \
                          pnl_percent_1h, pnl_percent_4h, pnl_percent_24h, hit_target, hit_stop, \
-                         first_hit, max_favorable, max_adverse, outcome_grade, scored_at) \
+                         first_hit, max_favorable, max_adverse, outcome_grade, scored_at, reason, \
+                         market_condition, narrative) \
                          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, \
-                         $16, $17, $18, $19, $20, $21, $22, $23, $24, $25) \
+                         $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28) \
                          ON CONFLICT (id) DO NOTHING",
                     )
                     .bind($enc::id(o.id))
@@ -163,6 +329,9 @@ macro_rules! impl_outcomes {
                     .bind($enc::odec(sc.max_adverse))
                     .bind(sc.outcome_grade.map(|g| g.as_str()))
                     .bind($enc::ots(sc.scored_at))
+                    .bind(o.reason.as_deref())
+                    .bind(o.market_condition.as_str())
+                    .bind(sc.narrative.as_deref())
                     .execute(&mut **tx)
                     .await
                     .map_err(ctx("inserting trade outcome"))?;
@@ -181,7 +350,7 @@ macro_rules! impl_outcomes {
                     "UPDATE trade_outcomes SET price_1h = $2, price_4h = $3, price_24h = $4, \
                      pnl_percent_1h = $5, pnl_percent_4h = $6, pnl_percent_24h = $7, \
                      hit_target = $8, hit_stop = $9, first_hit = $10, max_favorable = $11, \
-                     max_adverse = $12, outcome_grade = $13, scored_at = $14 \
+                     max_adverse = $12, outcome_grade = $13, scored_at = $14, narrative = $15 \
                      WHERE id = $1 AND scored_at IS NULL",
                 )
                 .bind($enc::id(id))
@@ -198,6 +367,7 @@ macro_rules! impl_outcomes {
                 .bind($enc::odec(s.max_adverse))
                 .bind(s.outcome_grade.map(|g| g.as_str()))
                 .bind($enc::ots(s.scored_at))
+                .bind(s.narrative.as_deref())
                 .execute(&mut **tx)
                 .await
                 .map_err(ctx("scoring trade outcome"))?;
@@ -289,6 +459,16 @@ macro_rules! impl_outcomes {
                 rows.iter().map(codec::outcome_from_row).collect()
             }
 
+            async fn outcome(&self, id: Uuid) -> Result<outcomes::TradeOutcome, DbError> {
+                let row = sqlx::query("SELECT * FROM trade_outcomes WHERE id = $1")
+                    .bind($enc::id(id))
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(ctx("reading trade outcome"))?
+                    .ok_or_else(|| DbError::not_found("trade outcome", id))?;
+                codec::outcome_from_row(&row)
+            }
+
             async fn market_snapshot(&self, id: Uuid) -> Result<outcomes::MarketSnapshot, DbError> {
                 let row = sqlx::query("SELECT * FROM market_snapshots WHERE id = $1")
                     .bind($enc::id(id))
@@ -355,8 +535,133 @@ macro_rules! impl_outcomes {
                 .map_err(ctx("reading annotations"))?;
                 rows.iter().map(codec::annotation_from_row).collect()
             }
+
+            async fn recall_outcomes(
+                &self,
+                scope: MemoryScope,
+                query: &outcomes::RecallQuery,
+            ) -> Result<Vec<outcomes::RecalledOutcome>, DbError> {
+                let limit = check_read_limit("recall limit", query.limit, outcomes::MAX_RECALL_ROWS)?;
+                let mut sql = format!(
+                    "SELECT o.*, m.rsi_15m, m.rsi_1h, m.rsi_4h, m.macd_signal, \
+                     m.volatility_percentile, m.volume_ratio, m.trend_strength, m.btc_correlation, \
+                     m.market_condition AS snapshot_market_condition \
+                     FROM trade_outcomes o JOIN market_snapshots m ON m.id = o.snapshot_id \
+                     WHERE o.tick_at < $1 AND {}",
+                    scope_sql("o", scope, 2)
+                );
+                let mut n = 3;
+                let mut next = |cond: &str| {
+                    let c = format!(" AND {cond} ${n}");
+                    n += 1;
+                    c
+                };
+                if query.since.is_some() {
+                    sql.push_str(&next("o.tick_at >="));
+                }
+                if query.symbol.is_some() {
+                    sql.push_str(&next("o.symbol ="));
+                }
+                if query.market_condition.is_some() {
+                    sql.push_str(&next("o.market_condition ="));
+                }
+                sql.push_str(&format!(" ORDER BY o.tick_at DESC, o.id LIMIT ${n}"));
+                let mut q = sqlx::query(&sql)
+                    .bind($enc::ts(query.as_of))
+                    .bind($enc::id(scope_id(scope)));
+                if let Some(since) = query.since {
+                    q = q.bind($enc::ts(since));
+                }
+                if let Some(symbol) = &query.symbol {
+                    q = q.bind(symbol.as_str());
+                }
+                if let Some(c) = query.market_condition {
+                    q = q.bind(c.as_str());
+                }
+                let rows = q
+                    .bind(limit)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(ctx("recalling outcomes"))?;
+                rows.iter()
+                    .map(|r| {
+                        let mut recalled = codec::recalled_from_row(r)?;
+                        recalled.outcome = recalled.outcome.as_of(query.as_of);
+                        Ok(recalled)
+                    })
+                    .collect()
+            }
+
+            async fn search_memory(
+                &self,
+                scope: MemoryScope,
+                query: &outcomes::SearchQuery,
+            ) -> Result<Vec<outcomes::MemoryHit>, DbError> {
+                let words = search_words(&query.text)?;
+                let limit = check_read_limit("search limit", query.limit, outcomes::MAX_SEARCH_HITS)?;
+                let sql = crate::imp::outcomes::$enc::search_sql(scope);
+                let rows = sqlx::query(&sql)
+                    .bind(crate::imp::outcomes::$enc::search_terms(&words))
+                    .bind($enc::ts(query.as_of))
+                    .bind($enc::id(scope_id(scope)))
+                    .bind(limit)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(ctx("searching the outcome memory"))?;
+                rows.iter().map(codec::hit_from_row).collect()
+            }
         }
     };
 }
 
 pub(crate) use impl_outcomes;
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_SEARCH_WORDS, lite, pg, search_words};
+    use crate::DbError;
+
+    fn words(text: &str) -> Vec<String> {
+        search_words(text).unwrap()
+    }
+
+    #[test]
+    fn search_words_are_runs_of_letters_and_digits_lowercased_once_each() {
+        assert_eq!(
+            words("  NEAR(a b) \"x\" c* d:e f' g; -- Breakout breakout "),
+            ["near", "a", "b", "x", "c", "d", "e", "f", "g", "breakout"]
+        );
+        assert_eq!(words("café 日本語 ½"), ["café", "日本語", "½"]);
+        let many: String = (0..20).map(|i| format!("w{i} ")).collect();
+        let w = words(&many);
+        assert_eq!(w.len(), MAX_SEARCH_WORDS);
+        assert_eq!(w.last().map(String::as_str), Some("w15"));
+    }
+
+    #[test]
+    fn search_texts_without_words_or_too_long_are_refused_by_name() {
+        for (text, needle) in [
+            ("", "empty after trimming"),
+            (" \t\n", "empty after trimming"),
+            ("* \" : ( ) -", "has no word"),
+        ] {
+            match search_words(text) {
+                Err(DbError::Invalid { what, detail }) => {
+                    assert_eq!(what, "search text");
+                    assert!(detail.contains(needle), "{text:?}: {detail}");
+                }
+                other => panic!("{text:?}: {other:?}"),
+            }
+        }
+        let long = "é".repeat(outcomes::MAX_SEARCH_CHARS + 1);
+        assert!(matches!(search_words(&long), Err(DbError::Invalid { .. })));
+        assert!(search_words(&"é".repeat(outcomes::MAX_SEARCH_CHARS)).is_ok());
+    }
+
+    #[test]
+    fn search_terms_quote_every_word_for_fts5_and_or_them_for_tsquery() {
+        let w = vec!["near".to_owned(), "and".to_owned(), "btc".to_owned()];
+        assert_eq!(lite::search_terms(&w), "\"near\" OR \"and\" OR \"btc\"");
+        assert_eq!(pg::search_terms(&w), "near | and | btc");
+    }
+}

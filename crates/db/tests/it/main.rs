@@ -8,4 +8,6 @@ mod connect;
 mod contract;
 mod mock;
 mod outcome_memory;
+mod outcome_recall;
+mod recall_migration;
 mod rls;

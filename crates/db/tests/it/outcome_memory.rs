@@ -58,6 +58,7 @@ mod cases {
             max_adverse: Some(dec!(64900)),
             outcome_grade: Some(Grade::A),
             scored_at: Some(scored_at),
+            narrative: Some("BTC long - Grade A".into()),
         }
     }
 

@@ -62,6 +62,7 @@ fn outcome(
             max_adverse: Some(dec!(98)),
             outcome_grade: Some(g),
             scored_at: Some(at + Duration::hours(24)),
+            narrative: Some(format!("EURUSD - Grade {}", g.as_str())),
         };
     }
     RecalledOutcome {
@@ -78,6 +79,8 @@ fn outcome(
             predicted_stop: Some(dec!(98)),
             predicted_target: Some(dec!(103)),
             verdict: OutcomeVerdict::Executed,
+            reason: None,
+            market_condition: RegimeTag::Ranging,
             score,
         },
         indicators: indicators(),

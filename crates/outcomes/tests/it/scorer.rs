@@ -4,11 +4,12 @@
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use outcomes::{
-    FirstHit, Grade, OutcomeScore, OutcomeVerdict, PendingOutcomes, TradeOutcome, score_outcome,
+    FirstHit, Grade, OutcomeScore, OutcomeVerdict, PendingOutcomes, TradeOutcome, narrative,
+    score_outcome,
 };
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
-use types::{Bar, Interval, Side};
+use types::{Bar, Interval, RegimeTag, Side};
 use uuid::Uuid;
 
 fn t0() -> DateTime<Utc> {
@@ -29,6 +30,8 @@ fn outcome(direction: Side, stop: Option<Decimal>, target: Option<Decimal>) -> T
         predicted_stop: stop,
         predicted_target: target,
         verdict: OutcomeVerdict::Executed,
+        reason: Some("Oversold  bounce\nat support".into()),
+        market_condition: RegimeTag::Ranging,
         score: OutcomeScore::default(),
     }
 }
@@ -312,4 +315,70 @@ fn pending_outcomes_score_at_each_mark_then_leave() {
     assert_eq!(due(23, 0), 0);
     assert_eq!(due(24, 0), 1);
     assert!(pending.is_empty());
+}
+
+#[test]
+fn the_final_scoring_writes_seed_003s_narrative_and_only_it() {
+    // Bar 2 reaches the target 110 first; bar 24 closes at 104.5: +4.5 % → A.
+    let bars = path(&[
+        (2, dec!(111), dec!(99), dec!(108)),
+        (24, dec!(104.5), dec!(104.5), dec!(104.5)),
+    ]);
+    let s = final_score(&long(), &bars);
+    assert_eq!(
+        s.narrative.as_deref(),
+        Some(
+            "BTC long - Grade A\n\
+             Signal: long at 100 (conf: 70)\n\
+             Predicted: TP 110, SL 95\n\
+             Actual 24h: 104.5 (+4.5%)\n\
+             Grade: A\n\
+             Conditions: ranging\n\
+             Reason: Oversold bounce at support"
+        )
+    );
+    // Before the 24h mark: marks only, no narrative.
+    let four = score_outcome(&long(), &bars, Interval::H1, t0() + Duration::hours(4));
+    assert_eq!((four.narrative, four.scored_at), (None, None));
+}
+
+#[test]
+fn a_narrative_names_what_is_missing_and_drops_an_absent_reason() {
+    let mut o = outcome(Side::Short, None, Some(dec!(65432.123456)));
+    o.symbol = "eth".into();
+    o.confidence = None;
+    o.reason = None;
+    o.entry_price = dec!(3410.456);
+    o.market_condition = RegimeTag::TrendingDown;
+    let scored = OutcomeScore {
+        price_24h: Some(dec!(3450)),
+        pnl_percent_24h: Some(dec!(-1.1595)),
+        outcome_grade: Some(Grade::D),
+        scored_at: Some(t0()),
+        ..OutcomeScore::default()
+    };
+    assert_eq!(
+        narrative(&o, &scored),
+        "ETH short - Grade D\n\
+         Signal: short at 3,410.46 (conf: none)\n\
+         Predicted: TP 65,432.1, SL none\n\
+         Actual 24h: 3,450 (-1.2%)\n\
+         Grade: D\n\
+         Conditions: trending_down"
+    );
+    // No bar in the 24 hours: scored without a grade or a price.
+    let blank = OutcomeScore {
+        scored_at: Some(t0()),
+        ..OutcomeScore::default()
+    };
+    o.reason = Some("   ".into());
+    assert_eq!(
+        narrative(&o, &blank),
+        "ETH short - Grade none\n\
+         Signal: short at 3,410.46 (conf: none)\n\
+         Predicted: TP 65,432.1, SL none\n\
+         Actual 24h: none\n\
+         Grade: none\n\
+         Conditions: trending_down"
+    );
 }

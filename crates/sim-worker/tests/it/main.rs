@@ -11,4 +11,5 @@ mod memory_cli;
 mod model_failures_cli;
 mod notes_cli;
 mod run_cli;
+mod score_cli;
 mod skill_cli;

@@ -11,3 +11,4 @@ mod common;
 mod costs_prop;
 mod mock;
 mod outcome_memory;
+mod recall_memory;

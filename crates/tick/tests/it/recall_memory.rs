@@ -63,14 +63,19 @@ fn ctx_at(input: &BacktestInput, store: &SqliteStore, at: DateTime<Utc>) -> Tool
 }
 
 fn block_of(context: &str) -> &str {
-    let start = context.find("<trading_memory>").expect("the block is shown");
-    let end = context.find("</trading_memory>").expect("the block ends") + "</trading_memory>".len();
+    let start = context
+        .find("<trading_memory>")
+        .expect("the block is shown");
+    let end =
+        context.find("</trading_memory>").expect("the block ends") + "</trading_memory>".len();
     &context[start..end]
 }
 
 #[tokio::test]
 async fn every_ticks_block_is_the_final_store_as_of_that_tick() {
-    let store = SqliteStore::connect("sqlite::memory:").await.expect("store");
+    let store = SqliteStore::connect("sqlite::memory:")
+        .await
+        .expect("store");
     let input = backtest(&store).await;
     let skill = input.deployment.skill.as_ref();
     let mut snapshots = store
@@ -107,7 +112,10 @@ async fn every_ticks_block_is_the_final_store_as_of_that_tick() {
         }
     }
     // Not vacuous: blocks showed graded outcomes and outcomes still waiting for their grade.
-    assert!(graded_rows > 100 && pending_rows > 20, "{graded_rows} graded, {pending_rows} pending");
+    assert!(
+        graded_rows > 100 && pending_rows > 20,
+        "{graded_rows} graded, {pending_rows} pending"
+    );
 }
 
 async fn call(ctx: &ToolContext, name: &str, args: Value) -> Value {
@@ -132,12 +140,14 @@ fn ids(v: &Value) -> BTreeSet<String> {
 
 #[tokio::test]
 async fn each_recall_tool_at_t_sees_only_what_was_known_at_t() {
-    let store = SqliteStore::connect("sqlite::memory:").await.expect("store");
+    let store = SqliteStore::connect("sqlite::memory:")
+        .await
+        .expect("store");
     let input = backtest(&store).await;
     let d = input.deployment.deployment_id;
     let mut all: Vec<TradeOutcome> = store.outcomes(d, 1000).await.expect("outcomes");
     all.sort_by_key(|o| o.tick_at);
-    assert!(all.len() > 100);
+    assert!(all.len() > 30, "{} outcomes", all.len());
     // T: 12 hours after an outcome in the middle, so that it is decided but not graded at T
     // (its grade came 24h after it), while the store now holds its grade.
     let late = all[all.len() / 2].clone();
@@ -147,7 +157,12 @@ async fn each_recall_tool_at_t_sees_only_what_was_known_at_t() {
     let graded_by_t = |o: &&TradeOutcome| known(o) && o.score.scored_at.is_some_and(|s| s <= t);
     let ctx = ctx_at(&input, &store, t);
 
-    let history = call(&ctx, "recall_symbol_history", json!({"symbol": "EURUSD", "limit": 50})).await;
+    let history = call(
+        &ctx,
+        "recall_symbol_history",
+        json!({"symbol": "EURUSD", "limit": 50}),
+    )
+    .await;
     let listed = ids(&history["outcomes"]);
     let expected: BTreeSet<String> = all
         .iter()
@@ -168,7 +183,7 @@ async fn each_recall_tool_at_t_sees_only_what_was_known_at_t() {
     let last_50: Vec<&TradeOutcome> = all.iter().filter(known).rev().take(50).collect();
     assert_eq!(
         history["stats"]["graded"],
-        last_50.iter().filter(graded_by_t).count()
+        last_50.iter().copied().filter(graded_by_t).count()
     );
 
     let recent = call(&ctx, "recall_recent_trades", json!({"days": 7})).await;
@@ -178,7 +193,10 @@ async fn each_recall_tool_at_t_sees_only_what_was_known_at_t() {
         .filter(|o| o.tick_at >= t - Duration::days(7))
         .collect();
     assert_eq!(recent["stats"]["outcomes"], week.len());
-    assert_eq!(recent["stats"]["graded"], week.iter().filter(graded_by_t).count());
+    assert_eq!(
+        recent["stats"]["graded"],
+        week.iter().copied().filter(graded_by_t).count()
+    );
 
     let graded_at_t = all.iter().filter(graded_by_t).count();
     let accuracy = call(
@@ -187,7 +205,10 @@ async fn each_recall_tool_at_t_sees_only_what_was_known_at_t() {
         json!({"confidence_min": 0, "confidence_max": 100}),
     )
     .await;
-    assert_eq!(accuracy["all_signals"]["outcomes"], all.iter().filter(known).count());
+    assert_eq!(
+        accuracy["all_signals"]["outcomes"],
+        all.iter().filter(known).count()
+    );
     assert_eq!(accuracy["all_signals"]["graded"], graded_at_t);
 
     let similar = call(&ctx, "recall_similar_setups", json!({})).await;
@@ -210,10 +231,19 @@ async fn each_recall_tool_at_t_sees_only_what_was_known_at_t() {
     );
 
     // Search: narratives exist once graded; at T only those graded by T are found.
-    let found = call(&ctx, "search_trade_memory", json!({"query": "EURUSD grade", "limit": 20})).await;
+    let found = call(
+        &ctx,
+        "search_trade_memory",
+        json!({"query": "EURUSD grade", "limit": 20}),
+    )
+    .await;
     let hits = found["hits"].as_array().expect("hits");
     assert!(!hits.is_empty());
-    let graded_ids: BTreeSet<String> = all.iter().filter(graded_by_t).map(|o| o.id.to_string()).collect();
+    let graded_ids: BTreeSet<String> = all
+        .iter()
+        .filter(graded_by_t)
+        .map(|o| o.id.to_string())
+        .collect();
     for h in hits {
         assert_eq!(h["kind"], "outcome");
         assert!(graded_ids.contains(h["id"].as_str().unwrap()), "{h}");

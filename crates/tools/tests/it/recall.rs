@@ -104,6 +104,8 @@ fn row(
             predicted_stop: None,
             predicted_target: None,
             verdict: OutcomeVerdict::Executed,
+            reason: None,
+            market_condition: indicators.market_condition,
             score: OutcomeScore {
                 price_1h: Some(dec!(100)),
                 price_4h: Some(dec!(100)),
