@@ -337,7 +337,6 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
         from,
         to,
         broker,
-        trade_memory: None,
         external_tools: std::sync::Arc::new([]),
     };
     Ok(Prepared {

@@ -112,7 +112,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         from: None,
         to: None,
         broker,
-        trade_memory: None,
         external_tools: std::sync::Arc::new([]),
     };
     register(&store, &input, serde_json::to_value(&*skill)?, start).await?;

@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use agent_runtime::{LanguageModel, Usage};
 use chrono::{DateTime, Utc};
-use db::{NoteStore, OutcomeStore, TickStore};
+use db::{MemoryScope, NoteStore, OutcomeStore, TickStore};
 use execution_engine::{BrokerError, PaperBroker, PaperBrokerConfig, USD_DP};
 use outcomes::PendingOutcomes;
 use reflection::NoteDraft;
@@ -40,7 +40,7 @@ use types::{Fill, Interval, TradeRecord, TradeStatus, Verdict};
 
 use crate::write_behind::WriteBehind;
 use crate::{
-    Deployment, ReflectionCheck, ReflectionReport, TickError, TickOutcome, TickState,
+    Deployment, ReflectionCheck, ReflectionReport, StoreMemory, TickError, TickOutcome, TickState,
     run_due_reflection, run_tick,
 };
 
@@ -61,11 +61,6 @@ pub struct BacktestInput {
     pub to: Option<DateTime<Utc>>,
     /// The paper broker's settings (initial equity, fees, slippage, leverage).
     pub broker: PaperBrokerConfig,
-    /// The outcome memory the recall tools and the `<trading_memory>` block read (none = they
-    /// find nothing): `tick::StoreMemory` over the store the backtest writes to. When the
-    /// skill reads it ([`skill_schema::Skill::reads_outcome_memory`]), every tick's batch is
-    /// written before the next tick runs, so each tick recalls every earlier one.
-    pub trade_memory: Option<Arc<dyn TradeMemory>>,
     /// Tools started before the run (the skill's MCP servers' tools, `mcp::McpServers::tools`),
     /// in every tick's [`ToolContext`]; empty when the skill names no MCP server. Whoever
     /// started them keeps them running for the whole run.
@@ -159,6 +154,11 @@ pub fn tick_times(
 /// Runs the backtest. `on_tick` sees every tick's outcome and the state after it (progress
 /// bars, logs).
 ///
+/// When the skill reads its outcome memory (the `<trading_memory>` block, or a recall tool:
+/// [`skill_schema::Skill::reads_outcome_memory`]) the ticks recall from `store` (a clone of it,
+/// sharing its connections: [`StoreMemory`]), and each tick writes every earlier tick and the
+/// scores due at it first, so it recalls exactly what the store says as of its time.
+///
 /// # Errors
 /// [`BacktestError`] when the broker config is invalid, a bar is invalid, no tick falls in the
 /// range, or a tick fails (data, ledger, store).
@@ -169,9 +169,18 @@ pub async fn run_backtest<S, F>(
     mut on_tick: F,
 ) -> Result<BacktestResult, BacktestError>
 where
-    S: TickStore + NoteStore + OutcomeStore,
+    S: TickStore + NoteStore + OutcomeStore + Clone + Send + Sync + 'static,
     F: FnMut(&TickOutcome, &TickState),
 {
+    // The outcome memory the recall tools and the `<trading_memory>` block read: this
+    // backtest's own, in the store it writes to (read only when the skill asks for it).
+    let memory: Option<Arc<dyn TradeMemory>> =
+        input.deployment.skill.reads_outcome_memory().then(|| {
+            Arc::new(StoreMemory::new(
+                store.clone(),
+                MemoryScope::Deployment(input.deployment.deployment_id),
+            )) as Arc<dyn TradeMemory>
+        });
     let store = WriteBehind::new(store);
     let skill = input.deployment.skill.as_ref();
     let interval = skill.context.bars_interval;
@@ -201,7 +210,6 @@ where
     let mut reflection_failures = 0_u32;
     // Outcomes waiting for their +1h/+4h/+24h marks (seed 003).
     let mut pending = PendingOutcomes::new();
-    let reads_memory = skill.reads_outcome_memory();
     for at in times {
         for symbol in &symbols {
             if let Some(bar) = by_close.get(symbol.as_str()).and_then(|m| m.get(&at)) {
@@ -228,20 +236,18 @@ where
         if let Some(events) = &input.events {
             ctx = ctx.with_events(events.clone());
         }
-        if let Some(memory) = &input.trade_memory {
-            if reads_memory {
-                // Every earlier tick, and the scores that came due at this one, are in the
-                // store before the tick recalls: a mark is visible from the tick at or after
-                // it, as `TradeOutcome::as_of` reads the stored rows afterwards.
-                store.flush().await.map_err(BacktestError::Store)?;
-                let scores = std::mem::take(&mut state.outcome_scores);
-                if !scores.is_empty() {
-                    store
-                        .inner()
-                        .score_outcomes(&scores)
-                        .await
-                        .map_err(BacktestError::Store)?;
-                }
+        if let Some(memory) = &memory {
+            // Every earlier tick, and the scores that came due at this one, are in the store
+            // before the tick recalls: a mark is visible from the tick at or after it, as
+            // `TradeOutcome::as_of` reads the stored rows afterwards.
+            store.flush().await.map_err(BacktestError::Store)?;
+            let scores = std::mem::take(&mut state.outcome_scores);
+            if !scores.is_empty() {
+                store
+                    .inner()
+                    .score_outcomes(&scores)
+                    .await
+                    .map_err(BacktestError::Store)?;
             }
             ctx = ctx.with_trade_memory(memory.clone());
         }

@@ -53,7 +53,6 @@ async fn trades_detail_is_the_ledger() {
         from: None,
         to: None,
         broker: PaperBrokerConfig::new(Decimal::from(10_000)),
-        trade_memory: None,
         external_tools: std::sync::Arc::new([]),
     };
     let store = db::connect("sqlite::memory:").await.expect("store");

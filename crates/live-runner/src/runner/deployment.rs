@@ -227,7 +227,13 @@ impl Runner {
             market.clone(),
         )
         .with_events(market)
-        .with_external(external);
+        .with_external(external)
+        // The outcome memory (recall tools, `<trading_memory>`): this deployment's rows, read
+        // as of the tick.
+        .with_trade_memory(Arc::new(tick::StoreMemory::new(
+            self.store.clone(),
+            db::MemoryScope::Deployment(deployment.deployment_id),
+        )));
         let carry =
             |broker: &B, after: &TickState| serde_json::to_value(RunnerState::after(broker, after));
         let outcome = tick::run_tick_carrying(

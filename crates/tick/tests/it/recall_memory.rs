@@ -32,10 +32,6 @@ async fn backtest(store: &SqliteStore) -> BacktestInput {
     let mut skill = (*input.deployment.skill).clone();
     skill.context.memory.trading_memory = true;
     input.deployment.skill = Arc::new(skill);
-    input.trade_memory = Some(Arc::new(StoreMemory::new(
-        store.clone(),
-        MemoryScope::Deployment(input.deployment.deployment_id),
-    )));
     let first = bars[0].close_time(Interval::H1);
     register(store, &input, json!({"name": "eurusd"}), first)
         .await

@@ -62,7 +62,6 @@ pub(crate) fn eurusd_input(bars: &[Bar], fee_bps: Decimal, slippage_bps: Decimal
         from: None,
         to: None,
         broker,
-        trade_memory: None,
         external_tools: std::sync::Arc::new([]),
     }
 }
