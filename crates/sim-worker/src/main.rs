@@ -71,6 +71,9 @@ enum Command {
     /// close), through the live scorer's path; prints how many rows changed, were graded, were
     /// skipped.
     ScoreOutcomes(score_cmd::ScoreArgs),
+    /// Serve a store's outcome memory over MCP on stdin/stdout (for Claude Code or any MCP
+    /// client): the six recall tools and `annotate`.
+    McpServe(memory_cmd::McpServeArgs),
 }
 
 /// Bad input (an invalid skill, an unreadable file): exit 2 with every problem on stderr and
@@ -104,6 +107,7 @@ fn main() -> ExitCode {
         Command::Annotate(args) => memory_cmd::annotate(args),
         Command::MemoryStats(args) => memory_cmd::stats(args),
         Command::ScoreOutcomes(args) => score_cmd::score(args),
+        Command::McpServe(args) => memory_cmd::mcp_serve(args),
     };
     match result {
         Ok(stdout) => match write_stdout(&stdout) {

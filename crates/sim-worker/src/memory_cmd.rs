@@ -105,3 +105,48 @@ pub(crate) fn stats(args: StatsArgs) -> Result<String, Failure> {
             .map_err(bad)
     })
 }
+
+/// `sim-worker mcp-serve`.
+#[derive(Debug, Args)]
+pub(crate) struct McpServeArgs {
+    /// The store: `sqlite://PATH` (a backtest's `sim.db`) or `postgres://…` (it must exist).
+    #[arg(long)]
+    db: String,
+    /// Serve this deployment's memory; default the store's only deployment.
+    #[arg(long, conflicts_with = "user")]
+    deployment: Option<Uuid>,
+    /// Serve the memory of every deployment this user owns.
+    #[arg(long)]
+    user: Option<Uuid>,
+    /// Leave `annotate` out: the server only reads.
+    #[arg(long)]
+    read_only: bool,
+}
+
+/// Serves the outcome memory over MCP on stdin/stdout (until the client disconnects): the six
+/// recall tools, as of the wall clock at each call, and `annotate` unless `--read-only`.
+/// Prints nothing on stdout itself (it is the MCP transport).
+pub(crate) fn mcp_serve(args: McpServeArgs) -> Result<String, Failure> {
+    crate::block_on(async move {
+        let store = open(&args.db).await?;
+        let scope = memory_cmd::memory_scope(&store, args.deployment, args.user)
+            .await
+            .map_err(bad)?;
+        let tools = tick::memory_tools(
+            store,
+            scope,
+            std::sync::Arc::new(types::SystemClock),
+            args.read_only,
+        );
+        let info = mcp::ServeInfo {
+            name: "sim-worker-memory".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            instructions: Some(tick::MEMORY_SERVER_INSTRUCTIONS.into()),
+            mode: tools::RunMode::Trade,
+        };
+        mcp::serve_stdio(tools, info)
+            .await
+            .map_err(|e| bad(format!("serving MCP: {e}")))?;
+        Ok(String::new())
+    })
+}

@@ -112,7 +112,7 @@ use uuid::Uuid;
 pub use broker::MockBroker;
 pub use broker::{Broker, BrokerRefusal, BrokerUnavailable, ExecuteError};
 pub use ids::{ID_NAMESPACE, note_id, run_id, snapshot_id};
-pub use memory_tools::{ANNOTATE, AnnotateArgs, memory_tools};
+pub use memory_tools::{ANNOTATE, AnnotateArgs, MEMORY_SERVER_INSTRUCTIONS, memory_tools};
 pub use outcome_memory::{ScoreError, ScoreReport, score_due_outcomes};
 pub use reflect::{
     DueReflection, ReflectionCheck, ReflectionDone, ReflectionReport, run_due_reflection,

@@ -1,12 +1,13 @@
 //! The outcome-memory commands both binaries offer (`sim-worker` over SQLite or PostgreSQL,
 //! `live-runner` over PostgreSQL): `annotate` (a note on an outcome or a ledger row) and
-//! `memory-stats` (a point-in-time summary of a symbol's outcomes). The binaries parse their
-//! flags and open the store; the checks, the reads and the output are here, once.
+//! `memory-stats` (a point-in-time summary of a symbol's outcomes), and the scope `mcp-serve`
+//! serves ([`memory_scope`]). The binaries parse their flags and open the store; the checks, the
+//! reads and the output are here, once.
 
 use chrono::{DateTime, Duration, Utc};
 use db::{
     AnnotationTarget, DbError, MAX_ANNOTATION_CHARS, MAX_ANNOTATION_TAGS, MAX_TAG_CHARS,
-    NewAnnotation, OutcomeStore, RegistryStore,
+    MemoryScope, NewAnnotation, OutcomeStore, RegistryStore,
 };
 use outcomes::{Grade, TradeOutcome};
 use rust_decimal::Decimal;
@@ -137,6 +138,53 @@ pub async fn annotate<S: OutcomeStore>(
             Err(bad(format!("{flag} {id}: no {entity} has this id")))
         }
         Err(e) => Err(bad(format!("storing the annotation on {flag} {id}: {e}"))),
+    }
+}
+
+/// Whose memory `mcp-serve` serves: `--deployment` (it must exist), `--user` (they must own a
+/// deployment), or, with neither, the store's only deployment (a backtest's store).
+///
+/// # Errors
+/// [`MemoryCommandError`] naming the flag: an unknown deployment, a user without deployments, a
+/// store with no deployment, or one with several (their ids listed) and no flag to choose.
+pub async fn memory_scope<S: RegistryStore>(
+    store: &S,
+    deployment: Option<Uuid>,
+    user: Option<Uuid>,
+) -> Result<MemoryScope, MemoryCommandError> {
+    let read = |e: DbError| bad(format!("reading the deployments: {e}"));
+    match (deployment, user) {
+        (Some(_), Some(_)) => Err(bad("give --deployment or --user, not both")),
+        (Some(id), None) => match store.get_deployment(id).await {
+            Ok(_) => Ok(MemoryScope::Deployment(id)),
+            Err(DbError::NotFound { .. }) => {
+                Err(bad(format!("--deployment {id}: no deployment has this id")))
+            }
+            Err(e) => Err(read(e)),
+        },
+        (None, Some(user)) => {
+            if store.user_deployments(user).await.map_err(read)?.is_empty() {
+                Err(bad(format!("--user {user}: this user owns no deployment")))
+            } else {
+                Ok(MemoryScope::User(user))
+            }
+        }
+        (None, None) => {
+            let all = store.list_deployments(None).await.map_err(read)?;
+            match all.as_slice() {
+                [one] => Ok(MemoryScope::Deployment(one.id)),
+                [] => Err(bad("the store holds no deployment")),
+                many => Err(bad(format!(
+                    "the store holds {} deployments; give --deployment (one of {}) or --user",
+                    many.len(),
+                    many.iter()
+                        .take(10)
+                        .map(|d| d.id.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))),
+            }
+        }
     }
 }
 

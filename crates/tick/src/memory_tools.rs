@@ -23,6 +23,14 @@ use uuid::Uuid;
 
 use crate::StoreMemory;
 
+/// What an MCP server of the memory tells its client's model (the `instructions` of its
+/// handshake).
+pub const MEMORY_SERVER_INSTRUCTIONS: &str = "A trading agent's outcome memory (seed 003): \
+    every directional signal it proposed, with the market snapshot at the decision and what the \
+    price did after 1h, 4h and 24h, graded A-F. Recall tools answer as of now; \
+    search_trade_memory searches graded signals' narratives and annotations; annotate attaches \
+    a note to an outcome or a ledger trade.";
+
 /// The name of the annotation tool.
 pub const ANNOTATE: &str = "annotate";
 

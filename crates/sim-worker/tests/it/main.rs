@@ -7,6 +7,7 @@
 mod common;
 mod ledger_cli;
 mod mcp_cli;
+mod mcp_serve;
 mod memory_cli;
 mod model_failures_cli;
 mod notes_cli;
