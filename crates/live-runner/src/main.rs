@@ -263,6 +263,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve the outcome memory of one deployment (or of every deployment a user owns) over MCP
+    /// on stdin/stdout, for Claude Code or any MCP client: the six recall tools (as of each
+    /// call) and `annotate` (as `sim-worker mcp-serve`).
+    McpServe {
+        /// Database URL (it must be migrated), e.g. postgres://postgres@127.0.0.1:5432/agents.
+        #[arg(long, env = "DATABASE_URL")]
+        db: String,
+        /// Serve this deployment's memory.
+        #[arg(long, conflicts_with = "user", required_unless_present = "user")]
+        deployment: Option<Uuid>,
+        /// Serve the memory of every deployment this user owns.
+        #[arg(long)]
+        user: Option<Uuid>,
+        /// Leave `annotate` out: the server only reads.
+        #[arg(long)]
+        read_only: bool,
+    },
     /// Tick every due deployment once per closed bar, until SIGTERM / ctrl-c (in-flight ticks
     /// and reflections finish first) or, with --once, until nothing is due.
     Run {
@@ -576,6 +593,25 @@ async fn main() -> anyhow::Result<()> {
                 "{}",
                 tick::memory_cmd::memory_stats(&store, &request).await?
             );
+        }
+        Command::McpServe {
+            db,
+            deployment,
+            user,
+            read_only,
+        } => {
+            let store = db::open_existing(&db)
+                .await
+                .with_context(|| format!("--db {}", db::redact_url(&db)))?;
+            let scope = tick::memory_cmd::memory_scope(&store, deployment, user).await?;
+            let tools = tick::memory_tools(store, scope, Arc::new(SystemClock), read_only);
+            let info = mcp::ServeInfo {
+                name: "live-runner-memory".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                instructions: Some(tick::MEMORY_SERVER_INSTRUCTIONS.into()),
+                mode: tools::RunMode::Trade,
+            };
+            mcp::serve_stdio(tools, info).await.context("serving MCP")?;
         }
         Command::Run {
             db,

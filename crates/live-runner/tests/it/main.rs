@@ -11,6 +11,7 @@ mod events_pg;
 mod hl_broker;
 mod hyperliquid_pg;
 mod mcp_pg;
+mod mcp_serve_pg;
 mod memory_cli_pg;
 mod model_failures_pg;
 mod outcomes_pg;
