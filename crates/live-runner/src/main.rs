@@ -241,8 +241,8 @@ enum Command {
         tags: Vec<String>,
     },
     /// Summarise a symbol's outcomes over a window as they stood at its end (as
-    /// `sim-worker memory-stats`): counts, grades, target and stop hits, the 24h win rate, mean
-    /// and median pnl % at 1h, 4h and 24h.
+    /// `sim-worker memory-stats`): counts, grades, target and stop hits, the win rate (grade A
+    /// or B), mean and median pnl % at 1h, 4h and 24h.
     MemoryStats {
         /// Database URL (it must be migrated), e.g. postgres://postgres@127.0.0.1:5432/agents.
         #[arg(long, env = "DATABASE_URL")]

@@ -65,7 +65,7 @@ enum Command {
     /// annotation's id.
     Annotate(memory_cmd::AnnotateArgs),
     /// Summarise a symbol's outcomes over a window as they stood at its end: counts, grades,
-    /// target and stop hits, the 24h win rate, mean and median pnl % at 1h, 4h and 24h.
+    /// target and stop hits, the win rate (grade A or B), mean and median pnl % at 1h, 4h and 24h.
     MemoryStats(memory_cmd::StatsArgs),
     /// Score a store's due outcomes from bar files as of a time (default: the last bar's
     /// close), through the live scorer's path; prints how many rows changed, were graded, were

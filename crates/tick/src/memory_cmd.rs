@@ -196,7 +196,8 @@ struct Stats {
     grades: [u64; 5],
     hit_target: u64,
     hit_stop: u64,
-    wins_24h: u64,
+    /// Graded A or B (`outcomes::stats::is_win`'s definition).
+    wins: u64,
     /// Average and median pnl % at 1h, 4h and 24h over the scored outcomes with that mark.
     pnl: [Option<(Decimal, Decimal)>; 3],
 }
@@ -239,7 +240,7 @@ fn summarise(rows: &[&TradeOutcome], at: DateTime<Utc>) -> Stats {
         }
         s.hit_target += u64::from(sc.hit_target == Some(true));
         s.hit_stop += u64::from(sc.hit_stop == Some(true));
-        s.wins_24h += u64::from(sc.pnl_percent_24h.is_some_and(|p| p > Decimal::ZERO));
+        s.wins += u64::from(matches!(sc.outcome_grade, Some(Grade::A | Grade::B)));
     }
     let marks: [fn(&TradeOutcome) -> Option<Decimal>; 3] = [
         |o| o.score.pnl_percent_1h,
@@ -287,7 +288,7 @@ fn all_time() -> (DateTime<Utc>, DateTime<Utc>) {
 }
 
 /// The point-in-time summary of a symbol's outcomes over a window (`memory-stats`), as text or
-/// JSON: counts, grades, target and stop hits, the 24h win rate, mean and median pnl % at 1h,
+/// JSON: counts, grades, target and stop hits, the win rate (grade A or B), mean and median pnl % at 1h,
 /// 4h and 24h.
 ///
 /// # Errors
@@ -357,7 +358,7 @@ fn render_json(args: &StatsRequest, from: DateTime<Utc>, at: DateTime<Utc>, s: &
         })
         .collect();
     let win_rate = (s.scored > 0).then(|| {
-        (Decimal::from(s.wins_24h) * Decimal::ONE_HUNDRED / Decimal::from(s.scored))
+        (Decimal::from(s.wins) * Decimal::ONE_HUNDRED / Decimal::from(s.scored))
             .round_dp(2)
             .to_string()
     });
@@ -372,7 +373,7 @@ fn render_json(args: &StatsRequest, from: DateTime<Utc>, at: DateTime<Utc>, s: &
         "grades": grades,
         "hit_target": s.hit_target,
         "hit_stop": s.hit_stop,
-        "wins_24h": s.wins_24h,
+        "wins": s.wins,
         "win_rate_pct": win_rate,
         "pnl_percent": pnl,
     });
@@ -408,12 +409,12 @@ fn render_text(args: &StatsRequest, from: DateTime<Utc>, at: DateTime<Utc>, s: &
         "hit target: {}  hit stop: {}",
         s.hit_target, s.hit_stop
     );
-    let rate = text::percent_of(Decimal::from(s.wins_24h), Decimal::from(s.scored))
+    let rate = text::percent_of(Decimal::from(s.wins), Decimal::from(s.scored))
         .unwrap_or_else(|| "n/a".to_owned());
     let _ = writeln!(
         out,
-        "win rate (pnl 24h > 0): {rate} ({} of {})",
-        s.wins_24h, s.scored
+        "win rate (grade A or B): {rate} ({} of {})",
+        s.wins, s.scored
     );
     for (m, v) in MARK_NAMES.iter().zip(&s.pnl) {
         match v {

@@ -119,7 +119,7 @@ async fn annotate_and_memory_stats_work_over_postgres() {
     assert_eq!(lines[1], "outcomes: 1  scored: 1  unscored: 0");
     assert_eq!(lines[2], "grades: A=1 B=0 C=0 D=0 F=0");
     assert_eq!(lines[3], "hit target: 1  hit stop: 0");
-    assert_eq!(lines[4], "win rate (pnl 24h > 0): 100.0% (1 of 1)");
+    assert_eq!(lines[4], "win rate (grade A or B): 100.0% (1 of 1)");
     assert_eq!(lines[7], "pnl 24h: mean +1.54%  median +1.54%");
     let (code, json, stderr) = live(args(&[
         "memory-stats",

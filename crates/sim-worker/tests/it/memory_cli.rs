@@ -49,7 +49,7 @@ async fn memory_stats_match_sql_over_the_store_and_annotate_stores_a_note() {
     let (scored, hit_target, hit_stop, wins, mean_24h): (i64, i64, i64, i64, Option<f64>) =
         sqlx::query_as(&format!(
             "SELECT count(*), coalesce(sum(hit_target), 0), coalesce(sum(hit_stop), 0), \
-             coalesce(sum(CAST(pnl_percent_24h AS REAL) > 0), 0), \
+             coalesce(sum(outcome_grade IN ('A', 'B')), 0), \
              avg(CAST(pnl_percent_24h AS REAL)) FROM trade_outcomes WHERE {scored_where}"
         ))
         .bind(&from)
@@ -99,7 +99,7 @@ async fn memory_stats_match_sql_over_the_store_and_annotate_stores_a_note() {
     assert_eq!(v["scored"], scored);
     assert_eq!(v["hit_target"], hit_target);
     assert_eq!(v["hit_stop"], hit_stop);
-    assert_eq!(v["wins_24h"], wins);
+    assert_eq!(v["wins"], wins);
     for g in ["A", "B", "C", "D", "F"] {
         let n = grades.iter().find(|(x, _)| x == g).map_or(0, |(_, n)| *n);
         assert_eq!(v["grades"][g], n, "grade {g}: {stdout}");
