@@ -10,7 +10,7 @@ use types::{RegimeTag, Side};
 
 use crate::recall::RecalledOutcome;
 use crate::score::Grade;
-use crate::stats::{MIN_GROUP, OutcomeStats, setups, stats};
+use crate::stats::{MIN_GROUP, OutcomeStats, best_setup, stats};
 
 /// Outcomes listed per symbol.
 pub const RECENT_ROWS: u32 = 5;
@@ -135,7 +135,7 @@ fn write_symbol(out: &mut String, m: &SymbolMemory) {
         push_uint(out, u64::from(s.graded));
         out.push_str(" graded) | Avg P&L 24h: ");
         push_pnl(out, s.avg_pnl_24h_pct);
-        if let Some(best) = setups(&m.last_30_days).first() {
+        if let Some(best) = best_setup(&m.last_30_days) {
             out.push_str(" | Best setup: ");
             out.push_str(&best.setup);
         }

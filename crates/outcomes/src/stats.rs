@@ -178,6 +178,13 @@ pub fn setups(rows: &[RecalledOutcome]) -> Vec<SetupRecord> {
     out
 }
 
+/// The best setup among `rows`: the first of [`setups`] that won at least once (a setup that
+/// never won is no "best", however the others did).
+#[must_use]
+pub fn best_setup(rows: &[RecalledOutcome]) -> Option<SetupRecord> {
+    setups(rows).into_iter().find(|s| s.stats.wins > 0)
+}
+
 /// Which RSI reading [`SetupFilter`] bounds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RsiTimeframe {
@@ -279,7 +286,7 @@ pub struct WhatWorked {
     /// Setups with at least [`MIN_GROUP`] graded outcomes and a win rate below
     /// [`AVOID_BELOW_PCT`] %, worst first.
     pub avoid: Vec<SetupRecord>,
-    /// The best setup ([`setups`]' first), if any.
+    /// The best setup ([`best_setup`]), if any.
     pub best_setup: Option<SetupRecord>,
 }
 
@@ -329,7 +336,7 @@ pub fn what_worked(rows: &[RecalledOutcome]) -> WhatWorked {
         short,
         best_direction,
         confidence_threshold,
-        best_setup: all.into_iter().next(),
+        best_setup: all.into_iter().find(|s| s.stats.wins > 0),
         avoid,
     }
 }
