@@ -13,7 +13,7 @@ use crate::DbError;
 use crate::model::{
     BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, NewNote, Skill, SkillVersion, User,
 };
-use crate::traits::RegistryStore;
+use crate::traits::{RegistryStore, TickStore};
 
 /// 2026-06-04T10:00:00Z: the base time of every sample.
 #[must_use]
@@ -453,4 +453,34 @@ pub fn sample_outcome_rows(
         score: outcomes::OutcomeScore::default(),
     };
     (market, outcome)
+}
+
+/// Records a tick of `deployment_id` at `tick_at` ([`sample_snapshot`]) with its sample market
+/// snapshot and unscored outcome ([`sample_outcome_rows`]); returns the outcome.
+///
+/// # Errors
+/// Whatever the store returns.
+pub async fn record_sample_outcome<S: TickStore>(
+    store: &S,
+    deployment_id: Uuid,
+    tick_at: DateTime<Utc>,
+) -> Result<outcomes::TradeOutcome, DbError> {
+    let snapshot = sample_snapshot(deployment_id, tick_at);
+    let (market, outcome) = sample_outcome_rows(&snapshot);
+    store
+        .record_tick(&crate::model::TickRecord {
+            snapshot,
+            fills: vec![],
+            trades: vec![],
+            links: vec![],
+            equity_usd: None,
+            runner_state: None,
+            outcomes: crate::model::OutcomeWrites {
+                snapshots: vec![market],
+                outcomes: vec![outcome.clone()],
+                scores: vec![],
+            },
+        })
+        .await?;
+    Ok(outcome)
 }

@@ -540,11 +540,8 @@ recall_contract!(
 /// user's own rows only, whatever scope the caller names.
 #[tokio::test]
 async fn postgres_users_recall_and_search_only_their_own_rows() {
-    use db::test_support::{at, sample_outcome_rows, sample_snapshot, seed};
-    use db::{
-        AnnotationTarget, MemoryScope, NewAnnotation, OutcomeStore, OutcomeWrites, TickRecord,
-        TickStore,
-    };
+    use db::test_support::{at, record_sample_outcome, seed};
+    use db::{AnnotationTarget, MemoryScope, NewAnnotation, OutcomeStore};
     use outcomes::{RecallQuery, SearchQuery};
     use uuid::Uuid;
 
@@ -552,22 +549,7 @@ async fn postgres_users_recall_and_search_only_their_own_rows() {
     let mut owners = Vec::new();
     for _ in 0..2 {
         let fx = seed(&h.store).await.unwrap();
-        let snapshot = sample_snapshot(fx.deployment.id, at(0));
-        let (market, outcome) = sample_outcome_rows(&snapshot);
-        h.store
-            .record_tick(&TickRecord {
-                snapshot,
-                fills: vec![],
-                trades: vec![],
-                links: vec![],
-                equity_usd: None,
-                runner_state: None,
-                outcomes: OutcomeWrites {
-                    snapshots: vec![market],
-                    outcomes: vec![outcome.clone()],
-                    scores: vec![],
-                },
-            })
+        let outcome = record_sample_outcome(&h.store, fx.deployment.id, at(0))
             .await
             .unwrap();
         let mut score = outcomes::OutcomeScore {

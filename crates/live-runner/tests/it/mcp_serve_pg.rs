@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use db::test_support::{at, sample_outcome_rows, sample_snapshot, seed};
-use db::{OutcomeStore, OutcomeWrites, TickRecord, TickStore};
+use db::OutcomeStore;
+use db::test_support::{at, record_sample_outcome, seed};
 use outcomes::{FirstHit, Grade, OutcomeScore, TradeOutcome};
 use rust_decimal::Decimal;
 use serde_json::json;
@@ -17,22 +17,7 @@ use crate::common::{Pg, postgres};
 /// One graded BTC outcome of a fresh user's deployment, its narrative naming `word`.
 async fn graded_outcome(pg: &Pg, word: &str) -> (uuid::Uuid, TradeOutcome) {
     let fx = seed(&pg.store).await.unwrap();
-    let snapshot = sample_snapshot(fx.deployment.id, at(0));
-    let (market, outcome) = sample_outcome_rows(&snapshot);
-    pg.store
-        .record_tick(&TickRecord {
-            snapshot,
-            fills: vec![],
-            trades: vec![],
-            links: vec![],
-            equity_usd: None,
-            runner_state: None,
-            outcomes: OutcomeWrites {
-                snapshots: vec![market],
-                outcomes: vec![outcome.clone()],
-                scores: vec![],
-            },
-        })
+    let outcome = record_sample_outcome(&pg.store, fx.deployment.id, at(0))
         .await
         .unwrap();
     let d = |s: &str| s.parse::<Decimal>().unwrap();

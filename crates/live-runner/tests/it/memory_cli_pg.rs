@@ -3,8 +3,8 @@
 
 use std::process::Command;
 
-use db::test_support::{at, sample_outcome_rows, sample_snapshot, seed};
-use db::{AnnotationTarget, OutcomeStore, OutcomeWrites, TickRecord, TickStore};
+use db::test_support::{at, record_sample_outcome, seed};
+use db::{AnnotationTarget, OutcomeStore};
 use outcomes::{FirstHit, Grade, OutcomeScore};
 use rust_decimal::Decimal;
 
@@ -40,22 +40,7 @@ async fn annotate_and_memory_stats_work_over_postgres() {
     let pg = postgres().await;
     let url = pg.url();
     let fx = seed(&pg.store).await.unwrap();
-    let snapshot = sample_snapshot(fx.deployment.id, at(0));
-    let (market, outcome) = sample_outcome_rows(&snapshot);
-    pg.store
-        .record_tick(&TickRecord {
-            snapshot,
-            fills: vec![],
-            trades: vec![],
-            links: vec![],
-            equity_usd: None,
-            runner_state: None,
-            outcomes: OutcomeWrites {
-                snapshots: vec![market],
-                outcomes: vec![outcome.clone()],
-                scores: vec![],
-            },
-        })
+    let outcome = record_sample_outcome(&pg.store, fx.deployment.id, at(0))
         .await
         .unwrap();
     let score = OutcomeScore {
