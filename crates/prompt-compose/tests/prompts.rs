@@ -139,6 +139,26 @@ fn rules_mode_shows_no_thesis_block_and_keeps_avoid() {
     );
 }
 
+/// The optional thesis fields (horizon, lookFor, sizing) and a rules skill's avoid list may be
+/// left out: their blocks are left out, never an error.
+#[test]
+fn a_minimal_thesis_and_a_rules_skill_without_avoid_compose() {
+    let mut s = skill(StrategyMode::Thesis, Leash::Balanced);
+    s.strategy.style = None;
+    s.strategy.horizon = None;
+    s.strategy.look_for = Vec::new();
+    s.strategy.sizing = None;
+    let p = compose_system_prompt(&s, None).unwrap();
+    insta::assert_snapshot!("system_thesis_minimal", p);
+    assert!(!p.contains("Holding horizon") && !p.contains("What to look for"));
+    assert!(p.contains("HARD constraints"));
+
+    let mut r = skill(StrategyMode::Rules, Leash::Balanced);
+    r.strategy.avoid = Vec::new();
+    let p = compose_system_prompt(&r, None).unwrap();
+    assert!(p.contains("Strategy — Entry rules:") && !p.contains("HARD constraints"));
+}
+
 #[test]
 fn author_text_is_not_evaluated_as_a_template() {
     let mut s = skill(StrategyMode::Thesis, Leash::Strict);
