@@ -117,6 +117,7 @@ delegate!(LedgerStore {
 delegate!(NoteStore {
     fn insert_note(&self, note: &NewNote) -> ReflectionNote;
     fn accept_note(&self, id: Uuid, at: DateTime<Utc>) -> ReflectionNote;
+    fn get_note(&self, id: Uuid) -> ReflectionNote;
     fn active_note(&self, scope: NoteScope, as_of: DateTime<Utc>) -> Option<ReflectionNote>;
     fn note_history(&self, scope: NoteScope, limit: u32) -> Vec<ReflectionNote>;
     fn record_reflection_run(&self, run: &ReflectionRun) -> ();

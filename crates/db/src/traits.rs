@@ -396,6 +396,12 @@ pub trait NoteStore {
         at: DateTime<Utc>,
     ) -> impl Future<Output = Result<ReflectionNote, DbError>> + Send;
 
+    /// One note, whatever its scope and status.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] for an unknown id.
+    fn get_note(&self, id: Uuid) -> impl Future<Output = Result<ReflectionNote, DbError>> + Send;
+
     /// Point in time: the note in force at `as_of` — the newest note of the scope in force at or
     /// before `as_of` (the active note when `as_of` is now). A note pending review is never in
     /// force; an accepted one is in force from its `accepted_at`.

@@ -263,6 +263,20 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Promote a deployment's reflection note to its skill version (as `sim-worker
+    /// promote-note`): the skill's other deployments without a note of their own see it from
+    /// `--at` (default now).
+    PromoteNote {
+        /// Database URL (it must be migrated), e.g. postgres://postgres@127.0.0.1:5432/agents.
+        #[arg(long, env = "DATABASE_URL")]
+        db: String,
+        /// The note (active or superseded; one pending review is accepted first).
+        #[arg(long)]
+        note: Uuid,
+        /// When the promotion takes effect (RFC 3339). Default: now.
+        #[arg(long)]
+        at: Option<chrono::DateTime<chrono::Utc>>,
+    },
     /// Serve the outcome memory of one deployment (or of every deployment a user owns) over MCP
     /// on stdin/stdout, for Claude Code or any MCP client: the six recall tools (as of each
     /// call) and `annotate` (as `sim-worker mcp-serve`).
@@ -593,6 +607,16 @@ async fn main() -> anyhow::Result<()> {
                 "{}",
                 tick::memory_cmd::memory_stats(&store, &request).await?
             );
+        }
+        Command::PromoteNote { db, note, at } => {
+            let store = db::open_existing(&db)
+                .await
+                .with_context(|| format!("--db {}", db::redact_url(&db)))?;
+            let at = at.unwrap_or_else(|| SystemClock.now());
+            let copy = tick::promote_note(&store, note, at)
+                .await
+                .with_context(|| format!("--note {note}"))?;
+            print!("{}", tick::promoted_note_line(note, &copy));
         }
         Command::McpServe {
             db,

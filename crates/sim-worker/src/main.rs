@@ -54,6 +54,9 @@ enum Command {
     /// Accept a reflection note the avoid-linter flagged: it becomes the deployment's active note
     /// from the given time and is injected from then on.
     AcceptNote(notes_cmd::AcceptArgs),
+    /// Promote a deployment's reflection note to its skill version: the skill's other
+    /// deployments without a note of their own see it from the given time (ADR-0017).
+    PromoteNote(notes_cmd::PromoteArgs),
     /// Work with skill files: validate them, export their JSON Schema, render their prompt.
     #[command(subcommand)]
     Skill(skill_cmd::SkillCommand),
@@ -102,6 +105,7 @@ fn main() -> ExitCode {
         Command::Reflect(args) => notes_cmd::reflect_now(args),
         Command::Notes(target) => notes_cmd::list(target),
         Command::AcceptNote(args) => notes_cmd::accept(args),
+        Command::PromoteNote(args) => notes_cmd::promote(args),
         Command::Skill(cmd) => skill_cmd::run(cmd),
         Command::Ledger(cmd) => ledger_cmd::run(cmd),
         Command::Annotate(args) => memory_cmd::annotate(args),

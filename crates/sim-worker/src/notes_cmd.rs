@@ -225,3 +225,33 @@ pub(crate) fn accept(args: AcceptArgs) -> Result<String, Failure> {
         ))
     })
 }
+
+#[derive(Debug, Args)]
+pub(crate) struct PromoteArgs {
+    /// The store: `sqlite://PATH` or `postgres://…`.
+    #[arg(long)]
+    db: String,
+    /// The id of a deployment's note (active or superseded; one pending review is accepted
+    /// first, with `accept-note`).
+    #[arg(long)]
+    note: Uuid,
+    /// When the promotion takes effect (RFC 3339): the skill's other deployments see the note
+    /// from then on, never earlier. Default: now.
+    #[arg(long)]
+    at: Option<DateTime<Utc>>,
+}
+
+/// A person promotes a deployment's note to its skill version (ADR-0017): the skill's other
+/// deployments without a note of their own see it from `--at`.
+pub(crate) fn promote(args: PromoteArgs) -> Result<String, Failure> {
+    crate::block_on(async move {
+        let store = db::open_existing(&args.db)
+            .await
+            .map_err(|e| bad(format!("cannot open {}: {e}", db::redact_url(&args.db))))?;
+        let at = args.at.unwrap_or_else(Utc::now);
+        let copy = tick::promote_note(&store, args.note, at)
+            .await
+            .map_err(|e| bad(format!("--note {}: {e}", args.note)))?;
+        Ok(tick::promoted_note_line(args.note, &copy))
+    })
+}

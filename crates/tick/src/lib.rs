@@ -115,8 +115,8 @@ pub use ids::{ID_NAMESPACE, note_id, run_id, snapshot_id};
 pub use memory_tools::{ANNOTATE, AnnotateArgs, MEMORY_SERVER_INSTRUCTIONS, memory_tools};
 pub use outcome_memory::{ScoreError, ScoreReport, score_due_outcomes};
 pub use reflect::{
-    DueReflection, ReflectionCheck, ReflectionDone, ReflectionReport, run_due_reflection,
-    store_reflection,
+    DueReflection, PromoteError, ReflectionCheck, ReflectionDone, ReflectionReport, promote_note,
+    promoted_note_id, promoted_note_line, run_due_reflection, store_reflection,
 };
 pub use run::{CarryState, OutcomeKind, TickError, TickOutcome, run_tick, run_tick_carrying};
 pub use state::{

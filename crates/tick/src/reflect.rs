@@ -358,3 +358,76 @@ fn bounded_lint_reason(reasons: &[String]) -> String {
     cut.push('…');
     cut
 }
+
+/// Why a note could not be promoted to skill scope.
+#[derive(Debug, thiserror::Error)]
+pub enum PromoteError {
+    /// The store could not read or write the note (unknown id: [`db::DbError::NotFound`]).
+    #[error(transparent)]
+    Store(#[from] db::DbError),
+    /// The note is already skill-scoped.
+    #[error("note {0} is already skill-scoped")]
+    AlreadySkillScoped(Uuid),
+    /// The note waits for review: a person accepts it first (`accept-note`).
+    #[error("note {0} is pending review: accept it first, then promote it")]
+    PendingReview(Uuid),
+}
+
+/// What `promote-note` prints (both binaries): the copy's id, its skill version and when it is
+/// in force.
+#[must_use]
+pub fn promoted_note_line(source: Uuid, copy: &types::ReflectionNote) -> String {
+    format!(
+        "note {source} promoted: skill-scoped note {} of skill {} version {}, in force from {}\n",
+        copy.id,
+        copy.skill_id,
+        copy.skill_version,
+        copy.generated_at.to_rfc3339()
+    )
+}
+
+/// The id of the skill-scoped copy of note `source` (UUID v5: promoting twice writes one row).
+#[must_use]
+pub fn promoted_note_id(source: Uuid) -> Uuid {
+    Uuid::new_v5(&source, b"skill-scope")
+}
+
+/// A person promotes a deployment's note to its skill (ADR-0017's trader-curated skill-scoped
+/// lessons): a copy with no deployment ([`reflection::promote_to_skill_scope`]: window, sample
+/// size, model and text kept, tokens and cost zero) becomes the skill version's active note from
+/// `at` — never earlier, so a tick before the promotion does not see it. Every deployment of
+/// that skill version without a note of its own in force sees it
+/// ([`crate::load_reflection_state`]: the deployment's note first). A note a person accepted after
+/// the linter flagged it is promoted as accepted; one still pending review is refused.
+///
+/// # Errors
+/// [`PromoteError`]: an unknown note, a note already skill-scoped or pending review, or the
+/// store refusing the copy (e.g. a newer skill note is in force).
+pub async fn promote_note<S>(
+    store: &S,
+    note_id: Uuid,
+    at: DateTime<Utc>,
+) -> Result<types::ReflectionNote, PromoteError>
+where
+    S: NoteStore + Sync,
+{
+    let note = store.get_note(note_id).await?;
+    if note.deployment_id.is_none() {
+        return Err(PromoteError::AlreadySkillScoped(note_id));
+    }
+    if note.status == types::NoteStatus::PendingReview {
+        return Err(PromoteError::PendingReview(note_id));
+    }
+    let copy = reflection::promote_to_skill_scope(&crate::state::draft_of(&note), at);
+    let new = NewNote {
+        id: promoted_note_id(note_id),
+        skill_id: note.skill_id,
+        skill_version: note.skill_version,
+        deployment_id: None,
+        generated_at: copy.generated_at,
+        content: copy.content,
+        // A person reviewed it (accepted, or the linter never flagged it).
+        lint: None,
+    };
+    Ok(store.insert_note(&new).await?)
+}

@@ -16,6 +16,8 @@ use types::{TradeRecord, TradeStatus, Verdict};
 use uuid::Uuid;
 
 use crate::Deployment;
+#[cfg(doc)]
+use crate::promote_note;
 
 /// What the caller carries from one tick to the next (in memory in a backtest; rebuilt from the
 /// store by a live runner after a restart).
@@ -210,7 +212,7 @@ where
         state.risk = carried.risk;
         state.last_decision = carried.last_decision;
         state.last_tick_at = carried.last_tick_at;
-        load_reflection_state(store, d, &mut state, at).await?;
+        load_reflection_state(store, deployment, &mut state, at).await?;
         return Ok(state);
     }
     // The newest snapshots; the last decision is the latest at or before `at`.
@@ -237,13 +239,15 @@ where
     for t in executed {
         state.risk.record_order(t);
     }
-    load_reflection_state(store, d, &mut state, at).await?;
+    load_reflection_state(store, deployment, &mut state, at).await?;
     Ok(state)
 }
 
 /// Reads the reflection side of a deployment's [`TickState`] from the store, as of `at`:
 /// - `notes`: the note in force at `at` (`NoteStore::active_note`: never a note pending review;
-///   an accepted one from its acceptance);
+///   an accepted one from its acceptance) — the deployment's own, or, when it has none in force,
+///   the skill-scoped note of its skill version a person promoted ([`promote_note`]; ADR-0017:
+///   the deployment's note first);
 /// - `last_note`: the latest note generated at or before `at`, flagged or not, with the number
 ///   of ledger rows closed at or before its time (`LedgerStore::count_closed_trades`);
 /// - `last_reflection_failure`: the latest run, when it failed.
@@ -256,20 +260,24 @@ where
 /// [`db::DbError`] when the store cannot be read.
 pub async fn load_reflection_state<S>(
     store: &S,
-    deployment_id: Uuid,
+    deployment: &Deployment,
     state: &mut TickState,
     at: DateTime<Utc>,
 ) -> Result<(), db::DbError>
 where
     S: LedgerStore + NoteStore + Sync,
 {
+    let deployment_id = deployment.deployment_id;
     let scope = db::NoteScope::Deployment(deployment_id);
-    state.notes = store
-        .active_note(scope, at)
-        .await?
-        .map(|n| draft_of(&n))
-        .into_iter()
-        .collect();
+    let mut in_force = store.active_note(scope, at).await?;
+    if in_force.is_none() {
+        let skill = db::NoteScope::Skill {
+            skill_id: deployment.skill_id,
+            skill_version: deployment.skill_version,
+        };
+        in_force = store.active_note(skill, at).await?;
+    }
+    state.notes = in_force.map(|n| draft_of(&n)).into_iter().collect();
     // The newest note is the one a live tick needs; a restore at an earlier time reads further.
     let mut latest = store.note_history(scope, 1).await?;
     if latest.first().is_some_and(|n| n.generated_at > at) {
@@ -298,7 +306,7 @@ where
 }
 
 /// A stored note as the draft the tick injects.
-fn draft_of(n: &types::ReflectionNote) -> NoteDraft {
+pub(crate) fn draft_of(n: &types::ReflectionNote) -> NoteDraft {
     NoteDraft {
         skill_id: n.skill_id,
         skill_version: u32::try_from(n.skill_version).unwrap_or(0),

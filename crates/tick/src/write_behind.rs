@@ -153,6 +153,11 @@ where
         self.store.insert_note(note).await
     }
 
+    async fn get_note(&self, id: Uuid) -> Result<ReflectionNote, DbError> {
+        self.flush().await?;
+        self.store.get_note(id).await
+    }
+
     async fn accept_note(&self, id: Uuid, at: DateTime<Utc>) -> Result<ReflectionNote, DbError> {
         self.flush().await?;
         self.store.accept_note(id, at).await

@@ -197,6 +197,16 @@ macro_rules! impl_notes {
                 })
             }
 
+            async fn get_note(&self, id: Uuid) -> Result<ReflectionNote, DbError> {
+                let row = sqlx::query("SELECT * FROM reflection_notes WHERE id = $1")
+                    .bind($enc::id(id))
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(ctx("reading note"))?
+                    .ok_or_else(|| DbError::not_found("reflection note", id))?;
+                codec::note_from_row(&row)
+            }
+
             async fn accept_note(&self, id: Uuid, at: DateTime<Utc>) -> Result<ReflectionNote, DbError> {
                 let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning note accept"))?;
                 let row = sqlx::query("SELECT * FROM reflection_notes WHERE id = $1")

@@ -116,6 +116,50 @@ fn accept_note_refuses_a_note_that_is_not_pending_review() {
     );
 }
 
+#[test]
+fn promote_note_copies_a_deployment_note_to_its_skill_from_the_given_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, id) = backtest(dir.path());
+    let (_, notes, _) = sim(&["notes", "--db", &url, "--deployment", &id]);
+    let active = notes
+        .lines()
+        .find(|l| l.contains(" active generated "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    let at = "2017-06-01T00:00:00Z";
+    let (code, stdout, stderr) =
+        sim(&["promote-note", "--db", &url, "--note", &active, "--at", at]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.starts_with(&format!("note {active} promoted: skill-scoped note ")),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .trim_end()
+            .ends_with("in force from 2017-06-01T00:00:00+00:00"),
+        "{stdout}"
+    );
+    // The copy is the skill's note: promoting it again is refused, naming why.
+    let copy = stdout.split_whitespace().nth(5).unwrap();
+    let (code, _, stderr) = sim(&["promote-note", "--db", &url, "--note", copy]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("is already skill-scoped"), "{stderr}");
+    let (code, _, stderr) = sim(&[
+        "promote-note",
+        "--db",
+        &url,
+        "--note",
+        "6f9619ff-8b86-d011-b42d-00c04fc964ff",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("--note 6f9619ff-8b86-d011-b42d-00c04fc964ff"),
+        "{stderr}"
+    );
+}
+
 /// The commands that read or amend a recorded run, over `url`.
 fn read_only_commands(url: &str) -> Vec<Vec<String>> {
     let id = "6f9619ff-8b86-d011-b42d-00c04fc964ff";

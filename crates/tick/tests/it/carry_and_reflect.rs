@@ -6,7 +6,7 @@ use crate::common;
 
 use agent_runtime::builtin_model;
 use chrono::{DateTime, Utc};
-use db::{LedgerStore, NoteScope, NoteStore, Store, TickStore};
+use db::{LedgerStore, NoteScope, NoteStore, RegistryStore, Store, TickStore};
 use execution_engine::{PaperBroker, PaperBrokerConfig};
 use rust_decimal::Decimal;
 use tick::backtest::{BacktestInput, register, run_backtest};
@@ -139,7 +139,7 @@ async fn a_due_reflection_runs_once_per_tick_time_and_is_read_back_from_the_stor
     // What a live runner reads back before its next tick is what the backtest carried.
     let last_at = result.points.last().expect("points").tick_at;
     let mut loaded = TickState::new(d, Decimal::from(10_000), last_at);
-    load_reflection_state(&store, d.deployment_id, &mut loaded, last_at)
+    load_reflection_state(&store, d, &mut loaded, last_at)
         .await
         .expect("load");
     // (The draft names the skill document's id, the stored note the deployment's skill row.)
@@ -212,4 +212,76 @@ async fn a_due_reflection_runs_once_per_tick_time_and_is_read_back_from_the_stor
         .await
         .expect("count");
     assert_eq!(u64::from(due.closed_total), closed);
+}
+
+/// ADR-0017's trader-curated lessons: a person promotes a deployment's note to its skill; from
+/// the promotion on, another deployment of that skill version without a note of its own sees
+/// it, while the first keeps its own (the deployment's note first).
+#[tokio::test]
+async fn a_promoted_note_reaches_the_skills_other_deployments_from_its_promotion() {
+    let input = input(400);
+    let store = registered(&input).await;
+    let d = &input.deployment;
+    let model = builtin_model(&d.skill.model, &d.skill).expect("model");
+    let result = run_backtest(&input, model.as_ref(), &store, |_, _| {})
+        .await
+        .expect("backtest");
+    let last_at = result.points.last().expect("points").tick_at;
+    let source = store
+        .active_note(NoteScope::Deployment(d.deployment_id), last_at)
+        .await
+        .expect("read")
+        .expect("the backtest's note in force");
+
+    // A second deployment of the same skill version.
+    let mut row = db::test_support::sample_deployment(d.user_id, d.skill_id, d.skill_version);
+    row.created_at = first_close(&input);
+    store
+        .create_deployment(&row)
+        .await
+        .expect("second deployment");
+    let other = tick::Deployment {
+        deployment_id: row.id,
+        ..d.clone()
+    };
+    let notes_of = async |dep: &tick::Deployment, at| {
+        let mut s = TickState::new(dep, Decimal::from(10_000), at);
+        load_reflection_state(&store, dep, &mut s, at)
+            .await
+            .expect("load");
+        s.notes
+    };
+    assert!(notes_of(&other, last_at).await.is_empty());
+
+    let promoted_at = last_at + chrono::Duration::hours(1);
+    let copy = tick::promote_note(&store, source.id, promoted_at)
+        .await
+        .expect("promote");
+    assert_eq!(copy.id, tick::promoted_note_id(source.id));
+    assert_eq!((copy.deployment_id, copy.generated_at), (None, promoted_at));
+    assert_eq!(copy.content.lessons_text, source.content.lessons_text);
+    assert_eq!(
+        copy.content.cost_usd,
+        Some(Decimal::ZERO),
+        "promotion calls no model"
+    );
+
+    // Not before the promotion; from it on, for the other deployment only.
+    assert!(notes_of(&other, last_at).await.is_empty());
+    let seen = notes_of(&other, promoted_at).await;
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].deployment_id, None);
+    assert_eq!(seen[0].content.lessons_text, source.content.lessons_text);
+    let own = notes_of(d, promoted_at).await;
+    assert_eq!(own[0].deployment_id, Some(d.deployment_id));
+
+    // The copy cannot be promoted again; an unknown note is the store's NotFound.
+    assert!(matches!(
+        tick::promote_note(&store, copy.id, promoted_at).await,
+        Err(tick::PromoteError::AlreadySkillScoped(_))
+    ));
+    assert!(matches!(
+        tick::promote_note(&store, uuid::Uuid::from_u128(9), promoted_at).await,
+        Err(tick::PromoteError::Store(db::DbError::NotFound { .. }))
+    ));
 }
