@@ -195,6 +195,33 @@ pub trait LeaseStore {
         owner: &str,
         tick_at: DateTime<Utc>,
     ) -> impl Future<Output = Result<Option<TickAttempt>, DbError>> + Send;
+
+    /// Claims the deployment's reflection for `owner` until `until`, in one statement: true when
+    /// no other runner holds a live claim (none, expired at or before `now`, or `owner`'s own),
+    /// false when another runner's claim is live — it is reflecting, and this one must not call
+    /// the model too.
+    ///
+    /// # Errors
+    /// [`DbError::Constraint`] for an unknown deployment; [`DbError::Backend`] on driver
+    /// failure.
+    fn claim_reflection(
+        &self,
+        deployment_id: Uuid,
+        owner: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> impl Future<Output = Result<bool, DbError>> + Send;
+
+    /// Ends `owner`'s claim on the deployment's reflection (nothing when the claim is not
+    /// `owner`'s any more).
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn release_reflection(
+        &self,
+        deployment_id: Uuid,
+        owner: &str,
+    ) -> impl Future<Output = Result<(), DbError>> + Send;
 }
 
 /// The firehose: ticks (snapshot + fills + ledger changes, atomically) and snapshot reads.

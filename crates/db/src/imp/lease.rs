@@ -189,6 +189,47 @@ macro_rules! impl_lease {
                 Ok(done.rows_affected() == 1)
             }
 
+            async fn claim_reflection(
+                &self,
+                deployment_id: Uuid,
+                owner: &str,
+                now: DateTime<Utc>,
+                until: DateTime<Utc>,
+            ) -> Result<bool, DbError> {
+                let claimed = sqlx::query(
+                    "INSERT INTO live_runner_state (deployment_id, reflection_owner, reflection_lease_until) \
+                     VALUES ($1, $2, $3) \
+                     ON CONFLICT (deployment_id) DO UPDATE SET \
+                     reflection_owner = excluded.reflection_owner, \
+                     reflection_lease_until = excluded.reflection_lease_until \
+                     WHERE live_runner_state.reflection_lease_until IS NULL \
+                     OR live_runner_state.reflection_lease_until <= $4 \
+                     OR live_runner_state.reflection_owner = $2 \
+                     RETURNING deployment_id",
+                )
+                .bind($enc::id(deployment_id))
+                .bind(owner)
+                .bind($enc::ts(until))
+                .bind($enc::ts(now))
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(ctx("claiming the deployment's reflection"))?;
+                Ok(claimed.is_some())
+            }
+
+            async fn release_reflection(&self, deployment_id: Uuid, owner: &str) -> Result<(), DbError> {
+                sqlx::query(
+                    "UPDATE live_runner_state SET reflection_owner = NULL, reflection_lease_until = NULL \
+                     WHERE deployment_id = $1 AND reflection_owner = $2",
+                )
+                .bind($enc::id(deployment_id))
+                .bind(owner)
+                .execute(&self.pool)
+                .await
+                .map_err(ctx("releasing the deployment's reflection"))?;
+                Ok(())
+            }
+
             async fn claimable_count(&self, now: DateTime<Utc>) -> Result<u64, DbError> {
                 let row = sqlx::query(
                     "SELECT count(*) AS n FROM deployments WHERE status = 'active' \

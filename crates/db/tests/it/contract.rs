@@ -330,6 +330,62 @@ mod cases {
         ));
     }
 
+    /// A deployment's reflection is claimed by one runner at a time: a live claim keeps the
+    /// others out, its holder may claim again, an expired one is taken over, a release by its
+    /// holder frees it (by anyone else, nothing). The tick's runner state is left alone.
+    pub(super) async fn reflections_are_leased_one_runner_at_a_time<S: Storage + RawSql>(s: &S) {
+        let d = seed(s).await.unwrap().deployment.id;
+        assert!(
+            s.claim_reflection(d, "runner-a", at(0), at(15))
+                .await
+                .unwrap()
+        );
+        assert!(
+            !s.claim_reflection(d, "runner-b", at(5), at(20))
+                .await
+                .unwrap()
+        );
+        assert!(
+            s.claim_reflection(d, "runner-a", at(5), at(20))
+                .await
+                .unwrap()
+        );
+        // runner-b cannot free runner-a's claim.
+        s.release_reflection(d, "runner-b").await.unwrap();
+        assert!(
+            !s.claim_reflection(d, "runner-b", at(19), at(34))
+                .await
+                .unwrap()
+        );
+        // Expired (at its expiry time): taken over.
+        assert!(
+            s.claim_reflection(d, "runner-b", at(20), at(35))
+                .await
+                .unwrap()
+        );
+        assert!(
+            !s.claim_reflection(d, "runner-a", at(21), at(36))
+                .await
+                .unwrap()
+        );
+        s.release_reflection(d, "runner-b").await.unwrap();
+        assert!(
+            s.claim_reflection(d, "runner-c", at(22), at(37))
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            s.runner_state(d).await.unwrap(),
+            None,
+            "a claim is not a tick"
+        );
+        assert!(matches!(
+            s.claim_reflection(Uuid::new_v4(), "runner-a", at(0), at(15))
+                .await,
+            Err(DbError::Constraint { .. })
+        ));
+    }
+
     pub(super) async fn record_tick_writes_snapshot_fills_trades_and_links<S: Storage + RawSql>(
         s: &S,
     ) {
@@ -1760,6 +1816,7 @@ contract!(
     leases_hand_each_due_deployment_to_one_runner,
     concurrent_claimers_split_the_due_deployments,
     leases_extend_count_and_mark_attempts,
+    reflections_are_leased_one_runner_at_a_time,
     record_tick_writes_snapshot_fills_trades_and_links,
     record_tick_replay_is_a_no_op,
     record_tick_is_all_or_nothing,

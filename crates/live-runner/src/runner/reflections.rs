@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use db::LeaseStore as _;
 use tick::{DueReflection, ReflectionReport};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -84,10 +85,44 @@ impl Reflections {
     }
 }
 
+/// How long a runner's claim on a deployment's reflection lasts: longer than any reflection
+/// runs (its model call and the judge's), so a live claim means a reflection in flight; a
+/// runner that died holding one frees the deployment after it.
+pub(super) const REFLECTION_LEASE: chrono::Duration = chrono::Duration::minutes(15);
+
 impl Runner {
-    /// Runs one due reflection (on the reflection worker) and counts its outcome.
+    /// Runs one due reflection (on the reflection worker) and counts its outcome. It is claimed
+    /// first (`LeaseStore::claim_reflection`): when another runner is reflecting on the
+    /// deployment (its next tick ran here and found the same reflection due), this one calls no
+    /// model and counts `claimed_elsewhere`.
     async fn reflect(&self, job: ReflectionJob) {
+        let d = job.deployment.deployment_id;
+        let now = self.clock.now();
+        match self
+            .store
+            .claim_reflection(d, self.owner(), now, now + REFLECTION_LEASE)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => {
+                self.metrics.reflection("claimed_elsewhere");
+                tracing::info!(
+                    deployment = %d, at = %job.due.at,
+                    "another runner is reflecting on this deployment; not starting another"
+                );
+                return;
+            }
+            Err(e) => {
+                self.metrics.reflection("store_error");
+                tracing::error!(deployment = %d, error = %e, "claiming the reflection failed");
+                return;
+            }
+        }
         let done = tick::run_due_reflection(&job.deployment, &job.due, &self.store).await;
+        if let Err(e) = self.store.release_reflection(d, self.owner()).await {
+            // The claim expires on its own (`REFLECTION_LEASE`).
+            tracing::warn!(deployment = %d, error = %e, "releasing the reflection's claim failed");
+        }
         let label = match &done.report {
             ReflectionReport::Note { flagged: false, .. } => "note",
             ReflectionReport::Note { flagged: true, .. } => "flagged",

@@ -433,3 +433,78 @@ async fn a_failed_reflection_is_a_failed_run_and_a_lost_one_is_due_again_after_a
             .contains("Reversals on the opposite cross")
     );
 }
+
+/// Two runners never reflect on one deployment at once (#16 item 7): while another runner holds
+/// the deployment's reflection claim, a runner whose tick finds the reflection due calls no
+/// model and writes nothing; once the claim is released, the next due reflection runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reflection_another_runner_holds_is_not_run_twice() {
+    use db::LeaseStore;
+    let pg = postgres().await;
+    let hl = hyperliquid_mock().await;
+    let first = t("2026-11-02T12:00:00Z");
+    let id = deploy(&pg, first).await;
+    // Another runner is reflecting on the deployment (its claim lasts two days).
+    assert!(
+        pg.store
+            .claim_reflection(
+                id,
+                "other-runner",
+                first,
+                first + chrono::Duration::hours(48)
+            )
+            .await
+            .expect("claim")
+    );
+    let gate = Gate::new(true, false);
+    let notes = || async {
+        pg.store
+            .note_history(NoteScope::Deployment(id), 10)
+            .await
+            .expect("notes")
+    };
+    let mut bar = first;
+    loop {
+        let at = bar + chrono::Duration::seconds(2);
+        let r = runner(&pg, &hl, at, "here", 1, Some(gate.resolver())).await;
+        r.clone().run(std::future::pending()).await.expect("run");
+        if r.metrics().reflections("claimed_elsewhere") > 0 {
+            break;
+        }
+        assert!(bar < first + chrono::Duration::hours(36), "never due");
+        bar += chrono::Duration::hours(1);
+    }
+    assert_eq!(
+        gate.calls(),
+        0,
+        "no model call while another runner reflects"
+    );
+    assert!(notes().await.is_empty());
+
+    // The other runner finished (released its claim): the next due reflection runs here.
+    pg.store
+        .release_reflection(id, "other-runner")
+        .await
+        .expect("release");
+    bar += chrono::Duration::hours(1);
+    let r = runner(
+        &pg,
+        &hl,
+        bar + chrono::Duration::seconds(2),
+        "here",
+        1,
+        Some(gate.resolver()),
+    )
+    .await;
+    r.clone().run(std::future::pending()).await.expect("run");
+    assert_eq!(gate.calls(), 1);
+    assert_eq!(r.metrics().reflections("flagged"), 1, "ungrounded lessons");
+    assert_eq!(notes().await.len(), 1);
+    // The claim was released after the reflection: any runner may claim the next one.
+    assert!(
+        pg.store
+            .claim_reflection(id, "third-runner", bar, bar + chrono::Duration::hours(1))
+            .await
+            .expect("claim")
+    );
+}
