@@ -157,6 +157,21 @@ impl PaperBrokerConfig {
         }
     }
 
+    /// The paper account of a deployment of `risk`'s skill with `initial_equity_usd`: the
+    /// defaults of [`PaperBrokerConfig::new`] with the maintenance margin of the skill's
+    /// `maxLeverage` ([`PaperBrokerConfig::with_maintenance_for_max_leverage`]). The one place
+    /// both binaries build a paper broker from (a backtest and a live paper deployment of one
+    /// skill liquidate at the same price).
+    ///
+    /// # Errors
+    /// [`BrokerError::InvalidConfig`] when `maxLeverage` is below 1.
+    pub fn for_skill(
+        initial_equity_usd: Decimal,
+        risk: &skill_schema::RiskCaps,
+    ) -> Result<Self, BrokerError> {
+        Self::new(initial_equity_usd).with_maintenance_for_max_leverage(risk.max_leverage)
+    }
+
     /// Sets the maintenance margin rate to half the initial margin at `max_leverage`
     /// (`0.5 / max_leverage`), the convention of Hyperliquid's perps.
     ///

@@ -133,8 +133,9 @@ pub async fn deploy(
         (db::BrokerKind::Paper, None) => {
             // The engine's own bounds, checked here: a deployment every tick of which would
             // fail to build its broker (an equity of 7.9e28) is refused at the door.
-            let config = PaperBrokerConfig::new(req.equity_usd);
-            execution_engine::PaperBroker::new(config.clone())
+            // The skill's paper account, as a backtest of it builds it.
+            let config = PaperBrokerConfig::for_skill(req.equity_usd, &skill.risk)
+                .and_then(|c| execution_engine::PaperBroker::new(c.clone()).map(|_| c))
                 .map_err(|e| AdminError::Refused(format!("--equity {}: {e}", req.equity_usd)))?;
             ("paper", json!(config))
         }

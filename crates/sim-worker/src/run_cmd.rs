@@ -256,8 +256,7 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
     };
 
     let equity = parse_decimal("--equity", &args.equity, Decimal::ONE)?;
-    let mut broker = PaperBrokerConfig::new(equity)
-        .with_maintenance_for_max_leverage(skill.risk.max_leverage)
+    let mut broker = PaperBrokerConfig::for_skill(equity, &skill.risk)
         .map_err(|e| bad(format!("the skill's risk.maxLeverage: {e}")))?;
     broker.taker_fee_bps = parse_decimal("--fee-bps", &args.fee_bps, Decimal::ZERO)?;
     broker.slippage_bps = parse_decimal("--slippage-bps", &args.slippage_bps, Decimal::ZERO)?;

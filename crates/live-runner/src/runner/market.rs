@@ -62,13 +62,40 @@ pub(super) async fn fetch_market(
     }
     for symbol in &skill.context.symbols {
         for (iv, n) in &wanted {
-            let n = (n + 2).min(MAX_CANDLES);
-            let start = tick_at - bar_length(*iv) * i32::try_from(n).unwrap_or(i32::MAX);
-            let closed = closed_candles(info, symbol, *iv, start, tick_at).await?;
+            let closed =
+                last_closed_candles(info, symbol, *iv, (n + 2).min(MAX_CANDLES), tick_at).await?;
             market.insert_bars(symbol, *iv, closed);
         }
     }
     Ok(market)
+}
+
+/// At least `n` of `symbol`'s latest closed candles of `interval` at `now` (by count, not by
+/// calendar time): the span of `n` bar lengths is asked first and, when an exchange gap left
+/// fewer candles in it, widened (doubled, up to [`MAX_CANDLES`] bar lengths) until the count is
+/// there or the history ends (a wider span brings no more) — so right after a gap the table
+/// shows the bars a backtest of the same bars shows, not only those since the gap.
+async fn last_closed_candles(
+    info: &InfoClient,
+    symbol: &str,
+    interval: Interval,
+    n: i64,
+    now: DateTime<Utc>,
+) -> Result<Vec<types::Bar>, RunError> {
+    let len = bar_length(interval);
+    let start_for = |span: i64| now - len * i32::try_from(span).unwrap_or(i32::MAX);
+    let mut span = n.max(1);
+    let mut closed = closed_candles(info, symbol, interval, start_for(span), now).await?;
+    while i64::try_from(closed.len()).unwrap_or(i64::MAX) < n && span < MAX_CANDLES {
+        span = (span * 2).min(MAX_CANDLES);
+        let wider = closed_candles(info, symbol, interval, start_for(span), now).await?;
+        let grew = wider.len() > closed.len();
+        closed = wider;
+        if !grew {
+            break;
+        }
+    }
+    Ok(closed)
 }
 
 /// The calendar a tick at `tick_at` may show: the stored events scheduled within the skill's
@@ -90,4 +117,88 @@ pub(super) async fn load_events<S: EventStore + Sync>(
         .await?;
     events.retain(|e| e.scheduled_at > tick_at);
     Ok(events)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+    /// Hourly candles over the asked span, none in `[gap_from, gap_to)` (open times, ms).
+    struct Gapped {
+        gap_from: i64,
+        gap_to: i64,
+    }
+
+    impl Respond for Gapped {
+        fn respond(&self, request: &Request) -> ResponseTemplate {
+            let body: Value = serde_json::from_slice(&request.body).expect("json body");
+            let (start, end) = (
+                body["req"]["startTime"].as_i64().expect("start"),
+                body["req"]["endTime"].as_i64().expect("end"),
+            );
+            let len = 3_600_000;
+            let mut open = (start + len - 1).div_euclid(len) * len;
+            let mut candles = Vec::new();
+            while open <= end {
+                if !(self.gap_from..self.gap_to).contains(&open) {
+                    candles.push(
+                        json!({"t": open, "T": open + len - 1, "s": "BTC", "i": "1h",
+                        "o": "100", "c": "101", "h": "102", "l": "99", "v": "1", "n": 1}),
+                    );
+                }
+                open += len;
+            }
+            ResponseTemplate::new(200).set_body_json(candles)
+        }
+    }
+
+    #[tokio::test]
+    async fn after_an_exchange_gap_the_latest_bars_are_fetched_by_count() {
+        let now = DateTime::parse_from_rfc3339("2026-06-10T12:00:00Z")
+            .unwrap()
+            .to_utc();
+        let hour = 3_600_000;
+        let now_ms = now.timestamp_millis();
+        // The exchange was down for the 40 hours before the last 14.
+        let gap = Gapped {
+            gap_from: now_ms - 54 * hour,
+            gap_to: now_ms - 14 * hour,
+        };
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/info"))
+            .respond_with(gap)
+            .mount(&server)
+            .await;
+        let info = InfoClient::new(&hyperliquid::ClientConfig::new(server.uri())).unwrap();
+        let bars = last_closed_candles(&info, "BTC", Interval::H1, 62, now)
+            .await
+            .unwrap();
+        // 62 asked: 14 after the gap in the first span, the widened span reaches past it.
+        assert!(bars.len() >= 62, "{} bars", bars.len());
+        assert_eq!(bars.last().unwrap().close_time(Interval::H1), now);
+        let requests = server.received_requests().await.unwrap();
+        assert_eq!(requests.len(), 2, "one widening");
+
+        // A history shorter than asked: the widening stops when nothing more comes.
+        let young = Gapped {
+            gap_from: 0,
+            gap_to: now_ms - 30 * hour,
+        };
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/info"))
+            .respond_with(young)
+            .mount(&server)
+            .await;
+        let info = InfoClient::new(&hyperliquid::ClientConfig::new(server.uri())).unwrap();
+        let bars = last_closed_candles(&info, "BTC", Interval::H1, 62, now)
+            .await
+            .unwrap();
+        assert_eq!(bars.len(), 30);
+        assert_eq!(server.received_requests().await.unwrap().len(), 2);
+    }
 }

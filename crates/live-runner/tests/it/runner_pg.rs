@@ -783,3 +783,37 @@ impl LanguageModel for VerySlow {
         self.0.generate(request).await
     }
 }
+
+/// A paper deployment's broker is the one a backtest of its skill builds
+/// (`PaperBrokerConfig::for_skill`: the maintenance margin of the skill's `maxLeverage`), so both
+/// put the liquidation at the same price (#16 item 10).
+#[tokio::test]
+async fn a_paper_deployment_stores_the_broker_a_backtest_of_its_skill_builds() {
+    let pg = postgres().await;
+    let skill = admin::load_skill_file(&common::fixture("btc-sma-cross.yaml")).expect("skill");
+    let d = admin::deploy(
+        &pg.store,
+        &skill,
+        &DeployRequest {
+            owner: Uuid::from_u128(0x0a11ce),
+            broker: db::BrokerKind::Paper,
+            equity_usd: Decimal::from(10_000),
+            id: None,
+            hyperliquid: None,
+        },
+        t("2026-06-04T09:00:00Z"),
+    )
+    .await
+    .expect("deploy");
+    let stored: execution_engine::PaperBrokerConfig =
+        serde_json::from_value(d.config["paper"].clone()).expect("paper config");
+    let backtest =
+        execution_engine::PaperBrokerConfig::for_skill(Decimal::from(10_000), &skill.risk)
+            .expect("config");
+    assert_eq!(stored, backtest);
+    // 0.5 / maxLeverage, not the adapter's generic 0.5 %.
+    assert_eq!(
+        stored.maintenance_margin_rate,
+        Decimal::new(5, 1) / skill.risk.max_leverage
+    );
+}
