@@ -16,6 +16,7 @@ mod memory_cli_pg;
 mod model_failures_pg;
 mod outcomes_pg;
 mod pages;
+mod parity_pg;
 mod reflection_pg;
 mod runner_pg;
 mod serve_auth;

@@ -111,8 +111,7 @@ impl Respond for Candles {
         }
         let mut candles = Vec::new();
         while open <= end {
-            let o = price_at(open);
-            let c = price_at(open + len_ms);
+            let (o, c) = mock_open_close(open, len_ms);
             candles.push(json!({
                 "T": open + len_ms - 1,
                 "c": c.to_string(),
@@ -129,6 +128,37 @@ impl Respond for Candles {
         }
         ResponseTemplate::new(200).set_body_json(Value::Array(candles))
     }
+}
+
+/// The mock's open and close of the candle opening at `open` (ms) of `len_ms`; its high and low
+/// are 10 beyond them and its volume 12.5.
+fn mock_open_close(open: i64, len_ms: i64) -> (i64, i64) {
+    (price_at(open), price_at(open + len_ms))
+}
+
+/// The candles [`hyperliquid_mock`] serves for `interval`, as bars: every one opening in
+/// `[from, to)` — the bars a backtest "of the same bars" reads.
+pub(crate) fn mock_bars(
+    interval: types::Interval,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Vec<types::Bar> {
+    let len_ms = interval.minutes() * 60_000;
+    let mut open = from.timestamp_millis().div_euclid(len_ms) * len_ms;
+    let mut bars = Vec::new();
+    while open < to.timestamp_millis() {
+        let (o, c) = mock_open_close(open, len_ms);
+        bars.push(types::Bar {
+            time: DateTime::from_timestamp_millis(open).expect("time"),
+            open: o.into(),
+            high: (o.max(c) + 10).into(),
+            low: (o.min(c) - 10).into(),
+            close: c.into(),
+            volume: rust_decimal::Decimal::new(125, 1),
+        });
+        open += len_ms;
+    }
+    bars
 }
 
 pub(crate) async fn hyperliquid_mock() -> MockServer {
