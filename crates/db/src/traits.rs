@@ -340,6 +340,19 @@ pub trait LedgerStore {
         deployment_id: Uuid,
     ) -> impl Future<Output = Result<Vec<TradeRecord>, DbError>> + Send;
 
+    /// Rows of a deployment closed by a tick at or before `as_of` whose exit is after `after`,
+    /// oldest entry first: a reflection's window (every row closed since the last note), read
+    /// without the rows before it.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn closed_trades_exited_after(
+        &self,
+        deployment_id: Uuid,
+        after: DateTime<Utc>,
+        as_of: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Vec<TradeRecord>, DbError>> + Send;
+
     /// Point in time: rows of a deployment recorded as closed by a tick at or before `as_of`,
     /// newest entry first, at most `limit` (≤ [`types::MAX_MEMORY_K`]).
     ///

@@ -208,6 +208,9 @@ where
     let mut fills = Vec::new();
     let mut notes = Vec::new();
     let mut reflection_failures = 0_u32;
+    // Every ledger row of the run, for the result (the tick's state keeps only what a tick
+    // reads: `TickState::trades`).
+    let mut ledger = RunLedger::default();
     // Outcomes waiting for their +1h/+4h/+24h marks (seed 003).
     let mut pending = PendingOutcomes::new();
     for at in times {
@@ -291,6 +294,7 @@ where
             cost_usd: outcome.cost_usd,
         });
         fills.extend(outcome.fills.iter().cloned());
+        ledger.upsert(&outcome.trades);
         if let Some(o) = &outcome.outcome {
             pending.push(o.clone());
         }
@@ -301,12 +305,33 @@ where
         interval,
         initial_equity_usd: input.broker.initial_equity_usd,
         points,
-        trades: Arc::unwrap_or_clone(state.trades),
+        trades: ledger.rows,
         fills,
         notes,
         reflection_failures,
         unrealized_pnl_usd: broker.unrealized_pnl_usd(),
     })
+}
+
+/// Every ledger row of a backtest, in the order first written, each in its latest version.
+#[derive(Default)]
+struct RunLedger {
+    rows: Vec<TradeRecord>,
+    at: std::collections::HashMap<types::Uuid, usize>,
+}
+
+impl RunLedger {
+    fn upsert(&mut self, changed: &[TradeRecord]) {
+        for row in changed {
+            match self.at.get(&row.id) {
+                Some(&i) => self.rows[i] = row.clone(),
+                None => {
+                    self.at.insert(row.id, self.rows.len());
+                    self.rows.push(row.clone());
+                }
+            }
+        }
+    }
 }
 
 /// The engine's verdict's kind: `executed`, `rejected` or `no_op` (a tick's outcome, which can

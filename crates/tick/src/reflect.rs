@@ -116,10 +116,19 @@ pub(crate) fn check_reflection(
     state: &TickState,
     now: DateTime<Utc>,
 ) -> ReflectionCheck {
+    // The cadence counts closed rows in `state.trades`; the note's total is moved back by the
+    // rows pruned from it (all closed in or before the note's window, so counted in its
+    // total), which keeps "closed since the note" exact.
+    let last = state.last_note.map(|mut l| {
+        l.closed_trades_total = l
+            .closed_trades_total
+            .map(|t| t.saturating_sub(state.closed_pruned));
+        l
+    });
     match reflection_due(
         &deployment.skill.context.memory,
         &state.trades,
-        state.last_note.as_ref(),
+        last.as_ref(),
         state.last_reflection_failure,
         now,
     ) {

@@ -433,6 +433,7 @@ where
         regimes: &regimes,
     })?;
     state.upsert_rows(&post);
+    state.prune_closed(&skill.context.memory);
     merge_changes(&mut changes, post);
     fills.extend(tick_fills);
 

@@ -27,9 +27,15 @@ pub struct TickState {
     pub risk: RiskState,
     /// The materializer's open rows and applied fill ids.
     pub ledger: LedgerState,
-    /// Every ledger row of the deployment, in the order they were first written. Shared with a
-    /// due reflection (`Arc`), so a tick does not copy the ledger.
+    /// The ledger rows a tick can read, in the order they were first written: every open row,
+    /// the [`RECENT_CLOSED_KEPT`] latest closed ones (newest entry first, as "Recent trades"
+    /// picks them) and every row closed after the last note's window (the next reflection's
+    /// window; every closed row until a first note, when the skill reflects). Older closed rows
+    /// stay in the store only ([`TickState::closed_pruned`] counts them), so a tick's work does not
+    /// grow with the deployment's age. Shared with a due reflection (`Arc`), not copied.
     pub trades: Arc<Vec<TradeRecord>>,
+    /// Closed rows of the ledger not in `trades` (see there).
+    pub closed_pruned: u32,
     /// What the next tick shows under "Last decision".
     pub last_decision: Option<LastDecisionSnapshot>,
     /// The notes a later tick can still inject: the note in force (at most one — the latest
@@ -70,6 +76,7 @@ impl TickState {
                 skill_version: deployment.skill_version,
             }),
             trades: Arc::new(Vec::new()),
+            closed_pruned: 0,
             last_decision: None,
             notes: Vec::new(),
             last_note: None,
@@ -82,19 +89,74 @@ impl TickState {
         }
     }
 
-    /// Closed rows of the ledger.
+    /// Closed rows of the ledger (those in `trades` and those pruned from it).
     #[must_use]
     pub fn closed_trades(&self) -> usize {
         self.trades
             .iter()
             .filter(|t| t.status == TradeStatus::Closed)
             .count()
+            + self.closed_pruned as usize
     }
 
-    /// Replaces the ledger rows (a restarted runner reads them from the store).
-    pub fn set_trades(&mut self, trades: Vec<TradeRecord>) {
+    /// Replaces the ledger rows (a restarted runner reads them from the store): `trades` and
+    /// how many closed rows of the ledger are not among them.
+    pub fn set_trades(&mut self, trades: Vec<TradeRecord>, closed_pruned: u32) {
         self.trades = Arc::new(trades);
+        self.closed_pruned = closed_pruned;
         self.recent_trades = None;
+    }
+
+    /// The closed rows a tick no longer needs leave `trades` (see there): a closed row stays
+    /// while it is among the [`RECENT_CLOSED_KEPT`] newest entries or exits after the window of
+    /// the last note — or, when the skill reflects and has no note yet, always.
+    pub(crate) fn prune_closed(&mut self, memory: &skill_schema::SkillMemoryConfig) {
+        let reflects =
+            memory.enabled && memory.reflection.cadence != skill_schema::ReflectionCadence::Off;
+        let window_end = match (&self.last_note, reflects) {
+            (Some(last), true) => Some(last.window_end),
+            (None, true) => return,
+            (_, false) => None,
+        };
+        let closed = self
+            .trades
+            .iter()
+            .filter(|t| t.status == TradeStatus::Closed)
+            .count();
+        if closed <= RECENT_CLOSED_KEPT {
+            return;
+        }
+        let mut recent: Vec<&TradeRecord> = self
+            .trades
+            .iter()
+            .filter(|t| t.status == TradeStatus::Closed)
+            .collect();
+        // "Recent trades"' order: newest entry first, then symbol, then id.
+        recent.sort_by(|a, b| {
+            b.entry_tick_at
+                .cmp(&a.entry_tick_at)
+                .then_with(|| a.symbol.cmp(&b.symbol))
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        let kept: std::collections::BTreeSet<Uuid> = recent
+            .iter()
+            .take(RECENT_CLOSED_KEPT)
+            .map(|t| t.id)
+            .collect();
+        let keep = |t: &TradeRecord| {
+            t.status != TradeStatus::Closed
+                || kept.contains(&t.id)
+                || window_end.is_some_and(|end| t.exit_tick_at.is_some_and(|x| x > end))
+        };
+        if self.trades.iter().all(keep) {
+            return;
+        }
+        let before = self.trades.len();
+        Arc::make_mut(&mut self.trades).retain(keep);
+        let dropped = before - self.trades.len();
+        self.closed_pruned = self
+            .closed_pruned
+            .saturating_add(u32::try_from(dropped).unwrap_or(u32::MAX));
     }
 
     pub(crate) fn upsert_rows(&mut self, changes: &LedgerChanges) {
@@ -130,6 +192,10 @@ impl TickState {
         }
     }
 }
+
+/// Closed rows [`TickState::trades`] keeps however old: "Recent trades" shows at most
+/// [`types::MAX_MEMORY_K`].
+pub const RECENT_CLOSED_KEPT: usize = types::MAX_MEMORY_K as usize;
 
 /// Why a [`TickState`] could not be restored from a store.
 #[derive(Debug, thiserror::Error)]
@@ -207,12 +273,12 @@ where
     )?;
     let mut state = TickState::new(deployment, equity, at);
     state.ledger = ledger;
-    state.set_trades(store.all_trades(d).await?);
+    load_reflection_state(store, deployment, &mut state, at).await?;
+    load_trades(store, deployment, &mut state, at).await?;
     if let Some(carried) = carried {
         state.risk = carried.risk;
         state.last_decision = carried.last_decision;
         state.last_tick_at = carried.last_tick_at;
-        load_reflection_state(store, deployment, &mut state, at).await?;
         return Ok(state);
     }
     // The newest snapshots; the last decision is the latest at or before `at`.
@@ -239,8 +305,53 @@ where
     for t in executed {
         state.risk.record_order(t);
     }
-    load_reflection_state(store, deployment, &mut state, at).await?;
     Ok(state)
+}
+
+/// Reads the ledger rows a tick needs ([`TickState::trades`]) as of `at`, after the reflection
+/// side (the last note bounds the window): the open rows, the [`RECENT_CLOSED_KEPT`] newest
+/// closed entries and the rows closed since the last note's window — every row only when the
+/// skill reflects and has no note yet —, and how many closed rows are left in the store. A
+/// deployment with 100,000 closed trades reads about as much as one with 100.
+async fn load_trades<S>(
+    store: &S,
+    deployment: &Deployment,
+    state: &mut TickState,
+    at: DateTime<Utc>,
+) -> Result<(), db::DbError>
+where
+    S: LedgerStore + Sync,
+{
+    let d = deployment.deployment_id;
+    let memory = &deployment.skill.context.memory;
+    let reflects =
+        memory.enabled && memory.reflection.cadence != skill_schema::ReflectionCadence::Off;
+    let mut rows = match (reflects, state.last_note) {
+        (true, None) => store.all_trades(d).await?,
+        (_, last) => {
+            let mut rows = store.open_trades(d).await?;
+            rows.extend(store.closed_trades(d, at, types::MAX_MEMORY_K).await?);
+            if let (true, Some(last)) = (reflects, last) {
+                rows.extend(
+                    store
+                        .closed_trades_exited_after(d, last.window_end, at)
+                        .await?,
+                );
+            }
+            rows
+        }
+    };
+    // Oldest entry first, each row once (as `all_trades` reads them).
+    rows.sort_by(|a, b| a.entry_tick_at.cmp(&b.entry_tick_at).then(a.id.cmp(&b.id)));
+    rows.dedup_by_key(|r| r.id);
+    let closed_here = rows
+        .iter()
+        .filter(|r| r.status == TradeStatus::Closed)
+        .count() as u64;
+    let closed_total = store.count_closed_trades(d, at).await?;
+    let pruned = u32::try_from(closed_total.saturating_sub(closed_here)).unwrap_or(u32::MAX);
+    state.set_trades(rows, pruned);
+    Ok(())
 }
 
 /// Reads the reflection side of a deployment's [`TickState`] from the store, as of `at`:

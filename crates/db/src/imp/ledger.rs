@@ -23,6 +23,25 @@ macro_rules! impl_ledger {
                 rows.iter().map(codec::trade_from_row).collect()
             }
 
+            async fn closed_trades_exited_after(
+                &self,
+                deployment_id: Uuid,
+                after: DateTime<Utc>,
+                as_of: DateTime<Utc>,
+            ) -> Result<Vec<TradeRecord>, DbError> {
+                let rows = sqlx::query(
+                    "SELECT * FROM trade_history WHERE deployment_id = $1 AND status = 'closed' \
+                     AND exit_tick_at > $2 AND closed_at <= $3 ORDER BY entry_tick_at, id",
+                )
+                .bind($enc::id(deployment_id))
+                .bind($enc::ts(after))
+                .bind($enc::ts(as_of))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(ctx("reading the trades closed since the last note"))?;
+                rows.iter().map(codec::trade_from_row).collect()
+            }
+
             async fn all_trades(&self, deployment_id: Uuid) -> Result<Vec<TradeRecord>, DbError> {
                 let rows = sqlx::query(
                     "SELECT * FROM trade_history WHERE deployment_id = $1 ORDER BY entry_tick_at, id",
