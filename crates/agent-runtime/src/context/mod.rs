@@ -46,7 +46,6 @@ pub use cache::RenderCache;
 use sections::{
     derivatives_section, events_section, last_decision_section, market_section, memory_section,
     news_section, orders_section, portfolio_section, risk_section, time_section, upcoming_events,
-    wants_derivatives,
 };
 pub use text::price_dp;
 pub use trading_memory::trading_memory_block;
@@ -209,7 +208,7 @@ pub fn render_context(
     }
     w.end("news", None);
 
-    if wants_derivatives(skill) {
+    if skill.tools.lists_derivatives_tool() {
         w.begin();
         derivatives_section(&mut w.text, ctx)?;
         w.end("derivatives", None);

@@ -474,15 +474,6 @@ fn push_rate_pct(out: &mut String, rate: Decimal) {
     out.push('%');
 }
 
-/// Whether the skill whitelists a derivatives tool: only then is the Derivatives section shown.
-pub(super) fn wants_derivatives(skill: &Skill) -> bool {
-    skill
-        .tools
-        .built_in
-        .iter()
-        .any(|t| t == "get_funding_rate" || t == "get_open_interest")
-}
-
 /// `## Derivatives`: per symbol, the latest funding print (per period, annualised, the mean
 /// over the window) and the latest open interest with its change over the window. Every value
 /// is re-checked against `ctx.now`; without a source (`tools::NoData`) it says the data is
