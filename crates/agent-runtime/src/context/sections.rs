@@ -400,63 +400,6 @@ pub(super) fn memory_section(out: &mut String, heading: &str, body: &str, empty:
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use chrono::TimeZone;
-
-    use super::*;
-
-    /// A position line that copies the gross exposure's text (its notional is the same number)
-    /// reads as one computed on its own; with two positions neither notional is the gross.
-    #[test]
-    fn a_position_line_copying_the_gross_text_is_the_computed_one() {
-        let position = |symbol: &str, qty: i64| Position {
-            symbol: symbol.into(),
-            side: types::Side::Long,
-            qty: Decimal::new(qty, 3),
-            entry_price: Decimal::new(650_000, 1),
-            leverage: Decimal::TWO,
-            mark_price: Decimal::new(671_234, 1),
-            liquidation_price: None,
-            unrealized_pnl_usd: Decimal::new(1234, 2),
-            margin_usd: Decimal::new(100_000, 2),
-        };
-        for positions in [
-            vec![position("BTC", 30)],
-            vec![position("ETH", 1500), position("BTC", 30)],
-        ] {
-            let snapshot = PortfolioSnapshot {
-                at: Utc.timestamp_opt(0, 0).unwrap(),
-                equity_usd: Decimal::new(1_023_456, 2),
-                available_margin_usd: Decimal::new(812_040, 2),
-                positions,
-                realized_pnl_usd: Decimal::ZERO,
-                fees_paid_usd: Decimal::ZERO,
-            };
-            // One position: its notional is the gross exposure, bit for bit (the copy is taken).
-            assert_eq!(
-                snapshot.positions.len() == 1,
-                snapshot.gross_exposure_usd().unpack()
-                    == snapshot.positions[0].notional_usd().unpack()
-            );
-            let mut text = String::new();
-            portfolio_section(&mut text, &snapshot);
-            let mut sorted = snapshot.positions.clone();
-            sorted.sort_by(|a, b| a.symbol.cmp(&b.symbol));
-            let lines: Vec<String> = sorted
-                .iter()
-                .map(|p| {
-                    let mut line = String::new();
-                    // A gross that matches no notional: everything computed.
-                    position_line(&mut line, p, snapshot.equity_usd, (Decimal::MAX, 0..0));
-                    line
-                })
-                .collect();
-            assert!(text.ends_with(&lines.join("\n")), "{text}");
-        }
-    }
-}
-
 /// Funding prints and open-interest observations read per symbol for the Derivatives section
 /// (the `get_funding_rate` tool's default window).
 pub(super) const DERIVATIVES_WINDOW: usize = 24;
@@ -565,4 +508,61 @@ pub(super) fn derivatives_section(out: &mut String, ctx: &ToolContext) -> Result
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    /// A position line that copies the gross exposure's text (its notional is the same number)
+    /// reads as one computed on its own; with two positions neither notional is the gross.
+    #[test]
+    fn a_position_line_copying_the_gross_text_is_the_computed_one() {
+        let position = |symbol: &str, qty: i64| Position {
+            symbol: symbol.into(),
+            side: types::Side::Long,
+            qty: Decimal::new(qty, 3),
+            entry_price: Decimal::new(650_000, 1),
+            leverage: Decimal::TWO,
+            mark_price: Decimal::new(671_234, 1),
+            liquidation_price: None,
+            unrealized_pnl_usd: Decimal::new(1234, 2),
+            margin_usd: Decimal::new(100_000, 2),
+        };
+        for positions in [
+            vec![position("BTC", 30)],
+            vec![position("ETH", 1500), position("BTC", 30)],
+        ] {
+            let snapshot = PortfolioSnapshot {
+                at: Utc.timestamp_opt(0, 0).unwrap(),
+                equity_usd: Decimal::new(1_023_456, 2),
+                available_margin_usd: Decimal::new(812_040, 2),
+                positions,
+                realized_pnl_usd: Decimal::ZERO,
+                fees_paid_usd: Decimal::ZERO,
+            };
+            // One position: its notional is the gross exposure, bit for bit (the copy is taken).
+            assert_eq!(
+                snapshot.positions.len() == 1,
+                snapshot.gross_exposure_usd().unpack()
+                    == snapshot.positions[0].notional_usd().unpack()
+            );
+            let mut text = String::new();
+            portfolio_section(&mut text, &snapshot);
+            let mut sorted = snapshot.positions.clone();
+            sorted.sort_by(|a, b| a.symbol.cmp(&b.symbol));
+            let lines: Vec<String> = sorted
+                .iter()
+                .map(|p| {
+                    let mut line = String::new();
+                    // A gross that matches no notional: everything computed.
+                    position_line(&mut line, p, snapshot.equity_usd, (Decimal::MAX, 0..0));
+                    line
+                })
+                .collect();
+            assert!(text.ends_with(&lines.join("\n")), "{text}");
+        }
+    }
 }
