@@ -4,6 +4,8 @@
 //!   Volume) and Hyperliquid `candleSnapshot` JSON; [`resample`] builds higher timeframes.
 //! - Fills: a plain CSV layout and Hyperliquid `userFills` JSON, trimmed to start flat.
 //! - Market events: a calendar as JSON or CSV ([`load_events`]).
+//! - Funding rates: Hyperliquid `fundingHistory` JSON or a `time,rate[,premium]` CSV
+//!   ([`load_funding`]).
 //!
 //! Every error names the file and, where there is one, the line. Prices stay exact decimals:
 //! numbers are parsed from their text, never through floating point. This crate reads files;
@@ -26,8 +28,10 @@ mod bars;
 mod error;
 mod events;
 mod fills;
+mod funding;
 
 pub use bars::{detect_interval, load_bars, load_bars_csv, load_bars_hyperliquid, resample};
 pub use error::DataError;
 pub use events::load_events;
 pub use fills::{FillsFormat, LoadedFills, load_fills};
+pub use funding::{FundingPrint, load_funding};

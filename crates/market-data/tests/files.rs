@@ -239,3 +239,117 @@ fn a_fill_dated_beyond_year_9999_is_refused_with_its_line() {
         "{err}"
     );
 }
+
+mod funding {
+    use std::io::Write as _;
+
+    use market_data::load_funding;
+    use rust_decimal_macros::dec;
+
+    fn file(name: &str, text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(name);
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        (dir, path)
+    }
+
+    /// The shared fixture is a real `fundingHistory` response (recorded with its request): 8h
+    /// prints of BTC in 2023, read exactly.
+    #[test]
+    fn a_recorded_hyperliquid_response_is_read_exactly() {
+        let path = std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../hyperliquid/tests/fixtures/fundingHistory.json"
+        ));
+        let h = load_funding(path, Some("BTC")).unwrap();
+        assert_eq!(h.len(), 1038);
+        assert_eq!(h[0].rate, dec!(-0.00061334));
+        assert_eq!(h[0].premium, Some(dec!(-0.00091334)));
+        assert_eq!(h[0].time.timestamp_millis(), 1_683_849_600_048);
+        // 8h prints until the exchange went hourly in 2023.
+        assert_eq!((h[0].period_hours, h[1].period_hours), (8, 8));
+        let last = h.last().unwrap();
+        assert_eq!((last.rate, last.period_hours), (dec!(0.0000125), 1));
+        let err = load_funding(path, Some("ETH")).unwrap_err().to_string();
+        assert!(
+            err.contains("print 0: coin \"BTC\", expected \"ETH\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn csv_gives_the_same_prints_and_an_hourly_period() {
+        let (_d, csv) = file(
+            "btc.csv",
+            "time,rate,premium\n\
+             2026-11-02T10:00:00Z,0.0000125,-0.0001\n\
+             2026-11-02 11:00,-0.00002,\n\
+             1793620800000,1e-05,0\n",
+        );
+        let h = load_funding(&csv, None).unwrap();
+        assert_eq!(h.len(), 3);
+        assert!(h.iter().all(|p| p.period_hours == 1));
+        assert_eq!(h[0].premium, Some(dec!(-0.0001)));
+        assert_eq!(h[1].rate, dec!(-0.00002));
+        assert_eq!(h[1].premium, None);
+        assert_eq!(h[2].rate, dec!(0.00001));
+        assert_eq!(h[2].time.to_rfc3339(), "2026-11-02T12:00:00+00:00");
+    }
+
+    #[test]
+    fn every_bad_csv_row_is_named_by_file_and_line() {
+        let (_d, csv) = file(
+            "bad.csv",
+            "time,rate\n\
+             2026-11-02T10:00:00Z,0.0001\n\
+             yesterday,0.0001\n\
+             2026-11-02T12:00:00Z,lots\n\
+             2026-11-02T13:00:00Z,0.0002\n",
+        );
+        let err = load_funding(&csv, None).unwrap_err().to_string();
+        assert!(
+            err.contains("bad.csv:3: time \"yesterday\" is not"),
+            "{err}"
+        );
+        assert!(
+            err.contains("bad.csv:4: rate: not a number: \"lots\""),
+            "{err}"
+        );
+        assert!(!err.contains(":2:") && !err.contains(":5:"), "{err}");
+
+        let (_d, header) = file("h.csv", "when,rate\n2026-11-02T10:00:00Z,0.0001\n");
+        let err = load_funding(&header, None).unwrap_err().to_string();
+        assert!(
+            err.contains("h.csv:1: expected the header time,rate[,premium]"),
+            "{err}"
+        );
+
+        let (_d, order) = file(
+            "o.csv",
+            "time,rate\n2026-11-02T11:00:00Z,0.0001\n2026-11-02T10:00:00Z,0.0001\n",
+        );
+        let err = load_funding(&order, None).unwrap_err().to_string();
+        assert!(
+            err.contains("o.csv: funding prints must be in increasing time order"),
+            "{err}"
+        );
+
+        let (_d, empty) = file("e.csv", "time,rate\n");
+        let err = load_funding(&empty, None).unwrap_err().to_string();
+        assert!(err.contains("e.csv: no funding prints"), "{err}");
+    }
+
+    #[test]
+    fn bad_json_is_named_with_its_file() {
+        let (_d, json) = file(
+            "f.json",
+            r#"[{"coin": "BTC", "fundingRate": "abc", "premium": "0", "time": 1683849600048}]"#,
+        );
+        let err = load_funding(&json, None).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{}: ", json.display())), "{err}");
+        assert!(err.contains("fundingRate") || err.contains("[0]"), "{err}");
+    }
+}

@@ -23,7 +23,7 @@ use crate::model::Rates;
 
 /// `(normalised name, [input, output, cache read, cache write])` in thousandths of a dollar per
 /// million tokens.
-const TABLE: [(&str, [i64; 4]); 14] = [
+const TABLE: [(&str, [i64; 4]); 17] = [
     // Anthropic
     ("claude-sonnet-4", [3_000, 15_000, 300, 3_750]),
     ("claude-sonnet-4-0", [3_000, 15_000, 300, 3_750]),
@@ -40,6 +40,13 @@ const TABLE: [(&str, [i64; 4]); 14] = [
     ("gpt-4-1", [2_000, 8_000, 500, 2_000]),
     ("gpt-4o-mini", [150, 600, 75, 150]),
     ("gpt-4o", [2_500, 10_000, 1_250, 2_500]),
+    // Google Gemini, standard paid tier for prompts up to 200k tokens (gemini-2.5-pro costs
+    // more above; a tick's prompt is far below), from Google's Gemini API pricing page
+    // (ai.google.dev/gemini-api/docs/pricing, as of 2026-01): cache reads at 10 % of input;
+    // implicit caching charges no write, so the write rate is the input rate (as OpenAI).
+    ("gemini-2-5-pro", [1_250, 10_000, 125, 1_250]),
+    ("gemini-2-5-flash", [300, 2_500, 30, 300]),
+    ("gemini-2-5-flash-lite", [100, 400, 10, 100]),
 ];
 
 /// The cost of a tick's usage.

@@ -135,6 +135,17 @@ pub enum ModelError {
     /// The model string names no known provider or built-in model; carries the string as given.
     #[error("unknown model {0:?}")]
     UnknownModel(String),
+    /// The model string's provider (the part before the first `/`) is not one the resolver
+    /// knows.
+    #[error("unknown provider {provider:?} in model {model:?} (known: {known})")]
+    UnknownProvider {
+        /// The model string as given.
+        model: String,
+        /// Its provider part.
+        provider: String,
+        /// The known providers, comma-separated, in the resolver's order.
+        known: String,
+    },
     /// The provider answered with a non-success HTTP status (after retries, when retryable).
     #[error("{provider}: HTTP {status}: {body}")]
     Http {

@@ -15,7 +15,7 @@ fn usage(input: u64, output: u64, cache_read: u64, cache_write: u64) -> Usage {
 
 #[test]
 fn cost_table() {
-    let cases: [(&str, Usage, Decimal); 12] = [
+    let cases: [(&str, Usage, Decimal); 14] = [
         // 1M input × $3 + 1M output × $15 = $18
         (
             "anthropic/claude-sonnet-4.6",
@@ -66,6 +66,18 @@ fn cost_table() {
             usage(10_000, 1_000, 0, 0),
             dec!(0.0021),
         ),
+        // Gemini: 10000×1.25 + 1000×10 + 10000×0.125 = 12500 + 10000 + 1250 = 23750 µ$
+        (
+            "google/gemini-2.5-pro",
+            usage(10_000, 1_000, 10_000, 0),
+            dec!(0.02375),
+        ),
+        // 10000×0.10 + 1000×0.40 + 10000×0.01 = 1000 + 400 + 100 = 1500 µ$
+        (
+            "google/gemini-2.5-flash-lite",
+            usage(10_000, 1_000, 10_000, 0),
+            dec!(0.0015),
+        ),
         // routed through a gateway prefix: still sonnet 4.6 → 1000×3 = 3000 µ$
         (
             "openrouter/anthropic/claude-sonnet-4.6",
@@ -91,6 +103,7 @@ fn cost_table() {
 fn unknown_models_cost_zero_and_say_so() {
     for model in [
         "google/gemini-2.0-pro",
+        "google/gemini-3-pro-preview",
         "openai/gpt-5-nano",
         "local/llama3",
         "claude-3-5-sonnet",

@@ -3,7 +3,8 @@
 //!
 //! Owns:
 //! - [`OpenAiCompatible`]: OpenAI-compatible chat completions for `openai/…`, `openrouter/…`,
-//!   `gateway/…` (and local servers through `OPENAI_BASE_URL`);
+//!   `gateway/…`, `google/…` (Gemini through Google's OpenAI-compatible endpoint) and local
+//!   servers through `OPENAI_BASE_URL`;
 //! - [`Anthropic`]: the Messages API for `anthropic/…`, with the tools + system prompt marked as
 //!   the cached prefix;
 //! - the shared transport: per-attempt timeout, bounded retries with exponential backoff and
@@ -60,6 +61,17 @@ pub fn no_builtins(model: &str) -> Result<Arc<dyn LanguageModel>, ModelError> {
     Err(ModelError::UnknownModel(model.to_owned()))
 }
 
+/// The providers [`resolve_model`] knows, in the order its errors list them (`skill-schema`
+/// validates a skill's `model` against the same list).
+pub const KNOWN_PROVIDERS: [&str; 6] = [
+    "anthropic",
+    "openai",
+    "openrouter",
+    "gateway",
+    "google",
+    "builtin",
+];
+
 /// The model for `model` with [`TransportOptions::default`]; see [`resolve_model_with`].
 ///
 /// # Errors
@@ -73,8 +85,9 @@ pub fn resolve_model(
 }
 
 /// Turns `provider/model` into a model:
-/// - `openai/NAME`, `openrouter/NAME`, `gateway/NAME` → [`OpenAiCompatible`] (NAME may itself
-///   contain `/`, e.g. `openrouter/anthropic/claude-sonnet-4.5`);
+/// - `openai/NAME`, `openrouter/NAME`, `gateway/NAME`, `google/NAME` → [`OpenAiCompatible`]
+///   (NAME may itself contain `/`, e.g. `openrouter/anthropic/claude-sonnet-4.5`; `google/…` is
+///   Gemini, e.g. `google/gemini-2.5-flash`, keyed by `GEMINI_API_KEY`);
 /// - `anthropic/NAME` → [`Anthropic`];
 /// - `builtin/…` → `builtins(model)` with the full string.
 ///
@@ -82,7 +95,8 @@ pub fn resolve_model(
 /// the first tick.
 ///
 /// # Errors
-/// [`ModelError::UnknownModel`] for an unknown provider or an empty name;
+/// [`ModelError::UnknownProvider`] listing [`KNOWN_PROVIDERS`] for a provider not among them;
+/// [`ModelError::UnknownModel`] for a string without `/` or an empty name;
 /// [`ModelError::MissingKey`] naming the exact variable when the provider's key is unset or
 /// blank; [`ModelError::Other`] for a bad `{PREFIX}_MAX_TOKENS_FIELD` or an HTTP client that
 /// cannot be built; whatever `builtins` returns for `builtin/…`.
@@ -94,7 +108,7 @@ pub fn resolve_model_with(
 ) -> Result<Arc<dyn LanguageModel>, ModelError> {
     let unknown = || ModelError::UnknownModel(model.to_owned());
     let (provider, name) = model.split_once('/').ok_or_else(unknown)?;
-    if name.trim().is_empty() {
+    if provider.is_empty() || name.trim().is_empty() {
         return Err(unknown());
     }
     if provider == "builtin" {
@@ -104,7 +118,12 @@ pub fn resolve_model_with(
         let config = AnthropicConfig::from_env(name, env, transport)?;
         return Ok(Arc::new(Anthropic::new(config)?));
     }
-    let flavor = OpenAiFlavor::from_prefix(provider).ok_or_else(unknown)?;
+    let flavor =
+        OpenAiFlavor::from_prefix(provider).ok_or_else(|| ModelError::UnknownProvider {
+            model: model.to_owned(),
+            provider: provider.to_owned(),
+            known: KNOWN_PROVIDERS.join(", "),
+        })?;
     let config = OpenAiCompatConfig::from_env(flavor, name, env, transport)?;
     Ok(Arc::new(OpenAiCompatible::new(config)?))
 }

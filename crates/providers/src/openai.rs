@@ -1,6 +1,7 @@
 //! OpenAI-compatible chat completions (`POST {base}/chat/completions`, bearer auth): OpenAI
-//! itself, OpenRouter, the Vercel AI gateway, and any server speaking the same dialect (vLLM,
-//! Ollama, llama.cpp) through `OPENAI_BASE_URL`.
+//! itself, OpenRouter, the Vercel AI gateway, Gemini through Google's OpenAI-compatible
+//! endpoint, and any server speaking the same dialect (vLLM, Ollama, llama.cpp) through
+//! `OPENAI_BASE_URL`.
 //!
 //! Wire decisions:
 //! - the system prompt is the first message (`role: system`), omitted when empty;
@@ -10,8 +11,8 @@
 //! - a tool result is `{role: tool, tool_call_id, content}`;
 //! - `tools` is omitted when empty (OpenAI rejects `[]`);
 //! - the output limit is sent as `max_completion_tokens` to OpenAI (its current name, and the
-//!   only one its reasoning models such as gpt-5 accept) and as `max_tokens` to OpenRouter and
-//!   the AI gateway (the name every OpenAI-compatible server accepts); `{PREFIX}_MAX_TOKENS_FIELD`
+//!   only one its reasoning models such as gpt-5 accept) and as `max_tokens` to OpenRouter,
+//!   the AI gateway and Google (the name every OpenAI-compatible server accepts); `{PREFIX}_MAX_TOKENS_FIELD`
 //!   (`OPENAI_MAX_TOKENS_FIELD`, …) overrides it, e.g. for a local server behind
 //!   `OPENAI_BASE_URL` that only knows `max_tokens`.
 //! - the HTTP body carries the model name this provider was resolved for; `ModelRequest::model`
@@ -40,16 +41,20 @@ pub enum OpenAiFlavor {
     /// `gateway/…`: `AI_GATEWAY_API_KEY`, `AI_GATEWAY_BASE_URL`
     /// (default `https://ai-gateway.vercel.sh/v1`).
     Gateway,
+    /// `google/…`: Gemini through Google's OpenAI-compatible endpoint; `GEMINI_API_KEY`,
+    /// `GEMINI_BASE_URL` (default `https://generativelanguage.googleapis.com/v1beta/openai`).
+    Google,
 }
 
 impl OpenAiFlavor {
-    /// The model-string prefix and provider name: `openai`, `openrouter`, `gateway`.
+    /// The model-string prefix and provider name: `openai`, `openrouter`, `gateway`, `google`.
     #[must_use]
     pub const fn prefix(self) -> &'static str {
         match self {
             Self::OpenAi => "openai",
             Self::OpenRouter => "openrouter",
             Self::Gateway => "gateway",
+            Self::Google => "google",
         }
     }
 
@@ -60,6 +65,7 @@ impl OpenAiFlavor {
             Self::OpenAi => "OPENAI_API_KEY",
             Self::OpenRouter => "OPENROUTER_API_KEY",
             Self::Gateway => "AI_GATEWAY_API_KEY",
+            Self::Google => "GEMINI_API_KEY",
         }
     }
 
@@ -70,6 +76,7 @@ impl OpenAiFlavor {
             Self::OpenAi => "OPENAI_BASE_URL",
             Self::OpenRouter => "OPENROUTER_BASE_URL",
             Self::Gateway => "AI_GATEWAY_BASE_URL",
+            Self::Google => "GEMINI_BASE_URL",
         }
     }
 
@@ -80,6 +87,7 @@ impl OpenAiFlavor {
             Self::OpenAi => "OPENAI_MAX_TOKENS_FIELD",
             Self::OpenRouter => "OPENROUTER_MAX_TOKENS_FIELD",
             Self::Gateway => "AI_GATEWAY_MAX_TOKENS_FIELD",
+            Self::Google => "GEMINI_MAX_TOKENS_FIELD",
         }
     }
 
@@ -90,6 +98,7 @@ impl OpenAiFlavor {
             Self::OpenAi => "https://api.openai.com/v1",
             Self::OpenRouter => "https://openrouter.ai/api/v1",
             Self::Gateway => "https://ai-gateway.vercel.sh/v1",
+            Self::Google => "https://generativelanguage.googleapis.com/v1beta/openai",
         }
     }
 
@@ -99,16 +108,17 @@ impl OpenAiFlavor {
     pub const fn default_max_tokens_field(self) -> MaxTokensField {
         match self {
             Self::OpenAi => MaxTokensField::MaxCompletionTokens,
-            Self::OpenRouter | Self::Gateway => MaxTokensField::MaxTokens,
+            Self::OpenRouter | Self::Gateway | Self::Google => MaxTokensField::MaxTokens,
         }
     }
+
+    /// Every flavor, in the order error messages list them.
+    pub const ALL: [Self; 4] = [Self::OpenAi, Self::OpenRouter, Self::Gateway, Self::Google];
 
     /// The flavor for a model-string prefix.
     #[must_use]
     pub fn from_prefix(prefix: &str) -> Option<Self> {
-        [Self::OpenAi, Self::OpenRouter, Self::Gateway]
-            .into_iter()
-            .find(|f| f.prefix() == prefix)
+        Self::ALL.into_iter().find(|f| f.prefix() == prefix)
     }
 }
 

@@ -88,6 +88,7 @@ pub(crate) fn run(args: AbArgs) -> Result<String, Failure> {
         slippage_bps: a.slippage_bps.clone(),
         news: a.news.clone(),
         events: a.events.clone(),
+        funding: a.funding.clone(),
         report_tick: a.report_tick.clone(),
         memory_off: b_memory == MemoryArg::Off,
         time_flags: a.time_flags,

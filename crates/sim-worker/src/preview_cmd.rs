@@ -48,6 +48,10 @@ pub(crate) struct PreviewArgs {
     pub news: Option<PathBuf>,
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
+    /// Funding-rate history of one symbol: `SYMBOL=PATH` (Hyperliquid `fundingHistory` .json
+    /// or a `time,rate[,premium]` .csv); repeatable.
+    #[arg(long = "funding", value_name = "SYMBOL=PATH")]
+    pub funding: Vec<String>,
 }
 
 /// Exact `o200k_base` token count.
@@ -89,6 +93,7 @@ pub(crate) fn run(args: PreviewArgs) -> Result<String, Failure> {
         slippage_bps: args.slippage_bps,
         news: args.news,
         events: args.events,
+        funding: args.funding,
         report_tick: Some(args.at),
         memory_off: false,
         time_flags: TimeFlags {

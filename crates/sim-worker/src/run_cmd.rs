@@ -74,6 +74,12 @@ pub(crate) struct RunArgs {
     /// Scheduled events: a JSON array of {kind, title, symbols, scheduled_at, importance}.
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
+    /// Funding-rate history of one symbol: `SYMBOL=PATH`, a Hyperliquid `fundingHistory` .json
+    /// response or a .csv with the header `time,rate[,premium]`. Repeatable, once per symbol.
+    /// Each tick sees the prints stamped at or before it (Derivatives section,
+    /// `get_funding_rate`).
+    #[arg(long = "funding", value_name = "SYMBOL=PATH")]
+    pub funding: Vec<String>,
     /// The tick whose exact system prompt and user message the report shows (default: the last).
     #[arg(long, value_name = "TIME")]
     pub report_tick: Option<String>,
@@ -277,6 +283,35 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
     if let Some(n) = news {
         market.news = n;
     }
+    for spec in &args.funding {
+        let (symbol, path) = spec
+            .split_once('=')
+            .filter(|(s, p)| !s.trim().is_empty() && !p.trim().is_empty())
+            .ok_or_else(|| bad(format!("--funding {spec:?}: expected SYMBOL=PATH")))?;
+        let symbol = symbol.trim().to_owned();
+        if !skill.context.symbols.contains(&symbol) {
+            return Err(bad(format!(
+                "--funding {spec:?}: {symbol} is not one of the skill's symbols ({})",
+                skill.context.symbols.join(", ")
+            )));
+        }
+        if market.funding.contains_key(&symbol) {
+            return Err(bad(format!("--funding: {symbol} given twice")));
+        }
+        let prints = market_data::load_funding(Path::new(path.trim()), None)
+            .map_err(|e| bad(e.to_string()))?;
+        market.funding.insert(
+            symbol,
+            prints
+                .into_iter()
+                .map(|p| tools::FundingRate {
+                    time: p.time,
+                    rate: p.rate,
+                    period_hours: p.period_hours,
+                })
+                .collect(),
+        );
+    }
     if let Some(e) = events {
         market.events = e;
     }
@@ -314,12 +349,32 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
         "equity": equity, "fee_bps": broker.taker_fee_bps, "slippage_bps": broker.slippage_bps,
         "news": market.news.len(), "events": market.events.len(),
     });
+    let mut identity = identity;
+    // Only a run with funding names it: the id of a run without stays what it was.
+    if !market.funding.is_empty() {
+        identity["funding"] = market
+            .funding
+            .iter()
+            .map(|(s, f)| {
+                (
+                    s.clone(),
+                    serde_json::json!({
+                        "count": f.len(),
+                        "first": f.first().map(|x| x.time),
+                        "last": f.last().map(|x| x.time),
+                    }),
+                )
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+    }
     let deployment_id = Uuid::new_v5(
         &ID_NAMESPACE,
         format!("sim-deployment\n{identity}").as_bytes(),
     );
     let has_news = !market.news.is_empty();
     let has_events = !market.events.is_empty();
+    let has_funding = !market.funding.is_empty();
     let market = Arc::new(market);
     let input = BacktestInput {
         deployment: Deployment {
@@ -332,6 +387,7 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
         },
         news: has_news.then(|| market.clone() as Arc<dyn tools::NewsSource>),
         events: has_events.then(|| market.clone() as Arc<dyn tools::EventCalendar>),
+        derivatives: has_funding.then(|| market.clone() as Arc<dyn tools::DerivativesData>),
         market,
         from,
         to,

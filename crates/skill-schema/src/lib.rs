@@ -71,8 +71,8 @@ pub use skill::Skill;
 pub use strategy::{Leash, Strategy, StrategyMode, StrategyStyle};
 pub use strict::{MAX_SKILL_BYTES, MAX_SKILL_DEPTH};
 pub use tools::{
-    BUILTIN_TOOLS, DEFAULT_MCP_TIMEOUT_MS, MAX_MCP_TIMEOUT_MS, MIN_MCP_TIMEOUT_MS, McpServer,
-    RECALL_TOOLS, ToolSpec,
+    BUILTIN_TOOLS, DEFAULT_MCP_TIMEOUT_MS, DERIVATIVES_TOOLS, MAX_MCP_TIMEOUT_MS,
+    MIN_MCP_TIMEOUT_MS, McpServer, RECALL_TOOLS, ToolSpec,
 };
 /// The kinds a skill's `events.kinds` names: `types`' one definition.
 pub use types::EventKind;

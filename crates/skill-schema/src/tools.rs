@@ -41,7 +41,19 @@ pub const BUILTIN_TOOLS: [&str; 11] = {
     all
 };
 
+/// The built-ins that read perpetual-futures data: a skill listing one gets the prompt's
+/// Derivatives section, and a live tick fetches funding and open interest for it.
+pub const DERIVATIVES_TOOLS: [&str; 2] = ["get_funding_rate", "get_open_interest"];
+
 impl ToolSpec {
+    /// Whether the whitelist lists a derivatives tool ([`DERIVATIVES_TOOLS`]).
+    #[must_use]
+    pub fn lists_derivatives_tool(&self) -> bool {
+        self.built_in
+            .iter()
+            .any(|n| DERIVATIVES_TOOLS.contains(&n.as_str()))
+    }
+
     /// Whether the whitelist lists a recall tool ([`RECALL_TOOLS`]).
     #[must_use]
     pub fn lists_recall_tool(&self) -> bool {

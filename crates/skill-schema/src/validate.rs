@@ -50,7 +50,14 @@ impl fmt::Display for ValidationReport {
 }
 
 /// Model providers a skill may name.
-pub(crate) const PROVIDERS: [&str; 5] = ["anthropic", "openai", "openrouter", "gateway", "builtin"];
+pub(crate) const PROVIDERS: [&str; 6] = [
+    "anthropic",
+    "openai",
+    "openrouter",
+    "gateway",
+    "google",
+    "builtin",
+];
 
 /// Rules that span fields or need the typed value; the schema pass has already checked
 /// structure, ranges and enums.

@@ -327,8 +327,8 @@ fn every_rule_reports_its_path_and_the_rule_broken() {
         ),
         (
             "model",
-            Some(json!("google/gemini-2.0-pro")),
-            r#"model: unknown provider "google" (known: anthropic, openai, openrouter, gateway, builtin)"#,
+            Some(json!("mistral/mistral-large")),
+            r#"model: unknown provider "mistral" (known: anthropic, openai, openrouter, gateway, google, builtin)"#,
         ),
         // strategy by mode
         (

@@ -109,6 +109,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         market,
         news: None,
         events: None,
+        derivatives: None,
         from: None,
         to: None,
         broker,

@@ -35,7 +35,9 @@ use outcomes::PendingOutcomes;
 use reflection::NoteDraft;
 use rust_decimal::Decimal;
 use serde::Serialize;
-use tools::{EventCalendar, NewsSource, Preloaded, RunMode, Tool, ToolContext, TradeMemory};
+use tools::{
+    DerivativesData, EventCalendar, NewsSource, Preloaded, RunMode, Tool, ToolContext, TradeMemory,
+};
 use types::{Fill, Interval, TradeRecord, TradeStatus, Verdict};
 
 use crate::write_behind::WriteBehind;
@@ -55,6 +57,9 @@ pub struct BacktestInput {
     pub news: Option<Arc<dyn NewsSource>>,
     /// Scheduled events (none = no upcoming events).
     pub events: Option<Arc<dyn EventCalendar>>,
+    /// Funding and open interest (none = `tools::NoData`: the Derivatives section says they are
+    /// unknown and the tools answer "no data"). Served as of each tick.
+    pub derivatives: Option<Arc<dyn DerivativesData>>,
     /// Only ticks at or after this time.
     pub from: Option<DateTime<Utc>>,
     /// Only ticks at or before this time.
@@ -238,6 +243,9 @@ where
         }
         if let Some(events) = &input.events {
             ctx = ctx.with_events(events.clone());
+        }
+        if let Some(derivatives) = &input.derivatives {
+            ctx = ctx.with_derivatives(derivatives.clone());
         }
         if let Some(memory) = &memory {
             // Every earlier tick, and the scores that came due at this one, are in the store

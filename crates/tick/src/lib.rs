@@ -74,7 +74,7 @@
 //!         reflector: Err("no reflection in this example".into()),
 //!     },
 //!     market: Arc::new(Preloaded::new().with_bars("EURUSD", Interval::H1, bars)),
-//!     news: None, events: None, from: None, to: None,
+//!     news: None, events: None, derivatives: None, from: None, to: None,
 //!     broker: PaperBrokerConfig::new(Decimal::from(10_000)),
 //!     external_tools: Arc::new([]),
 //! };

@@ -322,6 +322,13 @@ pub trait DerivativesData: Send + Sync {
         as_of: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<OpenInterestPoint>, DataError>;
+
+    /// Whether a funding/open-interest source is behind this value. `false` (only [`NoData`])
+    /// makes the Derivatives section say that funding and open interest are unknown, rather
+    /// than that there were none.
+    fn is_connected(&self) -> bool {
+        true
+    }
 }
 
 /// The two ADR-0017 memory sections, rendered by the ledger (the `memory-ledger` crate implements
@@ -400,6 +407,9 @@ impl DerivativesData for NoData {
         _: usize,
     ) -> Result<Vec<OpenInterestPoint>, DataError> {
         Ok(Vec::new())
+    }
+    fn is_connected(&self) -> bool {
+        false
     }
 }
 

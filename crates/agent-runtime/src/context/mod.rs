@@ -2,7 +2,8 @@
 //!
 //! Sections, in this order (those marked * only when they have something to say):
 //! `## Time`, `## Market context`, `## News (last Nh, top K by relevance)`,
-//! `## Upcoming events (next Nh)`*, `## Portfolio`, `## Risk caps (engine-enforced)`,
+//! `## Derivatives (perpetual funding and open interest)` (only when the skill whitelists
+//! `get_funding_rate` or `get_open_interest`), `## Upcoming events (next Nh)`*, `## Portfolio`, `## Risk caps (engine-enforced)`,
 //! `## Open orders`*, `## Last decision`*, `## Recent trades on this skill (closed)`* and
 //! `## Open positions (memory view)`* (memory dial), `## Your turn`.
 //!
@@ -13,10 +14,12 @@
 //!   of decimals among its bars, so EURUSD `1.07219` keeps its five; ratios have 2 decimals.
 //! - **Point in time.** Everything is re-checked against `ctx.now` whatever the sources
 //!   return: a bar is shown only if it *closed* (`time + interval`) at or before `now`; news only
-//!   if published in `[now − lookback, now]`; events only if scheduled in `(now, now + lookahead]`.
+//!   if published in `[now − lookback, now]`; a funding print or open-interest observation only
+//!   if stamped at or before `now`; events only if scheduled in `(now, now + lookahead]`.
 //! - **Unknown is not none.** Without a news feed (`tools::NoData`) the News section says
 //!   headlines are unknown, not that there were none; with events enabled but no calendar, the
-//!   Upcoming events section says the same of events.
+//!   Upcoming events section says the same of events, and without a derivatives source the
+//!   Derivatives section says it of funding and open interest.
 //! - **External text is data.** Headlines, sources, event titles and engine details are put on
 //!   one line and bounded, so they cannot forge a heading of this message.
 //!
@@ -41,8 +44,8 @@ use types::text::push_uint;
 pub use bars::{closed_bars, closed_bars_window};
 pub use cache::RenderCache;
 use sections::{
-    events_section, last_decision_section, market_section, memory_section, news_section,
-    orders_section, portfolio_section, risk_section, time_section, upcoming_events,
+    derivatives_section, events_section, last_decision_section, market_section, memory_section,
+    news_section, orders_section, portfolio_section, risk_section, time_section, upcoming_events,
 };
 pub use text::price_dp;
 pub use trading_memory::trading_memory_block;
@@ -86,7 +89,7 @@ pub struct AssembledContext {
 /// One rendered section and its estimated size.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SectionEstimate {
-    /// Stable key: `time`, `market`, `news`, `events`, `portfolio`, `risk_caps`,
+    /// Stable key: `time`, `market`, `news`, `derivatives`, `events`, `portfolio`, `risk_caps`,
     /// `open_orders`, `last_decision`, `recent_trades`, `open_positions`, `trading_memory`,
     /// `your_turn`.
     pub name: &'static str,
@@ -100,7 +103,7 @@ pub struct SectionEstimate {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("assembling the {section} section: {source}")]
 pub struct ContextError {
-    /// The section being assembled: `market`, `news`, `events`, `portfolio`, `open orders`,
+    /// The section being assembled: `market`, `news`, `derivatives`, `events`, `portfolio`, `open orders`,
     /// `recent trades` or `open positions`.
     pub section: &'static str,
     /// The data source's error.
@@ -151,11 +154,11 @@ pub fn assemble_context_cached(
 }
 
 /// The user message rendered from what the tick read ([`TickView`]: account, bar windows with
-/// their regimes, memory bodies); only news and events are read here, through `ctx`. Byte-identical
+/// their regimes, memory bodies); only news, derivatives and events are read here, through `ctx`. Byte-identical
 /// to [`assemble_context`] over sources serving what `view` holds.
 ///
 /// # Errors
-/// [`ContextError`] when the news or event source fails.
+/// [`ContextError`] when the news, derivatives or event source fails.
 pub fn render_context(
     skill: &Skill,
     ctx: &ToolContext,
@@ -204,6 +207,12 @@ pub fn render_context(
         );
     }
     w.end("news", None);
+
+    if skill.tools.lists_derivatives_tool() {
+        w.begin();
+        derivatives_section(&mut w.text, ctx)?;
+        w.end("derivatives", None);
+    }
 
     if cfg.events.enabled && !ctx.events.is_connected() {
         w.begin();

@@ -400,6 +400,116 @@ pub(super) fn memory_section(out: &mut String, heading: &str, body: &str, empty:
     }
 }
 
+/// Funding prints and open-interest observations read per symbol for the Derivatives section
+/// (the `get_funding_rate` tool's default window).
+pub(super) const DERIVATIVES_WINDOW: usize = 24;
+
+/// Hours in a (non-leap) year, for annualising funding (as `get_funding_rate` does).
+const HOURS_PER_YEAR: i64 = 8_760;
+
+/// Appends a funding rate (a fraction per period) in percent with 4 decimals and its sign:
+/// `-0.0613%`, `+0.0013%`, `0.0000%`.
+fn push_rate_pct(out: &mut String, rate: Decimal) {
+    match rate.checked_mul(Decimal::ONE_HUNDRED) {
+        Some(p) => text::push_signed_fixed(out, p, 4),
+        None => out.push('?'),
+    }
+    out.push('%');
+}
+
+/// `## Derivatives`: per symbol, the latest funding print (per period, annualised, the mean
+/// over the window) and the latest open interest with its change over the window. Every value
+/// is re-checked against `ctx.now`; without a source (`tools::NoData`) it says the data is
+/// unknown.
+pub(super) fn derivatives_section(out: &mut String, ctx: &ToolContext) -> Result<(), ContextError> {
+    out.push_str("## Derivatives (perpetual funding and open interest)");
+    if !ctx.derivatives.is_connected() {
+        out.push_str(
+            "\nNo derivatives source is connected to this deployment: funding and open \
+             interest are unknown, not absent.",
+        );
+        return Ok(());
+    }
+    for symbol in &ctx.symbols {
+        let mut rates = ctx
+            .derivatives
+            .funding_rates(symbol, ctx.now, DERIVATIVES_WINDOW)
+            .map_err(data_err("derivatives"))?;
+        rates.retain(|r| r.time <= ctx.now);
+        rates.sort_by_key(|r| r.time);
+        let skip = rates.len().saturating_sub(DERIVATIVES_WINDOW);
+        let rates = &rates[skip..];
+        let mut oi = ctx
+            .derivatives
+            .open_interest(symbol, ctx.now, DERIVATIVES_WINDOW)
+            .map_err(data_err("derivatives"))?;
+        oi.retain(|p| p.time <= ctx.now);
+        oi.sort_by_key(|p| p.time);
+        let skip = oi.len().saturating_sub(DERIVATIVES_WINDOW);
+        let oi = &oi[skip..];
+
+        out.push_str("\n- ");
+        out.push_str(symbol);
+        out.push_str(" funding ");
+        match rates.last() {
+            None => out.push_str("none up to now"),
+            Some(latest) => {
+                push_rate_pct(out, latest.rate);
+                out.push_str(" per ");
+                text::push_uint(out, u64::from(latest.period_hours));
+                out.push_str("h at ");
+                text::push_short_time(out, latest.time);
+                if latest.period_hours > 0
+                    && let Some(yearly) = latest
+                        .rate
+                        .checked_mul(Decimal::from(HOURS_PER_YEAR))
+                        .and_then(|y| y.checked_div(Decimal::from(latest.period_hours)))
+                        .and_then(|y| y.checked_mul(Decimal::ONE_HUNDRED))
+                {
+                    out.push_str(" (annualised ");
+                    text::push_signed_fixed(out, yearly, 2);
+                    out.push_str("%)");
+                }
+                if let Some(mean) = tools::checked_mean(rates.iter().map(|r| r.rate)) {
+                    out.push_str(", mean of last ");
+                    text::push_uint(out, rates.len() as u64);
+                    out.push(' ');
+                    push_rate_pct(out, mean);
+                }
+            }
+        }
+        out.push_str(" · open interest ");
+        match (oi.first(), oi.last()) {
+            (Some(first), Some(latest)) => {
+                text::push_num(out, latest.oi_base);
+                out.push(' ');
+                out.push_str(symbol);
+                out.push_str(" (");
+                text::push_money(out, latest.oi_usd);
+                out.push_str(") at ");
+                text::push_short_time(out, latest.time);
+                if oi.len() > 1
+                    && let Some(change) = latest.oi_base.checked_sub(first.oi_base)
+                {
+                    let at = out.len();
+                    out.push_str(", ");
+                    if change >= Decimal::ZERO {
+                        out.push('+');
+                    }
+                    if text::push_percent_of(out, change, first.oi_base) {
+                        out.push_str(" since ");
+                        text::push_short_time(out, first.time);
+                    } else {
+                        out.truncate(at);
+                    }
+                }
+            }
+            _ => out.push_str("none up to now"),
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;

@@ -23,6 +23,7 @@ fn full_user_message_snapshot() {
             "time",
             "market",
             "news",
+            "derivatives",
             "events",
             "portfolio",
             "risk_caps",
@@ -137,6 +138,7 @@ fn optional_sections_appear_only_when_they_have_something_to_say() {
             "time",
             "market",
             "news",
+            "derivatives",
             "portfolio",
             "risk_caps",
             "recent_trades",
@@ -306,6 +308,11 @@ fn without_a_news_feed_or_calendar_the_sections_say_unknown_not_none() {
     let out = assemble_context(&skill(), &bare, None).unwrap();
     let news = section(&out.text, "## News");
     let events = section(&out.text, "## Upcoming events");
+    assert_eq!(
+        section(&out.text, "## Derivatives"),
+        "## Derivatives (perpetual funding and open interest)\nNo derivatives source is \
+         connected to this deployment: funding and open interest are unknown, not absent."
+    );
     insta::assert_snapshot!("no_feeds_news_and_events", format!("{news}\n\n{events}"));
     assert!(news.contains("headlines are unknown, not absent"), "{news}");
     assert!(
@@ -583,4 +590,71 @@ async fn the_trading_memory_block_is_opt_in_as_of_the_tick_and_before_your_turn(
         out.text
             .contains(&format!("\n\n{}\n\n## Your turn", block.trim_end()))
     );
+}
+
+/// The Derivatives section: the latest funding print and open interest as of the tick (a print
+/// or observation stamped after `now` never shows, even from a source that serves it), "none"
+/// for a symbol without data, and no section at all for a skill that whitelists neither
+/// `get_funding_rate` nor `get_open_interest` (its prompt is unchanged).
+#[test]
+fn the_derivatives_section_is_point_in_time_and_only_for_skills_that_ask() {
+    struct Leaky(Preloaded);
+    impl tools::DerivativesData for Leaky {
+        fn funding_rates(
+            &self,
+            symbol: &str,
+            _as_of: DateTime<Utc>,
+            limit: usize,
+        ) -> Result<Vec<tools::FundingRate>, DataError> {
+            // Everything, the future included.
+            self.0
+                .funding_rates(symbol, now() + Duration::days(1), limit)
+        }
+        fn open_interest(
+            &self,
+            symbol: &str,
+            _as_of: DateTime<Utc>,
+            limit: usize,
+        ) -> Result<Vec<tools::OpenInterestPoint>, DataError> {
+            self.0
+                .open_interest(symbol, now() + Duration::days(1), limit)
+        }
+    }
+    let ctx = ctx().with_derivatives(Arc::new(Leaky(data())));
+    let out = assemble_context(&skill(), &ctx, None).unwrap();
+    let derivatives = section(&out.text, "## Derivatives");
+    insta::assert_snapshot!("derivatives_section", derivatives);
+    assert!(
+        derivatives.contains("BTC funding +0.0038% per 1h at 06-05T12:00"),
+        "{derivatives}"
+    );
+    assert!(
+        !derivatives.contains("+5.0000%"),
+        "a print after now: {derivatives}"
+    );
+    assert!(
+        !derivatives.contains("99,999"),
+        "an observation after now: {derivatives}"
+    );
+    assert!(
+        derivatives.contains("ETH funding none up to now"),
+        "{derivatives}"
+    );
+    let names: Vec<&str> = out.sections.iter().map(|s| s.name).collect();
+    assert_eq!(&names[..4], ["time", "market", "news", "derivatives"]);
+
+    // The tool answers the same print.
+    let tool = tools::GetFundingRate::new(ctx.clone());
+    let answer = tools::Tool::call(&tool, serde_json::json!({"symbol": "BTC"})).unwrap();
+    assert_eq!(answer["latest"]["rate"], "0.0000375");
+    assert_eq!(answer["history"].as_array().unwrap().len(), 3);
+
+    let mut plain = skill();
+    plain
+        .tools
+        .built_in
+        .retain(|t| t != "get_funding_rate" && t != "get_open_interest");
+    let without = assemble_context(&plain, &ctx, None).unwrap();
+    assert!(!without.text.contains("## Derivatives"));
+    assert!(without.sections.iter().all(|s| s.name != "derivatives"));
 }

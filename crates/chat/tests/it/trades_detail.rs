@@ -50,6 +50,7 @@ async fn trades_detail_is_the_ledger() {
         market: Arc::new(market),
         news: None,
         events: None,
+        derivatives: None,
         from: None,
         to: None,
         broker: PaperBrokerConfig::new(Decimal::from(10_000)),

@@ -11,7 +11,7 @@ use execution_engine::{PaperBroker, PaperBrokerConfig};
 use tick::{Broker, ReflectionCheck, TickState};
 use tools::{Preloaded, RunMode, ToolContext};
 
-use super::market::{fetch_market, load_events};
+use super::market::{fetch_derivatives, fetch_market, load_events};
 use super::reflections::ReflectionJob;
 use super::{Done, RunError, Runner};
 use crate::hl_broker::{FillCursor, HyperliquidBroker, HyperliquidConfig};
@@ -71,6 +71,15 @@ impl Runner {
 
         let mut market = fetch_market(&self.info, &skill, tick_at, last_tick_at).await?;
         market.events = load_events(&self.store, &skill, tick_at).await?;
+        // Funding and open interest only for a skill that can read them; a failed fetch leaves
+        // the tick without them (logged), never fails it.
+        let derivatives = if skill.tools.lists_derivatives_tool() {
+            fetch_derivatives(&self.info, &skill, tick_at, self.clock.now())
+                .await
+                .map(|d| Arc::new(d) as Arc<dyn tools::DerivativesData>)
+        } else {
+            None
+        };
 
         let model_id = skill.model.clone();
         let model = (self.resolver)(&model_id, &skill).map_err(|source| RunError::Model {
@@ -137,6 +146,7 @@ impl Runner {
                     &mut broker,
                     saved,
                     market,
+                    derivatives,
                     external,
                     d.initial_equity_usd,
                     tick_at,
@@ -177,6 +187,7 @@ impl Runner {
                     &mut broker,
                     saved,
                     market,
+                    derivatives,
                     external,
                     equity,
                     tick_at,
@@ -198,6 +209,7 @@ impl Runner {
         broker: &mut B,
         saved: Option<RunnerState>,
         market: Preloaded,
+        derivatives: Option<Arc<dyn tools::DerivativesData>>,
         external: Arc<[Arc<dyn tools::Tool>]>,
         equity: rust_decimal::Decimal,
         tick_at: DateTime<Utc>,
@@ -219,7 +231,7 @@ impl Runner {
         let symbols = deployment.skill.context.symbols.clone();
         let market = Arc::new(market);
         // The calendar is the store's events the tick loaded into `market` (`load_events`).
-        let ctx = ToolContext::new(
+        let mut ctx = ToolContext::new(
             tick_at,
             RunMode::Trade,
             symbols,
@@ -234,6 +246,9 @@ impl Runner {
             self.store.clone(),
             db::MemoryScope::Deployment(deployment.deployment_id),
         )));
+        if let Some(derivatives) = derivatives {
+            ctx = ctx.with_derivatives(derivatives);
+        }
         let carry =
             |broker: &B, after: &TickState| serde_json::to_value(RunnerState::after(broker, after));
         let outcome = tick::run_tick_carrying(

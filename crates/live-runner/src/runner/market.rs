@@ -1,5 +1,5 @@
-//! The market data of a tick: Hyperliquid candles, closed bars only, and the event calendar
-//! from the store.
+//! The market data of a tick: Hyperliquid candles, closed bars only, funding and open interest
+//! (for a skill that whitelists the derivatives tools), and the event calendar from the store.
 
 use chrono::{DateTime, Duration, Utc};
 use db::EventStore;
@@ -117,6 +117,96 @@ pub(super) async fn load_events<S: EventStore + Sync>(
         .await?;
     events.retain(|e| e.scheduled_at > tick_at);
     Ok(events)
+}
+
+/// Most funding prints `get_funding_rate` may ask for (its `limit` bound): the hours of
+/// funding history fetched per symbol.
+const FUNDING_HISTORY_HOURS: i64 = 168;
+
+/// Funding and open interest for a tick at `tick_at` of a skill that whitelists
+/// `get_funding_rate` or `get_open_interest`, from the info endpoint:
+/// - `fundingHistory` of each symbol over the last [`FUNDING_HISTORY_HOURS`] hours up to the
+///   tick; a print stamped after `tick_at` is dropped;
+/// - `metaAndAssetCtxs` once: each symbol's open interest (base units, and in USD at the mark
+///   price), observed when fetched (`observed_at`, seconds after the bar close) and stamped at
+///   the tick it is fetched for. An observation more than one bar after the tick (a tick run
+///   late) belongs to a later bar and is dropped.
+///
+/// A failing request fails nothing: it is logged and its data is left out. `None` when every
+/// request failed: the tick then runs without a derivatives source (the section says
+/// "unknown", the tools answer that there is no data).
+pub(super) async fn fetch_derivatives(
+    info: &InfoClient,
+    skill: &Skill,
+    tick_at: DateTime<Utc>,
+    observed_at: DateTime<Utc>,
+) -> Option<Preloaded> {
+    let mut out = Preloaded::new();
+    let mut answered = false;
+    let start = tick_at - Duration::hours(FUNDING_HISTORY_HOURS);
+    for symbol in &skill.context.symbols {
+        match info.funding_history(symbol, start, Some(tick_at)).await {
+            Ok(prints) => {
+                answered = true;
+                let mut prints: Vec<_> = prints
+                    .into_iter()
+                    .filter(|p| p.time <= tick_at && p.coin == *symbol)
+                    .collect();
+                prints.sort_by_key(|p| p.time);
+                // Hyperliquid pays hourly; the period of a print is its gap to the previous.
+                let mut previous: Option<DateTime<Utc>> = None;
+                let rates = prints
+                    .into_iter()
+                    .map(|p| {
+                        let hours = previous
+                            .map_or(1, |t| ((p.time - t).num_minutes() + 30) / 60)
+                            .max(1);
+                        previous = Some(p.time);
+                        tools::FundingRate {
+                            time: p.time,
+                            rate: p.funding_rate,
+                            period_hours: u32::try_from(hours).unwrap_or(u32::MAX),
+                        }
+                    })
+                    .collect();
+                out.funding.insert(symbol.clone(), rates);
+            }
+            Err(e) => {
+                tracing::warn!(%symbol, %tick_at, error = %e, "fundingHistory failed: the tick has no funding for it");
+            }
+        }
+    }
+    let late = observed_at - tick_at;
+    if late < Duration::zero() || late > bar_length(skill.context.bars_interval) {
+        tracing::warn!(%tick_at, %observed_at, "open interest observed too far from the tick: left out");
+    } else {
+        match info.meta_and_asset_ctxs().await {
+            Ok(meta) => {
+                answered = true;
+                for symbol in &skill.context.symbols {
+                    let Some(ctx) = meta.ctx(symbol) else {
+                        tracing::warn!(%symbol, "metaAndAssetCtxs lists no such asset");
+                        continue;
+                    };
+                    let Some(oi_usd) = ctx.open_interest.checked_mul(ctx.mark_px) else {
+                        continue;
+                    };
+                    out.open_interest.insert(
+                        symbol.clone(),
+                        vec![tools::OpenInterestPoint {
+                            time: tick_at,
+                            oi_base: ctx.open_interest,
+                            oi_usd,
+                        }],
+                    );
+                }
+            }
+            Err(e) => {
+                tracing::warn!(%tick_at, error = %e, "metaAndAssetCtxs failed: the tick has no open interest");
+            }
+        }
+    }
+    answered.then_some(out)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ mod browser;
 mod chat_terminal;
 mod cli;
 mod common;
+mod derivatives_pg;
 mod events_pg;
 mod hl_broker;
 mod hyperliquid_pg;

@@ -101,6 +101,7 @@ async fn live_ticks_and_a_backtest_of_the_same_bars_send_identical_prompts() {
         to: Some(first + Duration::hours(TICKS - 1)),
         broker: PaperBrokerConfig::for_skill(equity, &skill.risk).expect("broker"),
         external_tools: Arc::new([]),
+        derivatives: None,
     };
     let sim = db::connect("sqlite::memory:").await.expect("store");
     register(

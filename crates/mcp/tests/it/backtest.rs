@@ -83,6 +83,7 @@ async fn a_scripted_model_calls_an_mcp_tool_and_the_snapshot_holds_the_call_and_
         market: Arc::new(Preloaded::new().with_bars("BTC", Interval::H1, bars)),
         news: None,
         events: None,
+        derivatives: None,
         from: Some(at),
         to: Some(at),
         broker: PaperBrokerConfig::new(Decimal::from(10_000)),

@@ -538,6 +538,14 @@ async fn resolved_flavors_use_their_base_url_key_and_max_tokens_field() {
             "openai/gpt-4.1",
             "max_tokens",
         ),
+        (
+            OpenAiFlavor::Google,
+            "google/gemini-2.5-flash",
+            "GEMINI_API_KEY",
+            "GEMINI_BASE_URL",
+            "gemini-2.5-flash",
+            "max_tokens",
+        ),
     ];
     for (flavor, id, key_var, base_var, wire_model, field) in table {
         assert_eq!(flavor.key_var(), key_var);
@@ -655,4 +663,63 @@ async fn an_implausible_token_count_is_a_decode_error_not_a_stored_number() {
         .unwrap_err();
     let message = common::decode_message(err);
     assert!(message.contains("output tokens"), "{message}");
+}
+
+/// Gemini through Google's OpenAI-compatible endpoint: the default root is
+/// `…/v1beta/openai`, requests go to `{root}/chat/completions` with the key as a bearer token
+/// and the bare model name, and an answer with a tool call (Gemini's shape: `content: null`,
+/// an id per call) comes back as a tool call, priced from the rate table.
+#[tokio::test]
+async fn google_models_speak_the_openai_wire_under_googles_path() {
+    assert_eq!(
+        OpenAiFlavor::Google.default_base_url(),
+        "https://generativelanguage.googleapis.com/v1beta/openai"
+    );
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1beta/openai/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "gemini-1",
+            "object": "chat.completion",
+            "created": 1_767_225_600,
+            "model": "gemini-2.5-flash",
+            "choices": [{
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": null,
+                    "tool_calls": [{
+                        "id": "function-call-1",
+                        "type": "function",
+                        "function": {"name": "propose_order", "arguments": "{\"side\":\"buy\"}"},
+                    }],
+                },
+                "finish_reason": "tool_calls",
+            }],
+            "usage": {"prompt_tokens": 1_000, "completion_tokens": 100, "total_tokens": 1_100},
+        })))
+        .mount(&server)
+        .await;
+    let base = format!("{}/v1beta/openai/", server.uri());
+    let lookup = env(&[("GEMINI_API_KEY", "gm-key"), ("GEMINI_BASE_URL", &base)]);
+
+    let model =
+        resolve_model_with("google/gemini-2.5-flash", &lookup, &no_builtins, fast()).unwrap();
+    let answer = model.generate(&hello()).await.unwrap();
+
+    assert_eq!(model.id(), "google/gemini-2.5-flash");
+    assert_eq!(answer.finish, FinishReason::ToolCalls);
+    assert_eq!(answer.tool_calls.len(), 1);
+    assert_eq!(answer.tool_calls[0].name, "propose_order");
+    assert_eq!(answer.tool_calls[0].arguments, "{\"side\":\"buy\"}");
+    assert_eq!(answer.usage.input, 1_000);
+    assert_eq!(answer.usage.output, 100);
+    let sent = &server.received_requests().await.unwrap()[0];
+    assert_eq!(sent.headers["authorization"], "Bearer gm-key");
+    let body: Value = serde_json::from_slice(&sent.body).unwrap();
+    assert_eq!(body["model"], "gemini-2.5-flash");
+    // $0.30 in and $2.50 out per million tokens: 1,000 × 0.30 + 100 × 2.50 = 550 µ$.
+    let cost = model::estimate_cost(model.id(), &answer.usage);
+    assert!(cost.known);
+    assert_eq!(cost.usd, rust_decimal::Decimal::new(55, 5));
 }

@@ -70,6 +70,7 @@ fn missing_keys_name_the_exact_variable() {
             "anthropic",
             "ANTHROPIC_API_KEY",
         ),
+        ("google/gemini-2.5-pro", "google", "GEMINI_API_KEY"),
     ];
     // Another provider's key, and a blank one, do not count.
     let lookup = env(&[
@@ -102,12 +103,14 @@ fn each_prefix_routes_to_its_provider_and_keeps_the_full_id() {
         ("OPENROUTER_API_KEY", "b"),
         ("AI_GATEWAY_API_KEY", "c"),
         ("ANTHROPIC_API_KEY", "d"),
+        ("GEMINI_API_KEY", "e"),
     ]);
     for id in [
         "openai/gpt-4o-mini",
         "openrouter/anthropic/claude-haiku-4.5",
         "gateway/openai/gpt-5",
         "anthropic/claude-opus-4-1",
+        "google/gemini-2.5-flash",
     ] {
         let model = resolve_model(id, &lookup, &no_builtins).unwrap();
         assert_eq!(model.id(), id);
@@ -117,17 +120,26 @@ fn each_prefix_routes_to_its_provider_and_keeps_the_full_id() {
 #[test]
 fn unknown_or_incomplete_model_strings_are_rejected() {
     let lookup = env(&[("OPENAI_API_KEY", "a")]);
-    for model in [
-        "gpt-5",
-        "google/gemini-2.5-pro",
-        "openai/",
-        "openai/  ",
-        "",
-        "/gpt-5",
-    ] {
+    for model in ["gpt-5", "openai/", "openai/  ", "", "/gpt-5"] {
         let err = resolve_model(model, &lookup, &no_builtins).err().unwrap();
         assert_eq!(err, ModelError::UnknownModel(model.into()), "{model:?}");
     }
+}
+
+#[test]
+fn an_unknown_provider_is_refused_with_the_known_ones() {
+    let lookup = env(&[("OPENAI_API_KEY", "a"), ("GEMINI_API_KEY", "g")]);
+    let err = resolve_model("mistral/mistral-large", &lookup, &no_builtins)
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        "unknown provider \"mistral\" in model \"mistral/mistral-large\" (known: anthropic, \
+         openai, openrouter, gateway, google, builtin)"
+    );
+    assert!(
+        matches!(err, ModelError::UnknownProvider { ref provider, .. } if provider == "mistral")
+    );
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! linking one binary instead of several is most of what a rebuild costs on a 2-core machine.
 
 mod common;
+mod funding_cli;
 mod ledger_cli;
 mod mcp_cli;
 mod mcp_serve;

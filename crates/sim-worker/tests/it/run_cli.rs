@@ -260,7 +260,7 @@ fn bad_input_exits_2_naming_the_problem_with_nothing_on_stdout() {
         ),
         (
             vec!["--bars", &bars, "--model", "nope/x"],
-            "--model nope/x: unknown model",
+            "--model nope/x: unknown provider \"nope\"",
         ),
     ];
     for (extra, expected) in cases {

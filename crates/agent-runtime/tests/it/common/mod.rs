@@ -9,7 +9,8 @@ use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 use skill_schema::{EventKind, Format, Skill, parse_skill};
 use tools::{
-    LastDecisionSnapshot, NewsItem, OpenOrder, Preloaded, RunMode, ToolContext, VerdictStatus,
+    FundingRate, LastDecisionSnapshot, NewsItem, OpenInterestPoint, OpenOrder, Preloaded, RunMode,
+    ToolContext, VerdictStatus,
 };
 use types::{Bar, Interval, MarketEvent, OrderSide, PortfolioSnapshot, Position, RuleCode, Side};
 
@@ -299,6 +300,31 @@ pub(crate) fn data() -> Preloaded {
             importance: dec!(0.9),
         },
     ];
+    // Hourly BTC funding (the last print at now, one after now that must never show) and two
+    // open-interest observations (and one after now); ETH has no derivatives data.
+    let funding = |hours: i64, rate: Decimal| FundingRate {
+        time: now() + Duration::hours(hours),
+        rate,
+        period_hours: 1,
+    };
+    data.funding.insert(
+        "BTC".into(),
+        vec![
+            funding(1, dec!(0.05)),
+            funding(-2, dec!(0.0000125)),
+            funding(-1, dec!(0.00002)),
+            funding(0, dec!(0.0000375)),
+        ],
+    );
+    let oi = |hours: i64, base: Decimal| OpenInterestPoint {
+        time: now() + Duration::hours(hours),
+        oi_base: base,
+        oi_usd: base * dec!(67000),
+    };
+    data.open_interest.insert(
+        "BTC".into(),
+        vec![oi(-4, dec!(20000)), oi(0, dec!(21000)), oi(1, dec!(99999))],
+    );
     data.recent_trades_text = [
         "- 06-04T10:00 → 06-04T12:30 BTC long $2400.00 @ 66200 → 66940 +$26.83 (1.12%) 150m \"breakout above prior swing high\"",
         "- 06-04T08:15 → 06-04T09:00 ETH short $1800.00 @ 3420.50 → 3455.10 -$18.21 (-1.01%) 45m \"funding extreme, mean-revert\"",

@@ -59,6 +59,7 @@ pub(crate) fn eurusd_input(bars: &[Bar], fee_bps: Decimal, slippage_bps: Decimal
         market: Arc::new(market),
         news: None,
         events: None,
+        derivatives: None,
         from: None,
         to: None,
         broker,
