@@ -11,7 +11,7 @@ use execution_engine::{PaperBroker, PaperBrokerConfig};
 use tick::{Broker, ReflectionCheck, TickState};
 use tools::{Preloaded, RunMode, ToolContext};
 
-use super::market::{fetch_market, load_events};
+use super::market::{fetch_market, load_events, load_news};
 use super::reflections::ReflectionJob;
 use super::{Done, RunError, Runner};
 use crate::hl_broker::{FillCursor, HyperliquidBroker, HyperliquidConfig};
@@ -71,6 +71,11 @@ impl Runner {
 
         let mut market = fetch_market(&self.info, &skill, tick_at, last_tick_at).await?;
         market.events = load_events(&self.store, &skill, tick_at).await?;
+        // With feeds configured, the stored headlines (point in time); without, the News section
+        // says headlines are unknown.
+        if self.news.is_some() {
+            market.news = load_news(&self.store, &skill, tick_at).await?;
+        }
 
         let model_id = skill.model.clone();
         let model = (self.resolver)(&model_id, &skill).map_err(|source| RunError::Model {
@@ -226,7 +231,7 @@ impl Runner {
             market.clone(),
             market.clone(),
         )
-        .with_events(market)
+        .with_events(market.clone())
         .with_external(external)
         // The outcome memory (recall tools, `<trading_memory>`): this deployment's rows, read
         // as of the tick.
@@ -234,6 +239,11 @@ impl Runner {
             self.store.clone(),
             db::MemoryScope::Deployment(deployment.deployment_id),
         )));
+        let ctx = if self.news.is_some() {
+            ctx.with_news(market)
+        } else {
+            ctx
+        };
         let carry =
             |broker: &B, after: &TickState| serde_json::to_value(RunnerState::after(broker, after));
         let outcome = tick::run_tick_carrying(
