@@ -732,7 +732,8 @@ fn news_config(
             feeds.push(line.to_owned());
         }
     }
-    feeds.dedup();
+    let mut seen = std::collections::HashSet::new();
+    feeds.retain(|f| seen.insert(f.clone()));
     if feeds.is_empty() {
         return Ok(None);
     }

@@ -162,3 +162,105 @@ async fn a_live_tick_shows_the_polled_headline_and_not_one_fetched_after_it() {
     );
     assert!(!section.contains("unknown"), "{section}");
 }
+
+/// The binary's flags: `run --once --news-feed … --news-feeds-file …` polls every feed (a good
+/// RSS and Atom feed stored, a feed that is down and one that is not a feed logged and
+/// skipped), still ticks, and the tick's News section is connected ("no headlines", never
+/// "unknown": the served items are days older than the 6h window).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_polls_its_feeds_and_a_bad_feed_fails_nothing() {
+    let pg = postgres().await;
+    let hl = hyperliquid_mock().await;
+    let feeds = MockServer::start().await;
+    let atom = include_str!("../../../news/tests/fixtures/chain-notes.atom.xml");
+    for (at, status, body) in [
+        ("/rss", 200, RSS),
+        ("/atom", 200, atom),
+        ("/down", 500, ""),
+        ("/html", 200, "<html><body>maintenance"),
+    ] {
+        Mock::given(method("GET"))
+            .and(path(at))
+            .respond_with(
+                ResponseTemplate::new(status).set_body_raw(body.as_bytes().to_vec(), "text/xml"),
+            )
+            .mount(&feeds)
+            .await;
+    }
+    let url = |p: &str| format!("{}{p}", feeds.uri());
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("feeds.txt");
+    std::fs::write(
+        &list,
+        format!("# feeds\n\n{}\n{}\n", url("/atom"), url("/html")),
+    )
+    .unwrap();
+
+    let skill = admin::load_skill_file(&common::fixture("btc-sma-cross.yaml")).unwrap();
+    let req = DeployRequest {
+        owner: OWNER,
+        broker: db::BrokerKind::Paper,
+        equity_usd: Decimal::from(10_000),
+        id: Some(Uuid::from_u128(0x4e52)),
+        hyperliquid: None,
+    };
+    let d = admin::deploy(&pg.store, &skill, &req, Utc::now())
+        .await
+        .unwrap();
+    sqlx::query("UPDATE deployments SET next_tick_at = now() - interval '1 minute'")
+        .execute(pg.pool())
+        .await
+        .unwrap();
+
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_live-runner"));
+    cmd.env("RUST_LOG", "info")
+        .args(["run", "--db", &pg.url(), "--once", "--hl-url", &hl.uri()])
+        .args(["--listen", "127.0.0.1:0"])
+        .args(["--news-feed", &url("/rss"), "--news-feed", &url("/down")])
+        .arg("--news-feeds-file")
+        .arg(&list)
+        .args(["--news-timeout-secs", "5"]);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        pg.count("SELECT count(*) FROM news_items").await,
+        6,
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("news feed skipped").count(), 2, "{stderr}");
+    assert!(stderr.contains("HTTP 500"), "{stderr}");
+    let snaps = pg.store.list_snapshots(d.id, 10).await.unwrap();
+    assert_eq!(snaps.len(), 1, "{stderr}");
+    let section = snaps[0]
+        .context
+        .split("## News (last 6h, top 5 by relevance)")
+        .nth(1)
+        .unwrap();
+    let section = section.split("\n## ").next().unwrap();
+    assert!(
+        section.contains("No headlines about BTC in the last 6h."),
+        "{section}"
+    );
+
+    // A feed list naming something that is not a URL is refused, naming file and line.
+    std::fs::write(&list, "https://ok.example/rss\nnot a url\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_live-runner"))
+        .args([
+            "run",
+            "--db",
+            &pg.url(),
+            "--once",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--news-feeds-file")
+        .arg(&list)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("feeds.txt:2"), "{stderr}");
+}
