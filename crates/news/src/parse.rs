@@ -21,8 +21,8 @@ pub const IMPORTANCE_MARKET_WIDE: Decimal = Decimal::from_parts(3, 0, 0, false, 
 /// The items of the feed document `body` fetched from `feed` at `fetched_at`, with symbols
 /// matched against `symbols` (see [`match_symbols`](crate::match_symbols)).
 ///
-/// Rules: the dedupe key (`guid`) is the item's guid / Atom id (the parser hashes link and title
-/// when a feed gives none); an item without a title is skipped, and so is a second item with a
+/// Rules: the dedupe key (`guid`) is the item's guid / Atom id, else its first link, else
+/// `title:` and a UUID v5 of its title; an item without a title is skipped, and so is a second item with a
 /// guid already seen in the document; an item without a date (neither published nor updated)
 /// is taken as published at `fetched_at`; title and summary are plain text (tags dropped,
 /// entities decoded), bounded; sentiment is the feed's own (a category `sentiment:<decimal>`,
@@ -38,7 +38,21 @@ pub fn parse_feed(
     fetched_at: DateTime<Utc>,
     symbols: &[String],
 ) -> Result<Vec<NewsRecord>, FeedError> {
-    let parsed = feed_rs::parser::parse(body).map_err(|e| FeedError::Malformed {
+    // An item without a guid / id is keyed by its link (a retitled story is the same story),
+    // and only without a link by its title (a UUID v5 of the text: the same on every poll;
+    // feed-rs's own fallback is a random UUID there, which would store it again each time).
+    let parser = feed_rs::parser::Builder::new()
+        .id_generator(|links, title, _uri| match (links.first(), title) {
+            (Some(l), _) if !l.href.trim().is_empty() => l.href.trim().to_owned(),
+            (_, Some(t)) if !t.content.trim().is_empty() => format!(
+                "title:{}",
+                Uuid::new_v5(&Uuid::NAMESPACE_OID, t.content.trim().as_bytes())
+            ),
+            // No link, no title: skipped below.
+            _ => String::new(),
+        })
+        .build();
+    let parsed = parser.parse(body).map_err(|e| FeedError::Malformed {
         feed: feed.to_owned(),
         detail: e.to_string(),
     })?;
@@ -148,4 +162,74 @@ fn feed_sentiment(categories: &[Category]) -> Option<Decimal> {
             .filter(|v| *v >= Decimal::NEGATIVE_ONE && *v <= Decimal::ONE)
             .map(|v| v.normalize())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+    use rust_decimal_macros::dec;
+
+    use super::*;
+
+    fn rss(items: &str) -> Vec<u8> {
+        format!(
+            "<?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>T</title>{items}</channel></rss>"
+        )
+        .into_bytes()
+    }
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 2, 12, 0, 0).unwrap()
+    }
+
+    #[test]
+    fn without_a_guid_the_link_is_the_key_so_a_retitled_story_is_one_item() {
+        let body = rss(
+            "<item><title>BTC up</title><link>https://x.example/a</link></item>\
+             <item><title>BTC up (updated)</title><link>https://x.example/a</link></item>\
+             <item><title>No link at all</title></item>",
+        );
+        let items = parse_feed("https://x.example/rss", &body, now(), &[]).unwrap();
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[0].guid, "https://x.example/a");
+        assert_eq!(items[0].title, "BTC up", "the first one is kept");
+        assert!(items[1].guid.starts_with("title:"), "{}", items[1].guid);
+        let again = parse_feed("https://x.example/rss", &body, now(), &[]).unwrap();
+        assert_eq!(
+            again[1].guid, items[1].guid,
+            "the title hash is deterministic"
+        );
+        assert_eq!(again[1].id, items[1].id);
+    }
+
+    #[test]
+    fn the_feeds_own_sentiment_wins_when_in_range() {
+        let body = rss(
+            "<item><title>Rally</title><guid>a</guid><category>sentiment:1.5</category></item>\
+             <item><title>Rally</title><guid>b</guid>\
+               <category domain=\"https://x.example/sentiment\">-0.25</category></item>\
+             <item><title>Rally</title><guid>c</guid><category>sentiment:oops</category></item>",
+        );
+        let items = parse_feed("https://x.example/rss", &body, now(), &[]).unwrap();
+        let got: Vec<_> = items
+            .iter()
+            .map(|n| (n.guid.as_str(), n.sentiment, n.sentiment_source))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", dec!(1), SentimentSource::Lexicon),
+                ("b", dec!(-0.25), SentimentSource::Feed),
+                ("c", dec!(1), SentimentSource::Lexicon),
+            ],
+            "out of range or not a number: the lexicon score of \"Rally\""
+        );
+    }
+
+    #[test]
+    fn not_a_feed_is_malformed_and_names_the_feed() {
+        let err = parse_feed("https://x.example/rss", b"{\"not\": 1", now(), &[]).unwrap_err();
+        assert!(matches!(err, FeedError::Malformed { .. }));
+        assert!(err.to_string().contains("https://x.example/rss"), "{err}");
+    }
 }
