@@ -549,6 +549,24 @@ pub(crate) fn event_from_row<R: RowExt>(r: &R) -> Result<MarketEvent, DbError> {
     })
 }
 
+pub(crate) fn news_from_row<R: RowExt>(r: &R) -> Result<crate::model::NewsRecord, DbError> {
+    Ok(crate::model::NewsRecord {
+        id: r.uuid("id")?,
+        feed: r.text("feed")?,
+        source: r.text("source")?,
+        guid: r.text("guid")?,
+        title: r.text("title")?,
+        link: r.opt_text("link")?,
+        summary: r.opt_text("summary")?,
+        published_at: r.ts("published_at")?,
+        fetched_at: r.ts("fetched_at")?,
+        symbols: r.symbols("symbols")?,
+        sentiment: r.dec("sentiment")?,
+        sentiment_source: enum_col(r, "sentiment_source", crate::model::SentimentSource::parse)?,
+        importance: r.dec("importance")?,
+    })
+}
+
 // ---- outcome memory (seed 003) ---------------------------------------------------------------
 
 pub(crate) fn outcome_from_row<R: RowExt>(r: &R) -> Result<outcomes::TradeOutcome, DbError> {

@@ -5,6 +5,7 @@
 //! - the schema: skills, deployments, the decision firehose (`decision_snapshots`), `fills`, the
 //!   closed-trade ledger (`trade_history`, column for column [`types::TradeRecord`]),
 //!   `reflection_notes` + `reflection_runs`, `user_facts` + their audit trail, `market_events`,
+//!   `news_items` (polled headlines, deduplicated per feed by guid),
 //!   `live_runner_state` (a runner's opaque state between ticks, committed with each tick),
 //!   `chat_turns` (each chat-coach turn's model, steps, usage and cost);
 //!   the outcome memory of seed 003 (`market_snapshots`, `trade_outcomes` — written with their
@@ -12,7 +13,7 @@
 //!   on PostgreSQL also the `auth` shim (roles `anon` / `authenticated` / `service_role`,
 //!   `auth.uid()`, `auth.role()`) and row-level security;
 //! - the store traits ([`RegistryStore`], [`LeaseStore`], [`TickStore`], [`LedgerStore`],
-//!   [`NoteStore`], [`FactStore`], [`EventStore`], [`ChatTurnStore`], [`OutcomeStore`]; all of
+//!   [`NoteStore`], [`FactStore`], [`EventStore`], [`NewsStore`], [`ChatTurnStore`], [`OutcomeStore`]; all of
 //!   them: [`Storage`]) and their two implementations ([`SqliteStore`], [`PgStore`]), chosen at
 //!   run time through [`Store`] / [`connect`];
 //! - [`UserScoped`] ([`PgStore::as_user`]): the PostgreSQL store acting as one end user, every
@@ -25,7 +26,8 @@
 //!   at most once per deployment; at most one open ledger row per deployment and symbol;
 //! - exactly one active reflection note per scope, history kept; lessons ≤ 2000 characters;
 //! - facts 4–500 characters, every change audited by a trigger; reads capped at K ≤ 30;
-//! - point in time: closed trades and notes are read "as of" a time, never past it.
+//! - point in time: closed trades and notes are read "as of" a time, never past it; a news item
+//!   only once both its publication and its first fetch are at or before that time.
 //!
 //! Tests: `cargo test -p agent-db` runs one contract suite against SQLite and PostgreSQL (plus
 //! RLS tests). The PostgreSQL half needs a server at `TEST_DATABASE_URL` (default
@@ -81,23 +83,25 @@ pub use error::{ConstraintKind, DbError};
 pub use model::{
     Annotation, AnnotationTarget, BrokerKind, ChatTurnRecord, DecisionSnapshot, Deployment,
     DeploymentStatus, FactEdit, FillTradeLink, Forget, MAX_ANNOTATION_CHARS, MAX_ANNOTATION_TAGS,
-    MAX_CHAT_TURN_ERROR_CHARS, MAX_TAG_CHARS, MemoryScope, NewAnnotation, NewFact, NewNote,
-    NoteScope, OutcomeWrites, ReflectionRun, RunOutcome, Skill, SkillVersion, StoredFill,
-    StoredRunnerState, TickAttempt, TickOutcome, TickRecord, User,
+    MAX_CHAT_TURN_ERROR_CHARS, MAX_NEWS_KEY_CHARS, MAX_NEWS_READ, MAX_NEWS_SOURCE_CHARS,
+    MAX_NEWS_SUMMARY_CHARS, MAX_NEWS_TITLE_CHARS, MAX_TAG_CHARS, MemoryScope, NewAnnotation,
+    NewFact, NewNote, NewsRecord, NoteScope, OutcomeWrites, ReflectionRun, RunOutcome,
+    SentimentSource, Skill, SkillVersion, StoredFill, StoredRunnerState, TickAttempt, TickOutcome,
+    TickRecord, User,
 };
 pub use postgres::{POSTGRES_MIGRATOR, PgStore};
 pub use scoped::{USER_ROLE, UserScoped};
 pub use sqlite::{Durability, SQLITE_MIGRATOR, SqliteStore};
 pub use store::Store;
 pub use traits::{
-    ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NoteStore, OutcomeStore,
-    RegistryStore, Storage, TickStore,
+    ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NewsStore, NoteStore,
+    OutcomeStore, RegistryStore, Storage, TickStore,
 };
 /// `mockall` mocks of the store traits (feature `mock`).
 #[cfg(feature = "mock")]
 pub use traits::{
-    MockChatTurnStore, MockEventStore, MockFactStore, MockLedgerStore, MockNoteStore,
-    MockOutcomeStore, MockRegistryStore, MockTickStore,
+    MockChatTurnStore, MockEventStore, MockFactStore, MockLedgerStore, MockNewsStore,
+    MockNoteStore, MockOutcomeStore, MockRegistryStore, MockTickStore,
 };
 /// Re-exported from `types`: a snapshot's `steps` are [`JsonText`].
 pub use types::JsonText;

@@ -517,3 +517,79 @@ pub struct ChatTurnRecord {
 /// Longest error text a [`ChatTurnRecord`] keeps; longer ones are cut, not refused. The one
 /// bound of stored error texts, [`types::MAX_STORED_ERROR_CHARS`].
 pub const MAX_CHAT_TURN_ERROR_CHARS: usize = types::MAX_STORED_ERROR_CHARS;
+
+// ---- news (#16 item 2) -----------------------------------------------------------------------
+
+/// Longest stored headline, in characters.
+pub const MAX_NEWS_TITLE_CHARS: usize = 500;
+/// Longest stored summary, in characters.
+pub const MAX_NEWS_SUMMARY_CHARS: usize = 2000;
+/// Longest feed URL, guid or link, in characters.
+pub const MAX_NEWS_KEY_CHARS: usize = 2000;
+/// Longest source (feed) name, in characters.
+pub const MAX_NEWS_SOURCE_CHARS: usize = 200;
+/// Most rows one [`NewsStore::news_window`](crate::NewsStore::news_window) answers.
+pub const MAX_NEWS_READ: u32 = 100;
+
+/// Where a stored headline's sentiment came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SentimentSource {
+    /// The feed's own field.
+    Feed,
+    /// The poller's deterministic word-list score.
+    Lexicon,
+}
+
+impl SentimentSource {
+    /// `"feed"` or `"lexicon"`, as stored.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SentimentSource::Feed => "feed",
+            SentimentSource::Lexicon => "lexicon",
+        }
+    }
+
+    /// The inverse of [`SentimentSource::as_str`].
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "feed" => Some(SentimentSource::Feed),
+            "lexicon" => Some(SentimentSource::Lexicon),
+            _ => None,
+        }
+    }
+}
+
+/// One polled headline (table `news_items`). News is global: no user owns it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewsRecord {
+    /// The row id (the poller derives it from `feed` and `guid`).
+    pub id: Uuid,
+    /// The feed's URL.
+    pub feed: String,
+    /// The feed's name as shown to the model (its title, else its host).
+    pub source: String,
+    /// The dedupe key, unique per feed: the item's guid (Atom id).
+    pub guid: String,
+    /// The headline, 1..=[`MAX_NEWS_TITLE_CHARS`] characters.
+    pub title: String,
+    /// The item's link, if it has one.
+    pub link: Option<String>,
+    /// Plain-text summary, at most [`MAX_NEWS_SUMMARY_CHARS`] characters.
+    pub summary: Option<String>,
+    /// When the feed says it was published (the fetch time for an undated item).
+    pub published_at: DateTime<Utc>,
+    /// When this runner first fetched it: the item is visible to a tick at T only when both
+    /// times are ≤ T.
+    pub fetched_at: DateTime<Utc>,
+    /// The deployments' symbols it names (empty: market-wide).
+    pub symbols: Vec<String>,
+    /// Sentiment in −1..=1.
+    pub sentiment: Decimal,
+    /// Where `sentiment` came from.
+    pub sentiment_source: SentimentSource,
+    /// Importance in 0..=1.
+    pub importance: Decimal,
+}

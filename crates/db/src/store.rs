@@ -12,15 +12,15 @@ use rust_decimal::Decimal;
 use types::{FactChange, MarketEvent, ReflectionNote, TradeRecord, UserFact};
 use uuid::Uuid;
 
-use crate::model::{Annotation, MemoryScope, NewAnnotation};
+use crate::model::{Annotation, MemoryScope, NewAnnotation, NewsRecord};
 use crate::model::{
     ChatTurnRecord, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget, NewFact,
     NewNote, NoteScope, ReflectionRun, Skill, SkillVersion, StoredFill, StoredRunnerState,
     TickAttempt, TickOutcome, TickRecord, User,
 };
 use crate::traits::{
-    ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NoteStore, OutcomeStore,
-    RegistryStore, TickStore,
+    ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NewsStore, NoteStore,
+    OutcomeStore, RegistryStore, TickStore,
 };
 use crate::{DbError, PgStore, SqliteStore};
 
@@ -140,6 +140,11 @@ delegate!(EventStore {
     fn upsert_event(&self, event: &MarketEvent) -> ();
     fn upsert_events(&self, events: &[MarketEvent]) -> ();
     fn events_between(&self, from: DateTime<Utc>, to: DateTime<Utc>, min_importance: Option<Decimal>) -> Vec<MarketEvent>;
+});
+
+delegate!(NewsStore {
+    fn insert_news(&self, items: &[NewsRecord]) -> u64;
+    fn news_window(&self, symbols: &[String], from: DateTime<Utc>, to: DateTime<Utc>, as_of: DateTime<Utc>, limit: u32) -> Vec<NewsRecord>;
 });
 
 delegate!(ChatTurnStore {

@@ -13,6 +13,7 @@ use types::{FactChange, MarketEvent, ReflectionNote, TradeRecord, UserFact};
 use uuid::Uuid;
 
 use crate::DbError;
+use crate::model::NewsRecord;
 use outcomes::{
     MarketSnapshot, MemoryHit, OutcomeScore, RecallQuery, RecalledOutcome, SearchQuery,
     TradeOutcome,
@@ -593,6 +594,40 @@ pub trait EventStore {
     ) -> impl Future<Output = Result<Vec<MarketEvent>, DbError>> + Send;
 }
 
+/// Polled news headlines (global reference data, like market events).
+#[cfg_attr(feature = "mock", mockall::automock)]
+pub trait NewsStore {
+    /// Stores every item whose (feed, guid) is not stored yet, in one transaction, and answers
+    /// how many were new. An item already stored keeps its first `fetched_at` (and everything
+    /// else): polling a feed again never moves an item later or earlier in time.
+    ///
+    /// # Errors
+    /// [`DbError::Bound`] for a feed, source, guid, title, link or summary outside its bounds,
+    /// [`DbError::Invalid`] for a sentiment outside −1..=1, an importance outside 0..=1 or an
+    /// empty symbol (checked for every item before anything is written); [`DbError::Backend`] on
+    /// driver failure.
+    fn insert_news(
+        &self,
+        items: &[NewsRecord],
+    ) -> impl Future<Output = Result<u64, DbError>> + Send;
+
+    /// What a tick at `as_of` may see: items published in `[from, to]` and fetched at or before
+    /// `as_of`, about any of `symbols` or market-wide (no symbols), most relevant first
+    /// (importance descending, then newest, then title, then id), at most `limit`.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a limit above [`MAX_NEWS_READ`](crate::MAX_NEWS_READ);
+    /// [`DbError::Backend`] on driver failure.
+    fn news_window(
+        &self,
+        symbols: &[String],
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        as_of: DateTime<Utc>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<NewsRecord>, DbError>> + Send;
+}
+
 /// Chat-coach turns: one row per turn with its model, steps, usage and cost.
 #[cfg_attr(feature = "mock", mockall::automock)]
 pub trait ChatTurnStore {
@@ -752,6 +787,7 @@ pub trait Storage:
     + NoteStore
     + FactStore
     + EventStore
+    + NewsStore
     + ChatTurnStore
     + OutcomeStore
     + Send
@@ -767,6 +803,7 @@ impl<T> Storage for T where
         + NoteStore
         + FactStore
         + EventStore
+        + NewsStore
         + ChatTurnStore
         + OutcomeStore
         + Send

@@ -331,6 +331,23 @@ enum Command {
         /// task of its own off the tick path. Off by default (run `score-outcomes` from cron).
         #[arg(long, value_name = "SECS")]
         score_outcomes_every: Option<u64>,
+        /// An RSS 2.0 / Atom 1.0 feed to poll for headlines (repeatable). With at least one
+        /// feed (here or in --news-feeds-file) every tick's News section and
+        /// `fetch_news_sentiment` show the stored headlines, point in time; without, they say
+        /// headlines are unknown.
+        #[arg(long = "news-feed", value_name = "URL")]
+        news_feeds: Vec<String>,
+        /// A file of feed URLs, one a line (blank lines and `#` comments ignored), added to
+        /// --news-feed.
+        #[arg(long, value_name = "FILE")]
+        news_feeds_file: Option<PathBuf>,
+        /// Poll the feeds every this many seconds (and once at start), off the tick path.
+        #[arg(long, value_name = "SECS", default_value_t = 300)]
+        news_every: u64,
+        /// Give up on a feed that has not answered in this many seconds (logged and skipped
+        /// until the next poll).
+        #[arg(long, value_name = "SECS", default_value_t = 10)]
+        news_timeout_secs: u64,
     },
 }
 
@@ -647,7 +664,17 @@ async fn main() -> anyhow::Result<()> {
             poll_secs,
             listen,
             score_outcomes_every,
+            news_feeds,
+            news_feeds_file,
+            news_every,
+            news_timeout_secs,
         } => {
+            let news = news_config(
+                news_feeds,
+                news_feeds_file.as_deref(),
+                news_every,
+                news_timeout_secs,
+            )?;
             if concurrency == 0 {
                 bail!("--concurrency must be at least 1");
             }
@@ -690,7 +717,8 @@ async fn main() -> anyhow::Result<()> {
                     metrics,
                     config,
                 )
-                .await?,
+                .await?
+                .with_news_opt(news),
             );
             runner.run(shutdown).await?;
             if let Some(scorer) = scorer {
@@ -700,6 +728,49 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `run`'s news feeds: the `--news-feed` URLs, then those of `--news-feeds-file`; `None`
+/// without any.
+fn news_config(
+    mut feeds: Vec<String>,
+    file: Option<&std::path::Path>,
+    every: u64,
+    timeout: u64,
+) -> anyhow::Result<Option<runner::NewsFeeds>> {
+    if let Some(file) = file {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("reading --news-feeds-file {}", file.display()))?;
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            if !(line.starts_with("http://") || line.starts_with("https://")) {
+                bail!(
+                    "{}:{}: {line:?} is not an http:// or https:// feed URL",
+                    file.display(),
+                    n + 1
+                );
+            }
+            feeds.push(line.to_owned());
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    feeds.retain(|f| seen.insert(f.clone()));
+    if feeds.is_empty() {
+        return Ok(None);
+    }
+    if every == 0 || timeout == 0 {
+        bail!("--news-every and --news-timeout-secs must be at least 1");
+    }
+    let poller =
+        news::FeedPoller::new(feeds, Duration::from_secs(timeout)).context("--news-feed")?;
+    tracing::info!(feeds = poller.feeds().len(), every, "news feeds configured");
+    Ok(Some(runner::NewsFeeds {
+        poller,
+        every: Duration::from_secs(every),
+    }))
 }
 
 /// `run --score-outcomes-every`: the outcome scorer on its own schedule, off the tick path; a

@@ -18,6 +18,7 @@ pub(crate) mod events;
 pub(crate) mod facts;
 pub(crate) mod lease;
 pub(crate) mod ledger;
+pub(crate) mod news;
 pub(crate) mod notes;
 pub(crate) mod outcomes;
 pub(crate) mod registry;
@@ -66,6 +67,7 @@ macro_rules! impl_stores {
         crate::imp::notes::impl_notes!($store, $db, $enc, $begin);
         crate::imp::facts::impl_facts!($store, $enc, $begin);
         crate::imp::events::impl_events!($store, $enc, $begin);
+        crate::imp::news::impl_news!($store, $enc, $begin);
         crate::imp::chat_turns::impl_chat_turns!($store, $enc);
         crate::imp::outcomes::impl_outcomes!($store, $db, $enc, $begin);
     };
@@ -83,6 +85,7 @@ macro_rules! impl_user_stores {
         crate::imp::notes::impl_notes!($store, $db, $enc, $begin);
         crate::imp::facts::impl_facts!($store, $enc, $begin);
         crate::imp::events::impl_events!($store, $enc, $begin);
+        crate::imp::news::impl_news!($store, $enc, $begin);
         crate::imp::chat_turns::impl_chat_turns!($store, $enc);
         crate::imp::outcomes::impl_outcomes!($store, $db, $enc, $begin);
     };

@@ -12,7 +12,8 @@ mod cases {
     };
     use db::{
         ConstraintKind, DbError, DeploymentStatus, FactEdit, FillTradeLink, Forget, NewFact,
-        NoteScope, ReflectionRun, RunOutcome, Storage, TickAttempt, TickOutcome, TickRecord,
+        NewsRecord, NoteScope, ReflectionRun, RunOutcome, SentimentSource, Storage, TickAttempt,
+        TickOutcome, TickRecord,
     };
     use rust_decimal::Decimal;
     use rust_decimal_macros::dec;
@@ -1490,6 +1491,132 @@ mod cases {
         );
     }
 
+    fn news(feed: &str, guid: &str, minutes: i64, fetched: i64, symbols: &[&str]) -> NewsRecord {
+        NewsRecord {
+            id: Uuid::new_v5(&Uuid::NAMESPACE_URL, format!("{feed}\n{guid}").as_bytes()),
+            feed: feed.to_owned(),
+            source: "Example Wire".into(),
+            guid: guid.to_owned(),
+            title: format!("Headline {guid}"),
+            link: Some(format!("https://example.com/{guid}")),
+            summary: None,
+            published_at: at(minutes),
+            fetched_at: at(fetched),
+            symbols: symbols.iter().map(|x| (*x).to_owned()).collect(),
+            sentiment: dec!(-0.25),
+            sentiment_source: SentimentSource::Lexicon,
+            importance: dec!(0.6),
+        }
+    }
+
+    pub(super) async fn news_dedupes_per_feed_and_reads_point_in_time<S: Storage + RawSql>(s: &S) {
+        // A far-future window and a feed of this test's own: other tests cannot interfere.
+        let base = 700_000;
+        let feed = format!("https://feeds.example/{}", Uuid::new_v4());
+        let other = format!("https://other.example/{}", Uuid::new_v4());
+        let btc = news(&feed, "a", base, base + 5, &["BTC"]);
+        let eth = news(&feed, "b", base + 10, base + 12, &["ETH"]);
+        let mut wide = news(&feed, "c", base + 20, base + 21, &[]);
+        wide.importance = dec!(0.3);
+        wide.summary = Some("Markets & more".into());
+        wide.sentiment_source = SentimentSource::Feed;
+        // Published before the tick, fetched after it: invisible at the tick.
+        let late = news(&feed, "d", base + 25, base + 40, &["BTC"]);
+        // The same guid on another feed is another item.
+        let same_guid = news(&other, "a", base + 1, base + 2, &["BTC"]);
+        assert_eq!(
+            s.insert_news(&[
+                btc.clone(),
+                eth.clone(),
+                wide.clone(),
+                late.clone(),
+                same_guid.clone()
+            ])
+            .await
+            .unwrap(),
+            5
+        );
+        // A second poll: the same items again (one re-fetched later and retitled) add nothing
+        // and move nothing.
+        let mut again = btc.clone();
+        again.fetched_at = at(base + 30);
+        again.title = "Retitled".into();
+        assert_eq!(s.insert_news(&[again, eth.clone()]).await.unwrap(), 0);
+
+        let btc_only = ["BTC".to_owned()];
+        let seen = s
+            .news_window(&btc_only, at(base), at(base + 30), at(base + 30), 10)
+            .await
+            .unwrap();
+        assert_eq!(
+            seen,
+            vec![same_guid.clone(), btc.clone(), wide.clone()],
+            "BTC and market-wide items, importance then newest first; ETH and the late fetch not"
+        );
+        // At T = base + 30 the late item's fetch (base + 40) is still in the future.
+        assert!(!seen.contains(&late));
+        let later = s
+            .news_window(&btc_only, at(base), at(base + 30), at(base + 40), 10)
+            .await
+            .unwrap();
+        assert_eq!(later[0], late, "visible once fetched");
+        // Published after `to`: outside the window whatever the fetch time.
+        assert_eq!(
+            s.news_window(&btc_only, at(base), at(base + 15), at(base + 100), 10)
+                .await
+                .unwrap(),
+            vec![same_guid.clone(), btc.clone()]
+        );
+        assert_eq!(
+            s.news_window(&btc_only, at(base), at(base + 30), at(base + 30), 1)
+                .await
+                .unwrap(),
+            vec![same_guid],
+            "top K"
+        );
+        assert!(matches!(
+            s.news_window(&btc_only, at(base), at(base + 30), at(base + 30), 101)
+                .await,
+            Err(DbError::Invalid {
+                what: "news limit",
+                ..
+            })
+        ));
+    }
+
+    pub(super) async fn news_bounds_are_refused_before_anything_is_written<S: Storage + RawSql>(
+        s: &S,
+    ) {
+        let base = 710_000;
+        let feed = format!("https://feeds.example/{}", Uuid::new_v4());
+        let good = news(&feed, "ok", base, base, &[]);
+        let mut bad_sentiment = news(&feed, "s", base, base, &[]);
+        bad_sentiment.sentiment = dec!(1.01);
+        let mut long_title = news(&feed, "t", base, base, &[]);
+        long_title.title = "x".repeat(db::MAX_NEWS_TITLE_CHARS + 1);
+        let mut bad_importance = news(&feed, "i", base, base, &[]);
+        bad_importance.importance = dec!(-0.1);
+        let mut empty_guid = news(&feed, "", base, base, &[]);
+        empty_guid.guid = String::new();
+        for (bad, expect) in [
+            (bad_sentiment, "news sentiment"),
+            (long_title, "news title"),
+            (bad_importance, "news importance"),
+            (empty_guid, "news guid"),
+        ] {
+            let err = s.insert_news(&[good.clone(), bad]).await.unwrap_err();
+            assert!(err.to_string().contains(expect), "{expect}: {err}");
+        }
+        assert_eq!(
+            s.count(&format!(
+                "SELECT count(*) FROM news_items WHERE feed = '{feed}'"
+            ))
+            .await,
+            0,
+            "nothing of a refused batch is stored"
+        );
+    }
+
     pub(super) async fn events_in_a_window<S: Storage + RawSql>(s: &S) {
         let ev = |minutes, importance: Decimal, symbols: &[&str]| MarketEvent {
             id: Uuid::new_v4(),
@@ -1834,6 +1961,8 @@ contract!(
     facts_keep_to_their_owner_and_audit_every_actor,
     chat_turns_record_and_list,
     events_in_a_window,
+    news_dedupes_per_feed_and_reads_point_in_time,
+    news_bounds_are_refused_before_anything_is_written,
     database_rejects_a_second_active_note,
     database_rejects_out_of_bounds_text,
     a_snapshots_model_error_round_trips_and_is_bounded,

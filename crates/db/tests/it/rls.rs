@@ -412,6 +412,34 @@ async fn anon_reads_market_events_and_nothing_else() {
 }
 
 #[tokio::test]
+async fn authenticated_users_read_news_and_only_the_service_role_writes_it() {
+    let h = common::postgres().await;
+    let pool = h.store.pool();
+    let insert = "INSERT INTO news_items (id, feed, source, guid, title, published_at, \
+                  fetched_at, sentiment, sentiment_source, importance) VALUES \
+                  (gen_random_uuid(), 'https://f.example/rss', 'F', 'g1', 'T', now(), now(), 0, \
+                  'lexicon', 0.5)";
+    assert!(as_role(pool, "service_role", None, insert).await.is_ok());
+    let user = Some(Uuid::from_u128(0x5e));
+    let rows = as_role(pool, "authenticated", user, "SELECT guid FROM news_items")
+        .await
+        .unwrap();
+    assert!(rows.iter().any(|r| r.get::<String, _>("guid") == "g1"));
+    assert_permission_denied(
+        as_role(pool, "authenticated", user, &insert.replace("'g1'", "'g2'")).await,
+        "a user writes news",
+    );
+    assert_permission_denied(
+        as_role(pool, "authenticated", user, "DELETE FROM news_items").await,
+        "a user deletes news",
+    );
+    assert_permission_denied(
+        as_role(pool, "anon", None, "SELECT id FROM news_items").await,
+        "anon reads news",
+    );
+}
+
+#[tokio::test]
 async fn migrations_are_idempotent_and_the_auth_shim_reads_the_claims() {
     let h = common::postgres().await;
     // Re-running is a no-op (the role/shim DO blocks already ran in every test database).

@@ -11,7 +11,7 @@ use execution_engine::{PaperBroker, PaperBrokerConfig};
 use tick::{Broker, ReflectionCheck, TickState};
 use tools::{Preloaded, RunMode, ToolContext};
 
-use super::market::{fetch_derivatives, fetch_market, load_events};
+use super::market::{fetch_derivatives, fetch_market, load_events, load_news};
 use super::reflections::ReflectionJob;
 use super::{Done, RunError, Runner};
 use crate::hl_broker::{FillCursor, HyperliquidBroker, HyperliquidConfig};
@@ -80,6 +80,11 @@ impl Runner {
         } else {
             None
         };
+        // With feeds configured, the stored headlines (point in time); without, the News section
+        // says headlines are unknown.
+        if self.news.is_some() {
+            market.news = load_news(&self.store, &skill, tick_at).await?;
+        }
 
         let model_id = skill.model.clone();
         let model = (self.resolver)(&model_id, &skill).map_err(|source| RunError::Model {
@@ -238,7 +243,7 @@ impl Runner {
             market.clone(),
             market.clone(),
         )
-        .with_events(market)
+        .with_events(market.clone())
         .with_external(external)
         // The outcome memory (recall tools, `<trading_memory>`): this deployment's rows, read
         // as of the tick.
@@ -249,6 +254,11 @@ impl Runner {
         if let Some(derivatives) = derivatives {
             ctx = ctx.with_derivatives(derivatives);
         }
+        let ctx = if self.news.is_some() {
+            ctx.with_news(market)
+        } else {
+            ctx
+        };
         let carry =
             |broker: &B, after: &TickState| serde_json::to_value(RunnerState::after(broker, after));
         let outcome = tick::run_tick_carrying(

@@ -1,8 +1,9 @@
 //! The market data of a tick: Hyperliquid candles, closed bars only, funding and open interest
-//! (for a skill that whitelists the derivatives tools), and the event calendar from the store.
+//! (for a skill that whitelists the derivatives tools), and the event calendar and the news from
+//! the store.
 
 use chrono::{DateTime, Duration, Utc};
-use db::EventStore;
+use db::{EventStore, NewsStore};
 use hyperliquid::InfoClient;
 use skill_schema::Skill;
 use tools::Preloaded;
@@ -117,6 +118,54 @@ pub(super) async fn load_events<S: EventStore + Sync>(
         .await?;
     events.retain(|e| e.scheduled_at > tick_at);
     Ok(events)
+}
+
+/// The widest window `fetch_news_sentiment` may ask for, in hours, and its largest top K.
+const TOOL_NEWS_HOURS: i64 = 168;
+const TOOL_NEWS_TOP_K: u32 = 50;
+
+/// The headlines a tick at `tick_at` may see, point in time: published in the window *and*
+/// fetched by this runner at or before `tick_at` (an item published at 11:30 but first fetched
+/// at 12:10 was unknown to the 12:00 tick; without the second condition a retried or replayed
+/// 12:00 tick would show it, and a feed that backfills old items would leak them into the past).
+/// Two reads: the skill's News section window (`newsLookbackHours`, `newsTopK`) and the widest
+/// `fetch_news_sentiment` window (168 h, top 50); the tool answers from their union.
+pub(super) async fn load_news<S: NewsStore + Sync>(
+    store: &S,
+    skill: &Skill,
+    tick_at: DateTime<Utc>,
+) -> Result<Vec<tools::NewsItem>, RunError> {
+    let symbols = &skill.context.symbols;
+    let lookback = Duration::hours(i64::from(skill.context.news_lookback_hours));
+    let top_k = skill.context.news_top_k.min(db::MAX_NEWS_READ);
+    let mut items = store
+        .news_window(symbols, tick_at - lookback, tick_at, tick_at, top_k)
+        .await?;
+    let wide = store
+        .news_window(
+            symbols,
+            tick_at - Duration::hours(TOOL_NEWS_HOURS),
+            tick_at,
+            tick_at,
+            TOOL_NEWS_TOP_K,
+        )
+        .await?;
+    for n in wide {
+        if !items.iter().any(|i| i.id == n.id) {
+            items.push(n);
+        }
+    }
+    Ok(items
+        .into_iter()
+        .map(|n| tools::NewsItem {
+            time: n.published_at,
+            headline: n.title,
+            source: n.source,
+            sentiment: n.sentiment,
+            importance: n.importance,
+            symbols: n.symbols,
+        })
+        .collect())
 }
 
 /// Most funding prints `get_funding_rate` may ask for (its `limit` bound): the hours of

@@ -21,12 +21,13 @@
 //!
 //! Files: the runner's configuration and shared parts (here), the claim loop (`tick_loop`),
 //! one deployment's tick (`deployment`), the market data it fetches (`market`), the parsed
-//! skills it keeps (`skills`), the deployments' MCP servers it keeps running (`mcp_servers`)
-//! and the reflection worker (`reflections`).
+//! skills it keeps (`skills`), the deployments' MCP servers it keeps running (`mcp_servers`),
+//! the news feeds it polls (`news`) and the reflection worker (`reflections`).
 
 mod deployment;
 pub(crate) mod market;
 mod mcp_servers;
+mod news;
 mod reflections;
 pub(crate) mod skills;
 mod tick_loop;
@@ -44,6 +45,7 @@ use tick::{BrokerUnavailable, TickOutcome};
 use types::Clock;
 use uuid::Uuid;
 
+pub use self::news::NewsFeeds;
 pub use self::reflections::ReflectionJob;
 use self::skills::SkillCache;
 use crate::hl_broker::HlBrokerError;
@@ -252,6 +254,8 @@ pub struct Runner {
     skills: Mutex<SkillCache>,
     /// The deployments' started MCP servers (their child processes live here).
     mcp: mcp_servers::DeploymentServers,
+    /// The news feeds polled, if any ([`Runner::with_news`]).
+    news: Option<NewsFeeds>,
 }
 
 impl Runner {
@@ -282,6 +286,7 @@ impl Runner {
             exchange_http: ClientConfig::new(hyperliquid::MAINNET_URL),
             skills: Mutex::new(SkillCache::new(skills::CAPACITY)),
             mcp: mcp_servers::DeploymentServers::default(),
+            news: None,
         })
     }
 

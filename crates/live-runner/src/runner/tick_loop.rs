@@ -19,6 +19,10 @@ impl Runner {
     /// Runs until `shutdown` resolves (then finishes the ticks and reflections in flight and
     /// returns) or, with `once`, until nothing is due and nothing is in flight.
     ///
+    /// With news feeds ([`Runner::with_news`]) the feeds are polled once before the first
+    /// claim (a slow feed waits its timeout, no longer) and then, unless `once`, every
+    /// `every` on a task of its own, off the tick path; the task stops when `run` returns.
+    ///
     /// Dropping the returned future aborts every tick and reflection in flight (their leases
     /// then expire; a lost reflection is found due again at the deployment's next tick).
     ///
@@ -29,6 +33,13 @@ impl Runner {
         let mut tasks: JoinSet<Option<Box<ReflectionJob>>> = JoinSet::new();
         let mut reflections = Reflections::new(self.config.reflection_concurrency);
         let mut stopping = false;
+        self.poll_news().await;
+        // Aborted when `run` returns, on every path (an early `?` included).
+        let _news_poller = if self.config.once {
+            None
+        } else {
+            self.spawn_news_poller()
+        };
         tokio::pin!(shutdown);
         loop {
             if !stopping {

@@ -15,6 +15,7 @@ mod mcp_pg;
 mod mcp_serve_pg;
 mod memory_cli_pg;
 mod model_failures_pg;
+mod news_pg;
 mod outcomes_pg;
 mod pages;
 mod parity_pg;
