@@ -436,6 +436,7 @@ pub(crate) fn fill_from_row<R: RowExt>(r: &R) -> Result<StoredFill, DbError> {
             snapshot_id: r.opt_uuid("snapshot_id")?,
             client_order_id: r.opt_text("client_order_id")?,
             liquidation: r.flag("liquidation")?,
+            trigger: None,
         },
         trade_id: r.opt_uuid("trade_id")?,
         flip_trade_id: r.opt_uuid("flip_trade_id")?,

@@ -601,6 +601,7 @@ fn summary_fill(
         snapshot_id,
         client_order_id: Some(cloid.to_string()),
         liquidation: false,
+        trigger: None,
     }
 }
 
