@@ -392,6 +392,8 @@ mod tests {
                     CloseKind::Flip,
                     CloseKind::Liquidation,
                     CloseKind::External,
+                    CloseKind::Stop,
+                    CloseKind::Target,
                 ])),
             ),
         )
