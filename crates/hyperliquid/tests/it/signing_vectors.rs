@@ -50,8 +50,34 @@ fn test_key_derives_the_published_address() {
 #[test]
 fn every_vector_reproduces_hash_agent_and_signature() {
     let v = load();
-    let signer = Signer::from_hex(&v.private_key).unwrap();
     assert_eq!(v.vectors.len(), 14);
+    assert_eq!(
+        check_all(&v),
+        10,
+        "every non-dummy vector goes through the typed Action enum"
+    );
+}
+
+/// The stop-loss / take-profit trigger orders (`normalTpsl` with the entry, `positionTpsl` on a
+/// long and a short) and a cancel by client order id, from `make_trigger_signing_vectors.py`.
+#[test]
+fn every_trigger_vector_reproduces_hash_agent_and_signature() {
+    let v: Vectors =
+        serde_json::from_str(include_str!("../fixtures/trigger_signing_vectors.json")).unwrap();
+    assert_eq!(v.address, load().address, "the same published test key");
+    assert_eq!(v.vectors.len(), 8);
+    assert_eq!(check_all(&v), 8);
+    let groupings: Vec<&str> = v
+        .vectors
+        .iter()
+        .filter_map(|x| x.action["grouping"].as_str())
+        .collect();
+    assert!(groupings.contains(&"normalTpsl") && groupings.contains(&"positionTpsl"));
+}
+
+/// Checks every vector of `v`; returns how many went through the typed [`Action`].
+fn check_all(v: &Vectors) -> usize {
+    let signer = Signer::from_hex(&v.private_key).unwrap();
     let mut typed = 0;
     for vec in &v.vectors {
         let label = format!("{} (mainnet={})", vec.name, vec.is_mainnet);
@@ -97,10 +123,7 @@ fn every_vector_reproduces_hash_agent_and_signature() {
             "{label}"
         );
     }
-    assert_eq!(
-        typed, 10,
-        "every non-dummy vector goes through the typed Action enum"
-    );
+    typed
 }
 
 fn hex_lower(bytes: &[u8]) -> String {
