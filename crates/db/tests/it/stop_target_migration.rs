@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use db::test_support::at;
 
-const STOP_TARGET_MIGRATION: i64 = 20261124000070;
+const STOP_TARGET_MIGRATION: i64 = 20261124000075;
 
 #[tokio::test]
 async fn sqlite_the_stop_target_migration_keeps_old_rows_and_widens_close_kind() {
