@@ -15,8 +15,8 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::types::Json;
 use types::{
     ArchiveReason, CloseKind, EventKind, FactChange, FactChangeOp, FactConfidence, FactSource,
-    Fill, MarketEvent, NoteContent, NoteLint, NoteStatus, OrderSide, ReflectionNote, RegimeTag,
-    Side, TradeRecord, TradeStatus, Usage, UserFact,
+    Fill, FillTrigger, MarketEvent, NoteContent, NoteLint, NoteStatus, OrderSide, ReflectionNote,
+    RegimeTag, Side, TradeRecord, TradeStatus, Usage, UserFact,
 };
 use uuid::Uuid;
 
@@ -274,9 +274,17 @@ fn parse_close_kind(s: &str) -> Option<CloseKind> {
         CloseKind::Flip,
         CloseKind::Liquidation,
         CloseKind::External,
+        CloseKind::Stop,
+        CloseKind::Target,
     ]
     .into_iter()
     .find(|v| v.as_str() == s)
+}
+
+fn parse_fill_trigger(s: &str) -> Option<FillTrigger> {
+    [FillTrigger::Stop, FillTrigger::Target]
+        .into_iter()
+        .find(|v| v.as_str() == s)
 }
 
 pub(crate) fn order_side_str(s: OrderSide) -> &'static str {
@@ -436,6 +444,7 @@ pub(crate) fn fill_from_row<R: RowExt>(r: &R) -> Result<StoredFill, DbError> {
             snapshot_id: r.opt_uuid("snapshot_id")?,
             client_order_id: r.opt_text("client_order_id")?,
             liquidation: r.flag("liquidation")?,
+            trigger: opt_enum_col(r, "trigger_kind", parse_fill_trigger)?,
         },
         trade_id: r.opt_uuid("trade_id")?,
         flip_trade_id: r.opt_uuid("flip_trade_id")?,

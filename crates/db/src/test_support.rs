@@ -174,6 +174,7 @@ pub fn sample_fill(id: &str, qty: Decimal, price: Decimal, time: DateTime<Utc>) 
         snapshot_id: None,
         client_order_id: Some(format!("cl-{id}")),
         liquidation: false,
+        trigger: None,
     }
 }
 

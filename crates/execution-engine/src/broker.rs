@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use rust_decimal::{Decimal, RoundingStrategy};
 use serde::{Deserialize, Serialize};
-use types::{Bar, Fill, OrderSide, PortfolioSnapshot, Position, Side, Uuid};
+use types::{Bar, Fill, FillTrigger, OrderSide, PortfolioSnapshot, Position, Side, Uuid};
 
 use crate::Order;
 
@@ -250,6 +250,17 @@ pub struct PaperPosition {
     /// Leverage of the position: the order's leverage on open, the notional-weighted blend
     /// (entry notional / margin) after adds at a different leverage.
     pub leverage: Decimal,
+    /// The resting protective stop: set by the order that opened the position (or a flip's
+    /// opening leg), replaced by an add that carries a stop, kept by reduces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Decimal>,
+    /// The resting profit target, with the same lifetime as [`PaperPosition::stop`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Decimal>,
+    /// When the stop/target were last set (the fill's time): only bars opening at or after it
+    /// can execute them, never the bar the fill happened in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub levels_since: Option<DateTime<Utc>>,
 }
 
 /// A simulated perp account. See the crate docs for its accounting.
@@ -308,6 +319,18 @@ impl TryFrom<UncheckedBroker> for PaperBroker {
                 return invalid(format!(
                     "position {symbol} needs qty, entry_price and margin_usd > 0 and leverage ≥ 1; got qty {}, entry_price {}, margin_usd {}, leverage {}",
                     p.qty, p.entry_price, p.margin_usd, p.leverage
+                ));
+            }
+            for (name, level) in [("stop", p.stop), ("target", p.target)] {
+                if let Some(v) = level.filter(|v| *v <= Decimal::ZERO || *v > MAX_PRICE) {
+                    return invalid(format!(
+                        "position {symbol} has {name} {v}; it must be positive and at most {MAX_PRICE}"
+                    ));
+                }
+            }
+            if (p.stop.is_some() || p.target.is_some()) && p.levels_since.is_none() {
+                return invalid(format!(
+                    "position {symbol} has a stop or target but no levels_since"
                 ));
             }
         }
@@ -524,6 +547,12 @@ impl PaperBroker {
                     pos.entry_price = round_price(cost / qty);
                     pos.qty = qty.normalize();
                     pos.margin_usd += new_margin;
+                    // An add that carries a level replaces that level; one it leaves out stays.
+                    if order.stop.is_some() || order.target.is_some() {
+                        pos.stop = order.stop.or(pos.stop);
+                        pos.target = order.target.or(pos.target);
+                        pos.levels_since = Some(at);
+                    }
                     if pos.leverage != order.leverage {
                         // Blend: entry notional / margin (margin > 0: both legs' are).
                         if let Some(blend) = cost.checked_div(pos.margin_usd) {
@@ -542,6 +571,10 @@ impl PaperBroker {
                             entry_price: fill_price,
                             margin_usd: new_margin,
                             leverage: order.leverage,
+                            stop: order.stop,
+                            target: order.target,
+                            levels_since: (order.stop.is_some() || order.target.is_some())
+                                .then_some(at),
                         },
                     );
                 }
@@ -561,6 +594,7 @@ impl PaperBroker {
             snapshot_id: tag.snapshot_id,
             client_order_id: tag.client_order_id,
             liquidation: false,
+            trigger: None,
         };
         self.unreported_fills.push(fill.clone());
         self.check_liquidation(&order.symbol, price, price, at);
@@ -584,9 +618,27 @@ impl PaperBroker {
         Ok(fill)
     }
 
-    /// Applies a closed bar of `symbol`: a long whose liquidation price is at or above the bar's
-    /// low (a short: at or below its high) is liquidated at the liquidation price, stamped `at`
+    /// Applies a closed bar of `symbol`: the position's liquidation price, stop and target are
+    /// checked against the bar (see below), a fill that closes the whole position is stamped `at`
     /// (pass the bar's close time); then the symbol is marked at the bar's close.
+    ///
+    /// The stop and target are checked only on bars opening at or after the fill that set them
+    /// ([`PaperPosition::levels_since`]); the liquidation price on every bar. The bar's path
+    /// inside its range is unknown, so the order is fixed (shown for a long; a short mirrors it):
+    /// 1. the open at or below the liquidation price: liquidation at the liquidation price;
+    /// 2. the open at or below the stop: the stop fills at the open (a gap);
+    /// 3. the open at or above the target: the target fills at the open (a gap);
+    /// 4. the low at or below a stop that lies above the liquidation price: the stop fills at the
+    ///    stop (the price passes it before it can reach the liquidation price);
+    /// 5. the low at or below the liquidation price: liquidation (a stop at or below the
+    ///    liquidation price could never fill: the account is liquidated first);
+    /// 6. the high at or above the target: the target fills at the target.
+    ///
+    /// Adverse levels (stop, liquidation) come before the target: when one bar reaches both the
+    /// stop and the target, the stop fills — the conservative reading of an unknown path.
+    /// A stop fills as a stop-market order: slippage adverse to the taker, taker fee. A target
+    /// fills as a resting take-profit limit: at its price (or the better gap open) with no
+    /// slippage, taker fee. Either fill has `trigger` set and no snapshot or client order id.
     ///
     /// # Errors
     /// [`BrokerError::InvalidBar`] when a price is not positive or the high is below the low.
@@ -619,9 +671,92 @@ impl PaperBroker {
                 bar.high, bar.low
             )));
         }
-        let fill = self.check_liquidation(symbol, bar.low, bar.high, at);
+        let fill = self.check_bar(symbol, bar, at);
         self.marks.insert(symbol.to_owned(), bar.close.normalize());
         Ok(fill)
+    }
+
+    /// The liquidation, stop or target fill `bar` makes on `symbol`'s position, in the order
+    /// [`PaperBroker::apply_bar`] documents.
+    fn check_bar(&mut self, symbol: &str, bar: &Bar, at: DateTime<Utc>) -> Option<Fill> {
+        let pos = self.positions.get(symbol)?;
+        let liq = self.liquidation_price_of(pos);
+        let armed = pos.levels_since.is_some_and(|since| bar.time >= since);
+        let (stop, target) = if armed {
+            (pos.stop, pos.target)
+        } else {
+            (None, None)
+        };
+        // `adverse(a, b)`: price a is at or beyond b on the losing side of the position;
+        // `favourable(a, b)`: at or beyond b on the winning side.
+        let side = pos.side;
+        let adverse = |a: Decimal, b: Decimal| match side {
+            Side::Long => a <= b,
+            Side::Short => a >= b,
+        };
+        let favourable = |a: Decimal, b: Decimal| match side {
+            Side::Long => a >= b,
+            Side::Short => a <= b,
+        };
+        let (worst, best) = match side {
+            Side::Long => (bar.low, bar.high),
+            Side::Short => (bar.high, bar.low),
+        };
+        if liq.is_some_and(|l| adverse(bar.open, l)) {
+            return self.check_liquidation(symbol, bar.low, bar.high, at);
+        }
+        if stop.is_some_and(|s| adverse(bar.open, s)) {
+            return self.close_at_level(symbol, bar.open, at, FillTrigger::Stop);
+        }
+        if target.is_some_and(|t| favourable(bar.open, t)) {
+            return self.close_at_level(symbol, bar.open, at, FillTrigger::Target);
+        }
+        if let Some(s) = stop.filter(|s| adverse(worst, *s) && liq.is_none_or(|l| !adverse(*s, l)))
+        {
+            return self.close_at_level(symbol, s, at, FillTrigger::Stop);
+        }
+        if liq.is_some_and(|l| adverse(worst, l)) {
+            return self.check_liquidation(symbol, bar.low, bar.high, at);
+        }
+        if let Some(t) = target.filter(|t| favourable(best, *t)) {
+            return self.close_at_level(symbol, t, at, FillTrigger::Target);
+        }
+        None
+    }
+
+    /// Closes the whole position on `symbol` at `level` because its stop or target executed:
+    /// a stop with slippage adverse to the taker, a target at the level; taker fee on both.
+    fn close_at_level(
+        &mut self,
+        symbol: &str,
+        level: Decimal,
+        at: DateTime<Utc>,
+        trigger: FillTrigger,
+    ) -> Option<Fill> {
+        let pos = self.positions.remove(symbol)?;
+        let side = pos.side.opposite().opening_order();
+        let price = match trigger {
+            FillTrigger::Stop => self.fill_price(side, level),
+            FillTrigger::Target => round_price(level),
+        };
+        let fee = round_usd(pos.qty * price * self.config.taker_fee_bps / BPS);
+        let realized = round_usd(pos.side.sign() * (price - pos.entry_price) * pos.qty);
+        self.book(realized, fee);
+        let fill = Fill {
+            id: self.next_id(),
+            symbol: symbol.to_owned(),
+            side,
+            qty: pos.qty,
+            price,
+            fee_usd: fee,
+            time: at,
+            snapshot_id: None,
+            client_order_id: None,
+            liquidation: false,
+            trigger: Some(trigger),
+        };
+        self.unreported_fills.push(fill.clone());
+        Some(fill)
     }
 
     fn check_liquidation(
@@ -656,6 +791,7 @@ impl PaperBroker {
             snapshot_id: None,
             client_order_id: None,
             liquidation: true,
+            trigger: None,
         };
         self.unreported_fills.push(fill.clone());
         Some(fill)

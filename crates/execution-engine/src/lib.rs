@@ -94,7 +94,8 @@
 //! - `reduce` with `size_usd` = the notional to take off at the mark. A reduce of at least the
 //!   position's notional is **clamped** to a full close (intent `Close`) rather than rejected:
 //!   a risk-reducing order must always pass, and the detail says it was clamped.
-//! - `stop` / `target` are checked on opens, adds and flips only.
+//! - `stop` / `target` are checked on opens, adds and flips only, and carried on the [`Order`]
+//!   for the broker to execute (see *Paper broker accounting*).
 //!
 //! # Order of the checks
 //! The first failing check decides; the order is fixed so that a verdict is deterministic:
@@ -155,6 +156,17 @@
 //!   (long) / high (short) reaches it, or a mark at or beyond it, closes the whole position at
 //!   the liquidation price with a fill marked `liquidation: true` (no slippage, taker fee
 //!   charged). The remaining maintenance margin stays in the wallet.
+//! - Stops and targets: a position remembers the `stop` / `target` of the order that opened it
+//!   (or of a flip's opening leg). An add that carries a level replaces that level (one it
+//!   leaves out stays); a reduce keeps them; a close, a flip or a liquidation removes the
+//!   position and its levels with it. Only [`PaperBroker::apply_bar`] executes them, on bars
+//!   opening at or after the fill that set them: the whole position closes at the level, or at
+//!   the bar's open when the bar gaps beyond it. Per bar: liquidation at the open, then stop at
+//!   the open, target at the open, stop inside the bar (when it lies before the liquidation
+//!   price), liquidation inside the bar, target inside the bar — adverse before favourable, so
+//!   a bar that reaches both the stop and the target fills the stop. A stop fills as a
+//!   stop-market order (slippage against the taker); a target as a resting take-profit limit
+//!   (at its price, no slippage); both pay the taker fee and carry `Fill::trigger`.
 //! - Fill ids are `paper-{n}`, `n` counting from 1 in the persisted state; fills carry the
 //!   snapshot id / client order id passed with the order.
 //! - Money the broker books (fees, realized and unrealized PnL) is rounded to [`USD_DP`]

@@ -14,7 +14,8 @@ use crate::format::{round_perp_price, round_size, slippage_price, to_wire};
 use crate::http::{ClientConfig, Transport};
 use crate::signing::{
     Action, Address, BulkCancel, BulkCancelByCloid, BulkOrder, CancelByCloidWire, CancelWire,
-    Cloid, Grouping, Network, OrderTypeWire, OrderWire, Signature, Signer, Tif, sign_l1_action,
+    Cloid, Grouping, Network, OrderTypeWire, OrderWire, Signature, Signer, Tif, Tpsl,
+    sign_l1_action,
 };
 use crate::wire::AssetInfo;
 
@@ -103,6 +104,66 @@ impl OrderRequest {
             sz: to_wire("size", size)?,
             reduce_only: self.reduce_only,
             order_type: OrderTypeWire::Limit { tif: self.tif },
+            cloid: self.cloid,
+        })
+    }
+}
+
+/// A reduce-only stop-loss or take-profit trigger order on a position: when the mark reaches
+/// `trigger_px` the exchange sends a market order (`isMarket: true`) of `size`, no worse than
+/// `max_slippage` from the trigger price.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TriggerOrderRequest {
+    /// Asset id and lot size, from [`Meta::asset`](crate::Meta::asset).
+    pub asset: AssetInfo,
+    /// The closing side: a sell for a long's triggers, a buy for a short's.
+    pub side: OrderSide,
+    /// Size in base units; rounded toward zero to the lot.
+    pub size: Decimal,
+    /// The trigger price; rounded like a limit price ([`round_perp_price`]).
+    pub trigger_px: Decimal,
+    /// Stop-loss or take-profit.
+    pub tpsl: Tpsl,
+    /// The worst fill price once triggered, as a fraction of the trigger price (the wire's `p`).
+    pub max_slippage: Decimal,
+    /// The client order id to tag the order with.
+    pub cloid: Option<Cloid>,
+}
+
+impl TriggerOrderRequest {
+    /// The signed wire form: `{"a", "b", "p", "s", "r": true, "t": {"trigger": {"isMarket":
+    /// true, "triggerPx", "tpsl"}}, "c"?}`, as the official Python SDK builds it.
+    ///
+    /// # Errors
+    /// [`HlError::WireNumber`] for an unusable trigger price or slippage, or a size that rounds
+    /// to zero.
+    pub fn to_wire(&self) -> Result<OrderWire> {
+        let size = round_size(self.size, self.asset.sz_decimals);
+        if size <= Decimal::ZERO {
+            return Err(HlError::WireNumber {
+                field: "size",
+                value: self.size,
+                reason: "is below one lot of this asset",
+            });
+        }
+        let trigger = round_perp_price(self.trigger_px, self.asset.sz_decimals)?;
+        let limit = slippage_price(
+            trigger,
+            self.side,
+            self.max_slippage,
+            self.asset.sz_decimals,
+        )?;
+        Ok(OrderWire {
+            asset: self.asset.index,
+            is_buy: self.side == OrderSide::Buy,
+            limit_px: to_wire("price", limit)?,
+            sz: to_wire("size", size)?,
+            reduce_only: true,
+            order_type: OrderTypeWire::Trigger {
+                is_market: true,
+                trigger_px: to_wire("trigger price", trigger)?,
+                tpsl: self.tpsl,
+            },
             cloid: self.cloid,
         })
     }
@@ -399,6 +460,25 @@ impl ExchangeClient {
             grouping: Grouping::Na,
         }))
         .await
+    }
+
+    /// Places reduce-only stop-loss / take-profit trigger orders in one signed action grouped
+    /// `grouping` (`positionTpsl`: on the whole position); one status per order, in order
+    /// (`Resting` or `WaitingForTrigger` when accepted).
+    ///
+    /// # Errors
+    /// [`HlError::WireNumber`] for an unusable price or size, else as [`ExchangeClient::send`].
+    pub async fn place_trigger_orders(
+        &self,
+        orders: &[TriggerOrderRequest],
+        grouping: Grouping,
+    ) -> Result<Vec<OrderStatus>> {
+        let orders = orders
+            .iter()
+            .map(TriggerOrderRequest::to_wire)
+            .collect::<Result<Vec<_>>>()?;
+        self.send(&Action::Order(BulkOrder { orders, grouping }))
+            .await
     }
 
     /// Places one order.

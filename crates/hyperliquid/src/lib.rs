@@ -74,8 +74,8 @@ pub mod wire;
 pub use error::{HlError, Result};
 #[cfg(all(feature = "client", feature = "signing"))]
 pub use exchange::{
-    ExchangeClient, ExchangeRequest, OrderRequest, OrderStatus, cloid_for, cloid_for_leg,
-    parse_exchange_response,
+    ExchangeClient, ExchangeRequest, OrderRequest, OrderStatus, TriggerOrderRequest, cloid_for,
+    cloid_for_leg, parse_exchange_response,
 };
 #[cfg(feature = "client")]
 pub use http::{ClientConfig, DEFAULT_RETRY, RetryPolicy};
@@ -83,7 +83,7 @@ pub use ids::{Address, Cloid, MAINNET_URL, Network, TESTNET_URL};
 #[cfg(feature = "client")]
 pub use info::{CandleRequest, InfoClient, InfoRequest, OrderRef, USER_FILLS_PAGE};
 #[cfg(feature = "signing")]
-pub use signing::{Action, Signature, Signer, Tif, recover_signer};
+pub use signing::{Action, Grouping, Signature, Signer, Tif, Tpsl, recover_signer};
 pub use wire::{
     AccountState, AssetCtx, AssetInfo, AssetMeta, Candle, ClearinghouseState, FundingRate, HlFill,
     HlSide, Meta, MetaAndAssetCtxs, OrderInfo, OrderLookup, OrderState,

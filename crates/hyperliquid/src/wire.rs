@@ -626,6 +626,7 @@ impl HlFill {
             snapshot_id: None,
             client_order_id: self.cloid.clone(),
             liquidation: self.is_liquidation(),
+            trigger: None,
         }
     }
 }

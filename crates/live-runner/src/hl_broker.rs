@@ -16,6 +16,18 @@
 //!   asset's tick, the size rounded toward zero to its lot) with the client order id
 //!   [`hyperliquid::cloid_for`]`(deployment, tick time)`.
 //!
+//! **Stops and targets:** after a filled open, add or flip whose order carries a `stop` and/or
+//! `target`, the broker cancels the symbol's resting triggers and places reduce-only
+//! `positionTpsl` trigger orders (`tpsl` `sl` / `tp`, market once triggered, worst price
+//! `max_slippage` beyond the trigger) sized to the resulting position, under the client order ids
+//! [`hyperliquid::cloid_for_leg`]`(deployment, tick, 1)` (stop) and `2` (target); an add without
+//! a level keeps the resting one's price. They are carried in [`FillCursor::triggers`]. Every
+//! [`portfolio`](tick::Broker::portfolio) read cancels the triggers of a position that is gone
+//! (closed, stopped out, liquidated) or flipped. A drained fill under a trigger's client order id
+//! is a stop / target fill ([`types::Fill::trigger`], no snapshot id): the ledger closes the row
+//! as `stop` / `target`. A trigger that cannot be placed is logged as an error and never fails
+//! the tick (the entry has filled); a re-run tick adopts the triggers a previous run placed.
+//!
 //! **Restart safety:** before placing, the broker asks the exchange for that client order id
 //! (`orderStatus`). If the exchange knows it, a previous run of this very tick placed it (a
 //! crash or a lost answer): it is not placed again; its fills are reported (and they carry this
@@ -41,14 +53,14 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use execution_engine::{Order, OrderTag};
 use hyperliquid::{
-    Address, ClientConfig, Cloid, ExchangeClient, HlError, InfoClient, Meta, Network, OrderInfo,
-    OrderLookup, OrderRef, OrderRequest, OrderState, OrderStatus, Signer, USER_FILLS_PAGE,
-    cloid_for,
+    Address, ClientConfig, Cloid, ExchangeClient, Grouping, HlError, InfoClient, Meta, Network,
+    OrderInfo, OrderLookup, OrderRef, OrderRequest, OrderState, OrderStatus, Signer, Tpsl,
+    TriggerOrderRequest, USER_FILLS_PAGE, cloid_for, cloid_for_leg,
 };
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use tick::{Broker, BrokerRefusal, BrokerUnavailable, ExecuteError};
-use types::{Clock, Fill, PortfolioSnapshot, RuleCode};
+use types::{Clock, Fill, FillTrigger, OrderSide, PortfolioSnapshot, Position, RuleCode, Side};
 use uuid::Uuid;
 
 /// The default worst price of an order, as a fraction of the mark (1 %).
@@ -219,6 +231,25 @@ pub struct SeenFill {
     pub id: String,
 }
 
+/// A stop-loss or take-profit trigger order resting on the exchange for a position of the
+/// deployment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestingTrigger {
+    /// The position's coin.
+    pub symbol: String,
+    /// The asset id the order was placed on.
+    pub asset: u32,
+    /// The side of the position it protects.
+    pub position_side: Side,
+    /// Stop or target.
+    pub kind: FillTrigger,
+    /// The trigger price asked for (before the exchange's rounding).
+    pub trigger_px: Decimal,
+    /// Its client order id: `cloid_for_leg(deployment, entry tick, 1)` for the stop, `2` for
+    /// the target.
+    pub cloid: Cloid,
+}
+
 /// Where the next fill read starts, and the account's totals over the fills read so far. Part
 /// of the runner state of a Hyperliquid deployment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -237,6 +268,10 @@ pub struct FillCursor {
     /// Sum of the drained fills' fees (rebates negative).
     #[serde(default)]
     pub fees_paid_usd: Decimal,
+    /// The stop-loss / take-profit trigger orders resting for the deployment's positions
+    /// (absent from the JSON when there are none, so older states read and write unchanged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub triggers: Vec<RestingTrigger>,
 }
 
 impl FillCursor {
@@ -249,6 +284,7 @@ impl FillCursor {
             recent: Vec::new(),
             realized_pnl_usd: Decimal::ZERO,
             fees_paid_usd: Decimal::ZERO,
+            triggers: Vec::new(),
         }
     }
 
@@ -288,6 +324,11 @@ pub struct HyperliquidBroker {
     tags: Vec<(Cloid, Uuid)>,
     /// Every fill drained by this broker, for reporting an order placed by an earlier run.
     drained: Vec<Fill>,
+    /// The positions of the last `portfolio` read.
+    positions: Vec<Position>,
+    /// Every trigger order this broker knew of (resting at construction or placed since, also
+    /// after it left the cursor), so a fill of one is recognised when drained.
+    known_triggers: Vec<(Cloid, FillTrigger)>,
 }
 
 impl std::fmt::Debug for HyperliquidBroker {
@@ -336,6 +377,7 @@ impl HyperliquidBroker {
         let info = InfoClient::new(&http).map_err(client_err)?;
         let exchange =
             ExchangeClient::new(&http, signer, config.network, clock).map_err(client_err)?;
+        let known_triggers = cursor.triggers.iter().map(|t| (t.cloid, t.kind)).collect();
         Ok(HyperliquidBroker {
             deployment_id,
             account: config.account,
@@ -346,6 +388,8 @@ impl HyperliquidBroker {
             meta: None,
             tags: Vec::new(),
             drained: Vec::new(),
+            positions: Vec::new(),
+            known_triggers,
         })
     }
 
@@ -361,10 +405,155 @@ impl HyperliquidBroker {
         ExecuteError::Unavailable(BrokerUnavailable(message))
     }
 
+    /// Cancels the resting triggers on `symbol` that `drop` selects and forgets them. A cancel
+    /// the exchange refuses (the order already filled or was cancelled with its position) is
+    /// logged; the trigger is forgotten either way.
+    async fn cancel_triggers(&mut self, symbol: &str, drop: impl Fn(&RestingTrigger) -> bool) {
+        let (gone, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.cursor.triggers)
+            .into_iter()
+            .partition(|t| t.symbol == symbol && drop(t));
+        self.cursor.triggers = keep;
+        for t in gone {
+            match self.exchange.cancel_by_cloid(t.asset, t.cloid).await {
+                Ok(OrderStatus::Success) => {
+                    tracing::info!(deployment = %self.deployment_id, symbol, cloid = %t.cloid, kind = t.kind.as_str(), "cancelled a trigger order");
+                }
+                Ok(other) => {
+                    tracing::warn!(deployment = %self.deployment_id, symbol, cloid = %t.cloid, answer = ?other, "the exchange did not cancel a trigger order (filled or already gone?)");
+                }
+                Err(e) => {
+                    tracing::warn!(deployment = %self.deployment_id, symbol, cloid = %t.cloid, error = %e, "cancelling a trigger order failed");
+                }
+            }
+        }
+    }
+
+    /// After a filled entry that carries a stop and/or target: cancels the symbol's resting
+    /// triggers and places reduce-only `positionTpsl` triggers for the resulting position — the
+    /// levels the order carries, else the ones resting for the same side (an add without a level
+    /// keeps it). Failures are logged, never fail the tick: the entry has filled.
+    async fn protect(&mut self, order: &Order, filled: &Fill, at: DateTime<Utc>) {
+        if order.reduce_only || (order.stop.is_none() && order.target.is_none()) {
+            return;
+        }
+        let side = match order.side {
+            OrderSide::Buy => Side::Long,
+            OrderSide::Sell => Side::Short,
+        };
+        let before = self.positions.iter().find(|p| p.symbol == order.symbol);
+        let qty = match before {
+            Some(p) if p.side == side => p.qty + filled.qty,
+            Some(p) => filled.qty - p.qty,
+            None => filled.qty,
+        };
+        if qty <= Decimal::ZERO {
+            return;
+        }
+        let kept = |kind: FillTrigger| {
+            self.cursor
+                .triggers
+                .iter()
+                .find(|t| t.symbol == order.symbol && t.position_side == side && t.kind == kind)
+                .map(|t| t.trigger_px)
+        };
+        let stop = order.stop.or_else(|| kept(FillTrigger::Stop));
+        let target = order.target.or_else(|| kept(FillTrigger::Target));
+        self.cancel_triggers(&order.symbol, |_| true).await;
+        let asset = match self.asset(&order.symbol).await {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::error!(deployment = %self.deployment_id, symbol = %order.symbol, error = %e, "no asset info: the position's stop/target were NOT placed");
+                return;
+            }
+        };
+        let close_side = match side {
+            Side::Long => OrderSide::Sell,
+            Side::Short => OrderSide::Buy,
+        };
+        let mut wanted = Vec::new();
+        for (kind, px, tpsl, leg) in [
+            (FillTrigger::Stop, stop, Tpsl::Sl, 1),
+            (FillTrigger::Target, target, Tpsl::Tp, 2),
+        ] {
+            if let Some(px) = px {
+                let cloid = cloid_for_leg(self.deployment_id, at, leg);
+                wanted.push((
+                    RestingTrigger {
+                        symbol: order.symbol.clone(),
+                        asset: asset.index,
+                        position_side: side,
+                        kind,
+                        trigger_px: px,
+                        cloid,
+                    },
+                    TriggerOrderRequest {
+                        asset,
+                        side: close_side,
+                        size: qty,
+                        trigger_px: px,
+                        tpsl,
+                        max_slippage: self.max_slippage,
+                        cloid: Some(cloid),
+                    },
+                ));
+            }
+        }
+        // A re-run of this tick (after a crash) finds the triggers a previous run placed under
+        // the same client order ids: adopt them instead of placing them again.
+        let mut to_place = Vec::new();
+        for (resting, request) in wanted {
+            match self.lookup(resting.cloid).await {
+                Ok(OrderLookup::Found(known)) if known.state() == OrderState::Open => {
+                    tracing::warn!(deployment = %self.deployment_id, cloid = %resting.cloid, "this tick's trigger order was already placed; not placing it again");
+                    self.known_triggers.push((resting.cloid, resting.kind));
+                    self.cursor.triggers.push(resting);
+                }
+                _ => to_place.push((resting, request)),
+            }
+        }
+        let wanted = to_place;
+        if wanted.is_empty() {
+            return;
+        }
+        let requests: Vec<TriggerOrderRequest> = wanted.iter().map(|(_, r)| r.clone()).collect();
+        match self
+            .exchange
+            .place_trigger_orders(&requests, Grouping::PositionTpsl)
+            .await
+        {
+            Ok(statuses) => {
+                for ((resting, _), status) in wanted.into_iter().zip(statuses) {
+                    match status {
+                        OrderStatus::Resting { .. }
+                        | OrderStatus::WaitingForTrigger
+                        | OrderStatus::Success => {
+                            self.known_triggers.push((resting.cloid, resting.kind));
+                            self.cursor.triggers.push(resting);
+                        }
+                        other => {
+                            tracing::error!(deployment = %self.deployment_id, symbol = %order.symbol, kind = resting.kind.as_str(), answer = ?other, "Hyperliquid refused a trigger order: the position is NOT protected by it");
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::error!(deployment = %self.deployment_id, symbol = %order.symbol, error = %e, "placing the stop/target trigger orders failed: the position is NOT protected by them");
+            }
+        }
+    }
+
     fn tag(&mut self, cloid: Cloid, snapshot: Uuid) {
         if !self.tags.iter().any(|(c, _)| *c == cloid) {
             self.tags.push((cloid, snapshot));
         }
+    }
+
+    fn trigger_of(&self, client_order_id: Option<&str>) -> Option<FillTrigger> {
+        let cloid = Cloid::from_str(client_order_id?).ok()?;
+        self.known_triggers
+            .iter()
+            .find(|(c, _)| *c == cloid)
+            .map(|(_, k)| *k)
     }
 
     fn snapshot_of(&self, client_order_id: Option<&str>) -> Option<Uuid> {
@@ -601,6 +790,7 @@ fn summary_fill(
         snapshot_id,
         client_order_id: Some(cloid.to_string()),
         liquidation: false,
+        trigger: None,
     }
 }
 
@@ -620,13 +810,36 @@ impl Broker for HyperliquidBroker {
                 self.account
             ))
         })?;
-        Ok(
-            state.to_portfolio_snapshot(
-                at,
-                self.cursor.realized_pnl_usd,
-                self.cursor.fees_paid_usd,
-            ),
-        )
+        let snapshot = state.to_portfolio_snapshot(
+            at,
+            self.cursor.realized_pnl_usd,
+            self.cursor.fees_paid_usd,
+        );
+        self.positions.clone_from(&snapshot.positions);
+        // A trigger whose position is gone (closed, stopped out, liquidated) or flipped is
+        // cancelled: reduce-only orders must not outlive what they protect.
+        let stale: Vec<String> = self
+            .cursor
+            .triggers
+            .iter()
+            .filter(|t| {
+                snapshot
+                    .position(&t.symbol)
+                    .is_none_or(|p| p.side != t.position_side)
+            })
+            .map(|t| t.symbol.clone())
+            .collect();
+        for symbol in stale {
+            let positions = self.positions.clone();
+            self.cancel_triggers(&symbol, |t| {
+                positions
+                    .iter()
+                    .find(|p| p.symbol == t.symbol)
+                    .is_none_or(|p| p.side != t.position_side)
+            })
+            .await;
+        }
+        Ok(snapshot)
     }
 
     /// Sends `order` as one IOC limit through `price` under `cloid_for(deployment, at)` (the
@@ -639,7 +852,9 @@ impl Broker for HyperliquidBroker {
         at: DateTime<Utc>,
         tag: OrderTag,
     ) -> Result<Fill, ExecuteError> {
-        self.place(order, price, at, &tag).await
+        let fill = self.place(order, price, at, &tag).await?;
+        self.protect(order, &fill, at).await;
+        Ok(fill)
     }
 
     async fn drain_fills(&mut self) -> Result<Vec<Fill>, BrokerUnavailable> {
@@ -664,6 +879,11 @@ impl Broker for HyperliquidBroker {
                 }
                 let mut fill = hl.to_fill();
                 fill.snapshot_id = self.snapshot_of(fill.client_order_id.as_deref());
+                if let Some(kind) = self.trigger_of(fill.client_order_id.as_deref()) {
+                    // The exchange executed a resting stop/target: not a decision of a tick.
+                    fill.trigger = Some(kind);
+                    fill.snapshot_id = None;
+                }
                 self.cursor.realized_pnl_usd += hl.closed_pnl;
                 self.cursor.fees_paid_usd += hl.fee;
                 self.cursor.remember(hl.time, hl.id.clone());

@@ -105,3 +105,73 @@ impl RunnerState {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+    use execution_engine::{Order, OrderIntent, OrderTag, PaperBrokerConfig};
+    use rust_decimal::Decimal;
+    use types::OrderSide;
+
+    use super::*;
+
+    /// A state a runner wrote before stops and targets existed still decodes (its position gets
+    /// no levels), and a position without levels still encodes to exactly that JSON.
+    #[test]
+    fn a_state_written_before_stops_existed_decodes_and_re_encodes_unchanged() {
+        let at = Utc.with_ymd_and_hms(2026, 3, 2, 12, 0, 0).unwrap();
+        let mut broker = PaperBroker::new(PaperBrokerConfig::new(Decimal::from(10_000))).unwrap();
+        let mut order = Order {
+            symbol: "BTC".into(),
+            side: OrderSide::Buy,
+            qty: Decimal::ONE,
+            leverage: Decimal::ONE,
+            reduce_only: false,
+            intent: OrderIntent::Open,
+            reference_price: Decimal::from(100),
+            notional_usd: Decimal::from(100),
+            stop: Some(Decimal::from(95)),
+            target: None,
+        };
+        broker
+            .execute(&order, Decimal::from(100), at, OrderTag::default())
+            .unwrap();
+        let state = RunnerState {
+            broker: Some(broker),
+            hyperliquid: None,
+            risk: RiskState::new(Decimal::from(10_000), at),
+            last_decision: None,
+            last_tick_at: Some(at),
+        };
+        let mut old = serde_json::to_value(&state).unwrap();
+        assert_eq!(old["broker"]["positions"]["BTC"]["stop"], "95");
+        let position = old["broker"]["positions"]["BTC"].as_object_mut().unwrap();
+        position.remove("stop");
+        position.remove("levels_since");
+        let stored = StoredRunnerState {
+            deployment_id: Uuid::nil(),
+            tick_at: at,
+            state: old.clone(),
+        };
+        let decoded = RunnerState::decode(&stored).unwrap();
+        let p = decoded
+            .broker
+            .as_ref()
+            .and_then(|b| b.paper_position("BTC"))
+            .unwrap();
+        assert_eq!((p.stop, p.target, p.levels_since), (None, None, None));
+        assert_eq!(serde_json::to_value(&decoded).unwrap(), old);
+
+        // The same order without levels writes the old form itself.
+        order.stop = None;
+        let mut plain = PaperBroker::new(PaperBrokerConfig::new(Decimal::from(10_000))).unwrap();
+        plain
+            .execute(&order, Decimal::from(100), at, OrderTag::default())
+            .unwrap();
+        assert_eq!(
+            serde_json::to_value(&plain).unwrap(),
+            old["broker"],
+            "no new keys for a position without levels"
+        );
+    }
+}

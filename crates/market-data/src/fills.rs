@@ -138,6 +138,7 @@ fn load_csv(path: &Path) -> Result<Vec<Fill>, DataError> {
             snapshot_id: None,
             client_order_id: None,
             liquidation,
+            trigger: None,
         });
     }
     fills.sort_by_key(|f| f.time);

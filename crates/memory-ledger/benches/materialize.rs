@@ -62,6 +62,7 @@ fn stream() -> Vec<Fill> {
                 snapshot_id: snapshot,
                 client_order_id: None,
                 liquidation: false,
+                trigger: None,
             }
         })
         .collect()

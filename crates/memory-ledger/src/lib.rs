@@ -34,7 +34,7 @@
 //! let fill = Fill {
 //!     id: "fill-1".into(), symbol: "BTC".into(), side: OrderSide::Buy,
 //!     qty: Decimal::new(4, 3), price: Decimal::from(65_200), fee_usd: Decimal::new(12, 2),
-//!     time: at, snapshot_id: Some(snapshot), client_order_id: None, liquidation: false,
+//!     time: at, snapshot_id: Some(snapshot), client_order_id: None, liquidation: false, trigger: None,
 //! };
 //! let position = Position {
 //!     symbol: "BTC".into(), side: Side::Long, qty: Decimal::new(4, 3),

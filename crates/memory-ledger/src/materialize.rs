@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 use rust_decimal::{Decimal, RoundingStrategy};
 use serde::Serialize;
 use types::{
-    Bar, CloseKind, Fill, Interval, OrderSide, Position, ProposedAction, RegimeTag, Side,
-    TradeRecord, TradeStatus,
+    Bar, CloseKind, Fill, FillTrigger, Interval, OrderSide, Position, ProposedAction, RegimeTag,
+    Side, TradeRecord, TradeStatus,
 };
 use uuid::Uuid;
 
@@ -164,6 +164,8 @@ struct Exec<'a> {
     time: DateTime<Utc>,
     snapshot_id: Option<Uuid>,
     liquidation: bool,
+    /// The resting stop or target that made the fill, if one did.
+    trigger: Option<FillTrigger>,
     /// Comes from the broker's position rather than a fill.
     reconciled: bool,
     /// Close kind to use when this execution closes a row (overrides the fill-derived one).
@@ -594,6 +596,7 @@ impl LedgerState {
             time: f.time,
             snapshot_id: f.snapshot_id,
             liquidation: f.liquidation,
+            trigger: f.trigger,
             reconciled: false,
             close_kind: None,
             fallback_leverage: None,
@@ -624,13 +627,9 @@ impl LedgerState {
             let closes = ex.qty == row.open_qty;
             reduce(row, &ex, ex.qty, ex.fee, proposals, touched)?;
             if closes {
-                let kind = ex.close_kind.unwrap_or(if ex.liquidation {
-                    CloseKind::Liquidation
-                } else if ex.snapshot_id.is_some() {
-                    CloseKind::Signal
-                } else {
-                    CloseKind::External
-                });
+                let kind = ex
+                    .close_kind
+                    .unwrap_or_else(|| fill_close_kind(&ex, CloseKind::External));
                 finish_close(row, kind);
                 if let Some(closed) = self.open.remove(symbol) {
                     touched.close(closed);
@@ -649,11 +648,9 @@ impl LedgerState {
             .round_dp_with_strategy(FEE_SPLIT_DP, RoundingStrategy::MidpointNearestEven);
         let open_fee = ex.fee - close_fee;
         reduce(row, &ex, close_qty, close_fee, proposals, touched)?;
-        let kind = ex.close_kind.unwrap_or(if ex.liquidation {
-            CloseKind::Liquidation
-        } else {
-            CloseKind::Flip
-        });
+        let kind = ex
+            .close_kind
+            .unwrap_or_else(|| fill_close_kind(&ex, CloseKind::Flip));
         finish_close(row, kind);
         if let Some(closed) = self.open.remove(symbol) {
             touched.close(closed);
@@ -793,6 +790,7 @@ impl LedgerState {
                 time: input.at,
                 snapshot_id: None,
                 liquidation: kind == CloseKind::Liquidation,
+                trigger: None,
                 reconciled: true,
                 close_kind: Some(kind),
                 fallback_leverage: None,
@@ -817,6 +815,7 @@ impl LedgerState {
                 time: input.at,
                 snapshot_id: None,
                 liquidation: false,
+                trigger: None,
                 reconciled: true,
                 close_kind: None,
                 fallback_leverage: Some(pos.leverage),
@@ -930,6 +929,20 @@ fn reduce(
     }
     touched.touch(row, false);
     Ok(())
+}
+
+/// Why a fill closed a row: a liquidation, then the resting level that made it (stop / target),
+/// then a proposal's fill (signal; `otherwise` for the closing leg of a flip), else `otherwise`.
+fn fill_close_kind(ex: &Exec<'_>, otherwise: CloseKind) -> CloseKind {
+    match (ex.liquidation, ex.trigger) {
+        (true, _) => CloseKind::Liquidation,
+        (false, Some(FillTrigger::Stop)) => CloseKind::Stop,
+        (false, Some(FillTrigger::Target)) => CloseKind::Target,
+        (false, None) if otherwise == CloseKind::External && ex.snapshot_id.is_some() => {
+            CloseKind::Signal
+        }
+        (false, None) => otherwise,
+    }
 }
 
 fn finish_close(row: &mut TradeRecord, kind: CloseKind) {

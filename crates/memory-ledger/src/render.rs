@@ -38,7 +38,7 @@ fn push_time(out: &mut String, t: DateTime<Utc>, with_date: bool) {
 /// The exit shows its date when it differs from the entry's. PnL is **gross** of fees (the
 /// `realized_pnl_usd` convention), the percentage is relative to the entry notional; non-zero
 /// fees follow as `fees $0.31`, and a close that was not the agent's signal is tagged
-/// (`[flip]`, `[liquidation]`, `[external]`). Reasons are quoted data, escaped.
+/// (`[flip]`, `[liquidation]`, `[external]`, `[stop]`, `[target]`). Reasons are quoted data, escaped.
 #[must_use]
 pub fn render_recent_trades(rows: &[TradeRecord], k: usize, now: DateTime<Utc>) -> String {
     let mut closed: Vec<&TradeRecord> = rows
@@ -392,6 +392,8 @@ mod tests {
                     CloseKind::Flip,
                     CloseKind::Liquidation,
                     CloseKind::External,
+                    CloseKind::Stop,
+                    CloseKind::Target,
                 ])),
             ),
         )

@@ -71,7 +71,7 @@ impl Broker for Desk {
         let fill = Fill {
             id: format!("desk-{}", self.fills.len() + 1), symbol: order.symbol.clone(),
             side: order.side, qty: order.qty, price, fee_usd: Decimal::ZERO, time: at,
-            snapshot_id: tag.snapshot_id, client_order_id: tag.client_order_id, liquidation: false,
+            snapshot_id: tag.snapshot_id, client_order_id: tag.client_order_id, liquidation: false, trigger: None,
         };
         self.fills.push(fill.clone());
         ready(Ok(fill))

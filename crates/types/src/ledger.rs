@@ -41,6 +41,10 @@ pub enum CloseKind {
     Liquidation,
     /// The position vanished without a fill of ours (manual close, ADL, another client).
     External,
+    /// The broker closed the position at the stop the opening proposal set.
+    Stop,
+    /// The broker closed the position at the target (take-profit) the opening proposal set.
+    Target,
 }
 
 impl CloseKind {
@@ -52,6 +56,8 @@ impl CloseKind {
             CloseKind::Flip => "flip",
             CloseKind::Liquidation => "liquidation",
             CloseKind::External => "external",
+            CloseKind::Stop => "stop",
+            CloseKind::Target => "target",
         }
     }
 }

@@ -58,8 +58,8 @@ pub use memory::{
     NoteContent, NoteLint, NoteStatus, ReflectionNote, UserFact,
 };
 pub use trading::{
-    Fill, OrderAction, OrderSide, PortfolioSnapshot, Position, ProposedAction, RuleCode, Side,
-    Verdict,
+    Fill, FillTrigger, OrderAction, OrderSide, PortfolioSnapshot, Position, ProposedAction,
+    RuleCode, Side, Verdict,
 };
 
 pub use model_output::{

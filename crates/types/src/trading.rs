@@ -147,6 +147,32 @@ pub struct Fill {
     /// The broker forced this fill (liquidation, auto-deleveraging).
     #[serde(default)]
     pub liquidation: bool,
+    /// The resting stop or target of the position that made this fill, when it was one (`None`
+    /// for market orders and liquidations). Absent in the serialized form when `None`, so fills
+    /// written before it existed read back unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<FillTrigger>,
+}
+
+/// Which resting protective level of a position a fill executed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FillTrigger {
+    /// The protective stop.
+    Stop,
+    /// The profit target (take-profit).
+    Target,
+}
+
+impl FillTrigger {
+    /// The snake_case spelling (serde's and the store's).
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FillTrigger::Stop => "stop",
+            FillTrigger::Target => "target",
+        }
+    }
 }
 
 impl Fill {

@@ -322,8 +322,8 @@ macro_rules! impl_tick {
             ) -> Result<(), DbError> {
                 sqlx::query(
                     "INSERT INTO fills (deployment_id, broker_fill_id, symbol, side, qty, price, fee_usd, \
-                     time, snapshot_id, client_order_id, liquidation) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+                     time, snapshot_id, client_order_id, liquidation, trigger_kind) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
                      ON CONFLICT (deployment_id, broker_fill_id) DO NOTHING",
                 )
                 .bind($enc::id(deployment_id))
@@ -337,6 +337,7 @@ macro_rules! impl_tick {
                 .bind($enc::oid(f.snapshot_id))
                 .bind(f.client_order_id.as_deref())
                 .bind(f.liquidation)
+                .bind(f.trigger.map(types::FillTrigger::as_str))
                 .execute(&mut **tx)
                 .await
                 .map_err(ctx("inserting fill"))?;

@@ -924,6 +924,57 @@ mod cases {
             }));
     }
 
+    /// A round trip closed by the broker's stop (and another by its target): the fills keep
+    /// their trigger and the rows their close kind, on both backends (#16 item 4).
+    pub(super) async fn stop_and_target_round_trips_round_trip<S: Storage + RawSql>(s: &S) {
+        let fx = seed(s).await.unwrap();
+        let d = fx.deployment.id;
+        for (n, (kind, trigger)) in [
+            (CloseKind::Stop, types::FillTrigger::Stop),
+            (CloseKind::Target, types::FillTrigger::Target),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let start = 100 * i64::try_from(n).unwrap();
+            let open = sample_open_trade(&fx, at(start));
+            let mut t = tick(&fx, start);
+            t.fills.push(sample_fill(
+                &format!("open-{n}"),
+                dec!(0.01),
+                dec!(65000),
+                at(start),
+            ));
+            t.trades.push(open.clone());
+            s.record_tick(&t).await.unwrap();
+            let mut exit = sample_fill(
+                &format!("exit-{n}"),
+                dec!(0.01),
+                dec!(65940),
+                at(start + 60),
+            );
+            exit.side = OrderSide::Sell;
+            exit.snapshot_id = None;
+            exit.trigger = Some(trigger);
+            let mut closed = sample_closed_trade(&open, at(start + 60));
+            closed.close_kind = Some(kind);
+            let mut t = tick(&fx, start + 60);
+            t.fills.push(exit.clone());
+            t.trades.push(closed.clone());
+            s.record_tick(&t).await.unwrap();
+            let fills = s.list_fills(d, Some(at(start + 60))).await.unwrap();
+            assert_eq!(fills.len(), 1);
+            assert_eq!(fills[0].fill, exit);
+            assert_eq!(
+                s.closed_trades(d, at(start + 60), 1).await.unwrap(),
+                vec![closed]
+            );
+        }
+        // The opening fills were stored without a trigger and read back without one.
+        let all = s.list_fills(d, None).await.unwrap();
+        assert_eq!(all.iter().filter(|f| f.fill.trigger.is_none()).count(), 2);
+    }
+
     pub(super) async fn ledger_reads_are_point_in_time<S: Storage + RawSql>(s: &S) {
         let fx = seed(s).await.unwrap();
         let a = sample_open_trade(&fx, at(0));
@@ -1951,6 +2002,7 @@ contract!(
     record_ticks_is_one_all_or_nothing_batch,
     record_ticks_writes_what_tick_by_tick_recording_would,
     ledger_reads_are_point_in_time,
+    stop_and_target_round_trips_round_trip,
     decimals_and_times_round_trip_exactly,
     snapshots_read_back_in_order,
     notes_supersede_and_read_point_in_time,

@@ -11,3 +11,4 @@ mod outcome_memory;
 mod outcome_recall;
 mod recall_migration;
 mod rls;
+mod stop_target_migration;

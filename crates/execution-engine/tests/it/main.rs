@@ -5,6 +5,7 @@
 
 mod broker;
 mod broker_props;
+mod stops;
 mod tick;
 mod validate;
 mod validate_props;

@@ -50,8 +50,34 @@ fn test_key_derives_the_published_address() {
 #[test]
 fn every_vector_reproduces_hash_agent_and_signature() {
     let v = load();
-    let signer = Signer::from_hex(&v.private_key).unwrap();
     assert_eq!(v.vectors.len(), 14);
+    assert_eq!(
+        check_all(&v),
+        10,
+        "every non-dummy vector goes through the typed Action enum"
+    );
+}
+
+/// The stop-loss / take-profit trigger orders (`normalTpsl` with the entry, `positionTpsl` on a
+/// long and a short) and a cancel by client order id, from `make_trigger_signing_vectors.py`.
+#[test]
+fn every_trigger_vector_reproduces_hash_agent_and_signature() {
+    let v: Vectors =
+        serde_json::from_str(include_str!("../fixtures/trigger_signing_vectors.json")).unwrap();
+    assert_eq!(v.address, load().address, "the same published test key");
+    assert_eq!(v.vectors.len(), 8);
+    assert_eq!(check_all(&v), 8);
+    let groupings: Vec<&str> = v
+        .vectors
+        .iter()
+        .filter_map(|x| x.action["grouping"].as_str())
+        .collect();
+    assert!(groupings.contains(&"normalTpsl") && groupings.contains(&"positionTpsl"));
+}
+
+/// Checks every vector of `v`; returns how many went through the typed [`Action`].
+fn check_all(v: &Vectors) -> usize {
+    let signer = Signer::from_hex(&v.private_key).unwrap();
     let mut typed = 0;
     for vec in &v.vectors {
         let label = format!("{} (mainnet={})", vec.name, vec.is_mainnet);
@@ -97,10 +123,7 @@ fn every_vector_reproduces_hash_agent_and_signature() {
             "{label}"
         );
     }
-    assert_eq!(
-        typed, 10,
-        "every non-dummy vector goes through the typed Action enum"
-    );
+    typed
 }
 
 fn hex_lower(bytes: &[u8]) -> String {
@@ -120,4 +143,59 @@ fn recover(digest: &[u8; 32], sig: &hyperliquid::signing::Signature) -> Address 
     let mut a = [0u8; 20];
     a.copy_from_slice(&hash[12..]);
     Address(a)
+}
+
+/// The typed requests build exactly the SDK's wire of the `order_normal_tpsl` vector: an IOC
+/// entry with its stop-loss (1 % worst price) and take-profit (5 %) triggers, reduce-only.
+#[test]
+fn trigger_order_requests_build_the_sdks_wire() {
+    use hyperliquid::signing::{BulkOrder, Grouping, Tpsl};
+    use hyperliquid::{AssetInfo, Cloid, OrderRequest, Tif, TriggerOrderRequest};
+    use types::OrderSide;
+
+    let v: Vectors =
+        serde_json::from_str(include_str!("../fixtures/trigger_signing_vectors.json")).unwrap();
+    let want = &v
+        .vectors
+        .iter()
+        .find(|x| x.name == "order_normal_tpsl")
+        .unwrap()
+        .action;
+    let btc = AssetInfo {
+        index: 0,
+        sz_decimals: 5,
+        max_leverage: 50,
+    };
+    let cloid = |n: u8| {
+        let mut b = [0u8; 16];
+        b[15] = n;
+        Some(Cloid(b))
+    };
+    let entry = OrderRequest {
+        asset: btc,
+        side: OrderSide::Buy,
+        price: "30300".parse().unwrap(),
+        size: "0.01".parse().unwrap(),
+        reduce_only: false,
+        tif: Tif::Ioc,
+        cloid: cloid(1),
+    };
+    let trigger = |px: &str, tpsl, slip: &str, n| TriggerOrderRequest {
+        asset: btc,
+        side: OrderSide::Sell,
+        size: "0.01".parse().unwrap(),
+        trigger_px: px.parse().unwrap(),
+        tpsl,
+        max_slippage: slip.parse().unwrap(),
+        cloid: cloid(n),
+    };
+    let action = Action::Order(BulkOrder {
+        orders: vec![
+            entry.to_wire().unwrap(),
+            trigger("28500", Tpsl::Sl, "0.01", 2).to_wire().unwrap(),
+            trigger("33000", Tpsl::Tp, "0.05", 3).to_wire().unwrap(),
+        ],
+        grouping: Grouping::NormalTpsl,
+    });
+    assert_eq!(&serde_json::to_value(&action).unwrap(), want);
 }

@@ -627,3 +627,219 @@ fn refused(e: ExecuteError) -> BrokerRefusal {
         ExecuteError::Unavailable(u) => panic!("expected a refusal, got {u}"),
     }
 }
+
+/// An open with a stop and a target places them as reduce-only `positionTpsl` trigger orders
+/// under the tick's leg-1/leg-2 client order ids, sized to the position; when the exchange
+/// executes the stop, the next tick cancels what rests for the gone position and drains the fill
+/// as a `stop` fill of no decision.
+#[tokio::test]
+async fn stops_and_targets_rest_as_trigger_orders_and_their_fills_are_reconciled() {
+    let server = MockServer::start().await;
+    let account = hl_exchange::account(
+        10_000,
+        &[("BTC", d("30010"))],
+        tick_at().timestamp_millis() + 1500,
+    );
+    hl_exchange::mount(&server, account.clone()).await;
+    let mut b = broker(&server, FillCursor::starting_at(tick_at()));
+    b.portfolio(tick_at()).await.unwrap();
+    b.drain_fills().await.unwrap();
+    let order = Order {
+        stop: Some(d("28500")),
+        target: Some(d("33000")),
+        ..buy_btc("0.01")
+    };
+    let fill = b
+        .execute(&order, d("30000"), tick_at(), tag())
+        .await
+        .expect("filled");
+    assert_eq!((fill.qty, fill.trigger), (d("0.01"), None));
+
+    let (sl, tp) = (
+        hyperliquid::cloid_for_leg(DEPLOYMENT, tick_at(), 1),
+        hyperliquid::cloid_for_leg(DEPLOYMENT, tick_at(), 2),
+    );
+    {
+        let a = account.lock().unwrap();
+        assert_eq!(a.exchange_posts.len(), 2, "the entry, then the triggers");
+        let action = &a.exchange_posts[1]["action"];
+        assert_eq!(action["grouping"], "positionTpsl");
+        // Sells of the whole position (0.01), reduce-only, market once triggered; the worst
+        // price is 1 % beyond the trigger: 28,500 × 0.99 = 28,215; 33,000 × 0.99 = 32,670.
+        assert_eq!(
+            action["orders"],
+            json!([
+                {"a": 0, "b": false, "p": "28215", "s": "0.01", "r": true,
+                 "t": {"trigger": {"isMarket": true, "triggerPx": "28500", "tpsl": "sl"}},
+                 "c": sl.to_string()},
+                {"a": 0, "b": false, "p": "32670", "s": "0.01", "r": true,
+                 "t": {"trigger": {"isMarket": true, "triggerPx": "33000", "tpsl": "tp"}},
+                 "c": tp.to_string()},
+            ])
+        );
+        // Signed by the account's key like every other action.
+        let signature: Signature =
+            serde_json::from_value(a.exchange_posts[1]["signature"].clone()).unwrap();
+        let action: Action = serde_json::from_value(action.clone()).unwrap();
+        let nonce = a.exchange_posts[1]["nonce"].as_u64().unwrap();
+        assert_eq!(
+            hyperliquid::recover_signer(&action, nonce, None, Network::Testnet, &signature)
+                .unwrap(),
+            test_account()
+        );
+        assert_eq!(a.triggers.len(), 2);
+    }
+    // The end of the tick: the position stands, its triggers stay; the cursor carries them.
+    b.drain_fills().await.unwrap();
+    b.portfolio(tick_at()).await.unwrap();
+    assert_eq!(b.cursor().triggers.len(), 2);
+    assert!(account.lock().unwrap().cancels.is_empty());
+    let saved: FillCursor =
+        serde_json::from_value(serde_json::to_value(b.cursor()).unwrap()).unwrap();
+
+    // Between ticks the mark falls to 28,400: the exchange executes the stop at the mark.
+    {
+        let mut a = account.lock().unwrap();
+        a.fill_time_ms = tick_at().timestamp_millis() + 1_800_000;
+        a.fire_triggers("BTC", d("28400"));
+        assert!(a.positions["BTC"].0.is_zero(), "stopped out");
+    }
+    let later = tick_at() + chrono::Duration::hours(1);
+    let mut next = broker(&server, saved);
+    let p = next.portfolio(later).await.unwrap();
+    assert!(p.position("BTC").is_none());
+    assert!(next.cursor().triggers.is_empty(), "the target is cancelled");
+    // Both are cancelled with the position gone (the portfolio read comes before the fills):
+    // the exchange refuses the stop's cancel (it filled; logged) and cancels the target's.
+    {
+        let a = account.lock().unwrap();
+        assert_eq!(
+            a.cancels,
+            vec![
+                json!({"asset": 0, "cloid": sl.to_string()}),
+                json!({"asset": 0, "cloid": tp.to_string()}),
+            ]
+        );
+        assert!(a.triggers.is_empty());
+    }
+    let fills = next.drain_fills().await.unwrap();
+    assert_eq!(fills.len(), 1);
+    let stop = &fills[0];
+    assert_eq!(stop.trigger, Some(types::FillTrigger::Stop));
+    assert_eq!(stop.snapshot_id, None, "no decision made it");
+    assert_eq!(
+        (stop.side, stop.qty, stop.price),
+        (OrderSide::Sell, d("0.01"), d("28400"))
+    );
+    assert_eq!(stop.client_order_id, Some(sl.to_string()));
+}
+
+/// A position closed by the agent takes its resting triggers with it: the tick's closing
+/// portfolio read cancels both.
+#[tokio::test]
+async fn closing_the_position_cancels_its_trigger_orders() {
+    let server = MockServer::start().await;
+    let account = hl_exchange::account(
+        10_000,
+        &[("BTC", d("30010"))],
+        tick_at().timestamp_millis() + 1500,
+    );
+    hl_exchange::mount(&server, account.clone()).await;
+    let mut b = broker(&server, FillCursor::starting_at(tick_at()));
+    b.portfolio(tick_at()).await.unwrap();
+    let order = Order {
+        stop: Some(d("28500")),
+        target: Some(d("33000")),
+        ..buy_btc("0.01")
+    };
+    b.execute(&order, d("30000"), tick_at(), tag())
+        .await
+        .expect("filled");
+    b.drain_fills().await.unwrap();
+    b.portfolio(tick_at()).await.unwrap();
+    let saved = b.cursor().clone();
+
+    let later = tick_at() + chrono::Duration::hours(1);
+    let mut next = broker(&server, saved);
+    next.portfolio(later).await.unwrap();
+    assert_eq!(
+        next.cursor().triggers.len(),
+        2,
+        "still open at the tick's start"
+    );
+    let close = Order {
+        side: OrderSide::Sell,
+        reduce_only: true,
+        intent: OrderIntent::Close,
+        ..buy_btc("0.01")
+    };
+    account.lock().unwrap().fill_time_ms = later.timestamp_millis() + 1500;
+    next.execute(&close, d("30000"), later, tag())
+        .await
+        .expect("closed");
+    next.drain_fills().await.unwrap();
+    next.portfolio(later).await.unwrap();
+    assert!(next.cursor().triggers.is_empty());
+    let a = account.lock().unwrap();
+    assert!(a.triggers.is_empty(), "nothing rests on the exchange");
+    let cancelled: Vec<&str> = a
+        .cancels
+        .iter()
+        .map(|c| c["cloid"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        cancelled,
+        vec![
+            hyperliquid::cloid_for_leg(DEPLOYMENT, tick_at(), 1).to_string(),
+            hyperliquid::cloid_for_leg(DEPLOYMENT, tick_at(), 2).to_string(),
+        ]
+    );
+}
+
+/// A tick re-run after a crash finds its entry and its trigger orders at the exchange: it places
+/// neither again and carries the triggers on.
+#[tokio::test]
+async fn a_rerun_tick_adopts_its_trigger_orders_instead_of_placing_them_again() {
+    let server = MockServer::start().await;
+    let account = hl_exchange::account(
+        10_000,
+        &[("BTC", d("30010"))],
+        tick_at().timestamp_millis() + 1500,
+    );
+    hl_exchange::mount(&server, account.clone()).await;
+    let cursor = FillCursor::starting_at(tick_at());
+    let order = Order {
+        stop: Some(d("28500")),
+        ..buy_btc("0.01")
+    };
+    let mut first = broker(&server, cursor.clone());
+    first.portfolio(tick_at()).await.unwrap();
+    first
+        .execute(&order, d("30000"), tick_at(), tag())
+        .await
+        .unwrap();
+    drop(first);
+
+    let mut again = broker(&server, cursor);
+    again.portfolio(tick_at()).await.unwrap();
+    again.drain_fills().await.unwrap();
+    again
+        .execute(&order, d("30000"), tick_at(), tag())
+        .await
+        .expect("the existing order is reported");
+    assert_eq!(
+        account.lock().unwrap().exchange_posts.len(),
+        2,
+        "one entry and one trigger action, from the first run only"
+    );
+    let t = &again.cursor().triggers;
+    assert_eq!(t.len(), 1);
+    assert_eq!(
+        (t[0].kind, t[0].trigger_px, t[0].cloid),
+        (
+            types::FillTrigger::Stop,
+            d("28500"),
+            hyperliquid::cloid_for_leg(DEPLOYMENT, tick_at(), 1)
+        )
+    );
+}

@@ -801,3 +801,66 @@ fn holding_minutes_round_to_two_places() {
     assert_eq!(c.rows[0].row.holding_minutes, Some(dec!(1.67)));
     assert_eq!(c.rows[0].row.realized_pnl_usd, Decimal::ONE); // (11 − 10) × 1
 }
+
+#[test]
+fn stop_and_target_fills_close_as_stop_and_target() {
+    // Long 0.5 BTC at 60,000 (a proposal's fill), closed by the broker's stop fill at 57,000:
+    // (57,000 − 60,000) × 0.5 = −1,500. No snapshot on the closing fill: without the trigger it
+    // would read as `external`.
+    let mut s = LedgerState::new(scope());
+    fills_only(
+        &mut s,
+        &[fill(
+            "o",
+            "BTC",
+            Buy,
+            dec!(0.5),
+            dec!(60000),
+            dec!(0),
+            0,
+            Some(snap(1)),
+        )],
+        &proposals(),
+    );
+    let mut stop = fill(
+        "stop",
+        "BTC",
+        Sell,
+        dec!(0.5),
+        dec!(57000),
+        dec!(2),
+        5,
+        None,
+    );
+    stop.trigger = Some(types::FillTrigger::Stop);
+    let c = fills_only(&mut s, &[stop], &proposals());
+    let r = only_row(&c);
+    assert_eq!(r.close_kind, Some(CloseKind::Stop));
+    assert_eq!(r.exit_price, Some(dec!(57000)));
+    assert_eq!(r.realized_pnl_usd, dec!(-1500));
+    assert_eq!(r.fees_usd, dec!(2));
+    assert_eq!((r.exit_reason.as_deref(), r.exit_snapshot_id), (None, None));
+
+    // Short 0.5 at 60,000 closed by its target at 54,000: −1 × (54,000 − 60,000) × 0.5 = 3,000.
+    let mut s = LedgerState::new(scope());
+    fills_only(
+        &mut s,
+        &[fill(
+            "o",
+            "BTC",
+            Sell,
+            dec!(0.5),
+            dec!(60000),
+            dec!(0),
+            0,
+            Some(snap(1)),
+        )],
+        &proposals(),
+    );
+    let mut target = fill("tp", "BTC", Buy, dec!(0.5), dec!(54000), dec!(0), 5, None);
+    target.trigger = Some(types::FillTrigger::Target);
+    let c = fills_only(&mut s, &[target], &proposals());
+    let r = only_row(&c);
+    assert_eq!(r.close_kind, Some(CloseKind::Target));
+    assert_eq!(r.realized_pnl_usd, dec!(3000));
+}

@@ -72,6 +72,7 @@ fn to_fill(f: &HlFill, id: String, qty: Decimal, fee: Decimal) -> Fill {
         snapshot_id: Some(snapshot_of(f.oid)),
         client_order_id: None,
         liquidation: false,
+        trigger: None,
     }
 }
 

@@ -294,3 +294,32 @@ fn rendering_does_not_depend_on_row_order() {
         render_open_positions(&reversed, &marks, t(400))
     );
 }
+
+#[test]
+fn a_round_trip_closed_at_its_stop_or_target_is_tagged_so() {
+    // The BTC and ETH rows of the history closed by signal; re-label them as the broker's stop
+    // and target fills would.
+    let mut rows = history();
+    for r in &mut rows {
+        match r.symbol.as_str() {
+            "BTC" if r.close_kind.is_some() => r.close_kind = Some(types::CloseKind::Target),
+            "ETH" if r.close_kind.is_some() => r.close_kind = Some(types::CloseKind::Stop),
+            _ => {}
+        }
+    }
+    let text = render_recent_trades(&rows, 10, t(400));
+    let line = |symbol: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!(" {symbol} ")))
+            .unwrap_or_else(|| panic!("{symbol} in {text}"))
+            .to_owned()
+    };
+    assert!(
+        line("BTC").ends_with(r#"150m [target] "breakout above prior swing high""#),
+        "{text}"
+    );
+    assert!(
+        line("ETH").ends_with(r#"45m [stop] "funding extreme, mean-revert""#),
+        "{text}"
+    );
+}

@@ -12,3 +12,4 @@ mod costs_prop;
 mod mock;
 mod outcome_memory;
 mod recall_memory;
+mod stops;

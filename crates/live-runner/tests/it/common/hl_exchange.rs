@@ -80,6 +80,10 @@ pub(crate) struct Account {
     pub status_queries: Vec<Value>,
     /// Every `userFillsByTime` body received.
     pub fill_queries: Vec<Value>,
+    /// Trigger (stop-loss / take-profit) orders resting, as signed (`{a, b, p, s, r, t, c}`).
+    pub triggers: Vec<Value>,
+    /// Every `cancelByCloid` cancel received (`{asset, cloid}`).
+    pub cancels: Vec<Value>,
     next_oid: u64,
     next_tid: u64,
 }
@@ -195,6 +199,17 @@ impl Account {
         if let Some(message) = self.refuse_with.clone() {
             return refuse(self, message, "perpMarginRejected");
         }
+        if order["t"]["trigger"].is_object() {
+            // A trigger order rests until `fire_triggers` executes it.
+            if let Some(c) = &cloid {
+                wire_order["isTrigger"] = json!(true);
+                wire_order["triggerPx"] = order["t"]["trigger"]["triggerPx"].clone();
+                self.orders
+                    .insert(c.clone(), (wire_order.clone(), "open".to_owned()));
+            }
+            self.triggers.push(order.clone());
+            return json!({"resting": {"oid": oid}});
+        }
         let mark = self.marks.get(&coin).copied().unwrap_or(limit);
         if (is_buy && mark > limit) || (!is_buy && mark < limit) {
             return refuse(
@@ -264,6 +279,45 @@ impl Account {
     }
 }
 
+impl Account {
+    /// Moves `coin`'s mark to `mark` and executes every resting trigger on it whose trigger
+    /// price the mark reached (a sell's stop at or below, its take-profit at or above; a buy's
+    /// the other way), as a reduce-only market fill at the mark under the trigger's client order
+    /// id; the exchange then drops the position's other triggers with it.
+    pub(crate) fn fire_triggers(&mut self, coin: &str, mark: Decimal) {
+        self.marks.insert(coin.to_owned(), mark);
+        let universe = recorded("meta")["universe"].clone();
+        let on_coin = |o: &Value| {
+            universe[o["a"].as_u64().unwrap_or(u64::MAX) as usize]["name"].as_str() == Some(coin)
+        };
+        let hit = self.triggers.iter().position(|o| {
+            let t = &o["t"]["trigger"];
+            let px = dec(&t["triggerPx"]);
+            let sell = !o["b"].as_bool().unwrap_or(false);
+            on_coin(o)
+                && match (t["tpsl"].as_str(), sell) {
+                    (Some("sl"), true) | (Some("tp"), false) => mark <= px,
+                    (Some("tp"), true) | (Some("sl"), false) => mark >= px,
+                    _ => false,
+                }
+        });
+        let Some(i) = hit else { return };
+        let order = self.triggers.remove(i);
+        let size = self
+            .positions
+            .get(coin)
+            .map_or(Decimal::ZERO, |(szi, _)| szi.abs())
+            .min(dec(&order["s"]));
+        let market = json!({
+            "a": order["a"], "b": order["b"], "p": text(mark), "s": text(size), "r": true,
+            "t": {"limit": {"tif": "Ioc"}}, "c": order["c"],
+        });
+        self.place(&market);
+        // The position is closed: its other triggers are cancelled by the exchange.
+        self.triggers.retain(|o| !on_coin(o));
+    }
+}
+
 /// The mock's shared state.
 pub(crate) type Shared = Arc<Mutex<Account>>;
 
@@ -306,6 +360,29 @@ impl Respond for Exchange {
         a.exchange_posts.push(body.clone());
         if let Some(status) = a.exchange_http_status {
             return ResponseTemplate::new(status).set_body_string("bad gateway");
+        }
+        if body["action"]["type"] == "cancelByCloid" {
+            let cancels = body["action"]["cancels"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let statuses: Vec<Value> = cancels
+                .iter()
+                .map(|c| {
+                    a.cancels.push(c.clone());
+                    let before = a.triggers.len();
+                    a.triggers.retain(|o| o["c"] != c["cloid"]);
+                    if a.triggers.len() < before {
+                        json!("success")
+                    } else {
+                        json!({"error": "Order was never placed, already canceled, or filled."})
+                    }
+                })
+                .collect();
+            return ResponseTemplate::new(200).set_body_json(json!({
+                "status": "ok",
+                "response": {"type": "cancel", "data": {"statuses": statuses}}
+            }));
         }
         if body["action"]["type"] != "order" {
             return ResponseTemplate::new(200)

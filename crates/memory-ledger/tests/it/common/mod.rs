@@ -51,6 +51,7 @@ pub(crate) fn fill(
         snapshot_id: snapshot,
         client_order_id: None,
         liquidation: false,
+        trigger: None,
     }
 }
 
