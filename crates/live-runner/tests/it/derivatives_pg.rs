@@ -19,49 +19,6 @@ use wiremock::{Mock, Request, Respond, ResponseTemplate};
 
 const OWNER: Uuid = Uuid::from_u128(0xde71);
 
-/// Hourly prints of the requested coin from `startTime` to the tick (the mock ignores
-/// `endTime`), 0.0000125 each but 0.00002 for the last one at or before the tick, and one at
-/// tick + 30 min (0.0099) that the runner must drop.
-struct FundingHistory {
-    tick_ms: i64,
-}
-
-impl Respond for FundingHistory {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        let body: Value = serde_json::from_slice(&request.body).unwrap();
-        let coin = body["coin"].as_str().unwrap().to_owned();
-        let start = body["startTime"].as_i64().unwrap();
-        let hour = 3_600_000;
-        let mut prints = Vec::new();
-        let mut at = start.div_euclid(hour) * hour + hour;
-        while at <= self.tick_ms {
-            let rate = if at == self.tick_ms {
-                "0.00002"
-            } else {
-                "0.0000125"
-            };
-            prints
-                .push(json!({"coin": coin, "fundingRate": rate, "premium": "0.0001", "time": at}));
-            at += hour;
-        }
-        prints.push(json!({
-            "coin": coin, "fundingRate": "0.0099", "premium": "0.0001",
-            "time": self.tick_ms + hour / 2,
-        }));
-        ResponseTemplate::new(200).set_body_json(Value::Array(prints))
-    }
-}
-
-fn meta_and_asset_ctxs() -> Value {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../hyperliquid/tests/fixtures/metaAndAssetCtxs.json"
-    ))
-    .unwrap();
-    let recorded: Value = serde_json::from_str(&text).unwrap();
-    recorded["response"].clone()
-}
-
 async fn deploy(pg: &common::Pg, id: u128, at: chrono::DateTime<chrono::Utc>) -> db::Deployment {
     let mut skill = admin::load_skill_file(&common::fixture("btc-sma-cross.yaml")).unwrap();
     skill.tools.built_in = vec![
@@ -94,20 +51,7 @@ async fn a_live_tick_snapshot_holds_the_served_funding_and_open_interest() {
     let pg = postgres().await;
     let hl = hyperliquid_mock().await;
     let tick = t("2026-11-02T12:00:00Z");
-    Mock::given(method("POST"))
-        .and(path("/info"))
-        .and(body_partial_json(json!({"type": "fundingHistory"})))
-        .respond_with(FundingHistory {
-            tick_ms: tick.timestamp_millis(),
-        })
-        .mount(&hl)
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/info"))
-        .and(body_partial_json(json!({"type": "metaAndAssetCtxs"})))
-        .respond_with(ResponseTemplate::new(200).set_body_json(meta_and_asset_ctxs()))
-        .mount(&hl)
-        .await;
+    common::mount_derivatives(&hl, tick).await;
     let d = deploy(&pg, 0xd1, tick).await;
 
     let r = runner(

@@ -59,6 +59,13 @@ impl Pg {
     }
 }
 
+/// A path relative to the repository root.
+pub(crate) fn repo(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path)
+}
+
 pub(crate) fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
@@ -248,4 +255,66 @@ pub(crate) async fn runner(
         .await
         .expect("runner"),
     )
+}
+
+/// Hourly prints of the requested coin from `startTime` to the tick (the mock ignores
+/// `endTime`), 0.0000125 each but 0.00002 for the last one at or before the tick, and one at
+/// tick + 30 min (0.0099) that the runner must drop.
+pub(crate) struct FundingHistory {
+    tick_ms: i64,
+}
+
+impl Respond for FundingHistory {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let coin = body["coin"].as_str().unwrap().to_owned();
+        let start = body["startTime"].as_i64().unwrap();
+        let hour = 3_600_000;
+        let mut prints = Vec::new();
+        let mut at = start.div_euclid(hour) * hour + hour;
+        while at <= self.tick_ms {
+            let rate = if at == self.tick_ms {
+                "0.00002"
+            } else {
+                "0.0000125"
+            };
+            prints
+                .push(json!({"coin": coin, "fundingRate": rate, "premium": "0.0001", "time": at}));
+            at += hour;
+        }
+        prints.push(json!({
+            "coin": coin, "fundingRate": "0.0099", "premium": "0.0001",
+            "time": self.tick_ms + hour / 2,
+        }));
+        ResponseTemplate::new(200).set_body_json(Value::Array(prints))
+    }
+}
+
+pub(crate) fn meta_and_asset_ctxs() -> Value {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../hyperliquid/tests/fixtures/metaAndAssetCtxs.json"
+    ))
+    .unwrap();
+    let recorded: Value = serde_json::from_str(&text).unwrap();
+    recorded["response"].clone()
+}
+
+/// Mounts `fundingHistory` ([`FundingHistory`] for a tick at `tick`) and `metaAndAssetCtxs`
+/// (the documented-shape fixture) on the mock exchange `hl`.
+pub(crate) async fn mount_derivatives(hl: &MockServer, tick: DateTime<Utc>) {
+    Mock::given(method("POST"))
+        .and(path("/info"))
+        .and(body_partial_json(json!({"type": "fundingHistory"})))
+        .respond_with(FundingHistory {
+            tick_ms: tick.timestamp_millis(),
+        })
+        .mount(hl)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/info"))
+        .and(body_partial_json(json!({"type": "metaAndAssetCtxs"})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(meta_and_asset_ctxs()))
+        .mount(hl)
+        .await;
 }
