@@ -12,10 +12,8 @@ use common::{hyperliquid_mock, postgres, runner, t};
 use db::TickStore;
 use live_runner::admin::{self, DeployRequest};
 use rust_decimal::Decimal;
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
-use wiremock::matchers::{body_partial_json, method, path};
-use wiremock::{Mock, Request, Respond, ResponseTemplate};
 
 const OWNER: Uuid = Uuid::from_u128(0xde71);
 
