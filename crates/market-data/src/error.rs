@@ -56,3 +56,37 @@ impl DataError {
         }
     }
 }
+
+/// Every data row of a CSV file read by `row`, or every bad row named by file and line (all of
+/// them, not only the first): the one row loop of the CSV readers.
+pub(crate) fn csv_rows<R: std::io::Read, T>(
+    path: &std::path::Path,
+    reader: &mut csv::Reader<R>,
+    row: impl Fn(&csv::StringRecord) -> Result<T, String>,
+) -> Result<Vec<T>, DataError> {
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    for record in reader.records() {
+        let record = match record {
+            Ok(r) => r,
+            Err(e) => {
+                let line = e.position().map_or(0, csv::Position::line);
+                problems.push(format!("{}:{line}: {e}", path.display()));
+                continue;
+            }
+        };
+        let line = record.position().map_or(0, csv::Position::line);
+        match row(&record) {
+            Ok(v) => out.push(v),
+            Err(message) => problems.push(format!("{}:{line}: {message}", path.display())),
+        }
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(DataError::file(
+            path,
+            format!("bad rows:\n{}", problems.join("\n")),
+        ))
+    }
+}

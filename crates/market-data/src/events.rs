@@ -71,31 +71,7 @@ fn parse_csv(path: &Path, text: &str) -> Result<Vec<MarketEvent>, DataError> {
             ),
         ));
     }
-    let mut events = Vec::new();
-    let mut problems = Vec::new();
-    for record in reader.records() {
-        let record = match record {
-            Ok(r) => r,
-            Err(e) => {
-                let line = e.position().map_or(0, csv::Position::line);
-                problems.push(format!("{}:{line}: {e}", path.display()));
-                continue;
-            }
-        };
-        let line = record.position().map_or(0, csv::Position::line);
-        match event_of(&record) {
-            Ok(e) => events.push(e),
-            Err(message) => problems.push(format!("{}:{line}: {message}", path.display())),
-        }
-    }
-    if problems.is_empty() {
-        Ok(events)
-    } else {
-        Err(DataError::file(
-            path,
-            format!("bad rows:\n{}", problems.join("\n")),
-        ))
-    }
+    crate::error::csv_rows(path, &mut reader, event_of)
 }
 
 fn event_of(r: &csv::StringRecord) -> Result<MarketEvent, String> {

@@ -130,31 +130,7 @@ fn parse_csv(path: &Path, text: &str) -> Result<Vec<FundingPrint>, DataError> {
             ),
         ));
     }
-    let mut prints = Vec::new();
-    let mut problems = Vec::new();
-    for record in reader.records() {
-        let record = match record {
-            Ok(r) => r,
-            Err(e) => {
-                let line = e.position().map_or(0, csv::Position::line);
-                problems.push(format!("{}:{line}: {e}", path.display()));
-                continue;
-            }
-        };
-        let line = record.position().map_or(0, csv::Position::line);
-        match print_of(&record) {
-            Ok(p) => prints.push(p),
-            Err(message) => problems.push(format!("{}:{line}: {message}", path.display())),
-        }
-    }
-    if problems.is_empty() {
-        Ok(prints)
-    } else {
-        Err(DataError::file(
-            path,
-            format!("bad rows:\n{}", problems.join("\n")),
-        ))
-    }
+    crate::error::csv_rows(path, &mut reader, print_of)
 }
 
 fn print_of(r: &csv::StringRecord) -> Result<FundingPrint, String> {
