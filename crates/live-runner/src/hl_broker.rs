@@ -224,9 +224,9 @@ pub enum HlBrokerError {
         account: Address,
         /// The address the key signs for.
         signer: Address,
-        /// The client's error.
+        /// The client's error (boxed: the variant would make every result large).
         #[source]
-        source: HlError,
+        source: Box<HlError>,
     },
     /// The HTTP client for the exchange could not be built.
     #[error("Hyperliquid client for {url}: {source}")]
@@ -295,7 +295,7 @@ pub async fn verify_signer(
             .map_err(|source| HlBrokerError::AgentCheck {
                 account: config.account,
                 signer,
-                source,
+                source: Box::new(source),
             })?;
     match agents.into_iter().find(|a| a.address == signer) {
         None => Err(HlBrokerError::NotAnAgent {

@@ -931,13 +931,14 @@ async fn an_order_at_the_accounts_leverage_sends_no_update() {
     b.execute(&btc_at("2"), d("30000"), tick_at(), tag())
         .await
         .expect("filled");
-    let a = account.lock().unwrap();
-    assert_eq!(a.exchange_posts.len(), 1, "the order alone");
-    assert_eq!(a.exchange_posts[0]["action"]["type"], "order");
-    assert!(a.asset_queries.is_empty(), "read from clearinghouseState");
+    {
+        let a = account.lock().unwrap();
+        assert_eq!(a.exchange_posts.len(), 1, "the order alone");
+        assert_eq!(a.exchange_posts[0]["action"]["type"], "order");
+        assert!(a.asset_queries.is_empty(), "read from clearinghouseState");
+    }
 
     // Without a position the setting comes from activeAssetData; equal: nothing sent either.
-    drop(a);
     let server = MockServer::start().await;
     let fresh = hl_exchange::account(
         10_000,

@@ -540,14 +540,15 @@ async fn a_refused_leverage_update_is_the_ticks_rejection_and_no_order_is_sent()
     account.lock().unwrap().refuse_leverage_with = None;
     let m = run(&pg, &hl, second + chrono::Duration::seconds(2), "lev-ok").await;
     assert_eq!(m.ticks("recorded"), 1);
-    let a = account.lock().unwrap();
-    let kinds: Vec<&str> = a
-        .exchange_posts
-        .iter()
-        .map(|p| p["action"]["type"].as_str().unwrap())
-        .collect();
-    assert_eq!(kinds, ["updateLeverage", "updateLeverage", "order"]);
-    assert_eq!(a.leverage_of("BTC"), ("isolated".to_owned(), 1));
-    drop(a);
+    {
+        let a = account.lock().unwrap();
+        let kinds: Vec<&str> = a
+            .exchange_posts
+            .iter()
+            .map(|p| p["action"]["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["updateLeverage", "updateLeverage", "order"]);
+        assert_eq!(a.leverage_of("BTC"), ("isolated".to_owned(), 1));
+    }
     assert_eq!(pg.store.list_fills(id, None).await.unwrap().len(), 1);
 }
