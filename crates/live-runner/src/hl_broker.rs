@@ -1109,3 +1109,21 @@ impl Broker for HyperliquidBroker {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exchange_leverage_rounds_down_to_a_whole_number_of_at_least_one() {
+        let lev = |s: &str| exchange_leverage(s.parse().unwrap());
+        assert_eq!(lev("1"), 1);
+        assert_eq!(lev("2.5"), 2);
+        assert_eq!(lev("3.99"), 3);
+        assert_eq!(lev("20"), 20);
+        // The engine refuses below 1x; were one to arrive, it is set as 1x, never 0.
+        assert_eq!(lev("0.5"), 1);
+        assert_eq!(lev("-3"), 1);
+        assert_eq!(lev("99999999999"), u32::MAX);
+    }
+}
