@@ -15,7 +15,7 @@ use crate::http::{ClientConfig, Transport};
 use crate::signing::{
     Action, Address, BulkCancel, BulkCancelByCloid, BulkOrder, CancelByCloidWire, CancelWire,
     Cloid, Grouping, Network, OrderTypeWire, OrderWire, Signature, Signer, Tif, Tpsl,
-    sign_l1_action,
+    UpdateLeverage, sign_l1_action,
 };
 use crate::wire::AssetInfo;
 
@@ -440,6 +440,7 @@ impl ExchangeClient {
             Action::Order(o) => o.orders.len(),
             Action::Cancel(c) => c.cancels.len(),
             Action::CancelByCloid(c) => c.cancels.len(),
+            Action::UpdateLeverage(_) => 0,
         };
         let request = self.signed_request(action, self.next_nonce())?;
         let body = self.http.post("exchange", &request).await?;
@@ -487,6 +488,25 @@ impl ExchangeClient {
     /// As [`ExchangeClient::place_orders`].
     pub async fn place_order(&self, order: &OrderRequest) -> Result<OrderStatus> {
         single(self.place_orders(std::slice::from_ref(order)).await?)
+    }
+
+    /// Sets the account's leverage on `asset` (an index of the perp universe) to `leverage`
+    /// (a whole number from 1 to the asset's `maxLeverage`), cross margin when `is_cross`, else
+    /// isolated: the SDK's `update_leverage`, signed like any L1 action (with the vault address
+    /// when trading for one).
+    ///
+    /// # Errors
+    /// [`HlError::Rejected`] with the exchange's message when it refuses (a leverage above the
+    /// asset's maximum, a margin mode an open position cannot switch to, too little margin for
+    /// the new leverage, ...); otherwise as [`ExchangeClient::send`].
+    pub async fn update_leverage(&self, asset: u32, leverage: u32, is_cross: bool) -> Result<()> {
+        self.send(&Action::UpdateLeverage(UpdateLeverage {
+            asset,
+            is_cross,
+            leverage,
+        }))
+        .await
+        .map(|_| ())
     }
 
     /// Cancels an order by exchange order id.
@@ -609,6 +629,16 @@ mod tests {
             Err(HlError::Rejected(m)) if m.contains("does not exist")
         ));
         assert!(parse_exchange_response(body, 1).is_err());
+        // updateLeverage: `default` without statuses, or the exchange's refusal.
+        assert_eq!(
+            parse_exchange_response(br#"{"status":"ok","response":{"type":"default"}}"#, 0)
+                .unwrap(),
+            vec![]
+        );
+        assert!(matches!(
+            parse_exchange_response(br#"{"status":"err","response":"Cannot switch leverage type with open position."}"#, 0),
+            Err(HlError::Rejected(m)) if m == "Cannot switch leverage type with open position."
+        ));
         let bad = br#"{"status":"ok","response":{"type":"order","data":{"statuses":[{"filled":{"totalSz":"x","avgPx":"1","oid":1}}]}}}"#;
         let err = parse_exchange_response(bad, 1).unwrap_err().to_string();
         assert!(err.contains("statuses[0].filled"), "{err}");

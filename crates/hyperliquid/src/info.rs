@@ -8,9 +8,10 @@ use crate::error::Result;
 use crate::http::{ClientConfig, Transport};
 use crate::ids::{Address, Cloid};
 use crate::wire::{
-    AccountState, Candle, ClearinghouseState, FundingRate, HlFill, Meta, MetaAndAssetCtxs,
-    OrderLookup, candles_to_bars, parse_candles, parse_clearinghouse_state, parse_funding_history,
-    parse_meta, parse_meta_and_asset_ctxs, parse_order_status, parse_user_fills,
+    AccountState, ActiveAssetData, Candle, ClearinghouseState, ExtraAgent, FundingRate, HlFill,
+    Meta, MetaAndAssetCtxs, OrderLookup, candles_to_bars, parse_active_asset_data, parse_candles,
+    parse_clearinghouse_state, parse_extra_agents, parse_funding_history, parse_meta,
+    parse_meta_and_asset_ctxs, parse_order_status, parse_user_fills,
 };
 
 /// Most fills one `userFills` / `userFillsByTime` response carries.
@@ -67,6 +68,18 @@ pub enum InfoRequest {
         user: Address,
         /// The order, by exchange or client order id.
         oid: OrderRef,
+    },
+    /// `activeAssetData`: a user's leverage, margin mode and trade limits on one coin.
+    ActiveAssetData {
+        /// The account's address.
+        user: Address,
+        /// The coin, e.g. `BTC`.
+        coin: String,
+    },
+    /// `extraAgents`: the API (agent) wallets a master account approved.
+    ExtraAgents {
+        /// The master account's address.
+        user: Address,
     },
 }
 
@@ -230,6 +243,31 @@ impl InfoClient {
     /// Transport/status/retry errors, or [`HlError::Decode`](crate::HlError::Decode).
     pub async fn order_status(&self, user: Address, oid: OrderRef) -> Result<OrderLookup> {
         parse_order_status(&self.raw(&InfoRequest::OrderStatus { user, oid }).await?)
+    }
+
+    /// The user's leverage and margin mode on `coin` (and its trade limits), open position or
+    /// not.
+    ///
+    /// # Errors
+    /// Transport/status/retry errors, [`HlError::Decode`](crate::HlError::Decode) or
+    /// [`HlError::Invalid`](crate::HlError::Invalid).
+    pub async fn active_asset_data(&self, user: Address, coin: &str) -> Result<ActiveAssetData> {
+        parse_active_asset_data(
+            &self
+                .raw(&InfoRequest::ActiveAssetData {
+                    user,
+                    coin: coin.to_owned(),
+                })
+                .await?,
+        )
+    }
+
+    /// The API (agent) wallets `master` approved, with their expiry.
+    ///
+    /// # Errors
+    /// Transport/status/retry errors, or [`HlError::Decode`](crate::HlError::Decode).
+    pub async fn extra_agents(&self, master: Address) -> Result<Vec<ExtraAgent>> {
+        parse_extra_agents(&self.raw(&InfoRequest::ExtraAgents { user: master }).await?)
     }
 
     /// The user's fills from `start` (to `end`, or now), oldest first. The exchange returns at

@@ -2,7 +2,7 @@
 //!
 //! What it owns:
 //! - the wire types of the info API (`POST {base}/info`: `candleSnapshot`, `meta`,
-//!   `metaAndAssetCtxs`, `fundingHistory`, `clearinghouseState`, `userFills`, `orderStatus`) and their
+//!   `metaAndAssetCtxs`, `fundingHistory`, `clearinghouseState`, `userFills`, `orderStatus`, `activeAssetData`, `extraAgents`) and their
 //!   conversion into the workspace's [`types`] ([`types::Bar`], [`types::Position`],
 //!   [`types::Fill`], [`types::PortfolioSnapshot`] via [`AccountState`]) — see [`wire`];
 //! - [`InfoClient`], an async reqwest client with a timeout and bounded retries (exponential
@@ -10,7 +10,8 @@
 //! - L1 action signing exactly as the official SDKs do it (msgpack action hash, phantom agent,
 //!   EIP-712, secp256k1 r/s/v) — see [`signing`];
 //! - [`ExchangeClient`]: signed orders (limit / IOC, reduce-only, client order id), cancels by
-//!   order id or client order id, typed per-order statuses; deterministic client order ids
+//!   order id or client order id, `updateLeverage` (leverage and margin mode per asset), typed
+//!   per-order statuses; deterministic client order ids
 //!   ([`cloid_for`]) so a retried tick never places a second order;
 //! - the tick/lot rules for prices and sizes on the wire, in `Decimal` — see [`format`](mod@format).
 //!
@@ -83,8 +84,9 @@ pub use ids::{Address, Cloid, MAINNET_URL, Network, TESTNET_URL};
 #[cfg(feature = "client")]
 pub use info::{CandleRequest, InfoClient, InfoRequest, OrderRef, USER_FILLS_PAGE};
 #[cfg(feature = "signing")]
-pub use signing::{Action, Grouping, Signature, Signer, Tif, Tpsl, recover_signer};
+pub use signing::{Action, Grouping, Signature, Signer, Tif, Tpsl, UpdateLeverage, recover_signer};
 pub use wire::{
-    AccountState, AssetCtx, AssetInfo, AssetMeta, Candle, ClearinghouseState, FundingRate, HlFill,
-    HlSide, Meta, MetaAndAssetCtxs, OrderInfo, OrderLookup, OrderState,
+    AccountState, ActiveAssetData, AssetCtx, AssetInfo, AssetMeta, Candle, ClearinghouseState,
+    ExtraAgent, FundingRate, HlFill, HlSide, Leverage, Meta, MetaAndAssetCtxs, OrderInfo,
+    OrderLookup, OrderState,
 };

@@ -42,6 +42,23 @@ pub enum Action {
     Cancel(BulkCancel),
     /// `{"type": "cancelByCloid", "cancels": [{"asset": asset, "cloid": "0x…"}]}`
     CancelByCloid(BulkCancelByCloid),
+    /// `{"type": "updateLeverage", "asset": asset, "isCross": bool, "leverage": n}`
+    UpdateLeverage(UpdateLeverage),
+}
+
+/// Sets the account's leverage and margin mode on one asset, as the official SDK's
+/// `Exchange.update_leverage` builds it. The exchange answers `{"status": "ok", "response":
+/// {"type": "default"}}` or an error; it applies to the asset's next orders and (when allowed)
+/// to its open position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateLeverage {
+    /// Asset index (position in the perp universe of `meta`).
+    pub asset: u32,
+    /// `isCross`: cross margin (`true`) or isolated margin (`false`).
+    pub is_cross: bool,
+    /// The leverage, a whole number from 1 to the asset's `maxLeverage`.
+    pub leverage: u32,
 }
 
 /// One or more orders placed atomically.

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use types::{Bar, Fill, OrderSide, PortfolioSnapshot, Position, Side};
 
 use crate::error::{HlError, Result, decode};
+use crate::ids::Address;
 
 /// A decimal that is a string on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -829,6 +830,86 @@ pub fn parse_order_status(body: &[u8]) -> Result<OrderLookup> {
             message: format!("unknown status {other:?}"),
         }),
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// activeAssetData, extraAgents
+// ---------------------------------------------------------------------------------------------
+
+/// `activeAssetData`: a user's settings and limits on one coin — the leverage and margin mode
+/// its next order uses, whether or not a position is open.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActiveAssetData {
+    /// The account asked about.
+    pub user: Address,
+    /// The coin.
+    pub coin: String,
+    /// The account's margin mode and leverage on the coin.
+    pub leverage: Leverage,
+    /// `maxTradeSzs`: the largest buy and sell sizes the account's margin allows, base units;
+    /// empty when absent.
+    #[serde(default)]
+    pub max_trade_szs: Vec<WireDecimal>,
+    /// `availableToTrade`: USD available for a buy and a sell; empty when absent.
+    #[serde(default)]
+    pub available_to_trade: Vec<WireDecimal>,
+    /// `markPx`: the coin's mark price, USD; `None` when absent.
+    #[serde(default, with = "rust_decimal::serde::str_option")]
+    pub mark_px: Option<Decimal>,
+}
+
+impl Leverage {
+    /// Whether the margin mode is cross (`type` `cross`); `isolated` is not.
+    #[must_use]
+    pub fn is_cross(&self) -> bool {
+        self.kind == "cross"
+    }
+}
+
+/// Parses an `activeAssetData` response.
+///
+/// # Errors
+/// [`HlError::Decode`] naming the path of the first bad value; [`HlError::Invalid`] for a
+/// margin mode other than `cross` / `isolated`.
+pub fn parse_active_asset_data(body: &[u8]) -> Result<ActiveAssetData> {
+    let data: ActiveAssetData = decode("activeAssetData", body)?;
+    if data.leverage.kind != "cross" && data.leverage.kind != "isolated" {
+        return Err(HlError::Invalid {
+            what: "activeAssetData",
+            path: "leverage.type".to_owned(),
+            message: format!(
+                "margin mode {:?} is neither cross nor isolated",
+                data.leverage.kind
+            ),
+        });
+    }
+    Ok(data)
+}
+
+/// One API (agent) wallet a master account approved (`extraAgents`): its key may sign orders
+/// and cancels for the master until `valid_until`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtraAgent {
+    /// The agent's address (the address of the key that signs).
+    pub address: Address,
+    /// The name the master gave it (may be empty).
+    #[serde(default)]
+    pub name: String,
+    /// `validUntil`: when the approval expires (Unix ms on the wire).
+    #[serde(with = "chrono::serde::ts_milliseconds")]
+    pub valid_until: DateTime<Utc>,
+}
+
+/// Parses an `extraAgents` response: the master's approved agent wallets.
+///
+/// # Errors
+/// [`HlError::Decode`] naming the path of the first bad value.
+pub fn parse_extra_agents(body: &[u8]) -> Result<Vec<ExtraAgent>> {
+    // The exchange answers `null` for an account that never approved one.
+    let agents: Option<Vec<ExtraAgent>> = decode("extraAgents", body)?;
+    Ok(agents.unwrap_or_default())
 }
 
 #[cfg(test)]

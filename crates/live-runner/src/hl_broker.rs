@@ -42,11 +42,33 @@
 //! [`ExecuteError::Unavailable`], the tick fails before recording anything and the runner
 //! retries it; the retry finds the order by its client order id if it landed.
 //!
+//! **Leverage:** Hyperliquid applies the account's per-asset leverage setting to an order, not
+//! a leverage carried by the order. Before an opening (not reduce-only) order the broker makes
+//! the setting the order's: **isolated margin** (what the engine and the paper broker model)
+//! at the order's leverage rounded down to a whole number (the exchange takes whole numbers;
+//! rounding down posts at least the margin the engine checked), at least 1. The setting is
+//! read from the last `clearinghouseState` for a coin with an open position, else from
+//! `activeAssetData`, and cached for the broker's life (one tick); when it differs (value or
+//! margin mode) the broker sends `updateLeverage` first. A leverage above the asset's
+//! `maxLeverage` is refused before anything is sent (`R5_LEVERAGE_CAP`); an `updateLeverage`
+//! the exchange refuses refuses the order with the exchange's words (the tick records a
+//! rejection) — the order is never sent at another leverage. Not reaching the exchange is
+//! [`ExecuteError::Unavailable`] as for orders.
+//!
+//! **API (agent) wallets:** the deployment's `account` is the master account: every read
+//! (`clearinghouseState`, `userFillsByTime`, `orderStatus`, `activeAssetData`) names it. The key
+//! may be the account's own or an API wallet the account approved: its orders, cancels and
+//! `updateLeverage` are signed by the agent key with no `vaultAddress`, and the exchange applies
+//! them to the master. [`verify_signer`] checks an agent against the master's `extraAgents`
+//! (approved and not expired) when the broker is built and at `live-runner deploy`; an
+//! unapproved or expired agent is refused naming both addresses.
+//!
 //! **The account is the deployment's alone:** every position and fill on it is attributed to
 //! the deployment (`deploy` refuses a second active deployment on one account). The private key
 //! never reaches the database: the deployment's config names the environment variable holding
-//! it, and the key must be the account's own (API wallets are not supported yet).
+//! it.
 
+use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -166,19 +188,45 @@ pub enum HlBrokerError {
         #[source]
         source: HlError,
     },
-    /// The key signs for another address than the deployment's account (an API wallet or a
-    /// wrong key).
+    /// The key signs for another address than the deployment's account, and that address is
+    /// not among the account's approved API wallets (`extraAgents`).
     #[error(
-        "the key in {var} belongs to {signer}, not to the deployment's account {account} \
-         (API wallets are not supported)"
+        "the key in {var} signs for {signer}, which is neither the deployment's account \
+         {account} nor an API wallet {account} approved"
     )]
-    WrongAccount {
+    NotAnAgent {
         /// The variable's name.
         var: String,
         /// The address the key signs for.
         signer: Address,
-        /// The deployment's account.
+        /// The deployment's (master) account.
         account: Address,
+    },
+    /// The key is an API wallet of the account whose approval has expired.
+    #[error(
+        "the key in {var} signs for {signer}, an API wallet of {account} whose approval \
+         expired at {valid_until}"
+    )]
+    AgentExpired {
+        /// The variable's name.
+        var: String,
+        /// The agent's address.
+        signer: Address,
+        /// The deployment's (master) account.
+        account: Address,
+        /// When the approval ended (UTC).
+        valid_until: DateTime<Utc>,
+    },
+    /// The account's approved API wallets could not be read to check an agent key.
+    #[error("reading the API wallets (extraAgents) of {account} to check {signer}: {source}")]
+    AgentCheck {
+        /// The deployment's (master) account.
+        account: Address,
+        /// The address the key signs for.
+        signer: Address,
+        /// The client's error (boxed: the variant would make every result large).
+        #[source]
+        source: Box<HlError>,
     },
     /// The HTTP client for the exchange could not be built.
     #[error("Hyperliquid client for {url}: {source}")]
@@ -191,11 +239,11 @@ pub enum HlBrokerError {
     },
 }
 
-/// The signer for `config`'s account, its key read from the environment through `env`.
+/// The signer for `config`'s account, its key read from the environment through `env`: the
+/// account's own key or an API wallet's (check the latter with [`verify_signer`]).
 ///
 /// # Errors
-/// [`HlBrokerError`] naming the variable when it is unset or blank, holds no valid key, or
-/// holds the key of another account.
+/// [`HlBrokerError`] naming the variable when it is unset or blank or holds no valid key.
 pub fn signer_from_env(
     config: &HyperliquidConfig,
     env: &dyn types::EnvLookup,
@@ -207,18 +255,77 @@ pub fn signer_from_env(
             account: config.account,
         });
     };
-    let signer = Signer::from_hex(&key).map_err(|source| HlBrokerError::InvalidKey {
-        var: var.clone(),
-        source,
-    })?;
-    if signer.address() != config.account {
-        return Err(HlBrokerError::WrongAccount {
-            var,
-            signer: signer.address(),
-            account: config.account,
-        });
+    Signer::from_hex(&key).map_err(|source| HlBrokerError::InvalidKey { var, source })
+}
+
+/// Whose key signs a deployment's orders.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignerRole {
+    /// The account's own key.
+    Account,
+    /// An API wallet the account approved, signing for it.
+    Agent {
+        /// The agent's address.
+        address: Address,
+        /// The name the account gave it.
+        name: String,
+        /// When the approval ends.
+        valid_until: DateTime<Utc>,
+    },
+}
+
+/// Checks that `signer` may trade for `config.account` at `now`: it is the account's own key,
+/// or an API wallet listed in the account's `extraAgents` whose `validUntil` is after `now`.
+///
+/// # Errors
+/// [`HlBrokerError::NotAnAgent`] / [`HlBrokerError::AgentExpired`] naming both addresses;
+/// [`HlBrokerError::AgentCheck`] when `extraAgents` cannot be read.
+pub async fn verify_signer(
+    config: &HyperliquidConfig,
+    signer: Address,
+    info: &InfoClient,
+    now: DateTime<Utc>,
+) -> Result<SignerRole, HlBrokerError> {
+    if signer == config.account {
+        return Ok(SignerRole::Account);
     }
-    Ok(signer)
+    let agents =
+        info.extra_agents(config.account)
+            .await
+            .map_err(|source| HlBrokerError::AgentCheck {
+                account: config.account,
+                signer,
+                source: Box::new(source),
+            })?;
+    match agents.into_iter().find(|a| a.address == signer) {
+        None => Err(HlBrokerError::NotAnAgent {
+            var: config.key_env.clone(),
+            signer,
+            account: config.account,
+        }),
+        Some(a) if a.valid_until <= now => Err(HlBrokerError::AgentExpired {
+            var: config.key_env.clone(),
+            signer,
+            account: config.account,
+            valid_until: a.valid_until,
+        }),
+        Some(a) => Ok(SignerRole::Agent {
+            address: a.address,
+            name: a.name,
+            valid_until: a.valid_until,
+        }),
+    }
+}
+
+/// The whole-number leverage Hyperliquid is set to for an order at `leverage`: rounded down,
+/// at least 1.
+#[must_use]
+pub fn exchange_leverage(leverage: Decimal) -> u32 {
+    use rust_decimal::prelude::ToPrimitive;
+    if leverage < Decimal::ONE {
+        return 1;
+    }
+    leverage.floor().to_u32().unwrap_or(u32::MAX)
 }
 
 /// A fill already returned, remembered while it is inside the re-read overlap.
@@ -329,6 +436,11 @@ pub struct HyperliquidBroker {
     /// Every trigger order this broker knew of (resting at construction or placed since, also
     /// after it left the cursor), so a fill of one is recognised when drained.
     known_triggers: Vec<(Cloid, FillTrigger)>,
+    /// The account's leverage setting per coin as last read or set (cross?, value): from the
+    /// last `clearinghouseState` for open positions, `activeAssetData` otherwise.
+    leverage: HashMap<String, (bool, u32)>,
+    /// Who signs: the account or an approved agent.
+    role: SignerRole,
 }
 
 impl std::fmt::Debug for HyperliquidBroker {
@@ -347,10 +459,14 @@ impl HyperliquidBroker {
     /// [`signer_from_env`]), reading fills from `cursor`. `http` sets timeouts and retries; its
     /// base URL is replaced by [`HyperliquidConfig::api_url`]. `clock` gives the order nonces.
     ///
+    /// An agent key is checked against the account's `extraAgents` at the clock's now
+    /// ([`verify_signer`]).
+    ///
     /// # Errors
-    /// [`HlBrokerError::Client`] for an unusable base URL;
-    /// [`HlBrokerError::WrongAccount`] when `signer` is not the account's key.
-    pub fn new(
+    /// [`HlBrokerError::Client`] for an unusable base URL; [`HlBrokerError::NotAnAgent`],
+    /// [`HlBrokerError::AgentExpired`] or [`HlBrokerError::AgentCheck`] when `signer` is not
+    /// the account's key and not (or no longer, or not verifiably) its approved agent.
+    pub async fn new(
         deployment_id: Uuid,
         config: &HyperliquidConfig,
         signer: Signer,
@@ -358,13 +474,6 @@ impl HyperliquidBroker {
         cursor: FillCursor,
         http: &ClientConfig,
     ) -> Result<Self, HlBrokerError> {
-        if signer.address() != config.account {
-            return Err(HlBrokerError::WrongAccount {
-                var: config.key_env.clone(),
-                signer: signer.address(),
-                account: config.account,
-            });
-        }
         let url = config.api_url().to_owned();
         let http = ClientConfig {
             base_url: url.clone(),
@@ -375,6 +484,7 @@ impl HyperliquidBroker {
             source,
         };
         let info = InfoClient::new(&http).map_err(client_err)?;
+        let role = verify_signer(config, signer.address(), &info, clock.now()).await?;
         let exchange =
             ExchangeClient::new(&http, signer, config.network, clock).map_err(client_err)?;
         let known_triggers = cursor.triggers.iter().map(|t| (t.cloid, t.kind)).collect();
@@ -390,7 +500,86 @@ impl HyperliquidBroker {
             drained: Vec::new(),
             positions: Vec::new(),
             known_triggers,
+            leverage: HashMap::new(),
+            role,
         })
+    }
+
+    /// Whose key signs this broker's orders.
+    #[must_use]
+    pub fn signer_role(&self) -> &SignerRole {
+        &self.role
+    }
+
+    /// Makes the account's leverage setting on `order`'s asset the order's (isolated, see the
+    /// module docs) before an opening order: `updateLeverage` when the known setting differs.
+    async fn set_leverage(
+        &mut self,
+        order: &Order,
+        asset: hyperliquid::AssetInfo,
+    ) -> Result<(), ExecuteError> {
+        if order.reduce_only {
+            return Ok(());
+        }
+        let wanted = exchange_leverage(order.leverage);
+        if wanted > asset.max_leverage {
+            return Err(BrokerRefusal {
+                rule: RuleCode::LeverageCap,
+                message: format!(
+                    "leverage {}x on {} is above Hyperliquid's maximum of {}x for it",
+                    order.leverage, order.symbol, asset.max_leverage
+                ),
+            }
+            .into());
+        }
+        let current = match self.leverage.get(&order.symbol) {
+            Some(known) => *known,
+            None => {
+                let data = self
+                    .info
+                    .active_asset_data(self.account, &order.symbol)
+                    .await
+                    .map_err(|e| {
+                        self.fail(format!(
+                            "reading Hyperliquid's activeAssetData of {} on {}: {e}",
+                            self.account, order.symbol
+                        ))
+                    })?;
+                let known = (data.leverage.is_cross(), data.leverage.value);
+                self.leverage.insert(order.symbol.clone(), known);
+                known
+            }
+        };
+        if current == (false, wanted) {
+            return Ok(());
+        }
+        match self
+            .exchange
+            .update_leverage(asset.index, wanted, false)
+            .await
+        {
+            Ok(()) => {
+                tracing::info!(deployment = %self.deployment_id, symbol = %order.symbol, from = current.1, from_cross = current.0, to = wanted, "set the account's leverage (isolated) before the order");
+                self.leverage.insert(order.symbol.clone(), (false, wanted));
+                Ok(())
+            }
+            Err(HlError::Rejected(message)) => {
+                let rule = refusal(&message).rule;
+                Err(BrokerRefusal {
+                    rule,
+                    message: format!(
+                        "Hyperliquid refused to set {}'s leverage to {wanted}x isolated (the \
+                         order was not sent): {message}",
+                        order.symbol
+                    ),
+                }
+                .into())
+            }
+            Err(e) => Err(self.fail(format!(
+                "setting {}'s leverage to {wanted}x isolated: {e}",
+                order.symbol
+            ))),
+        }
     }
 
     /// The fill watermark and totals to persist after the tick.
@@ -689,6 +878,7 @@ impl HyperliquidBroker {
             message: format!("the order cannot be put on Hyperliquid's wire: {e}"),
         })?;
 
+        self.set_leverage(order, asset).await?;
         let placed = self.exchange.place_order(&request).await;
         match placed {
             Ok(OrderStatus::Filled {
@@ -804,12 +994,26 @@ impl Broker for HyperliquidBroker {
             cloid_for(self.deployment_id, at),
             tick::snapshot_id(self.deployment_id, at),
         );
-        let state = self.info.account_state(self.account).await.map_err(|e| {
+        let unavailable = |e: HlError| {
             BrokerUnavailable(format!(
                 "reading Hyperliquid's clearinghouseState of {}: {e}",
                 self.account
             ))
-        })?;
+        };
+        let raw = self
+            .info
+            .clearinghouse_state(self.account)
+            .await
+            .map_err(unavailable)?;
+        let state = raw.account_state().map_err(unavailable)?;
+        // An open position carries the account's leverage setting on its coin.
+        for ap in &raw.asset_positions {
+            if !ap.position.szi.is_zero() {
+                let l = &ap.position.leverage;
+                self.leverage
+                    .insert(ap.position.coin.clone(), (l.is_cross(), l.value));
+            }
+        }
         let snapshot = state.to_portfolio_snapshot(
             at,
             self.cursor.realized_pnl_usd,
@@ -903,5 +1107,23 @@ impl Broker for HyperliquidBroker {
         out.sort_by_key(|f| f.time);
         self.drained.extend(out.iter().cloned());
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exchange_leverage_rounds_down_to_a_whole_number_of_at_least_one() {
+        let lev = |s: &str| exchange_leverage(s.parse().unwrap());
+        assert_eq!(lev("1"), 1);
+        assert_eq!(lev("2.5"), 2);
+        assert_eq!(lev("3.99"), 3);
+        assert_eq!(lev("20"), 20);
+        // The engine refuses below 1x; were one to arrive, it is set as 1x, never 0.
+        assert_eq!(lev("0.5"), 1);
+        assert_eq!(lev("-3"), 1);
+        assert_eq!(lev("99999999999"), u32::MAX);
     }
 }

@@ -417,6 +417,9 @@ async fn main() -> anyhow::Result<()> {
                     (db::BrokerKind::Hyperliquid, Some(config), Decimal::ZERO)
                 }
             };
+            if let Some(config) = &hyperliquid {
+                check_deploy_key(config).await?;
+            }
             let parsed = admin::load_skill_file(&skill)?;
             let store = db::connect(&db)
                 .await
@@ -793,6 +796,44 @@ async fn score_outcomes_forever(store: db::Store, info: hyperliquid::InfoClient,
 }
 
 /// The Hyperliquid broker config from `deploy`'s flags; every problem at once.
+/// At deploy, a key present in this environment must be able to trade for the account: its own
+/// key, or an API wallet the account approved and that has not expired (`extraAgents`). Without
+/// the variable here (the key lives only on the runner), the runner checks it when it builds the
+/// broker.
+async fn check_deploy_key(config: &HyperliquidConfig) -> anyhow::Result<()> {
+    use live_runner::hl_broker::{HlBrokerError, SignerRole, signer_from_env, verify_signer};
+    let env = |name: &str| std::env::var(name).ok();
+    let signer = match signer_from_env(config, &env) {
+        Ok(signer) => signer,
+        Err(HlBrokerError::MissingKey { var, .. }) => {
+            eprintln!(
+                "note: {var} is not set here; the runner checks the key when the deployment ticks"
+            );
+            return Ok(());
+        }
+        Err(e) => return Err(e).context("--hl-key-env"),
+    };
+    let info = hyperliquid::InfoClient::new(&hyperliquid::ClientConfig::new(config.api_url()))
+        .with_context(|| format!("Hyperliquid client for {}", config.api_url()))?;
+    match verify_signer(config, signer.address(), &info, SystemClock.now())
+        .await
+        .context("checking the deployment's key")?
+    {
+        SignerRole::Account => {}
+        SignerRole::Agent {
+            address,
+            name,
+            valid_until,
+        } => println!(
+            "the key in {} is API wallet {address} ({name:?}) of {}, approved until {}",
+            config.key_env,
+            config.account,
+            valid_until.to_rfc3339()
+        ),
+    }
+    Ok(())
+}
+
 fn hyperliquid_config(
     account: Option<String>,
     network: Option<NetworkArg>,

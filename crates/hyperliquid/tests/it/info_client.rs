@@ -19,6 +19,8 @@ fn fixture(name: &str) -> (Value, Value) {
         "meta" => include_str!("../fixtures/meta.json"),
         "metaAndAssetCtxs" => include_str!("../fixtures/metaAndAssetCtxs.json"),
         "userFills" => include_str!("../fixtures/userFills.json"),
+        "activeAssetData" => include_str!("../fixtures/activeAssetData.json"),
+        "extraAgents" => include_str!("../fixtures/extraAgents.json"),
         other => panic!("no fixture {other}"),
     };
     let v: Value = serde_json::from_str(text).unwrap();
@@ -534,4 +536,72 @@ fn order_status_words_fall_into_families() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("without an order"), "{err}");
+}
+
+#[tokio::test]
+async fn active_asset_data_gives_the_leverage_setting_of_a_coin() {
+    let (_server, client) = serve("activeAssetData").await;
+    let user = "0x5e9ee1089755c3435139848e47e6635505d5a13a"
+        .parse()
+        .unwrap();
+    let data = client.active_asset_data(user, "ETH").await.unwrap();
+    assert_eq!(data.user, user);
+    assert_eq!(data.coin, "ETH");
+    assert_eq!((data.leverage.value, data.leverage.is_cross()), (3, false));
+    assert_eq!(data.leverage.raw_usd, Some(dec!(-1512.448122)));
+    assert_eq!(data.max_trade_szs.len(), 2);
+    assert_eq!(data.max_trade_szs[0].0, dec!(2.8131));
+    assert_eq!(data.mark_px, Some(dec!(1803.8)));
+    // A cross setting, the shape without rawUsd, and a margin mode that is neither.
+    let cross = br#"{"user":"0x5e9ee1089755c3435139848e47e6635505d5a13a","coin":"BTC","leverage":{"type":"cross","value":20},"maxTradeSzs":["0.0","0.0"],"availableToTrade":["0.0","0.0"],"markPx":"26951.0"}"#;
+    let d = hyperliquid::wire::parse_active_asset_data(cross).unwrap();
+    assert_eq!((d.leverage.value, d.leverage.is_cross()), (20, true));
+    let odd = br#"{"user":"0x5e9ee1089755c3435139848e47e6635505d5a13a","coin":"BTC","leverage":{"type":"portfolio","value":20}}"#;
+    let err = hyperliquid::wire::parse_active_asset_data(odd)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("leverage.type") && err.contains("portfolio"),
+        "{err}"
+    );
+    let bad = br#"{"user":"0x5e9ee1089755c3435139848e47e6635505d5a13a","coin":"BTC","leverage":{"type":"cross","value":"20"}}"#;
+    let err = hyperliquid::wire::parse_active_asset_data(bad)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("leverage.value"), "{err}");
+}
+
+#[tokio::test]
+async fn extra_agents_lists_the_approved_agent_wallets_with_expiry() {
+    let (_server, client) = serve("extraAgents").await;
+    let master = "0x5e9ee1089755c3435139848e47e6635505d5a13a"
+        .parse()
+        .unwrap();
+    let agents = client.extra_agents(master).await.unwrap();
+    assert_eq!(agents.len(), 2);
+    assert_eq!(agents[0].name, "runner");
+    // Mixed-case (checksummed) addresses parse to the same bytes as lowercase ones.
+    assert_eq!(
+        agents[0].address.to_string(),
+        "0xd2a77e1b9f2c8ae0a5bc9d4e2f1a36b0c7e59a10"
+    );
+    assert_eq!(agents[0].valid_until, ms(1_767_225_600_000));
+    assert_eq!(agents[1].name, "");
+    assert_eq!(agents[1].valid_until, ms(1_735_689_600_000));
+    // An account that never approved one answers null or [].
+    assert!(
+        hyperliquid::wire::parse_extra_agents(b"null")
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        hyperliquid::wire::parse_extra_agents(b"[]")
+            .unwrap()
+            .is_empty()
+    );
+    let err =
+        hyperliquid::wire::parse_extra_agents(br#"[{"name":"x","address":"0x12","validUntil":1}]"#)
+            .unwrap_err()
+            .to_string();
+    assert!(err.contains("[0].address"), "{err}");
 }

@@ -75,6 +75,32 @@ fn every_trigger_vector_reproduces_hash_agent_and_signature() {
     assert!(groupings.contains(&"normalTpsl") && groupings.contains(&"positionTpsl"));
 }
 
+/// `updateLeverage` (cross and isolated, one- and two-byte msgpack integers) on mainnet and
+/// testnet, from `make_leverage_signing_vectors.py`; and the typed action the client sends is
+/// the vector's action.
+#[test]
+fn every_leverage_vector_reproduces_hash_agent_and_signature() {
+    use hyperliquid::UpdateLeverage;
+    let v: Vectors =
+        serde_json::from_str(include_str!("../fixtures/leverage_signing_vectors.json")).unwrap();
+    assert_eq!(v.address, load().address, "the same published test key");
+    assert_eq!(v.vectors.len(), 6);
+    assert_eq!(check_all(&v), 6);
+    let isolated = v
+        .vectors
+        .iter()
+        .find(|x| x.name == "update_leverage_isolated" && !x.is_mainnet)
+        .unwrap();
+    let action = Action::UpdateLeverage(UpdateLeverage {
+        asset: 1,
+        is_cross: false,
+        leverage: 3,
+    });
+    assert_eq!(serde_json::to_value(&action).unwrap(), isolated.action);
+    let mainnet: Vec<bool> = v.vectors.iter().map(|x| x.is_mainnet).collect();
+    assert!(mainnet.contains(&true) && mainnet.contains(&false));
+}
+
 /// Checks every vector of `v`; returns how many went through the typed [`Action`].
 fn check_all(v: &Vectors) -> usize {
     let signer = Signer::from_hex(&v.private_key).unwrap();

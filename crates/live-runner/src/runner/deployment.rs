@@ -179,6 +179,7 @@ impl Runner {
                     cursor,
                     &self.exchange_http,
                 )
+                .await
                 .map_err(exchange)?;
                 // A first tick's risk tracking starts from the account's equity (a saved state
                 // carries its own).

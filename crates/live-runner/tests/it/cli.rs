@@ -263,3 +263,73 @@ async fn migrate_deploy_run_once_and_list_through_the_binary_then_sigterm_stops_
 async fn pg_url(pg: &common::Pg) -> String {
     pg.url()
 }
+
+/// `deploy` with the key in its environment: a key that is not the account's must be an API
+/// wallet the account approved and whose approval has not expired (`extraAgents`), else the
+/// deployment is refused naming both addresses and nothing is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deploy_refuses_an_agent_key_the_account_has_not_approved() {
+    const AGENT_KEY: &str = "0x1123456789012345678901234567890123456789012345678901234567890123";
+    let pg = postgres().await;
+    let hl = hyperliquid_mock().await;
+    let account = common::hl_exchange::account(10_000, &[], 0);
+    common::hl_exchange::mount(&hl, account.clone()).await;
+    let url = pg_url(&pg).await;
+    let skill = common::fixture("btc-sma-cross.yaml");
+    let skill = skill.to_str().expect("path").to_owned();
+    let master = common::hl_exchange::test_account().to_string();
+    let agent = hyperliquid::Signer::from_hex(AGENT_KEY)
+        .unwrap()
+        .address()
+        .to_string();
+    let deploy = || {
+        let mut c = bin();
+        c.args(["deploy", "--db", &url, "--skill", &skill]);
+        c.args(["--owner", "00000000-0000-0000-0000-0000000a11ce"]);
+        c.args(["--broker", "hyperliquid", "--hl-account", &master]);
+        c.args(["--hl-network", "testnet", "--hl-key-env", "HL_AGENT_KEY"]);
+        c.args(["--hl-url", &hl.uri()]);
+        c.env("HL_AGENT_KEY", AGENT_KEY);
+        c
+    };
+    let approve = |valid_until_ms: i64| {
+        account.lock().unwrap().agents = vec![serde_json::json!({
+            "name": "runner", "address": agent, "validUntil": valid_until_ms
+        })];
+    };
+
+    // Not approved at all.
+    let out = output(deploy()).await;
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&master) && stderr.contains(&agent) && stderr.contains("approved"),
+        "{stderr}"
+    );
+    // Approved until 2020-01-01: expired.
+    approve(1_577_836_800_000);
+    let out = output(deploy()).await;
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&master) && stderr.contains(&agent) && stderr.contains("expired"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains(&AGENT_KEY[2..]),
+        "the key is never printed"
+    );
+    assert_eq!(pg.count("SELECT count(*) FROM deployments").await, 0);
+
+    // Approved until 2100-01-01: deployed, and said so.
+    approve(4_102_444_800_000);
+    let out = output(deploy()).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(&format!("API wallet {agent}")) && stdout.contains(&master),
+        "{stdout}"
+    );
+    assert_eq!(pg.count("SELECT count(*) FROM deployments").await, 1);
+    assert_eq!(account.lock().unwrap().agent_queries.len(), 3);
+}

@@ -58,7 +58,7 @@ fn http() -> ClientConfig {
         })
 }
 
-fn broker(server: &MockServer, cursor: FillCursor) -> HyperliquidBroker {
+async fn broker(server: &MockServer, cursor: FillCursor) -> HyperliquidBroker {
     HyperliquidBroker::new(
         DEPLOYMENT,
         &config(server),
@@ -67,6 +67,7 @@ fn broker(server: &MockServer, cursor: FillCursor) -> HyperliquidBroker {
         cursor,
         &http(),
     )
+    .await
     .expect("broker")
 }
 
@@ -124,7 +125,7 @@ async fn the_account_and_its_fills_come_from_the_exchange_with_a_watermark_that_
         .await;
 
     let start = ms(1_683_245_000_000);
-    let mut b = broker(&server, FillCursor::starting_at(start));
+    let mut b = broker(&server, FillCursor::starting_at(start)).await;
     let p = b.portfolio(tick_at()).await.expect("portfolio");
     assert_eq!(p.at, tick_at());
     assert_eq!(p.equity_usd, d("1182.312496"));
@@ -193,7 +194,7 @@ async fn the_account_and_its_fills_come_from_the_exchange_with_a_watermark_that_
     let cursor: FillCursor = serde_json::from_value(saved).expect("cursor back");
     assert_eq!(&cursor, b.cursor());
     assert_eq!(cursor.since, ms(liq_time));
-    let mut restarted = broker(&server, cursor);
+    let mut restarted = broker(&server, cursor).await;
     assert!(
         restarted
             .drain_fills()
@@ -265,7 +266,7 @@ async fn fills_are_paged_past_the_exchanges_cap_of_2000_per_answer() {
         .expect(2)
         .mount(&server)
         .await;
-    let mut b = broker(&server, FillCursor::starting_at(ms(1_700_000_000_000)));
+    let mut b = broker(&server, FillCursor::starting_at(ms(1_700_000_000_000))).await;
     let fills = b.drain_fills().await.expect("fills");
     assert_eq!(fills.len(), 2500);
     assert_eq!(fills.last().unwrap().id, "12499");
@@ -281,7 +282,7 @@ async fn execute_posts_one_signed_ioc_order_under_the_ticks_client_order_id() {
         tick_at().timestamp_millis() + 1500,
     );
     hl_exchange::mount(&server, account.clone()).await;
-    let mut b = broker(&server, FillCursor::starting_at(tick_at()));
+    let mut b = broker(&server, FillCursor::starting_at(tick_at())).await;
     b.portfolio(tick_at()).await.expect("portfolio");
     assert!(b.drain_fills().await.expect("no fills yet").is_empty());
 
@@ -371,7 +372,7 @@ async fn a_tick_rerun_after_a_crash_places_no_second_order() {
     let cursor = FillCursor::starting_at(tick_at());
 
     // Run 1 places the order, then the process dies before anything is saved.
-    let mut first = broker(&server, cursor.clone());
+    let mut first = broker(&server, cursor.clone()).await;
     first.portfolio(tick_at()).await.unwrap();
     first.drain_fills().await.unwrap();
     first
@@ -381,7 +382,7 @@ async fn a_tick_rerun_after_a_crash_places_no_second_order() {
     drop(first);
 
     // Run 2 of the same tick, from the same saved cursor.
-    let mut again = broker(&server, cursor.clone());
+    let mut again = broker(&server, cursor.clone()).await;
     again.portfolio(tick_at()).await.unwrap();
     let fills = again.drain_fills().await.unwrap();
     assert_eq!(fills.len(), 1, "the first run's fill");
@@ -399,7 +400,7 @@ async fn a_tick_rerun_after_a_crash_places_no_second_order() {
     assert!(again.drain_fills().await.unwrap().is_empty());
 
     // Run 3 whose (non-deterministic) model wants the other side: still no second order.
-    let mut third = broker(&server, cursor);
+    let mut third = broker(&server, cursor).await;
     third.portfolio(tick_at()).await.unwrap();
     third.drain_fills().await.unwrap();
     let sell = Order {
@@ -422,7 +423,7 @@ async fn a_tick_rerun_after_a_crash_places_no_second_order() {
 
     // A later tick has its own client order id and trades normally.
     let later = tick_at() + chrono::Duration::hours(1);
-    let mut next = broker(&server, FillCursor::starting_at(tick_at()));
+    let mut next = broker(&server, FillCursor::starting_at(tick_at())).await;
     next.portfolio(later).await.unwrap();
     next.execute(&sell, d("30000"), later, tag())
         .await
@@ -457,7 +458,7 @@ async fn exchange_refusals_become_rule_coded_refusals() {
     ] {
         account.lock().unwrap().refuse_with = Some(message.to_owned());
         account.lock().unwrap().orders.clear();
-        let mut b = broker(&server, FillCursor::starting_at(tick_at()));
+        let mut b = broker(&server, FillCursor::starting_at(tick_at())).await;
         b.portfolio(tick_at()).await.unwrap();
         let refusal = b
             .execute(&buy_btc("0.01"), d("30000"), tick_at(), tag())
@@ -480,7 +481,7 @@ async fn exchange_refusals_become_rule_coded_refusals() {
         .unwrap()
         .marks
         .insert("BTC".into(), d("31000"));
-    let mut b = broker(&server, FillCursor::starting_at(tick_at()));
+    let mut b = broker(&server, FillCursor::starting_at(tick_at())).await;
     let refusal = b
         .execute(&buy_btc("0.01"), d("30000"), tick_at(), tag())
         .await
@@ -524,7 +525,7 @@ async fn an_unreachable_exchange_fails_the_tick_instead_of_recording_a_rejection
     let account = hl_exchange::account(10_000, &[("BTC", d("30010"))], 0);
     hl_exchange::mount(&server, account.clone()).await;
     account.lock().unwrap().exchange_http_status = Some(502);
-    let mut b = broker(&server, FillCursor::starting_at(tick_at()));
+    let mut b = broker(&server, FillCursor::starting_at(tick_at())).await;
     b.portfolio(tick_at()).await.unwrap();
     let err = b
         .execute(&buy_btc("0.01"), d("30000"), tick_at(), tag())
@@ -546,7 +547,7 @@ async fn an_unreachable_exchange_fails_the_tick_instead_of_recording_a_rejection
 }
 
 #[test]
-fn the_key_comes_from_the_named_variable_and_must_be_the_accounts() {
+fn the_key_comes_from_the_named_variable_and_may_be_another_accounts() {
     let config = HyperliquidConfig {
         account: test_account(),
         network: Network::Testnet,
@@ -573,11 +574,10 @@ fn the_key_comes_from_the_named_variable_and_must_be_the_accounts() {
         "never echoes the key: {invalid}"
     );
     let other_key = "0x1123456789012345678901234567890123456789012345678901234567890123";
-    let wrong = signer_from_env(&config, &|_| Some(other_key.into())).unwrap_err();
-    assert!(
-        matches!(wrong, HlBrokerError::WrongAccount { .. }),
-        "{wrong}"
-    );
+    // Another account's key is read: it may be an API wallet of the account, which
+    // `verify_signer` checks against the exchange (see the agent tests).
+    let agent = signer_from_env(&config, &|_| Some(other_key.into())).unwrap();
+    assert_ne!(agent.address(), test_account());
     let ok = signer_from_env(&config, &|name| {
         (name == "HL_KEY_DEPLOYMENT_7").then(|| TEST_KEY.to_owned())
     })
@@ -641,7 +641,7 @@ async fn stops_and_targets_rest_as_trigger_orders_and_their_fills_are_reconciled
         tick_at().timestamp_millis() + 1500,
     );
     hl_exchange::mount(&server, account.clone()).await;
-    let mut b = broker(&server, FillCursor::starting_at(tick_at()));
+    let mut b = broker(&server, FillCursor::starting_at(tick_at())).await;
     b.portfolio(tick_at()).await.unwrap();
     b.drain_fills().await.unwrap();
     let order = Order {
@@ -705,7 +705,7 @@ async fn stops_and_targets_rest_as_trigger_orders_and_their_fills_are_reconciled
         assert!(a.positions["BTC"].0.is_zero(), "stopped out");
     }
     let later = tick_at() + chrono::Duration::hours(1);
-    let mut next = broker(&server, saved);
+    let mut next = broker(&server, saved).await;
     let p = next.portfolio(later).await.unwrap();
     assert!(p.position("BTC").is_none());
     assert!(next.cursor().triggers.is_empty(), "the target is cancelled");
@@ -745,7 +745,7 @@ async fn closing_the_position_cancels_its_trigger_orders() {
         tick_at().timestamp_millis() + 1500,
     );
     hl_exchange::mount(&server, account.clone()).await;
-    let mut b = broker(&server, FillCursor::starting_at(tick_at()));
+    let mut b = broker(&server, FillCursor::starting_at(tick_at())).await;
     b.portfolio(tick_at()).await.unwrap();
     let order = Order {
         stop: Some(d("28500")),
@@ -760,7 +760,7 @@ async fn closing_the_position_cancels_its_trigger_orders() {
     let saved = b.cursor().clone();
 
     let later = tick_at() + chrono::Duration::hours(1);
-    let mut next = broker(&server, saved);
+    let mut next = broker(&server, saved).await;
     next.portfolio(later).await.unwrap();
     assert_eq!(
         next.cursor().triggers.len(),
@@ -812,7 +812,7 @@ async fn a_rerun_tick_adopts_its_trigger_orders_instead_of_placing_them_again() 
         stop: Some(d("28500")),
         ..buy_btc("0.01")
     };
-    let mut first = broker(&server, cursor.clone());
+    let mut first = broker(&server, cursor.clone()).await;
     first.portfolio(tick_at()).await.unwrap();
     first
         .execute(&order, d("30000"), tick_at(), tag())
@@ -820,7 +820,7 @@ async fn a_rerun_tick_adopts_its_trigger_orders_instead_of_placing_them_again() 
         .unwrap();
     drop(first);
 
-    let mut again = broker(&server, cursor);
+    let mut again = broker(&server, cursor).await;
     again.portfolio(tick_at()).await.unwrap();
     again.drain_fills().await.unwrap();
     again
@@ -842,4 +842,290 @@ async fn a_rerun_tick_adopts_its_trigger_orders_instead_of_placing_them_again() 
             hyperliquid::cloid_for_leg(DEPLOYMENT, tick_at(), 1)
         )
     );
+}
+
+/// The signer of an `/exchange` post, recovered from its signature the way the exchange
+/// authenticates it (testnet, no vault).
+fn post_signer(post: &Value) -> hyperliquid::Address {
+    let action: Action = serde_json::from_value(post["action"].clone()).unwrap();
+    let sig: Signature = serde_json::from_value(post["signature"].clone()).unwrap();
+    let nonce = post["nonce"].as_u64().unwrap();
+    hyperliquid::recover_signer(&action, nonce, None, Network::Testnet, &sig).unwrap()
+}
+
+fn btc_at(leverage: &str) -> Order {
+    Order {
+        leverage: d(leverage),
+        ..buy_btc("0.01")
+    }
+}
+
+#[tokio::test]
+async fn an_order_at_another_leverage_sets_it_first_once_per_tick() {
+    let server = MockServer::start().await;
+    let account = hl_exchange::account(
+        10_000,
+        &[("BTC", d("30010"))],
+        tick_at().timestamp_millis() + 1500,
+    );
+    // A fresh Hyperliquid account: cross margin at 20x.
+    account.lock().unwrap().default_leverage = ("cross".to_owned(), 20);
+    hl_exchange::mount(&server, account.clone()).await;
+    let mut b = broker(&server, FillCursor::starting_at(tick_at())).await;
+    b.portfolio(tick_at()).await.expect("portfolio");
+
+    // 3.7x is set as 3x isolated (whole numbers, rounded down: at least the margin checked).
+    b.execute(&btc_at("3.7"), d("30000"), tick_at(), tag())
+        .await
+        .expect("filled");
+    let a = account.lock().unwrap().exchange_posts.clone();
+    assert_eq!(a.len(), 2, "updateLeverage, then the order");
+    assert_eq!(
+        a[0]["action"],
+        json!({"type": "updateLeverage", "asset": 0, "isCross": false, "leverage": 3})
+    );
+    assert_eq!(a[0]["vaultAddress"], Value::Null);
+    assert_eq!(post_signer(&a[0]), test_account(), "signed by the account");
+    assert_eq!(a[1]["action"]["type"], "order");
+    assert!(
+        a[0]["nonce"].as_u64() < a[1]["nonce"].as_u64(),
+        "the update is signed before the order"
+    );
+    {
+        let acct = account.lock().unwrap();
+        assert_eq!(acct.leverage_of("BTC"), ("isolated".to_owned(), 3));
+        assert_eq!(acct.asset_queries.len(), 1, "no position: activeAssetData");
+        assert_eq!(
+            acct.asset_queries[0],
+            json!({"type": "activeAssetData", "user": test_account().to_string(), "coin": "BTC"})
+        );
+    }
+    // Another order of the same broker (tick) at 3x: the setting is known, nothing re-read.
+    let later = tick_at() + chrono::Duration::minutes(5);
+    b.execute(&btc_at("3"), d("30000"), later, tag())
+        .await
+        .expect("filled");
+    let acct = account.lock().unwrap();
+    assert_eq!(acct.exchange_posts.len(), 3, "only the order");
+    assert_eq!(acct.exchange_posts[2]["action"]["type"], "order");
+    assert_eq!(acct.asset_queries.len(), 1, "cached for the tick");
+}
+
+#[tokio::test]
+async fn an_order_at_the_accounts_leverage_sends_no_update() {
+    let server = MockServer::start().await;
+    let account = hl_exchange::account(
+        10_000,
+        &[("BTC", d("30010"))],
+        tick_at().timestamp_millis() + 1500,
+    );
+    {
+        // An open isolated 2x long: clearinghouseState carries the setting.
+        let mut a = account.lock().unwrap();
+        a.positions.insert("BTC".into(), (d("0.01"), d("30000")));
+        a.leverage.insert("BTC".into(), ("isolated".to_owned(), 2));
+    }
+    hl_exchange::mount(&server, account.clone()).await;
+    let mut b = broker(&server, FillCursor::starting_at(tick_at())).await;
+    b.portfolio(tick_at()).await.expect("portfolio");
+    b.execute(&btc_at("2"), d("30000"), tick_at(), tag())
+        .await
+        .expect("filled");
+    {
+        let a = account.lock().unwrap();
+        assert_eq!(a.exchange_posts.len(), 1, "the order alone");
+        assert_eq!(a.exchange_posts[0]["action"]["type"], "order");
+        assert!(a.asset_queries.is_empty(), "read from clearinghouseState");
+    }
+
+    // Without a position the setting comes from activeAssetData; equal: nothing sent either.
+    let server = MockServer::start().await;
+    let fresh = hl_exchange::account(
+        10_000,
+        &[("BTC", d("30010"))],
+        tick_at().timestamp_millis() + 1500,
+    );
+    hl_exchange::mount(&server, fresh.clone()).await;
+    let mut b = broker(&server, FillCursor::starting_at(tick_at())).await;
+    b.portfolio(tick_at()).await.expect("portfolio");
+    b.execute(&btc_at("1"), d("30000"), tick_at(), tag())
+        .await
+        .expect("filled");
+    let a = fresh.lock().unwrap();
+    assert_eq!(a.asset_queries.len(), 1);
+    assert_eq!(a.exchange_posts.len(), 1);
+    assert_eq!(a.exchange_posts[0]["action"]["type"], "order");
+}
+
+#[tokio::test]
+async fn a_refused_leverage_update_refuses_the_order_unsent() {
+    let server = MockServer::start().await;
+    let account = hl_exchange::account(
+        10_000,
+        &[("BTC", d("30010"))],
+        tick_at().timestamp_millis() + 1500,
+    );
+    {
+        let mut a = account.lock().unwrap();
+        a.default_leverage = ("cross".to_owned(), 20);
+        a.refuse_leverage_with = Some("Cannot switch leverage type with open position.".into());
+    }
+    hl_exchange::mount(&server, account.clone()).await;
+    let mut b = broker(&server, FillCursor::starting_at(tick_at())).await;
+    b.portfolio(tick_at()).await.expect("portfolio");
+    let err = b
+        .execute(&btc_at("5"), d("30000"), tick_at(), tag())
+        .await
+        .expect_err("refused");
+    match err {
+        ExecuteError::Refused(BrokerRefusal { rule, message }) => {
+            assert_eq!(rule, RuleCode::InvalidOrder);
+            assert!(
+                message.contains("Cannot switch leverage type with open position.")
+                    && message.contains("5x isolated")
+                    && message.contains("not sent"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    {
+        let a = account.lock().unwrap();
+        assert_eq!(a.exchange_posts.len(), 1, "the update alone, no order");
+        assert_eq!(a.exchange_posts[0]["action"]["type"], "updateLeverage");
+        assert!(a.fills.is_empty());
+    }
+    // Above the asset's maximum (BTC: 50x in meta): refused before anything is sent.
+    let later = tick_at() + chrono::Duration::minutes(5);
+    let err = b
+        .execute(&btc_at("60"), d("30000"), later, tag())
+        .await
+        .expect_err("refused");
+    match err {
+        ExecuteError::Refused(BrokerRefusal { rule, message }) => {
+            assert_eq!(rule, RuleCode::LeverageCap);
+            assert!(message.contains("50x"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(account.lock().unwrap().exchange_posts.len(), 1);
+}
+
+/// A second key (not the account's), approved as an API wallet of the account.
+const AGENT_KEY: &str = "0x1123456789012345678901234567890123456789012345678901234567890123";
+
+fn agent_broker_parts(valid_until: DateTime<Utc>) -> (hyperliquid::Address, Value) {
+    let agent = Signer::from_hex(AGENT_KEY).unwrap().address();
+    (
+        agent,
+        json!({"name": "runner", "address": agent.to_string(),
+               "validUntil": valid_until.timestamp_millis()}),
+    )
+}
+
+async fn agent_broker(server: &MockServer) -> Result<HyperliquidBroker, HlBrokerError> {
+    HyperliquidBroker::new(
+        DEPLOYMENT,
+        &config(server),
+        Signer::from_hex(AGENT_KEY).unwrap(),
+        Arc::new(FixedClock(tick_at() + chrono::Duration::seconds(2))),
+        FillCursor::starting_at(tick_at()),
+        &http(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn an_approved_agent_trades_for_the_master_account() {
+    let server = MockServer::start().await;
+    let account = hl_exchange::account(
+        10_000,
+        &[("BTC", d("30010"))],
+        tick_at().timestamp_millis() + 1500,
+    );
+    let (agent, entry) = agent_broker_parts(tick_at() + chrono::Duration::days(30));
+    account.lock().unwrap().agents = vec![entry];
+    hl_exchange::mount(&server, account.clone()).await;
+    let mut b = agent_broker(&server).await.expect("an approved agent");
+    assert!(
+        matches!(b.signer_role(), live_runner::hl_broker::SignerRole::Agent { address, .. } if *address == agent)
+    );
+    b.portfolio(tick_at()).await.expect("portfolio");
+    let mut order = btc_at("2");
+    order.stop = Some(d("29000"));
+    b.execute(&order, d("30000"), tick_at(), tag())
+        .await
+        .expect("filled");
+    let fills = b.drain_fills().await.expect("fills");
+    assert_eq!(
+        fills.len(),
+        1,
+        "the master's fill, read with the master's address"
+    );
+
+    let a = account.lock().unwrap();
+    let master = Value::String(test_account().to_string());
+    assert_eq!(
+        a.agent_queries,
+        vec![json!({"type": "extraAgents", "user": master})]
+    );
+    // Every read names the master account.
+    for q in a
+        .status_queries
+        .iter()
+        .chain(&a.fill_queries)
+        .chain(&a.asset_queries)
+    {
+        assert_eq!(q["user"], master, "{q}");
+    }
+    assert!(!a.status_queries.is_empty() && !a.fill_queries.is_empty());
+    // updateLeverage, the order and the stop trigger: all signed by the agent, no vault.
+    let kinds: Vec<&str> = a
+        .exchange_posts
+        .iter()
+        .map(|p| p["action"]["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["updateLeverage", "order", "order"]);
+    for post in &a.exchange_posts {
+        assert_eq!(post["vaultAddress"], Value::Null);
+        assert_eq!(post_signer(post), agent, "signed by the agent key");
+        assert_ne!(post_signer(post), test_account());
+    }
+    // The master's account moved.
+    assert_eq!(a.positions["BTC"].0, d("0.01"));
+}
+
+#[tokio::test]
+async fn an_unapproved_or_expired_agent_is_refused_naming_both_addresses() {
+    let server = MockServer::start().await;
+    let account = hl_exchange::account(10_000, &[("BTC", d("30010"))], 0);
+    hl_exchange::mount(&server, account.clone()).await;
+    let agent = Signer::from_hex(AGENT_KEY).unwrap().address();
+
+    // Not in extraAgents (another wallet is).
+    account.lock().unwrap().agents = vec![json!({"name": "other",
+        "address": "0x00000000000000000000000000000000000000aa", "validUntil": 4_102_444_800_000_i64})];
+    let err = agent_broker(&server).await.expect_err("not approved");
+    assert!(matches!(err, HlBrokerError::NotAnAgent { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&agent.to_string()) && text.contains(&test_account().to_string()),
+        "{text}"
+    );
+
+    // Approved, but the approval ended a second before the clock's now.
+    let (_, entry) = agent_broker_parts(tick_at() + chrono::Duration::seconds(1));
+    account.lock().unwrap().agents = vec![entry];
+    let err = agent_broker(&server).await.expect_err("expired");
+    assert!(matches!(err, HlBrokerError::AgentExpired { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&agent.to_string())
+            && text.contains(&test_account().to_string())
+            && text.contains("2026-11-02 12:00:01"),
+        "{text}"
+    );
+    let a = account.lock().unwrap();
+    assert!(a.exchange_posts.is_empty(), "nothing signed");
+    assert_eq!(a.agent_queries.len(), 2);
 }

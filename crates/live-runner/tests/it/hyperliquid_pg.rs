@@ -479,3 +479,76 @@ async fn a_missing_key_fails_only_its_own_deployment_naming_the_variable() {
         a.fill_queries
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_leverage_update_is_the_ticks_rejection_and_no_order_is_sent() {
+    let pg = postgres().await;
+    let hl = hyperliquid_mock().await;
+    let first = t("2026-11-02T12:00:00Z");
+    let account = hl_exchange::account(10_000, &[], 0);
+    {
+        // The exchange's default for an account: cross margin at 20x; the proposal asks 1x.
+        let mut a = account.lock().unwrap();
+        a.default_leverage = ("cross".to_owned(), 20);
+        a.refuse_leverage_with = Some("Invalid leverage value.".into());
+    }
+    hl_exchange::mount(&hl, account.clone()).await;
+    let id = Uuid::from_u128(0x4300_0001);
+    deploy(
+        &pg,
+        &hl,
+        test_account(),
+        KEY_VAR,
+        id,
+        first - chrono::Duration::minutes(30),
+    )
+    .await;
+    set_mark(&account, first);
+    let m = run(
+        &pg,
+        &hl,
+        first + chrono::Duration::seconds(2),
+        "lev-refused",
+    )
+    .await;
+    assert_eq!(m.ticks("recorded"), 1);
+    let snaps = pg.store.list_snapshots(id, 10).await.unwrap();
+    assert_eq!(snaps.len(), 1);
+    match &snaps[0].verdict {
+        Verdict::Rejected { rule, detail } => {
+            assert_eq!(*rule, RuleCode::InvalidOrder);
+            assert!(
+                detail.contains("Invalid leverage value.") && detail.contains("1x isolated"),
+                "{detail}"
+            );
+        }
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+    {
+        let a = account.lock().unwrap();
+        assert_eq!(a.exchange_posts.len(), 1, "the update alone");
+        assert_eq!(
+            a.exchange_posts[0]["action"],
+            serde_json::json!({"type": "updateLeverage", "asset": 0, "isCross": false, "leverage": 1})
+        );
+    }
+    assert!(pg.store.list_fills(id, None).await.unwrap().is_empty());
+
+    // The next tick the exchange accepts: the setting, then the order, in that order.
+    let second = first + chrono::Duration::hours(1);
+    set_mark(&account, second);
+    account.lock().unwrap().refuse_leverage_with = None;
+    let m = run(&pg, &hl, second + chrono::Duration::seconds(2), "lev-ok").await;
+    assert_eq!(m.ticks("recorded"), 1);
+    {
+        let a = account.lock().unwrap();
+        let kinds: Vec<&str> = a
+            .exchange_posts
+            .iter()
+            .map(|p| p["action"]["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["updateLeverage", "updateLeverage", "order"]);
+        assert_eq!(a.leverage_of("BTC"), ("isolated".to_owned(), 1));
+    }
+    assert_eq!(pg.store.list_fills(id, None).await.unwrap().len(), 1);
+}

@@ -1,6 +1,6 @@
 //! A mock Hyperliquid account speaking the exchange's wire format: `clearinghouseState`,
-//! `userFillsByTime`, `orderStatus` and `meta` on `POST /info`, signed orders on
-//! `POST /exchange`. Orders fill at the mock's mark when their limit allows it (else the
+//! `userFillsByTime`, `orderStatus`, `meta`, `activeAssetData` and `extraAgents` on
+//! `POST /info`, signed orders, cancels and `updateLeverage` on `POST /exchange`. Orders fill at the mock's mark when their limit allows it (else the
 //! exchange's "could not immediately match" error), move the position and append a fill in the
 //! `userFills` shape; a configured refusal answers every order with the exchange's error status.
 //! The recorded responses of the hyperliquid crate's fixtures (real API answers) are served
@@ -84,6 +84,20 @@ pub(crate) struct Account {
     pub triggers: Vec<Value>,
     /// Every `cancelByCloid` cancel received (`{asset, cloid}`).
     pub cancels: Vec<Value>,
+    /// The leverage setting per coin (`cross`/`isolated`, value); a coin not listed has
+    /// `default_leverage`.
+    pub leverage: BTreeMap<String, (String, u32)>,
+    /// The setting of a coin never changed. [`account`] makes it isolated 1x, what the tests'
+    /// 1x orders ask for (so they see no `updateLeverage`); the exchange's own default is cross.
+    pub default_leverage: (String, u32),
+    /// Answer every `updateLeverage` with this error.
+    pub refuse_leverage_with: Option<String>,
+    /// Every `activeAssetData` body received.
+    pub asset_queries: Vec<Value>,
+    /// The account's approved API wallets, in the `extraAgents` shape.
+    pub agents: Vec<Value>,
+    /// Every `extraAgents` body received.
+    pub agent_queries: Vec<Value>,
     next_oid: u64,
     next_tid: u64,
 }
@@ -102,6 +116,25 @@ fn text(d: Decimal) -> String {
 const LEVERAGE: i64 = 5;
 
 impl Account {
+    /// The leverage setting of `coin`.
+    pub(crate) fn leverage_of(&self, coin: &str) -> (String, u32) {
+        self.leverage
+            .get(coin)
+            .cloned()
+            .unwrap_or_else(|| self.default_leverage.clone())
+    }
+
+    fn active_asset_data(&self, body: &Value) -> Value {
+        let coin = body["coin"].as_str().unwrap_or_default();
+        let (kind, value) = self.leverage_of(coin);
+        json!({
+            "user": body["user"], "coin": coin,
+            "leverage": {"type": kind, "value": value},
+            "maxTradeSzs": ["1.0", "1.0"], "availableToTrade": ["1000.0", "1000.0"],
+            "markPx": text(self.marks.get(coin).copied().unwrap_or(Decimal::ONE)),
+        })
+    }
+
     fn clearinghouse_state(&self) -> Value {
         let mut positions = Vec::new();
         let mut upnl_total = Decimal::ZERO;
@@ -114,14 +147,17 @@ impl Account {
             let mark = self.marks.get(coin).copied().unwrap_or(*entry);
             let value = szi.abs() * mark;
             let upnl = (mark - entry) * szi;
+            // Margin at a fixed 5x (the mock does not model margin per setting); the position
+            // reports the coin's leverage setting.
             let margin = value / Decimal::from(LEVERAGE);
+            let (kind, lev) = self.leverage_of(coin);
             upnl_total += upnl;
             margin_total += margin;
             ntl_total += value;
             positions.push(json!({
                 "position": {
                     "coin": coin, "entryPx": text(*entry),
-                    "leverage": {"type": "cross", "value": LEVERAGE},
+                    "leverage": {"type": kind, "value": lev},
                     "liquidationPx": null, "marginUsed": text(margin),
                     "maxTradeSzs": ["1", "1"], "positionValue": text(value),
                     "returnOnEquity": "0.0", "szi": text(*szi), "unrealizedPnl": text(upnl)
@@ -343,6 +379,14 @@ impl Respond for Info {
                 )
             }
             Some("meta") => recorded("meta"),
+            Some("activeAssetData") => {
+                a.asset_queries.push(body.clone());
+                a.active_asset_data(&body)
+            }
+            Some("extraAgents") => {
+                a.agent_queries.push(body.clone());
+                Value::Array(a.agents.clone())
+            }
             _ => return ResponseTemplate::new(422).set_body_string("unknown request"),
         };
         ResponseTemplate::new(200).set_body_json(answer)
@@ -384,6 +428,28 @@ impl Respond for Exchange {
                 "response": {"type": "cancel", "data": {"statuses": statuses}}
             }));
         }
+        if body["action"]["type"] == "updateLeverage" {
+            let action = &body["action"];
+            if let Some(message) = a.refuse_leverage_with.clone() {
+                return ResponseTemplate::new(200)
+                    .set_body_json(json!({"status": "err", "response": message}));
+            }
+            let universe = recorded("meta")["universe"].clone();
+            let asset = action["asset"].as_u64().unwrap_or(u64::MAX) as usize;
+            let Some(coin) = universe[asset]["name"].as_str().map(str::to_owned) else {
+                return ResponseTemplate::new(200)
+                    .set_body_json(json!({"status": "err", "response": "Invalid asset"}));
+            };
+            let kind = if action["isCross"] == json!(true) {
+                "cross"
+            } else {
+                "isolated"
+            };
+            let value = action["leverage"].as_u64().unwrap_or(0) as u32;
+            a.leverage.insert(coin, (kind.to_owned(), value));
+            return ResponseTemplate::new(200)
+                .set_body_json(json!({"status": "ok", "response": {"type": "default"}}));
+        }
         if body["action"]["type"] != "order" {
             return ResponseTemplate::new(200)
                 .set_body_json(json!({"status": "err", "response": "unsupported action"}));
@@ -408,6 +474,8 @@ pub(crate) async fn mount(server: &MockServer, account: Shared) {
         "orderStatus",
         "userFillsByTime",
         "meta",
+        "activeAssetData",
+        "extraAgents",
     ] {
         Mock::given(method("POST"))
             .and(path("/info"))
@@ -429,6 +497,7 @@ pub(crate) fn account(cash: i64, marks: &[(&str, Decimal)], fill_time_ms: i64) -
         cash: Decimal::from(cash),
         marks: marks.iter().map(|(c, m)| ((*c).to_owned(), *m)).collect(),
         fill_time_ms,
+        default_leverage: ("isolated".to_owned(), 1),
         ..Account::default()
     }))
 }
