@@ -109,6 +109,7 @@ delegate!(LedgerStore {
     fn get_trade(&self, id: Uuid) -> TradeRecord;
     fn open_trades(&self, deployment_id: Uuid) -> Vec<TradeRecord>;
     fn all_trades(&self, deployment_id: Uuid) -> Vec<TradeRecord>;
+    fn count_closed_between(&self, deployment_id: Uuid, after: DateTime<Utc>, as_of: DateTime<Utc>) -> u64;
     fn closed_trades_exited_after(&self, deployment_id: Uuid, after: DateTime<Utc>, as_of: DateTime<Utc>) -> Vec<TradeRecord>;
     fn closed_trades(&self, deployment_id: Uuid, as_of: DateTime<Utc>, limit: u32) -> Vec<TradeRecord>;
     fn closed_trades_for_skill(&self, skill_id: Uuid, skill_version: i32, as_of: DateTime<Utc>, limit: u32) -> Vec<TradeRecord>;

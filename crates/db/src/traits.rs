@@ -378,6 +378,19 @@ pub trait LedgerStore {
         limit: u32,
     ) -> impl Future<Output = Result<Vec<TradeRecord>, DbError>> + Send;
 
+    /// How many rows of a deployment were closed by a tick after `after` and at or before
+    /// `as_of`: the closes since a reflection note (one indexed range, however old the
+    /// deployment).
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn count_closed_between(
+        &self,
+        deployment_id: Uuid,
+        after: DateTime<Utc>,
+        as_of: DateTime<Utc>,
+    ) -> impl Future<Output = Result<u64, DbError>> + Send;
+
     /// How many rows of a deployment were closed at or before `as_of` (reflection cadence).
     ///
     /// # Errors

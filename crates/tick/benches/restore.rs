@@ -2,7 +2,8 @@
 //! rebuilds the deployment's `TickState` from the store before every tick
 //! (`tick::restore_state_carried`); this measures that read for a deployment with 100 and with
 //! 100,000 closed trades (SQLite in memory; a reflection note in force, as a reflecting
-//! deployment has), and the tick-side pruning that keeps the in-memory state bounded.
+//! deployment has). The trades are stored without fills: the applied fill ids a restore also
+//! reads still grow with the deployment (issue #16).
 //!
 //! `cargo bench -p tick --bench restore`
 
@@ -19,11 +20,12 @@ use types::{CloseKind, RegimeTag, Side, TradeRecord, TradeStatus, Uuid};
 
 /// `n` closed round trips of the example deployment, one hour apart, and a note whose window
 /// ends after the last; returns the store and the time after them.
-fn store_with(input: &BacktestInput, n: usize) -> (db::Store, chrono::DateTime<chrono::Utc>) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+fn store_with(
+    rt: &tokio::runtime::Runtime,
+    input: &BacktestInput,
+    n: usize,
+) -> (db::Store, chrono::DateTime<chrono::Utc>) {
+    // On the benchmark's runtime: the in-memory database lives as long as its connection.
     rt.block_on(async {
         let store = db::connect("sqlite::memory:").await.unwrap();
         let d = &input.deployment;
@@ -65,9 +67,14 @@ fn store_with(input: &BacktestInput, n: usize) -> (db::Store, chrono::DateTime<c
                 broker_reconciled: true,
             }
         };
-        // 1,000 rows per recorded tick.
+        // Over 100 recorded ticks whatever `n`: both deployments have more than the 64 snapshots a
+        // restore reads for its last decision, so only the ledger's size differs.
         let mut records = Vec::new();
-        for (k, chunk) in (0..n).collect::<Vec<_>>().chunks(1000).enumerate() {
+        for (k, chunk) in (0..n)
+            .collect::<Vec<_>>()
+            .chunks(n.div_ceil(100))
+            .enumerate()
+        {
             let at = start + Duration::minutes(k as i64);
             records.push(TickRecord {
                 snapshot: sample_snapshot(d.deployment_id, at),
@@ -114,7 +121,7 @@ fn restore(c: &mut Criterion) {
         .unwrap();
     let mut group = c.benchmark_group("restore_state");
     for n in [100_usize, 100_000] {
-        let (store, at) = store_with(&input, n);
+        let (store, at) = store_with(&rt, &input, n);
         group.bench_function(format!("{n} closed trades"), |b| {
             b.iter_batched(
                 || (),
@@ -140,12 +147,8 @@ fn restore(c: &mut Criterion) {
                 None,
             ))
             .unwrap();
-        assert_eq!(state.closed_trades(), n, "every closed row counted");
-        assert!(
-            state.trades.len() <= tick::RECENT_CLOSED_KEPT,
-            "{} rows read",
-            state.trades.len()
-        );
+        // The 30 newest closed rows, however many the ledger holds (the note covers them all).
+        assert_eq!(state.trades.len(), n.min(tick::RECENT_CLOSED_KEPT));
     }
     group.finish();
 }

@@ -31,10 +31,12 @@ pub struct TickState {
     /// the [`RECENT_CLOSED_KEPT`] latest closed ones (newest entry first, as "Recent trades"
     /// picks them) and every row closed after the last note's window (the next reflection's
     /// window; every closed row until a first note, when the skill reflects). Older closed rows
-    /// stay in the store only ([`TickState::closed_pruned`] counts them), so a tick's work does not
-    /// grow with the deployment's age. Shared with a due reflection (`Arc`), not copied.
+    /// stay in the store only, so a tick's work does not grow with the deployment's age. Shared
+    /// with a due reflection (`Arc`), not copied.
     pub trades: Arc<Vec<TradeRecord>>,
-    /// Closed rows of the ledger not in `trades` (see there).
+    /// Closed rows pruned from `trades` since this state was built. A state restored from the
+    /// store counts from the rows it read: the last note's closed total is expressed against
+    /// them, so "closed since the note" — all the cadence needs — stays exact.
     pub closed_pruned: u32,
     /// What the next tick shows under "Last decision".
     pub last_decision: Option<LastDecisionSnapshot>,
@@ -89,7 +91,8 @@ impl TickState {
         }
     }
 
-    /// Closed rows of the ledger (those in `trades` and those pruned from it).
+    /// Closed rows of `trades` and those pruned from it since the state was built (the whole
+    /// ledger's count for a state built from scratch, as a backtest's).
     #[must_use]
     pub fn closed_trades(&self) -> usize {
         self.trades
@@ -273,7 +276,7 @@ where
     )?;
     let mut state = TickState::new(deployment, equity, at);
     state.ledger = ledger;
-    load_reflection_state(store, deployment, &mut state, at).await?;
+    load_reflection_side(store, deployment, &mut state, at, false).await?;
     load_trades(store, deployment, &mut state, at).await?;
     if let Some(carried) = carried {
         state.risk = carried.risk;
@@ -348,9 +351,16 @@ where
         .iter()
         .filter(|r| r.status == TradeStatus::Closed)
         .count() as u64;
-    let closed_total = store.count_closed_trades(d, at).await?;
-    let pruned = u32::try_from(closed_total.saturating_sub(closed_here)).unwrap_or(u32::MAX);
-    state.set_trades(rows, pruned);
+    // The cadence's second count, "closed since the note", is the note's total against these
+    // rows: the closes after the note (one indexed range) are all among them (they exit after
+    // its window), so the note's total is what of `rows` was closed by then. No count over the
+    // whole ledger.
+    if let Some(last) = state.last_note.as_mut() {
+        let since = store.count_closed_between(d, last.generated_at, at).await?;
+        last.closed_trades_total =
+            Some(u32::try_from(closed_here.saturating_sub(since)).unwrap_or(u32::MAX));
+    }
+    state.set_trades(rows, 0);
     Ok(())
 }
 
@@ -378,6 +388,21 @@ pub async fn load_reflection_state<S>(
 where
     S: LedgerStore + NoteStore + Sync,
 {
+    load_reflection_side(store, deployment, state, at, true).await
+}
+
+/// [`load_reflection_state`]; without `count_total`, the last note's closed total is left for
+/// `load_trades` to set against the rows it reads (no count over the whole ledger).
+async fn load_reflection_side<S>(
+    store: &S,
+    deployment: &Deployment,
+    state: &mut TickState,
+    at: DateTime<Utc>,
+    count_total: bool,
+) -> Result<(), db::DbError>
+where
+    S: LedgerStore + NoteStore + Sync,
+{
     let deployment_id = deployment.deployment_id;
     let scope = db::NoteScope::Deployment(deployment_id);
     let mut in_force = store.active_note(scope, at).await?;
@@ -396,13 +421,18 @@ where
     }
     state.last_note = match latest.iter().find(|n| n.generated_at <= at) {
         Some(n) => {
-            let closed = store
-                .count_closed_trades(deployment_id, n.generated_at)
-                .await?;
+            let closed = if count_total {
+                let n = store
+                    .count_closed_trades(deployment_id, n.generated_at)
+                    .await?;
+                Some(u32::try_from(n).unwrap_or(u32::MAX))
+            } else {
+                None
+            };
             Some(LastNote {
                 generated_at: n.generated_at,
                 window_end: n.content.window_end,
-                closed_trades_total: Some(u32::try_from(closed).unwrap_or(u32::MAX)),
+                closed_trades_total: closed,
             })
         }
         None => None,

@@ -29,9 +29,13 @@ macro_rules! impl_ledger {
                 after: DateTime<Utc>,
                 as_of: DateTime<Utc>,
             ) -> Result<Vec<TradeRecord>, DbError> {
+                // By `trade_history_closed_exit_idx` (the rows after the note's window are few);
+                // `coalesce` keeps the `closed_at` index, which covers every row, out of the
+                // choice (see `closed_trades`).
                 let rows = sqlx::query(
                     "SELECT * FROM trade_history WHERE deployment_id = $1 AND status = 'closed' \
-                     AND exit_tick_at > $2 AND closed_at <= $3 ORDER BY entry_tick_at, id",
+                     AND exit_tick_at > $2 AND coalesce(closed_at, closed_at) <= $3 \
+                     ORDER BY entry_tick_at, id",
                 )
                 .bind($enc::id(deployment_id))
                 .bind($enc::ts(after))
@@ -60,9 +64,14 @@ macro_rules! impl_ledger {
                 limit: u32,
             ) -> Result<Vec<TradeRecord>, DbError> {
                 let limit = check_limit("closed trades limit", limit, types::MAX_MEMORY_K)?;
+                // Read in `trade_history_closed_entry_idx`'s order and stop after `limit`
+                // rows. `coalesce` keeps `closed_at` (never null on a closed row) out of the
+                // index choice: without statistics SQLite would pick the `closed_at` index for
+                // the range and sort every closed row of the deployment.
                 let rows = sqlx::query(
                     "SELECT * FROM trade_history WHERE deployment_id = $1 AND status = 'closed' \
-                     AND closed_at <= $2 ORDER BY entry_tick_at DESC, id DESC LIMIT $3",
+                     AND coalesce(closed_at, closed_at) <= $2 \
+                     ORDER BY entry_tick_at DESC, id DESC LIMIT $3",
                 )
                 .bind($enc::id(deployment_id))
                 .bind($enc::ts(as_of))
@@ -93,6 +102,25 @@ macro_rules! impl_ledger {
                 .await
                 .map_err(ctx("reading closed trades of skill"))?;
                 rows.iter().map(codec::trade_from_row).collect()
+            }
+
+            async fn count_closed_between(
+                &self,
+                deployment_id: Uuid,
+                after: DateTime<Utc>,
+                as_of: DateTime<Utc>,
+            ) -> Result<u64, DbError> {
+                let row = sqlx::query(
+                    "SELECT COUNT(*) AS n FROM trade_history WHERE deployment_id = $1 AND status = 'closed' \
+                     AND closed_at > $2 AND closed_at <= $3",
+                )
+                .bind($enc::id(deployment_id))
+                .bind($enc::ts(after))
+                .bind($enc::ts(as_of))
+                .fetch_one(&self.pool)
+                .await
+                .map_err(ctx("counting the closes since a note"))?;
+                codec::RowExt::count(&row, "n")
             }
 
             async fn count_closed_trades(&self, deployment_id: Uuid, as_of: DateTime<Utc>) -> Result<u64, DbError> {
