@@ -213,8 +213,9 @@ pub enum RestoreError {
 
 /// Rebuilds the state a deployment carries between ticks from what its store recorded, for a
 /// runner that restarts (or a tick run on another process): the ledger (open rows and applied
-/// fill ids, [`LedgerState::rebuild`]), every ledger row, the last decision (the latest snapshot
-/// before `at`) and the reflection side ([`load_reflection_state`]).
+/// fill ids, [`LedgerState::rebuild`]), the ledger rows a tick reads ([`TickState::trades`]:
+/// bounded, whatever the deployment's age), the last decision (the latest snapshot before `at`)
+/// and the reflection side ([`load_reflection_state`]).
 ///
 /// The engine's [`RiskState`] is not in the store's tables: it starts from `equity` at `at` (the
 /// peak is the current equity, the order-rate window is refilled from the executed snapshots of
