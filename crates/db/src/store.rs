@@ -115,6 +115,7 @@ delegate!(LedgerStore {
     fn closed_trades_for_skill(&self, skill_id: Uuid, skill_version: i32, as_of: DateTime<Utc>, limit: u32) -> Vec<TradeRecord>;
     fn count_closed_trades(&self, deployment_id: Uuid, as_of: DateTime<Utc>) -> u64;
     fn applied_fill_ids(&self, deployment_id: Uuid) -> BTreeSet<String>;
+    fn applied_fill_ids_since(&self, deployment_id: Uuid, since: DateTime<Utc>) -> BTreeSet<String>;
     fn list_fills(&self, deployment_id: Uuid, since: Option<DateTime<Utc>>) -> Vec<StoredFill>;
 });
 

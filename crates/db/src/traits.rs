@@ -411,6 +411,17 @@ pub trait LedgerStore {
         deployment_id: Uuid,
     ) -> impl Future<Output = Result<BTreeSet<String>, DbError>> + Send;
 
+    /// Broker ids of the deployment's stored fills with `time >= since` (one indexed range): the
+    /// fills a broker can still deliver again, which is all a restored ledger needs to skip.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn applied_fill_ids_since(
+        &self,
+        deployment_id: Uuid,
+        since: DateTime<Utc>,
+    ) -> impl Future<Output = Result<BTreeSet<String>, DbError>> + Send;
+
     /// Stored fills of a deployment with `time >= since` (all when `None`), oldest first.
     ///
     /// # Errors

@@ -2,8 +2,9 @@
 //! rebuilds the deployment's `TickState` from the store before every tick
 //! (`tick::restore_state_carried`); this measures that read for a deployment with 100 and with
 //! 100,000 closed trades (SQLite in memory; a reflection note in force, as a reflecting
-//! deployment has). The trades are stored without fills: the applied fill ids a restore also
-//! reads still grow with the deployment (issue #16).
+//! deployment has), each round trip with its two fills: the restore reads the ledger rows a tick
+//! needs and the applied fill ids of the last week (`tick::APPLIED_FILLS_WINDOW`), not the whole
+//! history.
 //!
 //! `cargo bench -p tick --bench restore`
 
@@ -78,7 +79,27 @@ fn store_with(
             let at = start + Duration::minutes(k as i64);
             records.push(TickRecord {
                 snapshot: sample_snapshot(d.deployment_id, at),
-                fills: vec![],
+                // Each round trip's two fills (opening and closing), as a broker's.
+                fills: chunk
+                    .iter()
+                    .flat_map(|i| {
+                        let entry = start + Duration::hours(*i as i64);
+                        [
+                            db::test_support::sample_fill(
+                                &format!("o{i}"),
+                                Decimal::ONE,
+                                Decimal::ONE,
+                                entry,
+                            ),
+                            db::test_support::sample_fill(
+                                &format!("c{i}"),
+                                Decimal::ONE,
+                                Decimal::ONE,
+                                entry + Duration::minutes(30),
+                            ),
+                        ]
+                    })
+                    .collect(),
                 trades: chunk.iter().map(|i| row(*i)).collect(),
                 links: vec![],
                 equity_usd: None,

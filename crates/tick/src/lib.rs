@@ -120,8 +120,8 @@ pub use reflect::{
 };
 pub use run::{CarryState, OutcomeKind, TickError, TickOutcome, run_tick, run_tick_carrying};
 pub use state::{
-    Carried, RECENT_CLOSED_KEPT, RestoreError, TickState, load_reflection_state, restore_state,
-    restore_state_carried,
+    APPLIED_FILLS_WINDOW, Carried, RECENT_CLOSED_KEPT, RestoreError, TickState,
+    load_reflection_state, restore_state, restore_state_carried,
 };
 pub use store_memory::StoreMemory;
 

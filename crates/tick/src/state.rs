@@ -196,6 +196,12 @@ impl TickState {
     }
 }
 
+/// How far before the last tick a restored ledger knows the applied fill ids (to skip a fill a
+/// broker delivers again): a week, far beyond any broker's redelivery (a paper broker never
+/// repeats a fill; Hyperliquid's drain restarts at the cursor committed with the previous tick),
+/// so a restore reads a week of fill ids, not the deployment's whole history.
+pub const APPLIED_FILLS_WINDOW: chrono::Duration = chrono::Duration::days(7);
+
 /// Closed rows [`TickState::trades`] keeps however old: "Recent trades" shows at most
 /// [`types::MAX_MEMORY_K`].
 pub const RECENT_CLOSED_KEPT: usize = types::MAX_MEMORY_K as usize;
@@ -270,10 +276,19 @@ where
         skill_id: deployment.skill_id,
         skill_version: deployment.skill_version,
     };
+    // The fills a broker can deliver again are recent (a paper broker never repeats one; an
+    // exchange's drain starts at its cursor, committed with the previous tick): the ids of the
+    // last `APPLIED_FILLS_WINDOW` before the last tick are what the ledger must skip.
+    let since = carried
+        .as_ref()
+        .and_then(|c| c.last_tick_at)
+        .unwrap_or(at)
+        .min(at)
+        - APPLIED_FILLS_WINDOW;
     let ledger = LedgerState::rebuild(
         scope,
         store.open_trades(d).await?,
-        store.applied_fill_ids(d).await?,
+        store.applied_fill_ids_since(d, since).await?,
     )?;
     let mut state = TickState::new(deployment, equity, at);
     state.ledger = ledger;

@@ -145,6 +145,22 @@ macro_rules! impl_ledger {
                 rows.iter().map(|r| codec::RowExt::text(r, "broker_fill_id")).collect()
             }
 
+            async fn applied_fill_ids_since(
+                &self,
+                deployment_id: Uuid,
+                since: DateTime<Utc>,
+            ) -> Result<BTreeSet<String>, DbError> {
+                let rows = sqlx::query(
+                    "SELECT broker_fill_id FROM fills WHERE deployment_id = $1 AND time >= $2",
+                )
+                .bind($enc::id(deployment_id))
+                .bind($enc::ts(since))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(ctx("reading recent applied fill ids"))?;
+                rows.iter().map(|r| codec::RowExt::text(r, "broker_fill_id")).collect()
+            }
+
             async fn list_fills(
                 &self,
                 deployment_id: Uuid,
