@@ -4,7 +4,6 @@
 
 use db::{MemoryScope, OutcomeStore, PgStore, SqliteStore};
 use outcomes::{OutcomeScore, RecallQuery, SearchQuery};
-use sqlx::migrate::Migrate;
 use types::RegimeTag;
 use uuid::Uuid;
 
@@ -123,21 +122,7 @@ async fn sqlite_the_recall_migration_keeps_backfills_and_indexes_old_rows() {
     );
     let (old, sql) = old_rows("users", "[\"news\"]");
     {
-        use sqlx::ConnectOptions;
-        let mut conn = url
-            .parse::<sqlx::sqlite::SqliteConnectOptions>()
-            .unwrap()
-            .foreign_keys(true)
-            .connect()
-            .await
-            .unwrap();
-        conn.ensure_migrations_table().await.unwrap();
-        for m in db::SQLITE_MIGRATOR
-            .iter()
-            .filter(|m| m.version < RECALL_MIGRATION)
-        {
-            conn.apply(m).await.unwrap();
-        }
+        let mut conn = crate::common::sqlite_before(&url, RECALL_MIGRATION).await;
         for s in &sql {
             sqlx::query(s)
                 .execute(&mut conn)
@@ -155,16 +140,7 @@ async fn postgres_the_recall_migration_keeps_backfills_and_indexes_old_rows() {
     let test_db = db::test_support::pg::TestDatabase::create("agent_db_test_", 4).await;
     let pool = &test_db.pool;
     let (old, sql) = old_rows("auth.users", "{news}");
-    {
-        let mut conn = pool.acquire().await.unwrap();
-        conn.ensure_migrations_table().await.unwrap();
-        for m in db::POSTGRES_MIGRATOR
-            .iter()
-            .filter(|m| m.version < RECALL_MIGRATION)
-        {
-            conn.apply(m).await.unwrap();
-        }
-    }
+    crate::common::postgres_before(pool, RECALL_MIGRATION).await;
     for s in &sql {
         sqlx::query(s)
             .execute(pool)

@@ -527,22 +527,12 @@ async fn the_runner_state_is_the_service_roles_only() {
 /// on, no policy): the migration adopts the table and keeps its rows.
 #[tokio::test]
 async fn the_migration_adopts_the_runner_state_table_an_older_runner_created() {
-    use sqlx::migrate::Migrate;
     const RUNNER_STATE_MIGRATION: i64 = 20261122000004;
 
     let test_db = db::test_support::pg::TestDatabase::create("agent_db_test_", 4).await;
     let pool = &test_db.pool;
     // The schema as it was before the migration.
-    {
-        let mut conn = pool.acquire().await.unwrap();
-        conn.ensure_migrations_table().await.unwrap();
-        for m in db::POSTGRES_MIGRATOR
-            .iter()
-            .filter(|m| m.version < RUNNER_STATE_MIGRATION)
-        {
-            conn.apply(m).await.unwrap();
-        }
-    }
+    crate::common::postgres_before(pool, RUNNER_STATE_MIGRATION).await;
     let (user, skill, d) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
     for sql in [
         format!("INSERT INTO auth.users (id) VALUES ('{user}')"),

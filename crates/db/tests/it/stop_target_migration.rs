@@ -4,7 +4,6 @@
 //! the fills linked to them stay, `stop` / `target` are accepted, other words still refused.
 
 use db::{LedgerStore, SqliteStore};
-use sqlx::migrate::Migrate;
 use types::CloseKind;
 use uuid::Uuid;
 
@@ -27,21 +26,7 @@ async fn sqlite_the_stop_target_migration_keeps_old_rows_and_widens_close_kind()
     );
     let (t0, t1) = (db::time_text(at(0)), db::time_text(at(60)));
     {
-        use sqlx::ConnectOptions;
-        let mut conn = url
-            .parse::<sqlx::sqlite::SqliteConnectOptions>()
-            .unwrap()
-            .foreign_keys(true)
-            .connect()
-            .await
-            .unwrap();
-        conn.ensure_migrations_table().await.unwrap();
-        for m in db::SQLITE_MIGRATOR
-            .iter()
-            .filter(|m| m.version < STOP_TARGET_MIGRATION)
-        {
-            conn.apply(m).await.unwrap();
-        }
+        let mut conn = crate::common::sqlite_before(&url, STOP_TARGET_MIGRATION).await;
         for s in [
             format!("INSERT INTO users (id) VALUES ('{user}')"),
             format!("INSERT INTO skills (id, user_id, name) VALUES ('{skill}', '{user}', 'old')"),

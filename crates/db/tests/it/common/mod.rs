@@ -114,3 +114,32 @@ impl PgHarness {
         self.db.url()
     }
 }
+
+/// A connection to the SQLite file at `url` (created), migrated up to but not including
+/// `version`: the schema an older build wrote, for migration tests.
+pub(crate) async fn sqlite_before(url: &str, version: i64) -> sqlx::SqliteConnection {
+    use sqlx::ConnectOptions;
+    use sqlx::migrate::Migrate;
+    let mut conn = url
+        .parse::<sqlx::sqlite::SqliteConnectOptions>()
+        .unwrap()
+        .foreign_keys(true)
+        .connect()
+        .await
+        .unwrap();
+    conn.ensure_migrations_table().await.unwrap();
+    for m in db::SQLITE_MIGRATOR.iter().filter(|m| m.version < version) {
+        conn.apply(m).await.unwrap();
+    }
+    conn
+}
+
+/// `pool`'s database migrated up to but not including `version`.
+pub(crate) async fn postgres_before(pool: &sqlx::PgPool, version: i64) {
+    use sqlx::migrate::Migrate;
+    let mut conn = pool.acquire().await.unwrap();
+    conn.ensure_migrations_table().await.unwrap();
+    for m in db::POSTGRES_MIGRATOR.iter().filter(|m| m.version < version) {
+        conn.apply(m).await.unwrap();
+    }
+}
