@@ -1957,39 +1957,8 @@ mod cases {
     }
 }
 
-macro_rules! contract {
-    ($($case:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    let h = crate::common::sqlite().await;
-                    crate::contract::cases::$case(&h.store).await;
-                }
-            )*
-        }
-        mod sqlite_via_store_enum {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    let h = crate::common::sqlite_via_store().await;
-                    crate::contract::cases::$case(&h.store).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    let h = crate::common::postgres().await;
-                    crate::contract::cases::$case(&h.store).await;
-                }
-            )*
-        }
-    };
-}
-
-contract!(
+crate::common::on_every_backend!(
+    contract;
     registry_round_trip,
     leases_hand_each_due_deployment_to_one_runner,
     concurrent_claimers_split_the_due_deployments,

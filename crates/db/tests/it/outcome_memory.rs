@@ -332,39 +332,8 @@ mod cases {
     }
 }
 
-macro_rules! outcome_contract {
-    ($($case:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    let h = crate::common::sqlite().await;
-                    crate::outcome_memory::cases::$case(&h.store).await;
-                }
-            )*
-        }
-        mod sqlite_via_store_enum {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    let h = crate::common::sqlite_via_store().await;
-                    crate::outcome_memory::cases::$case(&h.store).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    let h = crate::common::postgres().await;
-                    crate::outcome_memory::cases::$case(&h.store).await;
-                }
-            )*
-        }
-    };
-}
-
-outcome_contract!(
+crate::common::on_every_backend!(
+    outcome_memory;
     outcomes_record_with_their_tick_and_score_once,
     a_batch_scores_an_outcome_of_its_own_earlier_tick,
     outcome_rows_of_another_tick_or_out_of_range_are_refused,

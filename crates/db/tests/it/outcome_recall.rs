@@ -498,39 +498,8 @@ mod cases {
     }
 }
 
-macro_rules! recall_contract {
-    ($($case:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    let h = crate::common::sqlite().await;
-                    crate::outcome_recall::cases::$case(&h.store).await;
-                }
-            )*
-        }
-        mod sqlite_via_store_enum {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    let h = crate::common::sqlite_via_store().await;
-                    crate::outcome_recall::cases::$case(&h.store).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    let h = crate::common::postgres().await;
-                    crate::outcome_recall::cases::$case(&h.store).await;
-                }
-            )*
-        }
-    };
-}
-
-recall_contract!(
+crate::common::on_every_backend!(
+    outcome_recall;
     recall_filters_orders_limits_and_masks_to_its_time,
     search_ranks_narratives_and_annotations_in_scope_and_time,
     hostile_search_texts_are_words_or_refused,

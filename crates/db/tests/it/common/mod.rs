@@ -143,3 +143,38 @@ pub(crate) async fn postgres_before(pool: &sqlx::PgPool, version: i64) {
         conn.apply(m).await.unwrap();
     }
 }
+
+/// Each case of the module `crate::$module::cases` (an `async fn(&S)` per case) as a test on
+/// every backend: SQLite, SQLite through the `Store` enum, PostgreSQL.
+macro_rules! on_every_backend {
+    ($module:ident; $($case:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    let h = crate::common::sqlite().await;
+                    crate::$module::cases::$case(&h.store).await;
+                }
+            )*
+        }
+        mod sqlite_via_store_enum {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    let h = crate::common::sqlite_via_store().await;
+                    crate::$module::cases::$case(&h.store).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    let h = crate::common::postgres().await;
+                    crate::$module::cases::$case(&h.store).await;
+                }
+            )*
+        }
+    };
+}
+pub(crate) use on_every_backend;
