@@ -44,9 +44,7 @@ fn bad(message: impl std::fmt::Display) -> Failure {
 }
 
 async fn open(target: &Target) -> Result<(Store, db::Deployment, Skill), Failure> {
-    let store = db::open_existing(&target.db)
-        .await
-        .map_err(|e| bad(format!("cannot open {}: {e}", db::redact_url(&target.db))))?;
+    let store = open_store(&target.db).await?;
     let deployment = store.get_deployment(target.deployment).await.map_err(bad)?;
     let version = store
         .get_skill_version(deployment.skill_id, deployment.skill_version)
@@ -196,6 +194,13 @@ pub(crate) fn list(target: Target) -> Result<String, Failure> {
     })
 }
 
+/// The existing store at `url` (never created).
+async fn open_store(url: &str) -> Result<Store, Failure> {
+    db::open_existing(url)
+        .await
+        .map_err(|e| bad(format!("cannot open {}: {e}", db::redact_url(url))))
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct AcceptArgs {
     /// The store: `sqlite://PATH` or `postgres://…`.
@@ -213,9 +218,7 @@ pub(crate) struct AcceptArgs {
 /// A person accepts a note the avoid-linter flagged: it becomes the active note from `--at`.
 pub(crate) fn accept(args: AcceptArgs) -> Result<String, Failure> {
     crate::block_on(async move {
-        let store = db::open_existing(&args.db)
-            .await
-            .map_err(|e| bad(format!("cannot open {}: {e}", db::redact_url(&args.db))))?;
+        let store = open_store(&args.db).await?;
         let at = args.at.unwrap_or_else(Utc::now);
         let note = store.accept_note(args.note, at).await.map_err(bad)?;
         Ok(format!(
@@ -245,9 +248,7 @@ pub(crate) struct PromoteArgs {
 /// deployments without a note of their own see it from `--at`.
 pub(crate) fn promote(args: PromoteArgs) -> Result<String, Failure> {
     crate::block_on(async move {
-        let store = db::open_existing(&args.db)
-            .await
-            .map_err(|e| bad(format!("cannot open {}: {e}", db::redact_url(&args.db))))?;
+        let store = open_store(&args.db).await?;
         let at = args.at.unwrap_or_else(Utc::now);
         let copy = tick::promote_note(&store, args.note, at)
             .await
