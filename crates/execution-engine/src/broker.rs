@@ -97,6 +97,17 @@ pub enum BrokerError {
         /// The exclusive upper bound, `1 / maintenance_margin_rate`.
         max: Decimal,
     },
+    /// The order's leverage is above the highest the exchange allows on the asset
+    /// ([`PaperBrokerConfig::exchange_max_leverage`]).
+    #[error("leverage {leverage} on {symbol} is above {max}, the exchange's maximum for the asset")]
+    AboveExchangeMaxLeverage {
+        /// The order's symbol.
+        symbol: String,
+        /// The leverage asked for.
+        leverage: Decimal,
+        /// The exchange's maximum (inclusive).
+        max: Decimal,
+    },
     /// The opening part of the order needs more margin than is available.
     #[error(
         "insufficient margin on {symbol}: the order needs {required} margin, {available} is available"
@@ -142,6 +153,14 @@ pub struct PaperBrokerConfig {
     /// Maintenance margin as a fraction of notional (`0.005` = 0.5 %). A position is liquidated
     /// when its isolated margin plus unrealized PnL falls to `rate × qty × price`.
     pub maintenance_margin_rate: Decimal,
+    /// The highest leverage the exchange allows per asset, where it publishes one (Hyperliquid
+    /// `meta`'s `maxLeverage`). For these symbols the maintenance margin rate is half the
+    /// initial margin at that leverage (`0.5 / max`, the exchange's convention for its first
+    /// margin tier) and a higher leverage is refused, as the exchange refuses it; every other
+    /// symbol uses `maintenance_margin_rate`. Left out of the serialised config when empty, so
+    /// configs stored before it read and write unchanged.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub exchange_max_leverage: BTreeMap<String, Decimal>,
 }
 
 impl PaperBrokerConfig {
@@ -154,22 +173,51 @@ impl PaperBrokerConfig {
             taker_fee_bps: Decimal::new(45, 1),
             slippage_bps: Decimal::ONE,
             maintenance_margin_rate: Decimal::new(5, 3),
+            exchange_max_leverage: BTreeMap::new(),
         }
     }
 
-    /// The paper account of a deployment of `risk`'s skill with `initial_equity_usd`: the
-    /// defaults of [`PaperBrokerConfig::new`] with the maintenance margin of the skill's
-    /// `maxLeverage` ([`PaperBrokerConfig::with_maintenance_for_max_leverage`]). The one place
-    /// both binaries build a paper broker from (a backtest and a live paper deployment of one
-    /// skill liquidate at the same price).
+    /// The paper account of a deployment of `skill` with `initial_equity_usd`: the defaults of
+    /// [`PaperBrokerConfig::new`], the maintenance margin of the skill's `maxLeverage`
+    /// ([`PaperBrokerConfig::with_maintenance_for_max_leverage`]) for every symbol, except the
+    /// skill's symbols the exchange publishes a maximum leverage for in `exchange_max_leverage`
+    /// (Hyperliquid `meta`'s `maxLeverage` by coin; other coins are ignored), which get the
+    /// exchange's margin ([`PaperBrokerConfig::exchange_max_leverage`]). The one place both
+    /// binaries build a paper broker from: a backtest and a live paper deployment of one skill
+    /// given the same exchange metadata liquidate at the same price.
     ///
     /// # Errors
-    /// [`BrokerError::InvalidConfig`] when `maxLeverage` is below 1.
+    /// [`BrokerError::InvalidConfig`] when `maxLeverage` or a published maximum of one of the
+    /// skill's symbols is below 1.
     pub fn for_skill(
         initial_equity_usd: Decimal,
-        risk: &skill_schema::RiskCaps,
+        skill: &skill_schema::Skill,
+        exchange_max_leverage: &BTreeMap<String, Decimal>,
     ) -> Result<Self, BrokerError> {
-        Self::new(initial_equity_usd).with_maintenance_for_max_leverage(risk.max_leverage)
+        let mut config = Self::new(initial_equity_usd)
+            .with_maintenance_for_max_leverage(skill.risk.max_leverage)?;
+        for symbol in &skill.context.symbols {
+            if let Some(&max) = exchange_max_leverage.get(symbol) {
+                if max < Decimal::ONE {
+                    return Err(BrokerError::InvalidConfig {
+                        field: "exchange_max_leverage",
+                        reason: format!("{symbol}: must be at least 1, got {max}"),
+                    });
+                }
+                config.exchange_max_leverage.insert(symbol.clone(), max);
+            }
+        }
+        Ok(config)
+    }
+
+    /// The maintenance margin rate of positions on `symbol`: `0.5 / max` where the exchange
+    /// publishes a maximum leverage for it, else `maintenance_margin_rate`.
+    #[must_use]
+    pub fn maintenance_margin_rate_for(&self, symbol: &str) -> Decimal {
+        match self.exchange_max_leverage.get(symbol) {
+            Some(&max) if max >= Decimal::ONE => Decimal::new(5, 1) / max,
+            _ => self.maintenance_margin_rate,
+        }
     }
 
     /// Sets the maintenance margin rate to half the initial margin at `max_leverage`
@@ -220,6 +268,16 @@ impl PaperBrokerConfig {
             return bad(
                 "maintenance_margin_rate",
                 format!("must be in (0, 1), got {}", self.maintenance_margin_rate),
+            );
+        }
+        if let Some((symbol, max)) = self
+            .exchange_max_leverage
+            .iter()
+            .find(|(_, max)| **max < Decimal::ONE || **max > MAX_QTY)
+        {
+            return bad(
+                "exchange_max_leverage",
+                format!("{symbol}: must be at least 1, got {max}"),
             );
         }
         Ok(())
@@ -407,6 +465,30 @@ impl PaperBroker {
     }
 
     /// Books realized PnL and a fee: the wallet moves by `realized − fee`.
+    /// Refuses an opening leverage below 1, above the exchange's maximum for `symbol` where it
+    /// publishes one, or else at/above `1 / maintenance margin rate` (liquidated at once).
+    fn check_leverage(&self, symbol: &str, leverage: Decimal) -> Result<(), BrokerError> {
+        if let Some(&max) = self.config.exchange_max_leverage.get(symbol)
+            && leverage >= Decimal::ONE
+            && leverage > max
+        {
+            return Err(BrokerError::AboveExchangeMaxLeverage {
+                symbol: symbol.to_owned(),
+                leverage,
+                max: max.normalize(),
+            });
+        }
+        let bound = Decimal::ONE / self.config.maintenance_margin_rate_for(symbol);
+        if leverage < Decimal::ONE || leverage >= bound {
+            return Err(BrokerError::InvalidLeverage {
+                symbol: symbol.to_owned(),
+                leverage,
+                max: bound.normalize(),
+            });
+        }
+        Ok(())
+    }
+
     fn book(&mut self, realized: Decimal, fee: Decimal) {
         self.cash_usd = (self.cash_usd + realized - fee).normalize();
         self.realized_pnl_usd = (self.realized_pnl_usd + realized).normalize();
@@ -473,13 +555,8 @@ impl PaperBroker {
                 Some(_) => opening = Decimal::ZERO,
             }
         }
-        let max_leverage = Decimal::ONE / self.config.maintenance_margin_rate;
-        if !opening.is_zero() && (order.leverage < Decimal::ONE || order.leverage >= max_leverage) {
-            return Err(BrokerError::InvalidLeverage {
-                symbol: order.symbol.clone(),
-                leverage: order.leverage,
-                max: max_leverage.normalize(),
-            });
+        if !opening.is_zero() {
+            self.check_leverage(&order.symbol, order.leverage)?;
         }
 
         let fill_qty = (closing + opening).normalize();
@@ -680,7 +757,7 @@ impl PaperBroker {
     /// [`PaperBroker::apply_bar`] documents.
     fn check_bar(&mut self, symbol: &str, bar: &Bar, at: DateTime<Utc>) -> Option<Fill> {
         let pos = self.positions.get(symbol)?;
-        let liq = self.liquidation_price_of(pos);
+        let liq = self.liquidation_price_of(symbol, pos);
         let armed = pos.levels_since.is_some_and(|since| bar.time >= since);
         let (stop, target) = if armed {
             (pos.stop, pos.target)
@@ -767,7 +844,7 @@ impl PaperBroker {
         at: DateTime<Utc>,
     ) -> Option<Fill> {
         let pos = self.positions.get(symbol)?;
-        let liq = self.liquidation_price_of(pos)?;
+        let liq = self.liquidation_price_of(symbol, pos)?;
         let crossed = match pos.side {
             Side::Long => low <= liq,
             Side::Short => high >= liq,
@@ -803,8 +880,8 @@ impl PaperBroker {
     /// Long: `M + q·(P − E) = m·q·P` ⇒ `P = (E − M/q) / (1 − m)`.
     /// Short: `M + q·(E − P) = m·q·P` ⇒ `P = (E + M/q) / (1 + m)`.
     /// `None` for a long that cannot be liquidated (the price would be ≤ 0, e.g. at 1x).
-    fn liquidation_price_of(&self, pos: &PaperPosition) -> Option<Decimal> {
-        let m = self.config.maintenance_margin_rate;
+    fn liquidation_price_of(&self, symbol: &str, pos: &PaperPosition) -> Option<Decimal> {
+        let m = self.config.maintenance_margin_rate_for(symbol);
         let per_unit = pos.margin_usd / pos.qty;
         let price = match pos.side {
             Side::Long => (pos.entry_price - per_unit) / (Decimal::ONE - m),
@@ -820,7 +897,7 @@ impl PaperBroker {
     pub fn liquidation_price(&self, symbol: &str) -> Option<Decimal> {
         self.positions
             .get(symbol)
-            .and_then(|p| self.liquidation_price_of(p))
+            .and_then(|p| self.liquidation_price_of(symbol, p))
     }
 
     /// The raw position on `symbol`.
@@ -908,7 +985,7 @@ impl PaperBroker {
                 entry_price: pos.entry_price,
                 leverage: pos.leverage,
                 mark_price: self.mark_of(symbol, pos),
-                liquidation_price: self.liquidation_price_of(pos),
+                liquidation_price: self.liquidation_price_of(symbol, pos),
                 unrealized_pnl_usd: self.unrealized_of(symbol, pos),
                 margin_usd: round_usd(pos.margin_usd),
             })

@@ -151,9 +151,11 @@
 //!   booked on the closed quantity against the average entry.
 //! - A flip is **one** fill whose quantity is the closing quantity plus the opening quantity; the
 //!   new position's entry is the fill price. Consumers (the ledger) split it.
-//! - Liquidation: when a position's margin + unrealized PnL falls to `maintenance_margin_rate ×
-//!   notional` — long `P = (E − M/q)/(1 − m)`, short `P = (E + M/q)/(1 + m)`. A bar whose low
-//!   (long) / high (short) reaches it, or a mark at or beyond it, closes the whole position at
+//! - Liquidation: when a position's margin + unrealized PnL falls to the maintenance margin
+//!   rate × notional (the symbol's rate: `0.5 / max` where the exchange publishes a maximum
+//!   leverage for it in `exchange_max_leverage`, else `maintenance_margin_rate`) — long
+//!   `P = (E − M/q)/(1 − m)`, short `P = (E + M/q)/(1 + m)`. A bar whose low (long) / high
+//!   (short) reaches it, or a mark at or beyond it, closes the whole position at
 //!   the liquidation price with a fill marked `liquidation: true` (no slippage, taker fee
 //!   charged). The remaining maintenance margin stays in the wallet.
 //! - Stops and targets: a position remembers the `stop` / `target` of the order that opened it

@@ -149,6 +149,17 @@ impl Meta {
         })
     }
 
+    /// The highest leverage the exchange allows on each listed coin, by name (delisted coins
+    /// left out): what a paper account needs to margin positions as the exchange does.
+    #[must_use]
+    pub fn max_leverage_by_coin(&self) -> std::collections::BTreeMap<String, Decimal> {
+        self.universe
+            .iter()
+            .filter(|a| !a.is_delisted)
+            .map(|a| (a.name.clone(), Decimal::from(a.max_leverage)))
+            .collect()
+    }
+
     /// Like [`Meta::asset`], as an error when the coin is unknown.
     ///
     /// # Errors

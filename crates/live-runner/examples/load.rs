@@ -68,6 +68,7 @@ async fn main() -> anyhow::Result<()> {
             equity_usd: Decimal::from(10_000),
             id: Some(Uuid::from_u128(0x1_0000 + i as u128)),
             hyperliquid: None,
+            exchange_max_leverage: Default::default(),
         };
         admin::deploy(&pg.store, &skill, &req, bar - chrono::Duration::minutes(2)).await?;
     }

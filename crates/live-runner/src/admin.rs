@@ -109,6 +109,11 @@ pub struct DeployRequest {
     pub id: Option<Uuid>,
     /// The exchange account of a Hyperliquid deployment (`None` for paper).
     pub hyperliquid: Option<HyperliquidConfig>,
+    /// The exchange's maximum leverage per coin (Hyperliquid `meta`), for a paper account
+    /// margined as the exchange margins the skill's symbols (see
+    /// [`PaperBrokerConfig::for_skill`]); empty: every symbol on the skill's `maxLeverage`.
+    /// Paper only.
+    pub exchange_max_leverage: std::collections::BTreeMap<String, Decimal>,
 }
 
 /// Stores the owner (when missing), the skill, the skill version (the skill's JSON body) and an
@@ -134,9 +139,12 @@ pub async fn deploy(
             // The engine's own bounds, checked here: a deployment every tick of which would
             // fail to build its broker (an equity of 7.9e28) is refused at the door.
             // The skill's paper account, as a backtest of it builds it.
-            let config = PaperBrokerConfig::for_skill(req.equity_usd, &skill.risk)
-                .and_then(|c| execution_engine::PaperBroker::new(c.clone()).map(|_| c))
-                .map_err(|e| AdminError::Refused(format!("--equity {}: {e}", req.equity_usd)))?;
+            let config =
+                PaperBrokerConfig::for_skill(req.equity_usd, skill, &req.exchange_max_leverage)
+                    .and_then(|c| execution_engine::PaperBroker::new(c.clone()).map(|_| c))
+                    .map_err(|e| {
+                        AdminError::Refused(format!("--equity {}: {e}", req.equity_usd))
+                    })?;
             ("paper", json!(config))
         }
         (db::BrokerKind::Paper, Some(_)) => {
@@ -153,6 +161,13 @@ pub async fn deploy(
         }
         (db::BrokerKind::Hyperliquid, Some(hl)) => {
             let mut problems = hl.problems();
+            if !req.exchange_max_leverage.is_empty() {
+                problems.push(
+                    "--meta / --meta-url margin a paper account; a Hyperliquid deployment is \
+                     margined by the exchange itself"
+                        .to_owned(),
+                );
+            }
             if !req.equity_usd.is_zero() {
                 problems.push(
                     "--equity is the paper account's starting equity; a Hyperliquid \

@@ -45,6 +45,7 @@
 //!     equity_usd: Decimal::from(10_000),
 //!     id: None,
 //!     hyperliquid: None,
+//!     exchange_max_leverage: Default::default(),
 //! };
 //! let deployment = deploy(&store, &skill, &request, now).await?;
 //! let due = next_close_after(now, skill.context.bars_interval);

@@ -132,6 +132,17 @@ enum Command {
         /// immediate-or-cancel limits this far through the mark).
         #[arg(long, value_name = "FRACTION", default_value = "0.01")]
         hl_max_slippage: Decimal,
+        /// Paper only: the exchange's maximum leverage per coin from a Hyperliquid `meta` (or
+        /// `metaAndAssetCtxs`) .json file. The skill's symbols it lists are margined as the
+        /// exchange margins them (maintenance margin 0.5 / maxLeverage, a higher leverage
+        /// refused), like `sim-worker run --meta`; without it, the skill's `maxLeverage`.
+        #[arg(long, value_name = "FILE", conflicts_with = "meta_url")]
+        meta: Option<PathBuf>,
+        /// Paper only: like --meta, fetched from this Hyperliquid API now (e.g.
+        /// https://api.hyperliquid.xyz); stored with the deployment, so its ticks and a
+        /// backtest given the same `meta` margin alike.
+        #[arg(long, value_name = "URL")]
+        meta_url: Option<String>,
     },
     /// List the deployments: id, owner, skill, status, broker, last tick, open positions and
     /// realized PnL.
@@ -385,7 +396,24 @@ async fn main() -> anyhow::Result<()> {
             hl_key_env,
             hl_url,
             hl_max_slippage,
+            meta,
+            meta_url,
         } => {
+            let exchange_max_leverage = match (&meta, &meta_url) {
+                (Some(path), _) => {
+                    market_data::load_exchange_max_leverage(path).context("--meta")?
+                }
+                (None, Some(url)) => {
+                    let info =
+                        hyperliquid::InfoClient::new(&hyperliquid::ClientConfig::new(url.clone()))
+                            .context("--meta-url")?;
+                    info.meta()
+                        .await
+                        .with_context(|| format!("--meta-url {url}: fetching `meta`"))?
+                        .max_leverage_by_coin()
+                }
+                (None, None) => Default::default(),
+            };
             let (broker, hyperliquid, equity_usd) = match broker {
                 BrokerArg::Paper => {
                     let given = [
@@ -430,6 +458,7 @@ async fn main() -> anyhow::Result<()> {
                 equity_usd,
                 id: None,
                 hyperliquid,
+                exchange_max_leverage,
             };
             let d = admin::deploy(&store, &parsed, &req, SystemClock.now())
                 .await

@@ -6,6 +6,8 @@
 //! - Market events: a calendar as JSON or CSV ([`load_events`]).
 //! - Funding rates: Hyperliquid `fundingHistory` JSON or a `time,rate[,premium]` CSV
 //!   ([`load_funding`]).
+//! - The exchange's maximum leverage per coin: Hyperliquid `meta` or `metaAndAssetCtxs` JSON
+//!   ([`load_exchange_max_leverage`]).
 //!
 //! Every error names the file and, where there is one, the line. Prices stay exact decimals:
 //! numbers are parsed from their text, never through floating point. This crate reads files;
@@ -29,9 +31,11 @@ mod error;
 mod events;
 mod fills;
 mod funding;
+mod meta;
 
 pub use bars::{detect_interval, load_bars, load_bars_csv, load_bars_hyperliquid, resample};
 pub use error::DataError;
 pub use events::load_events;
 pub use fills::{FillsFormat, LoadedFills, load_fills};
 pub use funding::{FundingPrint, load_funding};
+pub use meta::load_exchange_max_leverage;

@@ -89,6 +89,7 @@ pub(crate) fn run(args: AbArgs) -> Result<String, Failure> {
         news: a.news.clone(),
         events: a.events.clone(),
         funding: a.funding.clone(),
+        meta: a.meta.clone(),
         report_tick: a.report_tick.clone(),
         memory_off: b_memory == MemoryArg::Off,
         time_flags: a.time_flags,

@@ -52,6 +52,9 @@ pub(crate) struct PreviewArgs {
     /// or a `time,rate[,premium]` .csv); repeatable.
     #[arg(long = "funding", value_name = "SYMBOL=PATH")]
     pub funding: Vec<String>,
+    /// The exchange's maximum leverage per coin (Hyperliquid `meta` .json), as `run --meta`.
+    #[arg(long, value_name = "FILE")]
+    pub meta: Option<PathBuf>,
 }
 
 /// Exact `o200k_base` token count.
@@ -94,6 +97,7 @@ pub(crate) fn run(args: PreviewArgs) -> Result<String, Failure> {
         news: args.news,
         events: args.events,
         funding: args.funding,
+        meta: args.meta,
         report_tick: Some(args.at),
         memory_off: false,
         time_flags: TimeFlags {

@@ -80,6 +80,12 @@ pub(crate) struct RunArgs {
     /// `get_funding_rate`).
     #[arg(long = "funding", value_name = "SYMBOL=PATH")]
     pub funding: Vec<String>,
+    /// The exchange's maximum leverage per coin: a Hyperliquid `meta` or `metaAndAssetCtxs`
+    /// .json response. The skill's symbols it lists are margined as the exchange margins them
+    /// (maintenance margin `0.5 / maxLeverage`, a higher leverage refused), as
+    /// `live-runner deploy --meta` does; other symbols use the skill's `maxLeverage`.
+    #[arg(long, value_name = "FILE")]
+    pub meta: Option<PathBuf>,
     /// The tick whose exact system prompt and user message the report shows (default: the last).
     #[arg(long, value_name = "TIME")]
     pub report_tick: Option<String>,
@@ -262,8 +268,13 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
     };
 
     let equity = parse_decimal("--equity", &args.equity, Decimal::ONE)?;
-    let mut broker = PaperBrokerConfig::for_skill(equity, &skill.risk)
-        .map_err(|e| bad(format!("the skill's risk.maxLeverage: {e}")))?;
+    let exchange_max_leverage = match &args.meta {
+        Some(path) => market_data::load_exchange_max_leverage(path)
+            .map_err(|e| bad(format!("--meta: {e}")))?,
+        None => BTreeMap::new(),
+    };
+    let mut broker = PaperBrokerConfig::for_skill(equity, &skill, &exchange_max_leverage)
+        .map_err(|e| bad(format!("the skill's risk.maxLeverage or --meta: {e}")))?;
     broker.taker_fee_bps = parse_decimal("--fee-bps", &args.fee_bps, Decimal::ZERO)?;
     broker.slippage_bps = parse_decimal("--slippage-bps", &args.slippage_bps, Decimal::ZERO)?;
     if broker.taker_fee_bps > Decimal::from(1_000) || broker.slippage_bps > Decimal::from(1_000) {
@@ -367,6 +378,10 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
             })
             .collect::<serde_json::Map<_, _>>()
             .into();
+    }
+    // Likewise the exchange's margins, only when they apply to one of the skill's symbols.
+    if !broker.exchange_max_leverage.is_empty() {
+        identity["exchange_max_leverage"] = serde_json::json!(broker.exchange_max_leverage);
     }
     let deployment_id = Uuid::new_v5(
         &ID_NAMESPACE,

@@ -661,14 +661,21 @@ pub async fn register<S: db::RegistryStore>(
             status: db::DeploymentStatus::Active,
             initial_equity_usd: equity,
             equity_usd: equity,
-            config: serde_json::json!({
-                "symbols": skill.context.symbols,
-                "taker_fee_bps": input.broker.taker_fee_bps,
-                "slippage_bps": input.broker.slippage_bps,
-                "maintenance_margin_rate": input.broker.maintenance_margin_rate,
-                "from": input.from,
-                "to": input.to,
-            }),
+            config: {
+                let mut config = serde_json::json!({
+                    "symbols": skill.context.symbols,
+                    "taker_fee_bps": input.broker.taker_fee_bps,
+                    "slippage_bps": input.broker.slippage_bps,
+                    "maintenance_margin_rate": input.broker.maintenance_margin_rate,
+                    "from": input.from,
+                    "to": input.to,
+                });
+                if !input.broker.exchange_max_leverage.is_empty() {
+                    config["exchange_max_leverage"] =
+                        serde_json::json!(input.broker.exchange_max_leverage);
+                }
+                config
+            },
             created_at,
             next_tick_at: None,
             lease_owner: None,

@@ -17,6 +17,7 @@ fn broker() -> PaperBroker {
         taker_fee_bps: dec!(5),
         slippage_bps: dec!(10),
         maintenance_margin_rate: dec!(0.005),
+        exchange_max_leverage: Default::default(),
     })
     .unwrap()
 }
@@ -608,5 +609,67 @@ fn a_corrupt_state_is_refused_on_restore() {
         err.to_string()
             .starts_with("invalid paper broker state: position BTC needs qty"),
         "{err}"
+    );
+}
+
+/// Per-asset margin (#16 item 10): a symbol the exchange publishes a maximum leverage for is
+/// margined at `0.5 / max` and refused above it; any other symbol keeps the account's rate.
+#[test]
+fn an_asset_with_a_published_max_leverage_is_margined_as_the_exchange_margins_it() {
+    let mut config = PaperBrokerConfig::new(dec!(10000));
+    config.taker_fee_bps = dec!(0);
+    config.slippage_bps = dec!(0);
+    config.maintenance_margin_rate = dec!(0.25); // the skill's: 0.5 / maxLeverage 2
+    config.exchange_max_leverage = [("BTC".to_owned(), dec!(50))].into();
+    assert_eq!(config.maintenance_margin_rate_for("BTC"), dec!(0.01)); // 0.5 / 50
+    assert_eq!(config.maintenance_margin_rate_for("ETH"), dec!(0.25));
+    let mut b = PaperBroker::new(config).unwrap();
+
+    // 0.1 BTC long at 60,000 and 10x: margin 6,000 × 0.1 … = 600.
+    // Liquidation: P = (E − M/q) / (1 − m) = (60,000 − 600/0.1) / (1 − 0.01)
+    //            = 54,000 / 0.99 = 54,545.4545… (rounded to the price grid).
+    b.execute(
+        &order(OrderSide::Buy, dec!(0.1), dec!(10), false),
+        dec!(60000),
+        t(0),
+        OrderTag::default(),
+    )
+    .unwrap();
+    assert_eq!(b.liquidation_price("BTC"), Some(dec!(54545.454545454545)));
+    // The same position under the account's 25 %: (60,000 − 6,000) / 0.75 = 72,000, above the
+    // entry: a 10x long could never be held; the order would be refused as liquidated at once
+    // (1 / 0.25 = 4x).
+    let mut eth = order(OrderSide::Buy, dec!(0.1), dec!(10), false);
+    eth.symbol = "ETH".into();
+    assert_eq!(
+        b.execute(&eth, dec!(3000), t(1), OrderTag::default())
+            .unwrap_err(),
+        BrokerError::InvalidLeverage {
+            symbol: "ETH".into(),
+            leverage: dec!(10),
+            max: dec!(4)
+        }
+    );
+    // 50x is the exchange's maximum on BTC: allowed; 51x is refused as the exchange refuses it.
+    b.execute(
+        &order(OrderSide::Buy, dec!(0.001), dec!(50), false),
+        dec!(60000),
+        t(2),
+        OrderTag::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        b.execute(
+            &order(OrderSide::Buy, dec!(0.001), dec!(51), false),
+            dec!(60000),
+            t(3),
+            OrderTag::default()
+        )
+        .unwrap_err(),
+        BrokerError::AboveExchangeMaxLeverage {
+            symbol: "BTC".into(),
+            leverage: dec!(51),
+            max: dec!(50)
+        }
     );
 }

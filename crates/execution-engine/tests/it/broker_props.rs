@@ -71,6 +71,7 @@ proptest! {
             taker_fee_bps: Decimal::new(i64::from(fee), 1),
             slippage_bps: Decimal::from(slip),
             maintenance_margin_rate: Decimal::new(5, 3),
+            exchange_max_leverage: Default::default(),
         })
         .unwrap();
         let mut prices = [Decimal::from(60_000), Decimal::from(3_000)];

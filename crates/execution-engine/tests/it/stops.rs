@@ -25,6 +25,7 @@ fn broker() -> PaperBroker {
         taker_fee_bps: dec!(10),
         slippage_bps: dec!(10),
         maintenance_margin_rate: dec!(0.005),
+        exchange_max_leverage: Default::default(),
     })
     .unwrap()
 }

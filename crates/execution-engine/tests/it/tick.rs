@@ -57,6 +57,7 @@ fn a_daily_loss_halt_blocks_opening_allows_closing_and_lifts_the_next_utc_day() 
             taker_fee_bps: dec!(0),
             slippage_bps: dec!(0),
             maintenance_margin_rate: dec!(0.005),
+            exchange_max_leverage: Default::default(),
         })
         .unwrap(),
         risk: RiskState::new(dec!(10000), start),

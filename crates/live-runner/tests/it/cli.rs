@@ -333,3 +333,88 @@ async fn deploy_refuses_an_agent_key_the_account_has_not_approved() {
     assert_eq!(pg.count("SELECT count(*) FROM deployments").await, 1);
     assert_eq!(account.lock().unwrap().agent_queries.len(), 3);
 }
+
+/// `deploy --broker paper --meta-url URL` / `--meta FILE` (#16 item 10): the paper account is
+/// margined as the exchange margins the skill's symbols (Hyperliquid `meta`: BTC at 50x, so a
+/// maintenance margin of 0.5 / 50 = 1 %), stored with the deployment; a `meta` that cannot be
+/// read, or one given to a Hyperliquid deployment, stores nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deploy_margins_a_paper_account_as_the_exchange_does() {
+    use db::RegistryStore;
+    let pg = postgres().await;
+    let hl = hyperliquid_mock().await;
+    common::hl_exchange::mount(&hl, common::hl_exchange::account(10_000, &[], 0)).await;
+    let url = pg_url(&pg).await;
+    let skill = common::fixture("btc-sma-cross.yaml");
+    let skill = skill.to_str().expect("path").to_owned();
+    let meta = common::repo("crates/hyperliquid/tests/fixtures/meta.json");
+    let meta = meta.to_str().expect("path").to_owned();
+    let deploy = |extra: &[&str]| {
+        let mut c = bin();
+        c.args(["deploy", "--db", &url, "--skill", &skill]);
+        c.args(["--owner", "00000000-0000-0000-0000-0000000a11ce"]);
+        c.args(extra);
+        c
+    };
+    let hl_uri = hl.uri();
+    let expected =
+        std::collections::BTreeMap::from([("BTC".to_owned(), rust_decimal::Decimal::from(50))]);
+    for extra in [["--meta-url", hl_uri.as_str()], ["--meta", meta.as_str()]] {
+        let out = output(deploy(&extra)).await;
+        assert!(out.status.success(), "{extra:?}: {}", text(&out.stderr));
+        let id: uuid::Uuid = text(&out.stdout)
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .expect("deployment id");
+        let d = pg.store.get_deployment(id).await.expect("stored");
+        let paper: execution_engine::PaperBrokerConfig =
+            serde_json::from_value(d.config["paper"].clone()).expect("paper config");
+        assert_eq!(paper.exchange_max_leverage, expected, "{extra:?}");
+        assert_eq!(
+            paper.maintenance_margin_rate_for("BTC"),
+            rust_decimal::Decimal::new(1, 2)
+        );
+    }
+
+    // Unreadable: a server that does not speak Hyperliquid, a file that is not a `meta`.
+    let dead = wiremock::MockServer::start().await;
+    let out = output(deploy(&["--meta-url", &dead.uri()])).await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("--meta-url"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = output(deploy(&["--meta", &skill])).await;
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("--meta") && stderr.contains("btc-sma-cross.yaml"),
+        "{stderr}"
+    );
+    // A Hyperliquid account is margined by the exchange itself.
+    let account = common::hl_exchange::test_account().to_string();
+    let out = output(deploy(&[
+        "--broker",
+        "hyperliquid",
+        "--hl-account",
+        &account,
+        "--hl-network",
+        "testnet",
+        "--hl-key-env",
+        "HL_CLI_TEST_KEY",
+        "--hl-url",
+        &hl_uri,
+        "--meta",
+        &meta,
+    ]))
+    .await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("margined by the exchange"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(pg.count("SELECT count(*) FROM deployments").await, 2);
+}

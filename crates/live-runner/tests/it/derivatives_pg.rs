@@ -30,6 +30,7 @@ async fn deploy(pg: &common::Pg, id: u128, at: chrono::DateTime<chrono::Utc>) ->
         equity_usd: Decimal::from(10_000),
         id: Some(Uuid::from_u128(id)),
         hyperliquid: None,
+        exchange_max_leverage: Default::default(),
     };
     admin::deploy(&pg.store, &skill, &req, at - Duration::minutes(30))
         .await
@@ -139,6 +140,7 @@ async fn a_skill_without_the_tools_fetches_nothing_and_shows_no_section() {
         equity_usd: Decimal::from(10_000),
         id: Some(Uuid::from_u128(0xd3)),
         hyperliquid: None,
+        exchange_max_leverage: Default::default(),
     };
     let d = admin::deploy(&pg.store, &skill, &req, tick - Duration::minutes(30))
         .await

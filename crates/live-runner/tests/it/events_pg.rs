@@ -125,6 +125,7 @@ async fn a_live_tick_shows_the_imported_events_in_its_snapshot() {
         equity_usd: Decimal::from(10_000),
         id: Some(Uuid::from_u128(0xe1)),
         hyperliquid: None,
+        exchange_max_leverage: Default::default(),
     };
     let d = admin::deploy(
         &pg.store,
@@ -184,6 +185,7 @@ async fn an_equity_the_engine_cannot_hold_is_refused_at_deploy() {
             equity_usd: equity,
             id: Some(Uuid::from_u128(0xe9)),
             hyperliquid: None,
+            exchange_max_leverage: Default::default(),
         };
         let err = admin::deploy(&pg.store, &skill, &req, t("2026-11-02T10:00:00Z"))
             .await
@@ -214,6 +216,7 @@ async fn two_owners_deploy_skills_of_the_same_name_as_two_skills() {
             equity_usd: Decimal::from(10_000),
             id: None,
             hyperliquid: None,
+            exchange_max_leverage: Default::default(),
         };
         let d = admin::deploy(&pg.store, &skill, &req, t("2026-11-02T10:00:00Z"))
             .await

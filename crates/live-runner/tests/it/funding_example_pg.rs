@@ -98,6 +98,7 @@ async fn the_funding_example_live_sees_derivatives_news_and_events() {
             equity_usd: Decimal::from(10_000),
             id: Some(Uuid::from_u128(0xf1)),
             hyperliquid: None,
+            exchange_max_leverage: Default::default(),
         },
         tick - Duration::minutes(30),
     )

@@ -121,6 +121,7 @@ async fn deploy(
             base_url: Some(hl.uri()),
             max_slippage: Decimal::new(1, 2),
         }),
+        exchange_max_leverage: Default::default(),
     };
     admin::deploy(&pg.store, &skill, &req, at)
         .await
@@ -438,6 +439,7 @@ async fn a_missing_key_fails_only_its_own_deployment_naming_the_variable() {
                 base_url: None,
                 max_slippage: Decimal::new(1, 2),
             }),
+            exchange_max_leverage: Default::default(),
         },
         created,
     )

@@ -19,6 +19,7 @@ fn request(id: u128) -> DeployRequest {
         equity_usd: Decimal::from(10_000),
         id: Some(Uuid::from_u128(id)),
         hyperliquid: None,
+        exchange_max_leverage: Default::default(),
     }
 }
 

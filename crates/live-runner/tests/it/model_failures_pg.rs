@@ -29,6 +29,7 @@ async fn deploy(pg: &common::Pg, n: u128, first_tick: DateTime<Utc>) -> Vec<Uuid
             equity_usd: Decimal::from(10_000),
             id: Some(Uuid::from_u128(0xe000 + i)),
             hyperliquid: None,
+            exchange_max_leverage: Default::default(),
         };
         let d = admin::deploy(
             &pg.store,

@@ -79,6 +79,7 @@ async fn a_live_tick_shows_the_polled_headline_and_not_one_fetched_after_it() {
         equity_usd: Decimal::from(10_000),
         id: Some(Uuid::from_u128(0x4e51)),
         hyperliquid: None,
+        exchange_max_leverage: Default::default(),
     };
     let d = admin::deploy(
         &pg.store,
@@ -203,6 +204,7 @@ async fn the_binary_polls_its_feeds_and_a_bad_feed_fails_nothing() {
         equity_usd: Decimal::from(10_000),
         id: Some(Uuid::from_u128(0x4e52)),
         hyperliquid: None,
+        exchange_max_leverage: Default::default(),
     };
     let d = admin::deploy(&pg.store, &skill, &req, Utc::now())
         .await

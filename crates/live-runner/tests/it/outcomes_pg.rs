@@ -29,6 +29,7 @@ async fn live_ticks_record_outcomes_and_the_scorer_grades_them_from_candles() {
             equity_usd: Decimal::from(10_000),
             id: Some(Uuid::from_u128(0x0dd)),
             hyperliquid: None,
+            exchange_max_leverage: Default::default(),
         },
         first_tick - Duration::minutes(30),
     )

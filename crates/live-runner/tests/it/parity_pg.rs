@@ -28,6 +28,8 @@ async fn live_ticks_and_a_backtest_of_the_same_bars_send_identical_prompts() {
     let skill = admin::load_skill_file(&common::fixture("btc-sma-cross.yaml")).expect("skill");
     let first = t("2026-06-04T10:00:00Z");
     let equity = Decimal::from(10_000);
+    // Margined as the exchange margins BTC (the recorded `meta`: maxLeverage 50), on both sides.
+    let exchange = common::exchange_max_leverage();
     let d = admin::deploy(
         &pg.store,
         &skill,
@@ -37,6 +39,7 @@ async fn live_ticks_and_a_backtest_of_the_same_bars_send_identical_prompts() {
             equity_usd: equity,
             id: Some(Uuid::from_u128(0x0dd)),
             hyperliquid: None,
+            exchange_max_leverage: exchange.clone(),
         },
         first - Duration::minutes(30),
     )
@@ -99,7 +102,7 @@ async fn live_ticks_and_a_backtest_of_the_same_bars_send_identical_prompts() {
         events: None,
         from: Some(first),
         to: Some(first + Duration::hours(TICKS - 1)),
-        broker: PaperBrokerConfig::for_skill(equity, &skill.risk).expect("broker"),
+        broker: PaperBrokerConfig::for_skill(equity, &skill, &exchange).expect("broker"),
         external_tools: Arc::new([]),
         derivatives: None,
     };

@@ -40,6 +40,7 @@ async fn deploy(pg: &common::Pg, first_tick: DateTime<Utc>) -> Uuid {
         equity_usd: Decimal::from(10_000),
         id: Some(Uuid::from_u128(0xd1)),
         hyperliquid: None,
+        exchange_max_leverage: Default::default(),
     };
     admin::deploy(
         &pg.store,

@@ -34,6 +34,7 @@ async fn deploy_many(pg: &common::Pg, n: usize, first_tick: DateTime<Utc>) -> Ve
             equity_usd: Decimal::from(10_000),
             id: Some(Uuid::from_u128(0xd000 + i as u128)),
             hyperliquid: None,
+            exchange_max_leverage: Default::default(),
         };
         let d = admin::deploy(
             &pg.store,
@@ -785,35 +786,53 @@ impl LanguageModel for VerySlow {
 }
 
 /// A paper deployment's broker is the one a backtest of its skill builds
-/// (`PaperBrokerConfig::for_skill`: the maintenance margin of the skill's `maxLeverage`), so both
-/// put the liquidation at the same price (#16 item 10).
+/// (`PaperBrokerConfig::for_skill`), so both put the liquidation at the same price (#16 item
+/// 10): the maintenance margin of the skill's `maxLeverage`, or per asset the exchange's where
+/// the deployment was given the exchange's `meta`.
 #[tokio::test]
 async fn a_paper_deployment_stores_the_broker_a_backtest_of_its_skill_builds() {
     let pg = postgres().await;
     let skill = admin::load_skill_file(&common::fixture("btc-sma-cross.yaml")).expect("skill");
-    let d = admin::deploy(
-        &pg.store,
-        &skill,
-        &DeployRequest {
-            owner: Uuid::from_u128(0x0a11ce),
-            broker: db::BrokerKind::Paper,
-            equity_usd: Decimal::from(10_000),
-            id: None,
-            hyperliquid: None,
-        },
-        t("2026-06-04T09:00:00Z"),
-    )
-    .await
-    .expect("deploy");
-    let stored: execution_engine::PaperBrokerConfig =
-        serde_json::from_value(d.config["paper"].clone()).expect("paper config");
-    let backtest =
-        execution_engine::PaperBrokerConfig::for_skill(Decimal::from(10_000), &skill.risk)
-            .expect("config");
-    assert_eq!(stored, backtest);
-    // 0.5 / maxLeverage, not the adapter's generic 0.5 %.
-    assert_eq!(
-        stored.maintenance_margin_rate,
-        Decimal::new(5, 1) / skill.risk.max_leverage
-    );
+    let exchange = common::exchange_max_leverage();
+    for (id, given) in [(1, Default::default()), (2, exchange.clone())] {
+        let d = admin::deploy(
+            &pg.store,
+            &skill,
+            &DeployRequest {
+                owner: Uuid::from_u128(0x0a11ce),
+                broker: db::BrokerKind::Paper,
+                equity_usd: Decimal::from(10_000),
+                id: Some(Uuid::from_u128(id)),
+                hyperliquid: None,
+                exchange_max_leverage: given.clone(),
+            },
+            t("2026-06-04T09:00:00Z"),
+        )
+        .await
+        .expect("deploy");
+        let stored: execution_engine::PaperBrokerConfig =
+            serde_json::from_value(d.config["paper"].clone()).expect("paper config");
+        let backtest =
+            execution_engine::PaperBrokerConfig::for_skill(Decimal::from(10_000), &skill, &given)
+                .expect("config");
+        assert_eq!(stored, backtest);
+        // 0.5 / maxLeverage, not the adapter's generic 0.5 %.
+        assert_eq!(
+            stored.maintenance_margin_rate,
+            Decimal::new(5, 1) / skill.risk.max_leverage
+        );
+        // Per asset: only the skill's own symbol is kept from the whole universe, at the
+        // exchange's 0.5 / 50 = 1 %.
+        let btc = stored.maintenance_margin_rate_for("BTC");
+        if given.is_empty() {
+            assert!(stored.exchange_max_leverage.is_empty());
+            assert_eq!(btc, stored.maintenance_margin_rate);
+        } else {
+            assert_eq!(
+                stored.exchange_max_leverage,
+                std::collections::BTreeMap::from([("BTC".to_owned(), Decimal::from(50))])
+            );
+            assert_eq!(btc, Decimal::new(1, 2));
+        }
+    }
 }

@@ -72,6 +72,15 @@ pub(crate) fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The exchange's maximum leverage per coin from the recorded Hyperliquid `meta` (BTC and
+/// ETH: 50).
+pub(crate) fn exchange_max_leverage() -> std::collections::BTreeMap<String, rust_decimal::Decimal> {
+    market_data::load_exchange_max_leverage(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../hyperliquid/tests/fixtures/meta.json"),
+    )
+    .expect("recorded meta")
+}
+
 pub(crate) fn t(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s)
         .expect("time")
