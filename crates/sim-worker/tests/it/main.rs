@@ -10,6 +10,7 @@ mod ledger_cli;
 mod mcp_cli;
 mod mcp_serve;
 mod memory_cli;
+mod meta_cli;
 mod model_failures_cli;
 mod notes_cli;
 mod run_cli;
