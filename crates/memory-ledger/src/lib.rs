@@ -54,9 +54,8 @@
 //! assert!(changes.rows[0].inserted);
 //! assert_eq!(changes.rows[0].row.entry_size_usd, Decimal::new(2608, 1)); // 0.004 × 65,200
 //! let rows: Vec<_> = changes.rows.into_iter().map(|w| w.row).collect();
-//! let marks = BTreeMap::from([("BTC".to_owned(), Decimal::from(65_210))]);
-//! let text = memory_ledger::render_open_positions(&rows, &marks, at);
-//! assert!(text.contains("- BTC long $260.80 @ 65,200 mark=65,210"));
+//! let text = memory_ledger::render_open_positions(&rows, at);
+//! assert!(text.starts_with("- BTC long @65,200 held 0m MFE $0.00 MAE $0.00"));
 //! # Ok::<(), memory_ledger::LedgerError>(())
 //! ```
 //!
@@ -146,4 +145,6 @@ pub use materialize::{
     FEE_SPLIT_DP, FillLeg, FillLink, HOLDING_MINUTES_DP, LedgerChanges, LedgerScope, LedgerState,
     ProposalInfo, Proposals, REASON_MAX_CHARS, RowWrite, TickInput, bound_reason, trade_id,
 };
-pub use render::{MAX_RECENT_TRADES_K, render_open_positions, render_recent_trades};
+pub use render::{
+    MAX_RECENT_TRADES_K, VIEW_REASON_CHARS, render_open_positions, render_recent_trades,
+};

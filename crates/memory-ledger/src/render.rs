@@ -1,31 +1,45 @@
 //! The memory sections of the user message: "Recent trades on this skill (closed)" and
 //! "Open positions (memory view)". Deterministic text: no floats, no locale, no clock.
 
-use chrono::{DateTime, Utc};
-use rust_decimal::Decimal;
-use std::collections::BTreeMap;
+use chrono::{DateTime, Datelike, Utc};
 use types::{CloseKind, TradeRecord, TradeStatus};
 
-use crate::materialize::bounded_reason;
 use types::text;
 
 /// Hard cap on the rows of the recent-trades section, whatever K the caller passes.
 pub const MAX_RECENT_TRADES_K: usize = types::MAX_MEMORY_K as usize;
 
-/// The reason as quoted data, or `(no reason recorded)`.
+/// Characters of a reason a memory row shows (#18 item 5: a row is the agent's memory of a
+/// trade, not its whole argument; the ledger keeps the reason whole). A longer reason is cut at
+/// a char boundary to `VIEW_REASON_CHARS − 1` chars and `…`.
+pub const VIEW_REASON_CHARS: usize = 32;
+
+/// The reason as quoted data cut to [`VIEW_REASON_CHARS`], or `(no reason recorded)`.
 fn push_reason(out: &mut String, reason: Option<&str>) {
-    match reason.and_then(bounded_reason) {
-        Some(r) => text::push_quoted(out, &r),
+    match reason.map(str::trim).filter(|r| !r.is_empty()) {
+        Some(r) => match r.char_indices().nth(VIEW_REASON_CHARS) {
+            None => text::push_quoted(out, r),
+            Some(_) => {
+                let cut = r
+                    .char_indices()
+                    .nth(VIEW_REASON_CHARS - 1)
+                    .map_or(r.len(), |(i, _)| i);
+                let mut short = String::with_capacity(cut + 3);
+                short.push_str(&r[..cut]);
+                short.push('…');
+                text::push_quoted(out, &short);
+            }
+        },
         None => out.push_str("(no reason recorded)"),
     }
 }
 
-/// `t` as `%Y-%m-%dT%H:%M` (`with_date`) or `%H:%M`.
-fn push_time(out: &mut String, t: DateTime<Utc>, with_date: bool) {
-    if with_date {
-        text::push_date_minute(out, t);
+/// `t` as `MM-DDTHH:MM`, with the year in front (`%Y-%m-%dT%H:%M`) when it is not `now`'s.
+fn push_time(out: &mut String, t: DateTime<Utc>, now: DateTime<Utc>) {
+    if t.year() == now.year() {
+        text::push_short_time(out, t);
     } else {
-        text::push_clock(out, t);
+        text::push_date_minute(out, t);
     }
 }
 
@@ -33,12 +47,14 @@ fn push_time(out: &mut String, t: DateTime<Utc>, with_date: bool) {
 /// heading): at most `k` (capped at [`MAX_RECENT_TRADES_K`])
 /// rows closed at or before `now`, newest entry first (ties: symbol, then id), one line each:
 ///
-/// `- 2026-06-04T10:00 → 12:30 BTC long $250.00 @ 65,200 → 65,940 +$28.40 (11.4%) 150m "reason"`
+/// `- 06-04T10:00 150m BTC long @65,200 +$28.40 "breakout above prior swing high"`
 ///
-/// The exit shows its date when it differs from the entry's. PnL is **gross** of fees (the
-/// `realized_pnl_usd` convention), the percentage is relative to the entry notional; non-zero
-/// fees follow as `fees $0.31`, and a close that was not the agent's signal is tagged
-/// (`[flip]`, `[liquidation]`, `[external]`, `[stop]`, `[target]`). Reasons are quoted data, escaped.
+/// The entry time (the year shown only when it is not `now`'s), the holding time, the entry
+/// price and the PnL **gross** of fees (the `realized_pnl_usd` convention); a close that was not
+/// the agent's signal is named (`flip`, `liquidation`, `external`, `stop`, `target`). Reasons
+/// are quoted data, escaped, cut to [`VIEW_REASON_CHARS`]. Exit time and price, size, fees and
+/// the whole reason stay in the ledger: on the README's example a row costs ≈38 tokens (o200k,
+/// the section's tokens over its rows) where the full row cost ≈118.
 #[must_use]
 pub fn render_recent_trades(rows: &[TradeRecord], k: usize, now: DateTime<Utc>) -> String {
     let mut closed: Vec<&TradeRecord> = rows
@@ -53,59 +69,33 @@ pub fn render_recent_trades(rows: &[TradeRecord], k: usize, now: DateTime<Utc>) 
     });
     closed.truncate(k.min(MAX_RECENT_TRADES_K));
 
-    let mut out = String::with_capacity(256 * closed.len() + 128);
+    let mut out = String::with_capacity(96 * closed.len() + 160);
     if closed.is_empty() {
         out.push_str("- none: no trade of this skill has closed yet.\n");
         return out;
     }
-    out.push_str("(times UTC; newest entry first; PnL gross of fees, % of entry notional)\n");
+    out.push_str(RECENT_LEGEND);
     for r in closed {
-        let exit_at = r.exit_tick_at.unwrap_or(r.entry_tick_at);
         out.push_str("- ");
-        push_time(&mut out, r.entry_tick_at, true);
-        out.push_str(" → ");
-        push_time(
-            &mut out,
-            exit_at,
-            exit_at.date_naive() != r.entry_tick_at.date_naive(),
-        );
-        out.push(' ');
-        out.push_str(&r.symbol);
-        out.push(' ');
-        out.push_str(r.side.as_str());
-        out.push(' ');
-        text::push_money(&mut out, r.entry_size_usd);
-        out.push_str(" @ ");
-        text::push_price(&mut out, r.entry_price);
-        out.push_str(" → ");
-        match r.exit_price {
-            Some(p) => text::push_price(&mut out, p),
-            None => out.push('?'),
-        }
-        out.push(' ');
-        text::push_signed_money(&mut out, r.realized_pnl_usd);
-        let before = out.len();
-        out.push_str(" (");
-        if text::push_percent_of(&mut out, r.realized_pnl_usd, r.entry_size_usd) {
-            out.push(')');
-        } else {
-            out.truncate(before);
-        }
-        if !r.fees_usd.is_zero() {
-            out.push_str(" fees ");
-            text::push_money(&mut out, r.fees_usd);
-        }
+        push_time(&mut out, r.entry_tick_at, now);
         let minutes = r
             .holding_minutes
             .map_or(0, |m| m.trunc().try_into().unwrap_or(i64::MAX));
         out.push(' ');
         text::push_duration_minutes(&mut out, minutes);
+        out.push(' ');
+        out.push_str(&r.symbol);
+        out.push(' ');
+        out.push_str(r.side.as_str());
+        out.push_str(" @");
+        text::push_price(&mut out, r.entry_price);
+        out.push(' ');
+        text::push_signed_money(&mut out, r.realized_pnl_usd);
         match r.close_kind {
             Some(CloseKind::Signal) | None => {}
             Some(kind) => {
-                out.push_str(" [");
+                out.push(' ');
                 out.push_str(kind.as_str());
-                out.push(']');
             }
         }
         out.push(' ');
@@ -115,71 +105,50 @@ pub fn render_recent_trades(rows: &[TradeRecord], k: usize, now: DateTime<Utc>) 
     out
 }
 
+/// The legend line of the recent-trades rows.
+const RECENT_LEGEND: &str = "(entry UTC, held, entry price, PnL gross of fees, close if not your \
+     signal; newest first; reasons cut at 32 chars)\n";
+
 /// The body of the "Open positions (memory view)" section (the context assembly writes the
 /// heading): every row open at `now` (entered at or before it), by
 /// symbol, one line each:
 ///
-/// `- ETH long $200.00 @ 3,410 mark=3,438 uPnL=+$1.64 MFE=+$22.00 / MAE=-$8.00 held 30m "reason"`
+/// `- ETH long @3,410 held 30m MFE +$22.00 MAE -$8.00 "BB lower-band bounce"`
 ///
-/// `$200.00` is the open quantity at the average entry; `uPnL` is gross at `marks[symbol]` (shown as
-/// `mark=n/a` without a mark); realized PnL of partial closes follows when non-zero.
+/// What the Portfolio section does not say: the entry, how long it has been held, the best and
+/// worst unrealized PnL so far (MFE / MAE) and why it was opened (the mark, size, margin and
+/// unrealized PnL are the Portfolio section's). Realized PnL of partial closes follows when
+/// non-zero. The reason is cut as in [`render_recent_trades`].
 #[must_use]
-pub fn render_open_positions(
-    rows: &[TradeRecord],
-    marks: &BTreeMap<String, Decimal>,
-    now: DateTime<Utc>,
-) -> String {
+pub fn render_open_positions(rows: &[TradeRecord], now: DateTime<Utc>) -> String {
     let mut open: Vec<&TradeRecord> = rows
         .iter()
         .filter(|r| r.status == TradeStatus::Open && r.entry_tick_at <= now)
         .collect();
     open.sort_by(|a, b| a.symbol.cmp(&b.symbol).then_with(|| a.id.cmp(&b.id)));
 
-    let mut out = String::with_capacity(320 * open.len() + 128);
+    let mut out = String::with_capacity(112 * open.len() + 32);
     if open.is_empty() {
         out.push_str("- none: flat on every symbol.\n");
         return out;
     }
     for r in open {
-        let size = r
-            .open_qty
-            .checked_mul(r.entry_price)
-            .unwrap_or(r.entry_size_usd);
         out.push_str("- ");
         out.push_str(&r.symbol);
         out.push(' ');
         out.push_str(r.side.as_str());
-        out.push(' ');
-        text::push_money(&mut out, size);
-        out.push_str(" @ ");
+        out.push_str(" @");
         text::push_price(&mut out, r.entry_price);
-        match marks.get(&r.symbol) {
-            Some(mark) => {
-                let upnl = r
-                    .side
-                    .sign()
-                    .checked_mul(*mark - r.entry_price)
-                    .and_then(|d| d.checked_mul(r.open_qty));
-                out.push_str(" mark=");
-                text::push_price(&mut out, *mark);
-                if let Some(upnl) = upnl {
-                    out.push_str(" uPnL=");
-                    text::push_signed_money(&mut out, upnl);
-                }
-            }
-            None => out.push_str(" mark=n/a"),
-        }
-        out.push_str(" MFE=");
+        out.push_str(" held ");
+        text::push_duration_minutes(&mut out, (now - r.entry_tick_at).num_minutes());
+        out.push_str(" MFE ");
         text::push_signed_money(&mut out, r.mfe_usd);
-        out.push_str(" / MAE=");
+        out.push_str(" MAE ");
         text::push_signed_money(&mut out, r.mae_usd);
         if !r.realized_pnl_usd.is_zero() {
-            out.push_str(" realized=");
+            out.push_str(" realized ");
             text::push_signed_money(&mut out, r.realized_pnl_usd);
         }
-        let held = (now - r.entry_tick_at).num_minutes();
-        out.push_str(" held ");
-        text::push_duration_minutes(&mut out, held);
         out.push(' ');
         push_reason(&mut out, r.entry_reason.as_deref());
         out.push('\n');
@@ -191,33 +160,40 @@ pub fn render_open_positions(
 mod tests {
     use chrono::TimeZone;
     use proptest::prelude::*;
-    use rust_decimal_macros::dec;
+    use rust_decimal::Decimal;
     use types::{Side, Uuid};
 
     use super::*;
-    use crate::materialize::bound_reason;
 
     /// The sections as first written (`write!` of the `format` functions' Strings, chrono's
     /// `format`): the functions above must give the same bytes.
     mod reference {
-        use std::collections::BTreeMap;
         use std::fmt::Write as _;
 
-        use chrono::{DateTime, Utc};
-        use rust_decimal::Decimal;
+        use chrono::{DateTime, Datelike, Utc};
         use types::{CloseKind, TradeRecord, TradeStatus};
 
-        use super::super::MAX_RECENT_TRADES_K;
-        use super::bound_reason;
+        use super::super::{MAX_RECENT_TRADES_K, RECENT_LEGEND, VIEW_REASON_CHARS};
         use types::text;
 
-        const TIME_FMT: &str = "%Y-%m-%dT%H:%M";
-
         fn reason_text(reason: Option<&str>) -> String {
-            match reason.and_then(bound_reason) {
-                Some(r) => text::quoted(&r),
+            match reason.map(str::trim).filter(|r| !r.is_empty()) {
+                Some(r) if r.chars().count() > VIEW_REASON_CHARS => {
+                    let cut: String = r.chars().take(VIEW_REASON_CHARS - 1).collect();
+                    text::quoted(&format!("{cut}…"))
+                }
+                Some(r) => text::quoted(r),
                 None => "(no reason recorded)".to_owned(),
             }
+        }
+
+        fn time(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
+            let fmt = if t.year() == now.year() {
+                "%m-%dT%H:%M"
+            } else {
+                "%Y-%m-%dT%H:%M"
+            };
+            t.format(fmt).to_string()
         }
 
         pub(super) fn recent(rows: &[TradeRecord], k: usize, now: DateTime<Utc>) -> String {
@@ -239,42 +215,25 @@ mod tests {
                 out.push_str("- none: no trade of this skill has closed yet.\n");
                 return out;
             }
-            out.push_str(
-                "(times UTC; newest entry first; PnL gross of fees, % of entry notional)\n",
-            );
+            out.push_str(RECENT_LEGEND);
             for r in closed {
-                let exit_at = r.exit_tick_at.unwrap_or(r.entry_tick_at);
-                let exit_fmt = if exit_at.date_naive() == r.entry_tick_at.date_naive() {
-                    "%H:%M"
-                } else {
-                    TIME_FMT
-                };
-                let _ = write!(
-                    out,
-                    "- {} → {} {} {} {} @ {} → {} {}",
-                    r.entry_tick_at.format(TIME_FMT),
-                    exit_at.format(exit_fmt),
-                    r.symbol,
-                    r.side,
-                    text::money(r.entry_size_usd),
-                    text::price(r.entry_price),
-                    r.exit_price.map_or_else(|| "?".to_owned(), text::price),
-                    text::signed_money(r.realized_pnl_usd),
-                );
-                if let Some(pct) = text::percent_of(r.realized_pnl_usd, r.entry_size_usd) {
-                    let _ = write!(out, " ({pct})");
-                }
-                if !r.fees_usd.is_zero() {
-                    let _ = write!(out, " fees {}", text::money(r.fees_usd));
-                }
                 let minutes = r
                     .holding_minutes
                     .map_or(0, |m| m.trunc().try_into().unwrap_or(i64::MAX));
-                let _ = write!(out, " {}", text::duration_minutes(minutes));
+                let _ = write!(
+                    out,
+                    "- {} {} {} {} @{} {}",
+                    time(r.entry_tick_at, now),
+                    text::duration_minutes(minutes),
+                    r.symbol,
+                    r.side,
+                    text::price(r.entry_price),
+                    text::signed_money(r.realized_pnl_usd),
+                );
                 match r.close_kind {
                     Some(CloseKind::Signal) | None => {}
                     Some(kind) => {
-                        let _ = write!(out, " [{kind}]");
+                        let _ = write!(out, " {kind}");
                     }
                 }
                 let _ = writeln!(out, " {}", reason_text(r.entry_reason.as_deref()));
@@ -282,11 +241,7 @@ mod tests {
             out
         }
 
-        pub(super) fn open(
-            rows: &[TradeRecord],
-            marks: &BTreeMap<String, Decimal>,
-            now: DateTime<Utc>,
-        ) -> String {
+        pub(super) fn open(rows: &[TradeRecord], now: DateTime<Utc>) -> String {
             let mut open: Vec<&TradeRecord> = rows
                 .iter()
                 .filter(|r| r.status == TradeStatus::Open && r.entry_tick_at <= now)
@@ -298,48 +253,20 @@ mod tests {
                 return out;
             }
             for r in open {
-                let size = r
-                    .open_qty
-                    .checked_mul(r.entry_price)
-                    .unwrap_or(r.entry_size_usd);
                 let _ = write!(
                     out,
-                    "- {} {} {} @ {}",
+                    "- {} {} @{} held {} MFE {} MAE {}",
                     r.symbol,
                     r.side,
-                    text::money(size),
-                    text::price(r.entry_price)
-                );
-                match marks.get(&r.symbol) {
-                    Some(mark) => {
-                        let upnl = r
-                            .side
-                            .sign()
-                            .checked_mul(*mark - r.entry_price)
-                            .and_then(|d| d.checked_mul(r.open_qty));
-                        let _ = write!(out, " mark={}", text::price(*mark));
-                        if let Some(upnl) = upnl {
-                            let _ = write!(out, " uPnL={}", text::signed_money(upnl));
-                        }
-                    }
-                    None => out.push_str(" mark=n/a"),
-                }
-                let _ = write!(
-                    out,
-                    " MFE={} / MAE={}",
+                    text::price(r.entry_price),
+                    text::duration_minutes((now - r.entry_tick_at).num_minutes()),
                     text::signed_money(r.mfe_usd),
-                    text::signed_money(r.mae_usd)
+                    text::signed_money(r.mae_usd),
                 );
                 if !r.realized_pnl_usd.is_zero() {
-                    let _ = write!(out, " realized={}", text::signed_money(r.realized_pnl_usd));
+                    let _ = write!(out, " realized {}", text::signed_money(r.realized_pnl_usd));
                 }
-                let held = (now - r.entry_tick_at).num_minutes();
-                let _ = writeln!(
-                    out,
-                    " held {} {}",
-                    text::duration_minutes(held),
-                    reason_text(r.entry_reason.as_deref())
-                );
+                let _ = writeln!(out, " {}", reason_text(r.entry_reason.as_deref()));
             }
             out
         }
@@ -449,15 +376,10 @@ mod tests {
             rows in prop::collection::vec(row(), 0..6),
             now in instant(),
             k in 0usize..8,
-            mark in money(),
         ) {
             // Every row closed before `now` shows, whatever its times.
-            let marks = BTreeMap::from([("BTC".to_owned(), mark), ("EURUSD".to_owned(), dec!(1.0712))]);
             prop_assert_eq!(render_recent_trades(&rows, k, now), reference::recent(&rows, k, now));
-            prop_assert_eq!(
-                render_open_positions(&rows, &marks, now),
-                reference::open(&rows, &marks, now)
-            );
+            prop_assert_eq!(render_open_positions(&rows, now), reference::open(&rows, now));
         }
     }
 }

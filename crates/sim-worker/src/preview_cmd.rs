@@ -82,6 +82,58 @@ pub(crate) fn sections(message: &str) -> Vec<&str> {
 }
 
 pub(crate) fn run(args: PreviewArgs) -> Result<String, Failure> {
+    let tick = preview_tick(args)?;
+    if let Some(warning) = tick.budget_warning() {
+        eprintln!("{warning}");
+    }
+    Ok(tick.text)
+}
+
+/// One previewed tick: the report, and what the token budget check needs.
+pub(crate) struct PreviewedTick {
+    /// The report `preview` prints.
+    pub text: String,
+    /// The tick.
+    pub at: chrono::DateTime<chrono::Utc>,
+    /// o200k tokens of the system prompt and the user message together.
+    pub input_tokens: usize,
+    /// The skill's `context.tokenBudget`, when it sets one.
+    pub skill_budget: Option<u32>,
+}
+
+impl PreviewedTick {
+    /// The budget the tick is checked against.
+    pub(crate) fn budget(&self) -> u32 {
+        self.skill_budget
+            .unwrap_or(skill_schema::DEFAULT_TOKEN_BUDGET)
+    }
+
+    /// Where the budget comes from, for messages.
+    fn budget_source(&self) -> &'static str {
+        match self.skill_budget {
+            Some(_) => "the skill's context.tokenBudget",
+            None => "the default; a skill sets its own with context.tokenBudget",
+        }
+    }
+
+    /// `warning: …` when the tick's input is above the budget.
+    pub(crate) fn budget_warning(&self) -> Option<String> {
+        let budget = self.budget();
+        (self.input_tokens > usize::try_from(budget).unwrap_or(usize::MAX)).then(|| {
+            format!(
+                "warning: the tick at {} takes {} input tokens (o200k: system prompt + user \
+                 message), above the token budget of {budget} ({}); every tick of a deployment \
+                 pays for them",
+                self.at,
+                self.input_tokens,
+                self.budget_source()
+            )
+        })
+    }
+}
+
+/// Replays the backtest up to `--at` and renders that tick, with its token budget line.
+pub(crate) fn preview_tick(args: PreviewArgs) -> Result<PreviewedTick, Failure> {
     let at = parse_time("--at", &args.at)?;
     let run_args = RunArgs {
         skill: args.skill,
@@ -106,19 +158,35 @@ pub(crate) fn run(args: PreviewArgs) -> Result<String, Failure> {
         },
     };
     let mut p = prepare(&run_args)?;
-    crate::block_on(async move {
+    let skill_budget = p.input.deployment.skill.context.token_budget;
+    let (text, input_tokens) = crate::block_on(async move {
         let servers = crate::run_cmd::start_mcp_servers(&mut p.input).await?;
         let preview = preview(&p, at).await;
         servers.shutdown().await;
         preview
-    })
+    })?;
+    let mut tick = PreviewedTick {
+        text,
+        at,
+        input_tokens,
+        skill_budget,
+    };
+    let _ = writeln!(
+        tick.text,
+        "token budget: {} ({}) · this tick {} ({}%)",
+        tick.budget(),
+        tick.budget_source(),
+        tick.input_tokens,
+        tick.input_tokens * 100 / usize::try_from(tick.budget()).unwrap_or(usize::MAX).max(1)
+    );
+    Ok(tick)
 }
 
 /// Runs the backtest up to `at` in memory and renders the tick at `at`.
 async fn preview(
     p: &crate::run_cmd::Prepared,
     at: chrono::DateTime<chrono::Utc>,
-) -> Result<String, Failure> {
+) -> Result<(String, usize), Failure> {
     {
         let bad = |m: String| Failure::bad_input(format!("error: {m}"));
         let store = db::connect("sqlite::memory:")
@@ -146,7 +214,10 @@ async fn preview(
             lessons.as_ref(),
         )
         .map_err(|e| bad(e.to_string()))?;
-        Ok(render(&snap, &segments))
+        Ok((
+            render(&snap, &segments),
+            tokens(&snap.system_prompt) + tokens(&snap.context),
+        ))
     }
 }
 

@@ -98,6 +98,32 @@ pub(crate) struct RunArgs {
     pub time_flags: TimeFlags,
 }
 
+impl RunArgs {
+    /// A run of `skill` on `bars` with `model` and every other flag at its default (no store,
+    /// no output directory): what `skill validate --bars` replays.
+    pub(crate) fn for_bars(skill: PathBuf, bars: Vec<String>, model: String) -> Self {
+        Self {
+            skill,
+            bars,
+            model: Some(model),
+            db: None,
+            out: PathBuf::new(),
+            from: None,
+            to: None,
+            equity: DEFAULT_EQUITY.to_owned(),
+            fee_bps: DEFAULT_FEE_BPS.to_owned(),
+            slippage_bps: DEFAULT_SLIPPAGE_BPS.to_owned(),
+            news: None,
+            events: None,
+            funding: Vec::new(),
+            meta: None,
+            report_tick: None,
+            memory_off: false,
+            time_flags: TimeFlags::default(),
+        }
+    }
+}
+
 /// The flags as the user typed them, for error messages.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TimeFlags {

@@ -16,6 +16,20 @@ pub(crate) enum SkillCommand {
     Validate {
         /// The skill file.
         file: PathBuf,
+        /// Also estimate a tick's input tokens against the token budget
+        /// (`context.tokenBudget`, default 8000): bars of one symbol, `SYMBOL=PATH` (repeat per
+        /// symbol). The backtest is replayed offline up to the tick, as `preview` does, and a
+        /// tick above the budget is warned about on stderr.
+        #[arg(long = "bars", value_name = "SYMBOL=PATH")]
+        bars: Vec<String>,
+        /// With --bars: the tick to estimate (default: the last).
+        #[arg(long, value_name = "TIME", requires = "bars")]
+        at: Option<String>,
+        /// With --bars: the offline model the replay runs (`builtin/…`, e.g.
+        /// `builtin/sma-cross:10:20` or `builtin/replay:…`; default the skill's when it is one).
+        /// Validate never calls a paid model.
+        #[arg(long, requires = "bars")]
+        model: Option<String>,
     },
     /// Print the JSON Schema of skill files on stdout, for editors and CI checks.
     Schema,
@@ -34,7 +48,18 @@ pub(crate) enum SkillCommand {
 /// Runs a `skill` subcommand and returns what goes to stdout.
 pub(crate) fn run(cmd: SkillCommand) -> Result<String, Failure> {
     match cmd {
-        SkillCommand::Validate { file } => validate(&file),
+        SkillCommand::Validate {
+            file,
+            bars,
+            at,
+            model,
+        } => {
+            let mut out = validate(&file)?;
+            if !bars.is_empty() {
+                out.push_str(&estimate_tokens(file, bars, at, model)?);
+            }
+            Ok(out)
+        }
         SkillCommand::Schema => {
             let schema = serde_json::to_string_pretty(&skill_json_schema())
                 .context("serializing the schema")?;
@@ -78,6 +103,60 @@ fn validate(file: &Path) -> Result<String, Failure> {
         s.context.symbols.join(", "),
         s.context.bars_interval,
         s.model,
+    ))
+}
+
+/// `validate --bars`: the input tokens of one tick, replayed offline, against the budget.
+fn estimate_tokens(
+    file: PathBuf,
+    bars: Vec<String>,
+    at: Option<String>,
+    model: Option<String>,
+) -> Result<String, Failure> {
+    let skill = load(&file)?.skill;
+    let model = model.unwrap_or_else(|| skill.model.clone());
+    if !model.starts_with("builtin/") {
+        return Err(Failure::bad_input(format!(
+            "error: --bars replays the skill offline up to the tick, and its model {model} is \
+             not offline: give --model builtin/sma-cross:FAST:SLOW (or builtin/replay:…); validate \
+             never calls a paid model"
+        )));
+    }
+    let preview = |at: String| crate::preview_cmd::PreviewArgs {
+        skill: file.clone(),
+        bars: bars.clone(),
+        at,
+        model: Some(model.clone()),
+        from: None,
+        equity: crate::run_cmd::DEFAULT_EQUITY.to_owned(),
+        fee_bps: crate::run_cmd::DEFAULT_FEE_BPS.to_owned(),
+        slippage_bps: crate::run_cmd::DEFAULT_SLIPPAGE_BPS.to_owned(),
+        news: None,
+        events: None,
+        funding: Vec::new(),
+        meta: None,
+    };
+    let at = match at {
+        Some(at) => at,
+        // The last tick the bars allow, as `run` would end.
+        None => crate::run_cmd::prepare(&crate::run_cmd::RunArgs::for_bars(
+            file.clone(),
+            bars.clone(),
+            model.clone(),
+        ))?
+        .report_tick
+        .to_rfc3339(),
+    };
+    let tick = crate::preview_cmd::preview_tick(preview(at))?;
+    if let Some(warning) = tick.budget_warning() {
+        eprintln!("{}: {warning}", file.display());
+    }
+    Ok(format!(
+        "tokens: the tick at {} takes {} input tokens (o200k) with {model}; budget {} ({}%)\n",
+        tick.at,
+        tick.input_tokens,
+        tick.budget(),
+        tick.input_tokens * 100 / usize::try_from(tick.budget()).unwrap_or(usize::MAX).max(1)
     ))
 }
 

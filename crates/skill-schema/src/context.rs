@@ -34,6 +34,12 @@ pub struct ContextConfig {
     #[serde(default = "default_news_top_k")]
     #[schemars(range(max = 50))]
     pub news_top_k: u32,
+    /// Input tokens a tick may take (system prompt + user message, o200k estimate) before
+    /// `sim-worker preview` and `skill validate --bars` warn. Absent: [`DEFAULT_TOKEN_BUDGET`]
+    /// (left out of the serialised skill, so skills stored before it keep their ids).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 500, max = 1_000_000))]
+    pub token_budget: Option<u32>,
     /// The memory dial (ADR-0017). Absent in legacy payloads: defaults apply.
     #[serde(default)]
     pub memory: SkillMemoryConfig,
@@ -52,7 +58,19 @@ pub struct ContextConfig {
     pub include_open_interest: Option<bool>,
 }
 
+/// The token budget of a tick when the skill sets none: 8,000 input tokens (o200k). The
+/// README's example takes ≈3,900; ADR-0017's worst case for the memory sections alone is ≈900
+/// (K = 30 rows), so a skill over 8,000 has a bar table, news or memory setting worth a look —
+/// every tick pays for it.
+pub const DEFAULT_TOKEN_BUDGET: u32 = 8_000;
+
 impl ContextConfig {
+    /// The skill's `tokenBudget`, or [`DEFAULT_TOKEN_BUDGET`].
+    #[must_use]
+    pub fn effective_token_budget(&self) -> u32 {
+        self.token_budget.unwrap_or(DEFAULT_TOKEN_BUDGET)
+    }
+
     /// The higher timeframes actually shown: the explicit list, or the next two rungs of the
     /// ladder 5m → 15m → 1h → 4h → 1d → 1w above `barsInterval`.
     #[must_use]

@@ -62,7 +62,8 @@ mod tools;
 mod validate;
 
 pub use context::{
-    ContextConfig, ReflectionCadence, ReflectionConfig, SkillEventsConfig, SkillMemoryConfig,
+    ContextConfig, DEFAULT_TOKEN_BUDGET, ReflectionCadence, ReflectionConfig, SkillEventsConfig,
+    SkillMemoryConfig,
 };
 pub use load::{Format, LoadError, LoadedSkill, load_skill, parse_skill};
 pub use risk::RiskCaps;

@@ -310,7 +310,7 @@ where
         let recent = state.recent_trades_text(k, now);
         let open = memory
             .include_open_positions
-            .then(|| memory_ledger::render_open_positions(&state.trades, &marks, now));
+            .then(|| memory_ledger::render_open_positions(&state.trades, now));
         (Some(recent), open)
     } else {
         (None, None)

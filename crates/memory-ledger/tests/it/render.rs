@@ -206,18 +206,14 @@ fn recent_trades_section() {
 
 #[test]
 fn open_positions_section() {
-    let marks = BTreeMap::from([
-        ("ETH".to_owned(), dec!(3438)),
-        ("DOGE".to_owned(), dec!(0.07925)),
-    ]);
-    let text = render_open_positions(&history(), &marks, t(400));
+    let text = render_open_positions(&history(), t(400));
     insta::assert_snapshot!(text);
 }
 
 #[test]
 fn sections_are_honest_when_empty_and_point_in_time() {
     insta::assert_snapshot!(
-        render_recent_trades(&[], 10, t(0)) + &render_open_positions(&[], &BTreeMap::new(), t(0)),
+        render_recent_trades(&[], 10, t(0)) + &render_open_positions(&[], t(0)),
         @r"
     - none: no trade of this skill has closed yet.
     - none: flat on every symbol.
@@ -226,7 +222,7 @@ fn sections_are_honest_when_empty_and_point_in_time() {
     // Before any exit, nothing is closed; rows entered after `now` are not open yet either.
     let rows = history();
     assert!(render_recent_trades(&rows, 10, t(-400)).contains("- none:"));
-    assert!(render_open_positions(&rows, &BTreeMap::new(), t(-700)).contains("- none:"));
+    assert!(render_open_positions(&rows, t(-700)).contains("- none:"));
 }
 
 #[test]
@@ -284,14 +280,13 @@ fn rendering_does_not_depend_on_row_order() {
     let rows = history();
     let mut reversed = rows.clone();
     reversed.reverse();
-    let marks = BTreeMap::from([("ETH".to_owned(), dec!(3438))]);
     assert_eq!(
         render_recent_trades(&rows, 10, t(400)),
         render_recent_trades(&reversed, 10, t(400))
     );
     assert_eq!(
-        render_open_positions(&rows, &marks, t(400)),
-        render_open_positions(&reversed, &marks, t(400))
+        render_open_positions(&rows, t(400)),
+        render_open_positions(&reversed, t(400))
     );
 }
 
@@ -315,11 +310,11 @@ fn a_round_trip_closed_at_its_stop_or_target_is_tagged_so() {
             .to_owned()
     };
     assert!(
-        line("BTC").ends_with(r#"150m [target] "breakout above prior swing high""#),
+        line("BTC").ends_with(r#"+$2.84 target "breakout above prior swing high""#),
         "{text}"
     );
     assert!(
-        line("ETH").ends_with(r#"45m [stop] "funding extreme, mean-revert""#),
+        line("ETH").ends_with(r#"-$1.84 stop "funding extreme, mean-revert""#),
         "{text}"
     );
 }
