@@ -31,6 +31,20 @@ pub(crate) struct AbArgs {
     /// trades, no open-positions view, no reflection, no lessons).
     #[arg(long, value_enum, default_value_t = MemoryArg::On)]
     pub b_memory: MemoryArg,
+    /// Walk-forward: split the ticks into this many consecutive windows of equal time span, run
+    /// A and B on each from a fresh account, and report B − A per metric with a bootstrap
+    /// confidence interval over the windows (and OUT/ab.html). 1: one run each, side by side.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub windows: u32,
+    /// Runs in flight at once with --windows (model calls are the bottleneck).
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub concurrency: u32,
+    /// Bootstrap resamples of the window differences.
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(100..=1_000_000))]
+    pub resamples: u32,
+    /// Seed of the bootstrap's generator (ChaCha8): the same seed, the same intervals.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
 }
 
 /// The summary fields compared, with their JSON pointers.
@@ -63,6 +77,10 @@ pub(crate) fn run(args: AbArgs) -> Result<String, Failure> {
         b_skill,
         b_model,
         b_memory,
+        windows,
+        concurrency,
+        resamples,
+        seed,
     } = args;
     if a.db.is_some() {
         return Err(Failure::bad_input(
@@ -99,8 +117,26 @@ pub(crate) fn run(args: AbArgs) -> Result<String, Failure> {
         ..a
     };
     // Check both before running either.
-    crate::run_cmd::prepare(&a)?;
+    let prepared = crate::run_cmd::prepare(&a)?;
     crate::run_cmd::prepare(&b)?;
+    if windows > 1 {
+        let plan = crate::ab_windows::Plan {
+            windows,
+            concurrency,
+            resamples,
+            seed,
+            first_tick: prepared.first_tick,
+            last_tick: prepared.report_tick,
+            interval: prepared.input.deployment.skill.context.bars_interval,
+            initial_equity: prepared.input.broker.initial_equity_usd,
+        };
+        if a.report_tick.is_some() {
+            return Err(Failure::bad_input(
+                "error: --report-tick names one tick of one run; with --windows every window is a run",
+            ));
+        }
+        return crate::ab_windows::run(&plan, &a, &b, &out);
+    }
     let (text_a, sa) = run_with_summary(a)?;
     let (text_b, sb) = run_with_summary(b)?;
 

@@ -2,6 +2,8 @@
 //! the work happens in the library crates.
 
 mod ab_cmd;
+mod ab_windows;
+mod bootstrap;
 mod ledger_cmd;
 mod memory_cmd;
 mod notes_cmd;

@@ -104,7 +104,7 @@ pub(crate) struct ReportInput<'a> {
     pub deployment_id: Uuid,
 }
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -31,7 +31,7 @@ pub(crate) const DEFAULT_FEE_BPS: &str = "4.5";
 /// Default slippage in basis points, adverse to the taker.
 pub(crate) const DEFAULT_SLIPPAGE_BPS: &str = "1";
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct RunArgs {
     /// The skill file (.json, .yaml/.yml, .toml).
     #[arg(long, value_name = "FILE")]
