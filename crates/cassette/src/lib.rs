@@ -151,7 +151,10 @@ pub struct Cassette {
     mode: Mode,
     path: PathBuf,
     inner: Option<Arc<dyn LanguageModel>>,
-    pool: SqlitePool,
+    /// How to reach the file for writing; the pool is made on the first recording, on the
+    /// runtime that records (the cassette may be opened on another).
+    options: SqliteConnectOptions,
+    pool: Mutex<Option<SqlitePool>>,
     state: Mutex<State>,
 }
 
@@ -200,9 +203,11 @@ impl Cassette {
             .filename(path)
             .create_if_missing(mode != Mode::Replay)
             .read_only(mode == Mode::Replay);
+        // Read with a pool of its own, closed before returning: nothing of it outlives the
+        // runtime `open` runs on.
         let pool = SqlitePoolOptions::new()
             .max_connections(1)
-            .connect_with(options)
+            .connect_with(options.clone())
             .await
             .map_err(sql)?;
         if mode != Mode::Replay {
@@ -261,6 +266,7 @@ impl Cassette {
             state.by_fingerprint.insert(fp.clone(), state.entries.len());
             state.entries.push((fp, recorded));
         }
+        pool.close().await;
         Ok(Self {
             id: inner
                 .as_ref()
@@ -268,7 +274,8 @@ impl Cassette {
             mode,
             path: path.to_owned(),
             inner,
-            pool,
+            options: options.create_if_missing(false),
+            pool: Mutex::new(None),
             state: Mutex::new(state),
         })
     }
@@ -311,9 +318,29 @@ impl Cassette {
     }
 
     /// Closes the file (pending writes are already committed: each recording is its own
-    /// statement).
+    /// statement). A later recording opens it again.
     pub async fn close(&self) {
-        self.pool.close().await;
+        let pool = self
+            .pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(pool) = pool {
+            pool.close().await;
+        }
+    }
+
+    /// The pool recordings are written through, made on first use.
+    fn writer(&self) -> SqlitePool {
+        self.pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert_with(|| {
+                SqlitePoolOptions::new()
+                    .max_connections(1)
+                    .connect_lazy_with(self.options.clone())
+            })
+            .clone()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -357,20 +384,17 @@ impl Cassette {
     ) -> Result<(), ModelError> {
         let body = serde_json::to_string(response)
             .map_err(|e| ModelError::Other(format!("cassette: serialising a response: {e}")))?;
-        let seq = {
-            let state = self.lock();
-            i64::try_from(state.entries.len()).unwrap_or(i64::MAX)
-        };
+        // `seq` is file-wide: two cassettes on one file (a run's trading and reflection
+        // models) interleave in the order they recorded.
         sqlx::query(
             "INSERT OR REPLACE INTO responses (fingerprint, seq, model, request, response) \
-             VALUES (?, ?, ?, ?, ?)",
+             VALUES (?, (SELECT COALESCE(MAX(seq), -1) + 1 FROM responses), ?, ?, ?)",
         )
         .bind(fp)
-        .bind(seq)
         .bind(&self.id)
         .bind(canonical)
         .bind(&body)
-        .execute(&self.pool)
+        .execute(&self.writer())
         .await
         .map_err(|e| {
             ModelError::Other(format!(

@@ -160,3 +160,37 @@ async fn replay_needs_the_file_and_record_needs_the_model() {
         .unwrap_err();
     assert!(matches!(e, CassetteError::Format { .. }), "{e}");
 }
+
+/// `sim-worker` opens the cassette while checking its inputs, on a runtime it then drops, and
+/// records on the run's runtime.
+#[test]
+fn a_cassette_opened_on_one_runtime_records_on_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.cassette");
+    let runtime = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let model = Arc::new(Counting {
+        calls: AtomicU64::new(0),
+    });
+    let cassette = runtime()
+        .block_on(Cassette::open(&path, Mode::Auto, "x", Some(model.clone())))
+        .unwrap();
+    runtime().block_on(async {
+        cassette.generate(&request(10, "1")).await.unwrap();
+        cassette.generate(&request(11, "1")).await.unwrap();
+        cassette.close().await;
+    });
+    let again = runtime()
+        .block_on(Cassette::open(
+            &path,
+            Mode::Replay,
+            "openai/gpt-4o-mini",
+            None,
+        ))
+        .unwrap();
+    assert_eq!(again.len(), 2);
+}
