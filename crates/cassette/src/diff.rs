@@ -12,7 +12,8 @@ use serde_json::Value;
 /// How much of a differing line is quoted, in characters.
 const EXCERPT: usize = 100;
 
-/// The tick time of a canonical request: the line after `## Time` in its first user message.
+/// The tick time of a canonical request: the first word of the line after `## Time` in its
+/// first user message (`2017-04-19T10:00:00Z`).
 #[must_use]
 pub fn tick_time(request: &Value) -> Option<&str> {
     let first_user = request["messages"]
@@ -22,7 +23,7 @@ pub fn tick_time(request: &Value) -> Option<&str> {
     let content = first_user["content"].as_str()?;
     let mut lines = content.lines();
     lines.find(|l| *l == "## Time")?;
-    lines.next()
+    lines.next()?.split_whitespace().next()
 }
 
 /// The index of the recorded request nearest to `wanted` among `recorded` (in recording
@@ -305,10 +306,16 @@ mod tests {
     fn the_nearest_request_has_the_same_tick_time() {
         let recorded = [
             req("2017-04-19T09:00:00Z", "9000"),
-            req("2017-04-19T10:00:00Z", "10000"),
+            req(
+                "2017-04-19T10:00:00Z (Wednesday). Execution timeframe 1h",
+                "10000",
+            ),
             req("2017-04-19T11:00:00Z", "9000"),
         ];
-        let wanted = req("2017-04-19T10:00:00Z", "9000");
+        let wanted = req(
+            "2017-04-19T10:00:00Z (Wednesday). Execution timeframe 1h",
+            "9000",
+        );
         assert_eq!(tick_time(&wanted), Some("2017-04-19T10:00:00Z"));
         assert_eq!(nearest(&wanted, &recorded), Some(1));
         assert_eq!(nearest(&wanted, &[]), None);

@@ -332,3 +332,60 @@ async fn max_cost_stops_before_the_cap_with_the_store_and_summary_consistent() {
         "trades.csv holds the summary's rows"
     );
 }
+
+#[test]
+fn what_cannot_be_measured_or_mixes_two_replays_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let bars = format!("EURUSD={}", repo("examples/data/EURUSD.csv"));
+    let skill = repo("examples/skills/eurusd-sma-cross.yaml");
+    let base = [
+        "run",
+        "--skill",
+        &skill,
+        "--bars",
+        &bars,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let with = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().copied().chain(extra.iter().copied()).collect();
+        crate::common::sim(&args)
+    };
+
+    let (code, stdout, stderr) = with(&["--model", "openrouter/acme/unpriced", "--max-cost", "1"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stdout.is_empty());
+    assert!(
+        stderr.contains("--max-cost: openrouter/acme/unpriced is not in the rate table"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = with(&["--max-cost", "0"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("--max-cost: must be above 0"), "{stderr}");
+
+    let tape = dir.path().join("t.cassette");
+    let (code, _, stderr) = with(&[
+        "--model",
+        "builtin/replay:sqlite://nowhere.db",
+        "--cassette",
+        tape.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("builtin/replay: re-proposes a stored run's decisions"),
+        "{stderr}"
+    );
+
+    // Replay of a cassette that does not exist: refused, and nothing is created.
+    let (code, _, stderr) = with(&[
+        "--cassette",
+        tape.to_str().unwrap(),
+        "--cassette-mode",
+        "replay",
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no cassette there"), "{stderr}");
+    assert!(!tape.exists());
+    assert!(!out.join("summary.json").exists());
+}
