@@ -6,7 +6,9 @@
 //!   one call carries: [`ModelRequest`], [`Message`], [`ToolDefinition`], [`ToolCall`],
 //!   [`ModelResponse`], [`FinishReason`], [`ModelError`];
 //! - [`Rates`] and the one cost formula ([`Rates::cost`]), the one rate table ([`rates_for`],
-//!   [`estimate_cost`]).
+//!   [`estimate_cost`]);
+//! - [`Metered`]: a decorator adding up what calls actually cost into a shared [`Spend`] (the
+//!   cost guard of `sim-worker run --max-cost` reads it).
 //!
 //! The normalised token [`Usage`] is `types::Usage` (re-exported here), because the store keeps
 //! it on every snapshot and `db` depends on `types` only.
@@ -33,9 +35,11 @@
 //! ```
 
 pub mod cost;
+pub mod meter;
 pub mod model;
 
 pub use cost::{CostEstimate, estimate_cost, normalise_model_id, rates_for};
+pub use meter::{Metered, Spend, SpendTotals};
 /// A `mockall` mock of [`LanguageModel`] (feature `mock`).
 #[cfg(feature = "mock")]
 pub use model::MockLanguageModel;

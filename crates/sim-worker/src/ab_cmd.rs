@@ -109,6 +109,11 @@ pub(crate) fn run(args: AbArgs) -> Result<String, Failure> {
         funding: a.funding.clone(),
         meta: a.meta.clone(),
         report_tick: a.report_tick.clone(),
+        // One cassette serves both variants (a request's fingerprint names its model), and
+        // the cost cap applies to each variant's run.
+        cassette: a.cassette.clone(),
+        cassette_mode: a.cassette_mode,
+        max_cost: a.max_cost.clone(),
         memory_off: b_memory == MemoryArg::Off,
         time_flags: a.time_flags,
     };

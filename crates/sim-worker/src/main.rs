@@ -12,6 +12,7 @@ mod report;
 mod run_cmd;
 mod score_cmd;
 mod skill_cmd;
+mod spend;
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -39,8 +40,11 @@ enum Command {
     ///
     /// Exit codes: 0 done; 2 bad input (nothing on stdout); 3 more than 50% of the ticks failed
     /// on the model (provider errors, garbage answers, a deadline; every output is written, the
-    /// result printed, and `verdicts.model_error` in summary.json counts them); 74 the result
-    /// could not be written to stdout.
+    /// result printed, and `verdicts.model_error` in summary.json counts them); 4 `--max-cost`
+    /// stopped the run (the ticks run are stored, every output written with `stopped` in
+    /// summary.json, the result printed); 5 `--cassette-mode replay` met a request the cassette
+    /// does not hold (stderr names its fingerprint and the first difference from the nearest
+    /// recording; no summary); 74 the result could not be written to stdout.
     Run(Box<run_cmd::RunArgs>),
     /// Show the exact system prompt and user message of one tick with token counts per segment
     /// and section (o200k_base, offline), replaying the backtest up to that tick.
@@ -89,6 +93,15 @@ pub(crate) const EXIT_BAD_INPUT: u8 = 2;
 /// errors, garbage answers, the tick's deadline). Every output was written and the result is on
 /// stdout; stderr says how many ticks failed.
 pub(crate) const EXIT_MODEL_FAILED: u8 = 3;
+
+/// `run`: `--max-cost` stopped the run between two ticks. The ticks run are stored, every
+/// output is written (summary.json says `stopped`) and the result is on stdout.
+pub(crate) const EXIT_COST_CAP: u8 = 4;
+
+/// `run`, `preview`, `ab`: in `--cassette-mode replay`, a model request the cassette does not
+/// hold. stderr names its fingerprint and the first difference from the nearest recorded
+/// request; nothing was sent and no summary was written.
+pub(crate) const EXIT_CASSETTE_MISS: u8 = 5;
 
 /// The share of ticks (in %) that may fail on the model before `run` exits
 /// [`EXIT_MODEL_FAILED`]: more than half is a run that measured the provider, not the skill.

@@ -55,6 +55,12 @@ pub(crate) struct PreviewArgs {
     /// The exchange's maximum leverage per coin (Hyperliquid `meta` .json), as `run --meta`.
     #[arg(long, value_name = "FILE")]
     pub meta: Option<PathBuf>,
+    /// Recorded model responses, as `run --cassette`: the ticks up to `--at` replay from it.
+    #[arg(long, value_name = "FILE")]
+    pub cassette: Option<PathBuf>,
+    /// `record`, `replay` or `auto`, as `run --cassette-mode`.
+    #[arg(long, value_enum, default_value_t = crate::spend::CassetteMode::Auto, requires = "cassette")]
+    pub cassette_mode: crate::spend::CassetteMode,
 }
 
 /// Exact `o200k_base` token count.
@@ -151,6 +157,9 @@ pub(crate) fn preview_tick(args: PreviewArgs) -> Result<PreviewedTick, Failure> 
         funding: args.funding,
         meta: args.meta,
         report_tick: Some(args.at),
+        cassette: args.cassette,
+        cassette_mode: args.cassette_mode,
+        max_cost: None,
         memory_off: false,
         time_flags: TimeFlags {
             to: "--at",
@@ -197,7 +206,18 @@ async fn preview(
             .map_err(|e| bad(e.to_string()))?;
         let result = run_backtest(&p.input, p.model.as_ref(), &store, |_, _| {})
             .await
-            .map_err(|e| bad(e.to_string()))?;
+            .map_err(|e| bad(e.to_string()));
+        for c in &p.cassettes {
+            c.close().await;
+        }
+        let result = result?;
+        if let Some(miss) = p.cassettes.iter().find_map(|c| c.first_miss()) {
+            return Err(Failure {
+                message: format!("error: {miss}\n"),
+                code: crate::EXIT_CASSETTE_MISS,
+                stdout: String::new(),
+            });
+        }
         let snap = store
             .get_snapshot(snapshot_id(p.input.deployment.deployment_id, at))
             .await

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::io::Write as _;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -17,12 +18,13 @@ use market_data::{detect_interval, load_bars, resample};
 use reflection::resolve_reflection_model;
 use rust_decimal::Decimal;
 use skill_schema::Skill;
-use tick::backtest::{BacktestInput, Summary, register, run_backtest, tick_times};
+use tick::backtest::{BacktestInput, Summary, register, run_backtest_until, tick_times};
 use tick::{Deployment, ID_NAMESPACE, snapshot_id};
 use tools::{NewsItem, Preloaded};
 use types::{Interval, Uuid};
 
 use crate::Failure;
+use crate::spend::{CassetteMode, CassetteSpec, Guard, Stop};
 
 /// Default starting equity in USD.
 pub(crate) const DEFAULT_EQUITY: &str = "10000";
@@ -89,6 +91,23 @@ pub(crate) struct RunArgs {
     /// The tick whose exact system prompt and user message the report shows (default: the last).
     #[arg(long, value_name = "TIME")]
     pub report_tick: Option<String>,
+    /// Recorded model responses: a SQLite file keyed by each request's fingerprint (provider,
+    /// model, every message, tool schemas, sampling parameters). A re-run of a recorded
+    /// backtest is byte-identical and sends nothing. Not `--model builtin/replay:…`, which
+    /// re-proposes a stored run's decisions.
+    #[arg(long, value_name = "FILE")]
+    pub cassette: Option<PathBuf>,
+    /// How the cassette answers: `record` (send every request, record each answer), `replay`
+    /// (answer from the cassette only; a request it does not hold ends the run, exit 5) or
+    /// `auto` (replay what it holds, send and record the rest).
+    #[arg(long, value_enum, default_value_t = CassetteMode::Auto, requires = "cassette")]
+    pub cassette_mode: CassetteMode,
+    /// Stop the run cleanly, between ticks, when the spend so far plus the costliest tick so
+    /// far would pass this many USD (the first tick always runs: it is the measurement). The
+    /// ticks run are stored, the outputs written with `stopped` in summary.json; exit 4. Only
+    /// for a model the rate table prices; replayed responses cost nothing.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<String>,
     /// Set by `ab --b-memory off`: run the skill with `context.memory.enabled: false`.
     #[arg(skip)]
     pub memory_off: bool,
@@ -118,6 +137,9 @@ impl RunArgs {
             funding: Vec::new(),
             meta: None,
             report_tick: None,
+            cassette: None,
+            cassette_mode: crate::spend::CassetteMode::Auto,
+            max_cost: None,
             memory_off: false,
             time_flags: TimeFlags::default(),
         }
@@ -187,6 +209,12 @@ fn parse_decimal(flag: &str, text: &str, min: Decimal) -> Result<Decimal, Failur
 pub(crate) struct Prepared {
     pub input: BacktestInput,
     pub model: Arc<dyn LanguageModel>,
+    /// What the provider has been paid (trading and reflection models, replays excluded).
+    pub spend: model::Spend,
+    /// The cassettes of the run (`--cassette`): the trading model's, a reflection model's.
+    pub cassettes: Vec<Arc<cassette::Cassette>>,
+    /// `--max-cost`.
+    pub max_cost: Option<Decimal>,
     pub skill_body: serde_json::Value,
     pub report_tick: DateTime<Utc>,
     pub first_tick: DateTime<Utc>,
@@ -356,15 +384,45 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
     let model_id = args.model.clone().unwrap_or_else(|| skill.model.clone());
     let builtins =
         |id: &str| builtin_model(id, &skill).ok_or_else(|| ModelError::UnknownModel(id.to_owned()));
+    let cassette = args.cassette.as_ref().map(|path| CassetteSpec {
+        path: path.clone(),
+        mode: args.cassette_mode,
+    });
+    if cassette.is_some() && model_id.starts_with(REPLAY_PREFIX) {
+        return Err(bad(format!(
+            "--cassette with --model {model_id}: a cassette replays recorded model responses \
+             request by request; builtin/replay: re-proposes a stored run's decisions tick by \
+             tick without a model; use one of them"
+        )));
+    }
+    let max_cost = crate::spend::parse_max_cost(args.max_cost.as_deref(), &model_id)?;
+    let spend = model::Spend::default();
+    let mut cassettes = Vec::new();
+    let resolve = |id: &str| providers::resolve_model(id, &providers::process_env, &builtins);
     let model = match model_id.strip_prefix(REPLAY_PREFIX) {
         Some(spec) => crate::block_on(load_replay(&model_id, spec, &times))?,
-        None => providers::resolve_model(&model_id, &providers::process_env, &builtins)
-            .map_err(|e| bad(format!("--model {model_id}: {e}")))?,
+        None => {
+            let (model, tape) =
+                crate::spend::wire(&model_id, "--model", cassette.as_ref(), &spend, &resolve)?;
+            cassettes.extend(tape);
+            model
+        }
     };
+    // A reflection model that calls a provider is metered and goes through the same cassette
+    // (its requests carry its own model id); the built-in reflector calls nothing.
+    let mut reflection_tape = None;
     let reflector = resolve_reflection_model(&skill.context.memory.reflection.model, |id| {
-        providers::resolve_model(id, &providers::process_env, &builtins)
+        if id.starts_with("builtin/") {
+            return resolve(id);
+        }
+        let flag = "context.memory.reflection.model";
+        let (model, tape) = crate::spend::wire(id, flag, cassette.as_ref(), &spend, &resolve)
+            .map_err(|f| ModelError::Other(f.message.trim().to_owned()))?;
+        reflection_tape = tape;
+        Ok(model)
     })
     .map_err(|e| e.to_string());
+    cassettes.extend(reflection_tape);
 
     let skill_body = serde_json::to_value(&skill).context("serializing the skill")?;
     let skill_id = skill.skill_id();
@@ -438,6 +496,9 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
     Ok(Prepared {
         input,
         model,
+        spend,
+        cassettes,
+        max_cost,
         skill_body,
         report_tick,
         first_tick,
@@ -702,38 +763,135 @@ async fn simulate(
         })?;
 
     let progress = Progress::new(p.ticks as u64, p.input.broker.initial_equity_usd);
-    let result = run_backtest(&p.input, p.model.as_ref(), &store, |outcome, state| {
+    let model_id = p.model.id().to_owned();
+    let mut guard = Guard::new(
+        &model_id,
+        model::rates_for(&model_id),
+        &p.spend,
+        &p.cassettes,
+        p.max_cost,
+        p.ticks,
+    );
+    guard.announce();
+    let mut stop = None;
+    let result = run_backtest_until(&p.input, p.model.as_ref(), &store, |outcome, state| {
         progress.tick(outcome, state);
+        match guard.after_tick() {
+            Some(why) => {
+                stop = Some(why);
+                ControlFlow::Break(())
+            }
+            None => ControlFlow::Continue(()),
+        }
     })
     .await;
     progress.finish();
+    let ticks_run = guard.done();
+    for c in &p.cassettes {
+        c.close().await;
+    }
     let result = result.map_err(|e| bad(format!("{e:#}")))?;
+    if let Some(Stop::CassetteMiss(miss)) = &stop {
+        // The run is not complete: no summary. The store keeps the ticks that ran.
+        let _ = store.close().await;
+        return Err(Failure {
+            message: format!(
+                "error: {miss}\nthe run stopped at tick {ticks_run} of {}; nothing was sent for \
+                 it and no summary was written (re-record with --cassette-mode auto or record)\n",
+                p.ticks
+            ),
+            code: crate::EXIT_CASSETTE_MISS,
+            stdout: String::new(),
+        });
+    }
 
     let summary = Summary::of(&result);
+    // A run stopped early reports its last tick when the asked one did not run.
+    let report_tick = result
+        .points
+        .last()
+        .map_or(p.report_tick, |l| l.tick_at.min(p.report_tick));
     let snapshot = store
-        .get_snapshot(snapshot_id(d.deployment_id, p.report_tick))
+        .get_snapshot(snapshot_id(d.deployment_id, report_tick))
         .await
-        .map_err(|e| bad(format!("reading the snapshot of {}: {e}", p.report_tick)))?;
-    let written = write_outputs(&args.out, &p, &summary, &result, &snapshot, &store, &url);
+        .map_err(|e| bad(format!("reading the snapshot of {report_tick}: {e}")))?;
+    let stopped = match &stop {
+        Some(Stop::MaxCost {
+            cap,
+            spent,
+            costliest_tick,
+        }) => Some(serde_json::json!({
+            "reason": "max_cost",
+            "max_cost_usd": cap.to_string(),
+            "spent_usd": spent.to_string(),
+            "costliest_tick_usd": costliest_tick.to_string(),
+            "ticks_run": ticks_run,
+            "ticks_planned": p.ticks,
+        })),
+        _ => None,
+    };
+    let ran = Ran {
+        summary: &summary,
+        result: &result,
+        snapshot: &snapshot,
+        stopped,
+    };
+    let written = write_outputs(&args.out, &p, ran, &store, &url);
     // A SQLite store folds its write-ahead log into the file: the file alone is the run.
     let closed = store
         .close()
         .await
         .map_err(|e| bad(format!("closing {}: {e}", db::redact_url(&url))));
-    let written = written?;
+    let (mut text, json) = written?;
     closed?;
-    Ok(written)
+    text.push_str(&crate::spend::result_lines(
+        &model_id,
+        &p.spend,
+        &p.cassettes,
+    ));
+    if let Some(Stop::MaxCost {
+        cap,
+        spent,
+        costliest_tick,
+    }) = stop
+    {
+        return Err(Failure {
+            message: format!(
+                "stopped: --max-cost ${cap}: ${spent} spent after {ticks_run} of {} ticks; the \
+                 next could cost ${costliest_tick} (the costliest so far) and pass the cap. \
+                 The ticks run are stored and summarised (`stopped` in summary.json)\n",
+                p.ticks
+            ),
+            code: crate::EXIT_COST_CAP,
+            stdout: text,
+        });
+    }
+    Ok((text, json))
+}
+
+/// What a finished (or stopped) backtest hands to [`write_outputs`].
+struct Ran<'a> {
+    summary: &'a Summary,
+    result: &'a tick::backtest::BacktestResult,
+    /// The tick the report shows.
+    snapshot: &'a db::DecisionSnapshot,
+    /// `summary.json`'s `stopped`, for a run `--max-cost` ended early.
+    stopped: Option<serde_json::Value>,
 }
 
 fn write_outputs(
     out: &Path,
     p: &Prepared,
-    summary: &Summary,
-    result: &tick::backtest::BacktestResult,
-    snapshot: &db::DecisionSnapshot,
+    ran: Ran<'_>,
     store: &Store,
     url: &str,
 ) -> Result<(String, serde_json::Value), Failure> {
+    let Ran {
+        summary,
+        result,
+        snapshot,
+        stopped,
+    } = ran;
     // What the outputs show of the store: never its password.
     let url = &*db::redact_url(url);
     // Each file appears whole or not at all: written beside, then renamed into place.
@@ -759,6 +917,10 @@ fn write_outputs(
             "slippage_bps".into(),
             p.input.broker.slippage_bps.to_string().into(),
         );
+        // Only a run that stopped early says so: a complete run's summary is unchanged.
+        if let Some(stopped) = stopped {
+            obj.insert("stopped".into(), stopped);
+        }
     }
     let mut text = serde_json::to_string_pretty(&json).context("serializing the summary")?;
     text.push('\n');

@@ -135,6 +135,8 @@ fn estimate_tokens(
         events: None,
         funding: Vec::new(),
         meta: None,
+        cassette: None,
+        cassette_mode: crate::spend::CassetteMode::Auto,
     };
     let at = match at {
         Some(at) => at,

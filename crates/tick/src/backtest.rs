@@ -25,6 +25,7 @@
 //! timeframes) and passes it in.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use agent_runtime::{LanguageModel, Usage};
@@ -177,6 +178,30 @@ where
     S: TickStore + NoteStore + OutcomeStore + Clone + Send + Sync + 'static,
     F: FnMut(&TickOutcome, &TickState),
 {
+    run_backtest_until(input, model, store, |outcome, state| {
+        on_tick(outcome, state);
+        ControlFlow::Continue(())
+    })
+    .await
+}
+
+/// [`run_backtest`] that `on_tick` can end early: when it returns [`ControlFlow::Break`] after
+/// a tick, no later tick runs, the store is flushed and the result covers the ticks that ran
+/// (the store holds exactly those; a due reflection of the last tick has run). A budget stops a
+/// run this way (`sim-worker run --max-cost`), between ticks, never inside one.
+///
+/// # Errors
+/// As [`run_backtest`].
+pub async fn run_backtest_until<S, F>(
+    input: &BacktestInput,
+    model: &dyn LanguageModel,
+    store: &S,
+    mut on_tick: F,
+) -> Result<BacktestResult, BacktestError>
+where
+    S: TickStore + NoteStore + OutcomeStore + Clone + Send + Sync + 'static,
+    F: FnMut(&TickOutcome, &TickState) -> ControlFlow<()>,
+{
     // The outcome memory the recall tools and the `<trading_memory>` block read: this
     // backtest's own, in the store it writes to (read only when the skill asks for it).
     let memory: Option<Arc<dyn TradeMemory>> =
@@ -306,7 +331,9 @@ where
         if let Some(o) = &outcome.outcome {
             pending.push(o.clone());
         }
-        on_tick(&outcome, &state);
+        if on_tick(&outcome, &state).is_break() {
+            break;
+        }
     }
     store.flush().await.map_err(BacktestError::Store)?;
     Ok(BacktestResult {

@@ -6,6 +6,7 @@
 
 mod ab_windows_cli;
 mod budget_cli;
+mod cassette_cli;
 mod common;
 mod funding_cli;
 mod ledger_cli;

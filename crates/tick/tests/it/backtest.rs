@@ -411,3 +411,45 @@ async fn a_tick_another_writer_stored_fails_the_backtest_and_keeps_the_others() 
         1
     );
 }
+
+#[tokio::test]
+async fn a_run_ended_early_by_its_callback_stores_and_reports_exactly_the_ticks_that_ran() {
+    let bars = common::eurusd(300);
+    let input = input(&bars, Decimal::ZERO, Decimal::ZERO);
+    let (_, full) = run(&input).await;
+
+    let store = db::connect("sqlite::memory:").await.expect("store");
+    let first = bars[0].close_time(Interval::H1);
+    register(&store, &input, serde_json::json!({"name": "eurusd"}), first)
+        .await
+        .expect("register");
+    let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
+        .expect("builtin model");
+    let mut seen = 0;
+    let result = tick::backtest::run_backtest_until(&input, model.as_ref(), &store, |_, _| {
+        seen += 1;
+        if seen == 120 {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
+    })
+    .await
+    .expect("backtest");
+    assert_eq!(seen, 120, "no tick after the break");
+    assert_eq!(result.points.len(), 120);
+    assert_eq!(
+        result.points[..],
+        full.points[..120],
+        "the same ticks as the full run"
+    );
+    let stored = snapshots(&store, input.deployment.deployment_id).await;
+    assert_eq!(stored.len(), 120, "every tick that ran is stored, no other");
+    assert_eq!(
+        stored.last().map(|s| s.tick_at),
+        Some(result.points[119].tick_at)
+    );
+    let summary = Summary::of(&result);
+    assert_eq!(summary.ticks, 120);
+    assert_eq!(summary.last_tick, Some(result.points[119].tick_at));
+}
