@@ -12,6 +12,7 @@ mod mcp_serve;
 mod memory_cli;
 mod model_failures_cli;
 mod notes_cli;
+mod parity_cli;
 mod run_cli;
 mod score_cli;
 mod skill_cli;
