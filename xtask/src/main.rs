@@ -7,6 +7,9 @@
 //! workspace with every feature (the `mock` features' tests included) and the committed
 //! `Cargo.lock`. It never skips the PostgreSQL or the browser half silently: when a server or
 //! a browser cannot be had it stops with a message that says exactly what to do.
+//!
+//! `cargo xtask compare-backtesting-py` runs backtesting.py's SmaCross(10, 20) and
+//! `sim-worker run` on the same bars (see the `compare` module).
 
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::Path;
@@ -14,6 +17,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+
+mod compare;
 
 const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -28,13 +33,18 @@ fn main() -> Result<()> {
         Some("test") => test(&args[1..]),
         Some("postgres") => ensure_postgres().map(|url| println!("{url}")),
         Some("browser") => ensure_browser(),
+        Some("compare-backtesting-py") => compare::compare_backtesting_py(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
                  tasks:\n  \
                  test [ARGS]   ensure PostgreSQL is up, then `cargo test --workspace --all-features --locked [ARGS]`\n  \
                  postgres      ensure PostgreSQL is up and print TEST_DATABASE_URL\n  \
-                 browser       ensure headless Chromium and chromedriver are installed"
+                 browser       ensure headless Chromium and chromedriver are installed\n  \
+                 compare-backtesting-py [--runs N] [--regenerate]\n                \
+                 backtesting.py 0.6.6's SmaCross(10, 20) (throwaway venv, PyPI) vs `sim-worker run`\n                \
+                 on examples/data/EURUSD.csv: trades checked against the committed reference,\n                \
+                 bars per second of both and their ratio"
             );
             std::process::exit(2);
         }

@@ -10,8 +10,12 @@
 //!   short: the engine and broker handle the flip), crossing below proposes to be short,
 //!   anything else is `no_op`. It is stateless, so a restart changes nothing. Symbols are
 //!   checked in context order and the first one with a cross is proposed (one proposal per
-//!   tick). Size: `maxPositionPct` of the equity shown in the Portfolio section, capped at
-//!   `maxOrderUsd`, rounded down to cents, leverage 1. It emits a `propose_order` tool call, so
+//!   tick). Size: the largest notional that is still within `maxPositionPct` of the equity
+//!   *after* the order (see [`SmaCrossModel::size_for`]): the equity shown in the Portfolio
+//!   section less a cent (it is shown rounded to cents), less what the order may cost — up to
+//!   [`COST_ALLOWANCE_BPS`] of each leg's notional in fee and slippage, the closing leg of a
+//!   flip included (its quantity is read from the Portfolio section, valued at the last close).
+//!   Capped at `maxOrderUsd`, rounded down to cents, leverage 1. It emits a `propose_order` tool call, so
 //!   it goes through the same tool path and validation as a real model; every reason says it is
 //!   a rule-based baseline, not an LLM. It reports zero token usage.
 
@@ -29,6 +33,12 @@ use crate::context::BAR_TABLE_HEADER;
 use model::{
     FinishReason, LanguageModel, Message, ModelError, ModelRequest, ModelResponse, ToolCall, Usage,
 };
+
+/// The fee and slippage the sma-cross baseline allows for, in basis points of each leg's
+/// notional, when it sizes an order to fit `maxPositionPct` of the equity left after it (the
+/// prompt does not show the account's costs). Hyperliquid's base taker fee is 4.5 bps and
+/// sim-worker's default slippage 1 bp, 5.5 bps a leg in all.
+pub const COST_ALLOWANCE_BPS: Decimal = Decimal::from_parts(10, 0, 0, false, 0);
 
 /// The id of [`ScriptedModel`].
 pub const SCRIPTED_ID: &str = "builtin/scripted";
@@ -119,7 +129,18 @@ pub struct ParsedContext {
     /// Equity from the Portfolio section.
     pub equity: Option<Decimal>,
     /// Open positions from the Portfolio section.
-    pub positions: Vec<(String, Side)>,
+    pub positions: Vec<HeldPosition>,
+}
+
+/// An open position as the Portfolio section lists it (`- EURUSD short 5365.8295142 @ …`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldPosition {
+    /// The symbol.
+    pub symbol: String,
+    /// Long or short.
+    pub side: Side,
+    /// The quantity in base units; `None` when the line does not show a readable one.
+    pub qty: Option<Decimal>,
 }
 
 /// Reads the bar tables and the portfolio back from a message rendered by
@@ -283,7 +304,15 @@ fn parse_portfolio(body: &str, out: &mut ParsedContext) {
                 "short" => Side::Short,
                 _ => continue,
             };
-            out.positions.push((symbol.to_owned(), side));
+            let qty = parts
+                .next()
+                .and_then(plain_decimal)
+                .filter(|q| *q > Decimal::ZERO);
+            out.positions.push(HeldPosition {
+                symbol: symbol.to_owned(),
+                side,
+                qty,
+            });
         }
     }
 }
@@ -382,6 +411,30 @@ impl SmaCrossModel {
         Self::new(fast.parse().ok()?, slow.parse().ok()?, skill)
     }
 
+    /// The size in USD of an order that opens a position when the Portfolio section shows
+    /// `equity` and the order first closes `closing` USD of notional (a flip; zero from flat).
+    ///
+    /// The position must fit `maxPositionPct` (`p`) of the equity *after* the order, which has
+    /// paid up to `c` = [`COST_ALLOWANCE_BPS`] of both legs' notional: with `E` the shown equity
+    /// less a cent (it is rounded to cents), `size ≤ p · (E − c · closing − c · size)`, so
+    /// `size = p · (E − c · closing) / (1 + p · c)`, at most `maxOrderUsd`, rounded down to
+    /// cents; zero when nothing fits.
+    #[must_use]
+    pub fn size_for(&self, equity: Decimal, closing: Decimal) -> Decimal {
+        let p = self.max_position_pct / Decimal::ONE_HUNDRED;
+        let c = COST_ALLOWANCE_BPS / Decimal::from(10_000);
+        // Checked: the figures come from text; out of range sizes to zero (stand aside).
+        let size = equity
+            .checked_sub(Decimal::new(1, 2))
+            .and_then(|e| e.checked_sub(c.checked_mul(closing)?))
+            .and_then(|left| p.checked_mul(left))
+            .and_then(|top| top.checked_div(Decimal::ONE.checked_add(p.checked_mul(c)?)?))
+            .unwrap_or_default();
+        size.min(self.max_order_usd)
+            .max(Decimal::ZERO)
+            .round_dp_with_strategy(2, RoundingStrategy::ToZero)
+    }
+
     fn label(&self) -> String {
         format!("Rule-based baseline {} (not an LLM)", self.id)
     }
@@ -416,11 +469,8 @@ impl SmaCrossModel {
                 Cross::Down => (Side::Short, "below", "open_short"),
                 Cross::None => continue,
             };
-            let held = parsed
-                .positions
-                .iter()
-                .find(|(p, _)| p == symbol)
-                .map(|(_, s)| *s);
+            let position = parsed.positions.iter().find(|p| &p.symbol == symbol);
+            let held = position.map(|p| p.side);
             let what = format!(
                 "SMA{} {f} crossed {verb} SMA{} {s} on the last closed bar",
                 self.fast, self.slow
@@ -437,9 +487,23 @@ impl SmaCrossModel {
                     &format!("{label}: {what}, but no equity figure was shown; standing aside."),
                 );
             };
-            let size = (equity * self.max_position_pct / Decimal::ONE_HUNDRED)
-                .min(self.max_order_usd)
-                .round_dp_with_strategy(2, RoundingStrategy::ToZero);
+            // A flip's closing leg: the held quantity at the last close (the mark).
+            let closing = match position.map(|p| p.qty) {
+                None => Decimal::ZERO,
+                Some(Some(qty)) => {
+                    let last = closes.last().copied().unwrap_or_default();
+                    qty.checked_mul(last).unwrap_or(Decimal::MAX)
+                }
+                Some(None) => {
+                    return no_op(
+                        symbol,
+                        &format!(
+                            "{label}: {what}, but the held quantity could not be read; standing aside."
+                        ),
+                    );
+                }
+            };
+            let size = self.size_for(equity, closing);
             if size < self.min_order_usd || size <= Decimal::ZERO {
                 return no_op(
                     symbol,

@@ -133,7 +133,9 @@
 //!        the available margin (plus, for a flip, the old position's margin and unrealized PnL).
 //!
 //! Arithmetic that would overflow is rejected as R11 rather than panicking. Percentages are
-//! compared exactly and shown rounded to 2 decimals.
+//! compared exactly and shown rounded to 2 decimals, except the breaching percentage of an R3 or
+//! R4 rejection: it gets as many decimals as it takes to be above the cap, rounded toward zero
+//! (`60.00001%` against a 60% cap, never `60% … cap 60%`).
 //!
 //! An `Executed` verdict means "passed every rule, send this order". The broker may still refuse
 //! (e.g. [`BrokerError::InsufficientMargin`] because fees and slippage are on top of the

@@ -173,6 +173,19 @@ fn sub(a: Decimal, b: Decimal) -> Check<Decimal> {
     a.checked_sub(b).ok_or_else(out_of_range)
 }
 
+/// `value` (a percentage above `cap`) written with as many decimals as it takes to show that it
+/// is above: at least 2, rounded toward zero so it is never overstated (`60.00001%` against a
+/// 60% cap, never `60%`).
+fn pct_above(value: Decimal, cap: Decimal) -> String {
+    for dp in 2..=Decimal::MAX_SCALE {
+        let shown = value.round_dp_with_strategy(dp, RoundingStrategy::ToZero);
+        if shown > cap {
+            return format!("{}%", text::num(shown));
+        }
+    }
+    format!("{}%", text::num(value))
+}
+
 /// `part` as a percentage of `whole` (`whole` > 0).
 fn percent_of(part: Decimal, whole: Decimal) -> Check<Decimal> {
     div(mul(part, Decimal::ONE_HUNDRED)?, whole)
@@ -618,7 +631,7 @@ fn open(
             format!(
                 "{position_word} would be {} notional = {} of equity {}; cap {}",
                 text::money(resulting_notional),
-                text::pct(position_pct),
+                pct_above(position_pct, caps.max_position_pct),
                 text::money(equity),
                 text::pct(caps.max_position_pct)
             ),
@@ -642,7 +655,7 @@ fn open(
                 text::money(total),
                 text::money(others),
                 text::money(resulting_notional),
-                text::pct(total_pct),
+                pct_above(total_pct, caps.max_total_exposure_pct),
                 text::money(equity),
                 text::pct(caps.max_total_exposure_pct)
             ),

@@ -242,6 +242,34 @@ fn r3_position_cap_on_a_new_position() {
     );
 }
 
+/// A breach by a hair is shown with the decimals that make it visible (rounded toward zero),
+/// never as "60% … cap 60%": the equity shown to a model as $9,738.00 may be a little less.
+#[test]
+fn r3_and_r4_show_a_breach_by_a_hair_with_enough_decimals() {
+    let mut a = account();
+    a.portfolio.equity_usd = dec!(9737.99999);
+    a.portfolio.available_margin_usd = dec!(9737.99999);
+    let mut caps = caps();
+    caps.max_position_pct = dec!(60);
+    // $5,842.80 = 60 % of $9,738.00, but 60.0000000616…% of $9,737.99999.
+    let d = run(&open_long("BTC", dec!(5842.80), None), &caps, &a);
+    assert_rejected(
+        &d,
+        RuleCode::PositionCap,
+        "the position would be $5,842.80 notional = 60.00000006% of equity $9,738.00; cap 60%",
+    );
+    // R4 likewise: $6,000.60 of $10,000 = 60.006 % > 60 %.
+    let a = account();
+    caps.max_position_pct = dec!(100);
+    caps.max_total_exposure_pct = dec!(60);
+    let d = run(&open_long("BTC", dec!(6000.60), None), &caps, &a);
+    assert_rejected(
+        &d,
+        RuleCode::TotalExposure,
+        "total exposure would be $6,000.60 notional ($0.00 in other positions + $6,000.60 in BTC) = 60.006% of equity $10,000.00; cap 60%",
+    );
+}
+
 #[test]
 fn r3_position_cap_counts_the_position_being_added_to() {
     // Existing 0.02 BTC × $60,000 = $1,200; + $3,000 = 0.07 BTC = $4,200 = 42 % > 40 %.

@@ -16,6 +16,7 @@ mod memory_cli;
 mod meta_cli;
 mod model_failures_cli;
 mod notes_cli;
+mod parity_cli;
 mod run_cli;
 mod score_cli;
 mod skill_cli;
