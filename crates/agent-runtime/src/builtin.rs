@@ -546,11 +546,16 @@ fn json_str(s: &str) -> String {
 }
 
 fn no_op(symbol: &str, reason: &str) -> String {
-    let reason: String = reason.chars().take(tools::MAX_REASON_CHARS).collect();
+    // No longer than the bound in bytes: no longer in characters either, nothing to count.
+    let reason = if reason.len() <= tools::MAX_REASON_CHARS {
+        reason
+    } else {
+        types::cut_chars(reason, tools::MAX_REASON_CHARS).0
+    };
     format!(
         "{{\"action\":\"no_op\",\"symbol\":{},\"reason\":{}}}",
         json_str(symbol),
-        json_str(&reason)
+        json_str(reason)
     )
 }
 
@@ -667,6 +672,50 @@ mod tests {
                 "{text:?}"
             );
         }
+    }
+
+    /// A row gives its close only with exactly six fields; the header and anything else give
+    /// nothing.
+    #[test]
+    fn a_row_gives_its_fifth_field_only_when_it_has_six() {
+        let close = |row: &str| exact(close_of_row(row));
+        assert_eq!(
+            close("05-22T10:00 1.12012 1.12364 1.12012 1.12274 2598"),
+            exact(Some(Decimal::new(112_274, 5)))
+        );
+        assert_eq!(
+            close("2017-05-22 1.12032 1.12635 1.11616 1.12376 21697"),
+            exact(Some(Decimal::new(112_376, 5)))
+        );
+        for row in [
+            BAR_TABLE_HEADER,
+            "05-22T10:00 1.12012 1.12364 1.12012 1.12274",
+            "05-22T10:00 1.12012 1.12364 1.12012 1.12274 2598 7",
+            "05-22T10:00 1.12012 1.12364 1.12012  2598",
+            "05-22T10:00 1.12012 1.12364 1.12012 x 2598",
+            "",
+            "     ",
+        ] {
+            assert_eq!(close(row), None, "{row:?}");
+        }
+    }
+
+    /// A no-op's reason is bounded by characters, whatever their width.
+    #[test]
+    fn a_no_op_reason_is_cut_at_the_bound_in_characters() {
+        let reason = |json: &str| -> String {
+            let v: serde_json::Value = serde_json::from_str(json).expect("json");
+            v["reason"].as_str().expect("reason").to_owned()
+        };
+        let short = "é".repeat(tools::MAX_REASON_CHARS / 2);
+        assert_eq!(reason(&no_op("X", &short)), short);
+        let long = "é".repeat(tools::MAX_REASON_CHARS + 3);
+        assert_eq!(
+            reason(&no_op("X", &long)),
+            "é".repeat(tools::MAX_REASON_CHARS)
+        );
+        let ascii = "a".repeat(tools::MAX_REASON_CHARS + 1);
+        assert_eq!(reason(&no_op("X", &ascii)).len(), tools::MAX_REASON_CHARS);
     }
 
     proptest! {

@@ -69,5 +69,6 @@ pub use score::{
 pub use snapshot::{
     ADX_PERIOD, CORRELATION_WINDOW, DEFAULT_REFERENCE_SYMBOL, Indicators, MACD_PERIODS, MAX_BARS,
     MacdState, MarketSnapshot, RSI_BARS, RSI_PERIOD, VOLATILITY_LOOKBACK, VOLATILITY_WINDOW,
-    VOLUME_PERIOD, bars_needed, compute_indicators, market_snapshot_id,
+    VOLUME_PERIOD, bars_needed, compute_indicators, compute_indicators_with_regime,
+    market_snapshot_id,
 };

@@ -147,6 +147,30 @@ pub fn compute_indicators(
     now: DateTime<Utc>,
     reference: Option<&[Bar]>,
 ) -> Indicators {
+    indicators_at(bars, interval, now, reference, None)
+}
+
+/// [`compute_indicators`] with the market condition the caller already classified (a tick
+/// tags each symbol's regime once, over the window its prompt shows, and records that tag):
+/// `classify_regime` is not run again.
+#[must_use]
+pub fn compute_indicators_with_regime(
+    bars: &[Bar],
+    interval: Interval,
+    now: DateTime<Utc>,
+    reference: Option<&[Bar]>,
+    market_condition: RegimeTag,
+) -> Indicators {
+    indicators_at(bars, interval, now, reference, Some(market_condition))
+}
+
+fn indicators_at(
+    bars: &[Bar],
+    interval: Interval,
+    now: DateTime<Utc>,
+    reference: Option<&[Bar]>,
+    market_condition: Option<RegimeTag>,
+) -> Indicators {
     let closed = closed_by(bars, interval, now);
     let closes = to_f64(closed.iter().map(|b| b.close));
     let rsi_tf = |tf: Interval| -> Option<f64> {
@@ -185,7 +209,7 @@ pub fn compute_indicators(
         volume_ratio: indicators::volume_ratio(&volumes, VOLUME_PERIOD),
         trend_strength: last(&indicators::adx(&highs, &lows, &closes, ADX_PERIOD)),
         btc_correlation,
-        market_condition: classify_regime(closed),
+        market_condition: market_condition.unwrap_or_else(|| classify_regime(closed)),
     }
 }
 
@@ -200,7 +224,32 @@ fn last(series: &[Option<f64>]) -> Option<f64> {
 }
 
 fn to_f64(values: impl Iterator<Item = Decimal>) -> Vec<f64> {
-    values.map(|d| d.to_f64().unwrap_or(f64::NAN)).collect()
+    values.map(decimal_to_f64).collect()
+}
+
+/// `d.to_f64()` bit for bit, without its 128-bit division for a price that fits 64 bits:
+/// `rust_decimal` splits the mantissa by `10^scale` in `u128` (a library call, most of the cost
+/// of the indicators); below 2⁶⁴ the same split in `u64` gives the same integers, and the same
+/// `f64` arithmetic on them the same value.
+pub(crate) fn decimal_to_f64(d: Decimal) -> f64 {
+    let scale = d.scale();
+    let mantissa = d.mantissa().unsigned_abs();
+    let (Ok(mantissa), 1..=19) = (u64::try_from(mantissa), scale) else {
+        return d.to_f64().unwrap_or(f64::NAN);
+    };
+    let precision = 10_u64.pow(scale);
+    #[allow(clippy::cast_precision_loss)]
+    let (integral, frac) = (
+        (mantissa / precision) as f64,
+        (mantissa % precision) as f64 / precision as f64,
+    );
+    let value = if frac == 0.0 {
+        integral
+    } else {
+        let round_to = 10f64.powi(i32::try_from(scale).unwrap_or(0));
+        ((integral + frac) * round_to).round() / round_to
+    };
+    if d.is_sign_negative() { -value } else { value }
 }
 
 /// The closes of `bars` resampled to `tf`: the last close of each `tf` bucket that closed by
@@ -250,4 +299,51 @@ fn aligned_log_returns(a: &[Bar], b: &[Bar]) -> (Vec<f64>, Vec<f64>) {
         }
     }
     (ra, rb)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast conversion is `Decimal::to_f64` bit for bit: over every scale, mantissas of
+    /// every width (below and above 2⁶⁴, where it hands over), both signs and prices as bars
+    /// carry them.
+    #[test]
+    fn decimal_to_f64_is_to_f64_bit_for_bit() {
+        let mut x: u128 = 0x9E37_79B9_7F4A_7C15;
+        let mut checked = 0;
+        for scale in 0..=28_u32 {
+            for bits in [1_u32, 8, 17, 24, 33, 40, 53, 54, 63, 64, 65, 80, 96] {
+                for _ in 0..200 {
+                    // xorshift over 128 bits, cut to `bits` (a Decimal's mantissa has 96).
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let m = x & ((1_u128 << bits) - 1);
+                    let m = i128::try_from(m).unwrap_or(0);
+                    for m in [m, -m] {
+                        let Ok(d) = Decimal::try_from_i128_with_scale(m, scale) else {
+                            continue;
+                        };
+                        let (fast, exact) = (decimal_to_f64(d), d.to_f64().unwrap_or(f64::NAN));
+                        assert_eq!(fast.to_bits(), exact.to_bits(), "{d} (scale {scale})");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        for text in [
+            "1.12274", "0.00001", "-0", "-0.000", "112274.5", "21697", "1e-28",
+        ] {
+            let d: Decimal = text
+                .parse()
+                .unwrap_or_else(|_| Decimal::from_scientific(text).expect("a decimal"));
+            assert_eq!(
+                decimal_to_f64(d).to_bits(),
+                d.to_f64().unwrap_or(f64::NAN).to_bits(),
+                "{text}"
+            );
+        }
+        assert!(checked > 100_000, "{checked}");
+    }
 }

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use db::OutcomeStore;
 use outcomes::{
     MarketSnapshot, OutcomeScore, OutcomeVerdict, TradeOutcome, bars_needed, compute_indicators,
-    direction_of, market_snapshot_id, outcome_id, score_outcome,
+    compute_indicators_with_regime, direction_of, market_snapshot_id, outcome_id, score_outcome,
 };
 use rust_decimal::Decimal;
 use tools::{DataError, MarketData, ToolContext};
@@ -68,15 +68,14 @@ pub(crate) fn decision_rows(
         agent_runtime::context::closed_bars_window(ctx, &reference_symbol, interval, need)
             .ok()
             .filter(|w| !w.bars.is_empty());
-    let mut indicators = compute_indicators(
-        &bars.bars,
-        interval,
-        ctx.now,
-        reference.as_ref().map(|w| &*w.bars),
-    );
-    if let Some(regime) = regimes.get(&p.symbol) {
-        indicators.market_condition = *regime;
-    }
+    let reference = reference.as_ref().map(|w| &*w.bars);
+    // The regime the tick tagged (the prompt's), not classified again.
+    let indicators = match regimes.get(&p.symbol) {
+        Some(regime) => {
+            compute_indicators_with_regime(&bars.bars, interval, ctx.now, reference, *regime)
+        }
+        None => compute_indicators(&bars.bars, interval, ctx.now, reference),
+    };
     let snapshot = MarketSnapshot {
         id: market_snapshot_id(decision_snapshot_id, &p.symbol),
         deployment_id: deployment.deployment_id,

@@ -1,14 +1,31 @@
 //! The backtest's store adapter: ticks are written in batches, one transaction per
-//! [`BATCH_TICKS`] ticks ([`TickStore::record_ticks`]), instead of one per tick.
+//! [`BATCH_TICKS`] ticks ([`TickStore::record_ticks`]), instead of one per tick, and a batch is
+//! written while the next one is being ticked.
 //!
 //! A backtest owns its deployment (registered fresh, no other writer), so nothing can have
 //! recorded its ticks before: a buffered tick is reported [`TickOutcome::Recorded`] at once and
 //! the batch is checked when it is written — a tick the store already held is an error then.
-//! Every other call (notes, reflection runs, snapshot reads) writes the pending ticks first, so
-//! the store sees the same writes in the same order as without batching. The caller flushes at
-//! the end, and on an error, so the store holds every tick that ran.
+//!
+//! **Overlap without a thread of its own.** A full batch becomes the write in flight: a future
+//! owned here, polled once by every later tick (in [`TickStore::record_tick_owned`], on the
+//! tick's own thread, with the tick's waker). Each poll hands the next statement to the store's
+//! driver (sqlx runs SQLite on a worker thread of its own), which executes it while the tick
+//! thread goes on ticking; the tick never waits for a statement unless the next batch is full
+//! before the last one is written (at most one batch in flight, so memory stays bounded by two
+//! batches). Before, every batch was awaited where it filled: each statement was a round trip
+//! between the two threads, and the tick thread idled through SQLite's work.
+//!
+//! Every other call (notes, reflection runs, snapshot reads) first finishes the write in flight
+//! and writes the pending ticks, so the store sees the same writes in the same order as without
+//! batching. The caller flushes at the end, and on an error, so the store holds every tick that
+//! ran. A batch that fails is reported by the tick that polls it, or by the flush; the ticks
+//! buffered after it are dropped then, so the store never holds a later tick without an earlier
+//! one.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Mutex;
+use std::task::Poll;
 
 use chrono::{DateTime, Utc};
 use db::{
@@ -21,19 +38,34 @@ use uuid::Uuid;
 /// Ticks per transaction: a few megabytes of snapshots.
 pub const BATCH_TICKS: usize = 256;
 
+/// A batch being written: [`WriteBehind::write`] of it.
+type InFlight<'s> = Pin<Box<dyn Future<Output = Result<(), DbError>> + Send + 's>>;
+
 pub(crate) struct WriteBehind<'s, S> {
     store: &'s S,
     pending: Mutex<Vec<TickRecord>>,
+    in_flight: Mutex<Option<InFlight<'s>>>,
+}
+
+/// Takes the value out of a lock (a poisoned lock only means another thread panicked while it
+/// held it: the records and the future are still whole).
+fn take<T: Default>(lock: &Mutex<T>) -> T {
+    std::mem::take(
+        &mut *lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
 }
 
 impl<'s, S> WriteBehind<'s, S>
 where
-    S: TickStore + NoteStore,
+    S: TickStore + NoteStore + Sync,
 {
     pub(crate) fn new(store: &'s S) -> Self {
         Self {
             store,
             pending: Mutex::new(Vec::with_capacity(BATCH_TICKS)),
+            in_flight: Mutex::new(None),
         }
     }
 
@@ -43,28 +75,14 @@ where
         self.store
     }
 
-    fn take(&self) -> Vec<TickRecord> {
-        // A poisoned lock only means another thread panicked while pushing: the ticks it holds
-        // are still whole records.
-        let mut pending = self
-            .pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        std::mem::take(&mut *pending)
-    }
-
-    /// Writes the pending ticks in one transaction.
+    /// Writes `batch` in one transaction.
     ///
     /// # Errors
     /// [`DbError`] from the store (nothing of the batch is written then), or
     /// [`DbError::Invalid`] when the store already held one of the ticks: another writer
     /// shares this backtest's deployment.
-    pub(crate) async fn flush(&self) -> Result<(), DbError> {
-        let batch = self.take();
-        if batch.is_empty() {
-            return Ok(());
-        }
-        let outcomes = self.store.record_ticks(&batch).await?;
+    async fn write(store: &S, batch: Vec<TickRecord>) -> Result<(), DbError> {
+        let outcomes = store.record_ticks(&batch).await?;
         if let Some((tick, _)) = batch
             .iter()
             .zip(&outcomes)
@@ -81,11 +99,62 @@ where
         }
         Ok(())
     }
+
+    /// Drops the buffered ticks after a batch failed: they must not be written without it.
+    fn failed(&self, e: DbError) -> DbError {
+        drop(take(&self.pending));
+        e
+    }
+
+    /// Polls the write in flight once (it goes on between polls); `Ok` when there is none or it
+    /// is still going.
+    async fn poll_in_flight(&self) -> Result<(), DbError> {
+        let done = std::future::poll_fn(|cx| {
+            let mut slot = self
+                .in_flight
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let Some(write) = slot.as_mut() else {
+                return Poll::Ready(Ok(()));
+            };
+            match write.as_mut().poll(cx) {
+                Poll::Ready(result) => {
+                    *slot = None;
+                    Poll::Ready(result)
+                }
+                Poll::Pending => Poll::Ready(Ok(())),
+            }
+        })
+        .await;
+        done.map_err(|e| self.failed(e))
+    }
+
+    /// Waits for the write in flight, if any.
+    async fn finish_in_flight(&self) -> Result<(), DbError> {
+        let write = take(&self.in_flight);
+        match write {
+            Some(write) => write.await.map_err(|e| self.failed(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Finishes the write in flight, then writes the pending ticks in one transaction.
+    ///
+    /// # Errors
+    /// As [`WriteBehind::write`], for the batch in flight or the pending one.
+    pub(crate) async fn flush(&self) -> Result<(), DbError> {
+        self.finish_in_flight().await?;
+        let batch = take(&self.pending);
+        if batch.is_empty() {
+            return Ok(());
+        }
+        Self::write(self.store, batch).await
+    }
 }
 
 impl<S> TickStore for WriteBehind<'_, S>
 where
-    S: TickStore + NoteStore,
+    S: TickStore + NoteStore + Sync,
 {
     async fn record_tick(&self, tick: &TickRecord) -> Result<TickOutcome, DbError> {
         self.record_tick_owned(tick.clone()).await
@@ -93,16 +162,27 @@ where
 
     async fn record_tick_owned(&self, tick: TickRecord) -> Result<TickOutcome, DbError> {
         let snapshot_id = tick.snapshot.id;
+        // The batch in flight moves on by one step per tick; its failure is this tick's.
+        self.poll_in_flight().await?;
         let full = {
             let mut pending = self
                 .pending
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             pending.push(tick);
-            pending.len() >= BATCH_TICKS
+            (pending.len() >= BATCH_TICKS).then(|| std::mem::take(&mut *pending))
         };
-        if full {
-            self.flush().await?;
+        if let Some(batch) = full {
+            // At most one batch in flight: the last one must be written before this one starts.
+            self.finish_in_flight().await?;
+            let store = self.store;
+            let write: InFlight<'_> = Box::pin(Self::write(store, batch));
+            *self
+                .in_flight
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(write);
+            // Its first statement goes out now.
+            self.poll_in_flight().await?;
         }
         Ok(TickOutcome::Recorded { snapshot_id })
     }
@@ -146,7 +226,7 @@ where
 
 impl<S> NoteStore for WriteBehind<'_, S>
 where
-    S: TickStore + NoteStore,
+    S: TickStore + NoteStore + Sync,
 {
     async fn insert_note(&self, note: &NewNote) -> Result<ReflectionNote, DbError> {
         self.flush().await?;

@@ -174,3 +174,29 @@ fn too_few_bars_give_nulls_not_panics() {
     let empty = compute_indicators(&[], Interval::H1, now, None);
     assert_eq!(empty.rsi_1h, None);
 }
+
+/// A market condition the caller classified is recorded as given; every other indicator is
+/// the same as `compute_indicators` computes it.
+#[test]
+fn a_given_market_condition_replaces_only_the_regime() {
+    let (bars, reference) = fixture_bars();
+    let now = bars[299].time + Duration::hours(1);
+    let own = compute_indicators(&bars, Interval::H1, now, Some(&reference));
+    for given in [RegimeTag::Volatile, RegimeTag::Ranging, RegimeTag::Unknown] {
+        let with = outcomes::compute_indicators_with_regime(
+            &bars,
+            Interval::H1,
+            now,
+            Some(&reference),
+            given,
+        );
+        assert_eq!(with.market_condition, given);
+        assert_eq!(
+            outcomes::Indicators {
+                market_condition: own.market_condition,
+                ..with
+            },
+            own
+        );
+    }
+}

@@ -453,3 +453,73 @@ async fn a_run_ended_early_by_its_callback_stores_and_reports_exactly_the_ticks_
     assert_eq!(summary.ticks, 120);
     assert_eq!(summary.last_tick, Some(result.points[119].tick_at));
 }
+
+/// A full batch is written while the next one is ticked: when it fails, a later tick reports
+/// it, and the ticks buffered after it are dropped, so the store never holds a tick whose
+/// batch before it is missing. Reflection is off so batches are exactly `BATCH_TICKS` long.
+#[tokio::test]
+async fn a_batch_written_behind_the_ticks_fails_the_run_without_any_later_tick() {
+    use tick::write_behind::BATCH_TICKS;
+    let bars = common::eurusd(BATCH_TICKS * 2 + 40);
+    let mut input = input(&bars, Decimal::ZERO, Decimal::ZERO);
+    std::sync::Arc::make_mut(&mut input.deployment.skill)
+        .context
+        .memory
+        .reflection
+        .cadence = skill_schema::ReflectionCadence::Off;
+    let d = input.deployment.deployment_id;
+    // The whole run, for the other writer's snapshot and the ticks to compare with.
+    let (reference, whole) = run(&input).await;
+    assert_eq!(whole.points.len(), bars.len());
+    assert!(whole.notes.is_empty(), "reflection is off");
+
+    let store = db::connect("sqlite::memory:").await.expect("store");
+    let first = bars[0].close_time(Interval::H1);
+    register(&store, &input, serde_json::json!({}), first)
+        .await
+        .expect("register");
+    // Another writer's snapshot at the 10th tick: in the first batch.
+    let intruder_at = bars[9].close_time(Interval::H1);
+    let mut foreign = snapshots(&reference, d)
+        .await
+        .into_iter()
+        .find(|s| s.tick_at == intruder_at)
+        .expect("a snapshot at the 10th tick");
+    foreign.id = Uuid::from_u128(99);
+    store
+        .record_tick(&db::TickRecord {
+            snapshot: foreign,
+            fills: vec![],
+            trades: vec![],
+            links: vec![],
+            equity_usd: None,
+            runner_state: None,
+            outcomes: Default::default(),
+        })
+        .await
+        .expect("the other writer's tick");
+
+    let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
+        .expect("builtin model");
+    let mut ticked = 0;
+    let err = run_backtest(&input, model.as_ref(), &store, |_, _| ticked += 1)
+        .await
+        .expect_err("the store already held a tick of the first batch");
+    let message = err.to_string();
+    assert!(
+        message.contains("already held the tick at") && message.contains(&intruder_at.to_string()),
+        "{message}"
+    );
+    // The first batch was written behind later ticks: some ran before its failure was seen.
+    assert!(ticked > BATCH_TICKS, "{ticked} ticks ran");
+    let stored = snapshots(&store, d).await;
+    assert_eq!(
+        stored.len(),
+        BATCH_TICKS,
+        "the first batch (its other ticks and the other writer's one), nothing after it"
+    );
+    assert_eq!(
+        stored.last().map(|s| s.tick_at),
+        Some(bars[BATCH_TICKS - 1].close_time(Interval::H1))
+    );
+}
