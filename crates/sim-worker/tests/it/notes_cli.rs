@@ -6,7 +6,7 @@ use crate::common::{backtest_to, sim};
 
 /// A month of EURUSD with reflection every 5 closed trades; returns (store url, deployment id).
 fn backtest(dir: &Path) -> (String, String) {
-    backtest_to(dir, "2017-05-20")
+    backtest_to(dir, "2017-05-18")
 }
 
 #[test]
@@ -46,14 +46,14 @@ fn notes_lists_the_history_and_reflect_adds_a_note_on_demand() {
         "2017-06-30T00:00:00Z",
     ]);
     let (_, after, _) = sim(&["notes", "--db", &url, "--deployment", &id]);
-    // Two trades closed after the last note of the run (its window ended 2017-05-05 19:00).
+    // Three trades closed after the last note of the run (its window ended 2017-05-10 12:00).
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stdout.starts_with("note ") && stdout.contains("(active)"),
         "{stdout}"
     );
-    assert!(stdout.contains("2 closed trades"), "{stdout}");
-    assert!(stdout.contains("- Overall: n=2"), "{stdout}");
+    assert!(stdout.contains("3 closed trades"), "{stdout}");
+    assert!(stdout.contains("- Overall: n=3"), "{stdout}");
     assert_eq!(
         count(&after, "active") + count(&after, "superseded"),
         notes_before + 1
