@@ -53,9 +53,7 @@ impl PgStore {
     /// Wraps an existing pool and applies the migrations.
     ///
     /// # Errors
-    /// [`DbError::Migrate`](crate::DbError::Migrate) when the schema cannot be applied,
-    /// [`DbError::Backend`](crate::DbError::Backend) when converting the snapshots an older
-    /// build wrote fails.
+    /// [`DbError::Migrate`](crate::DbError::Migrate) when the schema cannot be applied.
     pub async fn from_pool(pool: PgPool) -> Result<Self, crate::DbError> {
         POSTGRES_MIGRATOR
             .run(&pool)
@@ -64,10 +62,7 @@ impl PgStore {
                 backend: "PostgreSQL",
                 source,
             })?;
-        let store = PgStore { pool };
-        // Snapshots an older build wrote keep their texts until converted to line lists.
-        store.convert_legacy_snapshots().await?;
-        Ok(store)
+        Ok(PgStore { pool })
     }
 
     /// Closes every connection (waiting for those in use); calls made afterwards fail.
