@@ -238,15 +238,23 @@ pub fn bound_reason(reason: &str) -> Option<String> {
 
 /// [`bound_reason`], borrowing `reason` when it needs no cut.
 pub(crate) fn bounded_reason(reason: &str) -> Option<Cow<'_, str>> {
+    cut_reason(reason, REASON_MAX_CHARS)
+}
+
+/// `reason` trimmed and cut to at most `max` chars at a char boundary, a cut one ending with
+/// `…` (`max − 1` chars and the ellipsis); `None` when empty. Borrows when no cut is needed:
+/// the ledger's bound ([`REASON_MAX_CHARS`]) and the memory rows' view
+/// ([`crate::VIEW_REASON_CHARS`]) are this one rule at two lengths.
+pub(crate) fn cut_reason(reason: &str, max: usize) -> Option<Cow<'_, str>> {
     let trimmed = reason.trim();
     if trimmed.is_empty() {
         return None;
     }
     // At most one char per byte: short text needs no count.
-    if trimmed.len() <= REASON_MAX_CHARS || trimmed.chars().count() <= REASON_MAX_CHARS {
+    if trimmed.len() <= max || trimmed.chars().count() <= max {
         return Some(Cow::Borrowed(trimmed));
     }
-    let mut out: String = trimmed.chars().take(REASON_MAX_CHARS - 1).collect();
+    let mut out: String = trimmed.chars().take(max.saturating_sub(1)).collect();
     out.push('…');
     Some(Cow::Owned(out))
 }

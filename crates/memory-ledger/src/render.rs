@@ -4,6 +4,7 @@
 use chrono::{DateTime, Datelike, Utc};
 use types::{CloseKind, TradeRecord, TradeStatus};
 
+use crate::materialize::cut_reason;
 use types::text;
 
 /// Hard cap on the rows of the recent-trades section, whatever K the caller passes.
@@ -16,20 +17,8 @@ pub const VIEW_REASON_CHARS: usize = 32;
 
 /// The reason as quoted data cut to [`VIEW_REASON_CHARS`], or `(no reason recorded)`.
 fn push_reason(out: &mut String, reason: Option<&str>) {
-    match reason.map(str::trim).filter(|r| !r.is_empty()) {
-        Some(r) => match r.char_indices().nth(VIEW_REASON_CHARS) {
-            None => text::push_quoted(out, r),
-            Some(_) => {
-                let cut = r
-                    .char_indices()
-                    .nth(VIEW_REASON_CHARS - 1)
-                    .map_or(r.len(), |(i, _)| i);
-                let mut short = String::with_capacity(cut + 3);
-                short.push_str(&r[..cut]);
-                short.push('…');
-                text::push_quoted(out, &short);
-            }
-        },
+    match reason.and_then(|r| cut_reason(r, VIEW_REASON_CHARS)) {
+        Some(r) => text::push_quoted(out, &r),
         None => out.push_str("(no reason recorded)"),
     }
 }

@@ -114,6 +114,11 @@ impl PreviewedTick {
             .unwrap_or(skill_schema::DEFAULT_TOKEN_BUDGET)
     }
 
+    /// The tick's input as a whole percentage of the budget (rounded down).
+    pub(crate) fn percent_of_budget(&self) -> usize {
+        self.input_tokens * 100 / usize::try_from(self.budget()).unwrap_or(usize::MAX).max(1)
+    }
+
     /// Where the budget comes from, for messages.
     fn budget_source(&self) -> &'static str {
         match self.skill_budget {
@@ -186,7 +191,7 @@ pub(crate) fn preview_tick(args: PreviewArgs) -> Result<PreviewedTick, Failure> 
         tick.budget(),
         tick.budget_source(),
         tick.input_tokens,
-        tick.input_tokens * 100 / usize::try_from(tick.budget()).unwrap_or(usize::MAX).max(1)
+        tick.percent_of_budget()
     );
     Ok(tick)
 }

@@ -158,7 +158,7 @@ fn estimate_tokens(
         tick.at,
         tick.input_tokens,
         tick.budget(),
-        tick.input_tokens * 100 / usize::try_from(tick.budget()).unwrap_or(usize::MAX).max(1)
+        tick.percent_of_budget()
     ))
 }
 
