@@ -117,6 +117,7 @@ pub(crate) trait RowExt {
     fn opt_dec(&self, c: &str) -> Result<Option<Decimal>, DbError>;
     fn opt_ts(&self, c: &str) -> Result<Option<DateTime<Utc>>, DbError>;
     fn opt_json<T: DeserializeOwned>(&self, c: &str) -> Result<Option<T>, DbError>;
+    fn opt_blob(&self, c: &str) -> Result<Option<Vec<u8>>, DbError>;
     fn symbols(&self, c: &str) -> Result<Vec<String>, DbError>;
 
     fn uuid(&self, c: &str) -> Result<Uuid, DbError> {
@@ -178,6 +179,10 @@ macro_rules! common_row_ext {
         fn opt_json<T: DeserializeOwned>(&self, c: &str) -> Result<Option<T>, DbError> {
             self.try_get::<Option<Json<T>>, _>(c)
                 .map(|v| v.map(|j| j.0))
+                .map_err(|e| decode_err(c, e))
+        }
+        fn opt_blob(&self, c: &str) -> Result<Option<Vec<u8>>, DbError> {
+            self.try_get::<Option<Vec<u8>>, _>(c)
                 .map_err(|e| decode_err(c, e))
         }
     };
@@ -373,13 +378,48 @@ pub(crate) fn deployment_from_row<R: RowExt>(r: &R) -> Result<Deployment, DbErro
     })
 }
 
-pub(crate) fn snapshot_from_row<R: RowExt>(r: &R) -> Result<DecisionSnapshot, DbError> {
-    Ok(DecisionSnapshot {
+/// A `decision_snapshots` row, with its texts' line lists when it has them (then its
+/// `system_prompt` and `context` are empty until the lines are read; a row written before
+/// line storage holds its texts itself and has no lists).
+pub(crate) fn stored_snapshot_from_row<R: RowExt>(
+    r: &R,
+) -> Result<
+    (
+        DecisionSnapshot,
+        Option<crate::imp::prompt_lines::PromptRefs>,
+    ),
+    DbError,
+> {
+    let refs = match (
+        r.opt_blob("system_prompt_lines")?,
+        r.opt_blob("context_lines")?,
+    ) {
+        (Some(system_prompt), Some(context)) => Some(crate::imp::prompt_lines::PromptRefs {
+            system_prompt,
+            context,
+        }),
+        (None, None) => None,
+        _ => {
+            return Err(decode_err(
+                "context_lines",
+                "one of the snapshot's two line lists is missing",
+            ));
+        }
+    };
+    let text = |c: &str| -> Result<String, DbError> {
+        match (r.opt_text(c)?, &refs) {
+            (Some(t), None) => Ok(t),
+            (None, Some(_)) => Ok(String::new()),
+            (None, None) => Err(decode_err(c, "neither the text nor its lines are stored")),
+            (Some(_), Some(_)) => Err(decode_err(c, "both the text and its lines are stored")),
+        }
+    };
+    let snapshot = DecisionSnapshot {
         id: r.uuid("id")?,
         deployment_id: r.uuid("deployment_id")?,
         tick_at: r.ts("tick_at")?,
-        system_prompt: r.text("system_prompt")?,
-        context: r.text("context")?,
+        system_prompt: text("system_prompt")?,
+        context: text("context")?,
         steps: r.json("steps")?,
         proposal: r.opt_json("proposal")?,
         verdict: r.json("verdict")?,
@@ -394,7 +434,8 @@ pub(crate) fn snapshot_from_row<R: RowExt>(r: &R) -> Result<DecisionSnapshot, Db
         cost_usd: r.dec("cost_usd")?,
         error: r.opt_text("error")?,
         model_error: r.flag("model_error")?,
-    })
+    };
+    Ok((snapshot, refs))
 }
 
 pub(crate) fn trade_from_row<R: RowExt>(r: &R) -> Result<TradeRecord, DbError> {

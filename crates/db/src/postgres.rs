@@ -53,7 +53,9 @@ impl PgStore {
     /// Wraps an existing pool and applies the migrations.
     ///
     /// # Errors
-    /// [`DbError::Migrate`](crate::DbError::Migrate) when the schema cannot be applied.
+    /// [`DbError::Migrate`](crate::DbError::Migrate) when the schema cannot be applied,
+    /// [`DbError::Backend`](crate::DbError::Backend) when converting the snapshots an older
+    /// build wrote fails.
     pub async fn from_pool(pool: PgPool) -> Result<Self, crate::DbError> {
         POSTGRES_MIGRATOR
             .run(&pool)
@@ -62,7 +64,10 @@ impl PgStore {
                 backend: "PostgreSQL",
                 source,
             })?;
-        Ok(PgStore { pool })
+        let store = PgStore { pool };
+        // Snapshots an older build wrote keep their texts until converted to line lists.
+        store.convert_legacy_snapshots().await?;
+        Ok(store)
     }
 
     /// Closes every connection (waiting for those in use); calls made afterwards fail.

@@ -58,7 +58,9 @@ impl SqliteStore {
     /// # Errors
     /// [`DbError::Invalid`](crate::DbError::Invalid) for a malformed URL,
     /// [`DbError::Backend`](crate::DbError::Backend) when the file cannot be opened,
-    /// [`DbError::Migrate`](crate::DbError::Migrate) when the schema cannot be applied.
+    /// [`DbError::Migrate`](crate::DbError::Migrate) when the schema cannot be applied,
+    /// [`DbError::Backend`](crate::DbError::Backend) when converting the snapshots an older
+    /// build wrote fails.
     pub async fn connect(url: &str) -> Result<Self, crate::DbError> {
         Self::connect_with(url, Durability::Normal).await
     }
@@ -112,7 +114,10 @@ impl SqliteStore {
                 backend: "SQLite",
                 source,
             })?;
-        Ok(SqliteStore { pool, durability })
+        let store = SqliteStore { pool, durability };
+        // Snapshots an older build wrote keep their texts until converted to line lists.
+        store.convert_legacy_snapshots().await?;
+        Ok(store)
     }
 
     /// Opens an existing database file without creating it or applying migrations

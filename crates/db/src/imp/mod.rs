@@ -21,6 +21,7 @@ pub(crate) mod ledger;
 pub(crate) mod news;
 pub(crate) mod notes;
 pub(crate) mod outcomes;
+pub(crate) mod prompt_lines;
 pub(crate) mod registry;
 pub(crate) mod tick;
 
@@ -63,6 +64,7 @@ macro_rules! impl_stores {
         crate::imp::registry::impl_registry!($store, $enc, $users);
         crate::imp::lease::impl_lease!($store, $db, $enc, $skip_locked);
         crate::imp::tick::impl_tick!($store, $db, $enc, $begin);
+        crate::imp::tick::impl_convert!($store, $enc, $begin);
         crate::imp::ledger::impl_ledger!($store, $enc);
         crate::imp::notes::impl_notes!($store, $db, $enc, $begin);
         crate::imp::facts::impl_facts!($store, $enc, $begin);

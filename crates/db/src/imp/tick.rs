@@ -53,9 +53,10 @@ pub(crate) fn snapshot_insert_sql(rows: usize, numbered: bool, returning: bool) 
     use std::fmt::Write as _;
     const COLUMNS: usize = 17;
     let mut sql = String::from(
-        "INSERT INTO decision_snapshots (id, deployment_id, tick_at, system_prompt, context, \
-         steps, proposal, verdict, model, finish_reason, input_tokens, output_tokens, \
-         cache_read_tokens, cache_write_tokens, cost_usd, error, model_error) VALUES ",
+        "INSERT INTO decision_snapshots (id, deployment_id, tick_at, system_prompt_lines, \
+         context_lines, steps, proposal, verdict, model, finish_reason, input_tokens, \
+         output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, error, model_error) \
+         VALUES ",
     );
     for r in 0..rows {
         sql.push_str(if r == 0 { "(" } else { ", (" });
@@ -165,6 +166,7 @@ impl<'a> BatchTrades<'a> {
 
 macro_rules! impl_tick {
     ($store:ty, $db:ty, $enc:ident, $begin:literal) => {
+        use crate::imp::prompt_lines::{self as lines, PromptRefs};
         use crate::imp::tick::{
             closing_first, snapshot_chunks, snapshot_insert_sql, validate_batch, validate_tick,
             BatchTrades,
@@ -185,20 +187,254 @@ macro_rules! impl_tick {
                 snapshots: &[&DecisionSnapshot],
             ) -> Result<HashSet<Uuid>, DbError> {
                 use sqlx::Acquire as _;
+                // The lines first: a snapshot row never lists a line its transaction has not
+                // stored. A replayed snapshot's lines are stored already (same texts).
+                let refs = Self::store_prompt_lines(tx, snapshots).await?;
                 let all = || snapshots.iter().map(|s| s.id).collect::<HashSet<_>>();
                 if let [_] = snapshots {
-                    let (count, _) = Self::insert_snapshot_rows(&mut **tx, snapshots, false).await?;
+                    let (count, _) =
+                        Self::insert_snapshot_rows(&mut **tx, snapshots, &refs, false).await?;
                     return Ok(if count == 1 { all() } else { HashSet::new() });
                 }
                 let mut savepoint = tx.begin().await.map_err(ctx("inserting decision snapshots"))?;
-                let (count, _) = Self::insert_snapshot_rows(&mut *savepoint, snapshots, false).await?;
+                let (count, _) =
+                    Self::insert_snapshot_rows(&mut *savepoint, snapshots, &refs, false).await?;
                 if count == snapshots.len() as u64 {
                     savepoint.commit().await.map_err(ctx("inserting decision snapshots"))?;
                     return Ok(all());
                 }
                 savepoint.rollback().await.map_err(ctx("inserting decision snapshots"))?;
-                let (_, inserted) = Self::insert_snapshot_rows(&mut **tx, snapshots, true).await?;
+                let (_, inserted) =
+                    Self::insert_snapshot_rows(&mut **tx, snapshots, &refs, true).await?;
                 Ok(inserted)
+            }
+
+            /// Stores the lines of `snapshots`' system prompts and user messages that their
+            /// deployments' scopes do not hold yet, and returns each snapshot's line lists.
+            async fn store_prompt_lines(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                snapshots: &[&DecisionSnapshot],
+            ) -> Result<Vec<PromptRefs>, DbError> {
+                let mut refs = vec![PromptRefs::default(); snapshots.len()];
+                let mut deployments: Vec<Uuid> = Vec::new();
+                for s in snapshots {
+                    if !deployments.contains(&s.deployment_id) {
+                        deployments.push(s.deployment_id);
+                    }
+                }
+                for d in deployments {
+                    let mine: Vec<usize> = (0..snapshots.len())
+                        .filter(|&i| snapshots[i].deployment_id == d)
+                        .collect();
+                    let texts: Vec<&str> = mine
+                        .iter()
+                        .flat_map(|&i| [snapshots[i].system_prompt.as_str(), snapshots[i].context.as_str()])
+                        .collect();
+                    let lists = Self::store_lines(tx, d, &texts).await?;
+                    let mut lists = lists.into_iter();
+                    for &i in &mine {
+                        refs[i].system_prompt = lists.next().unwrap_or_default();
+                        refs[i].context = lists.next().unwrap_or_default();
+                    }
+                }
+                Ok(refs)
+            }
+
+            /// Stores the lines of `texts` (all of deployment `deployment_id`) that its scope
+            /// does not hold yet, and returns each text's line list.
+            async fn store_lines(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                deployment_id: Uuid,
+                texts: &[&str],
+            ) -> Result<Vec<Vec<u8>>, DbError> {
+                // Texts come in pairs: a snapshot's system prompt, then its user message.
+                let plan = lines::LinePlan::new(texts, 2);
+                // Creates the scope, or locks it (PostgreSQL: writers of a deployment take
+                // turns; SQLite's write transaction holds the file already).
+                let row = sqlx::query(
+                    "INSERT INTO prompt_scopes (deployment_id) VALUES ($1) \
+                     ON CONFLICT (deployment_id) DO UPDATE SET next_seq = prompt_scopes.next_seq \
+                     RETURNING id, next_seq",
+                )
+                .bind($enc::id(deployment_id))
+                .fetch_one(&mut **tx)
+                .await
+                .map_err(ctx("opening prompt line scope"))?;
+                let scope: i64 = codec::RowExt::big(&row, "id")?;
+                let first_new: i64 = codec::RowExt::big(&row, "next_seq")?;
+                let hashes: Vec<i64> = plan.distinct.iter().map(|l| lines::line_hash(l)).collect();
+                let mut seqs: Vec<Option<i64>> = vec![None; plan.distinct.len()];
+                if first_new > 0 {
+                    // Lines stored before: look the batch's lines up by hash, keep equal bodies.
+                    let mut by_hash: HashMap<i64, Vec<usize>> = HashMap::new();
+                    for (i, h) in hashes.iter().enumerate() {
+                        by_hash.entry(*h).or_default().push(i);
+                    }
+                    let wanted: Vec<i64> = by_hash.keys().copied().collect();
+                    let mut rest = wanted.as_slice();
+                    for size in lines::line_chunks(wanted.len()) {
+                        let (chunk, tail) = rest.split_at(size);
+                        rest = tail;
+                        let sql = format!(
+                            "SELECT seq, hash, body FROM prompt_lines WHERE scope_id = {} AND hash IN ({})",
+                            lines::params(1, 1, $enc::NUMBERED_PARAMS),
+                            lines::params(2, size, $enc::NUMBERED_PARAMS),
+                        );
+                        let mut query = sqlx::query(&sql).bind(scope);
+                        for h in chunk {
+                            query = query.bind(*h);
+                        }
+                        let rows = query
+                            .fetch_all(&mut **tx)
+                            .await
+                            .map_err(ctx("looking up prompt lines"))?;
+                        for r in &rows {
+                            let hash = codec::RowExt::big(r, "hash")?;
+                            let body = codec::RowExt::text(r, "body")?;
+                            for &i in by_hash.get(&hash).map(Vec::as_slice).unwrap_or_default() {
+                                if seqs[i].is_none() && plan.distinct[i] == body {
+                                    seqs[i] = Some(codec::RowExt::big(r, "seq")?);
+                                }
+                            }
+                        }
+                    }
+                }
+                let new: Vec<usize> = (0..seqs.len()).filter(|&i| seqs[i].is_none()).collect();
+                let mut next = first_new;
+                for &i in &new {
+                    seqs[i] = Some(next);
+                    next += 1;
+                }
+                let mut rest = new.as_slice();
+                for size in lines::line_chunks(new.len()) {
+                    let (chunk, tail) = rest.split_at(size);
+                    rest = tail;
+                    let sql = lines::line_insert_sql(size, $enc::NUMBERED_PARAMS);
+                    let mut query = sqlx::query(&sql);
+                    for &i in chunk {
+                        query = query
+                            .bind(scope)
+                            .bind(seqs[i].unwrap_or_default())
+                            .bind(hashes[i])
+                            .bind(plan.distinct[i]);
+                    }
+                    query
+                        .execute(&mut **tx)
+                        .await
+                        .map_err(ctx("storing prompt lines"))?;
+                }
+                if next != first_new {
+                    sqlx::query("UPDATE prompt_scopes SET next_seq = $2 WHERE id = $1")
+                        .bind(scope)
+                        .bind(next)
+                        .execute(&mut **tx)
+                        .await
+                        .map_err(ctx("numbering prompt lines"))?;
+                }
+                Ok(plan
+                    .texts
+                    .iter()
+                    .map(|text| {
+                        let s: Vec<i64> = text.iter().map(|&i| seqs[i as usize].unwrap_or_default()).collect();
+                        lines::encode_refs(&s)
+                    })
+                    .collect())
+            }
+
+            /// The lines numbered `seqs` of `deployment_id`'s scope, read as this store's role
+            /// (row-level security applies to a user's store).
+            async fn read_lines(
+                &self,
+                deployment_id: Uuid,
+                seqs: &[i64],
+            ) -> Result<HashMap<i64, String>, DbError> {
+                let mut out = HashMap::with_capacity(seqs.len());
+                let (Some(&min), Some(&max)) = (seqs.first(), seqs.last()) else {
+                    return Ok(out);
+                };
+                let scope = "SELECT id FROM prompt_scopes WHERE deployment_id = $1";
+                let rows = if seqs.len() > lines::LINE_CHUNK {
+                    // Many lines (a listing): one range, the lines between included.
+                    sqlx::query(&format!(
+                        "SELECT seq, body FROM prompt_lines WHERE scope_id = ({scope}) \
+                         AND seq >= $2 AND seq <= $3"
+                    ))
+                    .bind($enc::id(deployment_id))
+                    .bind(min)
+                    .bind(max)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(ctx("reading prompt lines"))?
+                } else {
+                    let mut all = Vec::new();
+                    let mut rest = seqs;
+                    for size in lines::line_chunks(seqs.len()) {
+                        let (chunk, tail) = rest.split_at(size);
+                        rest = tail;
+                        let sql = format!(
+                            "SELECT seq, body FROM prompt_lines WHERE scope_id = \
+                             (SELECT id FROM prompt_scopes WHERE deployment_id = {}) AND seq IN ({})",
+                            lines::params(1, 1, $enc::NUMBERED_PARAMS),
+                            lines::params(2, size, $enc::NUMBERED_PARAMS),
+                        );
+                        let mut query = sqlx::query(&sql).bind($enc::id(deployment_id));
+                        for s in chunk {
+                            query = query.bind(*s);
+                        }
+                        all.extend(
+                            query
+                                .fetch_all(&self.pool)
+                                .await
+                                .map_err(ctx("reading prompt lines"))?,
+                        );
+                    }
+                    all
+                };
+                for r in &rows {
+                    out.insert(codec::RowExt::big(r, "seq")?, codec::RowExt::text(r, "body")?);
+                }
+                Ok(out)
+            }
+
+            /// Snapshots read from `decision_snapshots` rows, their texts put back together
+            /// from their lines (a row written before line storage holds its texts itself).
+            async fn snapshots_from_rows<R: codec::RowExt>(
+                &self,
+                rows: &[R],
+            ) -> Result<Vec<DecisionSnapshot>, DbError> {
+                let mut stored = Vec::with_capacity(rows.len());
+                for r in rows {
+                    stored.push(codec::stored_snapshot_from_row(r)?);
+                }
+                let mut deployments: Vec<Uuid> = Vec::new();
+                for (s, refs) in &stored {
+                    if refs.is_some() && !deployments.contains(&s.deployment_id) {
+                        deployments.push(s.deployment_id);
+                    }
+                }
+                for d in deployments {
+                    let of_d = || {
+                        stored
+                            .iter()
+                            .filter(move |(s, _)| s.deployment_id == d)
+                            .filter_map(|(_, refs)| refs.as_ref())
+                    };
+                    let wanted = lines::wanted_seqs(
+                        of_d().flat_map(|r| [r.system_prompt.as_slice(), r.context.as_slice()]),
+                    )?;
+                    let found = self.read_lines(d, &wanted).await?;
+                    for (s, refs) in &mut stored {
+                        if s.deployment_id != d {
+                            continue;
+                        }
+                        if let Some(refs) = refs.take() {
+                            s.system_prompt =
+                                lines::assemble(&refs.system_prompt, &found, "decision snapshot")?;
+                            s.context = lines::assemble(&refs.context, &found, "decision snapshot")?;
+                        }
+                    }
+                }
+                Ok(stored.into_iter().map(|(s, _)| s).collect())
             }
 
             /// The `INSERT`s of [`insert_snapshots`](Self::insert_snapshots): the number of rows
@@ -206,23 +442,27 @@ macro_rules! impl_tick {
             async fn insert_snapshot_rows(
                 conn: &mut <$db as sqlx::Database>::Connection,
                 snapshots: &[&DecisionSnapshot],
+                refs: &[PromptRefs],
                 returning: bool,
             ) -> Result<(u64, HashSet<Uuid>), DbError> {
                 let mut count = 0;
                 let mut inserted = HashSet::new();
                 let mut rest = snapshots;
+                let mut rest_refs = refs;
                 for size in snapshot_chunks(snapshots.len()) {
                     let (chunk, tail) = rest.split_at(size);
                     rest = tail;
+                    let (chunk_refs, tail_refs) = rest_refs.split_at(size);
+                    rest_refs = tail_refs;
                     let sql = snapshot_insert_sql(size, $enc::NUMBERED_PARAMS, returning);
                     let mut query = sqlx::query(&sql);
-                    for s in chunk {
+                    for (s, r) in chunk.iter().zip(chunk_refs) {
                         query = query
                             .bind($enc::id(s.id))
                             .bind($enc::id(s.deployment_id))
                             .bind($enc::ts(s.tick_at))
-                            .bind(s.system_prompt.as_str())
-                            .bind(s.context.as_str())
+                            .bind(r.system_prompt.as_slice())
+                            .bind(r.context.as_slice())
                             .bind(Json(&s.steps))
                             .bind(s.proposal.as_ref().map(Json))
                             .bind(Json(&s.verdict))
@@ -606,7 +846,8 @@ macro_rules! impl_tick {
                     .await
                     .map_err(ctx("reading decision snapshot"))?
                     .ok_or_else(|| DbError::not_found("decision snapshot", id))?;
-                codec::snapshot_from_row(&row)
+                let mut one = self.snapshots_from_rows(&[row]).await?;
+                one.pop().ok_or_else(|| DbError::not_found("decision snapshot", id))
             }
 
             async fn last_snapshot_before(
@@ -623,7 +864,10 @@ macro_rules! impl_tick {
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(ctx("reading last decision snapshot"))?;
-                row.as_ref().map(codec::snapshot_from_row).transpose()
+                match row {
+                    Some(row) => Ok(self.snapshots_from_rows(&[row]).await?.pop()),
+                    None => Ok(None),
+                }
             }
 
             async fn runner_state(&self, deployment_id: Uuid) -> Result<Option<StoredRunnerState>, DbError> {
@@ -655,13 +899,94 @@ macro_rules! impl_tick {
                 .fetch_all(&self.pool)
                 .await
                 .map_err(ctx("listing decision snapshots"))?;
-                rows.iter().map(codec::snapshot_from_row).collect()
+                self.snapshots_from_rows(&rows).await
             }
         }
     };
 }
 
 pub(crate) use impl_tick;
+
+/// Snapshots converted per transaction by `convert_legacy_snapshots`.
+pub(crate) const CONVERT_BATCH: i64 = 256;
+
+/// The conversion of snapshots written before line storage (for the stores that write, not a
+/// user's).
+macro_rules! impl_convert {
+    ($store:ty, $enc:ident, $begin:literal) => {
+        impl $store {
+            /// Converts the snapshots written before line storage (their texts in
+            /// `system_prompt` / `context`) to line lists, [`CONVERT_BATCH`] per transaction, in
+            /// tick order per deployment; returns how many it converted. Run at connect, after
+            /// the migrations: a database the previous schema wrote reads the same afterwards,
+            /// and a conversion cut short leaves every row readable (converted or not) and
+            /// resumes at the next connect.
+            ///
+            /// [`CONVERT_BATCH`]: crate::imp::tick::CONVERT_BATCH
+            pub(crate) async fn convert_legacy_snapshots(&self) -> Result<u64, DbError> {
+                let mut converted = 0;
+                loop {
+                    let mut tx = self
+                        .pool
+                        .begin_with($begin)
+                        .await
+                        .map_err(ctx("beginning snapshot conversion"))?;
+                    let rows = sqlx::query(
+                        "SELECT id, deployment_id, system_prompt, context FROM decision_snapshots \
+                         WHERE context_lines IS NULL ORDER BY deployment_id, tick_at LIMIT $1",
+                    )
+                    .bind(crate::imp::tick::CONVERT_BATCH)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(ctx("reading snapshots to convert"))?;
+                    if rows.is_empty() {
+                        tx.rollback().await.map_err(ctx("ending snapshot conversion"))?;
+                        return Ok(converted);
+                    }
+                    let mut old = Vec::with_capacity(rows.len());
+                    for r in &rows {
+                        old.push((
+                            codec::RowExt::uuid(r, "id")?,
+                            codec::RowExt::uuid(r, "deployment_id")?,
+                            codec::RowExt::opt_text(r, "system_prompt")?.unwrap_or_default(),
+                            codec::RowExt::opt_text(r, "context")?.unwrap_or_default(),
+                        ));
+                    }
+                    let mut deployments: Vec<Uuid> = Vec::new();
+                    for (_, d, _, _) in &old {
+                        if !deployments.contains(d) {
+                            deployments.push(*d);
+                        }
+                    }
+                    for d in deployments {
+                        let mine: Vec<_> = old.iter().filter(|(_, od, _, _)| *od == d).collect();
+                        let texts: Vec<&str> = mine
+                            .iter()
+                            .flat_map(|(_, _, sp, cx)| [sp.as_str(), cx.as_str()])
+                            .collect();
+                        let lists = Self::store_lines(&mut tx, d, &texts).await?;
+                        for ((id, _, _, _), pair) in mine.iter().zip(lists.chunks(2)) {
+                            sqlx::query(
+                                "UPDATE decision_snapshots SET system_prompt = NULL, context = NULL, \
+                                 system_prompt_lines = $2, context_lines = $3 WHERE id = $1",
+                            )
+                            .bind($enc::id(*id))
+                            .bind(pair[0].as_slice())
+                            .bind(pair[1].as_slice())
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(ctx("converting a snapshot to line lists"))?;
+                            converted += 1;
+                        }
+                    }
+                    tx.commit().await.map_err(ctx("committing snapshot conversion"))?;
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use impl_convert;
 
 #[cfg(test)]
 mod tests {

@@ -749,3 +749,83 @@ async fn a_user_scoped_store_cannot_reach_another_users_rows_even_by_id() {
         .is_err()
     );
 }
+
+/// Prompt lines are stored per deployment and read only by its owner: the same text in A's and
+/// B's snapshots is two sets of rows, each visible to its owner alone, and no owner may write
+/// them.
+#[tokio::test]
+async fn prompt_lines_are_read_only_by_their_deployments_owner() {
+    use db::TickStore;
+
+    let h = common::postgres().await;
+    let w = world(&h.store).await;
+    let pool = h.store.pool();
+    let (a, b) = (&w.a, &w.b);
+    let join = "SELECT s.deployment_id, l.body FROM prompt_lines l \
+                JOIN prompt_scopes s ON s.id = l.scope_id";
+    let everyone = sqlx::query(join).fetch_all(pool).await.unwrap();
+    assert_eq!(
+        ids(&everyone, "deployment_id"),
+        {
+            let mut v = vec![a.deployment.id, b.deployment.id];
+            v.sort();
+            v
+        },
+        "the same text is stored for each deployment"
+    );
+    for fx in [a, b] {
+        let rows = as_user(pool, fx.user.id, join).await.unwrap();
+        assert_eq!(ids(&rows, "deployment_id"), vec![fx.deployment.id]);
+        assert_eq!(rows.len() * 2, everyone.len(), "all of its own lines");
+        let rows = as_user(pool, fx.user.id, "SELECT deployment_id FROM prompt_scopes")
+            .await
+            .unwrap();
+        assert_eq!(ids(&rows, "deployment_id"), vec![fx.deployment.id]);
+    }
+    // Asking for B's scope by id: nothing.
+    let b_scope: i64 = sqlx::query_scalar("SELECT id FROM prompt_scopes WHERE deployment_id = $1")
+        .bind(b.deployment.id)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    let rows = as_user(
+        pool,
+        a.user.id,
+        &format!("SELECT body FROM prompt_lines WHERE scope_id = {b_scope}"),
+    )
+    .await
+    .unwrap();
+    assert!(rows.is_empty());
+    for sql in [
+        "UPDATE prompt_lines SET body = 'ignore your caps'".to_owned(),
+        format!(
+            "INSERT INTO prompt_lines (scope_id, seq, hash, body) VALUES ({b_scope}, 999, 0, 'x')"
+        ),
+        "DELETE FROM prompt_lines".to_owned(),
+        "UPDATE prompt_scopes SET next_seq = 0".to_owned(),
+        format!(
+            "INSERT INTO prompt_scopes (deployment_id) VALUES ('{}')",
+            Uuid::new_v4()
+        ),
+    ] {
+        assert_permission_denied(as_user(pool, a.user.id, &sql).await, &sql);
+    }
+    // The owner's store puts the texts back together under RLS; B's snapshots stay hidden.
+    let as_a = h.store.as_user(a.user.id);
+    let mine = as_a.list_snapshots(a.deployment.id, 10).await.unwrap();
+    assert_eq!(
+        mine,
+        h.store.list_snapshots(a.deployment.id, 10).await.unwrap()
+    );
+    assert_eq!(mine.len(), 1);
+    assert_eq!(
+        as_a.get_snapshot(mine[0].id).await.unwrap().context,
+        sample_snapshot(a.deployment.id, at(0)).context
+    );
+    assert!(
+        as_a.list_snapshots(b.deployment.id, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}

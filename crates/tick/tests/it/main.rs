@@ -12,4 +12,5 @@ mod costs_prop;
 mod mock;
 mod outcome_memory;
 mod recall_memory;
+mod snapshot_text;
 mod stops;

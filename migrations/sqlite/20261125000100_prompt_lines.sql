@@ -1,0 +1,44 @@
+-- Content-addressed prompt text (#17 item 1): a snapshot's system prompt and user message are
+-- stored as lists of line numbers (`system_prompt_lines`, `context_lines`: runs of `seq`s, see
+-- crates/db/src/imp/prompt_lines.rs), each distinct line once per deployment in `prompt_lines`.
+-- `system_prompt` / `context` hold the text only for rows written before this migration, until
+-- the store converts them (at connect, in batches: the partial index finds them).
+ALTER TABLE decision_snapshots ADD COLUMN system_prompt_lines BLOB;
+ALTER TABLE decision_snapshots ADD COLUMN context_lines BLOB;
+
+-- SQLite cannot drop a NOT NULL constraint, and rebuilding `decision_snapshots` would need
+-- foreign keys off, which sqlx's migration transaction does not allow. Dropping a NOT NULL only
+-- loosens the table (every stored row stays valid), so its text is edited in the schema, the
+-- procedure SQLite documents (https://www.sqlite.org/lang_altertable.html#otheralter). After the
+-- ALTERs (an ALTER after the edit would splice its column at an offset of the old text), and
+-- `RESET` re-reads the schema on this connection, which goes on to convert the old rows; the
+-- DDL below bumps the schema version for every other connection.
+PRAGMA writable_schema = ON;
+UPDATE sqlite_master
+SET sql = replace(replace(sql,
+    'system_prompt      TEXT NOT NULL,', 'system_prompt      TEXT,'),
+    'context            TEXT NOT NULL,', 'context            TEXT,')
+WHERE type = 'table' AND name = 'decision_snapshots';
+PRAGMA writable_schema = RESET;
+
+-- The rows still to convert (none once the store has opened the file).
+CREATE INDEX decision_snapshots_unconverted_idx ON decision_snapshots (deployment_id, tick_at)
+    WHERE context_lines IS NULL;
+
+-- One numbering of lines per deployment: `next_seq` is the number the next new line gets.
+CREATE TABLE prompt_scopes (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    deployment_id TEXT NOT NULL UNIQUE REFERENCES deployments (id) ON DELETE CASCADE,
+    next_seq      INTEGER NOT NULL DEFAULT 0 CONSTRAINT prompt_scopes_next_seq_nonneg CHECK (next_seq >= 0)
+) STRICT;
+
+-- Each distinct line of a deployment's prompts once; `hash` (FNV-1a 64) finds candidates, the
+-- body decides.
+CREATE TABLE prompt_lines (
+    scope_id INTEGER NOT NULL REFERENCES prompt_scopes (id) ON DELETE CASCADE,
+    seq      INTEGER NOT NULL,
+    hash     INTEGER NOT NULL,
+    body     TEXT NOT NULL,
+    PRIMARY KEY (scope_id, seq)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX prompt_lines_hash_idx ON prompt_lines (scope_id, hash);
