@@ -41,6 +41,11 @@ pub(crate) mod lite {
     /// one up by name, a linear scan per parameter in SQLite (quadratic in a long `VALUES`).
     pub(crate) const NUMBERED_PARAMS: bool = false;
 
+    /// The prompt line lookup by hash names its index: without statistics SQLite's planner
+    /// prefers the primary key's `scope_id` prefix, a scan of every line of the deployment per
+    /// lookup (quadratic over a backtest).
+    pub(crate) const LINE_HASH_INDEX: &str = " INDEXED BY prompt_lines_hash_idx";
+
     pub(crate) fn id(v: Uuid) -> String {
         v.to_string()
     }
@@ -71,6 +76,9 @@ pub(crate) mod pg {
 
     /// PostgreSQL has only numbered `$n` parameters.
     pub(crate) const NUMBERED_PARAMS: bool = true;
+
+    /// PostgreSQL's planner picks the hash index itself.
+    pub(crate) const LINE_HASH_INDEX: &str = "";
 
     pub(crate) fn id(v: Uuid) -> Uuid {
         v

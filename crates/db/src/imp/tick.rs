@@ -276,7 +276,8 @@ macro_rules! impl_tick {
                         let (chunk, tail) = rest.split_at(size);
                         rest = tail;
                         let sql = format!(
-                            "SELECT seq, hash, body FROM prompt_lines WHERE scope_id = {} AND hash IN ({})",
+                            "SELECT seq, hash, body FROM prompt_lines{} WHERE scope_id = {} AND hash IN ({})",
+                            $enc::LINE_HASH_INDEX,
                             lines::params(1, 1, $enc::NUMBERED_PARAMS),
                             lines::params(2, size, $enc::NUMBERED_PARAMS),
                         );
