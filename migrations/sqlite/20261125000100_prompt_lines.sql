@@ -1,10 +1,14 @@
--- Content-addressed prompt text (#17 item 1): a snapshot's system prompt and user message are
--- stored as lists of line numbers (`system_prompt_lines`, `context_lines`: runs of `seq`s, see
--- crates/db/src/imp/prompt_lines.rs), each distinct line once per deployment in `prompt_lines`.
--- `system_prompt` / `context` hold the text only for rows written before this migration, until
--- the store converts them (at connect, in batches: the partial index finds them).
+-- Content-addressed snapshot text (#17 item 1): a snapshot's system prompt, user message, steps,
+-- proposal and verdict are stored as lists of line numbers (`*_lines`: runs of `seq`s, see
+-- crates/db/src/imp/prompt_lines.rs), each distinct line once per deployment, the new lines of a
+-- write together in one zstd-compressed `prompt_blocks` row. `system_prompt` … `verdict` hold the
+-- texts only for rows written before this migration, until the store converts them (at connect,
+-- in batches: the partial index finds them).
 ALTER TABLE decision_snapshots ADD COLUMN system_prompt_lines BLOB;
 ALTER TABLE decision_snapshots ADD COLUMN context_lines BLOB;
+ALTER TABLE decision_snapshots ADD COLUMN steps_lines BLOB;
+ALTER TABLE decision_snapshots ADD COLUMN proposal_lines BLOB;
+ALTER TABLE decision_snapshots ADD COLUMN verdict_lines BLOB;
 
 -- SQLite cannot drop a NOT NULL constraint, and rebuilding `decision_snapshots` would need
 -- foreign keys off, which sqlx's migration transaction does not allow. Dropping a NOT NULL only
@@ -15,9 +19,11 @@ ALTER TABLE decision_snapshots ADD COLUMN context_lines BLOB;
 -- DDL below bumps the schema version for every other connection.
 PRAGMA writable_schema = ON;
 UPDATE sqlite_master
-SET sql = replace(replace(sql,
+SET sql = replace(replace(replace(replace(sql,
     'system_prompt      TEXT NOT NULL,', 'system_prompt      TEXT,'),
-    'context            TEXT NOT NULL,', 'context            TEXT,')
+    'context            TEXT NOT NULL,', 'context            TEXT,'),
+    'steps              TEXT NOT NULL DEFAULT ''[]'',', 'steps              TEXT,'),
+    'verdict            TEXT NOT NULL,', 'verdict            TEXT,')
 WHERE type = 'table' AND name = 'decision_snapshots';
 PRAGMA writable_schema = RESET;
 
@@ -25,20 +31,20 @@ PRAGMA writable_schema = RESET;
 CREATE INDEX decision_snapshots_unconverted_idx ON decision_snapshots (deployment_id, tick_at)
     WHERE context_lines IS NULL;
 
--- One numbering of lines per deployment: `next_seq` is the number the next new line gets.
+-- One numbering of lines per deployment: `next_seq` is the number the next new line gets. Ids are
+-- never reused (AUTOINCREMENT): a writer's memory of a scope's lines stays true while it exists.
 CREATE TABLE prompt_scopes (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,
     deployment_id TEXT NOT NULL UNIQUE REFERENCES deployments (id) ON DELETE CASCADE,
     next_seq      INTEGER NOT NULL DEFAULT 0 CONSTRAINT prompt_scopes_next_seq_nonneg CHECK (next_seq >= 0)
 ) STRICT;
 
--- Each distinct line of a deployment's prompts once; `hash` (FNV-1a 64) finds candidates, the
--- body decides.
-CREATE TABLE prompt_lines (
-    scope_id INTEGER NOT NULL REFERENCES prompt_scopes (id) ON DELETE CASCADE,
-    seq      INTEGER NOT NULL,
-    hash     INTEGER NOT NULL,
-    body     TEXT NOT NULL,
-    PRIMARY KEY (scope_id, seq)
-) STRICT, WITHOUT ROWID;
-CREATE INDEX prompt_lines_hash_idx ON prompt_lines (scope_id, hash);
+-- The lines `first_seq` .. `first_seq + line_count - 1` of a scope: one zstd frame of their
+-- lengths (LEB128) and their bytes.
+CREATE TABLE prompt_blocks (
+    scope_id   INTEGER NOT NULL REFERENCES prompt_scopes (id) ON DELETE CASCADE,
+    first_seq  INTEGER NOT NULL CONSTRAINT prompt_blocks_first_seq_nonneg CHECK (first_seq >= 0),
+    line_count INTEGER NOT NULL CONSTRAINT prompt_blocks_line_count_pos CHECK (line_count > 0),
+    body       BLOB NOT NULL,
+    UNIQUE (scope_id, first_seq)
+) STRICT;

@@ -41,11 +41,6 @@ pub(crate) mod lite {
     /// one up by name, a linear scan per parameter in SQLite (quadratic in a long `VALUES`).
     pub(crate) const NUMBERED_PARAMS: bool = false;
 
-    /// The prompt line lookup by hash names its index: without statistics SQLite's planner
-    /// prefers the primary key's `scope_id` prefix, a scan of every line of the deployment per
-    /// lookup (quadratic over a backtest).
-    pub(crate) const LINE_HASH_INDEX: &str = " INDEXED BY prompt_lines_hash_idx";
-
     pub(crate) fn id(v: Uuid) -> String {
         v.to_string()
     }
@@ -76,9 +71,6 @@ pub(crate) mod pg {
 
     /// PostgreSQL has only numbered `$n` parameters.
     pub(crate) const NUMBERED_PARAMS: bool = true;
-
-    /// PostgreSQL's planner picks the hash index itself.
-    pub(crate) const LINE_HASH_INDEX: &str = "";
 
     pub(crate) fn id(v: Uuid) -> Uuid {
         v
@@ -386,51 +378,157 @@ pub(crate) fn deployment_from_row<R: RowExt>(r: &R) -> Result<Deployment, DbErro
     })
 }
 
-/// A `decision_snapshots` row, with its texts' line lists when it has them (then its
-/// `system_prompt` and `context` are empty until the lines are read; a row written before
-/// line storage holds its texts itself and has no lists).
+/// One text of a `decision_snapshots` row: held by the row itself (a row written before line
+/// storage), or as a line list to put back together.
+pub(crate) enum Stored<T> {
+    /// The value as the row holds it.
+    Value(T),
+    /// The line list of its text.
+    Lines(Vec<u8>),
+}
+
+/// A `decision_snapshots` row's texts, each as the row stores it.
+pub(crate) struct StoredTexts {
+    pub(crate) system_prompt: Stored<String>,
+    pub(crate) context: Stored<String>,
+    pub(crate) steps: Stored<types::JsonText>,
+    pub(crate) proposal: Stored<Option<types::ProposedAction>>,
+    pub(crate) verdict: Stored<types::Verdict>,
+}
+
+impl StoredTexts {
+    /// The line lists among the texts.
+    pub(crate) fn lists(&self) -> impl Iterator<Item = &[u8]> {
+        fn list<T>(s: &Stored<T>) -> Option<&[u8]> {
+            match s {
+                Stored::Lines(l) => Some(l.as_slice()),
+                Stored::Value(_) => None,
+            }
+        }
+        [
+            list(&self.system_prompt),
+            list(&self.context),
+            list(&self.steps),
+            list(&self.proposal),
+            list(&self.verdict),
+        ]
+        .into_iter()
+        .flatten()
+    }
+
+    /// The texts, each line list put together by `text` (the steps' JSON taken as it is, the
+    /// proposal's and the verdict's parsed).
+    ///
+    /// # Errors
+    /// `text`'s, or [`DbError::Decode`] for JSON that is not the steps, proposal or verdict.
+    pub(crate) fn resolve(
+        self,
+        text: impl Fn(&[u8]) -> Result<String, DbError>,
+    ) -> Result<SnapshotTexts, DbError> {
+        fn value<T>(
+            s: Stored<T>,
+            text: &impl Fn(&[u8]) -> Result<String, DbError>,
+            parse: impl FnOnce(String) -> Result<T, DbError>,
+        ) -> Result<T, DbError> {
+            match s {
+                Stored::Value(v) => Ok(v),
+                Stored::Lines(l) => parse(text(&l)?),
+            }
+        }
+        Ok(SnapshotTexts {
+            system_prompt: value(self.system_prompt, &text, Ok)?,
+            context: value(self.context, &text, Ok)?,
+            steps: value(self.steps, &text, |t| {
+                types::JsonText::from_text(t).map_err(|e| decode_err("steps", e))
+            })?,
+            proposal: value(self.proposal, &text, |t| {
+                serde_json::from_str(&t).map_err(|e| decode_err("proposal", e))
+            })?,
+            verdict: value(self.verdict, &text, |t| {
+                serde_json::from_str(&t).map_err(|e| decode_err("verdict", e))
+            })?,
+        })
+    }
+}
+
+/// A snapshot's texts, decoded.
+pub(crate) struct SnapshotTexts {
+    pub(crate) system_prompt: String,
+    pub(crate) context: String,
+    pub(crate) steps: types::JsonText,
+    pub(crate) proposal: Option<types::ProposedAction>,
+    pub(crate) verdict: types::Verdict,
+}
+
+/// A `decision_snapshots` row without its texts.
+pub(crate) struct SnapshotHead {
+    pub(crate) id: Uuid,
+    pub(crate) deployment_id: Uuid,
+    tick_at: DateTime<Utc>,
+    model: String,
+    finish_reason: Option<String>,
+    usage: Usage,
+    cost_usd: Decimal,
+    error: Option<String>,
+    model_error: bool,
+}
+
+impl SnapshotHead {
+    /// The snapshot with its texts.
+    pub(crate) fn with(self, t: SnapshotTexts) -> DecisionSnapshot {
+        DecisionSnapshot {
+            id: self.id,
+            deployment_id: self.deployment_id,
+            tick_at: self.tick_at,
+            system_prompt: t.system_prompt,
+            context: t.context,
+            steps: t.steps,
+            proposal: t.proposal,
+            verdict: t.verdict,
+            model: self.model,
+            finish_reason: self.finish_reason,
+            usage: self.usage,
+            cost_usd: self.cost_usd,
+            error: self.error,
+            model_error: self.model_error,
+        }
+    }
+}
+
+/// A `decision_snapshots` row: the snapshot without its texts, and its texts.
 pub(crate) fn stored_snapshot_from_row<R: RowExt>(
     r: &R,
-) -> Result<
-    (
-        DecisionSnapshot,
-        Option<crate::imp::prompt_lines::PromptRefs>,
-    ),
-    DbError,
-> {
-    let refs = match (
-        r.opt_blob("system_prompt_lines")?,
-        r.opt_blob("context_lines")?,
-    ) {
-        (Some(system_prompt), Some(context)) => Some(crate::imp::prompt_lines::PromptRefs {
-            system_prompt,
-            context,
-        }),
-        (None, None) => None,
-        _ => {
-            return Err(decode_err(
-                "context_lines",
-                "one of the snapshot's two line lists is missing",
-            ));
-        }
-    };
-    let text = |c: &str| -> Result<String, DbError> {
-        match (r.opt_text(c)?, &refs) {
-            (Some(t), None) => Ok(t),
-            (None, Some(_)) => Ok(String::new()),
-            (None, None) => Err(decode_err(c, "neither the text nor its lines are stored")),
+) -> Result<(SnapshotHead, StoredTexts), DbError> {
+    let text = |lines: &str, c: &str| -> Result<Stored<String>, DbError> {
+        match (r.opt_blob(lines)?, r.opt_text(c)?) {
+            (Some(l), None) => Ok(Stored::Lines(l)),
+            (None, Some(t)) => Ok(Stored::Value(t)),
             (Some(_), Some(_)) => Err(decode_err(c, "both the text and its lines are stored")),
+            (None, None) => Err(decode_err(c, "neither the text nor its lines are stored")),
         }
     };
-    let snapshot = DecisionSnapshot {
+    // The JSON columns of a row written before line storage keep their values (the conversion
+    // moves the prompts only); a new row leaves them NULL.
+    let texts = StoredTexts {
+        system_prompt: text("system_prompt_lines", "system_prompt")?,
+        context: text("context_lines", "context")?,
+        steps: match r.opt_blob("steps_lines")? {
+            Some(l) => Stored::Lines(l),
+            None => Stored::Value(r.json("steps")?),
+        },
+        proposal: match r.opt_blob("proposal_lines")? {
+            Some(l) => Stored::Lines(l),
+            None => Stored::Value(r.opt_json("proposal")?),
+        },
+        verdict: match r.opt_blob("verdict_lines")? {
+            Some(l) => Stored::Lines(l),
+            None => Stored::Value(r.json("verdict")?),
+        },
+    };
+    let head = SnapshotHead {
         id: r.uuid("id")?,
         deployment_id: r.uuid("deployment_id")?,
         tick_at: r.ts("tick_at")?,
-        system_prompt: text("system_prompt")?,
-        context: text("context")?,
-        steps: r.json("steps")?,
-        proposal: r.opt_json("proposal")?,
-        verdict: r.json("verdict")?,
         model: r.text("model")?,
         finish_reason: r.opt_text("finish_reason")?,
         usage: Usage {
@@ -443,7 +541,7 @@ pub(crate) fn stored_snapshot_from_row<R: RowExt>(
         error: r.opt_text("error")?,
         model_error: r.flag("model_error")?,
     };
-    Ok((snapshot, refs))
+    Ok((head, texts))
 }
 
 pub(crate) fn trade_from_row<R: RowExt>(r: &R) -> Result<TradeRecord, DbError> {

@@ -15,6 +15,8 @@ pub static POSTGRES_MIGRATOR: Migrator = sqlx::migrate!("../../migrations/postgr
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pool: PgPool,
+    /// Which prompt lines the deployments' scopes hold (shared by the clones).
+    lines: crate::imp::prompt_lines::LineCache,
 }
 
 impl PgStore {
@@ -37,7 +39,10 @@ impl PgStore {
     pub async fn open_existing(url: &str) -> Result<Self, crate::DbError> {
         let pool = Self::new_pool(url).await?;
         crate::check_migrated(&pool, &POSTGRES_MIGRATOR, "PostgreSQL").await?;
-        Ok(PgStore { pool })
+        Ok(PgStore {
+            pool,
+            lines: crate::imp::prompt_lines::LineCache::default(),
+        })
     }
 
     /// A pool on `url`: 8 connections, 10 s to acquire one.
@@ -64,7 +69,10 @@ impl PgStore {
                 backend: "PostgreSQL",
                 source,
             })?;
-        let store = PgStore { pool };
+        let store = PgStore {
+            pool,
+            lines: crate::imp::prompt_lines::LineCache::default(),
+        };
         // Snapshots an older build wrote keep their texts until converted to line lists.
         store.convert_legacy_snapshots().await?;
         Ok(store)

@@ -39,6 +39,9 @@ pub const USER_ROLE: &str = "authenticated";
 #[derive(Debug, Clone)]
 pub struct UserScoped {
     pool: ScopedPool,
+    /// Which prompt lines the deployments' scopes hold (a user writes no snapshot under RLS:
+    /// stays empty).
+    lines: crate::imp::prompt_lines::LineCache,
 }
 
 /// A pool whose every statement runs in a transaction as the user (the executor of
@@ -64,6 +67,7 @@ impl PgStore {
                 user_id,
                 claims: claims.into(),
             },
+            lines: crate::imp::prompt_lines::LineCache::default(),
         }
     }
 }

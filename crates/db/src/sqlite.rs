@@ -15,6 +15,8 @@ pub static SQLITE_MIGRATOR: Migrator = sqlx::migrate!("../../migrations/sqlite")
 pub struct SqliteStore {
     pool: SqlitePool,
     durability: Durability,
+    /// Which prompt lines the deployments' scopes hold (shared by the clones).
+    lines: crate::imp::prompt_lines::LineCache,
 }
 
 /// How a SQLite file's commits reach the disk.
@@ -114,7 +116,11 @@ impl SqliteStore {
                 backend: "SQLite",
                 source,
             })?;
-        let store = SqliteStore { pool, durability };
+        let store = SqliteStore {
+            pool,
+            durability,
+            lines: crate::imp::prompt_lines::LineCache::default(),
+        };
         // Snapshots an older build wrote keep their texts until converted to line lists.
         store.convert_legacy_snapshots().await?;
         Ok(store)
@@ -139,6 +145,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             pool,
             durability: Durability::Normal,
+            lines: crate::imp::prompt_lines::LineCache::default(),
         })
     }
 

@@ -1,18 +1,30 @@
-//! Content-addressed prompt text: the system prompt and user message of a snapshot are stored
-//! as references to lines, each distinct line once per deployment.
+//! Content-addressed snapshot text: the system prompt, user message, steps, proposal and verdict
+//! of a snapshot are stored as references to lines, each distinct line once per deployment.
 //!
 //! A line is the unit because it is what repeats: a bar table of N rows shifts by one row per
-//! tick, so N − 1 of its lines were stored by the tick before; the system prompt's segments and
-//! the static sections of the user message repeat whole. `prompt_lines` holds each distinct line
-//! of a deployment once (its `prompt_scopes` row numbers them `seq` 0, 1, 2, …, in the order they
-//! were first stored); a snapshot's `system_prompt_lines` / `context_lines` blobs list the
-//! `seq`s of its text's lines in order, as runs of consecutive numbers (see [`encode_refs`]).
-//! Joining the lines gives back the text byte for byte: every line keeps its `\n`, the last one
-//! has none when the text does not end in one.
+//! tick, so N − 1 of its lines were stored by the tick before; the system prompt's segments, the
+//! static sections of the user message and the (compact, one-line) JSON of the model loop's
+//! steps, proposal and verdict repeat whole. Lines are numbered per deployment (its
+//! `prompt_scopes` row: `seq` 0, 1, 2, …, in the order they were first stored); a snapshot's
+//! `*_lines` blobs list the `seq`s of its texts' lines in order, as runs of consecutive numbers
+//! (see [`encode_refs`]). Joining the lines gives back the text byte for byte: every line keeps
+//! its `\n`, the last one has none when the text does not end in one.
 //!
-//! New lines of a batch are numbered system prompts first, then user messages, each by line
-//! index, then by tick: the newest row of a bar table sits at the same index on every tick, so
-//! the rows a batch adds get consecutive numbers, and a table reads back as one or two runs.
+//! The new lines of a write are stored together, as one `prompt_blocks` row: a zstd frame of
+//! their lengths and their bytes ([`encode_block`]). What stays new on every tick (the time, the
+//! newest bar, the portfolio and caps lines) is numbers next to numbers, which compress well
+//! only together.
+//!
+//! Which lines are stored already is known from the writer's memory ([`LineCache`]: per
+//! deployment, the lines of its last write, and their numbers), never looked up in the
+//! database: a line the cache does not hold is stored again (a second copy, never a wrong
+//! one), e.g. once after the process restarts. A write's lines enter the cache only after its
+//! transaction committed, so the cache never names a line that is not stored.
+//!
+//! New lines of a write are numbered stream by stream (system prompts, then user messages,
+//! …), then by line index, then by tick: the newest row of a bar table sits at the same index
+//! on every tick, so the rows a batch adds get consecutive numbers, and a table reads back as
+//! one or two runs.
 
 use std::collections::HashMap;
 
@@ -22,20 +34,6 @@ use crate::DbError;
 /// end in one); none for an empty text.
 pub(crate) fn lines(text: &str) -> std::str::SplitInclusive<'_, char> {
     text.split_inclusive('\n')
-}
-
-/// FNV-1a (64 bits) of a line, as stored in `prompt_lines.hash`. The hash only finds
-/// candidates: a line is reused only when its stored text is equal, so a collision costs a
-/// duplicate line, never a wrong one. A fixed, documented function (not std's `DefaultHasher`,
-/// whose algorithm may change between releases) keeps lookups finding lines stored by older
-/// builds.
-pub(crate) fn line_hash(line: &str) -> i64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in line.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    i64::from_ne_bytes(h.to_ne_bytes())
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -219,10 +217,41 @@ pub(crate) struct PromptRefs {
     pub(crate) system_prompt: Vec<u8>,
     /// The user message's lines.
     pub(crate) context: Vec<u8>,
+    /// The steps' JSON.
+    pub(crate) steps: Vec<u8>,
+    /// The proposal's JSON; `None` when the tick proposed nothing.
+    pub(crate) proposal: Option<Vec<u8>>,
+    /// The verdict's JSON.
+    pub(crate) verdict: Vec<u8>,
 }
 
-/// At most this many values per `IN (…)` list of the line statements.
-pub(crate) const LINE_CHUNK: usize = 256;
+/// Texts per snapshot in a [`LinePlan`]: system prompt, user message, steps, proposal (empty
+/// when there is none), verdict.
+pub(crate) const SNAPSHOT_STREAMS: usize = 5;
+
+/// A snapshot's texts in [`SNAPSHOT_STREAMS`] order.
+///
+/// # Errors
+/// [`DbError::Invalid`] when its proposal or verdict cannot be serialised.
+pub(crate) fn snapshot_texts(s: &crate::DecisionSnapshot) -> Result<[String; 3], DbError> {
+    let json = |what: &'static str, v: Result<String, serde_json::Error>| {
+        v.map_err(|e| DbError::Invalid {
+            what,
+            detail: e.to_string(),
+        })
+    };
+    Ok([
+        s.steps.as_str().to_owned(),
+        match &s.proposal {
+            Some(p) => json("snapshot proposal", serde_json::to_string(p))?,
+            None => String::new(),
+        },
+        json("snapshot verdict", serde_json::to_string(&s.verdict))?,
+    ])
+}
+
+/// At most this many values per `IN (…)` list of the block statements.
+pub(crate) const LINE_CHUNK: usize = 64;
 
 /// Splits `n` into statement sizes that are powers of two up to [`LINE_CHUNK`] (each statement
 /// is prepared once and cached).
@@ -259,18 +288,196 @@ pub(crate) fn params(first: usize, n: usize, numbered: bool) -> String {
     s
 }
 
-/// `INSERT INTO prompt_lines (scope_id, seq, hash, body) VALUES …` for `rows` rows.
-pub(crate) fn line_insert_sql(rows: usize, numbered: bool) -> String {
-    let mut sql = String::from("INSERT INTO prompt_lines (scope_id, seq, hash, body) VALUES ");
-    for r in 0..rows {
-        if r > 0 {
-            sql.push_str(", ");
-        }
-        sql.push('(');
-        sql.push_str(&params(r * 4 + 1, 4, numbered));
-        sql.push(')');
+/// zstd level of the blocks: 3 is zstd's default; higher levels gain little on these lines
+/// and cost the writer's time.
+const BLOCK_LEVEL: i32 = 3;
+
+/// A block holds at most this many bytes once decompressed (a damaged or hostile frame must not
+/// make a reader allocate more).
+pub(crate) const MAX_BLOCK_BYTES: u64 = 1 << 30;
+
+fn bad_block(detail: impl std::fmt::Display) -> DbError {
+    DbError::Decode {
+        column: "prompt_blocks.body".to_owned(),
+        detail: detail.to_string(),
     }
-    sql
+}
+
+/// A `prompt_blocks.body`: one zstd frame of each line's length (LEB128), then the lines.
+///
+/// # Errors
+/// [`DbError::Invalid`] when zstd fails (it does not on memory it was given).
+pub(crate) fn encode_block<'a>(lines: impl Iterator<Item = &'a str> + Clone) -> Result<Vec<u8>, DbError> {
+    let mut raw = Vec::new();
+    for l in lines.clone() {
+        put_varint(&mut raw, l.len() as u64);
+    }
+    for l in lines {
+        raw.extend_from_slice(l.as_bytes());
+    }
+    zstd::bulk::compress(&raw, BLOCK_LEVEL).map_err(|e| DbError::Invalid {
+        what: "prompt block",
+        detail: format!("compressing: {e}"),
+    })
+}
+
+/// The `count` lines of a block [`encode_block`] wrote.
+///
+/// # Errors
+/// [`DbError::Decode`] for a frame that is not zstd, larger than [`MAX_BLOCK_BYTES`], or whose
+/// content is not `count` lengths and as many UTF-8 lines.
+pub(crate) fn decode_block(body: &[u8], count: i64) -> Result<Vec<String>, DbError> {
+    let size = match zstd::zstd_safe::get_frame_content_size(body) {
+        Ok(Some(n)) if n <= MAX_BLOCK_BYTES => n,
+        Ok(Some(n)) => return Err(bad_block(format!("{n} bytes decompressed is too many"))),
+        Ok(None) | Err(_) => return Err(bad_block("not a zstd frame with its size")),
+    };
+    let raw = zstd::bulk::decompress(body, usize::try_from(size).map_err(bad_block)?)
+        .map_err(|e| bad_block(format!("decompressing: {e}")))?;
+    let count = usize::try_from(count).map_err(|_| bad_block("a negative line count"))?;
+    let mut at = 0;
+    let mut lens = Vec::with_capacity(count.min(raw.len()));
+    for _ in 0..count {
+        let len = get_varint(&raw, &mut at).map_err(|_| bad_block("a line length is cut short"))?;
+        lens.push(usize::try_from(len).map_err(bad_block)?);
+    }
+    let mut lines = Vec::with_capacity(lens.len());
+    for len in lens {
+        let end = at
+            .checked_add(len)
+            .filter(|e| *e <= raw.len())
+            .ok_or_else(|| bad_block("a line runs past the block"))?;
+        let line = std::str::from_utf8(&raw[at..end]).map_err(bad_block)?;
+        lines.push(line.to_owned());
+        at = end;
+    }
+    if at != raw.len() {
+        return Err(bad_block("bytes after the last line"));
+    }
+    Ok(lines)
+}
+
+/// The first line numbers of the blocks that hold `wanted` (sorted, distinct), from every
+/// block's `(first_seq, line_count)` in `first_seq` order up to the last wanted line.
+///
+/// # Errors
+/// [`DbError::Invalid`] when a wanted line is in no block.
+pub(crate) fn blocks_holding(
+    blocks: &[(i64, i64)],
+    wanted: &[i64],
+    what: &'static str,
+) -> Result<Vec<(i64, i64)>, DbError> {
+    let mut out: Vec<(i64, i64)> = Vec::new();
+    for &seq in wanted {
+        if out.last().is_some_and(|&(f, c)| seq >= f && seq < f + c) {
+            continue;
+        }
+        let i = blocks.partition_point(|&(f, _)| f <= seq);
+        match i.checked_sub(1).map(|i| blocks[i]) {
+            Some((f, c)) if seq < f.saturating_add(c) => out.push((f, c)),
+            _ => {
+                return Err(DbError::Invalid {
+                    what,
+                    detail: format!("prompt line {seq} is not stored"),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The writer's memory of which lines each deployment's scope holds: per scope
+/// (`prompt_scopes.id`, never reused), the lines of its committed writes and their numbers, at
+/// most [`SCOPE_LINES`] (past that, only the last write's lines are kept), for at most
+/// [`CACHED_SCOPES`] scopes (the least recently written is forgotten first). Cheap to clone (one
+/// memory shared by the clones of a store).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LineCache(std::sync::Arc<std::sync::Mutex<CacheInner>>);
+
+#[derive(Debug, Default)]
+struct CacheInner {
+    scopes: HashMap<i64, ScopeLines>,
+    /// Counts writes: a line's last write, a scope's last write.
+    clock: u64,
+}
+
+#[derive(Debug, Default)]
+struct ScopeLines {
+    /// Line → (its number, the last write that used it).
+    lines: HashMap<Box<str>, (i64, u64)>,
+    used: u64,
+}
+
+/// Scopes a [`LineCache`] remembers.
+pub(crate) const CACHED_SCOPES: usize = 512;
+
+/// Lines a [`LineCache`] keeps per scope beyond its last write's (≈100 bytes each): a backtest's
+/// batch holds ≈2,700 distinct lines, a live tick ≈100.
+pub(crate) const SCOPE_LINES: usize = 2048;
+
+/// A write's lines and their numbers, for the cache once the write committed.
+#[derive(Debug, Default)]
+pub(crate) struct CacheUpdate {
+    scopes: Vec<(i64, Vec<(Box<str>, i64)>)>,
+}
+
+impl CacheUpdate {
+    /// Adds scope `scope`'s lines of one write (they replace what the cache held for it).
+    pub(crate) fn add(&mut self, scope: i64, lines: &[&str], seqs: &[i64]) {
+        let lines = lines
+            .iter()
+            .zip(seqs)
+            .map(|(l, s)| (Box::<str>::from(*l), *s))
+            .collect();
+        self.scopes.push((scope, lines));
+    }
+}
+
+impl LineCache {
+    fn inner(&self) -> std::sync::MutexGuard<'_, CacheInner> {
+        // A poisoned lock only means another thread panicked while holding it: the maps are
+        // whole (every change is one insert or remove).
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The numbers of `lines` the cache knows for `scope`, below `next_seq` (the scope's next
+    /// number as just read: anything at or above it is not stored, whatever the cache says).
+    pub(crate) fn lookup(&self, scope: i64, next_seq: i64, lines: &[&str]) -> Vec<Option<i64>> {
+        let inner = self.inner();
+        match inner.scopes.get(&scope) {
+            Some(known) => lines
+                .iter()
+                .map(|l| known.lines.get(*l).map(|(s, _)| *s).filter(|s| *s < next_seq))
+                .collect(),
+            None => vec![None; lines.len()],
+        }
+    }
+
+    /// Remembers a committed write's lines.
+    pub(crate) fn remember(&self, update: CacheUpdate) {
+        let mut inner = self.inner();
+        for (scope, lines) in update.scopes {
+            inner.clock += 1;
+            let now = inner.clock;
+            let known = inner.scopes.entry(scope).or_default();
+            known.used = now;
+            for (line, seq) in lines {
+                known.lines.insert(line, (seq, now));
+            }
+            if known.lines.len() > SCOPE_LINES {
+                known.lines.retain(|_, (_, at)| *at == now);
+            }
+            if inner.scopes.len() > CACHED_SCOPES
+                && let Some(oldest) = inner
+                    .scopes
+                    .iter()
+                    .min_by_key(|(_, s)| s.used)
+                    .map(|(id, _)| *id)
+            {
+                inner.scopes.remove(&oldest);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -307,6 +514,60 @@ mod tests {
         );
         assert_eq!(plan.texts[3], vec![2, 3, 5]);
         assert!(LinePlan::new(&[""], 2).texts[0].is_empty());
+    }
+
+    #[test]
+    fn blocks_round_trip_and_refuse_damage() {
+        let lines = ["a\n", "", "é ✓ 🙂\n", "no newline"];
+        let body = encode_block(lines.iter().copied()).unwrap();
+        assert_eq!(decode_block(&body, 4).unwrap(), lines);
+        assert!(decode_block(&body, 3).is_err(), "bytes after the last line");
+        assert!(decode_block(&body, 5).is_err(), "a length cut short");
+        assert!(decode_block(b"not zstd", 1).is_err());
+        assert!(decode_block(&body[..body.len() - 1], 4).is_err());
+    }
+
+    #[test]
+    fn a_line_is_found_in_the_block_that_holds_it() {
+        let blocks = [(0, 3), (3, 1), (10, 5)];
+        assert_eq!(
+            blocks_holding(&blocks, &[0, 2, 3, 12], "x").unwrap(),
+            vec![(0, 3), (3, 1), (10, 5)]
+        );
+        assert_eq!(blocks_holding(&blocks, &[11, 14], "x").unwrap(), vec![(10, 5)]);
+        // 4..10 are in no block, 15 is past the last.
+        assert!(blocks_holding(&blocks, &[5], "x").is_err());
+        assert!(blocks_holding(&blocks, &[15], "x").is_err());
+        assert!(blocks_holding(&[], &[0], "x").is_err());
+    }
+
+    #[test]
+    fn the_cache_knows_committed_lines_below_the_next_number() {
+        let cache = LineCache::default();
+        assert_eq!(cache.lookup(1, 10, &["a"]), vec![None]);
+        let mut update = CacheUpdate::default();
+        update.add(1, &["a", "b"], &[0, 1]);
+        cache.remember(update);
+        assert_eq!(cache.lookup(1, 2, &["b", "a", "c"]), vec![Some(1), Some(0), None]);
+        // Another scope, and a next number the cache is ahead of (never trusted).
+        assert_eq!(cache.lookup(2, 2, &["a"]), vec![None]);
+        assert_eq!(cache.lookup(1, 1, &["b"]), vec![None]);
+        // Past SCOPE_LINES only the last write's lines stay.
+        let many: Vec<String> = (0..=SCOPE_LINES).map(|i| format!("l{i}")).collect();
+        let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+        let seqs: Vec<i64> = (2..).take(refs.len()).collect();
+        let mut update = CacheUpdate::default();
+        update.add(1, &refs, &seqs);
+        cache.remember(update);
+        assert_eq!(cache.lookup(1, i64::MAX, &["a", "l0"]), vec![None, Some(2)]);
+        // The least recently written scope goes first.
+        for scope in 2..=(CACHED_SCOPES as i64 + 1) {
+            let mut update = CacheUpdate::default();
+            update.add(scope, &["x"], &[0]);
+            cache.remember(update);
+        }
+        assert_eq!(cache.lookup(1, i64::MAX, &["l0"]), vec![None]);
+        assert_eq!(cache.lookup(2, 1, &["x"]), vec![Some(0)]);
     }
 
     proptest! {

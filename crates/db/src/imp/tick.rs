@@ -54,9 +54,9 @@ pub(crate) fn snapshot_insert_sql(rows: usize, numbered: bool, returning: bool) 
     const COLUMNS: usize = 17;
     let mut sql = String::from(
         "INSERT INTO decision_snapshots (id, deployment_id, tick_at, system_prompt_lines, \
-         context_lines, steps, proposal, verdict, model, finish_reason, input_tokens, \
-         output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, error, model_error) \
-         VALUES ",
+         context_lines, steps_lines, proposal_lines, verdict_lines, model, finish_reason, \
+         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, error, \
+         model_error) VALUES ",
     );
     for r in 0..rows {
         sql.push_str(if r == 0 { "(" } else { ", (" });
@@ -184,12 +184,14 @@ macro_rules! impl_tick {
             /// again with `RETURNING` to learn which ones are new.
             async fn insert_snapshots(
                 tx: &mut sqlx::Transaction<'static, $db>,
+                cache: &lines::LineCache,
+                update: &mut lines::CacheUpdate,
                 snapshots: &[&DecisionSnapshot],
             ) -> Result<HashSet<Uuid>, DbError> {
                 use sqlx::Acquire as _;
                 // The lines first: a snapshot row never lists a line its transaction has not
-                // stored. A replayed snapshot's lines are stored already (same texts).
-                let refs = Self::store_prompt_lines(tx, snapshots).await?;
+                // stored.
+                let refs = Self::store_prompt_lines(tx, cache, update, snapshots).await?;
                 let all = || snapshots.iter().map(|s| s.id).collect::<HashSet<_>>();
                 if let [_] = snapshots {
                     let (count, _) =
@@ -209,10 +211,13 @@ macro_rules! impl_tick {
                 Ok(inserted)
             }
 
-            /// Stores the lines of `snapshots`' system prompts and user messages that their
-            /// deployments' scopes do not hold yet, and returns each snapshot's line lists.
+            /// Stores the lines of `snapshots`' texts that their deployments' scopes do not
+            /// hold yet (as far as `cache` knows), and returns each snapshot's line lists; the
+            /// lines go to `update`, for the cache once the transaction committed.
             async fn store_prompt_lines(
                 tx: &mut sqlx::Transaction<'static, $db>,
+                cache: &lines::LineCache,
+                update: &mut lines::CacheUpdate,
                 snapshots: &[&DecisionSnapshot],
             ) -> Result<Vec<PromptRefs>, DbError> {
                 let mut refs = vec![PromptRefs::default(); snapshots.len()];
@@ -226,29 +231,48 @@ macro_rules! impl_tick {
                     let mine: Vec<usize> = (0..snapshots.len())
                         .filter(|&i| snapshots[i].deployment_id == d)
                         .collect();
-                    let texts: Vec<&str> = mine
+                    let json = mine
                         .iter()
-                        .flat_map(|&i| [snapshots[i].system_prompt.as_str(), snapshots[i].context.as_str()])
-                        .collect();
-                    let lists = Self::store_lines(tx, d, &texts).await?;
+                        .map(|&i| lines::snapshot_texts(snapshots[i]))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let mut texts: Vec<&str> = Vec::with_capacity(mine.len() * lines::SNAPSHOT_STREAMS);
+                    for (&i, [steps, proposal, verdict]) in mine.iter().zip(&json) {
+                        texts.extend([
+                            snapshots[i].system_prompt.as_str(),
+                            snapshots[i].context.as_str(),
+                            steps.as_str(),
+                            proposal.as_str(),
+                            verdict.as_str(),
+                        ]);
+                    }
+                    let lists = Self::store_lines(tx, cache, update, d, &texts, lines::SNAPSHOT_STREAMS).await?;
                     let mut lists = lists.into_iter();
                     for &i in &mine {
-                        refs[i].system_prompt = lists.next().unwrap_or_default();
-                        refs[i].context = lists.next().unwrap_or_default();
+                        let mut next = || lists.next().unwrap_or_default();
+                        refs[i] = PromptRefs {
+                            system_prompt: next(),
+                            context: next(),
+                            steps: next(),
+                            proposal: Some(next()).filter(|_| snapshots[i].proposal.is_some()),
+                            verdict: next(),
+                        };
                     }
                 }
                 Ok(refs)
             }
 
-            /// Stores the lines of `texts` (all of deployment `deployment_id`) that its scope
-            /// does not hold yet, and returns each text's line list.
+            /// Stores the lines of `texts` (all of deployment `deployment_id`, `streams` per
+            /// snapshot) that `cache` does not know its scope holds, as one block, and returns
+            /// each text's line list; the lines go to `update`.
             async fn store_lines(
                 tx: &mut sqlx::Transaction<'static, $db>,
+                cache: &lines::LineCache,
+                update: &mut lines::CacheUpdate,
                 deployment_id: Uuid,
                 texts: &[&str],
+                streams: usize,
             ) -> Result<Vec<Vec<u8>>, DbError> {
-                // Texts come in pairs: a snapshot's system prompt, then its user message.
-                let plan = lines::LinePlan::new(texts, 2);
+                let plan = lines::LinePlan::new(texts, streams);
                 // Creates the scope, or locks it (PostgreSQL: writers of a deployment take
                 // turns; SQLite's write transaction holds the file already).
                 let row = sqlx::query(
@@ -262,69 +286,29 @@ macro_rules! impl_tick {
                 .map_err(ctx("opening prompt line scope"))?;
                 let scope: i64 = codec::RowExt::big(&row, "id")?;
                 let first_new: i64 = codec::RowExt::big(&row, "next_seq")?;
-                let hashes: Vec<i64> = plan.distinct.iter().map(|l| lines::line_hash(l)).collect();
-                let mut seqs: Vec<Option<i64>> = vec![None; plan.distinct.len()];
-                if first_new > 0 {
-                    // Lines stored before: look the batch's lines up by hash, keep equal bodies.
-                    let mut by_hash: HashMap<i64, Vec<usize>> = HashMap::new();
-                    for (i, h) in hashes.iter().enumerate() {
-                        by_hash.entry(*h).or_default().push(i);
-                    }
-                    let wanted: Vec<i64> = by_hash.keys().copied().collect();
-                    let mut rest = wanted.as_slice();
-                    for size in lines::line_chunks(wanted.len()) {
-                        let (chunk, tail) = rest.split_at(size);
-                        rest = tail;
-                        let sql = format!(
-                            "SELECT seq, hash, body FROM prompt_lines{} WHERE scope_id = {} AND hash IN ({})",
-                            $enc::LINE_HASH_INDEX,
-                            lines::params(1, 1, $enc::NUMBERED_PARAMS),
-                            lines::params(2, size, $enc::NUMBERED_PARAMS),
-                        );
-                        let mut query = sqlx::query(&sql).bind(scope);
-                        for h in chunk {
-                            query = query.bind(*h);
-                        }
-                        let rows = query
-                            .fetch_all(&mut **tx)
-                            .await
-                            .map_err(ctx("looking up prompt lines"))?;
-                        for r in &rows {
-                            let hash = codec::RowExt::big(r, "hash")?;
-                            let body = codec::RowExt::text(r, "body")?;
-                            for &i in by_hash.get(&hash).map(Vec::as_slice).unwrap_or_default() {
-                                if seqs[i].is_none() && plan.distinct[i] == body {
-                                    seqs[i] = Some(codec::RowExt::big(r, "seq")?);
-                                }
-                            }
-                        }
-                    }
-                }
-                let new: Vec<usize> = (0..seqs.len()).filter(|&i| seqs[i].is_none()).collect();
+                let mut seqs = cache.lookup(scope, first_new, &plan.distinct);
+                let mut new_lines: Vec<&str> = Vec::new();
                 let mut next = first_new;
-                for &i in &new {
-                    seqs[i] = Some(next);
-                    next += 1;
-                }
-                let mut rest = new.as_slice();
-                for size in lines::line_chunks(new.len()) {
-                    let (chunk, tail) = rest.split_at(size);
-                    rest = tail;
-                    let sql = lines::line_insert_sql(size, $enc::NUMBERED_PARAMS);
-                    let mut query = sqlx::query(&sql);
-                    for &i in chunk {
-                        query = query
-                            .bind(scope)
-                            .bind(seqs[i].unwrap_or_default())
-                            .bind(hashes[i])
-                            .bind(plan.distinct[i]);
+                for (seq, line) in seqs.iter_mut().zip(&plan.distinct) {
+                    if seq.is_none() {
+                        *seq = Some(next);
+                        next += 1;
+                        new_lines.push(line);
                     }
-                    query
-                        .execute(&mut **tx)
-                        .await
-                        .map_err(ctx("storing prompt lines"))?;
                 }
-                if next != first_new {
+                if !new_lines.is_empty() {
+                    let body = lines::encode_block(new_lines.iter().copied())?;
+                    sqlx::query(
+                        "INSERT INTO prompt_blocks (scope_id, first_seq, line_count, body) \
+                         VALUES ($1, $2, $3, $4)",
+                    )
+                    .bind(scope)
+                    .bind(first_new)
+                    .bind(next - first_new)
+                    .bind(body)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(ctx("storing prompt lines"))?;
                     sqlx::query("UPDATE prompt_scopes SET next_seq = $2 WHERE id = $1")
                         .bind(scope)
                         .bind(next)
@@ -332,67 +316,83 @@ macro_rules! impl_tick {
                         .await
                         .map_err(ctx("numbering prompt lines"))?;
                 }
+                let seqs: Vec<i64> = seqs.into_iter().map(Option::unwrap_or_default).collect();
+                update.add(scope, &plan.distinct, &seqs);
                 Ok(plan
                     .texts
                     .iter()
                     .map(|text| {
-                        let s: Vec<i64> = text.iter().map(|&i| seqs[i as usize].unwrap_or_default()).collect();
+                        let s: Vec<i64> = text.iter().map(|&i| seqs[i as usize]).collect();
                         lines::encode_refs(&s)
                     })
                     .collect())
             }
 
-            /// The lines numbered `seqs` of `deployment_id`'s scope, read as this store's role
-            /// (row-level security applies to a user's store).
+            /// The lines numbered `seqs` (sorted, distinct) of `deployment_id`'s scope, read as
+            /// this store's role (row-level security applies to a user's store): which blocks
+            /// hold them, then those blocks.
             async fn read_lines(
                 &self,
                 deployment_id: Uuid,
                 seqs: &[i64],
             ) -> Result<HashMap<i64, String>, DbError> {
                 let mut out = HashMap::with_capacity(seqs.len());
-                let (Some(&min), Some(&max)) = (seqs.first(), seqs.last()) else {
+                let Some(&max) = seqs.last() else {
                     return Ok(out);
                 };
-                let scope = "SELECT id FROM prompt_scopes WHERE deployment_id = $1";
-                let rows = if seqs.len() > lines::LINE_CHUNK {
-                    // Many lines (a listing): one range, the lines between included.
-                    sqlx::query(&format!(
-                        "SELECT seq, body FROM prompt_lines WHERE scope_id = ({scope}) \
-                         AND seq >= $2 AND seq <= $3"
-                    ))
-                    .bind($enc::id(deployment_id))
-                    .bind(min)
-                    .bind(max)
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(ctx("reading prompt lines"))?
-                } else {
-                    let mut all = Vec::new();
-                    let mut rest = seqs;
-                    for size in lines::line_chunks(seqs.len()) {
-                        let (chunk, tail) = rest.split_at(size);
-                        rest = tail;
-                        let sql = format!(
-                            "SELECT seq, body FROM prompt_lines WHERE scope_id = \
-                             (SELECT id FROM prompt_scopes WHERE deployment_id = {}) AND seq IN ({})",
-                            lines::params(1, 1, $enc::NUMBERED_PARAMS),
-                            lines::params(2, size, $enc::NUMBERED_PARAMS),
-                        );
-                        let mut query = sqlx::query(&sql).bind($enc::id(deployment_id));
-                        for s in chunk {
-                            query = query.bind(*s);
-                        }
-                        all.extend(
-                            query
-                                .fetch_all(&self.pool)
-                                .await
-                                .map_err(ctx("reading prompt lines"))?,
-                        );
-                    }
-                    all
-                };
+                let scope = format!(
+                    "(SELECT id FROM prompt_scopes WHERE deployment_id = {})",
+                    lines::params(1, 1, $enc::NUMBERED_PARAMS)
+                );
+                let rows = sqlx::query(&format!(
+                    "SELECT first_seq, line_count FROM prompt_blocks WHERE scope_id = {scope} \
+                     AND first_seq <= {} ORDER BY first_seq",
+                    lines::params(2, 1, $enc::NUMBERED_PARAMS)
+                ))
+                .bind($enc::id(deployment_id))
+                .bind(max)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(ctx("reading prompt blocks"))?;
+                let mut bounds = Vec::with_capacity(rows.len());
                 for r in &rows {
-                    out.insert(codec::RowExt::big(r, "seq")?, codec::RowExt::text(r, "body")?);
+                    bounds.push((
+                        codec::RowExt::big(r, "first_seq")?,
+                        codec::RowExt::big(r, "line_count")?,
+                    ));
+                }
+                let needed = lines::blocks_holding(&bounds, seqs, "decision snapshot")?;
+                let mut rest = needed.as_slice();
+                for size in lines::line_chunks(needed.len()) {
+                    let (chunk, tail) = rest.split_at(size);
+                    rest = tail;
+                    let sql = format!(
+                        "SELECT first_seq, line_count, body FROM prompt_blocks WHERE scope_id = {scope} \
+                         AND first_seq IN ({})",
+                        lines::params(2, size, $enc::NUMBERED_PARAMS),
+                    );
+                    let mut query = sqlx::query(&sql).bind($enc::id(deployment_id));
+                    for (first, _) in chunk {
+                        query = query.bind(*first);
+                    }
+                    let rows = query
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(ctx("reading prompt lines"))?;
+                    for r in &rows {
+                        let first = codec::RowExt::big(r, "first_seq")?;
+                        let count = codec::RowExt::big(r, "line_count")?;
+                        let body: Vec<u8> = codec::RowExt::opt_blob(r, "body")?.unwrap_or_default();
+                        let block = lines::decode_block(&body, count)?;
+                        // Only the wanted lines of the block.
+                        let from = seqs.partition_point(|&s| s < first);
+                        for &seq in seqs[from..].iter().take_while(|&&s| s < first + count) {
+                            let k = usize::try_from(seq - first).unwrap_or(usize::MAX);
+                            if let Some(line) = block.get(k) {
+                                out.insert(seq, line.clone());
+                            }
+                        }
+                    }
                 }
                 Ok(out)
             }
@@ -408,34 +408,30 @@ macro_rules! impl_tick {
                     stored.push(codec::stored_snapshot_from_row(r)?);
                 }
                 let mut deployments: Vec<Uuid> = Vec::new();
-                for (s, refs) in &stored {
-                    if refs.is_some() && !deployments.contains(&s.deployment_id) {
-                        deployments.push(s.deployment_id);
+                for (head, texts) in &stored {
+                    if texts.lists().next().is_some() && !deployments.contains(&head.deployment_id) {
+                        deployments.push(head.deployment_id);
                     }
                 }
+                let mut found: HashMap<Uuid, HashMap<i64, String>> = HashMap::new();
                 for d in deployments {
-                    let of_d = || {
+                    let wanted = lines::wanted_seqs(
                         stored
                             .iter()
-                            .filter(move |(s, _)| s.deployment_id == d)
-                            .filter_map(|(_, refs)| refs.as_ref())
-                    };
-                    let wanted = lines::wanted_seqs(
-                        of_d().flat_map(|r| [r.system_prompt.as_slice(), r.context.as_slice()]),
+                            .filter(|(head, _)| head.deployment_id == d)
+                            .flat_map(|(_, texts)| texts.lists()),
                     )?;
-                    let found = self.read_lines(d, &wanted).await?;
-                    for (s, refs) in &mut stored {
-                        if s.deployment_id != d {
-                            continue;
-                        }
-                        if let Some(refs) = refs.take() {
-                            s.system_prompt =
-                                lines::assemble(&refs.system_prompt, &found, "decision snapshot")?;
-                            s.context = lines::assemble(&refs.context, &found, "decision snapshot")?;
-                        }
-                    }
+                    found.insert(d, self.read_lines(d, &wanted).await?);
                 }
-                Ok(stored.into_iter().map(|(s, _)| s).collect())
+                let mut out = Vec::with_capacity(stored.len());
+                let none = HashMap::new();
+                for (head, texts) in stored {
+                    let lines_of = found.get(&head.deployment_id).unwrap_or(&none);
+                    let texts =
+                        texts.resolve(|blob| lines::assemble(blob, lines_of, "decision snapshot"))?;
+                    out.push(head.with(texts));
+                }
+                Ok(out)
             }
 
             /// The `INSERT`s of [`insert_snapshots`](Self::insert_snapshots): the number of rows
@@ -464,9 +460,9 @@ macro_rules! impl_tick {
                             .bind($enc::ts(s.tick_at))
                             .bind(r.system_prompt.as_slice())
                             .bind(r.context.as_slice())
-                            .bind(Json(&s.steps))
-                            .bind(s.proposal.as_ref().map(Json))
-                            .bind(Json(&s.verdict))
+                            .bind(r.steps.as_slice())
+                            .bind(r.proposal.as_deref())
+                            .bind(r.verdict.as_slice())
                             .bind(s.model.as_str())
                             .bind(s.finish_reason.as_deref())
                             .bind(u64_to_i64("input tokens", s.usage.input)?)
@@ -699,10 +695,12 @@ macro_rules! impl_tick {
             /// the deployment's equity aside. A replayed tick writes nothing.
             async fn write_tick(
                 tx: &mut sqlx::Transaction<'static, $db>,
+                cache: &lines::LineCache,
+                update: &mut lines::CacheUpdate,
                 tick: &TickRecord,
             ) -> Result<TickOutcome, DbError> {
                 let s = &tick.snapshot;
-                if Self::insert_snapshots(tx, &[s]).await?.is_empty() {
+                if Self::insert_snapshots(tx, cache, update, &[s]).await?.is_empty() {
                     let snapshot_id = Self::replayed_snapshot_id(tx, s).await?;
                     return Ok(TickOutcome::AlreadyRecorded { snapshot_id });
                 }
@@ -748,7 +746,8 @@ macro_rules! impl_tick {
             async fn record_tick(&self, tick: &TickRecord) -> Result<TickOutcome, DbError> {
                 validate_tick(tick)?;
                 let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning tick"))?;
-                let outcome = Self::write_tick(&mut tx, tick).await?;
+                let mut update = lines::CacheUpdate::default();
+                let outcome = Self::write_tick(&mut tx, &self.lines, &mut update, tick).await?;
                 match (outcome, tick.equity_usd) {
                     (TickOutcome::Recorded { .. }, Some(equity)) => {
                         Self::write_equity(&mut tx, tick.snapshot.deployment_id, equity).await?;
@@ -760,6 +759,7 @@ macro_rules! impl_tick {
                     }
                 }
                 tx.commit().await.map_err(ctx("committing tick"))?;
+                self.lines.remember(update);
                 Ok(outcome)
             }
 
@@ -767,7 +767,9 @@ macro_rules! impl_tick {
                 validate_batch(ticks)?;
                 let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning ticks"))?;
                 let snapshots: Vec<&DecisionSnapshot> = ticks.iter().map(|t| &t.snapshot).collect();
-                let inserted = Self::insert_snapshots(&mut tx, &snapshots).await?;
+                let mut update = lines::CacheUpdate::default();
+                let inserted =
+                    Self::insert_snapshots(&mut tx, &self.lines, &mut update, &snapshots).await?;
                 let mut outcomes = Vec::with_capacity(ticks.len());
                 let mut trades = BatchTrades::default();
                 // Per deployment, the equity of its last recorded tick that carries one.
@@ -837,6 +839,7 @@ macro_rules! impl_tick {
                     Self::write_equity(&mut tx, d, e).await?;
                 }
                 tx.commit().await.map_err(ctx("committing ticks"))?;
+                self.lines.remember(update);
                 Ok(outcomes)
             }
 
@@ -916,12 +919,13 @@ pub(crate) const CONVERT_BATCH: i64 = 256;
 macro_rules! impl_convert {
     ($store:ty, $enc:ident, $begin:literal) => {
         impl $store {
-            /// Converts the snapshots written before line storage (their texts in
-            /// `system_prompt` / `context`) to line lists, [`CONVERT_BATCH`] per transaction, in
-            /// tick order per deployment; returns how many it converted. Run at connect, after
-            /// the migrations: a database the previous schema wrote reads the same afterwards,
-            /// and a conversion cut short leaves every row readable (converted or not) and
-            /// resumes at the next connect.
+            /// Converts the prompts of the snapshots written before line storage (their texts
+            /// in `system_prompt` / `context`) to line lists, [`CONVERT_BATCH`] per transaction,
+            /// in tick order per deployment; returns how many it converted. Their steps,
+            /// proposal and verdict stay in their JSON columns (a few hundred bytes, read as
+            /// before). Run at connect, after the migrations: a database the previous schema
+            /// wrote reads the same afterwards, and a conversion cut short leaves every row
+            /// readable (converted or not) and resumes at the next connect.
             ///
             /// [`CONVERT_BATCH`]: crate::imp::tick::CONVERT_BATCH
             pub(crate) async fn convert_legacy_snapshots(&self) -> Result<u64, DbError> {
@@ -959,13 +963,15 @@ macro_rules! impl_convert {
                             deployments.push(*d);
                         }
                     }
+                    let mut update = crate::imp::prompt_lines::CacheUpdate::default();
                     for d in deployments {
                         let mine: Vec<_> = old.iter().filter(|(_, od, _, _)| *od == d).collect();
                         let texts: Vec<&str> = mine
                             .iter()
                             .flat_map(|(_, _, sp, cx)| [sp.as_str(), cx.as_str()])
                             .collect();
-                        let lists = Self::store_lines(&mut tx, d, &texts).await?;
+                        let lists =
+                            Self::store_lines(&mut tx, &self.lines, &mut update, d, &texts, 2).await?;
                         for ((id, _, _, _), pair) in mine.iter().zip(lists.chunks(2)) {
                             sqlx::query(
                                 "UPDATE decision_snapshots SET system_prompt = NULL, context = NULL, \
@@ -981,6 +987,7 @@ macro_rules! impl_convert {
                         }
                     }
                     tx.commit().await.map_err(ctx("committing snapshot conversion"))?;
+                    self.lines.remember(update);
                 }
             }
         }

@@ -1,6 +1,7 @@
-//! Content-addressed prompt text (#17 item 1): a snapshot's system prompt and user message are
-//! stored as lists of lines, each distinct line once per deployment, and read back byte for
-//! byte; the migration converts snapshots an older build wrote.
+//! Content-addressed snapshot text (#17 item 1): a snapshot's system prompt, user message,
+//! steps, proposal and verdict are stored as lists of lines, each distinct line once per
+//! deployment (the new lines of a write in one compressed block), and read back byte for byte;
+//! the migration converts snapshots an older build wrote.
 
 mod cases {
     use db::test_support::{Fixture, at, sample_snapshot, seed};
@@ -42,13 +43,32 @@ mod cases {
         s
     }
 
+    /// The lines stored for `fx`'s deployment.
     async fn scope_lines<S: RawSql>(s: &S, fx: &Fixture) -> i64 {
         s.count(&format!(
-            "SELECT COUNT(*) FROM prompt_lines l JOIN prompt_scopes p ON p.id = l.scope_id \
+            "SELECT CAST(COALESCE(SUM(b.line_count), 0) AS BIGINT) FROM prompt_blocks b \
+             JOIN prompt_scopes p ON p.id = b.scope_id \
              WHERE CAST(p.deployment_id AS TEXT) = '{}'",
             fx.deployment.id
         ))
         .await
+    }
+
+    /// Every line of a snapshot's texts, as the store splits them.
+    fn all_lines(x: &DecisionSnapshot) -> Vec<String> {
+        let json = [
+            x.steps.as_str().to_owned(),
+            x.proposal
+                .as_ref()
+                .map(|p| serde_json::to_string(p).unwrap())
+                .unwrap_or_default(),
+            serde_json::to_string(&x.verdict).unwrap(),
+        ];
+        [x.system_prompt.as_str(), x.context.as_str()]
+            .into_iter()
+            .chain(json.iter().map(String::as_str))
+            .flat_map(|t| t.split_inclusive('\n').map(str::to_owned).collect::<Vec<_>>())
+            .collect()
     }
 
     pub(crate) async fn texts_read_back_byte_for_byte_and_lines_are_stored_once<
@@ -57,7 +77,7 @@ mod cases {
         s: &S,
     ) {
         let fx = seed(s).await.unwrap();
-        // A batch, then single ticks (these look up the lines the batch stored), then another
+        // A batch, then single ticks (these reuse the lines the batch stored), then another
         // batch.
         let first: Vec<TickRecord> = (0..10).map(|n| tick(snapshot(&fx, n))).collect();
         s.record_ticks(&first).await.unwrap();
@@ -83,6 +103,11 @@ mod cases {
                 "system prompt of tick {n}"
             );
             assert_eq!(got.context, want.context, "user message of tick {n}");
+            assert_eq!(
+                got,
+                &DecisionSnapshot { id: got.id, ..want.clone() },
+                "the whole snapshot of tick {n}"
+            );
             let one = s.get_snapshot(got.id).await.unwrap();
             assert_eq!(&one, got, "get_snapshot equals list_snapshots");
         }
@@ -93,14 +118,12 @@ mod cases {
             .unwrap();
         assert_eq!(last.context, context(18));
 
-        // 20 ticks × (30 context + 4 or 5 system lines) lines, far fewer stored.
+        // 20 ticks × (30 context + 4 or 5 system + 3 JSON) lines, far fewer stored.
         let stored = scope_lines(s, &fx).await;
         let distinct = {
             let mut all = std::collections::BTreeSet::new();
             for n in 0..20 {
-                let x = snapshot(&fx, n);
-                all.extend(x.system_prompt.split_inclusive('\n').map(str::to_owned));
-                all.extend(x.context.split_inclusive('\n').map(str::to_owned));
+                all.extend(all_lines(&snapshot(&fx, n)));
             }
             all.len() as i64
         };
@@ -109,7 +132,8 @@ mod cases {
         assert_eq!(
             s.count(&format!(
                 "SELECT COUNT(*) FROM decision_snapshots WHERE CAST(deployment_id AS TEXT) = '{}' \
-                 AND (system_prompt IS NOT NULL OR context IS NOT NULL)",
+                 AND (system_prompt IS NOT NULL OR context IS NOT NULL OR steps IS NOT NULL \
+                      OR proposal IS NOT NULL OR verdict IS NOT NULL)",
                 fx.deployment.id
             ))
             .await,
@@ -147,36 +171,24 @@ mod cases {
         }
     }
 
-    /// The hash only finds candidates: a stored line with the same hash but another body is
-    /// never reused.
-    pub(crate) async fn a_hash_collision_stores_the_line_again<S: Storage + RawSql>(s: &S) {
+    /// A snapshot with and without a proposal, and steps that span lines: each reads back as
+    /// it was written.
+    pub(crate) async fn steps_proposal_and_verdict_round_trip<S: Storage + RawSql>(s: &S) {
         let fx = seed(s).await.unwrap();
-        let mut first = sample_snapshot(fx.deployment.id, at(0));
-        first.system_prompt = "A\n".into();
-        first.context = "B\n".into();
-        s.record_tick(&tick(first)).await.unwrap();
-        // Give "A\n" (seq 0) the hash of "C\n".
-        let fnv = |t: &str| {
-            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-            for b in t.bytes() {
-                h ^= u64::from(b);
-                h = h.wrapping_mul(0x0000_0100_0000_01b3);
-            }
-            i64::from_ne_bytes(h.to_ne_bytes())
-        };
-        s.exec(&format!(
-            "UPDATE prompt_lines SET hash = {} WHERE body = 'A\n'",
-            fnv("C\n")
-        ))
-        .await
-        .unwrap();
-        let mut second = sample_snapshot(fx.deployment.id, at(1));
-        second.system_prompt = "C\n".into();
-        second.context = "B\n".into();
-        s.record_tick(&tick(second.clone())).await.unwrap();
-        let got = s.get_snapshot(second.id).await.unwrap();
-        assert_eq!(got.system_prompt, "C\n");
-        assert_eq!(scope_lines(s, &fx).await, 3, "A, B and C");
+        let mut with = sample_snapshot(fx.deployment.id, at(0));
+        with.steps = types::JsonText::from_text("[\n {\"a\": \"x\\ny\"},\n 1\n]".to_owned()).unwrap();
+        let mut without = sample_snapshot(fx.deployment.id, at(1));
+        without.proposal = None;
+        s.record_ticks(&[tick(with.clone()), tick(without.clone())])
+            .await
+            .unwrap();
+        assert_eq!(s.get_snapshot(with.id).await.unwrap(), with);
+        assert_eq!(s.get_snapshot(without.id).await.unwrap(), without);
+        assert_eq!(
+            s.get_snapshot(with.id).await.unwrap().steps.as_str(),
+            with.steps.as_str(),
+            "the steps' JSON byte for byte"
+        );
     }
 
     /// Each deployment numbers its own lines: the same text in two deployments is stored in
@@ -201,7 +213,8 @@ mod cases {
         .unwrap();
         assert_eq!(scope_lines(s, &a).await, 0, "cascaded");
         assert_eq!(
-            s.count("SELECT COUNT(*) FROM prompt_lines").await,
+            s.count("SELECT CAST(COALESCE(SUM(line_count), 0) AS BIGINT) FROM prompt_blocks")
+                .await,
             one,
             "only b's lines are left"
         );
@@ -211,7 +224,7 @@ mod cases {
 crate::common::on_every_backend!(prompt_lines;
     texts_read_back_byte_for_byte_and_lines_are_stored_once,
     edge_texts_round_trip,
-    a_hash_collision_stores_the_line_again,
+    steps_proposal_and_verdict_round_trip,
     deployments_keep_their_own_lines,
 );
 
@@ -225,6 +238,9 @@ mod migration {
 
     /// The migration that introduced line storage.
     const LINES_MIGRATION: i64 = 20261125000100;
+
+    /// The lines stored, all deployments.
+    const LINES: &str = "SELECT CAST(COALESCE(SUM(line_count), 0) AS BIGINT) FROM prompt_blocks";
 
     struct Old {
         deployment: Uuid,
@@ -287,6 +303,13 @@ mod migration {
             assert_eq!(got.id, *id);
             assert_eq!(&got.system_prompt, system);
             assert_eq!(&got.context, context);
+            assert_eq!(got.steps.as_str(), "[]");
+            assert_eq!(
+                got.verdict,
+                types::Verdict::NoOp {
+                    detail: "old".into()
+                }
+            );
         }
         let (id, system, context) = &old.snapshots[7];
         let one = store.get_snapshot(*id).await.unwrap();
@@ -329,8 +352,9 @@ mod migration {
             0,
             "no text left in the rows"
         );
-        // 300 ticks × 13 context lines; 3 system lines; 2 headings, 300 times and 309 bars.
-        assert_eq!(store.count("SELECT COUNT(*) FROM prompt_lines").await, 614);
+        // 300 ticks × 13 context lines; 3 system lines; 2 headings, 300 times and 309 bars (the
+        // steps and verdict stay in their JSON columns).
+        assert_eq!(store.count(LINES).await, 614);
         check(&store, &old).await;
         let check_row: (String,) = sqlx::query_as("PRAGMA integrity_check")
             .fetch_one(store.pool())
@@ -376,7 +400,7 @@ mod migration {
             0,
             "every old row converted"
         );
-        assert_eq!(store.count("SELECT COUNT(*) FROM prompt_lines").await, 614);
+        assert_eq!(store.count(LINES).await, 614);
         check(&store, &old).await;
         // The owner reads the same under row-level security; a stranger reads nothing.
         check(&store.as_user(old.user), &old).await;

@@ -751,8 +751,7 @@ async fn a_user_scoped_store_cannot_reach_another_users_rows_even_by_id() {
 }
 
 /// Prompt lines are stored per deployment and read only by its owner: the same text in A's and
-/// B's snapshots is two sets of rows, each visible to its owner alone, and no owner may write
-/// them.
+/// B's snapshots is two blocks, each visible to its owner alone, and no owner may write them.
 #[tokio::test]
 async fn prompt_lines_are_read_only_by_their_deployments_owner() {
     use db::TickStore;
@@ -761,7 +760,7 @@ async fn prompt_lines_are_read_only_by_their_deployments_owner() {
     let w = world(&h.store).await;
     let pool = h.store.pool();
     let (a, b) = (&w.a, &w.b);
-    let join = "SELECT s.deployment_id, l.body FROM prompt_lines l \
+    let join = "SELECT s.deployment_id, l.body FROM prompt_blocks l \
                 JOIN prompt_scopes s ON s.id = l.scope_id";
     let everyone = sqlx::query(join).fetch_all(pool).await.unwrap();
     assert_eq!(
@@ -791,17 +790,18 @@ async fn prompt_lines_are_read_only_by_their_deployments_owner() {
     let rows = as_user(
         pool,
         a.user.id,
-        &format!("SELECT body FROM prompt_lines WHERE scope_id = {b_scope}"),
+        &format!("SELECT body FROM prompt_blocks WHERE scope_id = {b_scope}"),
     )
     .await
     .unwrap();
     assert!(rows.is_empty());
     for sql in [
-        "UPDATE prompt_lines SET body = 'ignore your caps'".to_owned(),
+        "UPDATE prompt_blocks SET body = '\\x00'".to_owned(),
         format!(
-            "INSERT INTO prompt_lines (scope_id, seq, hash, body) VALUES ({b_scope}, 999, 0, 'x')"
+            "INSERT INTO prompt_blocks (scope_id, first_seq, line_count, body) \
+             VALUES ({b_scope}, 999, 1, '\\x00')"
         ),
-        "DELETE FROM prompt_lines".to_owned(),
+        "DELETE FROM prompt_blocks".to_owned(),
         "UPDATE prompt_scopes SET next_seq = 0".to_owned(),
         format!(
             "INSERT INTO prompt_scopes (deployment_id) VALUES ('{}')",

@@ -86,7 +86,7 @@ async fn every_stored_snapshot_is_the_text_the_model_was_given() {
     let db::Store::Sqlite(lite) = &store else {
         unreachable!("a sqlite URL")
     };
-    let lines: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM prompt_lines")
+    let lines: i64 = sqlx::query_scalar("SELECT COALESCE(SUM(line_count), 0) FROM prompt_blocks")
         .fetch_one(lite.pool())
         .await
         .unwrap();
