@@ -28,12 +28,26 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use crate::DbError;
 
 /// The lines of `text`, each with its line break (the last one without when `text` does not
 /// end in one); none for an empty text.
-pub(crate) fn lines(text: &str) -> std::str::SplitInclusive<'_, char> {
-    text.split_inclusive('\n')
+pub(crate) fn lines(text: &str) -> impl Iterator<Item = &str> {
+    // `str::split_inclusive` with SIMD search: the texts are ≈9 kB per tick.
+    let mut breaks = memchr::memchr_iter(b'\n', text.as_bytes());
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        if start >= text.len() {
+            return None;
+        }
+        // A `\n` is one byte of its own in UTF-8: every cut is at a character boundary.
+        let end = breaks.next().map_or(text.len(), |i| i + 1);
+        let line = text.get(start..end);
+        start = end;
+        line
+    })
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -177,10 +191,19 @@ impl<'a> LinePlan<'a> {
     pub(crate) fn new(texts: &[&'a str], streams: usize) -> Self {
         let streams = streams.max(1);
         // First the distinct lines with the (line index, text index) of their first use.
-        let mut index: HashMap<&'a str, u32> = HashMap::new();
+        let mut index: FxHashMap<&'a str, u32> = FxHashMap::default();
         let mut first: Vec<(&'a str, usize, usize)> = Vec::new();
         let mut raw: Vec<Vec<u32>> = Vec::with_capacity(texts.len());
         for (t, text) in texts.iter().enumerate() {
+            // The same text as the tick before in this stream (a system prompt, the steps of a
+            // rule-based model): its lines without splitting and hashing it again.
+            if let Some(before) = t.checked_sub(streams)
+                && texts[before] == *text
+            {
+                let same = raw[before].clone();
+                raw.push(same);
+                continue;
+            }
             let mut refs = Vec::new();
             for (l, line) in lines(text).enumerate() {
                 let next = u32::try_from(first.len()).unwrap_or(u32::MAX);
@@ -307,7 +330,9 @@ fn bad_block(detail: impl std::fmt::Display) -> DbError {
 ///
 /// # Errors
 /// [`DbError::Invalid`] when zstd fails (it does not on memory it was given).
-pub(crate) fn encode_block<'a>(lines: impl Iterator<Item = &'a str> + Clone) -> Result<Vec<u8>, DbError> {
+pub(crate) fn encode_block<'a>(
+    lines: impl Iterator<Item = &'a str> + Clone,
+) -> Result<Vec<u8>, DbError> {
     let mut raw = Vec::new();
     for l in lines.clone() {
         put_varint(&mut raw, l.len() as u64);
@@ -404,7 +429,7 @@ struct CacheInner {
 #[derive(Debug, Default)]
 struct ScopeLines {
     /// Line → (its number, the last write that used it).
-    lines: HashMap<Box<str>, (i64, u64)>,
+    lines: FxHashMap<Box<str>, (i64, u64)>,
     used: u64,
 }
 
@@ -437,7 +462,9 @@ impl LineCache {
     fn inner(&self) -> std::sync::MutexGuard<'_, CacheInner> {
         // A poisoned lock only means another thread panicked while holding it: the maps are
         // whole (every change is one insert or remove).
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The numbers of `lines` the cache knows for `scope`, below `next_seq` (the scope's next
@@ -447,7 +474,13 @@ impl LineCache {
         match inner.scopes.get(&scope) {
             Some(known) => lines
                 .iter()
-                .map(|l| known.lines.get(*l).map(|(s, _)| *s).filter(|s| *s < next_seq))
+                .map(|l| {
+                    known
+                        .lines
+                        .get(*l)
+                        .map(|(s, _)| *s)
+                        .filter(|s| *s < next_seq)
+                })
                 .collect(),
             None => vec![None; lines.len()],
         }
@@ -534,7 +567,10 @@ mod tests {
             blocks_holding(&blocks, &[0, 2, 3, 12], "x").unwrap(),
             vec![(0, 3), (3, 1), (10, 5)]
         );
-        assert_eq!(blocks_holding(&blocks, &[11, 14], "x").unwrap(), vec![(10, 5)]);
+        assert_eq!(
+            blocks_holding(&blocks, &[11, 14], "x").unwrap(),
+            vec![(10, 5)]
+        );
         // 4..10 are in no block, 15 is past the last.
         assert!(blocks_holding(&blocks, &[5], "x").is_err());
         assert!(blocks_holding(&blocks, &[15], "x").is_err());
@@ -548,7 +584,10 @@ mod tests {
         let mut update = CacheUpdate::default();
         update.add(1, &["a", "b"], &[0, 1]);
         cache.remember(update);
-        assert_eq!(cache.lookup(1, 2, &["b", "a", "c"]), vec![Some(1), Some(0), None]);
+        assert_eq!(
+            cache.lookup(1, 2, &["b", "a", "c"]),
+            vec![Some(1), Some(0), None]
+        );
         // Another scope, and a next number the cache is ahead of (never trusted).
         assert_eq!(cache.lookup(2, 2, &["a"]), vec![None]);
         assert_eq!(cache.lookup(1, 1, &["b"]), vec![None]);
@@ -577,8 +616,12 @@ mod tests {
         }
 
         #[test]
-        fn lines_join_back_to_the_text(text in "[a-c\n]{0,40}") {
-            prop_assert_eq!(lines(&text).collect::<String>(), text);
+        fn lines_join_back_to_the_text(text in "[a-cé\n]{0,40}") {
+            prop_assert_eq!(lines(&text).collect::<String>(), text.clone());
+            prop_assert_eq!(
+                lines(&text).collect::<Vec<_>>(),
+                text.split_inclusive('\n').collect::<Vec<_>>()
+            );
         }
     }
 }

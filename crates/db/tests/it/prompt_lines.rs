@@ -67,7 +67,11 @@ mod cases {
         [x.system_prompt.as_str(), x.context.as_str()]
             .into_iter()
             .chain(json.iter().map(String::as_str))
-            .flat_map(|t| t.split_inclusive('\n').map(str::to_owned).collect::<Vec<_>>())
+            .flat_map(|t| {
+                t.split_inclusive('\n')
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
             .collect()
     }
 
@@ -105,7 +109,10 @@ mod cases {
             assert_eq!(got.context, want.context, "user message of tick {n}");
             assert_eq!(
                 got,
-                &DecisionSnapshot { id: got.id, ..want.clone() },
+                &DecisionSnapshot {
+                    id: got.id,
+                    ..want.clone()
+                },
                 "the whole snapshot of tick {n}"
             );
             let one = s.get_snapshot(got.id).await.unwrap();
@@ -176,7 +183,8 @@ mod cases {
     pub(crate) async fn steps_proposal_and_verdict_round_trip<S: Storage + RawSql>(s: &S) {
         let fx = seed(s).await.unwrap();
         let mut with = sample_snapshot(fx.deployment.id, at(0));
-        with.steps = types::JsonText::from_text("[\n {\"a\": \"x\\ny\"},\n 1\n]".to_owned()).unwrap();
+        with.steps =
+            types::JsonText::from_text("[\n {\"a\": \"x\\ny\"},\n 1\n]".to_owned()).unwrap();
         let mut without = sample_snapshot(fx.deployment.id, at(1));
         without.proposal = None;
         s.record_ticks(&[tick(with.clone()), tick(without.clone())])
