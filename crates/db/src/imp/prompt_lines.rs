@@ -440,10 +440,13 @@ pub(crate) const CACHED_SCOPES: usize = 512;
 /// batch holds ≈2,700 distinct lines, a live tick ≈100.
 pub(crate) const SCOPE_LINES: usize = 2048;
 
+/// One scope's lines of a write, with their numbers.
+type ScopeWrite = Vec<(Box<str>, i64)>;
+
 /// A write's lines and their numbers, for the cache once the write committed.
 #[derive(Debug, Default)]
 pub(crate) struct CacheUpdate {
-    scopes: Vec<(i64, Vec<(Box<str>, i64)>)>,
+    scopes: Vec<(i64, ScopeWrite)>,
 }
 
 impl CacheUpdate {
