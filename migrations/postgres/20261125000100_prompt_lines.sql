@@ -1,20 +1,18 @@
--- Content-addressed snapshot text (#17 item 1): a snapshot's system prompt, user message, steps,
--- proposal and verdict are stored as lists of line numbers (`*_lines`: runs of `seq`s, see
+-- Content-addressed snapshot text (#17 item 1): a snapshot's system prompt, user message and steps
+-- are stored as lists of line numbers (`*_lines`: runs of `seq`s, see
 -- crates/db/src/imp/prompt_lines.rs), each distinct line once per deployment, the new lines of a
--- write together in one zstd-compressed `prompt_blocks` row. `system_prompt` … `verdict` hold the
--- texts only for rows written before this migration, until the store converts them (at connect,
--- in batches: the partial index finds them).
+-- write together in one zstd-compressed `prompt_blocks` row (`proposal` and `verdict` stay JSON:
+-- small, and what one queries). `system_prompt` / `context` hold the texts only for rows written
+-- before this migration, until the store converts them (at connect, in batches: the partial index
+-- finds them); such a row keeps its `steps` JSON, a new row leaves it NULL.
 alter table public.decision_snapshots
     alter column system_prompt drop not null,
     alter column context drop not null,
     alter column steps drop not null,
     alter column steps drop default,
-    alter column verdict drop not null,
     add column system_prompt_lines bytea,
     add column context_lines bytea,
-    add column steps_lines bytea,
-    add column proposal_lines bytea,
-    add column verdict_lines bytea;
+    add column steps_lines bytea;
 create index decision_snapshots_unconverted_idx on public.decision_snapshots (deployment_id, tick_at)
     where context_lines is null;
 

@@ -1,14 +1,13 @@
--- Content-addressed snapshot text (#17 item 1): a snapshot's system prompt, user message, steps,
--- proposal and verdict are stored as lists of line numbers (`*_lines`: runs of `seq`s, see
+-- Content-addressed snapshot text (#17 item 1): a snapshot's system prompt, user message and steps
+-- are stored as lists of line numbers (`*_lines`: runs of `seq`s, see
 -- crates/db/src/imp/prompt_lines.rs), each distinct line once per deployment, the new lines of a
--- write together in one zstd-compressed `prompt_blocks` row. `system_prompt` … `verdict` hold the
--- texts only for rows written before this migration, until the store converts them (at connect,
--- in batches: the partial index finds them).
+-- write together in one zstd-compressed `prompt_blocks` row (`proposal` and `verdict` stay JSON:
+-- small, and what one queries). `system_prompt` / `context` hold the texts only for rows written
+-- before this migration, until the store converts them (at connect, in batches: the partial index
+-- finds them); such a row keeps its `steps` JSON, a new row leaves it NULL.
 ALTER TABLE decision_snapshots ADD COLUMN system_prompt_lines BLOB;
 ALTER TABLE decision_snapshots ADD COLUMN context_lines BLOB;
 ALTER TABLE decision_snapshots ADD COLUMN steps_lines BLOB;
-ALTER TABLE decision_snapshots ADD COLUMN proposal_lines BLOB;
-ALTER TABLE decision_snapshots ADD COLUMN verdict_lines BLOB;
 
 -- SQLite cannot drop a NOT NULL constraint, and rebuilding `decision_snapshots` would need
 -- foreign keys off, which sqlx's migration transaction does not allow. Dropping a NOT NULL only
@@ -19,11 +18,10 @@ ALTER TABLE decision_snapshots ADD COLUMN verdict_lines BLOB;
 -- DDL below bumps the schema version for every other connection.
 PRAGMA writable_schema = ON;
 UPDATE sqlite_master
-SET sql = replace(replace(replace(replace(sql,
+SET sql = replace(replace(replace(sql,
     'system_prompt      TEXT NOT NULL,', 'system_prompt      TEXT,'),
     'context            TEXT NOT NULL,', 'context            TEXT,'),
-    'steps              TEXT NOT NULL DEFAULT ''[]'',', 'steps              TEXT,'),
-    'verdict            TEXT NOT NULL,', 'verdict            TEXT,')
+    'steps              TEXT NOT NULL DEFAULT ''[]'',', 'steps              TEXT,')
 WHERE type = 'table' AND name = 'decision_snapshots';
 PRAGMA writable_schema = RESET;
 

@@ -392,8 +392,8 @@ pub(crate) struct StoredTexts {
     pub(crate) system_prompt: Stored<String>,
     pub(crate) context: Stored<String>,
     pub(crate) steps: Stored<types::JsonText>,
-    pub(crate) proposal: Stored<Option<types::ProposedAction>>,
-    pub(crate) verdict: Stored<types::Verdict>,
+    pub(crate) proposal: Option<types::ProposedAction>,
+    pub(crate) verdict: types::Verdict,
 }
 
 impl StoredTexts {
@@ -409,18 +409,16 @@ impl StoredTexts {
             list(&self.system_prompt),
             list(&self.context),
             list(&self.steps),
-            list(&self.proposal),
-            list(&self.verdict),
         ]
         .into_iter()
         .flatten()
     }
 
-    /// The texts, each line list put together by `text` (the steps' JSON taken as it is, the
-    /// proposal's and the verdict's parsed).
+    /// The texts, each line list put together by `text` (the steps' JSON checked, kept as it
+    /// is).
     ///
     /// # Errors
-    /// `text`'s, or [`DbError::Decode`] for JSON that is not the steps, proposal or verdict.
+    /// `text`'s, or [`DbError::Decode`] for steps that are not one JSON document.
     pub(crate) fn resolve(
         self,
         text: impl Fn(&[u8]) -> Result<String, DbError>,
@@ -441,12 +439,8 @@ impl StoredTexts {
             steps: value(self.steps, &text, |t| {
                 types::JsonText::from_text(t).map_err(|e| decode_err("steps", e))
             })?,
-            proposal: value(self.proposal, &text, |t| {
-                serde_json::from_str(&t).map_err(|e| decode_err("proposal", e))
-            })?,
-            verdict: value(self.verdict, &text, |t| {
-                serde_json::from_str(&t).map_err(|e| decode_err("verdict", e))
-            })?,
+            proposal: self.proposal,
+            verdict: self.verdict,
         })
     }
 }
@@ -507,8 +501,8 @@ pub(crate) fn stored_snapshot_from_row<R: RowExt>(
             (None, None) => Err(decode_err(c, "neither the text nor its lines are stored")),
         }
     };
-    // The JSON columns of a row written before line storage keep their values (the conversion
-    // moves the prompts only); a new row leaves them NULL.
+    // The steps of a row written before line storage stay in their JSON column (the conversion
+    // moves the prompts only); a new row leaves it NULL.
     let texts = StoredTexts {
         system_prompt: text("system_prompt_lines", "system_prompt")?,
         context: text("context_lines", "context")?,
@@ -516,14 +510,8 @@ pub(crate) fn stored_snapshot_from_row<R: RowExt>(
             Some(l) => Stored::Lines(l),
             None => Stored::Value(r.json("steps")?),
         },
-        proposal: match r.opt_blob("proposal_lines")? {
-            Some(l) => Stored::Lines(l),
-            None => Stored::Value(r.opt_json("proposal")?),
-        },
-        verdict: match r.opt_blob("verdict_lines")? {
-            Some(l) => Stored::Lines(l),
-            None => Stored::Value(r.json("verdict")?),
-        },
+        proposal: r.opt_json("proposal")?,
+        verdict: r.json("verdict")?,
     };
     let head = SnapshotHead {
         id: r.uuid("id")?,

@@ -1,10 +1,10 @@
-//! Content-addressed snapshot text: the system prompt, user message, steps, proposal and verdict
-//! of a snapshot are stored as references to lines, each distinct line once per deployment.
+//! Content-addressed snapshot text: the system prompt, user message and steps of a snapshot are
+//! stored as references to lines, each distinct line once per deployment.
 //!
 //! A line is the unit because it is what repeats: a bar table of N rows shifts by one row per
 //! tick, so N − 1 of its lines were stored by the tick before; the system prompt's segments, the
 //! static sections of the user message and the (compact, one-line) JSON of the model loop's
-//! steps, proposal and verdict repeat whole. Lines are numbered per deployment (its
+//! steps repeat whole. Lines are numbered per deployment (its
 //! `prompt_scopes` row: `seq` 0, 1, 2, …, in the order they were first stored); a snapshot's
 //! `*_lines` blobs list the `seq`s of its texts' lines in order, as runs of consecutive numbers
 //! (see [`encode_refs`]). Joining the lines gives back the text byte for byte: every line keeps
@@ -21,8 +21,8 @@
 //! one), e.g. once after the process restarts. A write's lines enter the cache only after its
 //! transaction committed, so the cache never names a line that is not stored.
 //!
-//! New lines of a write are numbered stream by stream (system prompts, then user messages,
-//! …), then by line index, then by tick: the newest row of a bar table sits at the same index
+//! New lines of a write are numbered stream by stream (system prompts, then user messages, then
+//! steps), then by line index, then by tick: the newest row of a bar table sits at the same index
 //! on every tick, so the rows a batch adds get consecutive numbers, and a table reads back as
 //! one or two runs.
 
@@ -191,8 +191,9 @@ impl<'a> LinePlan<'a> {
     pub(crate) fn new(texts: &[&'a str], streams: usize) -> Self {
         let streams = streams.max(1);
         // First the distinct lines with the (line index, text index) of their first use.
-        let mut index: FxHashMap<&'a str, u32> = FxHashMap::default();
-        let mut first: Vec<(&'a str, usize, usize)> = Vec::new();
+        let mut index: FxHashMap<&'a str, u32> =
+            FxHashMap::with_capacity_and_hasher(texts.len() * 16, rustc_hash::FxBuildHasher);
+        let mut first: Vec<(&'a str, usize, usize)> = Vec::with_capacity(texts.len() * 16);
         let mut raw: Vec<Vec<u32>> = Vec::with_capacity(texts.len());
         for (t, text) in texts.iter().enumerate() {
             // The same text as the tick before in this stream (a system prompt, the steps of a
@@ -204,7 +205,11 @@ impl<'a> LinePlan<'a> {
                 raw.push(same);
                 continue;
             }
-            let mut refs = Vec::new();
+            // The same stream's text of the tick before has about as many lines.
+            let mut refs = Vec::with_capacity(
+                t.checked_sub(streams)
+                    .map_or(16, |before| raw[before].len() + 2),
+            );
             for (l, line) in lines(text).enumerate() {
                 let next = u32::try_from(first.len()).unwrap_or(u32::MAX);
                 let i = *index.entry(line).or_insert_with(|| {
@@ -242,36 +247,11 @@ pub(crate) struct PromptRefs {
     pub(crate) context: Vec<u8>,
     /// The steps' JSON.
     pub(crate) steps: Vec<u8>,
-    /// The proposal's JSON; `None` when the tick proposed nothing.
-    pub(crate) proposal: Option<Vec<u8>>,
-    /// The verdict's JSON.
-    pub(crate) verdict: Vec<u8>,
 }
 
-/// Texts per snapshot in a [`LinePlan`]: system prompt, user message, steps, proposal (empty
-/// when there is none), verdict.
-pub(crate) const SNAPSHOT_STREAMS: usize = 5;
-
-/// A snapshot's texts in [`SNAPSHOT_STREAMS`] order.
-///
-/// # Errors
-/// [`DbError::Invalid`] when its proposal or verdict cannot be serialised.
-pub(crate) fn snapshot_texts(s: &crate::DecisionSnapshot) -> Result<[String; 3], DbError> {
-    let json = |what: &'static str, v: Result<String, serde_json::Error>| {
-        v.map_err(|e| DbError::Invalid {
-            what,
-            detail: e.to_string(),
-        })
-    };
-    Ok([
-        s.steps.as_str().to_owned(),
-        match &s.proposal {
-            Some(p) => json("snapshot proposal", serde_json::to_string(p))?,
-            None => String::new(),
-        },
-        json("snapshot verdict", serde_json::to_string(&s.verdict))?,
-    ])
-}
+/// Texts per snapshot in a [`LinePlan`]: system prompt, user message, steps (the proposal and
+/// the verdict stay JSON columns: small, and what one queries in SQL).
+pub(crate) const SNAPSHOT_STREAMS: usize = 3;
 
 /// At most this many values per `IN (…)` list of the block statements.
 pub(crate) const LINE_CHUNK: usize = 64;
@@ -311,9 +291,10 @@ pub(crate) fn params(first: usize, n: usize, numbered: bool) -> String {
     s
 }
 
-/// zstd level of the blocks: 3 is zstd's default; higher levels gain little on these lines
-/// and cost the writer's time.
-const BLOCK_LEVEL: i32 = 3;
+/// zstd level of the blocks: the fastest. On the README main command's blocks level 1 gives
+/// 445 kB, zstd's default 3 gives 449 kB, 5 gives 443 kB (the lines are short and repeat
+/// little once deduplicated): higher levels only cost the writer's time.
+const BLOCK_LEVEL: i32 = 1;
 
 /// A block holds at most this many bytes once decompressed (a damaged or hostile frame must not
 /// make a reader allocate more).

@@ -54,7 +54,7 @@ pub(crate) fn snapshot_insert_sql(rows: usize, numbered: bool, returning: bool) 
     const COLUMNS: usize = 17;
     let mut sql = String::from(
         "INSERT INTO decision_snapshots (id, deployment_id, tick_at, system_prompt_lines, \
-         context_lines, steps_lines, proposal_lines, verdict_lines, model, finish_reason, \
+         context_lines, steps_lines, proposal, verdict, model, finish_reason, \
          input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, error, \
          model_error) VALUES ",
     );
@@ -211,7 +211,7 @@ macro_rules! impl_tick {
                 Ok(inserted)
             }
 
-            /// Stores the lines of `snapshots`' texts that their deployments' scopes do not
+            /// Stores the lines of `snapshots`' prompts and steps that their deployments' scopes do not
             /// hold yet (as far as `cache` knows), and returns each snapshot's line lists; the
             /// lines go to `update`, for the cache once the transaction committed.
             async fn store_prompt_lines(
@@ -231,18 +231,12 @@ macro_rules! impl_tick {
                     let mine: Vec<usize> = (0..snapshots.len())
                         .filter(|&i| snapshots[i].deployment_id == d)
                         .collect();
-                    let json = mine
-                        .iter()
-                        .map(|&i| lines::snapshot_texts(snapshots[i]))
-                        .collect::<Result<Vec<_>, _>>()?;
                     let mut texts: Vec<&str> = Vec::with_capacity(mine.len() * lines::SNAPSHOT_STREAMS);
-                    for (&i, [steps, proposal, verdict]) in mine.iter().zip(&json) {
+                    for &i in &mine {
                         texts.extend([
                             snapshots[i].system_prompt.as_str(),
                             snapshots[i].context.as_str(),
-                            steps.as_str(),
-                            proposal.as_str(),
-                            verdict.as_str(),
+                            snapshots[i].steps.as_str(),
                         ]);
                     }
                     let lists = Self::store_lines(tx, cache, update, d, &texts, lines::SNAPSHOT_STREAMS).await?;
@@ -253,8 +247,6 @@ macro_rules! impl_tick {
                             system_prompt: next(),
                             context: next(),
                             steps: next(),
-                            proposal: Some(next()).filter(|_| snapshots[i].proposal.is_some()),
-                            verdict: next(),
                         };
                     }
                 }
@@ -461,8 +453,8 @@ macro_rules! impl_tick {
                             .bind(r.system_prompt.as_slice())
                             .bind(r.context.as_slice())
                             .bind(r.steps.as_slice())
-                            .bind(r.proposal.as_deref())
-                            .bind(r.verdict.as_slice())
+                            .bind(s.proposal.as_ref().map(Json))
+                            .bind(Json(&s.verdict))
                             .bind(s.model.as_str())
                             .bind(s.finish_reason.as_deref())
                             .bind(u64_to_i64("input tokens", s.usage.input)?)

@@ -1,5 +1,5 @@
-//! Content-addressed snapshot text (#17 item 1): a snapshot's system prompt, user message,
-//! steps, proposal and verdict are stored as lists of lines, each distinct line once per
+//! Content-addressed snapshot text (#17 item 1): a snapshot's system prompt, user message and
+//! steps are stored as lists of lines, each distinct line once per
 //! deployment (the new lines of a write in one compressed block), and read back byte for byte;
 //! the migration converts snapshots an older build wrote.
 
@@ -56,23 +56,18 @@ mod cases {
 
     /// Every line of a snapshot's texts, as the store splits them.
     fn all_lines(x: &DecisionSnapshot) -> Vec<String> {
-        let json = [
-            x.steps.as_str().to_owned(),
-            x.proposal
-                .as_ref()
-                .map(|p| serde_json::to_string(p).unwrap())
-                .unwrap_or_default(),
-            serde_json::to_string(&x.verdict).unwrap(),
-        ];
-        [x.system_prompt.as_str(), x.context.as_str()]
-            .into_iter()
-            .chain(json.iter().map(String::as_str))
-            .flat_map(|t| {
-                t.split_inclusive('\n')
-                    .map(str::to_owned)
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+        [
+            x.system_prompt.as_str(),
+            x.context.as_str(),
+            x.steps.as_str(),
+        ]
+        .into_iter()
+        .flat_map(|t| {
+            t.split_inclusive('\n')
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect()
     }
 
     pub(crate) async fn texts_read_back_byte_for_byte_and_lines_are_stored_once<
@@ -125,7 +120,7 @@ mod cases {
             .unwrap();
         assert_eq!(last.context, context(18));
 
-        // 20 ticks × (30 context + 4 or 5 system + 3 JSON) lines, far fewer stored.
+        // 20 ticks × (30 context + 4 or 5 system + 1 steps) lines, far fewer stored.
         let stored = scope_lines(s, &fx).await;
         let distinct = {
             let mut all = std::collections::BTreeSet::new();
@@ -139,8 +134,7 @@ mod cases {
         assert_eq!(
             s.count(&format!(
                 "SELECT COUNT(*) FROM decision_snapshots WHERE CAST(deployment_id AS TEXT) = '{}' \
-                 AND (system_prompt IS NOT NULL OR context IS NOT NULL OR steps IS NOT NULL \
-                      OR proposal IS NOT NULL OR verdict IS NOT NULL)",
+                 AND (system_prompt IS NOT NULL OR context IS NOT NULL OR steps IS NOT NULL)",
                 fx.deployment.id
             ))
             .await,
