@@ -297,8 +297,9 @@ pub(crate) fn params(first: usize, n: usize, numbered: bool) -> String {
 const BLOCK_LEVEL: i32 = 1;
 
 /// A block holds at most this many bytes once decompressed (a damaged or hostile frame must not
-/// make a reader allocate more).
-pub(crate) const MAX_BLOCK_BYTES: u64 = 1 << 30;
+/// make a reader allocate more; the largest write, a conversion batch of 256 snapshots, holds
+/// a few megabytes of new lines).
+pub(crate) const MAX_BLOCK_BYTES: u64 = 1 << 28;
 
 fn bad_block(detail: impl std::fmt::Display) -> DbError {
     DbError::Decode {
