@@ -395,17 +395,24 @@ pub(crate) fn blocks_holding(
 
 /// The writer's memory of which lines each deployment's scope holds: per scope
 /// (`prompt_scopes.id`, never reused), the lines of its committed writes and their numbers, at
-/// most [`SCOPE_LINES`] (past that, only the last write's lines are kept), for at most
-/// [`CACHED_SCOPES`] scopes (the least recently written is forgotten first). Cheap to clone (one
-/// memory shared by the clones of a store).
+/// most [`SCOPE_LINES`] (past that, only the last write's lines are kept), within a budget of
+/// [`CACHE_BYTES`] for all scopes (past it, the least recently written scopes are forgotten
+/// first: a live runner's thousands of deployments keep ≈15 kB each, their last tick's lines).
+/// Cheap to clone (one memory shared by the clones of a store).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct LineCache(std::sync::Arc<std::sync::Mutex<CacheInner>>);
 
 #[derive(Debug, Default)]
 struct CacheInner {
     scopes: HashMap<i64, ScopeLines>,
+    /// Scope ids by their last write, oldest first.
+    lru: std::collections::BTreeMap<u64, i64>,
     /// Counts writes: a line's last write, a scope's last write.
     clock: u64,
+    /// What the lines of every scope take, as [`entry_bytes`] counts it.
+    bytes: usize,
+    /// [`CACHE_BYTES`], or a test's budget (0 means the default).
+    budget: usize,
 }
 
 #[derive(Debug, Default)]
@@ -413,14 +420,20 @@ struct ScopeLines {
     /// Line → (its number, the last write that used it).
     lines: FxHashMap<Box<str>, (i64, u64)>,
     used: u64,
+    bytes: usize,
 }
 
-/// Scopes a [`LineCache`] remembers.
-pub(crate) const CACHED_SCOPES: usize = 512;
+/// Memory the lines of a [`LineCache`] may take, all scopes together.
+pub(crate) const CACHE_BYTES: usize = 64 << 20;
 
 /// Lines a [`LineCache`] keeps per scope beyond its last write's (≈100 bytes each): a backtest's
 /// batch holds ≈2,700 distinct lines, a live tick ≈100.
 pub(crate) const SCOPE_LINES: usize = 2048;
+
+/// What a cached line takes: its text, the box and the map entry.
+fn entry_bytes(line: &str) -> usize {
+    line.len() + 48
+}
 
 /// One scope's lines of a write, with their numbers.
 type ScopeWrite = Vec<(Box<str>, i64)>;
@@ -473,26 +486,48 @@ impl LineCache {
 
     /// Remembers a committed write's lines.
     pub(crate) fn remember(&self, update: CacheUpdate) {
-        let mut inner = self.inner();
+        let mut guard = self.inner();
+        let CacheInner {
+            scopes,
+            lru,
+            clock,
+            bytes,
+            budget,
+        } = &mut *guard;
+        let budget = if *budget == 0 { CACHE_BYTES } else { *budget };
         for (scope, lines) in update.scopes {
-            inner.clock += 1;
-            let now = inner.clock;
-            let known = inner.scopes.entry(scope).or_default();
+            *clock += 1;
+            let now = *clock;
+            let known = scopes.entry(scope).or_default();
+            lru.remove(&known.used);
+            lru.insert(now, scope);
             known.used = now;
             for (line, seq) in lines {
-                known.lines.insert(line, (seq, now));
+                let size = entry_bytes(&line);
+                if known.lines.insert(line, (seq, now)).is_none() {
+                    known.bytes += size;
+                    *bytes += size;
+                }
             }
             if known.lines.len() > SCOPE_LINES {
                 known.lines.retain(|_, (_, at)| *at == now);
+                let kept = known.lines.keys().map(|l| entry_bytes(l)).sum();
+                *bytes = bytes.saturating_sub(known.bytes) + kept;
+                known.bytes = kept;
             }
-            if inner.scopes.len() > CACHED_SCOPES
-                && let Some(oldest) = inner
-                    .scopes
-                    .iter()
-                    .min_by_key(|(_, s)| s.used)
-                    .map(|(id, _)| *id)
-            {
-                inner.scopes.remove(&oldest);
+            // Over budget: forget the least recently written scopes, never the one just
+            // written.
+            while *bytes > budget {
+                let Some((&used, &oldest)) = lru.iter().next() else {
+                    break;
+                };
+                if oldest == scope {
+                    break;
+                }
+                lru.remove(&used);
+                if let Some(gone) = scopes.remove(&oldest) {
+                    *bytes = bytes.saturating_sub(gone.bytes);
+                }
             }
         }
     }
@@ -584,14 +619,25 @@ mod tests {
         update.add(1, &refs, &seqs);
         cache.remember(update);
         assert_eq!(cache.lookup(1, i64::MAX, &["a", "l0"]), vec![None, Some(2)]);
-        // The least recently written scope goes first.
-        for scope in 2..=(CACHED_SCOPES as i64 + 1) {
+        // Over the budget, the least recently written scope goes first, never the one just
+        // written.
+        let small = LineCache::default();
+        small.inner().budget = 3 * entry_bytes("x");
+        for scope in 1..=4 {
             let mut update = CacheUpdate::default();
             update.add(scope, &["x"], &[0]);
-            cache.remember(update);
+            small.remember(update);
         }
-        assert_eq!(cache.lookup(1, i64::MAX, &["l0"]), vec![None]);
-        assert_eq!(cache.lookup(2, 1, &["x"]), vec![Some(0)]);
+        assert_eq!(small.lookup(1, 1, &["x"]), vec![None]);
+        assert_eq!(small.lookup(4, 1, &["x"]), vec![Some(0)]);
+        assert_eq!(small.inner().scopes.len(), 3);
+        assert_eq!(small.inner().bytes, 3 * entry_bytes("x"));
+        let long = "a line longer than the whole budget ".repeat(8);
+        let mut update = CacheUpdate::default();
+        update.add(9, &[long.as_str()], &[0]);
+        small.remember(update);
+        assert_eq!(small.inner().scopes.len(), 1, "all older scopes forgotten");
+        assert_eq!(small.lookup(9, 1, &[long.as_str()]), vec![Some(0)]);
     }
 
     proptest! {
