@@ -16,7 +16,7 @@
 //! only together.
 //!
 //! Which lines are stored already is known from the writer's memory ([`LineCache`]: per
-//! deployment, the lines of its last write, and their numbers), never looked up in the
+//! deployment, the lines of its last writes, and their numbers), never looked up in the
 //! database: a line the cache does not hold is stored again (a second copy, never a wrong
 //! one), e.g. once after the process restarts. A write's lines enter the cache only after its
 //! transaction committed, so the cache never names a line that is not stored.
@@ -158,7 +158,7 @@ pub(crate) fn assemble(
     Ok(text)
 }
 
-/// The distinct line numbers of the lists, for one read of `prompt_lines`.
+/// The distinct line numbers of the lists, for one read of their blocks.
 ///
 /// # Errors
 /// [`DbError::Decode`] for a malformed list.
@@ -172,8 +172,8 @@ pub(crate) fn wanted_seqs<'a>(
     Ok(all.into_iter().collect())
 }
 
-/// The lines of a batch's texts, each distinct line once: what to look up and store, and each
-/// text as indexes into the distinct lines.
+/// The lines of a batch's texts, each distinct line once: what to find in the cache or store,
+/// and each text as indexes into the distinct lines.
 #[derive(Debug)]
 pub(crate) struct LinePlan<'a> {
     /// Each distinct line, in the order new lines get numbers (line index in its text, then
@@ -376,7 +376,10 @@ pub(crate) fn blocks_holding(
 ) -> Result<Vec<(i64, i64)>, DbError> {
     let mut out: Vec<(i64, i64)> = Vec::new();
     for &seq in wanted {
-        if out.last().is_some_and(|&(f, c)| seq >= f && seq < f + c) {
+        if out
+            .last()
+            .is_some_and(|&(f, c)| seq >= f && seq < f.saturating_add(c))
+        {
             continue;
         }
         let i = blocks.partition_point(|&(f, _)| f <= seq);

@@ -378,7 +378,7 @@ macro_rules! impl_tick {
                         let block = lines::decode_block(&body, count)?;
                         // Only the wanted lines of the block.
                         let from = seqs.partition_point(|&s| s < first);
-                        for &seq in seqs[from..].iter().take_while(|&&s| s < first + count) {
+                        for &seq in seqs[from..].iter().take_while(|&&s| s < first.saturating_add(count)) {
                             let k = usize::try_from(seq - first).unwrap_or(usize::MAX);
                             if let Some(line) = block.get(k) {
                                 out.insert(seq, line.clone());
