@@ -230,6 +230,62 @@ crate::common::on_every_backend!(prompt_lines;
     deployments_keep_their_own_lines,
 );
 
+/// A store that starts with an empty line cache on a file that already holds lines (a restart):
+/// what it writes reads back exactly, its lines are stored again once (a second copy, never a
+/// wrong one), and after that it reuses them.
+#[tokio::test]
+async fn a_restarted_writer_stores_its_lines_again_once_and_reads_every_text() {
+    use db::test_support::{at, sample_snapshot, seed};
+    use db::{SqliteStore, TickRecord, TickStore};
+
+    use crate::common::RawSql;
+
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("lines.sqlite").display()
+    );
+    let tick = |n: i64, d| {
+        let mut s = sample_snapshot(d, at(60 * n));
+        s.system_prompt = "SYSTEM\nRULES\n".into();
+        s.context = format!("## Time\n{n}\n## Bars\nbar {n}\nbar {}\n", n + 1);
+        TickRecord {
+            snapshot: s,
+            fills: vec![],
+            trades: vec![],
+            links: vec![],
+            equity_usd: None,
+            runner_state: None,
+            outcomes: Default::default(),
+        }
+    };
+    let lines = "SELECT CAST(COALESCE(SUM(line_count), 0) AS BIGINT) FROM prompt_blocks";
+    let first = SqliteStore::connect(&url).await.unwrap();
+    let fx = seed(&first).await.unwrap();
+    let d = fx.deployment.id;
+    let mut written = Vec::new();
+    for n in 0..3 {
+        let t = tick(n, d);
+        first.record_tick(&t).await.unwrap();
+        written.push(t.snapshot);
+    }
+    let before = first.count(lines).await;
+    first.close().await.unwrap();
+
+    let again = SqliteStore::connect(&url).await.unwrap();
+    for n in 3..6 {
+        let t = tick(n, d);
+        again.record_tick(&t).await.unwrap();
+        written.push(t.snapshot);
+    }
+    let mut read = again.list_snapshots(d, 100).await.unwrap();
+    read.sort_by_key(|s| s.tick_at);
+    assert_eq!(read, written, "every snapshot, byte for byte");
+    // Tick 3 stored all its lines again (2 system, 5 context, 1 steps); ticks 4 and 5 only their
+    // time and newest bar.
+    assert_eq!(again.count(lines).await, before + 8 + 2 + 2);
+}
+
 mod migration {
     //! A database the previous schema wrote: its snapshots hold their texts; opening the store
     //! converts them to line lists and every reader returns the same text.
