@@ -251,7 +251,7 @@ fn price(blind: &Blind, bytes: &[u8]) -> Option<(String, usize)> {
         .then(|| ("[price]".to_owned(), len))
 }
 
-/// A traded symbol at the start of `bytes`: exactly as written or lower case, not followed by a
+/// A traded symbol at the start of `bytes`, in any letter case, not followed by a
 /// lower-case letter or a digit (so `BTCUSDT` is renamed, `ETHICS`… is too, `Ether` is not).
 fn symbol(blind: &Blind, bytes: &[u8]) -> Option<(String, usize)> {
     for (real, alias) in &blind.names {
@@ -259,7 +259,7 @@ fn symbol(blind: &Blind, bytes: &[u8]) -> Option<(String, usize)> {
         let Some(head) = bytes.get(..n) else {
             continue;
         };
-        if !(head == real.as_bytes() || head == real.to_ascii_lowercase().as_bytes()) {
+        if !head.eq_ignore_ascii_case(real.as_bytes()) {
             continue;
         }
         let next = bytes.get(n).copied();
