@@ -232,24 +232,21 @@ fn last_closes(table: &str, keep: usize) -> Vec<Decimal> {
     closes
 }
 
-/// The close of a `time o h l c v` row; `None` for anything else (the header included).
+/// The close of a `time o h l c v` row; `None` for anything else (the header included). The
+/// close is the next-to-last of the fields, one space apart; the time before the four prices
+/// is one field (`2017-05-04T10:00`) or, in a blind run, three (`day 12 10:00`).
 fn close_of_row(row: &str) -> Option<Decimal> {
     if row == BAR_TABLE_HEADER {
         return None;
     }
-    // Exactly five spaces; the close lies between the fourth and the fifth.
-    let mut spaces = [0_usize; 5];
-    let mut n = 0;
-    for (i, b) in row.bytes().enumerate() {
-        if b == b' ' {
-            *spaces.get_mut(n)? = i;
-            n += 1;
-        }
-    }
-    if n != 5 {
+    let mut fields = row.rsplit(' ');
+    let (_volume, close) = (fields.next()?, fields.next()?);
+    // Three more prices and at least one time field.
+    let spaces = row.bytes().filter(|&b| b == b' ').count();
+    if !(spaces == 5 || spaces == 7) {
         return None;
     }
-    plain_decimal(&row[spaces[3] + 1..spaces[4]])
+    plain_decimal(close)
 }
 
 /// `text` as [`Decimal::from_str`] reads it. The prices of a bar table (digits with at most one

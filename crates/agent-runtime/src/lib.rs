@@ -167,8 +167,8 @@ pub async fn run_tick_with(
     cache: &mut RenderCache,
     options: RunOptions,
 ) -> Result<TickOutput, TickError> {
-    let context = context::render_context(skill, ctx, view, last_decision, cache)?;
-    let system_prompt = match &cache.system_prompt {
+    let mut context = context::render_context(skill, ctx, view, last_decision, cache)?;
+    let mut system_prompt = match &cache.system_prompt {
         Some((cached_lessons, text)) if cached_lessons.as_ref() == lessons => text.clone(),
         _ => {
             let text = prompt_compose::compose_system_prompt(skill, lessons)?;
@@ -176,6 +176,11 @@ pub async fn run_tick_with(
             text
         }
     };
+    // A blind run's lens: the texts returned (and stored) are the ones the model reads.
+    if let Some(lens) = &ctx.lens {
+        system_prompt = lens.show(&system_prompt);
+        context.text = lens.show(&context.text);
+    }
     let run = run_skill_with(skill, ctx, model, &system_prompt, &context.text, options).await;
     Ok(TickOutput {
         system_prompt,

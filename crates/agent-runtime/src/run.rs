@@ -465,7 +465,8 @@ pub async fn run_tool_loop(
                     {
                         run.proposal = Some(p);
                     }
-                    let result = JsonText::from(&result);
+                    // As the model reads it (a blind run's lens; unchanged otherwise).
+                    let result = JsonText::from(&registry.show_value(result));
                     request.messages.push(Message::Tool {
                         call_id: call.id.clone(),
                         name: call.name.clone(),
@@ -475,7 +476,7 @@ pub async fn run_tool_loop(
                         .push(record(call, ToolOutcome::Ok { result }));
                 }
                 Err(e) if e.is_recoverable() => {
-                    let message = e.to_string();
+                    let message = registry.show(e.to_string());
                     request.messages.push(Message::Tool {
                         call_id: call.id.clone(),
                         name: call.name.clone(),

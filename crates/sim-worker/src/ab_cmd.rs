@@ -114,6 +114,8 @@ pub(crate) fn run(args: AbArgs) -> Result<String, Failure> {
         cassette: a.cassette.clone(),
         cassette_mode: a.cassette_mode,
         max_cost: a.max_cost.clone(),
+        // Both variants blind, or neither: a comparison across the disguise compares prompts.
+        blind: a.blind,
         memory_off: b_memory == MemoryArg::Off,
         time_flags: a.time_flags,
     };

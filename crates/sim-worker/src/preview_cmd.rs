@@ -61,6 +61,9 @@ pub(crate) struct PreviewArgs {
     /// `record`, `replay` or `auto`, as `run --cassette-mode`.
     #[arg(long, value_enum, default_value_t = crate::spend::CassetteMode::Auto, requires = "cassette")]
     pub cassette_mode: crate::spend::CassetteMode,
+    /// Preview the tick as a blind run's model reads it (see `run --blind`).
+    #[arg(long)]
+    pub blind: bool,
 }
 
 /// Exact `o200k_base` token count.
@@ -165,6 +168,7 @@ pub(crate) fn preview_tick(args: PreviewArgs) -> Result<PreviewedTick, Failure> 
         cassette: args.cassette,
         cassette_mode: args.cassette_mode,
         max_cost: None,
+        blind: args.blind,
         memory_off: false,
         time_flags: TimeFlags {
             to: "--at",
@@ -234,15 +238,28 @@ async fn preview(
             .filter(|n| !n.lint.flagged)
             .rfind(|n| n.generated_at < at)
             .map(reflection::to_lessons);
-        let segments = prompt_compose::compose_system_prompt_segments(
-            &p.input.deployment.skill,
-            lessons.as_ref(),
-        )
-        .map_err(|e| bad(e.to_string()))?;
-        Ok((
-            render(&snap, &segments),
-            tokens(&snap.system_prompt) + tokens(&snap.context),
-        ))
+        // A blind run's model read the skill as disguised, through the lens of the tick.
+        let blind =
+            tick::backtest::blind_run(&p.input, p.first_tick).map_err(|e| bad(e.to_string()))?;
+        let skill = blind
+            .as_ref()
+            .map_or(&p.input.deployment.skill, |b| &b.skill);
+        let mut segments = prompt_compose::compose_system_prompt_segments(skill, lessons.as_ref())
+            .map_err(|e| bad(e.to_string()))?;
+        if let Some(b) = &blind {
+            for s in &mut segments {
+                s.text = b.blind.show(&s.text, at);
+            }
+        }
+        let mut text = String::new();
+        if blind.is_some() {
+            text.push_str(concat!(
+                "blind run: the model read the system prompt and user message below; ",
+                "the tick time in their headers and the verdict line are in real terms\n",
+            ));
+        }
+        text.push_str(&render(&snap, &segments));
+        Ok((text, tokens(&snap.system_prompt) + tokens(&snap.context)))
     }
 }
 

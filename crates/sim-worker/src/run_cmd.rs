@@ -108,6 +108,13 @@ pub(crate) struct RunArgs {
     /// for a model the rate table prices; replayed responses cost nothing.
     #[arg(long, value_name = "USD")]
     pub max_cost: Option<String>,
+    /// Blind run: the model reads neutral symbol names (ASSET_A…), days relative to the first
+    /// tick (`day 12 10:00`, no weekdays, no years) and prices rescaled per symbol (percentages,
+    /// sizes and PnL in USD unchanged), and news and event text with the symbols and dates
+    /// masked; its orders are mapped back. The ledger, trades.csv, the summary and the report
+    /// stay in real symbols, times and prices; the stored prompts are what the model read.
+    #[arg(long)]
+    pub blind: bool,
     /// Set by `ab --b-memory off`: run the skill with `context.memory.enabled: false`.
     #[arg(skip)]
     pub memory_off: bool,
@@ -140,6 +147,7 @@ impl RunArgs {
             cassette: None,
             cassette_mode: crate::spend::CassetteMode::Auto,
             max_cost: None,
+            blind: false,
             memory_off: false,
             time_flags: TimeFlags::default(),
         }
@@ -445,6 +453,11 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
         "news": market.news.len(), "events": market.events.len(),
     });
     let mut identity = identity;
+    // Only a blind run says so: the id of a run that is not stays what it was.
+    if args.blind {
+        identity["blind"] = true.into();
+        blind::Blind::check_skill(&skill).map_err(|e| bad(format!("--blind: {e}")))?;
+    }
     // Only a run with funding names it: the id of a run without stays what it was.
     if !market.funding.is_empty() {
         identity["funding"] = market
@@ -492,6 +505,7 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
         to,
         broker,
         external_tools: std::sync::Arc::new([]),
+        blind: args.blind.then_some(0),
     };
     Ok(Prepared {
         input,
@@ -909,6 +923,10 @@ fn write_outputs(
         obj.insert("deployment_id".into(), d.deployment_id.to_string().into());
         obj.insert("model".into(), p.model.id().into());
         obj.insert("store".into(), store.backend_name().into());
+        // Only a blind run says so: the summary of a run that is not is unchanged.
+        if p.input.blind.is_some() {
+            obj.insert("blind".into(), true.into());
+        }
         obj.insert(
             "fee_bps".into(),
             p.input.broker.taker_fee_bps.to_string().into(),

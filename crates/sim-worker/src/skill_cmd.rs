@@ -137,6 +137,7 @@ fn estimate_tokens(
         meta: None,
         cassette: None,
         cassette_mode: crate::spend::CassetteMode::Auto,
+        blind: false,
     };
     let at = match at {
         Some(at) => at,

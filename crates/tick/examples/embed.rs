@@ -114,6 +114,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         to: None,
         broker,
         external_tools: std::sync::Arc::new([]),
+        blind: None,
     };
     register(&store, &input, serde_json::to_value(&*skill)?, start).await?;
 

@@ -43,8 +43,8 @@ use types::{Fill, Interval, TradeRecord, TradeStatus, Verdict};
 
 use crate::write_behind::WriteBehind;
 use crate::{
-    Deployment, ReflectionCheck, ReflectionReport, StoreMemory, TickError, TickOutcome, TickState,
-    run_due_reflection, run_tick,
+    BlindRun, Deployment, ReflectionCheck, ReflectionReport, StoreMemory, TickError, TickOutcome,
+    TickState, run_due_reflection, run_tick,
 };
 
 /// What a backtest runs over.
@@ -71,6 +71,11 @@ pub struct BacktestInput {
     /// in every tick's [`ToolContext`]; empty when the skill names no MCP server. Whoever
     /// started them keeps them running for the whole run.
     pub external_tools: Arc<[Arc<dyn Tool>]>,
+    /// `Some(seed)`: a blind run (the `blind` crate) — the model reads neutral symbol names,
+    /// days relative to the first tick and prices rescaled per symbol (factors chosen from each
+    /// symbol's first bar and `seed`); the broker, the ledger, the store and the result stay
+    /// real. `None`: the model reads the real world.
+    pub blind: Option<u64>,
 }
 
 /// One tick of the equity curve.
@@ -112,9 +117,56 @@ pub struct BacktestResult {
     pub unrealized_pnl_usd: Decimal,
 }
 
+/// The disguise of a blind backtest ([`BacktestInput::blind`]) whose first tick is `first`:
+/// each symbol's factor from its first bar's close, day 0 the first tick's date. `None` for a
+/// run that is not blind. What [`run_backtest`] builds; a caller that shows a run's prompts
+/// (`sim-worker preview`) builds the same.
+///
+/// # Errors
+/// [`BacktestError::Blind`] when a symbol has no bars or the skill reads what blind mode cannot
+/// anonymise.
+pub fn blind_run(
+    input: &BacktestInput,
+    first: DateTime<Utc>,
+) -> Result<Option<BlindRun>, BacktestError> {
+    input
+        .blind
+        .map(|seed| blind_run_seeded(input, seed, first))
+        .transpose()
+}
+
+fn blind_run_seeded(
+    input: &BacktestInput,
+    seed: u64,
+    first: DateTime<Utc>,
+) -> Result<BlindRun, BacktestError> {
+    let skill = input.deployment.skill.as_ref();
+    let interval = skill.context.bars_interval;
+    let first_prices = skill
+        .context
+        .symbols
+        .iter()
+        .filter_map(|s| {
+            let bar = input.market.all_bars(s, interval).first()?;
+            Some((s.clone(), bar.close))
+        })
+        .collect();
+    let blind = blind::Blind::new(
+        &skill.context.symbols,
+        &first_prices,
+        first.date_naive(),
+        seed,
+    )?;
+    Ok(BlindRun::new(blind, skill)?)
+}
+
 /// Why a backtest stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum BacktestError {
+    /// A blind run cannot start (`BacktestInput::blind`): a symbol without bars, or a skill that
+    /// reads what blind mode cannot anonymise.
+    #[error(transparent)]
+    Blind(#[from] blind::BlindError),
     /// The paper broker's configuration was refused.
     #[error("the paper broker: {0}")]
     Broker(#[from] BrokerError),
@@ -220,6 +272,7 @@ where
 
     let mut broker = PaperBroker::new(input.broker.clone())?;
     let mut state = TickState::new(&input.deployment, input.broker.initial_equity_usd, first);
+    state.blind = blind_run(input, first)?;
     // Bars by close time, per symbol.
     let by_close: BTreeMap<&str, BTreeMap<DateTime<Utc>, &types::Bar>> = symbols
         .iter()

@@ -77,6 +77,7 @@
 //!     news: None, events: None, derivatives: None, from: None, to: None,
 //!     broker: PaperBrokerConfig::new(Decimal::from(10_000)),
 //!     external_tools: Arc::new([]),
+//!     blind: None,
 //! };
 //! tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 //!     let store = db::connect("sqlite::memory:").await?;
@@ -120,7 +121,7 @@ pub use reflect::{
 };
 pub use run::{CarryState, OutcomeKind, TickError, TickOutcome, run_tick, run_tick_carrying};
 pub use state::{
-    APPLIED_FILLS_WINDOW, Carried, RECENT_CLOSED_KEPT, RestoreError, TickState,
+    APPLIED_FILLS_WINDOW, BlindRun, Carried, RECENT_CLOSED_KEPT, RestoreError, TickState,
     load_reflection_state, restore_state, restore_state_carried,
 };
 pub use store_memory::StoreMemory;

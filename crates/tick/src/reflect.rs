@@ -7,7 +7,8 @@ use agent_runtime::rates_for;
 use chrono::{DateTime, Utc};
 use db::{NewNote, NoteStore, ReflectionRun, RunOutcome};
 use reflection::{
-    Due, LastNote, NoteDraft, ReflectionInput, ReflectionOutcome, reflect, reflection_due,
+    Due, LastNote, NoteDraft, ReflectionInput, ReflectionOutcome, Reflector, reflect,
+    reflection_due,
 };
 use serde::Serialize;
 use types::TradeRecord;
@@ -74,6 +75,10 @@ pub struct DueReflection {
     pub last: Option<LastNote>,
     /// Closed ledger rows after the tick (kept with the new note for the cadence).
     pub closed_total: u32,
+    /// A blind run's disguise: the reflection reads the rows as the tick's model did, and a
+    /// model reflector is shown its prompt through the lens ([`blind::BlindModel`]).
+    #[serde(skip)]
+    pub blind: Option<crate::BlindRun>,
 }
 
 /// What [`run_due_reflection`] did, and how the caller's [`TickState`] moves on
@@ -137,6 +142,7 @@ pub(crate) fn check_reflection(
             trades: Arc::clone(&state.trades),
             last: state.last_note,
             closed_total: u32::try_from(state.closed_trades()).unwrap_or(u32::MAX),
+            blind: state.blind.clone(),
         }),
         Ok(Due::No(_)) => ReflectionCheck::NotDue,
         Err(e) => ReflectionCheck::Invalid {
@@ -211,17 +217,33 @@ where
             };
         }
     };
+    // Blind: the rows, the skill and the prompt as the tick's model read them.
+    let (skill, trades, reflector) = match &due.blind {
+        None => (skill, None, reflector.clone()),
+        Some(b) => (
+            b.skill.as_ref(),
+            Some(b.trades(&due.trades)),
+            match reflector {
+                Reflector::Stats => Reflector::Stats,
+                Reflector::Model(m) => Reflector::Model(Arc::new(blind::BlindModel::new(
+                    Arc::clone(m),
+                    Arc::clone(&b.blind),
+                    now,
+                ))),
+            },
+        ),
+    };
     let outcome = reflect(
         ReflectionInput {
             skill,
             skill_id: deployment.skill_id,
             deployment_id: Some(deployment.deployment_id),
-            trades: &due.trades,
+            trades: trades.as_deref().unwrap_or(&due.trades),
             last: due.last.as_ref(),
             now,
             rates: rates_for(reflector.id()),
         },
-        reflector,
+        &reflector,
     )
     .await;
     let report = store_reflection(store, deployment, &outcome, now).await;

@@ -305,18 +305,50 @@ where
     // What the context renders, read above (bars, regimes, account) or rendered here once from
     // the ledger (the memory bodies); the tool calls get the account through `tick_ctx`.
     let memory = &skill.context.memory;
+    // A blind run: the context the model reads (renamed, rescaled, its lens set), the skill as
+    // it reads it, and the ledger rows as it reads them.
+    let blind = state.blind.clone();
+    let blind_ctx = blind.as_ref().map(|b| b.blind.context(ctx));
     let (recent_trades, open_positions) = if memory.enabled {
         let k = memory.recent_trades_k.min(types::MAX_MEMORY_K);
-        let recent = state.recent_trades_text(k, now);
-        let open = memory
-            .include_open_positions
-            .then(|| memory_ledger::render_open_positions(&state.trades, now));
+        let (recent, open) = match &blind {
+            None => (
+                state.recent_trades_text(k, now),
+                memory
+                    .include_open_positions
+                    .then(|| memory_ledger::render_open_positions(&state.trades, now)),
+            ),
+            Some(b) => {
+                let rows = b.trades(&state.trades);
+                (
+                    memory_ledger::render_recent_trades(&rows, k as usize, now).into(),
+                    memory
+                        .include_open_positions
+                        .then(|| memory_ledger::render_open_positions(&rows, now)),
+                )
+            }
+        };
         (Some(recent), open)
     } else {
         (None, None)
     };
+    // What the model reads of each symbol: the windows read above, or, blind, the same windows
+    // through the blind context (renamed, rescaled).
+    let (view_ctx, view_skill) = match (&blind, &blind_ctx) {
+        (Some(b), Some(c)) => (c, b.skill.as_ref()),
+        _ => (ctx, skill),
+    };
+    if let Some(bctx) = &blind_ctx {
+        for ((window, _), symbol) in windows.iter_mut().zip(&bctx.symbols) {
+            *window = agent_runtime::context::closed_bars_window(bctx, symbol, interval, lookback)
+                .map_err(|source| TickError::Market {
+                    symbol: symbol.clone(),
+                    source,
+                })?;
+        }
+    }
     let mut symbols = Vec::with_capacity(windows.len());
-    for (symbol, (bars, regime)) in ctx.symbols.iter().zip(windows) {
+    for (symbol, (bars, regime)) in view_ctx.symbols.iter().zip(windows) {
         // A zero lookback shows no bars (the marks above still come from the latest one).
         let bars = if skill.context.bars_lookback == 0 {
             BarsWindow {
@@ -327,7 +359,7 @@ where
             bars
         };
         let regime = regime.filter(|_| !bars.bars.is_empty());
-        let higher = SymbolBars::read_higher(skill, ctx, symbol)
+        let higher = SymbolBars::read_higher(view_skill, view_ctx, symbol)
             .map_err(|e| TickError::Runtime(e.into()))?;
         symbols.push(SymbolBars {
             bars,
@@ -336,11 +368,15 @@ where
         });
     }
     let regimes_now: Vec<Option<RegimeTag>> = symbols.iter().map(|s| s.regime).collect();
-    let trading_memory = agent_runtime::trading_memory_block(skill, ctx, &regimes_now)
+    let trading_memory = agent_runtime::trading_memory_block(view_skill, view_ctx, &regimes_now)
         .await
         .map_err(|e| TickError::Runtime(e.into()))?;
+    let shown_portfolio = blind.as_ref().map(|b| b.blind.portfolio(&portfolio));
     let view = TickView {
-        portfolio: std::borrow::Cow::Borrowed(&portfolio),
+        portfolio: match &shown_portfolio {
+            Some(p) => std::borrow::Cow::Borrowed(p),
+            None => std::borrow::Cow::Borrowed(&portfolio),
+        },
         open_orders: Vec::new(),
         symbols,
         recent_trades: recent_trades.as_deref().map(std::borrow::Cow::Borrowed),
@@ -348,8 +384,10 @@ where
         trading_memory: trading_memory.map(std::borrow::Cow::Owned),
     };
     let tick_ctx = ToolContext {
-        portfolio: Arc::new(SnapshotView(portfolio.clone())),
-        ..ctx.clone()
+        portfolio: Arc::new(SnapshotView(
+            shown_portfolio.clone().unwrap_or_else(|| portfolio.clone()),
+        )),
+        ..view_ctx.clone()
     };
     let lessons = visible_note_at(&state.notes, now).map(to_lessons);
     let TickOutput {
@@ -357,7 +395,7 @@ where
         context,
         run,
     } = agent_runtime::run_tick_with(
-        skill,
+        view_skill,
         &tick_ctx,
         &view,
         model,
@@ -371,7 +409,33 @@ where
 
     // 4. the engine's verdict, then the broker
     let snapshot_id = snapshot_id(deployment.deployment_id, now);
-    let proposal = run.proposed_action;
+    // The model's proposal, in real terms for the engine (a blind run maps it back).
+    let shown_proposal = run.proposed_action;
+    let proposal = match &blind {
+        Some(b) => shown_proposal.as_ref().map(|p| b.blind.real_proposal(p)),
+        None => shown_proposal.clone(),
+    };
+    // Blind: the verdict as the model's world reads it (the same rules on the renamed,
+    // rescaled account), for its "Last decision" only; the real verdict below decides.
+    let shown_verdict = match (&blind, &shown_portfolio) {
+        (Some(b), Some(shown)) => {
+            let account = state
+                .risk
+                .account_view(shown.clone(), b.blind.marks(&marks));
+            let symbols = &tick_ctx.symbols;
+            Some(
+                validate(
+                    shown_proposal.as_ref(),
+                    &b.skill.risk,
+                    &account,
+                    symbols,
+                    now,
+                )
+                .verdict,
+            )
+        }
+        _ => None,
+    };
     let account = state.risk.account_view(portfolio, marks);
     let decision = validate(proposal.as_ref(), &skill.risk, &account, &ctx.symbols, now);
     let mut verdict = decision.verdict;
@@ -465,7 +529,13 @@ where
         error,
         model_error: model_error.is_some(),
     };
-    let last_decision = to_last_decision_snapshot(proposal.as_ref(), &verdict, now);
+    let last_decision = match (&blind, shown_verdict) {
+        (Some(b), Some(shown)) => {
+            let shown = blind_verdict(&b.blind, shown, &verdict);
+            to_last_decision_snapshot(shown_proposal.as_ref(), &shown, now)
+        }
+        _ => to_last_decision_snapshot(proposal.as_ref(), &verdict, now),
+    };
     state.last_decision = Some(last_decision.clone());
     state.last_tick_at = Some(now);
     let runner_state = carry
@@ -522,6 +592,33 @@ where
         outcome,
         reflection,
     })
+}
+
+/// A blind run's verdict as the model reads it: `shown` (the rules applied to the renamed,
+/// rescaled account) when it agrees with the real verdict, else — a broker refusal, or a rounding
+/// edge at a cap — the real verdict with its detail masked ([`blind::Blind::mask`]).
+fn blind_verdict(blind: &blind::Blind, shown: Verdict, real: &Verdict) -> Verdict {
+    let rule = |v: &Verdict| match v {
+        Verdict::Rejected { rule, .. } => Some(*rule),
+        _ => None,
+    };
+    let agree = std::mem::discriminant(&shown) == std::mem::discriminant(real)
+        && rule(&shown) == rule(real);
+    if agree {
+        return shown;
+    }
+    match real {
+        Verdict::Executed { detail } => Verdict::Executed {
+            detail: blind.mask(detail),
+        },
+        Verdict::Rejected { rule, detail } => Verdict::Rejected {
+            rule: *rule,
+            detail: blind.mask(detail),
+        },
+        Verdict::NoOp { detail } => Verdict::NoOp {
+            detail: blind.mask(detail),
+        },
+    }
 }
 
 /// The account as read, or [`BrokerUnavailable`] when its numbers are out of range (sizes ×

@@ -60,6 +60,10 @@ pub struct TickState {
     /// The model loop's options for this deployment's ticks: the output-token budget and the
     /// tick's deadline (the live runner sets its tick budget; a backtest has none by default).
     pub run_options: agent_runtime::RunOptions,
+    /// A blind run's disguise (`None`: the model reads the real world). Set once, before the
+    /// first tick: the model then reads the renamed, rescaled, relative-time world of
+    /// [`BlindRun`] while the engine, the ledger and the store keep the real one.
+    pub blind: Option<BlindRun>,
     /// The "Recent trades" body as last rendered: (k, as of, text). Cleared when a closed row
     /// changes.
     recent_trades: Option<(u32, DateTime<Utc>, Arc<str>)>,
@@ -87,6 +91,7 @@ impl TickState {
             render: RenderCache::default(),
             outcome_scores: Vec::new(),
             run_options: agent_runtime::RunOptions::default(),
+            blind: None,
             recent_trades: None,
         }
     }
@@ -193,6 +198,41 @@ impl TickState {
                 text
             }
         }
+    }
+}
+
+/// A blind run (the `blind` crate): the disguise and the skill as the model reads it, built
+/// once per run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlindRun {
+    /// Neutral names, price factors, day 0.
+    pub blind: Arc<blind::Blind>,
+    /// The skill as the model reads it ([`blind::Blind::skill`]).
+    pub skill: Arc<skill_schema::Skill>,
+}
+
+impl BlindRun {
+    /// `blind` for `skill`.
+    ///
+    /// # Errors
+    /// [`blind::BlindError`] when the skill reads what blind mode cannot anonymise
+    /// ([`blind::Blind::check_skill`]) or its anonymised text does not parse.
+    pub fn new(
+        blind: blind::Blind,
+        skill: &skill_schema::Skill,
+    ) -> Result<Self, blind::BlindError> {
+        blind::Blind::check_skill(skill)?;
+        let shown = blind.skill(skill)?;
+        Ok(Self {
+            blind: Arc::new(blind),
+            skill: Arc::new(shown),
+        })
+    }
+
+    /// The ledger rows as the model reads them.
+    #[must_use]
+    pub fn trades(&self, rows: &[TradeRecord]) -> Vec<TradeRecord> {
+        rows.iter().map(|r| self.blind.trade_record(r)).collect()
     }
 }
 

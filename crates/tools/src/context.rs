@@ -452,6 +452,35 @@ pub struct ToolContext {
     /// run; [`crate::build_tools`] offers them after the built-ins, sorted by name. Empty by
     /// default.
     pub external: Arc<[Arc<dyn crate::Tool>]>,
+    /// What rewrites the texts this tick shows the model on their way to it — the system prompt,
+    /// the user message, every tool result and tool error — when the run is blind (the `blind`
+    /// crate); `None` (the default) shows them as written.
+    pub lens: Option<Arc<dyn Lens>>,
+}
+
+/// Rewrites a text on its way to the model. Blind mode's lens (the `blind` crate) turns dates
+/// into days relative to the run's start and real symbols into neutral names; the data itself
+/// (prices, sizes) is rewritten by the sources, never by a lens.
+pub trait Lens: Send + Sync {
+    /// `text` as the model reads it.
+    fn show(&self, text: &str) -> String;
+}
+
+/// Every string in `value` through `lens` (keys, numbers and the shape kept).
+pub(crate) fn show_value(lens: &dyn Lens, value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Value::String(lens.show(&s)),
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|v| show_value(lens, v)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, show_value(lens, v)))
+                .collect(),
+        ),
+        other => other,
+    }
 }
 
 impl fmt::Debug for ToolContext {
@@ -464,6 +493,7 @@ impl fmt::Debug for ToolContext {
                 "external",
                 &self.external.iter().map(|t| t.name()).collect::<Vec<_>>(),
             )
+            .field("lens", &self.lens.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -491,6 +521,7 @@ impl ToolContext {
             memory: Arc::new(NoData),
             trade_memory: Arc::new(NoData),
             external: Arc::new([]),
+            lens: None,
         }
     }
 

@@ -65,9 +65,9 @@ mod registry;
 mod risk;
 
 pub use context::{
-    BarsWindow, DataError, DerivativesData, EventCalendar, FundingRate, MarketData, MemorySections,
-    NewsItem, NewsSource, NoData, OpenInterestPoint, OpenOrder, PortfolioView, RunMode,
-    SeriesOrigin, ToolContext, rank_news,
+    BarsWindow, DataError, DerivativesData, EventCalendar, FundingRate, Lens, MarketData,
+    MemorySections, NewsItem, NewsSource, NoData, OpenInterestPoint, OpenOrder, PortfolioView,
+    RunMode, SeriesOrigin, ToolContext, rank_news,
 };
 /// `mockall` mocks of the data-source traits (feature `mock`).
 #[cfg(feature = "mock")]

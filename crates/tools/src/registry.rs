@@ -215,6 +215,7 @@ impl ArgsParser {
 pub struct Registry {
     mode: RunMode,
     tools: Vec<Arc<dyn Tool>>,
+    lens: Option<Arc<dyn crate::Lens>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -231,7 +232,38 @@ impl Registry {
     /// coach's) behind the same dispatch path and read-only guard as the built-ins.
     #[must_use]
     pub fn new(mode: RunMode, tools: Vec<Arc<dyn Tool>>) -> Self {
-        Self { mode, tools }
+        Self {
+            mode,
+            tools,
+            lens: None,
+        }
+    }
+
+    /// This registry with `lens` rewriting what its tools tell the model ([`Registry::show`],
+    /// [`Registry::show_value`]); [`build_tools`] sets the context's ([`ToolContext::lens`]).
+    #[must_use]
+    pub fn with_lens(mut self, lens: Option<Arc<dyn crate::Lens>>) -> Self {
+        self.lens = lens;
+        self
+    }
+
+    /// `text` (a tool's error message) as the model reads it: through the lens, if any.
+    #[must_use]
+    pub fn show(&self, text: String) -> String {
+        match &self.lens {
+            Some(lens) => lens.show(&text),
+            None => text,
+        }
+    }
+
+    /// A tool's result as the model reads it: every string in it through the lens, if any
+    /// (numbers, keys and the document's shape are kept).
+    #[must_use]
+    pub fn show_value(&self, value: Value) -> Value {
+        match &self.lens {
+            Some(lens) => crate::context::show_value(lens.as_ref(), value),
+            None => value,
+        }
     }
 
     /// The registered tool names, in order.
@@ -406,5 +438,6 @@ pub fn build_tools(whitelist: &ToolSpec, ctx: &ToolContext) -> Result<Registry, 
     Ok(Registry {
         mode: ctx.mode,
         tools,
+        lens: ctx.lens.clone(),
     })
 }

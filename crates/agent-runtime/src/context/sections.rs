@@ -14,21 +14,11 @@ use super::text::{push_about, push_share_of_equity};
 use super::view::SymbolBars;
 use super::{BAR_TABLE_HEADER, ContextError, HTF_SHOW_BARS, data_err};
 
-const WEEKDAYS: [&str; 7] = [
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-    "Thursday",
-    "Friday",
-    "Saturday",
-    "Sunday",
-];
-
 pub(super) fn time_section(out: &mut String, now: DateTime<Utc>, interval: Interval) {
     out.push_str("## Time\n");
     text::push_timestamp(out, now);
     out.push_str(" (");
-    out.push_str(WEEKDAYS[now.weekday().num_days_from_monday() as usize]);
+    out.push_str(text::WEEKDAYS[now.weekday().num_days_from_monday() as usize]);
     out.push_str("). Execution timeframe ");
     out.push_str(interval.as_str());
     out.push_str("; every bar below closed at or before this time (rows are bar open times, UTC).");

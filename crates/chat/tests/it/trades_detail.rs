@@ -55,6 +55,7 @@ async fn trades_detail_is_the_ledger() {
         to: None,
         broker: PaperBrokerConfig::new(Decimal::from(10_000)),
         external_tools: std::sync::Arc::new([]),
+        blind: None,
     };
     let store = db::connect("sqlite::memory:").await.expect("store");
     let first = bars[0].close_time(Interval::H1);

@@ -104,6 +104,7 @@ async fn live_ticks_and_a_backtest_of_the_same_bars_send_identical_prompts() {
         to: Some(first + Duration::hours(TICKS - 1)),
         broker: PaperBrokerConfig::for_skill(equity, &skill, &exchange).expect("broker"),
         external_tools: Arc::new([]),
+        blind: None,
         derivatives: None,
     };
     let sim = db::connect("sqlite::memory:").await.expect("store");

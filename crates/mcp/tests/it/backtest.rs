@@ -88,6 +88,7 @@ async fn a_scripted_model_calls_an_mcp_tool_and_the_snapshot_holds_the_call_and_
         to: Some(at),
         broker: PaperBrokerConfig::new(Decimal::from(10_000)),
         external_tools: servers.tools(),
+        blind: None,
     };
     let model = ScriptedModel::new(vec![
         ModelResponse {

@@ -5,6 +5,7 @@
 //! linking one binary instead of several is most of what a rebuild costs on a 2-core machine.
 
 mod ab_windows_cli;
+mod blind_cli;
 mod budget_cli;
 mod cassette_cli;
 mod common;

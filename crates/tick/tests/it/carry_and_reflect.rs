@@ -178,6 +178,7 @@ async fn a_due_reflection_runs_once_per_tick_time_and_is_read_back_from_the_stor
             trades: state.trades.clone(),
             last: None,
             closed_total: 0,
+            blind: None,
         };
         let done = run_due_reflection(d, &redo, &store).await;
         assert_eq!(done.report, ReflectionReport::AlreadyDone, "{at}");
@@ -196,6 +197,7 @@ async fn a_due_reflection_runs_once_per_tick_time_and_is_read_back_from_the_stor
         trades: state.trades.clone(),
         last: None,
         closed_total: u32::try_from(state.closed_trades()).expect("count"),
+        blind: None,
     };
     let done = run_due_reflection(d, &due, &store).await;
     assert!(

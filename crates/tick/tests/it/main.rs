@@ -6,6 +6,7 @@
 
 mod absurd_account;
 mod backtest;
+mod blind;
 mod carry_and_reflect;
 mod common;
 mod costs_prop;

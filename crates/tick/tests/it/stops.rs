@@ -82,6 +82,7 @@ async fn a_proposed_stop_closes_the_position_in_the_ledger_at_the_stop() {
         // 4.5 bps taker fee, 1 bp slippage.
         broker: PaperBrokerConfig::new(Decimal::from(10_000)),
         external_tools: Arc::new([]),
+        blind: None,
         derivatives: None,
     };
     // Tick 1 (close of bar 24): open long $1,000 with stop 97 and target 110; ticks 2 and 3 hold.

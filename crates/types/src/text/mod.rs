@@ -41,7 +41,7 @@ pub use number::{
 };
 pub use quote::{push_quoted, quoted};
 pub use time::{
-    duration_minutes, push_clock, push_date, push_date_minute, push_duration,
+    WEEKDAYS, duration_minutes, push_clock, push_date, push_date_minute, push_duration,
     push_duration_minutes, push_short_time, push_timestamp, short_time,
 };
 

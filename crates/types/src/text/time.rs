@@ -8,6 +8,18 @@ use chrono::{DateTime, Datelike, Duration, Timelike, Utc};
 
 use super::number::push_uint;
 
+/// The English weekday names, Monday first (`chrono::Weekday::num_days_from_monday` indexes
+/// them): the Time section's `(Thursday)`, and what blind mode drops.
+pub const WEEKDAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
 /// The two digits of `n` (below 100).
 fn two_digits(n: u32) -> [u8; 2] {
     let n = n % 100;

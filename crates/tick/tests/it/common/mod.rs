@@ -64,5 +64,6 @@ pub(crate) fn eurusd_input(bars: &[Bar], fee_bps: Decimal, slippage_bps: Decimal
         to: None,
         broker,
         external_tools: std::sync::Arc::new([]),
+        blind: None,
     }
 }
