@@ -253,88 +253,114 @@ macro_rules! impl_outcomes {
         };
 
         impl $store {
-            /// Inserts a tick's market snapshots and outcomes (a replay of stored rows is
-            /// skipped by id). An outcome is inserted with `scores[id]` when the batch scores
-            /// it already (taken out of the map: one statement instead of an insert and
+            /// Inserts the market snapshots and outcomes of `writes` (a replay of stored rows
+            /// is skipped by id), every snapshot first, in statements of the sizes
+            /// `snapshot_chunks` gives. An outcome is inserted with `scores[id]` when the batch
+            /// scores it already (taken out of the map: one statement instead of an insert and
             /// updates), else with its own score columns.
             async fn insert_outcome_rows(
                 tx: &mut sqlx::Transaction<'static, $db>,
-                w: &OutcomeWrites,
+                writes: &[&OutcomeWrites],
                 scores: &mut std::collections::HashMap<Uuid, &outcomes::OutcomeScore>,
             ) -> Result<(), DbError> {
-                for m in &w.snapshots {
-                    let i = &m.indicators;
-                    sqlx::query(
-                        "INSERT INTO market_snapshots (id, deployment_id, decision_snapshot_id, tick_at, \
-                         symbol, rsi_15m, rsi_1h, rsi_4h, macd_signal, volatility_percentile, \
-                         volume_ratio, trend_strength, btc_correlation, reference_symbol, \
-                         market_condition) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
-                         ON CONFLICT (id) DO NOTHING",
-                    )
-                    .bind($enc::id(m.id))
-                    .bind($enc::id(m.deployment_id))
-                    .bind($enc::id(m.decision_snapshot_id))
-                    .bind($enc::ts(m.tick_at))
-                    .bind(&m.symbol)
-                    .bind(i.rsi_15m)
-                    .bind(i.rsi_1h)
-                    .bind(i.rsi_4h)
-                    .bind(i.macd_signal.map(|s| s.as_str()))
-                    .bind(i.volatility_percentile)
-                    .bind(i.volume_ratio)
-                    .bind(i.trend_strength)
-                    .bind(i.btc_correlation)
-                    .bind(&m.reference_symbol)
-                    .bind(i.market_condition.as_str())
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(ctx("inserting market snapshot"))?;
+                use crate::imp::tick::{snapshot_chunks, values_sql};
+                let snapshots: Vec<_> = writes.iter().flat_map(|w| &w.snapshots).collect();
+                let mut rest = snapshots.as_slice();
+                for size in snapshot_chunks(snapshots.len()) {
+                    let (chunk, tail) = rest.split_at(size);
+                    rest = tail;
+                    let sql = values_sql(
+                        "INSERT INTO market_snapshots (id, deployment_id, decision_snapshot_id, \
+                         tick_at, symbol, rsi_15m, rsi_1h, rsi_4h, macd_signal, \
+                         volatility_percentile, volume_ratio, trend_strength, btc_correlation, \
+                         reference_symbol, market_condition)",
+                        15,
+                        size,
+                        $enc::NUMBERED_PARAMS,
+                        "ON CONFLICT (id) DO NOTHING",
+                    );
+                    let mut query = sqlx::query(&sql);
+                    for m in chunk {
+                        let i = &m.indicators;
+                        query = query
+                            .bind($enc::id(m.id))
+                            .bind($enc::id(m.deployment_id))
+                            .bind($enc::id(m.decision_snapshot_id))
+                            .bind($enc::ts(m.tick_at))
+                            .bind(&m.symbol)
+                            .bind(i.rsi_15m)
+                            .bind(i.rsi_1h)
+                            .bind(i.rsi_4h)
+                            .bind(i.macd_signal.map(|s| s.as_str()))
+                            .bind(i.volatility_percentile)
+                            .bind(i.volume_ratio)
+                            .bind(i.trend_strength)
+                            .bind(i.btc_correlation)
+                            .bind(&m.reference_symbol)
+                            .bind(i.market_condition.as_str());
+                    }
+                    query
+                        .execute(&mut **tx)
+                        .await
+                        .map_err(ctx("inserting market snapshots"))?;
                 }
-                for o in &w.outcomes {
-                    let sc = scores.remove(&o.id).unwrap_or(&o.score);
-                    sqlx::query(
+                let rows: Vec<_> = writes
+                    .iter()
+                    .flat_map(|w| &w.outcomes)
+                    .map(|o| (o, scores.remove(&o.id).unwrap_or(&o.score)))
+                    .collect();
+                let mut rest = rows.as_slice();
+                for size in snapshot_chunks(rows.len()) {
+                    let (chunk, tail) = rest.split_at(size);
+                    rest = tail;
+                    let sql = values_sql(
                         "INSERT INTO trade_outcomes (id, deployment_id, decision_snapshot_id, \
                          snapshot_id, tick_at, symbol, direction, confidence, entry_price, \
                          predicted_stop, predicted_target, verdict, price_1h, price_4h, price_24h, \
                          pnl_percent_1h, pnl_percent_4h, pnl_percent_24h, hit_target, hit_stop, \
                          first_hit, max_favorable, max_adverse, outcome_grade, scored_at, reason, \
-                         market_condition, narrative) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, \
-                         $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28) \
-                         ON CONFLICT (id) DO NOTHING",
-                    )
-                    .bind($enc::id(o.id))
-                    .bind($enc::id(o.deployment_id))
-                    .bind($enc::id(o.decision_snapshot_id))
-                    .bind($enc::id(o.snapshot_id))
-                    .bind($enc::ts(o.tick_at))
-                    .bind(&o.symbol)
-                    .bind(codec::side_str(o.direction))
-                    .bind(o.confidence.map(i32::from))
-                    .bind($enc::dec(o.entry_price))
-                    .bind($enc::odec(o.predicted_stop))
-                    .bind($enc::odec(o.predicted_target))
-                    .bind(o.verdict.as_str())
-                    .bind($enc::odec(sc.price_1h))
-                    .bind($enc::odec(sc.price_4h))
-                    .bind($enc::odec(sc.price_24h))
-                    .bind($enc::odec(sc.pnl_percent_1h))
-                    .bind($enc::odec(sc.pnl_percent_4h))
-                    .bind($enc::odec(sc.pnl_percent_24h))
-                    .bind(sc.hit_target)
-                    .bind(sc.hit_stop)
-                    .bind(sc.first_hit.map(|f| f.as_str()))
-                    .bind($enc::odec(sc.max_favorable))
-                    .bind($enc::odec(sc.max_adverse))
-                    .bind(sc.outcome_grade.map(|g| g.as_str()))
-                    .bind($enc::ots(sc.scored_at))
-                    .bind(o.reason.as_deref())
-                    .bind(o.market_condition.as_str())
-                    .bind(sc.narrative.as_deref())
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(ctx("inserting trade outcome"))?;
+                         market_condition, narrative)",
+                        28,
+                        size,
+                        $enc::NUMBERED_PARAMS,
+                        "ON CONFLICT (id) DO NOTHING",
+                    );
+                    let mut query = sqlx::query(&sql);
+                    for (o, sc) in chunk {
+                        query = query
+                            .bind($enc::id(o.id))
+                            .bind($enc::id(o.deployment_id))
+                            .bind($enc::id(o.decision_snapshot_id))
+                            .bind($enc::id(o.snapshot_id))
+                            .bind($enc::ts(o.tick_at))
+                            .bind(&o.symbol)
+                            .bind(codec::side_str(o.direction))
+                            .bind(o.confidence.map(i32::from))
+                            .bind($enc::dec(o.entry_price))
+                            .bind($enc::odec(o.predicted_stop))
+                            .bind($enc::odec(o.predicted_target))
+                            .bind(o.verdict.as_str())
+                            .bind($enc::odec(sc.price_1h))
+                            .bind($enc::odec(sc.price_4h))
+                            .bind($enc::odec(sc.price_24h))
+                            .bind($enc::odec(sc.pnl_percent_1h))
+                            .bind($enc::odec(sc.pnl_percent_4h))
+                            .bind($enc::odec(sc.pnl_percent_24h))
+                            .bind(sc.hit_target)
+                            .bind(sc.hit_stop)
+                            .bind(sc.first_hit.map(|f| f.as_str()))
+                            .bind($enc::odec(sc.max_favorable))
+                            .bind($enc::odec(sc.max_adverse))
+                            .bind(sc.outcome_grade.map(|g| g.as_str()))
+                            .bind($enc::ots(sc.scored_at))
+                            .bind(o.reason.as_deref())
+                            .bind(o.market_condition.as_str())
+                            .bind(sc.narrative.as_deref());
+                    }
+                    query
+                        .execute(&mut **tx)
+                        .await
+                        .map_err(ctx("inserting trade outcomes"))?;
                 }
                 Ok(())
             }

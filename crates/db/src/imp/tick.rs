@@ -77,6 +77,33 @@ pub(crate) fn snapshot_insert_sql(rows: usize, numbered: bool, returning: bool) 
     sql
 }
 
+/// `{head} VALUES (…), … {tail}` for `rows` rows of `columns` parameters each, `$n` when
+/// `numbered`, `?` otherwise: one statement for many rows (a row per statement is a round
+/// trip to the driver's worker each).
+pub(crate) fn values_sql(
+    head: &str,
+    columns: usize,
+    rows: usize,
+    numbered: bool,
+    tail: &str,
+) -> String {
+    let mut sql = String::with_capacity(head.len() + tail.len() + rows * columns * 5);
+    sql.push_str(head);
+    sql.push_str(" VALUES ");
+    for r in 0..rows {
+        sql.push_str(if r == 0 { "(" } else { ", (" });
+        sql.push_str(&super::prompt_lines::params(
+            r * columns + 1,
+            columns,
+            numbered,
+        ));
+        sql.push(')');
+    }
+    sql.push(' ');
+    sql.push_str(tail);
+    sql
+}
+
 /// A tick's ledger rows, the closing ones first: a flip closes one row and opens another on
 /// the same symbol, and a symbol has at most one open row.
 pub(crate) fn closing_first(
@@ -168,7 +195,7 @@ macro_rules! impl_tick {
     ($store:ty, $db:ty, $enc:ident, $begin:literal) => {
         use crate::imp::prompt_lines::{self as lines, PromptRefs};
         use crate::imp::tick::{
-            closing_first, snapshot_chunks, snapshot_insert_sql, validate_batch, validate_tick,
+            closing_first, snapshot_chunks, snapshot_insert_sql, validate_batch, validate_tick, values_sql,
             BatchTrades,
         };
 
@@ -544,32 +571,45 @@ macro_rules! impl_tick {
                 Ok(())
             }
 
-            async fn insert_fill(
+            /// Inserts fills (a fill stored before is left as it is), in statements of the
+            /// sizes `snapshot_chunks` gives.
+            async fn insert_fills(
                 tx: &mut sqlx::Transaction<'static, $db>,
-                deployment_id: Uuid,
-                f: &Fill,
+                fills: &[(Uuid, &Fill)],
             ) -> Result<(), DbError> {
-                sqlx::query(
-                    "INSERT INTO fills (deployment_id, broker_fill_id, symbol, side, qty, price, fee_usd, \
-                     time, snapshot_id, client_order_id, liquidation, trigger_kind) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
-                     ON CONFLICT (deployment_id, broker_fill_id) DO NOTHING",
-                )
-                .bind($enc::id(deployment_id))
-                .bind(&f.id)
-                .bind(&f.symbol)
-                .bind(codec::order_side_str(f.side))
-                .bind($enc::dec(f.qty))
-                .bind($enc::dec(f.price))
-                .bind($enc::dec(f.fee_usd))
-                .bind($enc::ts(f.time))
-                .bind($enc::oid(f.snapshot_id))
-                .bind(f.client_order_id.as_deref())
-                .bind(f.liquidation)
-                .bind(f.trigger.map(types::FillTrigger::as_str))
-                .execute(&mut **tx)
-                .await
-                .map_err(ctx("inserting fill"))?;
+                let mut rest = fills;
+                for size in snapshot_chunks(fills.len()) {
+                    let (chunk, tail) = rest.split_at(size);
+                    rest = tail;
+                    let sql = values_sql(
+                        "INSERT INTO fills (deployment_id, broker_fill_id, symbol, side, qty, price, \
+                         fee_usd, time, snapshot_id, client_order_id, liquidation, trigger_kind)",
+                        12,
+                        size,
+                        $enc::NUMBERED_PARAMS,
+                        "ON CONFLICT (deployment_id, broker_fill_id) DO NOTHING",
+                    );
+                    let mut query = sqlx::query(&sql);
+                    for (deployment_id, f) in chunk {
+                        query = query
+                            .bind($enc::id(*deployment_id))
+                            .bind(&f.id)
+                            .bind(&f.symbol)
+                            .bind(codec::order_side_str(f.side))
+                            .bind($enc::dec(f.qty))
+                            .bind($enc::dec(f.price))
+                            .bind($enc::dec(f.fee_usd))
+                            .bind($enc::ts(f.time))
+                            .bind($enc::oid(f.snapshot_id))
+                            .bind(f.client_order_id.as_deref())
+                            .bind(f.liquidation)
+                            .bind(f.trigger.map(types::FillTrigger::as_str));
+                    }
+                    query
+                        .execute(&mut **tx)
+                        .await
+                        .map_err(ctx("inserting fills"))?;
+                }
                 Ok(())
             }
 
@@ -699,9 +739,9 @@ macro_rules! impl_tick {
                 if let Some(state) = &tick.runner_state {
                     Self::write_runner_state(tx, s, state).await?;
                 }
-                for f in &tick.fills {
-                    Self::insert_fill(tx, s.deployment_id, f).await?;
-                }
+                let fills: Vec<(Uuid, &Fill)> =
+                    tick.fills.iter().map(|f| (s.deployment_id, f)).collect();
+                Self::insert_fills(tx, &fills).await?;
                 // Closing rows first: a flip closes one row and opens another on the same symbol.
                 let now = Utc::now();
                 for t in closing_first(&tick.trades) {
@@ -712,7 +752,7 @@ macro_rules! impl_tick {
                     Self::link_fill(tx, s.deployment_id, link).await?;
                 }
                 // A tick's scores are of earlier ticks' outcomes: written after its own rows.
-                Self::insert_outcome_rows(tx, &tick.outcomes, &mut HashMap::new()).await?;
+                Self::insert_outcome_rows(tx, &[&tick.outcomes], &mut HashMap::new()).await?;
                 for (id, score) in &tick.outcomes.scores {
                     Self::write_score(tx, *id, score).await?;
                 }
@@ -764,6 +804,7 @@ macro_rules! impl_tick {
                     Self::insert_snapshots(&mut tx, &self.lines, &mut update, &snapshots).await?;
                 let mut outcomes = Vec::with_capacity(ticks.len());
                 let mut trades = BatchTrades::default();
+                let mut fills: Vec<(Uuid, &Fill)> = Vec::new();
                 // Per deployment, the equity of its last recorded tick that carries one.
                 let mut equity: Vec<(Uuid, Decimal)> = Vec::new();
                 for tick in ticks {
@@ -776,9 +817,7 @@ macro_rules! impl_tick {
                     if let Some(state) = &tick.runner_state {
                         Self::write_runner_state(&mut tx, s, state).await?;
                     }
-                    for f in &tick.fills {
-                        Self::insert_fill(&mut tx, s.deployment_id, f).await?;
-                    }
+                    fills.extend(tick.fills.iter().map(|f| (s.deployment_id, f)));
                     trades.add(tick)?;
                     if let Some(e) = tick.equity_usd {
                         match equity.iter_mut().find(|(id, _)| *id == s.deployment_id) {
@@ -788,6 +827,8 @@ macro_rules! impl_tick {
                     }
                     outcomes.push(TickOutcome::Recorded { snapshot_id: s.id });
                 }
+                // Every fill of the batch in a few statements, before the rows they link to.
+                Self::insert_fills(&mut tx, &fills).await?;
                 let now = Utc::now();
                 for (t, closed_at) in trades.last_versions() {
                     Self::upsert_trade(&mut tx, t, closed_at, now).await?;
@@ -819,9 +860,8 @@ macro_rules! impl_tick {
                         }
                     }
                 }
-                for w in recorded() {
-                    Self::insert_outcome_rows(&mut tx, w, &mut last).await?;
-                }
+                let writes: Vec<&OutcomeWrites> = recorded().collect();
+                Self::insert_outcome_rows(&mut tx, &writes, &mut last).await?;
                 for id in order {
                     if let Some(score) = last.get(&id) {
                         Self::write_score(&mut tx, id, score).await?;
