@@ -328,7 +328,7 @@ impl Blind {
     /// [`BlindError::Skill`] when the rewritten document no longer deserialises.
     pub fn skill(&self, skill: &Skill) -> Result<Skill, BlindError> {
         let value = serde_json::to_value(skill).map_err(|e| BlindError::Skill(e.to_string()))?;
-        let masked = mask_value(self, value);
+        let masked = tools::map_json_strings(value, &|s| self.mask(s));
         let mut shown: Skill =
             serde_json::from_value(masked).map_err(|e| BlindError::Skill(e.to_string()))?;
         shown.model.clone_from(&skill.model);
@@ -435,23 +435,6 @@ struct TickLens {
 impl tools::Lens for TickLens {
     fn show(&self, text: &str) -> String {
         self.blind.show(text, self.now)
-    }
-}
-
-/// Every string of a JSON document through [`Blind::mask`].
-fn mask_value(blind: &Blind, value: serde_json::Value) -> serde_json::Value {
-    use serde_json::Value;
-    match value {
-        Value::String(s) => Value::String(blind.mask(&s)),
-        Value::Array(items) => {
-            Value::Array(items.into_iter().map(|v| mask_value(blind, v)).collect())
-        }
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .map(|(k, v)| (k, mask_value(blind, v)))
-                .collect(),
-        ),
-        other => other,
     }
 }
 

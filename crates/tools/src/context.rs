@@ -466,17 +466,19 @@ pub trait Lens: Send + Sync {
     fn show(&self, text: &str) -> String;
 }
 
-/// Every string in `value` through `lens` (keys, numbers and the shape kept).
-pub(crate) fn show_value(lens: &dyn Lens, value: serde_json::Value) -> serde_json::Value {
+/// `value` with every string in it replaced by `f` of it (keys, numbers and the shape kept): a
+/// lens over a tool's result, or blind mode over a skill's JSON form.
+#[must_use]
+pub fn map_json_strings(value: serde_json::Value, f: &dyn Fn(&str) -> String) -> serde_json::Value {
     use serde_json::Value;
     match value {
-        Value::String(s) => Value::String(lens.show(&s)),
+        Value::String(s) => Value::String(f(&s)),
         Value::Array(items) => {
-            Value::Array(items.into_iter().map(|v| show_value(lens, v)).collect())
+            Value::Array(items.into_iter().map(|v| map_json_strings(v, f)).collect())
         }
         Value::Object(map) => Value::Object(
             map.into_iter()
-                .map(|(k, v)| (k, show_value(lens, v)))
+                .map(|(k, v)| (k, map_json_strings(v, f)))
                 .collect(),
         ),
         other => other,

@@ -67,7 +67,7 @@ mod risk;
 pub use context::{
     BarsWindow, DataError, DerivativesData, EventCalendar, FundingRate, Lens, MarketData,
     MemorySections, NewsItem, NewsSource, NoData, OpenInterestPoint, OpenOrder, PortfolioView,
-    RunMode, SeriesOrigin, ToolContext, rank_news,
+    RunMode, SeriesOrigin, ToolContext, map_json_strings, rank_news,
 };
 /// `mockall` mocks of the data-source traits (feature `mock`).
 #[cfg(feature = "mock")]

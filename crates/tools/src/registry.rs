@@ -261,7 +261,7 @@ impl Registry {
     #[must_use]
     pub fn show_value(&self, value: Value) -> Value {
         match &self.lens {
-            Some(lens) => crate::context::show_value(lens.as_ref(), value),
+            Some(lens) => crate::map_json_strings(value, &|s| lens.show(s)),
             None => value,
         }
     }

@@ -255,7 +255,7 @@ macro_rules! impl_outcomes {
         impl $store {
             /// Inserts the market snapshots and outcomes of `writes` (a replay of stored rows
             /// is skipped by id), every snapshot first, in statements of the sizes
-            /// `snapshot_chunks` gives. An outcome is inserted with `scores[id]` when the batch
+            /// `statement_chunks` gives. An outcome is inserted with `scores[id]` when the batch
             /// scores it already (taken out of the map: one statement instead of an insert and
             /// updates), else with its own score columns.
             async fn insert_outcome_rows(
@@ -263,10 +263,10 @@ macro_rules! impl_outcomes {
                 writes: &[&OutcomeWrites],
                 scores: &mut std::collections::HashMap<Uuid, &outcomes::OutcomeScore>,
             ) -> Result<(), DbError> {
-                use crate::imp::tick::{snapshot_chunks, values_sql};
+                use crate::imp::tick::{statement_chunks, values_sql};
                 let snapshots: Vec<_> = writes.iter().flat_map(|w| &w.snapshots).collect();
                 let mut rest = snapshots.as_slice();
-                for size in snapshot_chunks(snapshots.len()) {
+                for size in statement_chunks(snapshots.len()) {
                     let (chunk, tail) = rest.split_at(size);
                     rest = tail;
                     let sql = values_sql(
@@ -310,7 +310,7 @@ macro_rules! impl_outcomes {
                     .map(|o| (o, scores.remove(&o.id).unwrap_or(&o.score)))
                     .collect();
                 let mut rest = rows.as_slice();
-                for size in snapshot_chunks(rows.len()) {
+                for size in statement_chunks(rows.len()) {
                     let (chunk, tail) = rest.split_at(size);
                     rest = tail;
                     let sql = values_sql(

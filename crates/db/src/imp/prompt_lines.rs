@@ -253,27 +253,6 @@ pub(crate) struct PromptRefs {
 /// the verdict stay JSON columns: small, and what one queries in SQL).
 pub(crate) const SNAPSHOT_STREAMS: usize = 3;
 
-/// At most this many values per `IN (…)` list of the block statements.
-pub(crate) const LINE_CHUNK: usize = 64;
-
-/// Splits `n` into statement sizes that are powers of two up to [`LINE_CHUNK`] (each statement
-/// is prepared once and cached).
-pub(crate) fn line_chunks(n: usize) -> impl Iterator<Item = usize> {
-    let mut rest = n;
-    std::iter::from_fn(move || {
-        if rest == 0 {
-            return None;
-        }
-        let size = if rest >= LINE_CHUNK {
-            LINE_CHUNK
-        } else {
-            1 << rest.ilog2()
-        };
-        rest -= size;
-        Some(size)
-    })
-}
-
 /// `$first, $first+1, …` (`?, ?, …` when not `numbered`) for `n` parameters.
 pub(crate) fn params(first: usize, n: usize, numbered: bool) -> String {
     use std::fmt::Write as _;

@@ -25,20 +25,20 @@ pub(crate) fn validate_tick(tick: &crate::TickRecord) -> Result<(), crate::DbErr
     crate::imp::outcomes::validate_outcome_writes(tick)
 }
 
-/// At most this many snapshot rows per `INSERT` statement of a batch (17 parameters each: 1,088
-/// in all, far below both backends' limits). One statement per row cost a round trip to the
-/// driver's worker each.
-pub(crate) const SNAPSHOT_CHUNK: usize = 64;
+/// At most this many rows per multi-row `INSERT` of a batch, or values per `IN (…)` list (at
+/// most 28 parameters a row: 1,792 in all, far below both backends' limits). One statement per
+/// row cost a round trip to the driver's worker each.
+pub(crate) const STATEMENT_CHUNK: usize = 64;
 
-/// Splits `rows` into statement sizes that are powers of two up to [`SNAPSHOT_CHUNK`]: a
+/// Splits `rows` into statement sizes that are powers of two up to [`STATEMENT_CHUNK`]: a
 /// handful of statements, each prepared once and cached, serve every batch size.
-pub(crate) fn snapshot_chunks(mut rows: usize) -> impl Iterator<Item = usize> {
+pub(crate) fn statement_chunks(mut rows: usize) -> impl Iterator<Item = usize> {
     std::iter::from_fn(move || {
         if rows == 0 {
             return None;
         }
-        let size = if rows >= SNAPSHOT_CHUNK {
-            SNAPSHOT_CHUNK
+        let size = if rows >= STATEMENT_CHUNK {
+            STATEMENT_CHUNK
         } else {
             1 << rows.ilog2()
         };
@@ -50,31 +50,20 @@ pub(crate) fn snapshot_chunks(mut rows: usize) -> impl Iterator<Item = usize> {
 /// `INSERT INTO decision_snapshots … VALUES (…), … ON CONFLICT DO NOTHING` for `rows` rows,
 /// with `$n` parameters when `numbered`, `?` otherwise, and `RETURNING id` when `returning`.
 pub(crate) fn snapshot_insert_sql(rows: usize, numbered: bool, returning: bool) -> String {
-    use std::fmt::Write as _;
-    const COLUMNS: usize = 17;
-    let mut sql = String::from(
+    values_sql(
         "INSERT INTO decision_snapshots (id, deployment_id, tick_at, system_prompt_lines, \
          context_lines, steps_lines, proposal, verdict, model, finish_reason, \
          input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, error, \
-         model_error) VALUES ",
-    );
-    for r in 0..rows {
-        sql.push_str(if r == 0 { "(" } else { ", (" });
-        for c in 1..=COLUMNS {
-            if numbered {
-                let _ = write!(sql, "${}", r * COLUMNS + c);
-            } else {
-                sql.push('?');
-            }
-            sql.push_str(if c == COLUMNS { ")" } else { ", " });
-        }
-    }
-    sql.push_str(if returning {
-        " ON CONFLICT DO NOTHING RETURNING id"
-    } else {
-        " ON CONFLICT DO NOTHING"
-    });
-    sql
+         model_error)",
+        17,
+        rows,
+        numbered,
+        if returning {
+            "ON CONFLICT DO NOTHING RETURNING id"
+        } else {
+            "ON CONFLICT DO NOTHING"
+        },
+    )
 }
 
 /// `{head} VALUES (…), … {tail}` for `rows` rows of `columns` parameters each, `$n` when
@@ -195,12 +184,12 @@ macro_rules! impl_tick {
     ($store:ty, $db:ty, $enc:ident, $begin:literal) => {
         use crate::imp::prompt_lines::{self as lines, PromptRefs};
         use crate::imp::tick::{
-            closing_first, snapshot_chunks, snapshot_insert_sql, validate_batch, validate_tick, values_sql,
+            closing_first, statement_chunks, snapshot_insert_sql, validate_batch, validate_tick, values_sql,
             BatchTrades,
         };
 
         impl $store {
-            /// Inserts the snapshots, in statements of the sizes `snapshot_chunks` gives; a row
+            /// Inserts the snapshots, in statements of the sizes `statement_chunks` gives; a row
             /// whose id or deployment + time is already stored is skipped (a replay). Returns the
             /// ids of the rows inserted.
             ///
@@ -382,7 +371,7 @@ macro_rules! impl_tick {
                 }
                 let needed = lines::blocks_holding(&bounds, seqs, "decision snapshot")?;
                 let mut rest = needed.as_slice();
-                for size in lines::line_chunks(needed.len()) {
+                for size in statement_chunks(needed.len()) {
                     let (chunk, tail) = rest.split_at(size);
                     rest = tail;
                     let sql = format!(
@@ -465,7 +454,7 @@ macro_rules! impl_tick {
                 let mut inserted = HashSet::new();
                 let mut rest = snapshots;
                 let mut rest_refs = refs;
-                for size in snapshot_chunks(snapshots.len()) {
+                for size in statement_chunks(snapshots.len()) {
                     let (chunk, tail) = rest.split_at(size);
                     rest = tail;
                     let (chunk_refs, tail_refs) = rest_refs.split_at(size);
@@ -572,13 +561,13 @@ macro_rules! impl_tick {
             }
 
             /// Inserts fills (a fill stored before is left as it is), in statements of the
-            /// sizes `snapshot_chunks` gives.
+            /// sizes `statement_chunks` gives.
             async fn insert_fills(
                 tx: &mut sqlx::Transaction<'static, $db>,
                 fills: &[(Uuid, &Fill)],
             ) -> Result<(), DbError> {
                 let mut rest = fills;
-                for size in snapshot_chunks(fills.len()) {
+                for size in statement_chunks(fills.len()) {
                     let (chunk, tail) = rest.split_at(size);
                     rest = tail;
                     let sql = values_sql(
@@ -1030,11 +1019,11 @@ pub(crate) use impl_convert;
 
 #[cfg(test)]
 mod tests {
-    use super::{SNAPSHOT_CHUNK, snapshot_chunks, snapshot_insert_sql};
+    use super::{STATEMENT_CHUNK, snapshot_insert_sql, statement_chunks};
 
     #[test]
     fn batches_split_into_cached_power_of_two_statements() {
-        let split = |n| snapshot_chunks(n).collect::<Vec<_>>();
+        let split = |n| statement_chunks(n).collect::<Vec<_>>();
         assert_eq!(split(0), Vec::<usize>::new());
         assert_eq!(split(1), vec![1]);
         // 141 = 64 + 64 + 8 + 4 + 1
@@ -1046,7 +1035,7 @@ mod tests {
             assert!(
                 sizes
                     .iter()
-                    .all(|s| s.is_power_of_two() && *s <= SNAPSHOT_CHUNK)
+                    .all(|s| s.is_power_of_two() && *s <= STATEMENT_CHUNK)
             );
         }
     }
