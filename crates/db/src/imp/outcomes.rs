@@ -365,39 +365,56 @@ macro_rules! impl_outcomes {
                 Ok(())
             }
 
-            /// Writes one outcome's scoring columns unless it is already scored in full.
-            /// Returns whether the row changed.
-            async fn write_score(
+            /// Writes outcomes' scores (distinct ids), in statements of the sizes
+            /// `statement_chunks` gives; an outcome already scored in full (`scored_at` set)
+            /// keeps its score. Returns how many outcomes changed.
+            async fn write_scores(
                 tx: &mut sqlx::Transaction<'static, $db>,
-                id: Uuid,
-                s: &outcomes::OutcomeScore,
-            ) -> Result<bool, DbError> {
-                let done = sqlx::query(
-                    "UPDATE trade_outcomes SET price_1h = $2, price_4h = $3, price_24h = $4, \
-                     pnl_percent_1h = $5, pnl_percent_4h = $6, pnl_percent_24h = $7, \
-                     hit_target = $8, hit_stop = $9, first_hit = $10, max_favorable = $11, \
-                     max_adverse = $12, outcome_grade = $13, scored_at = $14, narrative = $15 \
-                     WHERE id = $1 AND scored_at IS NULL",
-                )
-                .bind($enc::id(id))
-                .bind($enc::odec(s.price_1h))
-                .bind($enc::odec(s.price_4h))
-                .bind($enc::odec(s.price_24h))
-                .bind($enc::odec(s.pnl_percent_1h))
-                .bind($enc::odec(s.pnl_percent_4h))
-                .bind($enc::odec(s.pnl_percent_24h))
-                .bind(s.hit_target)
-                .bind(s.hit_stop)
-                .bind(s.first_hit.map(|f| f.as_str()))
-                .bind($enc::odec(s.max_favorable))
-                .bind($enc::odec(s.max_adverse))
-                .bind(s.outcome_grade.map(|g| g.as_str()))
-                .bind($enc::ots(s.scored_at))
-                .bind(s.narrative.as_deref())
-                .execute(&mut **tx)
-                .await
-                .map_err(ctx("scoring trade outcome"))?;
-                Ok(done.rows_affected() > 0)
+                scores: &[(Uuid, &outcomes::OutcomeScore)],
+            ) -> Result<u64, DbError> {
+                use crate::imp::tick::{statement_chunks, values_sql};
+                let mut changed = 0;
+                let mut rest = scores;
+                for size in statement_chunks(scores.len()) {
+                    let (chunk, tail) = rest.split_at(size);
+                    rest = tail;
+                    let sql = format!(
+                        "UPDATE trade_outcomes SET price_1h = v.column2, price_4h = v.column3, \
+                         price_24h = v.column4, pnl_percent_1h = v.column5, \
+                         pnl_percent_4h = v.column6, pnl_percent_24h = v.column7, \
+                         hit_target = v.column8, hit_stop = v.column9, first_hit = v.column10, \
+                         max_favorable = v.column11, max_adverse = v.column12, \
+                         outcome_grade = v.column13, scored_at = v.column14, narrative = v.column15 \
+                         FROM ({}) AS v WHERE trade_outcomes.id = v.column1 \
+                         AND trade_outcomes.scored_at IS NULL",
+                        values_sql("", 15, size, $enc::NUMBERED_PARAMS, "").trim()
+                    );
+                    let mut query = sqlx::query(&sql);
+                    for (id, s) in chunk {
+                        query = query
+                            .bind($enc::id(*id))
+                            .bind($enc::odec(s.price_1h))
+                            .bind($enc::odec(s.price_4h))
+                            .bind($enc::odec(s.price_24h))
+                            .bind($enc::odec(s.pnl_percent_1h))
+                            .bind($enc::odec(s.pnl_percent_4h))
+                            .bind($enc::odec(s.pnl_percent_24h))
+                            .bind(s.hit_target)
+                            .bind(s.hit_stop)
+                            .bind(s.first_hit.map(|f| f.as_str()))
+                            .bind($enc::odec(s.max_favorable))
+                            .bind($enc::odec(s.max_adverse))
+                            .bind(s.outcome_grade.map(|g| g.as_str()))
+                            .bind($enc::ots(s.scored_at))
+                            .bind(s.narrative.as_deref());
+                    }
+                    changed += query
+                        .execute(&mut **tx)
+                        .await
+                        .map_err(ctx("scoring trade outcomes"))?
+                        .rows_affected();
+                }
+                Ok(changed)
             }
         }
 
@@ -428,12 +445,20 @@ macro_rules! impl_outcomes {
                     return Ok(0);
                 }
                 let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning scores"))?;
-                let mut changed = 0;
-                for (id, s) in scores {
-                    if Self::write_score(&mut tx, *id, s).await? {
-                        changed += 1;
+                // One outcome twice: in order, each write seeing the one before (a full score
+                // ends the updates); otherwise all of them in a few statements.
+                let mut ids = std::collections::HashSet::with_capacity(scores.len());
+                let rows: Vec<(Uuid, &outcomes::OutcomeScore)> =
+                    scores.iter().map(|(id, s)| (*id, s)).collect();
+                let changed = if rows.iter().all(|(id, _)| ids.insert(*id)) {
+                    Self::write_scores(&mut tx, &rows).await?
+                } else {
+                    let mut changed = 0;
+                    for row in &rows {
+                        changed += Self::write_scores(&mut tx, std::slice::from_ref(row)).await?;
                     }
-                }
+                    changed
+                };
                 tx.commit().await.map_err(ctx("committing scores"))?;
                 Ok(changed)
             }

@@ -180,12 +180,55 @@ impl<'a> BatchTrades<'a> {
     }
 }
 
+/// The fill links of recorded ticks, one per fill (deployment, broker id): the last one given.
+pub(crate) fn batch_links<'a>(
+    ticks: impl IntoIterator<Item = &'a crate::TickRecord>,
+) -> Vec<(uuid::Uuid, &'a crate::FillTradeLink)> {
+    let mut at: std::collections::HashMap<(uuid::Uuid, &str), usize> =
+        std::collections::HashMap::new();
+    let mut links: Vec<(uuid::Uuid, &crate::FillTradeLink)> = Vec::new();
+    for tick in ticks {
+        let d = tick.snapshot.deployment_id;
+        for link in &tick.links {
+            match at.get(&(d, link.broker_fill_id.as_str())) {
+                Some(&i) => links[i] = (d, link),
+                None => {
+                    at.insert((d, link.broker_fill_id.as_str()), links.len());
+                    links.push((d, link));
+                }
+            }
+        }
+    }
+    links
+}
+
+/// The scores of recorded ticks' outcome writes, one per outcome in the order first scored,
+/// each the last one given (a score is the outcome's whole score at its time).
+pub(crate) fn last_scores<'a>(
+    writes: impl IntoIterator<Item = &'a crate::OutcomeWrites>,
+) -> Vec<(uuid::Uuid, &'a outcomes::OutcomeScore)> {
+    let mut at: std::collections::HashMap<uuid::Uuid, usize> = std::collections::HashMap::new();
+    let mut scores: Vec<(uuid::Uuid, &outcomes::OutcomeScore)> = Vec::new();
+    for w in writes {
+        for (id, score) in &w.scores {
+            match at.get(id) {
+                Some(&i) => scores[i].1 = score,
+                None => {
+                    at.insert(*id, scores.len());
+                    scores.push((*id, score));
+                }
+            }
+        }
+    }
+    scores
+}
+
 macro_rules! impl_tick {
     ($store:ty, $db:ty, $enc:ident, $begin:literal) => {
         use crate::imp::prompt_lines::{self as lines, PromptRefs};
         use crate::imp::tick::{
-            closing_first, statement_chunks, snapshot_insert_sql, validate_batch, validate_tick, values_sql,
-            BatchTrades,
+            batch_links, last_scores, statement_chunks, snapshot_insert_sql, validate_batch,
+            validate_tick, values_sql, BatchTrades,
         };
 
         impl $store {
@@ -602,114 +645,202 @@ macro_rules! impl_tick {
                 Ok(())
             }
 
-            /// Inserts or updates one ledger row; a closed row (or another deployment's) is
-            /// refused. `closed_at` is the time of the tick that closed it.
-            async fn upsert_trade(
+            /// Inserts or updates ledger rows, each with the time of the tick that closed it
+            /// (closed rows only), in statements of the sizes `statement_chunks` gives. The rows
+            /// must have distinct ids and come in writing order (`BatchTrades::last_versions`:
+            /// closing rows first). A row stored closed (closed rows are immutable) or under
+            /// another deployment is refused, named in the error, and the caller's transaction
+            /// must then be rolled back.
+            async fn upsert_trades(
                 tx: &mut sqlx::Transaction<'static, $db>,
-                t: &TradeRecord,
-                closed_at: Option<DateTime<Utc>>,
+                rows: &[(&TradeRecord, Option<DateTime<Utc>>)],
                 now: DateTime<Utc>,
             ) -> Result<(), DbError> {
-                let done = sqlx::query(
-                    "INSERT INTO trade_history (id, deployment_id, skill_id, skill_version, symbol, side, \
-                     status, entry_tick_at, entry_price, entry_size_usd, entry_leverage, entry_reason, \
-                     entry_snapshot_id, entry_regime_tag, opened_qty, open_qty, exit_tick_at, exit_price, \
-                     exit_reason, exit_snapshot_id, close_kind, holding_minutes, realized_pnl_usd, \
-                     fees_usd, mfe_usd, mae_usd, exit_size_usd, broker_reconciled, closed_at, \
-                     created_at, updated_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-                     $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $30) \
-                     ON CONFLICT (id) DO UPDATE SET \
-                     status = excluded.status, entry_tick_at = excluded.entry_tick_at, \
-                     entry_price = excluded.entry_price, entry_size_usd = excluded.entry_size_usd, \
-                     entry_leverage = excluded.entry_leverage, entry_reason = excluded.entry_reason, \
-                     entry_snapshot_id = excluded.entry_snapshot_id, \
-                     entry_regime_tag = excluded.entry_regime_tag, opened_qty = excluded.opened_qty, \
-                     open_qty = excluded.open_qty, exit_tick_at = excluded.exit_tick_at, \
-                     exit_price = excluded.exit_price, exit_reason = excluded.exit_reason, \
-                     exit_snapshot_id = excluded.exit_snapshot_id, close_kind = excluded.close_kind, \
-                     holding_minutes = excluded.holding_minutes, \
-                     realized_pnl_usd = excluded.realized_pnl_usd, fees_usd = excluded.fees_usd, \
-                     mfe_usd = excluded.mfe_usd, mae_usd = excluded.mae_usd, \
-                     exit_size_usd = excluded.exit_size_usd, \
-                     broker_reconciled = excluded.broker_reconciled, \
-                     closed_at = CASE WHEN excluded.status = 'closed' \
-                         THEN COALESCE(trade_history.closed_at, excluded.closed_at) ELSE NULL END, \
-                     updated_at = excluded.updated_at \
-                     WHERE trade_history.status = 'open' \
-                     AND trade_history.deployment_id = excluded.deployment_id",
-                )
-                .bind($enc::id(t.id))
-                .bind($enc::id(t.deployment_id))
-                .bind($enc::id(t.skill_id))
-                .bind(t.skill_version)
-                .bind(&t.symbol)
-                .bind(codec::side_str(t.side))
-                .bind(t.status.as_str())
-                .bind($enc::ts(t.entry_tick_at))
-                .bind($enc::dec(t.entry_price))
-                .bind($enc::dec(t.entry_size_usd))
-                .bind($enc::odec(t.entry_leverage))
-                .bind(t.entry_reason.as_deref())
-                .bind($enc::oid(t.entry_snapshot_id))
-                .bind(t.entry_regime_tag.map(|r| r.as_str()))
-                .bind($enc::dec(t.opened_qty))
-                .bind($enc::dec(t.open_qty))
-                .bind($enc::ots(t.exit_tick_at))
-                .bind($enc::odec(t.exit_price))
-                .bind(t.exit_reason.as_deref())
-                .bind($enc::oid(t.exit_snapshot_id))
-                .bind(t.close_kind.map(|k| k.as_str()))
-                .bind($enc::odec(t.holding_minutes))
-                .bind($enc::dec(t.realized_pnl_usd))
-                .bind($enc::dec(t.fees_usd))
-                .bind($enc::dec(t.mfe_usd))
-                .bind($enc::dec(t.mae_usd))
-                .bind($enc::dec(t.exit_size_usd))
-                .bind(t.broker_reconciled)
-                .bind($enc::ots(closed_at))
-                .bind($enc::ts(now))
-                .execute(&mut **tx)
-                .await
-                .map_err(ctx("upserting trade_history row"))?;
-                if done.rows_affected() == 0 {
-                    return Err(DbError::Invalid {
-                        what: "trade_history row",
-                        detail: format!(
-                            "{} is closed (closed rows are immutable) or belongs to another deployment",
-                            t.id
-                        ),
-                    });
+                let mut rest = rows;
+                for size in statement_chunks(rows.len()) {
+                    let (chunk, tail) = rest.split_at(size);
+                    rest = tail;
+                    let sql = values_sql(
+                        "INSERT INTO trade_history (id, deployment_id, skill_id, skill_version, \
+                         symbol, side, status, entry_tick_at, entry_price, entry_size_usd, \
+                         entry_leverage, entry_reason, entry_snapshot_id, entry_regime_tag, \
+                         opened_qty, open_qty, exit_tick_at, exit_price, exit_reason, \
+                         exit_snapshot_id, close_kind, holding_minutes, realized_pnl_usd, fees_usd, \
+                         mfe_usd, mae_usd, exit_size_usd, broker_reconciled, closed_at, created_at, \
+                         updated_at)",
+                        31,
+                        size,
+                        $enc::NUMBERED_PARAMS,
+                        "ON CONFLICT (id) DO UPDATE SET \
+                         status = excluded.status, entry_tick_at = excluded.entry_tick_at, \
+                         entry_price = excluded.entry_price, entry_size_usd = excluded.entry_size_usd, \
+                         entry_leverage = excluded.entry_leverage, entry_reason = excluded.entry_reason, \
+                         entry_snapshot_id = excluded.entry_snapshot_id, \
+                         entry_regime_tag = excluded.entry_regime_tag, opened_qty = excluded.opened_qty, \
+                         open_qty = excluded.open_qty, exit_tick_at = excluded.exit_tick_at, \
+                         exit_price = excluded.exit_price, exit_reason = excluded.exit_reason, \
+                         exit_snapshot_id = excluded.exit_snapshot_id, close_kind = excluded.close_kind, \
+                         holding_minutes = excluded.holding_minutes, \
+                         realized_pnl_usd = excluded.realized_pnl_usd, fees_usd = excluded.fees_usd, \
+                         mfe_usd = excluded.mfe_usd, mae_usd = excluded.mae_usd, \
+                         exit_size_usd = excluded.exit_size_usd, \
+                         broker_reconciled = excluded.broker_reconciled, \
+                         closed_at = CASE WHEN excluded.status = 'closed' \
+                             THEN COALESCE(trade_history.closed_at, excluded.closed_at) ELSE NULL END, \
+                         updated_at = excluded.updated_at \
+                         WHERE trade_history.status = 'open' \
+                         AND trade_history.deployment_id = excluded.deployment_id",
+                    );
+                    let mut query = sqlx::query(&sql);
+                    for (t, closed_at) in chunk {
+                        query = query
+                            .bind($enc::id(t.id))
+                            .bind($enc::id(t.deployment_id))
+                            .bind($enc::id(t.skill_id))
+                            .bind(t.skill_version)
+                            .bind(&t.symbol)
+                            .bind(codec::side_str(t.side))
+                            .bind(t.status.as_str())
+                            .bind($enc::ts(t.entry_tick_at))
+                            .bind($enc::dec(t.entry_price))
+                            .bind($enc::dec(t.entry_size_usd))
+                            .bind($enc::odec(t.entry_leverage))
+                            .bind(t.entry_reason.as_deref())
+                            .bind($enc::oid(t.entry_snapshot_id))
+                            .bind(t.entry_regime_tag.map(|r| r.as_str()))
+                            .bind($enc::dec(t.opened_qty))
+                            .bind($enc::dec(t.open_qty))
+                            .bind($enc::ots(t.exit_tick_at))
+                            .bind($enc::odec(t.exit_price))
+                            .bind(t.exit_reason.as_deref())
+                            .bind($enc::oid(t.exit_snapshot_id))
+                            .bind(t.close_kind.map(|k| k.as_str()))
+                            .bind($enc::odec(t.holding_minutes))
+                            .bind($enc::dec(t.realized_pnl_usd))
+                            .bind($enc::dec(t.fees_usd))
+                            .bind($enc::dec(t.mfe_usd))
+                            .bind($enc::dec(t.mae_usd))
+                            .bind($enc::dec(t.exit_size_usd))
+                            .bind(t.broker_reconciled)
+                            .bind($enc::ots(*closed_at))
+                            .bind($enc::ts(now))
+                            .bind($enc::ts(now));
+                    }
+                    let done = query
+                        .execute(&mut **tx)
+                        .await
+                        .map_err(ctx("upserting trade_history rows"))?;
+                    if done.rows_affected() < size as u64 {
+                        return Err(Self::refused_trade(tx, chunk, now).await);
+                    }
                 }
                 Ok(())
             }
 
-            async fn link_fill(
+            /// The error for a chunk of `upsert_trades` that wrote fewer rows than it carried,
+            /// naming a refused row: the one whose `updated_at` is not the statement's.
+            async fn refused_trade(
                 tx: &mut sqlx::Transaction<'static, $db>,
-                deployment_id: Uuid,
-                link: &FillTradeLink,
+                chunk: &[(&TradeRecord, Option<DateTime<Utc>>)],
+                now: DateTime<Utc>,
+            ) -> DbError {
+                let sql = format!(
+                    "SELECT id FROM trade_history WHERE updated_at <> {} AND id IN ({})",
+                    lines::params(1, 1, $enc::NUMBERED_PARAMS),
+                    lines::params(2, chunk.len(), $enc::NUMBERED_PARAMS)
+                );
+                let mut query = sqlx::query(&sql).bind($enc::ts(now));
+                for (t, _) in chunk {
+                    query = query.bind($enc::id(t.id));
+                }
+                let which = match query.fetch_optional(&mut **tx).await {
+                    Ok(Some(row)) => match codec::RowExt::uuid(&row, "id") {
+                        Ok(id) => id.to_string(),
+                        Err(e) => return e,
+                    },
+                    // Every row reads as written: only a clock that stood still between two
+                    // writes hides the refused one.
+                    Ok(None) => {
+                        let ids: Vec<String> = chunk.iter().map(|(t, _)| t.id.to_string()).collect();
+                        format!("one of {}", ids.join(", "))
+                    }
+                    Err(e) => return ctx("reading the refused trade_history row")(e),
+                };
+                DbError::Invalid {
+                    what: "trade_history row",
+                    detail: format!(
+                        "{which} is closed (closed rows are immutable) or belongs to another deployment"
+                    ),
+                }
+            }
+
+            /// Links fills to the ledger rows they applied to (distinct fills), in statements of
+            /// the sizes `statement_chunks` gives; a link to a fill that is not stored is
+            /// refused, named in the error.
+            async fn link_fills(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                links: &[(Uuid, &FillTradeLink)],
             ) -> Result<(), DbError> {
-                let done = sqlx::query(
-                    "UPDATE fills SET trade_id = $3, flip_trade_id = $4 \
-                     WHERE deployment_id = $1 AND broker_fill_id = $2",
-                )
-                .bind($enc::id(deployment_id))
-                .bind(&link.broker_fill_id)
-                .bind($enc::id(link.trade_id))
-                .bind($enc::oid(link.flip_trade_id))
-                .execute(&mut **tx)
-                .await
-                .map_err(ctx("linking fill to trade"))?;
-                if done.rows_affected() == 0 {
-                    return Err(DbError::Invalid {
-                        what: "fill link",
-                        detail: format!(
-                            "fill {} of deployment {} is not stored",
-                            link.broker_fill_id, deployment_id
-                        ),
-                    });
+                let mut rest = links;
+                for size in statement_chunks(links.len()) {
+                    let (chunk, tail) = rest.split_at(size);
+                    rest = tail;
+                    let sql = format!(
+                        "UPDATE fills SET trade_id = v.column3, flip_trade_id = v.column4 FROM ({}) AS v \
+                         WHERE fills.deployment_id = v.column1 AND fills.broker_fill_id = v.column2",
+                        values_sql("", 4, size, $enc::NUMBERED_PARAMS, "").trim()
+                    );
+                    let mut query = sqlx::query(&sql);
+                    for (deployment_id, link) in chunk {
+                        query = query
+                            .bind($enc::id(*deployment_id))
+                            .bind(&link.broker_fill_id)
+                            .bind($enc::id(link.trade_id))
+                            .bind($enc::oid(link.flip_trade_id));
+                    }
+                    let done = query
+                        .execute(&mut **tx)
+                        .await
+                        .map_err(ctx("linking fills to trades"))?;
+                    if done.rows_affected() < size as u64 {
+                        return Err(Self::missing_fill(tx, chunk).await);
+                    }
                 }
                 Ok(())
+            }
+
+            /// The error for a chunk of `link_fills` that linked fewer fills than it carried,
+            /// naming a link whose fill is not stored.
+            async fn missing_fill(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                chunk: &[(Uuid, &FillTradeLink)],
+            ) -> DbError {
+                for (deployment_id, link) in chunk {
+                    let stored = sqlx::query(
+                        "SELECT 1 FROM fills WHERE deployment_id = $1 AND broker_fill_id = $2",
+                    )
+                    .bind($enc::id(*deployment_id))
+                    .bind(&link.broker_fill_id)
+                    .fetch_optional(&mut **tx)
+                    .await;
+                    match stored {
+                        Ok(Some(_)) => {}
+                        Ok(None) => {
+                            return DbError::Invalid {
+                                what: "fill link",
+                                detail: format!(
+                                    "fill {} of deployment {} is not stored",
+                                    link.broker_fill_id, deployment_id
+                                ),
+                            };
+                        }
+                        Err(e) => return ctx("reading a linked fill")(e),
+                    }
+                }
+                DbError::Invalid {
+                    what: "fill link",
+                    detail: "a fill was linked twice in one batch".to_owned(),
+                }
             }
 
             /// One tick's rows inside the caller's transaction (see `TickStore::record_tick`),
@@ -733,18 +864,13 @@ macro_rules! impl_tick {
                 Self::insert_fills(tx, &fills).await?;
                 // Closing rows first: a flip closes one row and opens another on the same symbol.
                 let now = Utc::now();
-                for t in closing_first(&tick.trades) {
-                    let closed_at = (t.status == TradeStatus::Closed).then_some(s.tick_at);
-                    Self::upsert_trade(tx, t, closed_at, now).await?;
-                }
-                for link in &tick.links {
-                    Self::link_fill(tx, s.deployment_id, link).await?;
-                }
+                let mut trades = BatchTrades::default();
+                trades.add(tick)?;
+                Self::upsert_trades(tx, &trades.last_versions(), now).await?;
+                Self::link_fills(tx, &batch_links([tick])).await?;
                 // A tick's scores are of earlier ticks' outcomes: written after its own rows.
                 Self::insert_outcome_rows(tx, &[&tick.outcomes], &mut HashMap::new()).await?;
-                for (id, score) in &tick.outcomes.scores {
-                    Self::write_score(tx, *id, score).await?;
-                }
+                Self::write_scores(tx, &last_scores([&tick.outcomes])).await?;
                 Ok(TickOutcome::Recorded { snapshot_id: s.id })
             }
 
@@ -818,44 +944,25 @@ macro_rules! impl_tick {
                 }
                 // Every fill of the batch in a few statements, before the rows they link to.
                 Self::insert_fills(&mut tx, &fills).await?;
-                let now = Utc::now();
-                for (t, closed_at) in trades.last_versions() {
-                    Self::upsert_trade(&mut tx, t, closed_at, now).await?;
-                }
-                for (tick, outcome) in ticks.iter().zip(&outcomes) {
-                    if matches!(outcome, TickOutcome::Recorded { .. }) {
-                        for link in &tick.links {
-                            Self::link_fill(&mut tx, tick.snapshot.deployment_id, link).await?;
-                        }
-                    }
-                }
+                Self::upsert_trades(&mut tx, &trades.last_versions(), Utc::now()).await?;
+                let recorded: Vec<&TickRecord> = ticks
+                    .iter()
+                    .zip(&outcomes)
+                    .filter(|(_, o)| matches!(o, TickOutcome::Recorded { .. }))
+                    .map(|(t, _)| t)
+                    .collect();
+                Self::link_fills(&mut tx, &batch_links(recorded.iter().copied())).await?;
                 // The outcome memory: only the last score of each outcome in the batch counts
                 // (each is the outcome's whole score at its time). An outcome of the batch is
                 // inserted with it; the others are updated after every insert (a score may be
                 // of an outcome of an earlier tick).
-                let recorded = || {
-                    ticks
-                        .iter()
-                        .zip(&outcomes)
-                        .filter(|(_, o)| matches!(o, TickOutcome::Recorded { .. }))
-                        .map(|(t, _)| &t.outcomes)
-                };
-                let mut order: Vec<Uuid> = Vec::new();
-                let mut last: HashMap<Uuid, &outcomes::OutcomeScore> = HashMap::new();
-                for w in recorded() {
-                    for (id, score) in &w.scores {
-                        if last.insert(*id, score).is_none() {
-                            order.push(*id);
-                        }
-                    }
-                }
-                let writes: Vec<&OutcomeWrites> = recorded().collect();
+                let writes: Vec<&OutcomeWrites> = recorded.iter().map(|t| &t.outcomes).collect();
+                let scores = last_scores(writes.iter().copied());
+                let mut last: HashMap<Uuid, &outcomes::OutcomeScore> =
+                    scores.iter().copied().collect();
                 Self::insert_outcome_rows(&mut tx, &writes, &mut last).await?;
-                for id in order {
-                    if let Some(score) = last.get(&id) {
-                        Self::write_score(&mut tx, id, score).await?;
-                    }
-                }
+                let updates: Vec<_> = scores.into_iter().filter(|(id, _)| last.contains_key(id)).collect();
+                Self::write_scores(&mut tx, &updates).await?;
                 for (d, e) in equity {
                     Self::write_equity(&mut tx, d, e).await?;
                 }

@@ -922,6 +922,81 @@ mod cases {
             == TickOutcome::AlreadyRecorded {
                 snapshot_id: t.snapshot.id
             }));
+
+        // More round trips than one statement carries (64 + 4 + 2 rows, fills and links): every
+        // fill links the row it opened and closed.
+        let f = seed(s).await.unwrap();
+        let mut batch = Vec::new();
+        let mut closed = Vec::new();
+        for m in 0..70 {
+            let mut t = tick(&f, m);
+            let row = sample_closed_trade(&sample_open_trade(&f, at(m)), at(m));
+            t.fills.push(sample_fill(
+                &format!("f-{m}"),
+                dec!(0.01),
+                dec!(65200),
+                at(m),
+            ));
+            t.trades.push(row.clone());
+            t.links.push(FillTradeLink {
+                broker_fill_id: format!("f-{m}"),
+                trade_id: row.id,
+                flip_trade_id: None,
+            });
+            closed.push(row);
+            batch.push(t);
+        }
+        s.record_ticks(&batch).await.unwrap();
+        let d = f.deployment.id;
+        let fills = s.list_fills(d, None).await.unwrap();
+        assert_eq!(fills.len(), 70);
+        for stored in &fills {
+            let m: usize = stored.fill.id[2..].parse().unwrap();
+            assert_eq!(stored.trade_id, Some(closed[m].id), "{}", stored.fill.id);
+        }
+        assert_eq!(
+            s.count(&format!(
+                "SELECT COUNT(*) FROM trade_history WHERE CAST(deployment_id AS TEXT) = '{d}' \
+                 AND status = 'closed'"
+            ))
+            .await,
+            70
+        );
+        let mut read = s.closed_trades(d, at(100), 30).await.unwrap();
+        read.sort_by_key(|t| t.entry_tick_at);
+        assert_eq!(read, closed[40..]);
+
+        // A batch that rewrites a row an earlier write closed is refused as a whole, and the
+        // error names that row (not the other row of its statement).
+        let g = seed(s).await.unwrap();
+        let long = sample_open_trade(&g, at(0));
+        let long_closed = sample_closed_trade(&long, at(0));
+        let mut t0 = tick(&g, 0);
+        t0.trades.push(long_closed.clone());
+        s.record_tick(&t0).await.unwrap();
+        let mut t1 = tick(&g, 1);
+        let other = sample_open_trade(&g, at(1));
+        t1.trades.push(other);
+        let mut t2 = tick(&g, 2);
+        t2.trades.push(TradeRecord {
+            realized_pnl_usd: dec!(999),
+            ..long_closed.clone()
+        });
+        let err = s.record_ticks(&[t1, t2]).await.unwrap_err();
+        assert!(
+            matches!(&err, DbError::Invalid { what: "trade_history row", detail }
+                if detail.starts_with(&format!("{} is closed", long.id))),
+            "{err}"
+        );
+        assert_eq!(
+            count_rows(s, "decision_snapshots", g.deployment.id).await,
+            1
+        );
+        assert_eq!(
+            s.closed_trades(g.deployment.id, at(10), 10).await.unwrap(),
+            vec![long_closed]
+        );
+        assert!(s.open_trades(g.deployment.id).await.unwrap().is_empty());
     }
 
     /// A round trip closed by the broker's stop (and another by its target): the fills keep
