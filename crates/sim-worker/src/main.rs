@@ -159,11 +159,14 @@ fn write_stdout(text: &str) -> std::io::Result<()> {
     out.flush()
 }
 
-/// Runs an async command on a single-threaded runtime (the CLI does one thing at a time).
+/// Runs an async command on the calling thread, with one worker thread beside it: a
+/// backtest's store batches are written there while this thread ticks
+/// (`tick::write_behind`), and the runtime's I/O and timers are driven there.
 pub(crate) fn block_on<T>(
     fut: impl std::future::Future<Output = Result<T, Failure>>,
 ) -> Result<T, Failure> {
-    tokio::runtime::Builder::new_current_thread()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()
         .map_err(|e| Failure::bad_input(format!("error: cannot start the async runtime: {e}")))?

@@ -362,6 +362,10 @@ where
         match &outcome.reflection {
             ReflectionCheck::Due(due) => {
                 let done = run_due_reflection(&input.deployment, due, &store).await;
+                // The ticks before it go to the store now, written while the next ones run.
+                if let Err(e) = store.write_pending_behind().await {
+                    return Err(BacktestError::Store(e));
+                }
                 done.apply(&mut state);
                 if matches!(done.report, ReflectionReport::Failed { .. }) {
                     reflection_failures += 1;

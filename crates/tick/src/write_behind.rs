@@ -6,21 +6,26 @@
 //! recorded its ticks before: a buffered tick is reported [`TickOutcome::Recorded`] at once and
 //! the batch is checked when it is written — a tick the store already held is an error then.
 //!
-//! **Overlap without a thread of its own.** A full batch becomes the write in flight: a future
-//! owned here, polled once by every later tick (in [`TickStore::record_tick_owned`], on the
-//! tick's own thread, with the tick's waker). Each poll hands the next statement to the store's
-//! driver (sqlx runs SQLite on a worker thread of its own), which executes it while the tick
-//! thread goes on ticking; the tick never waits for a statement unless the next batch is full
-//! before the last one is written (at most one batch in flight, so memory stays bounded by two
-//! batches). Before, every batch was awaited where it filled: each statement was a round trip
-//! between the two threads, and the tick thread idled through SQLite's work.
+//! **Overlap.** A full batch becomes the write in flight. On a multi-threaded tokio runtime
+//! (`sim-worker`'s) it is a task of its own ([`tokio::spawn`]): a worker thread drives it, with
+//! every statement's round trip to the store's driver (sqlx runs SQLite on a thread of its own),
+//! while the tick's thread goes on ticking and only looks whether it has finished
+//! ([`tokio::task::JoinHandle::is_finished`]: no waker, no wake-up of the tick's thread). On a
+//! current-thread runtime, or none, it is a future owned here, polled once by every later tick
+//! (in [`TickStore::record_tick_owned`], with the tick's waker), so the store's driver executes
+//! one statement while the tick thread computes the next tick. The tick never waits for a
+//! statement unless the next batch is full before the last one is written (at most one batch in
+//! flight, so memory stays bounded by two batches).
 //!
-//! Every other call (notes, reflection runs, snapshot reads) first finishes the write in flight
-//! and writes the pending ticks, so the store sees the same writes in the same order as without
-//! batching. The caller flushes at the end, and on an error, so the store holds every tick that
-//! ran. A batch that fails is reported by the tick that polls it, or by the flush; the ticks
-//! buffered after it are dropped then, so the store never holds a later tick without an earlier
-//! one.
+//! Every other read or write of ticks (snapshot reads, the runner state) first finishes the
+//! write in flight and writes the pending ticks, so it sees every tick that ran. Notes and
+//! reflection runs only finish the write in flight: they neither reference nor read ticks (a
+//! reflection reads the tick's in-memory state), so the buffered ticks stay buffered and the
+//! batches stay full instead of being cut at every reflection — the store ends with the same
+//! rows, only a crash can leave a note stored before the ticks just before it. The caller
+//! flushes at the end, and on an error, so the store holds every tick that ran. A batch that
+//! fails is reported by the tick that finds it finished, or by the flush; the ticks buffered
+//! after it are dropped then, so the store never holds a later tick without an earlier one.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -39,12 +44,20 @@ use uuid::Uuid;
 pub const BATCH_TICKS: usize = 256;
 
 /// A batch being written: [`WriteBehind::write`] of it.
-type InFlight<'s> = Pin<Box<dyn Future<Output = Result<(), DbError>> + Send + 's>>;
+type Write = Pin<Box<dyn Future<Output = Result<(), DbError>> + Send + 'static>>;
 
-pub(crate) struct WriteBehind<'s, S> {
-    store: &'s S,
+/// The write in flight: a task of its own, or a future this adapter polls.
+enum InFlight {
+    Spawned(tokio::task::JoinHandle<Result<(), DbError>>),
+    Polled(Write),
+}
+
+pub(crate) struct WriteBehind<S> {
+    store: S,
     pending: Mutex<Vec<TickRecord>>,
-    in_flight: Mutex<Option<InFlight<'s>>>,
+    in_flight: Mutex<Option<InFlight>>,
+    /// The runtime to spawn writes on, when it is multi-threaded.
+    spawn_on: Option<tokio::runtime::Handle>,
 }
 
 /// Takes the value out of a lock (a poisoned lock only means another thread panicked while it
@@ -57,22 +70,30 @@ fn take<T: Default>(lock: &Mutex<T>) -> T {
     )
 }
 
-impl<'s, S> WriteBehind<'s, S>
+impl<S> WriteBehind<S>
 where
-    S: TickStore + NoteStore + Sync,
+    S: TickStore + NoteStore + Clone + Send + Sync + 'static,
 {
-    pub(crate) fn new(store: &'s S) -> Self {
+    /// Writes to a clone of `store` (the handle a write in flight owns).
+    pub(crate) fn new(store: &S) -> Self {
+        let spawn_on = tokio::runtime::Handle::try_current().ok().filter(|h| {
+            matches!(
+                h.runtime_flavor(),
+                tokio::runtime::RuntimeFlavor::MultiThread
+            )
+        });
         Self {
-            store,
+            store: store.clone(),
             pending: Mutex::new(Vec::with_capacity(BATCH_TICKS)),
             in_flight: Mutex::new(None),
+            spawn_on,
         }
     }
 
     /// The store it writes to (for a write that must not wait for the batch: call
     /// [`WriteBehind::flush`] first).
-    pub(crate) const fn inner(&self) -> &'s S {
-        self.store
+    pub(crate) const fn inner(&self) -> &S {
+        &self.store
     }
 
     /// Writes `batch` in one transaction.
@@ -81,7 +102,7 @@ where
     /// [`DbError`] from the store (nothing of the batch is written then), or
     /// [`DbError::Invalid`] when the store already held one of the ticks: another writer
     /// shares this backtest's deployment.
-    async fn write(store: &S, batch: Vec<TickRecord>) -> Result<(), DbError> {
+    async fn write(store: S, batch: Vec<TickRecord>) -> Result<(), DbError> {
         let outcomes = store.record_ticks(&batch).await?;
         if let Some((tick, _)) = batch
             .iter()
@@ -106,18 +127,25 @@ where
         e
     }
 
-    /// Polls the write in flight once (it goes on between polls); `Ok` when there is none or it
-    /// is still going.
+    /// Looks at the write in flight once (a polled one moves on by a statement); `Ok` when
+    /// there is none or it is still going.
     async fn poll_in_flight(&self) -> Result<(), DbError> {
         let done = std::future::poll_fn(|cx| {
             let mut slot = self
                 .in_flight
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let Some(write) = slot.as_mut() else {
-                return Poll::Ready(Ok(()));
+            let polled = match slot.as_mut() {
+                None => return Poll::Ready(Ok(())),
+                // Not polled until finished: polling would register this tick's waker, and the
+                // task would wake the tick's thread when it ends.
+                Some(InFlight::Spawned(task)) if !task.is_finished() => {
+                    return Poll::Ready(Ok(()));
+                }
+                Some(InFlight::Spawned(task)) => Pin::new(task).poll(cx).map(joined),
+                Some(InFlight::Polled(write)) => write.as_mut().poll(cx),
             };
-            match write.as_mut().poll(cx) {
+            match polled {
                 Poll::Ready(result) => {
                     *slot = None;
                     Poll::Ready(result)
@@ -132,10 +160,12 @@ where
     /// Waits for the write in flight, if any.
     async fn finish_in_flight(&self) -> Result<(), DbError> {
         let write = take(&self.in_flight);
-        match write {
-            Some(write) => write.await.map_err(|e| self.failed(e)),
+        let result = match write {
+            Some(InFlight::Spawned(task)) => joined(task.await),
+            Some(InFlight::Polled(write)) => write.await,
             None => Ok(()),
-        }
+        };
+        result.map_err(|e| self.failed(e))
     }
 
     /// Finishes the write in flight, then writes the pending ticks in one transaction.
@@ -148,13 +178,57 @@ where
         if batch.is_empty() {
             return Ok(());
         }
-        Self::write(self.store, batch).await
+        Self::write(self.store.clone(), batch).await
+    }
+
+    /// Starts writing the buffered ticks behind the next ones, as a batch of their own. The
+    /// backtest calls it when a batch is full and after a reflection: the reflection's writes
+    /// have just waited for the batch before, and the next ones are a reflection away, so the
+    /// batch is written while the ticks run instead of holding up the next reflection.
+    ///
+    /// # Errors
+    /// As [`WriteBehind::write`], for the batch in flight before.
+    pub(crate) async fn write_pending_behind(&self) -> Result<(), DbError> {
+        // At most one batch in flight: the last one must be written before this one starts.
+        self.finish_in_flight().await?;
+        let batch = take(&self.pending);
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let write = self.start(batch);
+        *self
+            .in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(write);
+        // A polled write's first statement goes out now.
+        self.poll_in_flight().await
+    }
+
+    /// Starts writing `batch` behind the ticks (nothing may be in flight).
+    fn start(&self, batch: Vec<TickRecord>) -> InFlight {
+        let write = Self::write(self.store.clone(), batch);
+        match &self.spawn_on {
+            Some(runtime) => InFlight::Spawned(runtime.spawn(write)),
+            None => InFlight::Polled(Box::pin(write)),
+        }
     }
 }
 
-impl<S> TickStore for WriteBehind<'_, S>
+/// A spawned write's result; a write that panicked panics here, on the tick's thread.
+fn joined(joined: Result<Result<(), DbError>, tokio::task::JoinError>) -> Result<(), DbError> {
+    match joined {
+        Ok(result) => result,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(DbError::Invalid {
+            what: "backtest batch",
+            detail: format!("the batch's write was cancelled before it finished: {e}"),
+        }),
+    }
+}
+
+impl<S> TickStore for WriteBehind<S>
 where
-    S: TickStore + NoteStore + Sync,
+    S: TickStore + NoteStore + Clone + Send + Sync + 'static,
 {
     async fn record_tick(&self, tick: &TickRecord) -> Result<TickOutcome, DbError> {
         self.record_tick_owned(tick.clone()).await
@@ -170,19 +244,10 @@ where
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             pending.push(tick);
-            (pending.len() >= BATCH_TICKS).then(|| std::mem::take(&mut *pending))
+            pending.len() >= BATCH_TICKS
         };
-        if let Some(batch) = full {
-            // At most one batch in flight: the last one must be written before this one starts.
-            self.finish_in_flight().await?;
-            let store = self.store;
-            let write: InFlight<'_> = Box::pin(Self::write(store, batch));
-            *self
-                .in_flight
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(write);
-            // Its first statement goes out now.
-            self.poll_in_flight().await?;
+        if full {
+            self.write_pending_behind().await?;
         }
         Ok(TickOutcome::Recorded { snapshot_id })
     }
@@ -224,22 +289,22 @@ where
     }
 }
 
-impl<S> NoteStore for WriteBehind<'_, S>
+impl<S> NoteStore for WriteBehind<S>
 where
-    S: TickStore + NoteStore + Sync,
+    S: TickStore + NoteStore + Clone + Send + Sync + 'static,
 {
     async fn insert_note(&self, note: &NewNote) -> Result<ReflectionNote, DbError> {
-        self.flush().await?;
+        self.finish_in_flight().await?;
         self.store.insert_note(note).await
     }
 
     async fn get_note(&self, id: Uuid) -> Result<ReflectionNote, DbError> {
-        self.flush().await?;
+        self.finish_in_flight().await?;
         self.store.get_note(id).await
     }
 
     async fn accept_note(&self, id: Uuid, at: DateTime<Utc>) -> Result<ReflectionNote, DbError> {
-        self.flush().await?;
+        self.finish_in_flight().await?;
         self.store.accept_note(id, at).await
     }
 
@@ -248,7 +313,7 @@ where
         scope: NoteScope,
         as_of: DateTime<Utc>,
     ) -> Result<Option<ReflectionNote>, DbError> {
-        self.flush().await?;
+        self.finish_in_flight().await?;
         self.store.active_note(scope, as_of).await
     }
 
@@ -257,12 +322,12 @@ where
         scope: NoteScope,
         limit: u32,
     ) -> Result<Vec<ReflectionNote>, DbError> {
-        self.flush().await?;
+        self.finish_in_flight().await?;
         self.store.note_history(scope, limit).await
     }
 
     async fn record_reflection_run(&self, run: &ReflectionRun) -> Result<(), DbError> {
-        self.flush().await?;
+        self.finish_in_flight().await?;
         self.store.record_reflection_run(run).await
     }
 
@@ -271,7 +336,7 @@ where
         scope: NoteScope,
         limit: u32,
     ) -> Result<Vec<ReflectionRun>, DbError> {
-        self.flush().await?;
+        self.finish_in_flight().await?;
         self.store.reflection_runs(scope, limit).await
     }
 }

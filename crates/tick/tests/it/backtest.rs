@@ -454,11 +454,72 @@ async fn a_run_ended_early_by_its_callback_stores_and_reports_exactly_the_ticks_
     assert_eq!(summary.last_tick, Some(result.points[119].tick_at));
 }
 
+/// On a multi-threaded runtime (sim-worker's) a full batch, and the ticks before each
+/// reflection, are written by a task of their own while the tick's thread goes on: the store
+/// ends exactly as on a current-thread runtime, where the tick's thread polls the write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_backtest_whose_batches_a_task_writes_stores_what_a_polled_one_stores() {
+    use tick::write_behind::BATCH_TICKS;
+    let bars = common::eurusd(BATCH_TICKS * 2 + 100);
+    let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
+    let d = input.deployment.deployment_id;
+    // Everything the run stored, read on the runtime it ran on (an in-memory store does not
+    // outlive its runtime).
+    let run_and_read = move |input: BacktestInput| async move {
+        let (store, result) = run(&input).await;
+        let notes: Vec<_> = store
+            .note_history(NoteScope::Deployment(d), 100)
+            .await
+            .expect("notes")
+            .into_iter()
+            .map(|n| (n.id, n.generated_at, n.status, n.content.lessons_text))
+            .collect();
+        let stored = (
+            snapshots(&store, d).await,
+            store.all_trades(d).await.expect("trades"),
+            store.list_fills(d, None).await.expect("fills"),
+            notes,
+        );
+        (result, stored)
+    };
+    let (result, spawned) = run_and_read(input.clone()).await;
+    assert!(
+        result.notes.len() >= 3,
+        "reflections cut batches too: {}",
+        result.notes.len()
+    );
+    assert_eq!(spawned.0.len(), bars.len(), "every tick stored");
+    assert_eq!(spawned.3.len(), result.notes.len(), "every note stored");
+    let polled_input = input.clone();
+    let (reference, polled) = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(run_and_read(polled_input))
+    })
+    .join()
+    .expect("the current-thread run");
+    assert_eq!(result.points.len(), reference.points.len());
+    assert_eq!(result.trades, reference.trades);
+    assert_eq!(spawned, polled);
+}
+
 /// A full batch is written while the next one is ticked: when it fails, a later tick reports
 /// it, and the ticks buffered after it are dropped, so the store never holds a tick whose
 /// batch before it is missing. Reflection is off so batches are exactly `BATCH_TICKS` long.
 #[tokio::test]
 async fn a_batch_written_behind_the_ticks_fails_the_run_without_any_later_tick() {
+    a_failing_batch_fails_the_run_without_any_later_tick().await;
+}
+
+/// The same when a task of its own writes the batch (a multi-threaded runtime).
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_batch_a_task_writes_fails_the_run_without_any_later_tick() {
+    a_failing_batch_fails_the_run_without_any_later_tick().await;
+}
+
+async fn a_failing_batch_fails_the_run_without_any_later_tick() {
     use tick::write_behind::BATCH_TICKS;
     let bars = common::eurusd(BATCH_TICKS * 2 + 40);
     let mut input = input(&bars, Decimal::ZERO, Decimal::ZERO);
