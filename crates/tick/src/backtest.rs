@@ -41,10 +41,11 @@ use tools::{
 };
 use types::{Fill, Interval, TradeRecord, TradeStatus, Verdict};
 
+use crate::reflect::reflect_due;
 use crate::write_behind::WriteBehind;
 use crate::{
     BlindRun, Deployment, ReflectionCheck, ReflectionReport, StoreMemory, TickError, TickOutcome,
-    TickState, run_due_reflection, run_tick,
+    TickState, run_tick,
 };
 
 /// What a backtest runs over.
@@ -361,11 +362,14 @@ where
         // A due reflection runs right after its tick, in order: the next tick sees its note.
         match &outcome.reflection {
             ReflectionCheck::Due(due) => {
-                let done = run_due_reflection(&input.deployment, due, &store).await;
-                // The ticks before it go to the store now, written while the next ones run.
-                if let Err(e) = store.write_pending_behind().await {
-                    return Err(BacktestError::Store(e));
-                }
+                // Run now, stored behind the ticks before it, as the next ones run (the
+                // report is the stored one's: a store that refuses the note fails the run).
+                let (done, writes) = reflect_due(&input.deployment, due).await;
+                store.defer_reflection(writes);
+                store
+                    .write_pending_behind()
+                    .await
+                    .map_err(BacktestError::Store)?;
                 done.apply(&mut state);
                 if matches!(done.report, ReflectionReport::Failed { .. }) {
                     reflection_failures += 1;

@@ -28,10 +28,12 @@
 //!    it: the model call of a reflection is off the tick path;
 //! 8. returns a [`TickOutcome`] (verdict, proposal, usage, cost, the new last decision, ...).
 //!
-//! A due reflection runs with [`run_due_reflection`], the one function both callers use: the
-//! backtest right after the tick, in order (so the next tick sees its note, deterministically);
-//! the live runner on a bounded worker of its own, so a slow reflection never delays a tick. It
-//! runs [`reflection::reflect`] and [`store_reflection`]: a note is stored with `insert_note` (it
+//! A due reflection runs the same way for both callers: the backtest right after the tick, in
+//! order (so the next tick sees its note, deterministically), storing the note behind its ticks
+//! (`write_behind`: a backtest owns a fresh deployment, so it skips the idempotence reads); the
+//! live runner with [`run_due_reflection`], on a bounded worker of its own, so a slow reflection
+//! never delays a tick. Both run [`reflection::reflect`] and store what [`store_reflection`]
+//! stores: a note is stored with `insert_note` (it
 //! becomes the active note and supersedes the previous one; a note the linter flagged is stored
 //! as pending review and never injected unless a person accepts it); every run is recorded with
 //! `record_reflection_run`; a failure never fails a tick. A reflection of a tick that is already

@@ -152,8 +152,8 @@ pub(crate) fn check_reflection(
 }
 
 /// Runs a reflection the cadence found due ([`ReflectionCheck::Due`]) and stores its outcome
-/// ([`store_reflection`]): the one function the backtest (right after the tick) and the live
-/// runner (on its reflection worker) both call. Never fails: a model failure or an unavailable
+/// ([`store_reflection`]): what the live runner calls on its reflection worker (a backtest runs
+/// the same reflection and stores the same rows behind its ticks). Never fails: a model failure or an unavailable
 /// reflection model is recorded as a failed run; a store refusal is reported.
 ///
 /// Idempotent: when the store already holds a reflection run or a note of `due.at` or later (a
@@ -185,6 +185,19 @@ where
             });
         }
     }
+    let (done, writes) = reflect_due(deployment, due).await;
+    let report = stored_report(store, writes).await;
+    ReflectionDone { report, ..done }
+}
+
+/// Runs a due reflection without the store: what it did (its report as once its writes are
+/// stored) and those writes. [`run_due_reflection`] writes them at once; a backtest, which
+/// owns a fresh deployment (nothing to be idempotent against), writes them behind its ticks.
+pub(crate) async fn reflect_due(
+    deployment: &Deployment,
+    due: &DueReflection,
+) -> (ReflectionDone, ReflectionWrites) {
+    let now = due.at;
     let skill = deployment.skill.as_ref();
     let reflector = match &deployment.reflector {
         Ok(r) => r,
@@ -205,16 +218,22 @@ where
                 output_tokens: None,
                 cost_usd: None,
             };
-            let report = match store.record_reflection_run(&run).await {
-                Ok(()) => ReflectionReport::Failed { reason },
-                Err(e) => ReflectionReport::StoreError {
-                    message: e.to_string(),
-                },
-            };
-            return ReflectionDone {
+            let report = ReflectionReport::Failed { reason };
+            let done = ReflectionDone {
+                at: now,
+                report: report.clone(),
+                note: None,
+                closed_total: due.closed_total,
                 ran: true,
-                ..skipped(report)
             };
+            return (
+                done,
+                ReflectionWrites {
+                    note: None,
+                    run,
+                    report,
+                },
+            );
         }
     };
     // Blind: the rows, the skill and the prompt as the tick's model read them.
@@ -246,17 +265,18 @@ where
         &reflector,
     )
     .await;
-    let report = store_reflection(store, deployment, &outcome, now).await;
-    ReflectionDone {
+    let writes = reflection_writes(deployment, &outcome, now);
+    let done = ReflectionDone {
         at: now,
-        report,
+        report: writes.report.clone(),
         note: match outcome {
             ReflectionOutcome::Note(note) => Some(note),
             ReflectionOutcome::Failed(_) => None,
         },
         closed_total: due.closed_total,
         ran: true,
-    }
+    };
+    (done, writes)
 }
 
 /// Whether the store holds a reflection run or a note of the deployment at `at` or later.
@@ -299,6 +319,39 @@ pub async fn store_reflection<S>(
 where
     S: NoteStore + Sync,
 {
+    stored_report(store, reflection_writes(deployment, outcome, now)).await
+}
+
+/// Writes a reflection's writes: its report when the store took them, the store's error
+/// otherwise.
+async fn stored_report<S>(store: &S, writes: ReflectionWrites) -> ReflectionReport
+where
+    S: NoteStore + Sync,
+{
+    match write_reflection(store, &writes).await {
+        Ok(()) => writes.report,
+        Err(e) => ReflectionReport::StoreError {
+            message: e.to_string(),
+        },
+    }
+}
+
+/// What a reflection stores — its note, when it wrote one, and its run, failed or not — and
+/// what it reports once they are stored. Decided without the store ([`reflection_writes`]),
+/// written by [`write_reflection`].
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ReflectionWrites {
+    pub(crate) note: Option<NewNote>,
+    pub(crate) run: ReflectionRun,
+    pub(crate) report: ReflectionReport,
+}
+
+/// The writes of a reflection's outcome (see [`store_reflection`]).
+fn reflection_writes(
+    deployment: &Deployment,
+    outcome: &ReflectionOutcome,
+    now: DateTime<Utc>,
+) -> ReflectionWrites {
     let run_base = |outcome: RunOutcome, model: &str| ReflectionRun {
         id: run_id(deployment.deployment_id, now),
         skill_id: deployment.skill_id,
@@ -342,17 +395,11 @@ where
                 content: note.content.clone(),
                 lint,
             };
-            if let Err(e) = store.insert_note(&new).await {
-                return ReflectionReport::StoreError {
-                    message: e.to_string(),
-                };
+            ReflectionWrites {
+                note: Some(new),
+                run,
+                report: ReflectionReport::Note { id, flagged, chars },
             }
-            if let Err(e) = store.record_reflection_run(&run).await {
-                return ReflectionReport::StoreError {
-                    message: e.to_string(),
-                };
-            }
-            ReflectionReport::Note { id, flagged, chars }
         }
         ReflectionOutcome::Failed(failed) => {
             let reason = failed.reason.to_string();
@@ -365,14 +412,30 @@ where
             run.input_tokens = i64::try_from(failed.input_tokens).ok();
             run.output_tokens = i64::try_from(failed.output_tokens).ok();
             run.cost_usd = failed.cost_usd;
-            match store.record_reflection_run(&run).await {
-                Ok(()) => ReflectionReport::Failed { reason },
-                Err(e) => ReflectionReport::StoreError {
-                    message: e.to_string(),
-                },
+            ReflectionWrites {
+                note: None,
+                run,
+                report: ReflectionReport::Failed { reason },
             }
         }
     }
+}
+
+/// Stores a reflection's writes: the note first, then the run (a refused note records no run).
+///
+/// # Errors
+/// The store's [`db::DbError`].
+pub(crate) async fn write_reflection<S>(
+    store: &S,
+    writes: &ReflectionWrites,
+) -> Result<(), db::DbError>
+where
+    S: NoteStore + Sync,
+{
+    if let Some(note) = &writes.note {
+        store.insert_note(note).await?;
+    }
+    store.record_reflection_run(&writes.run).await
 }
 
 /// The lesson defences' reasons (linter, grounding, judge) as one stored line, within the

@@ -17,15 +17,20 @@
 //! statement unless the next batch is full before the last one is written (at most one batch in
 //! flight, so memory stays bounded by two batches).
 //!
-//! Every other read or write of ticks (snapshot reads, the runner state) first finishes the
-//! write in flight and writes the pending ticks, so it sees every tick that ran. Notes and
-//! reflection runs only finish the write in flight: they neither reference nor read ticks (a
-//! reflection reads the tick's in-memory state), so the buffered ticks stay buffered and the
-//! batches stay full instead of being cut at every reflection — the store ends with the same
-//! rows, only a crash can leave a note stored before the ticks just before it. The caller
-//! flushes at the end, and on an error, so the store holds every tick that ran. A batch that
-//! fails is reported by the tick that finds it finished, or by the flush; the ticks buffered
-//! after it are dropped then, so the store never holds a later tick without an earlier one.
+//! A reflection that ran after a tick is stored the same way: the backtest runs it without the
+//! store (`reflect::reflect_due`: it owns a fresh deployment, so there is nothing to
+//! be idempotent against) and buffers its note and run behind the ticks before it
+//! (`WriteBehind::defer_reflection`); the ticks and the reflection then go to the store as one
+//! write behind the next ticks (`WriteBehind::write_pending_behind`), in the order they ran.
+//! The tick's thread makes no round trip to the store for it.
+//!
+//! Every other call (snapshot and note reads, a note written directly) first finishes the write
+//! in flight and writes what is buffered, so the store sees the same writes in the same order
+//! as without batching. The caller flushes at the end, and on an error, so the store holds
+//! every tick that ran. A write that fails — a tick the store already held, a note it refused —
+//! is reported by the tick that finds it finished, or by the flush, and fails the run; what
+//! was buffered after it is dropped then, so the store never holds a later tick without an
+//! earlier one.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -40,11 +45,19 @@ use db::{
 use types::ReflectionNote;
 use uuid::Uuid;
 
+use crate::reflect::{ReflectionWrites, write_reflection};
+
 /// Ticks per transaction: a few megabytes of snapshots.
 pub const BATCH_TICKS: usize = 256;
 
 /// A batch being written: [`WriteBehind::write`] of it.
 type Write = Pin<Box<dyn Future<Output = Result<(), DbError>> + Send + 'static>>;
+
+/// What one write stores: ticks, then the reflections that ran after them.
+struct Batch {
+    ticks: Vec<TickRecord>,
+    reflections: Vec<ReflectionWrites>,
+}
 
 /// The write in flight: a task of its own, or a future this adapter polls.
 enum InFlight {
@@ -55,6 +68,8 @@ enum InFlight {
 pub(crate) struct WriteBehind<S> {
     store: S,
     pending: Mutex<Vec<TickRecord>>,
+    /// Reflections run after the pending ticks, stored after them.
+    reflections: Mutex<Vec<ReflectionWrites>>,
     in_flight: Mutex<Option<InFlight>>,
     /// The runtime to spawn writes on, when it is multi-threaded.
     spawn_on: Option<tokio::runtime::Handle>,
@@ -85,6 +100,7 @@ where
         Self {
             store: store.clone(),
             pending: Mutex::new(Vec::with_capacity(BATCH_TICKS)),
+            reflections: Mutex::new(Vec::new()),
             in_flight: Mutex::new(None),
             spawn_on,
         }
@@ -96,34 +112,58 @@ where
         &self.store
     }
 
-    /// Writes `batch` in one transaction.
+    /// Writes `batch`: its ticks in one transaction, then its reflections' notes and runs.
     ///
     /// # Errors
-    /// [`DbError`] from the store (nothing of the batch is written then), or
+    /// [`DbError`] from the store (nothing of the ticks is written then), or
     /// [`DbError::Invalid`] when the store already held one of the ticks: another writer
     /// shares this backtest's deployment.
-    async fn write(store: S, batch: Vec<TickRecord>) -> Result<(), DbError> {
-        let outcomes = store.record_ticks(&batch).await?;
-        if let Some((tick, _)) = batch
-            .iter()
-            .zip(&outcomes)
-            .find(|(_, o)| matches!(o, TickOutcome::AlreadyRecorded { .. }))
-        {
-            return Err(DbError::Invalid {
-                what: "backtest tick",
-                detail: format!(
-                    "the store already held the tick at {} of deployment {}: another writer \
-                     shares this backtest's deployment (its other ticks were written)",
-                    tick.snapshot.tick_at, tick.snapshot.deployment_id
-                ),
-            });
+    async fn write(store: S, batch: Batch) -> Result<(), DbError> {
+        if !batch.ticks.is_empty() {
+            let outcomes = store.record_ticks(&batch.ticks).await?;
+            if let Some((tick, _)) = batch
+                .ticks
+                .iter()
+                .zip(&outcomes)
+                .find(|(_, o)| matches!(o, TickOutcome::AlreadyRecorded { .. }))
+            {
+                return Err(DbError::Invalid {
+                    what: "backtest tick",
+                    detail: format!(
+                        "the store already held the tick at {} of deployment {}: another writer \
+                         shares this backtest's deployment (its other ticks were written)",
+                        tick.snapshot.tick_at, tick.snapshot.deployment_id
+                    ),
+                });
+            }
+        }
+        for reflection in &batch.reflections {
+            write_reflection(&store, reflection).await?;
         }
         Ok(())
     }
 
+    /// The buffered ticks and reflections, taken; `None` when there are none.
+    fn take_batch(&self) -> Option<Batch> {
+        let batch = Batch {
+            ticks: take(&self.pending),
+            reflections: take(&self.reflections),
+        };
+        (!batch.ticks.is_empty() || !batch.reflections.is_empty()).then_some(batch)
+    }
+
+    /// Buffers a reflection's writes, to be stored after the ticks buffered before it (see
+    /// [`WriteBehind::write_pending_behind`]).
+    pub(crate) fn defer_reflection(&self, writes: ReflectionWrites) {
+        self.reflections
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(writes);
+    }
+
     /// Drops the buffered ticks after a batch failed: they must not be written without it.
     fn failed(&self, e: DbError) -> DbError {
-        drop(take(&self.pending));
+        drop(self.take_batch());
         e
     }
 
@@ -174,27 +214,24 @@ where
     /// As [`WriteBehind::write`], for the batch in flight or the pending one.
     pub(crate) async fn flush(&self) -> Result<(), DbError> {
         self.finish_in_flight().await?;
-        let batch = take(&self.pending);
-        if batch.is_empty() {
-            return Ok(());
+        match self.take_batch() {
+            Some(batch) => Self::write(self.store.clone(), batch).await,
+            None => Ok(()),
         }
-        Self::write(self.store.clone(), batch).await
     }
 
-    /// Starts writing the buffered ticks behind the next ones, as a batch of their own. The
-    /// backtest calls it when a batch is full and after a reflection: the reflection's writes
-    /// have just waited for the batch before, and the next ones are a reflection away, so the
-    /// batch is written while the ticks run instead of holding up the next reflection.
+    /// Starts writing the buffered ticks and reflections behind the next ticks, as a batch of
+    /// their own. The backtest calls it when a batch is full and after a reflection, so the
+    /// reflection's note is stored behind the ticks, never waited for.
     ///
     /// # Errors
     /// As [`WriteBehind::write`], for the batch in flight before.
     pub(crate) async fn write_pending_behind(&self) -> Result<(), DbError> {
         // At most one batch in flight: the last one must be written before this one starts.
         self.finish_in_flight().await?;
-        let batch = take(&self.pending);
-        if batch.is_empty() {
+        let Some(batch) = self.take_batch() else {
             return Ok(());
-        }
+        };
         let write = self.start(batch);
         *self
             .in_flight
@@ -205,7 +242,7 @@ where
     }
 
     /// Starts writing `batch` behind the ticks (nothing may be in flight).
-    fn start(&self, batch: Vec<TickRecord>) -> InFlight {
+    fn start(&self, batch: Batch) -> InFlight {
         let write = Self::write(self.store.clone(), batch);
         match &self.spawn_on {
             Some(runtime) => InFlight::Spawned(runtime.spawn(write)),
@@ -294,17 +331,17 @@ where
     S: TickStore + NoteStore + Clone + Send + Sync + 'static,
 {
     async fn insert_note(&self, note: &NewNote) -> Result<ReflectionNote, DbError> {
-        self.finish_in_flight().await?;
+        self.flush().await?;
         self.store.insert_note(note).await
     }
 
     async fn get_note(&self, id: Uuid) -> Result<ReflectionNote, DbError> {
-        self.finish_in_flight().await?;
+        self.flush().await?;
         self.store.get_note(id).await
     }
 
     async fn accept_note(&self, id: Uuid, at: DateTime<Utc>) -> Result<ReflectionNote, DbError> {
-        self.finish_in_flight().await?;
+        self.flush().await?;
         self.store.accept_note(id, at).await
     }
 
@@ -313,7 +350,7 @@ where
         scope: NoteScope,
         as_of: DateTime<Utc>,
     ) -> Result<Option<ReflectionNote>, DbError> {
-        self.finish_in_flight().await?;
+        self.flush().await?;
         self.store.active_note(scope, as_of).await
     }
 
@@ -322,12 +359,12 @@ where
         scope: NoteScope,
         limit: u32,
     ) -> Result<Vec<ReflectionNote>, DbError> {
-        self.finish_in_flight().await?;
+        self.flush().await?;
         self.store.note_history(scope, limit).await
     }
 
     async fn record_reflection_run(&self, run: &ReflectionRun) -> Result<(), DbError> {
-        self.finish_in_flight().await?;
+        self.flush().await?;
         self.store.record_reflection_run(run).await
     }
 
@@ -336,7 +373,7 @@ where
         scope: NoteScope,
         limit: u32,
     ) -> Result<Vec<ReflectionRun>, DbError> {
-        self.finish_in_flight().await?;
+        self.flush().await?;
         self.store.reflection_runs(scope, limit).await
     }
 }

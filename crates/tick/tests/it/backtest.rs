@@ -505,6 +505,63 @@ async fn a_backtest_whose_batches_a_task_writes_stores_what_a_polled_one_stores(
     assert_eq!(spawned, polled);
 }
 
+/// A backtest's reflection is stored behind the ticks before it, not waited for: a store that
+/// refuses the note (here another writer's note already has its id) fails the run with the
+/// store's error instead of a report nobody reads, and nothing after that write is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_note_the_store_refuses_fails_the_backtest() {
+    let bars = common::eurusd(400);
+    let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
+    let d = input.deployment.deployment_id;
+    let (_, whole) = run(&input).await;
+    let first = whole.notes.first().expect("the run reflects").clone();
+    let at = first.generated_at;
+
+    let store = db::connect("sqlite::memory:").await.expect("store");
+    register(
+        &store,
+        &input,
+        serde_json::json!({}),
+        bars[0].close_time(Interval::H1),
+    )
+    .await
+    .expect("register");
+    store
+        .insert_note(&db::NewNote {
+            id: tick::note_id(d, at),
+            skill_id: input.deployment.skill_id,
+            skill_version: input.deployment.skill_version,
+            deployment_id: Some(d),
+            generated_at: at,
+            content: first.content.clone(),
+            lint: None,
+        })
+        .await
+        .expect("the other writer's note");
+    let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
+        .expect("builtin model");
+    let err = run_backtest(&input, model.as_ref(), &store, |_, _| {})
+        .await
+        .expect_err("the store refuses the run's first note");
+    // Found by a later tick (or the final flush): the store's error, naming the note.
+    assert!(
+        err.to_string()
+            .contains("inserting reflection note: unique constraint"),
+        "{err}"
+    );
+    // The ticks up to the reflection were written before the note; none after it.
+    let stored = snapshots(&store, d).await;
+    assert_eq!(stored.last().map(|s| s.tick_at), Some(at), "{err}");
+    assert_eq!(
+        store
+            .reflection_runs(NoteScope::Deployment(d), 10)
+            .await
+            .expect("runs"),
+        vec![],
+        "a refused note records no run"
+    );
+}
+
 /// A full batch is written while the next one is ticked: when it fails, a later tick reports
 /// it, and the ticks buffered after it are dropped, so the store never holds a tick whose
 /// batch before it is missing. Reflection is off so batches are exactly `BATCH_TICKS` long.
