@@ -231,7 +231,25 @@ pub(crate) struct Prepared {
 
 /// Loads the skill and bars, resolves the model and checks every flag.
 pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
-    let loaded = crate::skill_cmd::load(&args.skill)?;
+    // The bar files are read on a thread of their own while the skill is parsed and checked
+    // against its schema (a few milliseconds each); their errors still come in the order below.
+    let (loaded, mut prefetched) = std::thread::scope(|scope| {
+        let bars = scope.spawn(|| {
+            args.bars
+                .iter()
+                .map(|spec| {
+                    spec.split_once('=')
+                        .map(|(_, path)| load_bars(Path::new(path.trim())))
+                })
+                .collect::<Vec<_>>()
+        });
+        let loaded = crate::skill_cmd::load(&args.skill);
+        let bars = bars
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (loaded, bars)
+    });
+    let loaded = loaded?;
     let mut skill: Skill = loaded.skill;
     if args.memory_off {
         skill.context.memory.enabled = false;
@@ -239,7 +257,7 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
     let interval = skill.context.bars_interval;
 
     let mut series: BTreeMap<String, Vec<types::Bar>> = BTreeMap::new();
-    for spec in &args.bars {
+    for (i, spec) in args.bars.iter().enumerate() {
         let (symbol, path) = spec
             .split_once('=')
             .filter(|(s, p)| !s.trim().is_empty() && !p.trim().is_empty())
@@ -252,7 +270,10 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
             )));
         }
         let path = Path::new(path.trim());
-        let bars = load_bars(path).map_err(|e| bad(e.to_string()))?;
+        let bars = prefetched[i]
+            .take()
+            .unwrap_or_else(|| load_bars(path))
+            .map_err(|e| bad(e.to_string()))?;
         match detect_interval(&bars) {
             Some(i) if i == interval => {}
             Some(i) => {
