@@ -30,7 +30,9 @@ fn full_sim(c: &mut Criterion) {
     let ticks = input.market.all_bars("EURUSD", Interval::H1).len() as u64;
     let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
         .expect("builtin model");
-    let rt = tokio::runtime::Builder::new_current_thread()
+    // sim-worker's runtime: the calling thread ticks, one worker writes the store's batches.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()
         .expect("runtime");
@@ -38,7 +40,7 @@ fn full_sim(c: &mut Criterion) {
     group.sample_size(10);
     group.throughput(Throughput::Elements(ticks));
     // The temporary directory is made before and removed after the timed part: deleting the
-    // 65 MB file (≈8 ms here, ≈40 ms once written back) is not part of a backtest.
+    // file is not part of a backtest.
     group.bench_function("eurusd_5000_bars_sma_cross_sqlite", |b| {
         b.iter_batched(
             || tempfile::tempdir().expect("tempdir"),
