@@ -196,6 +196,10 @@ pub struct RunResult {
     pub text: String,
     /// Every model call of the tick, in order.
     pub steps: Vec<Step>,
+    /// [`RunResult::steps`] as JSON text, serialised once while the loop ran (what a snapshot
+    /// stores); `None` when a step could not be serialised.
+    #[serde(skip)]
+    pub steps_json: Option<types::JsonText>,
     /// The last successful `propose_order` of the tick; `None` means no-op, and is forced when
     /// the tick ends in error.
     pub proposed_action: Option<ProposedAction>,
@@ -316,6 +320,7 @@ fn new_loop() -> Loop {
         usage: Usage::default(),
         proposal: None,
         stored: 0,
+        steps_json: Vec::with_capacity(2),
         max_steps: 1,
     }
 }
@@ -561,24 +566,16 @@ fn bound_record(call: &mut ToolCallRecord, cut: &mut StepCut) {
     }
 }
 
-/// Bytes of `value`'s JSON, counted without keeping them.
-fn json_len<T: Serialize>(value: &T) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing into a counter cannot fail; a value that cannot be serialised counts as huge.
-    match serde_json::to_writer(&mut count, value) {
-        Ok(()) => count.0,
-        Err(_) => usize::MAX,
-    }
+/// A step's JSON, serialised once: its length is what the bound counts, and the steps' JSON
+/// for the snapshot is these texts joined ([`RunResult::steps_json`]). `None` when the step
+/// cannot be serialised.
+fn step_json(step: &Step) -> Option<Box<serde_json::value::RawValue>> {
+    serde_json::value::to_raw_value(step).ok()
+}
+
+/// Bytes of a step's JSON; a step that cannot be serialised counts as huge.
+fn json_len(json: Option<&serde_json::value::RawValue>) -> usize {
+    json.map_or(usize::MAX, |j| j.get().len())
 }
 
 struct Loop {
@@ -588,6 +585,8 @@ struct Loop {
     proposal: Option<ProposedAction>,
     /// Bytes of the JSON of the steps recorded so far.
     stored: usize,
+    /// Each step's JSON (see [`step_json`]).
+    steps_json: Vec<Option<Box<serde_json::value::RawValue>>>,
     /// The loop's step limit (room is kept for the steps not run yet).
     max_steps: u32,
 }
@@ -605,8 +604,13 @@ impl Loop {
         // in `len` yet) and the array's separators.
         let to_come = (self.max_steps as usize).saturating_sub(self.steps.len());
         let reserve = to_come.saturating_mul(STRIPPED_STEP_BYTES);
-        let mut len = json_len(&step);
-        if self.stored.saturating_add(len).saturating_add(reserve) > MAX_STORED_STEPS_BYTES {
+        let mut json = step_json(&step);
+        if self
+            .stored
+            .saturating_add(json_len(json.as_deref()))
+            .saturating_add(reserve)
+            > MAX_STORED_STEPS_BYTES
+        {
             cut.over_tick_budget = true;
             if let Some(t) = step.text.take() {
                 cut.text_chars += t.chars().count() as u64;
@@ -619,14 +623,15 @@ impl Loop {
                     ToolOutcome::Error { message, .. } => message.len(),
                 } as u64;
             }
-            len = json_len(&step);
+            json = step_json(&step);
         }
         if cut != StepCut::default() {
             step.cut = Some(cut);
-            len = json_len(&step);
+            json = step_json(&step);
         }
-        self.stored = self.stored.saturating_add(len);
+        self.stored = self.stored.saturating_add(json_len(json.as_deref()));
         self.steps.push(step);
+        self.steps_json.push(json);
     }
 
     fn finish(
@@ -637,9 +642,16 @@ impl Loop {
     ) -> RunResult {
         let cost = estimate_cost(model.id(), &self.usage);
         let failed = error.is_some();
+        // The steps' JSON array from each step's JSON, copied, not serialised again.
+        let steps_json = self
+            .steps_json
+            .into_iter()
+            .collect::<Option<Vec<_>>>()
+            .and_then(|json| types::JsonText::new(&json).ok());
         RunResult {
             text: self.texts.join("\n\n"),
             steps: self.steps,
+            steps_json,
             proposed_action: if failed { None } else { self.proposal },
             usage: self.usage,
             cost_usd: cost.usd,

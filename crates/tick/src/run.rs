@@ -519,7 +519,10 @@ where
         tick_at: now,
         system_prompt,
         context: context.text,
-        steps: JsonText::new(&run.steps).map_err(TickError::Steps)?,
+        steps: match &run.steps_json {
+            Some(json) => json.clone(),
+            None => JsonText::new(&run.steps).map_err(TickError::Steps)?,
+        },
         proposal: proposal.clone(),
         verdict: verdict.clone(),
         model: model.id().to_owned(),

@@ -136,6 +136,12 @@ async fn a_tick_of_many_large_steps_stores_at_most_the_tick_bound_and_marks_the_
     assert_eq!(out.steps.len(), 40, "every step ran");
     let stored = serde_json::to_string(&out.steps).unwrap();
     assert!(stored.len() <= MAX_STORED_STEPS_BYTES, "{}", stored.len());
+    // The JSON the loop kept for the snapshot (each step serialised once, after its cuts) is
+    // the steps' JSON, byte for byte.
+    assert_eq!(
+        out.steps_json.as_ref().map(types::JsonText::as_str),
+        Some(stored.as_str())
+    );
     let over: Vec<_> = out
         .steps
         .iter()
