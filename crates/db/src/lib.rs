@@ -91,7 +91,9 @@ pub use model::{
 };
 pub use postgres::{POSTGRES_MIGRATOR, PgStore};
 pub use scoped::{USER_ROLE, UserScoped};
-pub use sqlite::{Durability, SQLITE_MIGRATOR, SqliteStore};
+pub use sqlite::{
+    Durability, SQLITE_BASELINE, SQLITE_MIGRATOR, SqliteStore, apply_sqlite_baseline,
+};
 pub use store::Store;
 pub use traits::{
     ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NewsStore, NoteStore,

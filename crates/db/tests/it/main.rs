@@ -12,4 +12,5 @@ mod outcome_recall;
 mod prompt_lines;
 mod recall_migration;
 mod rls;
+mod sqlite_baseline;
 mod stop_target_migration;
