@@ -231,13 +231,37 @@ fn to_f64(values: impl Iterator<Item = Decimal>) -> Vec<f64> {
 /// `rust_decimal` splits the mantissa by `10^scale` in `u128` (a library call, most of the cost
 /// of the indicators); below 2⁶⁴ the same split in `u64` gives the same integers, and the same
 /// `f64` arithmetic on them the same value.
+const POW10_U64: [u64; 20] = {
+    let mut t = [1_u64; 20];
+    let mut i = 1;
+    while i < 20 {
+        t[i] = t[i - 1] * 10;
+        i += 1;
+    }
+    t
+};
+
+#[allow(clippy::cast_precision_loss)]
+const POW10_F64: [f64; 20] = {
+    let mut t = [1.0_f64; 20];
+    let mut i = 1;
+    while i < 20 {
+        t[i] = POW10_U64[i] as f64;
+        i += 1;
+    }
+    t
+};
+
 pub(crate) fn decimal_to_f64(d: Decimal) -> f64 {
     let scale = d.scale();
     let mantissa = d.mantissa().unsigned_abs();
     let (Ok(mantissa), 1..=19) = (u64::try_from(mantissa), scale) else {
         return d.to_f64().unwrap_or(f64::NAN);
     };
-    let precision = 10_u64.pow(scale);
+    // 10^scale from tables: every power up to 10^19 is exact in both types, so the values are
+    // those `10_u64.pow` and `10f64.powi` compute, without their loops.
+    let precision = POW10_U64[scale as usize];
+    let round_to = POW10_F64[scale as usize];
     #[allow(clippy::cast_precision_loss)]
     let (integral, frac) = (
         (mantissa / precision) as f64,
@@ -246,7 +270,6 @@ pub(crate) fn decimal_to_f64(d: Decimal) -> f64 {
     let value = if frac == 0.0 {
         integral
     } else {
-        let round_to = 10f64.powi(i32::try_from(scale).unwrap_or(0));
         ((integral + frac) * round_to).round() / round_to
     };
     if d.is_sign_negative() { -value } else { value }
