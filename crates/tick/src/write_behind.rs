@@ -251,6 +251,21 @@ where
     }
 }
 
+impl<S> Drop for WriteBehind<S> {
+    /// A write still in flight when the backtest ends without a flush (it returns an error) is
+    /// cancelled, as dropping a polled one cancels it: its transaction rolls back, and nothing
+    /// the run started goes on writing after it returned.
+    fn drop(&mut self) {
+        let slot = self
+            .in_flight
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(InFlight::Spawned(task)) = slot.take() {
+            task.abort();
+        }
+    }
+}
+
 /// A spawned write's result; a write that panicked panics here, on the tick's thread.
 fn joined(joined: Result<Result<(), DbError>, tokio::task::JoinError>) -> Result<(), DbError> {
     match joined {
