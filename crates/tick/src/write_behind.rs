@@ -288,7 +288,8 @@ where
 
     async fn record_tick_owned(&self, tick: TickRecord) -> Result<TickOutcome, DbError> {
         let snapshot_id = tick.snapshot.id;
-        // The batch in flight moves on by one step per tick; its failure is this tick's.
+        // The write in flight is looked at once per tick (a polled one moves on by a
+        // statement); its failure is this tick's.
         self.poll_in_flight().await?;
         let full = {
             let mut pending = self

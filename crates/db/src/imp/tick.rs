@@ -180,26 +180,38 @@ impl<'a> BatchTrades<'a> {
     }
 }
 
+/// `items` with one entry per key, in the order each key came first, each the key's last value.
+fn last_per_key<K: std::hash::Hash + Eq + Copy, V>(
+    items: impl IntoIterator<Item = (K, V)>,
+) -> Vec<(K, V)> {
+    let mut at: std::collections::HashMap<K, usize> = std::collections::HashMap::new();
+    let mut out: Vec<(K, V)> = Vec::new();
+    for (key, value) in items {
+        match at.get(&key) {
+            Some(&i) => out[i].1 = value,
+            None => {
+                at.insert(key, out.len());
+                out.push((key, value));
+            }
+        }
+    }
+    out
+}
+
 /// The fill links of recorded ticks, one per fill (deployment, broker id): the last one given.
 pub(crate) fn batch_links<'a>(
     ticks: impl IntoIterator<Item = &'a crate::TickRecord>,
 ) -> Vec<(uuid::Uuid, &'a crate::FillTradeLink)> {
-    let mut at: std::collections::HashMap<(uuid::Uuid, &str), usize> =
-        std::collections::HashMap::new();
-    let mut links: Vec<(uuid::Uuid, &crate::FillTradeLink)> = Vec::new();
-    for tick in ticks {
+    let keyed = ticks.into_iter().flat_map(|tick| {
         let d = tick.snapshot.deployment_id;
-        for link in &tick.links {
-            match at.get(&(d, link.broker_fill_id.as_str())) {
-                Some(&i) => links[i] = (d, link),
-                None => {
-                    at.insert((d, link.broker_fill_id.as_str()), links.len());
-                    links.push((d, link));
-                }
-            }
-        }
-    }
-    links
+        tick.links
+            .iter()
+            .map(move |link| ((d, link.broker_fill_id.as_str()), link))
+    });
+    last_per_key(keyed)
+        .into_iter()
+        .map(|((d, _), link)| (d, link))
+        .collect()
 }
 
 /// The scores of recorded ticks' outcome writes, one per outcome in the order first scored,
@@ -207,20 +219,11 @@ pub(crate) fn batch_links<'a>(
 pub(crate) fn last_scores<'a>(
     writes: impl IntoIterator<Item = &'a crate::OutcomeWrites>,
 ) -> Vec<(uuid::Uuid, &'a outcomes::OutcomeScore)> {
-    let mut at: std::collections::HashMap<uuid::Uuid, usize> = std::collections::HashMap::new();
-    let mut scores: Vec<(uuid::Uuid, &outcomes::OutcomeScore)> = Vec::new();
-    for w in writes {
-        for (id, score) in &w.scores {
-            match at.get(id) {
-                Some(&i) => scores[i].1 = score,
-                None => {
-                    at.insert(*id, scores.len());
-                    scores.push((*id, score));
-                }
-            }
-        }
-    }
-    scores
+    last_per_key(
+        writes
+            .into_iter()
+            .flat_map(|w| w.scores.iter().map(|(id, score)| (*id, score))),
+    )
 }
 
 macro_rules! impl_tick {
