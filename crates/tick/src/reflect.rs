@@ -153,8 +153,8 @@ pub(crate) fn check_reflection(
 
 /// Runs a reflection the cadence found due ([`ReflectionCheck::Due`]) and stores its outcome
 /// ([`store_reflection`]): what the live runner calls on its reflection worker (a backtest runs
-/// the same reflection and stores the same rows behind its ticks). Never fails: a model failure or an unavailable
-/// reflection model is recorded as a failed run; a store refusal is reported.
+/// the same reflection and stores the same rows behind its ticks). Never fails: a model failure
+/// or an unavailable reflection model is recorded as a failed run; a store refusal is reported.
 ///
 /// Idempotent: when the store already holds a reflection run or a note of `due.at` or later (a
 /// redo after a restart, or a re-run of a recorded tick), nothing runs
@@ -198,47 +198,56 @@ pub(crate) async fn reflect_due(
     due: &DueReflection,
 ) -> (ReflectionDone, ReflectionWrites) {
     let now = due.at;
-    let skill = deployment.skill.as_ref();
-    let reflector = match &deployment.reflector {
-        Ok(r) => r,
+    let (writes, note) = match &deployment.reflector {
+        Ok(reflector) => {
+            let outcome = run_reflector(deployment, due, reflector).await;
+            let writes = reflection_writes(deployment, &outcome, now);
+            let note = match outcome {
+                ReflectionOutcome::Note(note) => Some(note),
+                ReflectionOutcome::Failed(_) => None,
+            };
+            (writes, note)
+        }
         Err(message) => {
             let reason = format!("reflection model unavailable: {message}");
-            let run = ReflectionRun {
-                id: run_id(deployment.deployment_id, now),
-                skill_id: deployment.skill_id,
-                skill_version: deployment.skill_version,
-                deployment_id: Some(deployment.deployment_id),
-                started_at: now,
-                finished_at: now,
-                outcome: RunOutcome::Failed {
+            let run = run_row(
+                deployment,
+                now,
+                RunOutcome::Failed {
                     error: reason.clone(),
                 },
-                model: skill.context.memory.reflection.model.clone(),
-                input_tokens: None,
-                output_tokens: None,
-                cost_usd: None,
-            };
-            let report = ReflectionReport::Failed { reason };
-            let done = ReflectionDone {
-                at: now,
-                report: report.clone(),
-                note: None,
-                closed_total: due.closed_total,
-                ran: true,
-            };
-            return (
-                done,
-                ReflectionWrites {
-                    note: None,
-                    run,
-                    report,
-                },
+                &deployment.skill.context.memory.reflection.model,
             );
+            let report = ReflectionReport::Failed { reason };
+            let writes = ReflectionWrites {
+                note: None,
+                run,
+                report,
+            };
+            (writes, None)
         }
     };
+    let done = ReflectionDone {
+        at: now,
+        report: writes.report.clone(),
+        note,
+        closed_total: due.closed_total,
+        ran: true,
+    };
+    (done, writes)
+}
+
+/// The reflection itself: `reflector` over the rows `due` saw (a blind run's disguise on them,
+/// its skill and, for a model reflector, its prompt).
+async fn run_reflector(
+    deployment: &Deployment,
+    due: &DueReflection,
+    reflector: &Reflector,
+) -> ReflectionOutcome {
+    let now = due.at;
     // Blind: the rows, the skill and the prompt as the tick's model read them.
     let (skill, trades, reflector) = match &due.blind {
-        None => (skill, None, reflector.clone()),
+        None => (deployment.skill.as_ref(), None, reflector.clone()),
         Some(b) => (
             b.skill.as_ref(),
             Some(b.trades(&due.trades)),
@@ -252,7 +261,7 @@ pub(crate) async fn reflect_due(
             },
         ),
     };
-    let outcome = reflect(
+    reflect(
         ReflectionInput {
             skill,
             skill_id: deployment.skill_id,
@@ -264,19 +273,29 @@ pub(crate) async fn reflect_due(
         },
         &reflector,
     )
-    .await;
-    let writes = reflection_writes(deployment, &outcome, now);
-    let done = ReflectionDone {
-        at: now,
-        report: writes.report.clone(),
-        note: match outcome {
-            ReflectionOutcome::Note(note) => Some(note),
-            ReflectionOutcome::Failed(_) => None,
-        },
-        closed_total: due.closed_total,
-        ran: true,
-    };
-    (done, writes)
+    .await
+}
+
+/// The `reflection_runs` row of a deployment's reflection at `now` (usage added by the caller).
+fn run_row(
+    deployment: &Deployment,
+    now: DateTime<Utc>,
+    outcome: RunOutcome,
+    model: &str,
+) -> ReflectionRun {
+    ReflectionRun {
+        id: run_id(deployment.deployment_id, now),
+        skill_id: deployment.skill_id,
+        skill_version: deployment.skill_version,
+        deployment_id: Some(deployment.deployment_id),
+        started_at: now,
+        finished_at: now,
+        outcome,
+        model: model.to_owned(),
+        input_tokens: None,
+        output_tokens: None,
+        cost_usd: None,
+    }
 }
 
 /// Whether the store holds a reflection run or a note of the deployment at `at` or later.
@@ -352,19 +371,7 @@ fn reflection_writes(
     outcome: &ReflectionOutcome,
     now: DateTime<Utc>,
 ) -> ReflectionWrites {
-    let run_base = |outcome: RunOutcome, model: &str| ReflectionRun {
-        id: run_id(deployment.deployment_id, now),
-        skill_id: deployment.skill_id,
-        skill_version: deployment.skill_version,
-        deployment_id: Some(deployment.deployment_id),
-        started_at: now,
-        finished_at: now,
-        outcome,
-        model: model.to_owned(),
-        input_tokens: None,
-        output_tokens: None,
-        cost_usd: None,
-    };
+    let run_base = |outcome: RunOutcome, model: &str| run_row(deployment, now, outcome, model);
     match outcome {
         ReflectionOutcome::Note(note) => {
             let id = note_id(deployment.deployment_id, now);

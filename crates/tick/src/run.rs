@@ -519,8 +519,8 @@ where
         tick_at: now,
         system_prompt,
         context: context.text,
-        steps: match &run.steps_json {
-            Some(json) => json.clone(),
+        steps: match run.steps_json {
+            Some(json) => json,
             None => JsonText::new(&run.steps).map_err(TickError::Steps)?,
         },
         proposal: proposal.clone(),

@@ -263,12 +263,10 @@ macro_rules! impl_outcomes {
                 writes: &[&OutcomeWrites],
                 scores: &mut std::collections::HashMap<Uuid, &outcomes::OutcomeScore>,
             ) -> Result<(), DbError> {
-                use crate::imp::tick::{statement_chunks, values_sql};
+                use crate::imp::tick::{statement_slices, values_sql};
                 let snapshots: Vec<_> = writes.iter().flat_map(|w| &w.snapshots).collect();
-                let mut rest = snapshots.as_slice();
-                for size in statement_chunks(snapshots.len()) {
-                    let (chunk, tail) = rest.split_at(size);
-                    rest = tail;
+                for chunk in statement_slices(snapshots.as_slice()) {
+                    let size = chunk.len();
                     let sql = values_sql(
                         "INSERT INTO market_snapshots (id, deployment_id, decision_snapshot_id, \
                          tick_at, symbol, rsi_15m, rsi_1h, rsi_4h, macd_signal, \
@@ -309,10 +307,8 @@ macro_rules! impl_outcomes {
                     .flat_map(|w| &w.outcomes)
                     .map(|o| (o, scores.remove(&o.id).unwrap_or(&o.score)))
                     .collect();
-                let mut rest = rows.as_slice();
-                for size in statement_chunks(rows.len()) {
-                    let (chunk, tail) = rest.split_at(size);
-                    rest = tail;
+                for chunk in statement_slices(rows.as_slice()) {
+                    let size = chunk.len();
                     let sql = values_sql(
                         "INSERT INTO trade_outcomes (id, deployment_id, decision_snapshot_id, \
                          snapshot_id, tick_at, symbol, direction, confidence, entry_price, \
@@ -372,12 +368,10 @@ macro_rules! impl_outcomes {
                 tx: &mut sqlx::Transaction<'static, $db>,
                 scores: &[(Uuid, &outcomes::OutcomeScore)],
             ) -> Result<u64, DbError> {
-                use crate::imp::tick::{statement_chunks, values_sql};
+                use crate::imp::tick::{statement_slices, values_sql};
                 let mut changed = 0;
-                let mut rest = scores;
-                for size in statement_chunks(scores.len()) {
-                    let (chunk, tail) = rest.split_at(size);
-                    rest = tail;
+                for chunk in statement_slices(scores) {
+                    let size = chunk.len();
                     let sql = format!(
                         "UPDATE trade_outcomes SET price_1h = v.column2, price_4h = v.column3, \
                          price_24h = v.column4, pnl_percent_1h = v.column5, \

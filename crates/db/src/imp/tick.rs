@@ -47,6 +47,16 @@ pub(crate) fn statement_chunks(mut rows: usize) -> impl Iterator<Item = usize> {
     })
 }
 
+/// `rows` in slices of the sizes [`statement_chunks`] gives, in order: one statement each.
+pub(crate) fn statement_slices<T>(rows: &[T]) -> impl Iterator<Item = &[T]> {
+    let mut rest = rows;
+    statement_chunks(rows.len()).map(move |size| {
+        let (chunk, tail) = rest.split_at(size);
+        rest = tail;
+        chunk
+    })
+}
+
 /// `INSERT INTO decision_snapshots … VALUES (…), … ON CONFLICT DO NOTHING` for `rows` rows,
 /// with `$n` parameters when `numbered`, `?` otherwise, and `RETURNING id` when `returning`.
 pub(crate) fn snapshot_insert_sql(rows: usize, numbered: bool, returning: bool) -> String {
@@ -230,7 +240,7 @@ macro_rules! impl_tick {
     ($store:ty, $db:ty, $enc:ident, $begin:literal) => {
         use crate::imp::prompt_lines::{self as lines, PromptRefs};
         use crate::imp::tick::{
-            batch_links, last_scores, statement_chunks, snapshot_insert_sql, validate_batch,
+            batch_links, last_scores, snapshot_insert_sql, statement_slices, validate_batch,
             validate_tick, values_sql, BatchTrades,
         };
 
@@ -416,10 +426,8 @@ macro_rules! impl_tick {
                     ));
                 }
                 let needed = lines::blocks_holding(&bounds, seqs, "decision snapshot")?;
-                let mut rest = needed.as_slice();
-                for size in statement_chunks(needed.len()) {
-                    let (chunk, tail) = rest.split_at(size);
-                    rest = tail;
+                for chunk in statement_slices(needed.as_slice()) {
+                    let size = chunk.len();
                     let sql = format!(
                         "SELECT first_seq, line_count, body FROM prompt_blocks WHERE scope_id = {scope} \
                          AND first_seq IN ({})",
@@ -498,13 +506,8 @@ macro_rules! impl_tick {
             ) -> Result<(u64, HashSet<Uuid>), DbError> {
                 let mut count = 0;
                 let mut inserted = HashSet::new();
-                let mut rest = snapshots;
-                let mut rest_refs = refs;
-                for size in statement_chunks(snapshots.len()) {
-                    let (chunk, tail) = rest.split_at(size);
-                    rest = tail;
-                    let (chunk_refs, tail_refs) = rest_refs.split_at(size);
-                    rest_refs = tail_refs;
+                for (chunk, chunk_refs) in statement_slices(snapshots).zip(statement_slices(refs)) {
+                    let size = chunk.len();
                     let sql = snapshot_insert_sql(size, $enc::NUMBERED_PARAMS, returning);
                     let mut query = sqlx::query(&sql);
                     for (s, r) in chunk.iter().zip(chunk_refs) {
@@ -612,10 +615,8 @@ macro_rules! impl_tick {
                 tx: &mut sqlx::Transaction<'static, $db>,
                 fills: &[(Uuid, &Fill)],
             ) -> Result<(), DbError> {
-                let mut rest = fills;
-                for size in statement_chunks(fills.len()) {
-                    let (chunk, tail) = rest.split_at(size);
-                    rest = tail;
+                for chunk in statement_slices(fills) {
+                    let size = chunk.len();
                     let sql = values_sql(
                         "INSERT INTO fills (deployment_id, broker_fill_id, symbol, side, qty, price, \
                          fee_usd, time, snapshot_id, client_order_id, liquidation, trigger_kind)",
@@ -659,10 +660,8 @@ macro_rules! impl_tick {
                 rows: &[(&TradeRecord, Option<DateTime<Utc>>)],
                 now: DateTime<Utc>,
             ) -> Result<(), DbError> {
-                let mut rest = rows;
-                for size in statement_chunks(rows.len()) {
-                    let (chunk, tail) = rest.split_at(size);
-                    rest = tail;
+                for chunk in statement_slices(rows) {
+                    let size = chunk.len();
                     let sql = values_sql(
                         "INSERT INTO trade_history (id, deployment_id, skill_id, skill_version, \
                          symbol, side, status, entry_tick_at, entry_price, entry_size_usd, \
@@ -784,10 +783,8 @@ macro_rules! impl_tick {
                 tx: &mut sqlx::Transaction<'static, $db>,
                 links: &[(Uuid, &FillTradeLink)],
             ) -> Result<(), DbError> {
-                let mut rest = links;
-                for size in statement_chunks(links.len()) {
-                    let (chunk, tail) = rest.split_at(size);
-                    rest = tail;
+                for chunk in statement_slices(links) {
+                    let size = chunk.len();
                     let sql = format!(
                         "UPDATE fills SET trade_id = v.column3, flip_trade_id = v.column4 FROM ({}) AS v \
                          WHERE fills.deployment_id = v.column1 AND fills.broker_fill_id = v.column2",
@@ -1129,7 +1126,7 @@ pub(crate) use impl_convert;
 
 #[cfg(test)]
 mod tests {
-    use super::{STATEMENT_CHUNK, snapshot_insert_sql, statement_chunks};
+    use super::{STATEMENT_CHUNK, snapshot_insert_sql, statement_chunks, statement_slices};
 
     #[test]
     fn batches_split_into_cached_power_of_two_statements() {
@@ -1147,6 +1144,11 @@ mod tests {
                     .iter()
                     .all(|s| s.is_power_of_two() && *s <= STATEMENT_CHUNK)
             );
+            // The slices are those sizes, in order, and together every row once.
+            let rows: Vec<usize> = (0..n).collect();
+            let slices: Vec<&[usize]> = statement_slices(&rows).collect();
+            assert_eq!(slices.iter().map(|s| s.len()).collect::<Vec<_>>(), sizes);
+            assert_eq!(slices.concat(), rows);
         }
     }
 
