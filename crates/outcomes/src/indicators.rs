@@ -13,17 +13,42 @@
 /// points.
 #[must_use]
 pub fn ewm(values: &[f64], alpha: f64, min_periods: usize) -> Vec<Option<f64>> {
-    let mut out = Vec::with_capacity(values.len());
-    let mut y = None::<f64>;
-    for (i, x) in values.iter().enumerate() {
-        let next = match y {
-            None => *x,
-            Some(prev) => (1.0 - alpha).mul_add(prev, alpha * x),
-        };
-        y = Some(next);
-        out.push((i + 1 >= min_periods.max(1)).then_some(next));
+    let mut mean = Ewm::new(alpha, min_periods);
+    values.iter().map(|x| mean.push(*x)).collect()
+}
+
+/// [`ewm`] one point at a time: the same arithmetic, so the same values bit for bit. A caller
+/// that needs only the latest value (a decision's snapshot) keeps no series.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ewm {
+    alpha: f64,
+    min_periods: usize,
+    seen: usize,
+    y: Option<f64>,
+}
+
+impl Ewm {
+    /// The mean of no points yet, smoothing factor `alpha`, defined from point `min_periods`.
+    #[must_use]
+    pub const fn new(alpha: f64, min_periods: usize) -> Self {
+        Self {
+            alpha,
+            min_periods,
+            seen: 0,
+            y: None,
+        }
     }
-    out
+
+    /// Takes the next point: the mean with it, `None` during the warm-up.
+    pub fn push(&mut self, x: f64) -> Option<f64> {
+        let next = match self.y {
+            None => x,
+            Some(prev) => (1.0 - self.alpha).mul_add(prev, self.alpha * x),
+        };
+        self.y = Some(next);
+        self.seen += 1;
+        (self.seen >= self.min_periods.max(1)).then_some(next)
+    }
 }
 
 /// Relative strength index over `period`: `100 − 100 / (1 + avg gain / avg loss)`, the averages
@@ -33,26 +58,48 @@ pub fn ewm(values: &[f64], alpha: f64, min_periods: usize) -> Vec<Option<f64>> {
 /// loss, `None` when there was neither gain nor loss.
 #[must_use]
 pub fn rsi(closes: &[f64], period: usize) -> Vec<Option<f64>> {
-    let mut out = vec![None; closes.len()];
-    if closes.is_empty() || period == 0 {
-        return out;
+    let mut rsi = Rsi::new(period);
+    closes.iter().map(|c| rsi.push(*c)).collect()
+}
+
+/// [`rsi`] one close at a time (the same values).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rsi {
+    period: usize,
+    prev: Option<f64>,
+    up: Ewm,
+    down: Ewm,
+}
+
+impl Rsi {
+    /// The RSI over `period` before any close (`period` 0: never defined).
+    #[must_use]
+    #[allow(clippy::cast_precision_loss)]
+    pub fn new(period: usize) -> Self {
+        let alpha = 1.0 / period as f64;
+        Self {
+            period,
+            prev: None,
+            up: Ewm::new(alpha, period),
+            down: Ewm::new(alpha, period),
+        }
     }
-    let changes: Vec<f64> = std::iter::once(0.0)
-        .chain(closes.windows(2).map(|w| w[1] - w[0]))
-        .collect();
-    let gains: Vec<f64> = changes.iter().map(|d| d.max(0.0)).collect();
-    let losses: Vec<f64> = changes.iter().map(|d| (-d).max(0.0)).collect();
-    let alpha = 1.0 / period as f64;
-    let up = ewm(&gains, alpha, period);
-    let down = ewm(&losses, alpha, period);
-    for (i, (u, d)) in up.into_iter().zip(down).enumerate() {
-        out[i] = match (u, d) {
+
+    /// Takes the next close: the RSI at it.
+    pub fn push(&mut self, close: f64) -> Option<f64> {
+        if self.period == 0 {
+            return None;
+        }
+        let change = self.prev.map_or(0.0, |prev| close - prev);
+        self.prev = Some(close);
+        let up = self.up.push(change.max(0.0));
+        let down = self.down.push((-change).max(0.0));
+        match (up, down) {
             (Some(u), Some(d)) if d > 0.0 => Some(100.0 - 100.0 / (1.0 + u / d)),
             (Some(u), Some(_)) if u > 0.0 => Some(100.0),
             _ => None,
-        };
+        }
     }
-    out
 }
 
 /// MACD(`fast`, `slow`, `signal`): the MACD line (EMA `fast` − EMA `slow` of the closes,
@@ -65,18 +112,38 @@ pub fn macd(
     slow: usize,
     signal: usize,
 ) -> (Vec<Option<f64>>, Vec<Option<f64>>) {
-    let span = |n: usize| 2.0 / (n as f64 + 1.0);
-    let f = ewm(closes, span(fast), fast);
-    let s = ewm(closes, span(slow), slow);
-    let line: Vec<Option<f64>> = f.iter().zip(&s).map(|(f, s)| Some((*f)? - (*s)?)).collect();
-    let mut sig = vec![None; closes.len()];
-    if let Some(start) = line.iter().position(Option::is_some) {
-        let defined: Vec<f64> = line[start..].iter().map(|v| v.unwrap_or(0.0)).collect();
-        for (i, v) in ewm(&defined, span(signal), signal).into_iter().enumerate() {
-            sig[start + i] = v;
+    let mut macd = Macd::new(fast, slow, signal);
+    closes.iter().map(|c| macd.push(*c)).unzip()
+}
+
+/// [`macd`] one close at a time (the same values).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Macd {
+    fast: Ewm,
+    slow: Ewm,
+    signal: Ewm,
+}
+
+impl Macd {
+    /// MACD(`fast`, `slow`, `signal`) before any close.
+    #[must_use]
+    pub fn new(fast: usize, slow: usize, signal: usize) -> Self {
+        #[allow(clippy::cast_precision_loss)]
+        let span = |n: usize| Ewm::new(2.0 / (n as f64 + 1.0), n);
+        Self {
+            fast: span(fast),
+            slow: span(slow),
+            signal: span(signal),
         }
     }
-    (line, sig)
+
+    /// Takes the next close: the MACD line and the signal line at it. The line, once defined,
+    /// stays defined (both averages are), so the signal averages an unbroken run of it.
+    pub fn push(&mut self, close: f64) -> (Option<f64>, Option<f64>) {
+        let (fast, slow) = (self.fast.push(close), self.slow.push(close));
+        let line = fast.zip(slow).map(|(f, s)| f - s);
+        (line, line.and_then(|l| self.signal.push(l)))
+    }
 }
 
 /// The MACD state at one point (this crate's rule): **bullish** when the MACD line is above
@@ -101,55 +168,94 @@ pub fn macd_state(line: Option<f64>, signal: Option<f64>) -> Option<crate::MacdS
 /// defined from its `period`-th value: point `2·period − 1` of the bars.
 #[must_use]
 pub fn adx(high: &[f64], low: &[f64], close: &[f64], period: usize) -> Vec<Option<f64>> {
-    let n = high.len().min(low.len()).min(close.len());
-    let mut out = vec![None; n];
-    if n < 2 || period == 0 {
-        return out;
-    }
-    let mut tr = Vec::with_capacity(n - 1);
-    let mut plus = Vec::with_capacity(n - 1);
-    let mut minus = Vec::with_capacity(n - 1);
-    for i in 1..n {
-        let prev_close = close[i - 1];
-        tr.push(
-            (high[i] - low[i])
-                .max((high[i] - prev_close).abs())
-                .max((low[i] - prev_close).abs()),
-        );
-        let up = high[i] - high[i - 1];
-        let down = low[i - 1] - low[i];
-        plus.push(if up > down && up > 0.0 { up } else { 0.0 });
-        minus.push(if down > up && down > 0.0 { down } else { 0.0 });
-    }
-    let alpha = 1.0 / period as f64;
-    let atr = ewm(&tr, alpha, period);
-    let pdm = ewm(&plus, alpha, period);
-    let mdm = ewm(&minus, alpha, period);
-    let dx: Vec<Option<f64>> = atr
-        .iter()
-        .zip(pdm.iter().zip(&mdm))
-        .map(|(a, (p, m))| {
-            let (a, p, m) = ((*a)?, (*p)?, (*m)?);
-            if a <= 0.0 {
-                return None;
-            }
-            let (pdi, mdi) = (100.0 * p / a, 100.0 * m / a);
-            let sum = pdi + mdi;
-            Some(if sum > 0.0 {
-                100.0 * (pdi - mdi).abs() / sum
-            } else {
-                0.0
-            })
-        })
-        .collect();
-    if let Some(start) = dx.iter().position(Option::is_some) {
-        // A gap after the start (a flat stretch: no range at all) ends the series there.
-        let defined: Vec<f64> = dx[start..].iter().map_while(|v| *v).collect();
-        for (i, v) in ewm(&defined, alpha, period).into_iter().enumerate() {
-            out[start + i + 1] = v;
+    let mut adx = Adx::new(period);
+    high.iter()
+        .zip(low)
+        .zip(close)
+        .map(|((h, l), c)| adx.push(*h, *l, *c))
+        .collect()
+}
+
+/// [`adx`] one bar at a time (the same values).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Adx {
+    period: usize,
+    prev: Option<(f64, f64, f64)>,
+    atr: Ewm,
+    plus: Ewm,
+    minus: Ewm,
+    adx: Ewm,
+    dx: DxRun,
+}
+
+/// Where the DX series is: ADX smooths its first unbroken run of defined values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DxRun {
+    Before,
+    In,
+    /// A gap after the start (a flat stretch: no range at all) ended the series.
+    Ended,
+}
+
+impl Adx {
+    /// The ADX over `period` before any bar (`period` 0: never defined).
+    #[must_use]
+    #[allow(clippy::cast_precision_loss)]
+    pub fn new(period: usize) -> Self {
+        let wilder = Ewm::new(1.0 / period as f64, period);
+        Self {
+            period,
+            prev: None,
+            atr: wilder,
+            plus: wilder,
+            minus: wilder,
+            adx: wilder,
+            dx: DxRun::Before,
         }
     }
-    out
+
+    /// Takes the next bar's high, low and close: the ADX at it.
+    pub fn push(&mut self, high: f64, low: f64, close: f64) -> Option<f64> {
+        let (prev_high, prev_low, prev_close) = self.prev.replace((high, low, close))?;
+        if self.period == 0 {
+            return None;
+        }
+        let tr = (high - low)
+            .max((high - prev_close).abs())
+            .max((low - prev_close).abs());
+        let up = high - prev_high;
+        let down = prev_low - low;
+        let atr = self.atr.push(tr);
+        let plus = self.plus.push(if up > down && up > 0.0 { up } else { 0.0 });
+        let minus = self
+            .minus
+            .push(if down > up && down > 0.0 { down } else { 0.0 });
+        // `!(a <= 0.0)`, not `a > 0.0`: a NaN range goes on into the arithmetic, as it always did.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        let dx = match (atr, plus, minus) {
+            (Some(a), Some(p), Some(m)) if !(a <= 0.0) => {
+                let (pdi, mdi) = (100.0 * p / a, 100.0 * m / a);
+                let sum = pdi + mdi;
+                Some(if sum > 0.0 {
+                    100.0 * (pdi - mdi).abs() / sum
+                } else {
+                    0.0
+                })
+            }
+            _ => None,
+        };
+        match (self.dx, dx) {
+            (DxRun::Ended, _) | (DxRun::Before, None) => None,
+            (DxRun::Before | DxRun::In, Some(dx)) => {
+                self.dx = DxRun::In;
+                self.adx.push(dx)
+            }
+            (DxRun::In, None) => {
+                self.dx = DxRun::Ended;
+                None
+            }
+        }
+    }
 }
 
 /// Where the latest `window`-bar volatility ranks among the last `lookback` such values, 0–100.
@@ -163,14 +269,16 @@ pub fn volatility_percentile(closes: &[f64], window: usize, lookback: usize) -> 
     if window < 2 || lookback == 0 || closes.iter().any(|c| *c <= 0.0) {
         return None;
     }
-    let returns: Vec<f64> = closes.windows(2).map(|w| (w[1] / w[0]).ln()).collect();
-    if returns.len() < window + lookback - 1 {
+    // The returns the readings use: those of the last `window + lookback` closes.
+    let need = window + lookback - 1;
+    if closes.len().saturating_sub(1) < need {
         return None;
     }
-    let vols: Vec<f64> = returns[returns.len() - (window + lookback - 1)..]
-        .windows(window)
-        .map(sample_std)
+    let returns: Vec<f64> = closes[closes.len() - (need + 1)..]
+        .windows(2)
+        .map(|w| (w[1] / w[0]).ln())
         .collect();
+    let vols: Vec<f64> = returns.windows(window).map(sample_std).collect();
     let latest = *vols.last()?;
     let at_or_below = vols.iter().filter(|v| **v <= latest).count();
     Some(100.0 * at_or_below as f64 / vols.len() as f64)

@@ -172,22 +172,34 @@ fn indicators_at(
     market_condition: Option<RegimeTag>,
 ) -> Indicators {
     let closed = closed_by(bars, interval, now);
-    let closes = to_f64(closed.iter().map(|b| b.close));
+    // One pass over the bars: each price converted once, every series kept as its latest value
+    // (the volatility percentile needs the closes themselves).
+    let (fast, slow, signal) = MACD_PERIODS;
+    let mut rsi = indicators::Rsi::new(RSI_PERIOD);
+    let mut macd = indicators::Macd::new(fast, slow, signal);
+    let mut adx = indicators::Adx::new(ADX_PERIOD);
+    let (mut rsi_own, mut macd_now, mut adx_now) = (None, (None, None), None);
+    let mut closes = Vec::with_capacity(closed.len());
+    for b in closed {
+        let close = decimal_to_f64(b.close);
+        closes.push(close);
+        rsi_own = rsi.push(close);
+        macd_now = macd.push(close);
+        adx_now = adx.push(decimal_to_f64(b.high), decimal_to_f64(b.low), close);
+    }
     let rsi_tf = |tf: Interval| -> Option<f64> {
         if tf == interval {
-            return last(&indicators::rsi(&closes, RSI_PERIOD));
+            return finite(rsi_own);
         }
         if tf.minutes() < interval.minutes() || tf.minutes() % interval.minutes() != 0 {
             return None;
         }
-        let resampled = resample_closes(closed, tf, now);
-        last(&indicators::rsi(&resampled, RSI_PERIOD))
+        let mut rsi = indicators::Rsi::new(RSI_PERIOD);
+        finite(resample_closes(closed, tf, now).fold(None, |_, c| rsi.push(c)))
     };
-    let (fast, slow, signal) = MACD_PERIODS;
-    let (line, sig) = indicators::macd(&closes, fast, slow, signal);
-    let highs = to_f64(closed.iter().map(|b| b.high));
-    let lows = to_f64(closed.iter().map(|b| b.low));
-    let volumes = to_f64(closed.iter().map(|b| b.volume));
+    // The volume ratio reads the latest bar and the `VOLUME_PERIOD` before it.
+    let recent = &closed[closed.len().saturating_sub(VOLUME_PERIOD + 1)..];
+    let volumes = to_f64(recent.iter().map(|b| b.volume));
     let btc_correlation = reference.and_then(|r| {
         let r = closed_by(r, interval, now);
         let (a, b) = aligned_log_returns(closed, r);
@@ -197,17 +209,14 @@ fn indicators_at(
         rsi_15m: rsi_tf(Interval::M15),
         rsi_1h: rsi_tf(Interval::H1),
         rsi_4h: rsi_tf(Interval::H4),
-        macd_signal: indicators::macd_state(
-            line.last().copied().flatten(),
-            sig.last().copied().flatten(),
-        ),
+        macd_signal: indicators::macd_state(macd_now.0, macd_now.1),
         volatility_percentile: indicators::volatility_percentile(
             &closes,
             VOLATILITY_WINDOW,
             VOLATILITY_LOOKBACK,
         ),
         volume_ratio: indicators::volume_ratio(&volumes, VOLUME_PERIOD),
-        trend_strength: last(&indicators::adx(&highs, &lows, &closes, ADX_PERIOD)),
+        trend_strength: finite(adx_now),
         btc_correlation,
         market_condition: market_condition.unwrap_or_else(|| classify_regime(closed)),
     }
@@ -219,8 +228,8 @@ fn closed_by(bars: &[Bar], interval: Interval, now: DateTime<Utc>) -> &[Bar] {
     &bars[..end]
 }
 
-fn last(series: &[Option<f64>]) -> Option<f64> {
-    series.last().copied().flatten().filter(|v| v.is_finite())
+fn finite(value: Option<f64>) -> Option<f64> {
+    value.filter(|v| v.is_finite())
 }
 
 fn to_f64(values: impl Iterator<Item = Decimal>) -> Vec<f64> {
@@ -276,20 +285,27 @@ pub(crate) fn decimal_to_f64(d: Decimal) -> f64 {
 }
 
 /// The closes of `bars` resampled to `tf`: the last close of each `tf` bucket that closed by
-/// `now`, oldest first.
-fn resample_closes(bars: &[Bar], tf: Interval, now: DateTime<Utc>) -> Vec<f64> {
-    let mut out: Vec<(DateTime<Utc>, Decimal)> = Vec::new();
-    for b in bars {
-        let bucket = tf.bucket_start(b.time);
-        if bucket + tf.duration() > now {
-            break;
+/// `now`, oldest first. Buckets are compared in seconds ([`Interval::bucket_start_secs`]):
+/// a date per bar was most of the cost.
+fn resample_closes(
+    bars: &[Bar],
+    tf: Interval,
+    now: DateTime<Utc>,
+) -> impl Iterator<Item = f64> + '_ {
+    let (len, now) = (tf.minutes() * 60, now.timestamp());
+    let mut bars = bars
+        .iter()
+        .map(move |b| (tf.bucket_start_secs(b.time.timestamp()), b.close))
+        .take_while(move |(bucket, _)| bucket + len <= now)
+        .peekable();
+    // The last close of each run of one bucket.
+    std::iter::from_fn(move || {
+        let (bucket, mut close) = bars.next()?;
+        while let Some((_, c)) = bars.next_if(|(b, _)| *b == bucket) {
+            close = c;
         }
-        match out.last_mut() {
-            Some((start, close)) if *start == bucket => *close = b.close,
-            _ => out.push((bucket, b.close)),
-        }
-    }
-    to_f64(out.into_iter().map(|(_, c)| c))
+        Some(decimal_to_f64(close))
+    })
 }
 
 /// Log returns of `a` and `b` over the bar times both have, consecutive in that common

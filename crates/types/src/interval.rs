@@ -95,18 +95,23 @@ impl Interval {
     /// epoch (weeks to Monday 00:00 UTC, as exchanges do).
     #[must_use]
     pub fn bucket_start(self, t: DateTime<Utc>) -> DateTime<Utc> {
+        Utc.timestamp_opt(self.bucket_start_secs(t.timestamp()), 0)
+            .single()
+            .expect("a bucket start lies within chrono's range whenever its input does")
+    }
+
+    /// [`bucket_start`](Self::bucket_start) in Unix seconds: the open time, in seconds, of the
+    /// bar of this interval that contains the second `secs`.
+    #[must_use]
+    pub const fn bucket_start_secs(self, secs: i64) -> i64 {
         // 1970-01-01 was a Thursday; weekly buckets start on Monday, 4 days later.
-        let offset = if self == Interval::W1 {
+        let offset = if matches!(self, Interval::W1) {
             4 * 1_440 * 60
         } else {
             0
         };
-        let secs = t.timestamp() - offset;
         let len = self.minutes() * 60;
-        let start = secs.div_euclid(len) * len + offset;
-        Utc.timestamp_opt(start, 0)
-            .single()
-            .expect("a bucket start lies within chrono's range whenever its input does")
+        (secs - offset).div_euclid(len) * len + offset
     }
 }
 
