@@ -29,6 +29,10 @@ pub const MAX_STORED_ERROR_CHARS: usize = 2_000;
 /// The first `max` characters of `text` and how many characters were cut (0 when none).
 #[must_use]
 pub fn cut_chars(text: &str, max: usize) -> (&str, usize) {
+    // No more bytes than `max`: no more characters either, nothing to count.
+    if text.len() <= max {
+        return (text, 0);
+    }
     match text.char_indices().nth(max) {
         None => (text, 0),
         Some((end, _)) => (&text[..end], text[end..].chars().count()),

@@ -4,40 +4,46 @@
 
 use rust_decimal::Decimal;
 
-/// The text of a decimal given by its parts, written into the end of `buf`: `-` when
-/// `negative`, the digits of `mantissa` with the point before the last `scale` of them, at
-/// least one digit before the point (`0.05`, `0`). `scale` is at most 28, so 29 digits, a
-/// leading `0`, the point and the sign fit in 32 bytes.
-pub fn decimal_parts_text<T>(
+/// The text of a decimal given by its parts, written into `buf`: `-` when `negative`, the
+/// digits of `mantissa` with the point before the last `scale` of them, at least one digit
+/// before the point (`0.05`, `0`). `scale` is at most 28 and `mantissa` at most 29 digits, so
+/// the digits, a leading `0`, the point and the sign fit in 32 bytes. The digits come from
+/// `itoa` (two at a time), not a division per digit.
+pub fn decimal_parts_text<T: itoa::Integer>(
     buf: &mut [u8; 32],
-    mut mantissa: T,
+    mantissa: T,
     scale: usize,
     negative: bool,
-) -> &str
-where
-    T: Copy + PartialEq + From<u8> + std::ops::Rem<Output = T> + std::ops::Div<Output = T>,
-    u8: TryFrom<T>,
-{
-    let (zero, ten) = (T::from(0), T::from(10));
-    let mut at = buf.len();
-    let mut written = 0;
-    // Right to left; `0.05` has `scale + 1` digits at least, `0` one.
-    while mantissa != zero || written <= scale {
-        if written == scale && scale > 0 {
-            at -= 1;
-            buf[at] = b'.';
+) -> &str {
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(mantissa).as_bytes();
+    let mut at = 0;
+    let mut put = |bytes: &[u8]| {
+        if let Some(to) = buf.get_mut(at..at + bytes.len()) {
+            to.copy_from_slice(bytes);
         }
-        at -= 1;
-        buf[at] = b'0' + u8::try_from(mantissa % ten).unwrap_or(0);
-        mantissa = mantissa / ten;
-        written += 1;
-    }
+        at += bytes.len();
+    };
     if negative {
-        at -= 1;
-        buf[at] = b'-';
+        put(b"-");
+    }
+    if let Some(int_len) = digits.len().checked_sub(scale).filter(|n| *n > 0) {
+        let (int, frac) = digits.split_at(int_len);
+        put(int);
+        if scale > 0 {
+            put(b".");
+            put(frac);
+        }
+    } else {
+        // `0.` then the zeros the digits do not reach, then the digits.
+        put(b"0.");
+        for _ in digits.len()..scale {
+            put(b"0");
+        }
+        put(digits);
     }
     // Only ASCII digits, `.` and `-` were written.
-    std::str::from_utf8(&buf[at..]).unwrap_or_default()
+    std::str::from_utf8(buf.get(..at).unwrap_or_default()).unwrap_or_default()
 }
 
 /// `d.to_string()` written into `buf` (`-0.00` for a negative zero); `None` for a scale above
@@ -55,33 +61,46 @@ pub fn decimal_text(buf: &mut [u8; 32], d: Decimal) -> Option<&str> {
 }
 
 /// `|d|` rounded half away from zero to exactly `dp` decimals, as the mantissa of a decimal of
-/// scale `dp` (`1.005` at 2 → `101`), when 64-bit integer arithmetic suffices: `d`'s mantissa
-/// and the result fit 64 bits (prices and money, always). `None` otherwise: round through
-/// `Decimal` then. The sign is the caller's (a value that rounds to zero has none).
+/// scale `dp` (`1.005` at 2 → `101`), when the result fits 64 bits (prices and money, always).
+/// A 96-bit mantissa (an amount that went through a division carries 28 decimals) is rounded in
+/// 128-bit integers. `None` when the result does not fit: round through `Decimal` then. The sign
+/// is the caller's (a value that rounds to zero has none).
 #[must_use]
 pub fn rounded_mantissa(d: Decimal, dp: u32) -> Option<u64> {
     let parts = d.unpack();
-    if parts.hi != 0 || dp > 28 {
+    if dp > 28 {
         return None;
     }
     let m = (u64::from(parts.mid) << 32) | u64::from(parts.lo);
     let (value, scale) = if parts.scale <= dp {
-        (m, parts.scale)
-    } else {
+        (if parts.hi == 0 { Some(m) } else { None }, parts.scale)
+    } else if parts.hi == 0 {
         // Drop `scale − dp` digits, adding one when they are at least half (10^20 and up
         // exceed any 64-bit mantissa: less than half, zero).
         let q = match 10_u64.checked_pow(parts.scale - dp) {
-            Some(p) => {
-                let (q, r) = (m / p, m % p);
-                if r >= p - r { q + 1 } else { q }
-            }
+            Some(p) => half_up(m, p),
             None => 0,
         };
-        (q, dp)
+        (Some(q), dp)
+    } else {
+        // The same in 128 bits (10^28 fits).
+        let wide = (u128::from(parts.hi) << 64) | u128::from(m);
+        let q = half_up(wide, 10_u128.pow(parts.scale - dp));
+        (u64::try_from(q).ok(), dp)
     };
     10_u64
         .checked_pow(dp - scale)
-        .and_then(|p| value.checked_mul(p))
+        .and_then(|p| value?.checked_mul(p))
+}
+
+/// `m / p` rounded half up (`p` > 0).
+fn half_up<T>(m: T, p: T) -> T
+where
+    T: Copy + PartialOrd + From<u8> + std::ops::Div<Output = T> + std::ops::Rem<Output = T>,
+    T: std::ops::Sub<Output = T> + std::ops::Add<Output = T>,
+{
+    let (q, r) = (m / p, m % p);
+    if r >= p - r { q + T::from(1) } else { q }
 }
 
 #[cfg(test)]
@@ -100,7 +119,11 @@ mod tests {
             ("12.5", 3, Some(12_500)), // rescaled up: 125 × 10^2
             ("3", 0, Some(3)),
             ("18446744073709551615", 1, None), // × 10 leaves 64 bits
-            ("79228162514264337593543950335", 0, None), // the mantissa needs 96 bits
+            ("79228162514264337593543950335", 0, None), // the result needs 96 bits
+            // A 96-bit mantissa, rounded in 128 bits: ...67.49|5 → 67.50 at 2, 67.495 at 3.
+            ("10067.495000000000000000000001", 2, Some(1_006_750)),
+            ("10067.495000000000000000000001", 3, Some(10_067_495)),
+            ("-0.0049999999999999999999999999", 2, Some(0)),
         ] {
             let d = Decimal::from_str(text).unwrap();
             assert_eq!(rounded_mantissa(d, dp), expected, "{text} at {dp}");

@@ -42,18 +42,7 @@ pub fn push_plain(out: &mut String, d: Decimal) {
 
 /// Appends the decimal digits of `n` (as `n.to_string()`).
 pub fn push_uint(out: &mut String, n: u64) {
-    let mut buf = [0_u8; 20];
-    let mut at = buf.len();
-    let mut m = n;
-    loop {
-        at -= 1;
-        buf[at] = b'0' + u8::try_from(m % 10).unwrap_or(0);
-        m /= 10;
-        if m == 0 {
-            break;
-        }
-    }
-    out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
+    out.push_str(itoa::Buffer::new().format(n));
 }
 
 /// `d` rounded half away from zero to exactly `dp` decimals, zero-padded, no separators
