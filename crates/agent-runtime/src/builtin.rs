@@ -239,21 +239,45 @@ fn close_of_row(row: &str) -> Option<Decimal> {
     if row == BAR_TABLE_HEADER {
         return None;
     }
-    // One pass over the row: how many spaces, and where the last two are (the close lies
-    // between them).
-    let (mut spaces, mut last, mut before) = (0_usize, 0_usize, 0_usize);
-    for (i, &b) in row.as_bytes().iter().enumerate() {
-        if b == b' ' {
-            spaces += 1;
-            before = last;
-            last = i;
-        }
-    }
+    // How many spaces, then the last two found from the end: the close lies between them.
+    let bytes = row.as_bytes();
+    let spaces = count_spaces(bytes);
     // Three more prices and at least one time field.
     if !(spaces == 5 || spaces == 7) {
         return None;
     }
+    let last = memchr::memrchr(b' ', bytes)?;
+    let before = memchr::memrchr(b' ', &bytes[..last])?;
     plain_decimal(&row[before + 1..last])
+}
+
+/// The number of spaces in `bytes`, eight bytes at a time: each word's space bytes become `1`s
+/// in their byte lanes (the exact zero-byte test on `word ^ 0x2020…`, no carries between lanes),
+/// the lanes are summed across words and folded into one byte once per 31 words (at most 248
+/// spaces: the byte holds the sum). A bar row is ≈55 bytes.
+fn count_spaces(bytes: &[u8]) -> usize {
+    const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
+    const LOW7: u64 = u64::from_ne_bytes([0x7f; 8]);
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    let mut count = 0;
+    let mut words = bytes.chunks_exact(8);
+    loop {
+        let mut lanes = 0_u64;
+        let mut taken = 0;
+        for chunk in words.by_ref().take(31) {
+            let word = u64::from_ne_bytes(chunk.try_into().unwrap_or_default()) ^ SPACES;
+            // High bit of each lane set exactly when the lane is zero (was a space).
+            let zero = !(((word & LOW7) + LOW7) | word | LOW7);
+            lanes += zero >> 7;
+            taken += 1;
+        }
+        // The lanes' sum, in the top byte.
+        count += (lanes.wrapping_mul(ONES) >> 56) as usize;
+        if taken < 31 {
+            break;
+        }
+    }
+    count + words.remainder().iter().filter(|&&b| b == b' ').count()
 }
 
 /// `text` as [`Decimal::from_str`] reads it. The prices of a bar table (digits with at most one
@@ -383,6 +407,8 @@ pub fn sma_cross(
 #[derive(Debug, Clone)]
 pub struct SmaCrossModel {
     id: String,
+    /// `Rule-based baseline {id} (not an LLM)`: every reason and text starts with it.
+    label: String,
     fast: usize,
     slow: usize,
     max_position_pct: Decimal,
@@ -397,8 +423,10 @@ impl SmaCrossModel {
         if fast == 0 || fast >= slow || slow > 500 {
             return None;
         }
+        let id = format!("builtin/sma-cross:{fast}:{slow}");
         Some(Self {
-            id: format!("builtin/sma-cross:{fast}:{slow}"),
+            label: format!("Rule-based baseline {id} (not an LLM)"),
+            id,
             fast,
             slow,
             max_position_pct: skill.risk.max_position_pct,
@@ -439,15 +467,11 @@ impl SmaCrossModel {
             .round_dp_with_strategy(2, RoundingStrategy::ToZero)
     }
 
-    fn label(&self) -> String {
-        format!("Rule-based baseline {} (not an LLM)", self.id)
-    }
-
     /// The `propose_order` arguments for a rendered context.
     #[must_use]
     pub fn decide(&self, context: &str) -> String {
         let parsed = parse_context_last(context, self.slow + 1);
-        let label = self.label();
+        let label = &self.label;
         let first = parsed
             .closes
             .first()
@@ -461,12 +485,7 @@ impl SmaCrossModel {
                 ));
                 continue;
             };
-            let dp = closes
-                .iter()
-                .map(|c| c.normalize().scale())
-                .max()
-                .unwrap_or(0)
-                + 2;
+            let dp = closes.iter().map(|c| shown_scale(*c)).max().unwrap_or(0) + 2;
             let (f, s) = (round(f, dp), round(s, dp));
             let (side, verb, action) = match cross {
                 Cross::Up => (Side::Long, "above", "open_long"),
@@ -540,13 +559,29 @@ impl SmaCrossModel {
     }
 }
 
+/// The decimals `d` has without trailing zeros (`d.normalize().scale()`), stripped in 64-bit
+/// integers when the mantissa fits (a price read from a table always does).
+fn shown_scale(d: Decimal) -> u32 {
+    let Ok(mut m) = u64::try_from(d.mantissa().unsigned_abs()) else {
+        return d.normalize().scale();
+    };
+    let mut scale = d.scale();
+    while scale > 0 && m % 10 == 0 {
+        m /= 10;
+        scale -= 1;
+    }
+    // Zero normalises to scale 0 (`m` stays 0 and every digit is a trailing zero).
+    scale
+}
+
 fn round(d: Decimal, dp: u32) -> Decimal {
     d.round_dp_with_strategy(dp, RoundingStrategy::MidpointAwayFromZero)
         .normalize()
 }
 
 fn json_str(s: &str) -> String {
-    serde_json::Value::String(s.to_owned()).to_string()
+    // A string always serialises; the escaping is `Value::String`'s, without its copy.
+    serde_json::to_string(s).unwrap_or_default()
 }
 
 fn no_op(symbol: &str, reason: &str) -> String {
@@ -572,12 +607,15 @@ impl LanguageModel for SmaCrossModel {
     async fn generate(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
         // After the tool answered, close the turn: report what happened, never retry.
         if let Some(Message::Tool { content, .. }) = request.messages.last() {
-            let text = if content.contains("\"status\":\"recorded\"") {
-                format!("{}: proposal recorded.", self.label())
+            // A searcher built once (`str::contains` builds one per call).
+            static RECORDED: LazyLock<Finder<'static>> =
+                LazyLock::new(|| Finder::new("\"status\":\"recorded\""));
+            let text = if RECORDED.find(content.as_bytes()).is_some() {
+                format!("{}: proposal recorded.", self.label)
             } else {
                 format!(
                     "{}: propose_order refused the proposal: {content}",
-                    self.label()
+                    self.label
                 )
             };
             return Ok(ModelResponse {
@@ -598,7 +636,7 @@ impl LanguageModel for SmaCrossModel {
         };
         let arguments = self.decide(context);
         Ok(ModelResponse {
-            text: Some(format!("{}: evaluating the SMA cross.", self.label())),
+            text: Some(format!("{}: evaluating the SMA cross.", self.label)),
             tool_calls: vec![ToolCall {
                 id: "sma-cross-1".to_owned(),
                 name: tools::PROPOSE_ORDER.to_owned(),
@@ -736,6 +774,30 @@ mod tests {
                 plain_decimal(fields[fields.len() - 2])
             };
             prop_assert_eq!(exact(close_of_row(&row)), exact(split()));
+        }
+
+        #[test]
+        fn spaces_are_counted_as_a_filter_counts_them(
+            text in "[ a-z\u{a0}\u{2000}]{0,80}",
+            long in 0_usize..3000,
+        ) {
+            let expect = |t: &str| t.bytes().filter(|&b| b == b' ').count();
+            prop_assert_eq!(count_spaces(text.as_bytes()), expect(&text));
+            // Past 31 words (248 bytes) the lanes are folded and counted again.
+            let padded = " ".repeat(long) + &text;
+            prop_assert_eq!(count_spaces(padded.as_bytes()), expect(&padded));
+        }
+
+        #[test]
+        fn shown_scale_is_the_normalised_scale(m in any::<i64>(), scale in 0_u32..=28, wide in any::<bool>()) {
+            // Wide: a mantissa past 64 bits when it fits 96.
+            let d = if wide {
+                Decimal::try_from_i128_with_scale(i128::from(m) * 1_000_000_000_000, scale)
+                    .unwrap_or(Decimal::new(m, scale))
+            } else {
+                Decimal::new(m, scale)
+            };
+            prop_assert_eq!(shown_scale(d), d.normalize().scale());
         }
 
         #[test]
