@@ -205,17 +205,29 @@ impl<'a> LinePlan<'a> {
                 raw.push(same);
                 continue;
             }
-            // The same stream's text of the tick before has about as many lines.
-            let mut refs = Vec::with_capacity(
-                t.checked_sub(streams)
-                    .map_or(16, |before| raw[before].len() + 2),
-            );
+            // The same stream's text of the tick before: about as many lines, most of them
+            // at the same index or one away (a bar table that slid by a row). A line equal to
+            // the one there is that line (every distinct line has one index), without hashing.
+            let before = t.checked_sub(streams).map(|b| raw[b].as_slice());
+            let mut refs = Vec::with_capacity(before.map_or(16, |b| b.len() + 2));
+            let mut shift = 0_isize;
             for (l, line) in lines(text).enumerate() {
-                let next = u32::try_from(first.len()).unwrap_or(u32::MAX);
-                let i = *index.entry(line).or_insert_with(|| {
-                    first.push((line, l, t));
-                    next
+                let hinted = before.and_then(|b| {
+                    [shift, 0, 1, -1].into_iter().find_map(|s| {
+                        let i = *b.get(l.checked_add_signed(s)?)?;
+                        (first[i as usize].0 == line).then_some((i, s))
+                    })
                 });
+                let i = if let Some((i, s)) = hinted {
+                    shift = s;
+                    i
+                } else {
+                    let next = u32::try_from(first.len()).unwrap_or(u32::MAX);
+                    *index.entry(line).or_insert_with(|| {
+                        first.push((line, l, t));
+                        next
+                    })
+                };
                 refs.push(i);
             }
             raw.push(refs);
@@ -520,6 +532,41 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The plan as first written: every line hashed, numbered by (stream, line index, tick) of
+    /// its first use.
+    fn hashed_plan<'a>(texts: &[&'a str], streams: usize) -> (Vec<&'a str>, Vec<Vec<u32>>) {
+        let mut index: HashMap<&str, u32> = HashMap::new();
+        let mut first: Vec<(&str, usize, usize)> = Vec::new();
+        let raw: Vec<Vec<u32>> = texts
+            .iter()
+            .enumerate()
+            .map(|(t, text)| {
+                lines(text)
+                    .enumerate()
+                    .map(|(l, line)| {
+                        let next = first.len() as u32;
+                        *index.entry(line).or_insert_with(|| {
+                            first.push((line, l, t));
+                            next
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut order: Vec<usize> = (0..first.len()).collect();
+        order.sort_by_key(|&i| (first[i].2 % streams, first[i].1, first[i].2));
+        let mut renumber = vec![0u32; order.len()];
+        for (new, &old) in order.iter().enumerate() {
+            renumber[old] = new as u32;
+        }
+        let distinct = order.iter().map(|&i| first[i].0).collect();
+        let lists = raw
+            .into_iter()
+            .map(|r| r.into_iter().map(|i| renumber[i as usize]).collect())
+            .collect();
+        (distinct, lists)
+    }
+
     #[test]
     fn a_shifted_table_is_a_couple_of_runs() {
         let seqs: Vec<i64> = (0..40).chain(100..124).chain([7, 3]).collect();
@@ -626,6 +673,37 @@ mod tests {
         #[test]
         fn lists_round_trip(seqs in proptest::collection::vec(0i64..1_000_000, 0..200)) {
             prop_assert_eq!(decode_refs(&encode_refs(&seqs)).unwrap(), seqs);
+        }
+
+        /// Finding a line at its place in the tick before gives the plan hashing every line
+        /// gives: the same distinct lines in the same order, the same lists.
+        #[test]
+        fn the_hinted_plan_is_the_hashed_plan(
+            ticks in proptest::collection::vec(
+                (0_usize..3, proptest::collection::vec("[a-d]{0,2}\n?", 0..12)),
+                0..8,
+            ),
+            streams in 1_usize..3,
+        ) {
+            // Each text is the one before it slid by 0..3 lines, with new lines appended.
+            let mut texts: Vec<String> = Vec::new();
+            for (t, (slide, new)) in ticks.iter().enumerate() {
+                let mut text: String = t
+                    .checked_sub(streams)
+                    .map(|b| lines(&texts[b]).skip(*slide).collect())
+                    .unwrap_or_default();
+                text.extend(new.iter().map(String::as_str));
+                texts.push(text);
+            }
+            let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let plan = LinePlan::new(&texts, streams);
+            let (distinct, lists) = hashed_plan(&texts, streams);
+            prop_assert_eq!(&plan.distinct, &distinct);
+            prop_assert_eq!(&plan.texts, &lists);
+            for (text, list) in texts.iter().zip(&plan.texts) {
+                let joined: String = list.iter().map(|&i| plan.distinct[i as usize]).collect();
+                prop_assert_eq!(&joined, text);
+            }
         }
 
         #[test]

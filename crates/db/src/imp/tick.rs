@@ -382,14 +382,20 @@ macro_rules! impl_tick {
                 }
                 let seqs: Vec<i64> = seqs.into_iter().map(Option::unwrap_or_default).collect();
                 update.add(scope, &plan.distinct, &seqs);
-                Ok(plan
-                    .texts
-                    .iter()
-                    .map(|text| {
-                        let s: Vec<i64> = text.iter().map(|&i| seqs[i as usize]).collect();
-                        lines::encode_refs(&s)
-                    })
-                    .collect())
+                let mut lists: Vec<Vec<u8>> = Vec::with_capacity(plan.texts.len());
+                for (t, text) in plan.texts.iter().enumerate() {
+                    // The same lines as the stream's text of the tick before (a system prompt
+                    // between reflections): the same list.
+                    let list = match t.checked_sub(streams) {
+                        Some(before) if plan.texts[before] == *text => lists[before].clone(),
+                        _ => {
+                            let s: Vec<i64> = text.iter().map(|&i| seqs[i as usize]).collect();
+                            lines::encode_refs(&s)
+                        }
+                    };
+                    lists.push(list);
+                }
+                Ok(lists)
             }
 
             /// The lines numbered `seqs` (sorted, distinct) of `deployment_id`'s scope, read as
