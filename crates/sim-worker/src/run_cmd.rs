@@ -1048,25 +1048,30 @@ impl Progress {
         {
             self.notes.set(self.notes.get() + 1);
         }
-        let pnl = (outcome.equity_usd - self.initial).round_dp(2);
-        let msg = format!(
-            "{} trades · PnL ${pnl} · {} notes",
-            state.closed_trades(),
-            self.notes.get()
-        );
+        let msg = || {
+            let pnl = (outcome.equity_usd - self.initial).round_dp(2);
+            format!(
+                "{} trades · PnL ${pnl} · {} notes",
+                state.closed_trades(),
+                self.notes.get()
+            )
+        };
         match &self.bar {
             Some(bar) => {
                 bar.set_position(done);
-                bar.set_message(msg);
+                bar.set_message(msg());
             }
             None => {
+                // Without a terminal, a line at every tenth of the run: the message is written
+                // only then.
                 let step = (self.total / 10).max(1);
                 if done.is_multiple_of(step) || done == self.total {
                     let _ = writeln!(
                         std::io::stderr(),
-                        "tick {done}/{} at {} · {msg}",
+                        "tick {done}/{} at {} · {}",
                         self.total,
-                        outcome.tick_at
+                        outcome.tick_at,
+                        msg()
                     );
                 }
             }
