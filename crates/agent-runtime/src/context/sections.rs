@@ -369,11 +369,18 @@ pub(super) fn memory_section(out: &mut String, heading: &str, body: &str, empty:
     // would have.
     out.push_str(heading);
     let mut any = false;
-    for l in body
-        .split('\n')
-        .map(str::trim_end)
-        .filter(|l| !l.trim().is_empty())
-    {
+    // `body.split('\n')`, each break found with the SIMD `memchr` (the standard library's
+    // search goes a word at a time).
+    let mut start = 0;
+    let pieces = memchr::memchr_iter(b'\n', body.as_bytes())
+        .chain(std::iter::once(body.len()))
+        .map(|end| {
+            // A `\n` is a whole character: both cuts are character boundaries.
+            let piece = body.get(start..end).unwrap_or_default();
+            start = end + 1;
+            piece
+        });
+    for l in pieces.map(str::trim_end).filter(|l| !l.trim().is_empty()) {
         out.push('\n');
         // A line of the body cannot pass for a heading of this message.
         if l.trim_start().starts_with('#') {

@@ -3,7 +3,7 @@
 
 use rust_decimal::Decimal;
 
-use super::number::{group_into, rounded_text};
+use super::number::Rounded;
 
 /// `d` in dollars, rounded to the cent: `$0.00`, `$42.50`, `$12,500.00`, `-$1,234.50`. An
 /// amount that rounds to zero is `$0.00`, never `-$0.00`.
@@ -16,10 +16,9 @@ pub fn money(d: Decimal) -> String {
 
 /// Appends [`money`]`(d)`.
 pub fn push_money(out: &mut String, d: Decimal) {
-    let (mut buf, mut spill) = ([0_u8; 32], String::new());
-    let (text, negative) = rounded_text(d, 2, &mut buf, &mut spill);
-    out.push_str(if negative { "-$" } else { "$" });
-    group_into(out, text);
+    let r = Rounded::of(d, 2);
+    out.push_str(if r.negative { "-$" } else { "$" });
+    r.push_digits(out, true);
 }
 
 /// A gain or loss in [`money`]'s style with its sign always shown: `+$28.40`, `-$9.70`; an
@@ -33,14 +32,13 @@ pub fn signed_money(d: Decimal) -> String {
 
 /// Appends [`signed_money`]`(d)`.
 pub fn push_signed_money(out: &mut String, d: Decimal) {
-    let (mut buf, mut spill) = ([0_u8; 32], String::new());
-    let (text, negative) = rounded_text(d, 2, &mut buf, &mut spill);
-    out.push_str(if negative {
+    let r = Rounded::of(d, 2);
+    out.push_str(if r.negative {
         "-$"
-    } else if text == "0.00" {
+    } else if r.is_zero() {
         "$"
     } else {
         "+$"
     });
-    group_into(out, text);
+    r.push_digits(out, true);
 }

@@ -2,7 +2,7 @@
 
 use rust_decimal::{Decimal, RoundingStrategy};
 
-use super::digits::{decimal_parts_text, decimal_text, rounded_mantissa};
+use super::digits::{decimal_text, push_parts, rounded_mantissa};
 
 /// Significant digits shown for a [`price`] (at least; integer digits are never cut).
 const PRICE_SIGNIFICANT: u32 = 6;
@@ -22,11 +22,28 @@ fn round(d: Decimal, dp: u32) -> Decimal {
 /// the point `scale` digits from the right, `0.05`, `-0.00` for a negative zero) without the
 /// formatting machinery or a temporary string.
 pub fn push_decimal(out: &mut String, d: Decimal) {
-    let mut buf = [0_u8; 32];
-    match decimal_text(&mut buf, d) {
-        Some(text) => out.push_str(text),
-        None => push_display(out, d),
+    if !push_as_display(out, d, false) {
+        push_display(out, d);
     }
+}
+
+/// Appends `d` as `Display` prints it (its sign, `-0.00` included, then its mantissa's digits
+/// at its scale), with `,` every three integer digits when `grouped`; false (nothing written)
+/// for a scale above 28, which only `rescale` makes.
+fn push_as_display(out: &mut String, d: Decimal, grouped: bool) -> bool {
+    let scale = d.scale() as usize;
+    if scale > 28 {
+        return false;
+    }
+    if d.is_sign_negative() {
+        out.push('-');
+    }
+    let mantissa = d.mantissa().unsigned_abs();
+    match u64::try_from(mantissa) {
+        Ok(m) => push_parts(out, m, scale, grouped),
+        Err(_) => push_parts(out, mantissa, scale, grouped),
+    }
+    true
 }
 
 /// Appends `d` as `Display` prints it, through the formatting machinery.
@@ -59,14 +76,10 @@ pub fn fixed(d: Decimal, dp: u32) -> String {
 pub fn push_fixed(out: &mut String, d: Decimal, dp: u32) {
     // 64-bit integer arithmetic when it suffices (prices and money, always).
     if let Some(mantissa) = rounded_mantissa(d, dp) {
-        let negative = d.is_sign_negative() && (mantissa != 0 || d.is_zero());
-        let mut buf = [0_u8; 32];
-        out.push_str(decimal_parts_text(
-            &mut buf,
-            mantissa,
-            dp as usize,
-            negative,
-        ));
+        if d.is_sign_negative() && (mantissa != 0 || d.is_zero()) {
+            out.push('-');
+        }
+        push_parts(out, mantissa, dp as usize, false);
     } else {
         let mut r = d.round_dp_with_strategy(dp, RoundingStrategy::MidpointAwayFromZero);
         r.rescale(dp);
@@ -77,16 +90,14 @@ pub fn push_fixed(out: &mut String, d: Decimal, dp: u32) {
 /// Appends `d` as `Display` prints it, with `,` every three integer digits (`-1234.5` →
 /// `-1,234.5`).
 fn push_grouped(out: &mut String, d: Decimal) {
-    let mut buf = [0_u8; 32];
-    match decimal_text(&mut buf, d) {
-        Some(text) => group_into(out, text),
+    if !push_as_display(out, d, true) {
         // Only `rescale` beyond the maximum scale makes these; print them the slow way.
-        None => group_into(out, &d.to_string()),
+        group_into(out, &d.to_string());
     }
 }
 
 /// Appends a plain decimal text with `,` every three integer digits.
-pub(super) fn group_into(out: &mut String, plain: &str) {
+fn group_into(out: &mut String, plain: &str) {
     let rest = match plain.strip_prefix('-') {
         Some(r) => {
             out.push('-');
@@ -115,26 +126,50 @@ pub(super) fn group_into(out: &mut String, plain: &str) {
     }
 }
 
-/// The text of `d` rounded to exactly `dp` decimals (half away from zero; a zero is positive)
-/// without its sign, and whether it is negative: in 64-bit integer arithmetic when the mantissa
-/// and the result fit 64 bits (prices and money, always; the text is then written into `buf`),
-/// else through `Decimal` (written into `spill`).
-pub(super) fn rounded_text<'b>(
-    d: Decimal,
+/// `d` rounded to exactly `dp` decimals (half away from zero; a zero is positive), its sign
+/// apart: in 64-bit integer arithmetic when the result fits 64 bits (prices and money, always),
+/// else through `Decimal`.
+pub(super) struct Rounded {
+    /// The magnitude: the mantissa at scale `dp`, or the rounded decimal.
+    magnitude: Result<u64, Decimal>,
     dp: u32,
-    buf: &'b mut [u8; 32],
-    spill: &'b mut String,
-) -> (&'b str, bool) {
-    if let Some(m) = rounded_mantissa(d, dp) {
-        return (
-            decimal_parts_text(buf, m, dp as usize, false),
-            d.is_sign_negative() && m != 0,
-        );
+    /// Negative (never for a zero).
+    pub(super) negative: bool,
+}
+
+impl Rounded {
+    pub(super) fn of(d: Decimal, dp: u32) -> Self {
+        if let Some(m) = rounded_mantissa(d, dp) {
+            return Rounded {
+                magnitude: Ok(m),
+                dp,
+                negative: d.is_sign_negative() && m != 0,
+            };
+        }
+        let mut r = round(d, dp);
+        r.rescale(dp);
+        Rounded {
+            negative: r.is_sign_negative(),
+            magnitude: Err(r.abs()),
+            dp,
+        }
     }
-    let mut r = round(d, dp);
-    r.rescale(dp);
-    push_display(spill, r.abs());
-    (spill.as_str(), r.is_sign_negative())
+
+    pub(super) fn is_zero(&self) -> bool {
+        match self.magnitude {
+            Ok(m) => m == 0,
+            Err(r) => r.is_zero(),
+        }
+    }
+
+    /// Appends the magnitude's digits, with `,` every three integer digits when `grouped`.
+    pub(super) fn push_digits(&self, out: &mut String, grouped: bool) {
+        match self.magnitude {
+            Ok(m) => push_parts(out, m, self.dp as usize, grouped),
+            Err(r) if grouped => push_grouped(out, r),
+            Err(r) => push_decimal(out, r),
+        }
+    }
 }
 
 /// `d` with exactly `dp` decimals (half away from zero; a zero is positive) and thousands
@@ -148,12 +183,11 @@ pub fn grouped_fixed(d: Decimal, dp: u32) -> String {
 
 /// Appends [`grouped_fixed`]`(d, dp)`.
 pub fn push_grouped_fixed(out: &mut String, d: Decimal, dp: u32) {
-    let (mut buf, mut spill) = ([0_u8; 32], String::new());
-    let (text, negative) = rounded_text(d, dp, &mut buf, &mut spill);
-    if negative {
+    let r = Rounded::of(d, dp);
+    if r.negative {
         out.push('-');
     }
-    group_into(out, text);
+    r.push_digits(out, true);
 }
 
 /// A price at its own scale: at least six significant digits (never cutting integer digits),
