@@ -9,7 +9,7 @@ use rust_decimal::Decimal;
 /// before the point (`0.05`, `0`). `scale` is at most 28 and `mantissa` at most 29 digits, so
 /// the digits, a leading `0`, the point and the sign fit in 32 bytes. The digits come from
 /// `itoa` (two at a time), not a division per digit.
-pub fn decimal_parts_text<T: itoa::Integer>(
+fn decimal_parts_text<T: itoa::Integer>(
     buf: &mut [u8; 32],
     mantissa: T,
     scale: usize,
