@@ -27,6 +27,9 @@
 //!    leverage`, `all in`, `raise the cap`, `remove the stop`, and size escalation in plain
 //!    words: `size up`, `bigger size`, `more size`, `take more`).
 
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 use serde::{Deserialize, Serialize};
 use skill_schema::Strategy;
 
@@ -227,8 +230,14 @@ fn words(text: &str) -> Vec<String> {
         .to_lowercase()
         .replace(['’', '‘'], "'");
     let mut expanded = lower.replace("n't", " not").replace("cannot", "can not");
-    for (phrase, action) in PHRASES {
-        expanded = expanded.replace(phrase, action);
+    // Each phrase's searcher built once; a phrase the text does not hold costs one SIMD scan,
+    // not a searcher and a copy of the text (`str::replace` makes both every time).
+    static FINDERS: LazyLock<Vec<Finder<'static>>> =
+        LazyLock::new(|| PHRASES.iter().map(|(p, _)| Finder::new(p)).collect());
+    for ((phrase, action), finder) in PHRASES.iter().zip(FINDERS.iter()) {
+        if finder.find(expanded.as_bytes()).is_some() {
+            expanded = expanded.replace(phrase, action);
+        }
     }
     expanded
         .split(|c: char| !c.is_alphanumeric())
