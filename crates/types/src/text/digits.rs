@@ -4,48 +4,6 @@
 
 use rust_decimal::Decimal;
 
-/// The text of a decimal given by its parts, written into `buf`: `-` when `negative`, the
-/// digits of `mantissa` with the point before the last `scale` of them, at least one digit
-/// before the point (`0.05`, `0`). `scale` is at most 28 and `mantissa` at most 29 digits, so
-/// the digits, a leading `0`, the point and the sign fit in 32 bytes. The digits come from
-/// `itoa` (two at a time), not a division per digit.
-fn decimal_parts_text<T: itoa::Integer>(
-    buf: &mut [u8; 32],
-    mantissa: T,
-    scale: usize,
-    negative: bool,
-) -> &str {
-    let mut digits = itoa::Buffer::new();
-    let digits = digits.format(mantissa).as_bytes();
-    let mut at = 0;
-    let mut put = |bytes: &[u8]| {
-        if let Some(to) = buf.get_mut(at..at + bytes.len()) {
-            to.copy_from_slice(bytes);
-        }
-        at += bytes.len();
-    };
-    if negative {
-        put(b"-");
-    }
-    if let Some(int_len) = digits.len().checked_sub(scale).filter(|n| *n > 0) {
-        let (int, frac) = digits.split_at(int_len);
-        put(int);
-        if scale > 0 {
-            put(b".");
-            put(frac);
-        }
-    } else {
-        // `0.` then the zeros the digits do not reach, then the digits.
-        put(b"0.");
-        for _ in digits.len()..scale {
-            put(b"0");
-        }
-        put(digits);
-    }
-    // Only ASCII digits, `.` and `-` were written.
-    std::str::from_utf8(buf.get(..at).unwrap_or_default()).unwrap_or_default()
-}
-
 /// Appends the digits of `mantissa` with the point before the last `scale` of them, at least
 /// one digit before the point (`0.05`, `0`), and, when `grouped`, `,` every three integer digits
 /// (`1,234.5`). No sign. Written from `itoa`'s text: no division per digit, no UTF-8 check.
@@ -91,20 +49,6 @@ pub(super) fn push_parts<T: itoa::Integer>(
             }
         }
     }
-}
-
-/// `d.to_string()` written into `buf` (`-0.00` for a negative zero); `None` for a scale above
-/// 28, which only `rescale` makes (print those with `Display`).
-pub fn decimal_text(buf: &mut [u8; 32], d: Decimal) -> Option<&str> {
-    let scale = d.scale() as usize;
-    if scale > 28 {
-        return None;
-    }
-    let mantissa = d.mantissa().unsigned_abs();
-    Some(match u64::try_from(mantissa) {
-        Ok(m) => decimal_parts_text(buf, m, scale, d.is_sign_negative()),
-        Err(_) => decimal_parts_text(buf, mantissa, scale, d.is_sign_negative()),
-    })
 }
 
 /// `|d|` rounded half away from zero to exactly `dp` decimals, as the mantissa of a decimal of
@@ -179,7 +123,11 @@ mod tests {
 
     #[test]
     fn prints_as_display_does() {
-        let mut buf = [0_u8; 32];
+        let text = |d: Decimal| {
+            let mut out = String::new();
+            crate::text::push_decimal(&mut out, d);
+            out
+        };
         for s in [
             "0",
             "0.05",
@@ -191,17 +139,10 @@ mod tests {
             "0.0000000000000000000000000001",
         ] {
             let d = Decimal::from_str(s).unwrap();
-            assert_eq!(
-                decimal_text(&mut buf, d),
-                Some(d.to_string().as_str()),
-                "{s}"
-            );
+            assert_eq!(text(d), d.to_string(), "{s}");
         }
         // A negative zero keeps its sign, as Display prints it.
         let neg_zero = Decimal::from_str("-0.00").unwrap();
-        assert_eq!(
-            decimal_text(&mut buf, neg_zero),
-            Some(neg_zero.to_string().as_str())
-        );
+        assert_eq!(text(neg_zero), neg_zero.to_string());
     }
 }

@@ -32,7 +32,7 @@ mod number;
 mod quote;
 mod time;
 
-pub use digits::{decimal_text, rounded_mantissa};
+pub use digits::rounded_mantissa;
 pub use money::{money, push_money, push_signed_money, signed_money};
 pub use number::{
     fixed, grouped_fixed, num, pct, percent_of, price, price_usd, push_decimal, push_fixed,

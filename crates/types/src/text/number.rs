@@ -2,7 +2,7 @@
 
 use rust_decimal::{Decimal, RoundingStrategy};
 
-use super::digits::{decimal_text, push_parts, rounded_mantissa};
+use super::digits::{push_parts, rounded_mantissa};
 
 /// Significant digits shown for a [`price`] (at least; integer digits are never cut).
 const PRICE_SIGNIFICANT: u32 = 6;
@@ -206,10 +206,10 @@ pub fn push_price(out: &mut String, p: Decimal) {
     let dp = if abs.is_zero() {
         0
     } else if abs >= Decimal::ONE {
-        // The length of the integer part as printed (no sign: `abs`).
-        let mut buf = [0_u8; 32];
-        let text = decimal_text(&mut buf, abs.trunc()).unwrap_or_default();
-        let int_digits = u32::try_from(text.len()).unwrap_or(u32::MAX);
+        // The length of the integer part as printed (no sign: `abs`; scale 0: its mantissa's
+        // digits).
+        let int = abs.trunc().mantissa().unsigned_abs();
+        let int_digits = u32::try_from(itoa::Buffer::new().format(int).len()).unwrap_or(u32::MAX);
         PRICE_SIGNIFICANT.saturating_sub(int_digits)
     } else {
         // Count the zeros right after the decimal point.
