@@ -251,10 +251,23 @@ pub(crate) fn cut_reason(reason: &str, max: usize) -> Option<Cow<'_, str>> {
         return None;
     }
     // At most one char per byte: short text needs no count.
-    if trimmed.len() <= max || trimmed.chars().count() <= max {
+    if trimmed.len() <= max {
         return Some(Cow::Borrowed(trimmed));
     }
-    let mut out: String = trimmed.chars().take(max.saturating_sub(1)).collect();
+    // Where char `max - 1` starts, and whether there is a char `max` at all. Text whose first
+    // `max` bytes are ASCII has them as its first `max` chars, and more after them.
+    let (cut, longer) = if trimmed.as_bytes()[..max].is_ascii() {
+        (max.saturating_sub(1), true)
+    } else {
+        let mut starts = trimmed.char_indices().map(|(i, _)| i);
+        let cut = starts.nth(max.saturating_sub(1)).unwrap_or(trimmed.len());
+        (cut, max == 0 || starts.next().is_some())
+    };
+    if !longer {
+        return Some(Cow::Borrowed(trimmed));
+    }
+    let mut out = String::with_capacity(cut + '…'.len_utf8());
+    out.push_str(&trimmed[..cut]);
     out.push('…');
     Some(Cow::Owned(out))
 }
@@ -959,5 +972,30 @@ fn finish_close(row: &mut TradeRecord, kind: CloseKind) {
     row.close_kind = Some(kind);
     if let Some(exit) = row.exit_tick_at {
         row.holding_minutes = Some(holding_minutes(row.entry_tick_at, exit));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The cut is the one counted char by char: the first `max - 1` chars and `…` when
+        /// the trimmed reason has more than `max`, the trimmed reason otherwise.
+        #[test]
+        fn a_reason_is_cut_as_counted(reason in "[ a-zé€😀\n]{0,40}", max in 0_usize..30) {
+            let trimmed = reason.trim();
+            let want = (!trimmed.is_empty()).then(|| {
+                if trimmed.chars().count() <= max {
+                    trimmed.to_owned()
+                } else {
+                    let mut out: String = trimmed.chars().take(max.saturating_sub(1)).collect();
+                    out.push('…');
+                    out
+                }
+            });
+            prop_assert_eq!(cut_reason(&reason, max).map(Cow::into_owned), want);
+        }
     }
 }

@@ -111,14 +111,33 @@ use rust_decimal::{Decimal, RoundingStrategy};
 /// source is never trusted to be sane enough to panic on).
 #[must_use]
 pub fn checked_mean(values: impl IntoIterator<Item = Decimal>) -> Option<Decimal> {
-    let mut sum = Decimal::ZERO;
+    let mut values = values.into_iter();
+    let first = values.next()?;
+    // Non-negative values of one scale (a price table's closes) add up exactly as integers:
+    // while the mantissas' sum fits `Decimal`'s 96 bits, so does every partial sum, and
+    // `checked_add` would have added them exactly too: the same sum, bit for bit. Anything
+    // else is added as `Decimal`s from where the integers stopped.
+    const MAX_MANTISSA: i128 = (1 << 96) - 1;
+    let scale = first.scale();
+    let mut wide: i128 = 0;
     let mut n: u32 = 0;
-    for v in values {
-        sum = sum.checked_add(v)?;
+    let mut rest = None;
+    for v in std::iter::once(first).chain(values.by_ref()) {
+        if v.scale() != scale || v.is_sign_negative() || wide + v.mantissa() > MAX_MANTISSA {
+            rest = Some(v);
+            break;
+        }
+        wide += v.mantissa();
         n = n.checked_add(1)?;
     }
-    if n == 0 {
-        return None;
+    let mut sum = if n == 0 {
+        Decimal::ZERO
+    } else {
+        Decimal::try_from_i128_with_scale(wide, scale).ok()?
+    };
+    for v in rest.into_iter().chain(values) {
+        sum = sum.checked_add(v)?;
+        n = n.checked_add(1)?;
     }
     sum.checked_div(Decimal::from(n))
 }

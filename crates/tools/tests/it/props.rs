@@ -109,3 +109,38 @@ proptest! {
         prop_assert_eq!(tools::one_line(&text), reference);
     }
 }
+
+/// `checked_mean` as first written: `Decimal`s added one by one from zero.
+fn mean_by_decimals(values: &[rust_decimal::Decimal]) -> Option<rust_decimal::Decimal> {
+    let mut sum = rust_decimal::Decimal::ZERO;
+    for v in values {
+        sum = sum.checked_add(*v)?;
+    }
+    let n = u32::try_from(values.len()).ok().filter(|&n| n > 0)?;
+    sum.checked_div(rust_decimal::Decimal::from(n))
+}
+
+fn decimal() -> impl Strategy<Value = rust_decimal::Decimal> {
+    prop_oneof![
+        // Closes of one table: one scale, positive.
+        (1_i64..10_000_000).prop_map(|m| rust_decimal::Decimal::new(m, 5)),
+        // Anything: any sign and scale, up to the 96-bit mantissa's edge.
+        (any::<i128>(), 0_u32..=28).prop_map(|(m, scale)| {
+            rust_decimal::Decimal::from_i128_with_scale(m % (1_i128 << 96), scale)
+        }),
+        Just(rust_decimal::Decimal::MAX),
+    ]
+}
+
+proptest! {
+    /// The mean summed as integers where it can be is the mean of `Decimal` additions, value
+    /// and scale, bit for bit (an SMA's value is shown in the prompt with its scale).
+    #[test]
+    fn the_mean_is_the_decimal_additions_mean(
+        values in prop::collection::vec(decimal(), 0..25),
+    ) {
+        let got = tools::checked_mean(values.iter().copied());
+        let want = mean_by_decimals(&values);
+        prop_assert_eq!(got.map(|d| d.serialize()), want.map(|d| d.serialize()));
+    }
+}
