@@ -580,8 +580,10 @@ fn round(d: Decimal, dp: u32) -> Decimal {
 }
 
 fn json_str(s: &str) -> String {
-    // A string always serialises; the escaping is `Value::String`'s, without its copy.
-    serde_json::to_string(s).unwrap_or_default()
+    // `serde_json`'s escaping, without its serializer.
+    let mut out = String::new();
+    types::push_json_string(&mut out, s);
+    out
 }
 
 fn no_op(symbol: &str, reason: &str) -> String {

@@ -44,6 +44,69 @@ impl JsonText {
     }
 }
 
+/// Appends `s` as a JSON string, quoted and escaped byte for byte as `serde_json` writes it:
+/// `"` and `\\` escaped, the control characters below U+0020 as `\b`, `\t`, `\n`, `\f`, `\r`
+/// or `\u00XX` (lowercase hex), everything else as it is. Eight bytes are checked at a time:
+/// most of a text needs no escape.
+pub fn push_json_string(out: &mut String, s: &str) {
+    const LOW7: u64 = u64::from_ne_bytes([0x7f; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    const QUOTES: u64 = u64::from_ne_bytes([b'"'; 8]);
+    const BACKSLASHES: u64 = u64::from_ne_bytes([b'\\'; 8]);
+    const SPACES: u64 = u64::from_ne_bytes([0x20; 8]);
+    // A lane's high bit set exactly when the lane is zero (no carries between lanes).
+    let zero = |w: u64| !(((w & LOW7) + LOW7) | w | LOW7);
+    out.reserve(s.len() + 2);
+    out.push('"');
+    let bytes = s.as_bytes();
+    // Bytes before `done` are written (or escaped).
+    let mut done = 0;
+    let (words, _) = bytes.as_chunks::<8>();
+    let mut at = 0;
+    for word in words {
+        let w = u64::from_ne_bytes(*word);
+        // Below 0x20: the lane minus 0x20 borrows, seen in its high bit unless it was set.
+        let control = w.wrapping_sub(SPACES) & !w & HIGH;
+        if control | zero(w ^ QUOTES) | zero(w ^ BACKSLASHES) != 0 {
+            escape_from(out, s, at, at + 8, &mut done);
+        }
+        at += 8;
+    }
+    escape_from(out, s, at, bytes.len(), &mut done);
+    out.push_str(&s[done..]);
+    out.push('"');
+}
+
+/// Escapes the bytes of `s[from..to]` that JSON must escape, writing what came before each
+/// since `done`.
+fn escape_from(out: &mut String, s: &str, from: usize, to: usize, done: &mut usize) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for (i, &b) in s.as_bytes()[from..to].iter().enumerate() {
+        let escaped = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..0x20 => "",
+            _ => continue,
+        };
+        let at = from + i;
+        // An ASCII byte is a character boundary.
+        out.push_str(&s[*done..at]);
+        if escaped.is_empty() {
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xf)]));
+        } else {
+            out.push_str(escaped);
+        }
+        *done = at + 1;
+    }
+}
+
 impl PartialEq for JsonText {
     fn eq(&self, other: &Self) -> bool {
         self.as_str() == other.as_str()
@@ -69,7 +132,19 @@ impl From<&serde_json::Value> for JsonText {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    proptest! {
+        /// The same text as `serde_json` writes for the string, for any text (every control
+        /// character, quotes, backslashes, multi-byte characters, DEL).
+        #[test]
+        fn a_string_is_written_as_serde_json_writes_it(s in "(?s:.{0,64})|[\\x00-\\x7f\"\\\\é€]{0,64}") {
+            let mut out = String::from("x");
+            push_json_string(&mut out, &s);
+            prop_assert_eq!(&out[1..], serde_json::to_string(&s).unwrap());
+        }
+    }
 
     /// A tool message a model reads is the result's `Display` text, byte for byte.
     #[test]

@@ -49,7 +49,7 @@ pub use clock::{Clock, FixedClock, SystemClock};
 pub use env::{EnvLookup, process_env};
 pub use event::{EventKind, InvalidEvent, MAX_EVENT_TITLE_CHARS, MarketEvent};
 pub use interval::{Interval, ParseIntervalError};
-pub use json::JsonText;
+pub use json::{JsonText, push_json_string};
 pub use ledger::{CloseKind, TradeRecord, TradeStatus};
 pub use market::{Bar, RegimeTag, classify_regime};
 pub use memory::{
