@@ -46,6 +46,11 @@ pub enum Durability {
     /// process (the journal is written before the file is changed); a power loss or an OS
     /// crash before the OS has written the file back may damage it, and then it holds nothing
     /// but that run. The two save a backtest about half of its wall time on this project's VMs.
+    /// The connection also keeps the file locked (`locking_mode = EXCLUSIVE`) from its first
+    /// write until [`close`](SqliteStore::close): SQLite neither reopens the journal nor takes
+    /// and checks the file's locks at every transaction (≈3,000 system calls fewer in the README
+    /// backtest), and another process cannot read the file until the
+    /// run has closed it (it waits out its busy timeout, then fails with `database is locked`).
     Scratch,
 }
 
@@ -140,7 +145,8 @@ impl SqliteStore {
                 Durability::Scratch => options
                     .journal_mode(SqliteJournalMode::Persist)
                     .synchronous(SqliteSynchronous::Off)
-                    .pragma("temp_store", "MEMORY"),
+                    .pragma("temp_store", "MEMORY")
+                    .locking_mode(sqlx::sqlite::SqliteLockingMode::Exclusive),
             }
         };
         // One connection: SQLite has one writer at a time anyway, and a single connection keeps

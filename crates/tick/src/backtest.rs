@@ -362,14 +362,11 @@ where
         // A due reflection runs right after its tick, in order: the next tick sees its note.
         match &outcome.reflection {
             ReflectionCheck::Due(due) => {
-                // Run now, stored behind the ticks before it, as the next ones run (the
-                // report is the stored one's: a store that refuses the note fails the run).
+                // Run now; its note and run are stored with the batch this tick is in, after
+                // the batch's ticks, while the next ones run (the report is the stored one's: a
+                // store that refuses the note fails the run).
                 let (done, writes) = reflect_due(&input.deployment, due).await;
                 store.defer_reflection(writes);
-                store
-                    .write_pending_behind()
-                    .await
-                    .map_err(BacktestError::Store)?;
                 done.apply(&mut state);
                 if matches!(done.report, ReflectionReport::Failed { .. }) {
                     reflection_failures += 1;
