@@ -49,8 +49,8 @@ pub enum Durability {
     /// The connection also keeps the file locked (`locking_mode = EXCLUSIVE`) from its first
     /// write until [`close`](SqliteStore::close): SQLite neither reopens the journal nor takes
     /// and checks the file's locks at every transaction (≈3,000 system calls fewer in the README
-    /// backtest), and another process cannot read the file until the
-    /// run has closed it (it waits out its busy timeout, then fails with `database is locked`).
+    /// backtest), and another process cannot read the file until the run has closed it (it
+    /// waits out its busy timeout, then fails with `database is locked`).
     Scratch,
 }
 

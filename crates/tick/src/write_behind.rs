@@ -23,13 +23,13 @@
 //! go to the store with the batch they fall in, after its ticks, in the order they ran. The
 //! tick's thread makes no round trip to the store for it, and a reflection does not cut a
 //! batch short: the README's backtest writes 20 batches instead of 72, and SQLite rewrites its
-//! indexes' pages (whose snapshot ids are random) a third as often.
+//! indexes' pages (whose snapshot ids are random) about a quarter as often.
 //!
 //! Every other call (snapshot and note reads, a note written directly) first finishes the write
 //! in flight and writes what is buffered, so every read sees every write made before it (a
 //! buffered reflection's note is the only write that may land after ticks that ran after it,
-//! in the same batch; nothing stored refers from a tick to a note). The caller flushes at the end, and on an error, so the store holds
-//! every tick that ran. A write that fails — a tick the store already held, a note it refused —
+//! in the same batch; nothing stored refers from a tick to a note). The caller flushes at the
+//! end, and on an error, so the store holds every tick that ran. A write that fails — a tick the store already held, a note it refused —
 //! is reported by the tick that finds it finished, or by the flush, and fails the run; what
 //! was buffered after it is dropped then, so the store never holds a later tick without an
 //! earlier one.
