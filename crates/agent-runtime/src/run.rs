@@ -6,7 +6,7 @@ use rust_decimal::Decimal;
 use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 use skill_schema::Skill;
-use tools::{PROPOSE_ORDER, ToolContext, ToolError, build_tools, proposal_from_result};
+use tools::{PROPOSE_ORDER, ToolContext, ToolError, ToolOutput, build_tools};
 use types::{
     JsonText, MAX_STEP_TEXT_CHARS, MAX_STORED_ARGUMENT_CHARS, MAX_STORED_RESULT_BYTES,
     MAX_STORED_STEPS_BYTES, MAX_TOOL_CALLS_PER_RESPONSE, ProposedAction, cut_chars,
@@ -463,15 +463,14 @@ pub async fn run_tool_loop(
                     return run.finish(model, FinishReason::Error, Some(error));
                 }
             };
-            match registry.call_async(&call.name, args).await {
-                Ok(result) => {
+            match registry.call_output(&call.name, args).await {
+                // The text as the model reads it (a blind run's lens; unchanged otherwise).
+                Ok(ToolOutput { result, proposal }) => {
                     if call.name == PROPOSE_ORDER
-                        && let Some(p) = proposal_from_result(&result)
+                        && let Some(p) = proposal
                     {
                         run.proposal = Some(p);
                     }
-                    // As the model reads it (a blind run's lens; unchanged otherwise).
-                    let result = JsonText::from(&registry.show_value(result));
                     request.messages.push(Message::Tool {
                         call_id: call.id.clone(),
                         name: call.name.clone(),

@@ -95,8 +95,8 @@ pub use recall::{
     WhatWorkedArgs,
 };
 pub use registry::{
-    ArgsParser, ArgsSpec, Registry, Tool, ToolFuture, args_schema, build_tools, builtin_names,
-    mcp_tool_prefix,
+    ArgsParser, ArgsSpec, Registry, Tool, ToolFuture, ToolOutput, ToolOutputFuture, args_schema,
+    build_tools, builtin_names, mcp_tool_prefix,
 };
 pub use risk::{
     GetPositionRisk, PositionRiskArgs, check_portfolio, distance_to_liquidation_pct, pct,

@@ -5,13 +5,14 @@ use std::sync::{Arc, OnceLock};
 
 use rust_decimal::Decimal;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
-use types::{OrderAction, ProposedAction};
+use types::{JsonText, OrderAction, ProposedAction};
 
 use crate::context::{RunMode, ToolContext};
 use crate::error::ToolError;
-use crate::registry::{ArgsSpec, Tool};
+use crate::registry::{ArgsSpec, Tool, ToolOutput, ToolOutputFuture};
 
 pub(crate) const NAME: &str = "propose_order";
 
@@ -224,18 +225,92 @@ impl Tool for ProposeOrder {
     }
 
     fn call(&self, args: Value) -> Result<Value, ToolError> {
+        self.record(args).map(|proposal| recorded_value(&proposal))
+    }
+
+    /// The same result as [`ProposeOrder::call`]'s value, its text written straight from the
+    /// proposal (no `serde_json::Value` tree built, written and read back for the proposal).
+    fn call_output(&self, args: Value) -> ToolOutputFuture<'_> {
+        let output = self.record(args).map(|proposal| {
+            let result = JsonText::new(&Recorded(&proposal))
+                // Unreachable (string keys, decimals written as strings); the value's text then.
+                .unwrap_or_else(|_| JsonText::from(&recorded_value(&proposal)));
+            ToolOutput {
+                result,
+                proposal: Some(proposal),
+            }
+        });
+        Box::pin(std::future::ready(output))
+    }
+}
+
+impl ProposeOrder {
+    /// The proposal `args` make, validated; refused in a read-only context.
+    fn record(&self, args: Value) -> Result<ProposedAction, ToolError> {
         if self.ctx.mode == RunMode::ReadOnly {
             return Err(ToolError::ReadOnly {
                 tool: NAME.to_owned(),
             });
         }
         let args: ProposeOrderArgs = self.args.parser.parse(NAME, args)?;
-        let proposal = validate_proposal(args, &self.ctx)?;
-        Ok(json!({
-            "status": "recorded",
-            "proposal": proposal,
-            "note": "Recorded, not executed. The execution engine validates it against the risk \
-                     caps after your turn; calling propose_order again replaces it.",
-        }))
+        validate_proposal(args, &self.ctx)
+    }
+}
+
+/// What `propose_order` tells the model with a recorded proposal.
+const RECORDED_NOTE: &str = "Recorded, not executed. The execution engine validates it against \
+                             the risk caps after your turn; calling propose_order again \
+                             replaces it.";
+
+/// `propose_order`'s result for `proposal`, as a value.
+fn recorded_value(proposal: &ProposedAction) -> Value {
+    json!({
+        "status": "recorded",
+        "proposal": proposal,
+        "note": RECORDED_NOTE,
+    })
+}
+
+/// [`recorded_value`] serialised directly: the keys in the order a `serde_json::Value` map
+/// keeps them (sorted), each value as `ProposedAction`'s own `Serialize` writes it, so the text
+/// is the value's byte for byte (tested).
+struct Recorded<'a>(&'a ProposedAction);
+
+impl Serialize for Recorded<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_struct("Recorded", 3)?;
+        map.serialize_field("note", RECORDED_NOTE)?;
+        map.serialize_field("proposal", &SortedProposal(self.0))?;
+        map.serialize_field("status", "recorded")?;
+        map.end()
+    }
+}
+
+/// A `ProposedAction` with its fields in sorted order.
+struct SortedProposal<'a>(&'a ProposedAction);
+
+impl Serialize for SortedProposal<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // Destructured whole: a field added to `ProposedAction` fails to compile here.
+        let ProposedAction {
+            action,
+            symbol,
+            size_usd,
+            leverage,
+            reason,
+            confidence,
+            stop,
+            target,
+        } = self.0;
+        let mut map = serializer.serialize_struct("ProposedAction", 8)?;
+        map.serialize_field("action", action)?;
+        map.serialize_field("confidence", confidence)?;
+        map.serialize_field("leverage", leverage)?;
+        map.serialize_field("reason", reason)?;
+        map.serialize_field("size_usd", size_usd)?;
+        map.serialize_field("stop", stop)?;
+        map.serialize_field("symbol", symbol)?;
+        map.serialize_field("target", target)?;
+        map.end()
     }
 }

@@ -10,6 +10,7 @@ use schemars::generate::SchemaSettings;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use skill_schema::{BUILTIN_TOOLS, ToolSpec};
+use types::{JsonText, ProposedAction};
 
 use crate::context::{RunMode, ToolContext};
 use crate::error::ToolError;
@@ -18,6 +19,41 @@ use crate::{derivatives, news, propose, risk};
 
 /// What [`Tool::call_async`] returns: the call's result, once whatever it waits on answered.
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>;
+
+/// What [`Tool::call_output`] returns.
+pub type ToolOutputFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send + 'a>>;
+
+/// What the model loop keeps of a tool call ([`Registry::call_output`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// The result's JSON text, as `serde_json` writes the tool's value (keys sorted): what the
+    /// loop stores in the step and the model reads.
+    pub result: JsonText,
+    /// The proposal a `propose_order` call recorded ([`crate::proposal_from_result`] of its
+    /// value); `None` for every other tool.
+    pub proposal: Option<ProposedAction>,
+}
+
+impl ToolOutput {
+    /// The output of the tool `name` whose result is `value`.
+    #[must_use]
+    pub fn of_value(name: &str, value: &Value) -> Self {
+        Self {
+            result: JsonText::from(value),
+            proposal: recorded_proposal(name, value),
+        }
+    }
+}
+
+/// The proposal in `value` when it is a `propose_order` result.
+fn recorded_proposal(name: &str, value: &Value) -> Option<ProposedAction> {
+    if name == propose::NAME {
+        propose::proposal_from_result(value)
+    } else {
+        None
+    }
+}
 
 /// A tool the model may call.
 ///
@@ -66,6 +102,21 @@ pub trait Tool: Send + Sync {
     /// As [`Tool::call`], and [`ToolError::Data`] when what it waits on fails or times out.
     fn call_async(&self, args: Value) -> ToolFuture<'_> {
         Box::pin(std::future::ready(self.call(args)))
+    }
+
+    /// Runs the tool for the model loop: its result as JSON text and, for `propose_order`, the
+    /// proposal it recorded. The default runs [`Tool::call_async`] and writes its value's text
+    /// ([`ToolOutput::of_value`]). A tool may write the text directly, without a
+    /// `serde_json::Value` tree (`propose_order` does), as long as it is the text of the value
+    /// [`Tool::call_async`] returns.
+    ///
+    /// # Errors
+    /// As [`Tool::call_async`].
+    fn call_output(&self, args: Value) -> ToolOutputFuture<'_> {
+        Box::pin(async move {
+            let value = self.call_async(args).await?;
+            Ok(ToolOutput::of_value(self.name(), &value))
+        })
     }
 }
 
@@ -307,6 +358,25 @@ impl Registry {
     /// As [`Registry::call`].
     pub async fn call_async(&self, name: &str, args: Value) -> Result<Value, ToolError> {
         self.checked(name)?.call_async(args).await
+    }
+
+    /// Calls the tool `name` for the model loop ([`Tool::call_output`]): its result's text as
+    /// the model reads it (through the lens, if any: then from the tool's value) and the
+    /// proposal it recorded, with the same refusals as [`Registry::call`].
+    ///
+    /// # Errors
+    /// As [`Registry::call`].
+    pub async fn call_output(&self, name: &str, args: Value) -> Result<ToolOutput, ToolError> {
+        let tool = self.checked(name)?;
+        if self.lens.is_none() {
+            return tool.call_output(args).await;
+        }
+        let value = tool.call_async(args).await?;
+        let proposal = recorded_proposal(name, &value);
+        Ok(ToolOutput {
+            result: JsonText::from(&self.show_value(value)),
+            proposal,
+        })
     }
 
     /// The tool `name`, if it is registered and may run in this registry's mode.

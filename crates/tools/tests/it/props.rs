@@ -144,3 +144,78 @@ proptest! {
         prop_assert_eq!(got.map(|d| d.serialize()), want.map(|d| d.serialize()));
     }
 }
+
+/// Arguments `propose_order` mostly accepts: every action, a symbol it trades or not, sizes,
+/// leverages and prices as JSON numbers of any scale or absent or `null`, reasons with quotes,
+/// control characters and non-ASCII text.
+fn order_args() -> impl Strategy<Value = Value> {
+    let number = || {
+        prop_oneof![
+            Just(Value::Null),
+            (0_u64..10_000_000_000, 0_u32..9).prop_map(|(m, scale)| {
+                let d = rust_decimal::Decimal::from_i128_with_scale(i128::from(m), scale);
+                serde_json::from_str(&d.to_string()).unwrap()
+            }),
+            (-1.0e6_f64..1.0e12).prop_map(|f| json!(f)),
+        ]
+    };
+    (
+        prop::sample::select(vec!["open_long", "open_short", "close", "reduce", "no_op"]),
+        prop::sample::select(vec!["BTC", "ETH", "SOL"]),
+        number(),
+        number(),
+        prop_oneof![
+            "[ -~]{1,300}",
+            messy_text(),
+            "\"[a\\\\b\u{1}\u{7f}é€]{0,40}\""
+        ],
+        prop_oneof![Just(Value::Null), (0_u64..120).prop_map(Value::from)],
+        number(),
+        number(),
+    )
+        .prop_map(
+            |(action, symbol, size, leverage, reason, confidence, stop, target)| {
+                json!({
+                    "action": action, "symbol": symbol, "size_usd": size, "leverage": leverage,
+                    "reason": reason, "confidence": confidence, "stop": stop, "target": target,
+                })
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// The model loop's path (`Registry::call_output`: `propose_order`'s text written straight
+    /// from the proposal) gives the text and the proposal of the value path (`Registry::call`,
+    /// the value's text, `proposal_from_result`), byte for byte, and the same refusals.
+    #[test]
+    fn propose_orders_text_is_its_values_text(args in order_args()) {
+        let d = Arc::new(Preloaded::new());
+        let now = Utc.with_ymd_and_hms(2026, 6, 5, 12, 0, 0).unwrap();
+        let ctx = ToolContext::new(now, RunMode::Trade, vec!["BTC".into(), "ETH".into()], d.clone(), d);
+        let reg = build_tools(&ToolSpec::default(), &ctx).unwrap();
+        let by_value = reg.call("propose_order", args.clone());
+        let output = futures_block_on(reg.call_output("propose_order", args));
+        match (by_value, output) {
+            (Ok(value), Ok(output)) => {
+                prop_assert_eq!(output.result.as_str(), value.to_string());
+                prop_assert!(output.proposal.is_some());
+                prop_assert_eq!(output.proposal, proposal_from_result(&value));
+            }
+            (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
+            (a, b) => prop_assert!(false, "value path {a:?}, text path {b:?}"),
+        }
+    }
+}
+
+/// Polls a future that never waits (the built-in tools) to its end.
+fn futures_block_on<F: std::future::Future>(fut: F) -> F::Output {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let std::task::Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+            return out;
+        }
+    }
+}
