@@ -228,7 +228,7 @@ impl Tool for ProposeOrder {
         self.record(args).map(|proposal| recorded_value(&proposal))
     }
 
-    /// The same result as [`ProposeOrder::call`]'s value, its text written straight from the
+    /// The same result as [`Tool::call`]'s value, its text written straight from the
     /// proposal (no `serde_json::Value` tree built, written and read back for the proposal).
     fn call_output(&self, args: Value) -> ToolOutputFuture<'_> {
         let output = self.record(args).map(|proposal| {
