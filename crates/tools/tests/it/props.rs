@@ -6,7 +6,9 @@ use chrono::{TimeZone, Utc};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use skill_schema::ToolSpec;
-use tools::{Preloaded, RunMode, ToolContext, ToolError, build_tools, proposal_from_result};
+use tools::{
+    Preloaded, Registry, RunMode, ToolContext, ToolError, build_tools, proposal_from_result,
+};
 use types::OrderAction;
 
 fn value() -> impl Strategy<Value = Value> {
@@ -56,15 +58,26 @@ fn args() -> impl Strategy<Value = Value> {
     })
 }
 
+/// The built-ins of a trading context over BTC and ETH, without data.
+fn trading_registry() -> Registry {
+    let d = Arc::new(Preloaded::new());
+    let now = Utc.with_ymd_and_hms(2026, 6, 5, 12, 0, 0).unwrap();
+    let ctx = ToolContext::new(
+        now,
+        RunMode::Trade,
+        vec!["BTC".into(), "ETH".into()],
+        d.clone(),
+        d,
+    );
+    build_tools(&ToolSpec::default(), &ctx).unwrap()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
     fn propose_order_never_panics_and_records_only_valid_proposals(args in args()) {
-        let d = Arc::new(Preloaded::new());
-        let now = Utc.with_ymd_and_hms(2026, 6, 5, 12, 0, 0).unwrap();
-        let ctx = ToolContext::new(now, RunMode::Trade, vec!["BTC".into(), "ETH".into()], d.clone(), d);
-        let reg = build_tools(&ToolSpec::default(), &ctx).unwrap();
+        let reg = trading_registry();
         match reg.call("propose_order", args) {
             Ok(result) => {
                 let p = proposal_from_result(&result).unwrap();
@@ -191,10 +204,7 @@ proptest! {
     /// the value's text, `proposal_from_result`), byte for byte, and the same refusals.
     #[test]
     fn propose_orders_text_is_its_values_text(args in order_args()) {
-        let d = Arc::new(Preloaded::new());
-        let now = Utc.with_ymd_and_hms(2026, 6, 5, 12, 0, 0).unwrap();
-        let ctx = ToolContext::new(now, RunMode::Trade, vec!["BTC".into(), "ETH".into()], d.clone(), d);
-        let reg = build_tools(&ToolSpec::default(), &ctx).unwrap();
+        let reg = trading_registry();
         let by_value = reg.call("propose_order", args.clone());
         let output = futures_block_on(reg.call_output("propose_order", args));
         match (by_value, output) {
