@@ -257,7 +257,6 @@ fn close_of_row(row: &str) -> Option<Decimal> {
 /// spaces: the byte holds the sum). A bar row is ≈55 bytes.
 fn count_spaces(bytes: &[u8]) -> usize {
     const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
-    const LOW7: u64 = u64::from_ne_bytes([0x7f; 8]);
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
     let mut count = 0;
     let mut words = bytes.chunks_exact(8);
@@ -267,7 +266,7 @@ fn count_spaces(bytes: &[u8]) -> usize {
         for chunk in words.by_ref().take(31) {
             let word = u64::from_ne_bytes(chunk.try_into().unwrap_or_default()) ^ SPACES;
             // High bit of each lane set exactly when the lane is zero (was a space).
-            let zero = !(((word & LOW7) + LOW7) | word | LOW7);
+            let zero = types::zero_bytes(word);
             lanes += zero >> 7;
             taken += 1;
         }

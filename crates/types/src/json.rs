@@ -49,13 +49,10 @@ impl JsonText {
 /// or `\u00XX` (lowercase hex), everything else as it is. Eight bytes are checked at a time:
 /// most of a text needs no escape.
 pub fn push_json_string(out: &mut String, s: &str) {
-    const LOW7: u64 = u64::from_ne_bytes([0x7f; 8]);
     const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
     const QUOTES: u64 = u64::from_ne_bytes([b'"'; 8]);
     const BACKSLASHES: u64 = u64::from_ne_bytes([b'\\'; 8]);
     const SPACES: u64 = u64::from_ne_bytes([0x20; 8]);
-    // A lane's high bit set exactly when the lane is zero (no carries between lanes).
-    let zero = |w: u64| !(((w & LOW7) + LOW7) | w | LOW7);
     out.reserve(s.len() + 2);
     out.push('"');
     let bytes = s.as_bytes();
@@ -67,7 +64,7 @@ pub fn push_json_string(out: &mut String, s: &str) {
         let w = u64::from_ne_bytes(*word);
         // Below 0x20: the lane minus 0x20 borrows, seen in its high bit unless it was set.
         let control = w.wrapping_sub(SPACES) & !w & HIGH;
-        if control | zero(w ^ QUOTES) | zero(w ^ BACKSLASHES) != 0 {
+        if control | crate::zero_bytes(w ^ QUOTES) | crate::zero_bytes(w ^ BACKSLASHES) != 0 {
             escape_from(out, s, at, at + 8, &mut done);
         }
         at += 8;

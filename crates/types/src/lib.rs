@@ -41,6 +41,7 @@ mod market;
 mod memory;
 mod model_output;
 mod retry;
+mod swar;
 pub mod text;
 mod trading;
 mod usage;
@@ -67,6 +68,7 @@ pub use model_output::{
     MAX_STORED_RESULT_BYTES, MAX_STORED_STEPS_BYTES, MAX_TOOL_CALLS_PER_RESPONSE, cut_chars,
 };
 pub use retry::RetryPolicy;
+pub use swar::zero_bytes;
 pub use usage::{MAX_CALL_TOKENS, Usage};
 
 pub use chrono::{DateTime, Utc};

@@ -32,25 +32,6 @@ use rustc_hash::FxHashMap;
 
 use crate::DbError;
 
-/// The lines of `text`, each with its line break (the last one without when `text` does not
-/// end in one); none for an empty text. (The reference the plan is tested against.)
-#[cfg(test)]
-pub(crate) fn lines(text: &str) -> impl Iterator<Item = &str> {
-    // `str::split_inclusive` with SIMD search: the texts are ≈9 kB per tick.
-    let mut breaks = memchr::memchr_iter(b'\n', text.as_bytes());
-    let mut start = 0;
-    std::iter::from_fn(move || {
-        if start >= text.len() {
-            return None;
-        }
-        // A `\n` is one byte of its own in UTF-8: every cut is at a character boundary.
-        let end = breaks.next().map_or(text.len(), |i| i + 1);
-        let line = text.get(start..end);
-        start = end;
-        line
-    })
-}
-
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         // Truncation intended: the low seven bits, with the continuation bit.
@@ -200,12 +181,17 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
         .count()
 }
 
+/// Where line `j` of a text starts, given where its lines end.
+fn line_start(ends: &[u32], j: usize) -> usize {
+    j.checked_sub(1).map_or(0, |i| ends[i] as usize)
+}
+
 /// The end (exclusive) of the lines of `was` from its line `j` on that `text`, read from its
 /// byte `pos` (a line start), repeats whole: `j` when not even line `j` does. `was_ends` are
 /// where `was`' lines end. A last line without a line break is the same line only where
 /// `text` ends too.
 fn equal_lines(text: &[u8], pos: usize, was: &[u8], was_ends: &[u32], j: usize) -> usize {
-    let from = if j == 0 { 0 } else { was_ends[j - 1] as usize };
+    let from = line_start(was_ends, j);
     let same = common_prefix(&text[pos..], &was[from..]);
     let mut k = j;
     while let Some(&end) = was_ends.get(k) {
@@ -276,7 +262,7 @@ impl<'a> LinePlan<'a> {
                         (k > j).then_some((j, k, s))
                     })
                 {
-                    let from = if j == 0 { 0 } else { was_ends[j - 1] as usize };
+                    let from = line_start(was_ends, j);
                     refs.extend_from_slice(&was_refs[j..k]);
                     at.extend(
                         was_ends[j..k]
@@ -609,6 +595,24 @@ impl LineCache {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The lines of `text`, each with its line break (the last one without when `text` does not
+    /// end in one); none for an empty text. (The reference the plan is tested against.)
+    fn lines(text: &str) -> impl Iterator<Item = &str> {
+        // `str::split_inclusive` with SIMD search: the texts are ≈9 kB per tick.
+        let mut breaks = memchr::memchr_iter(b'\n', text.as_bytes());
+        let mut start = 0;
+        std::iter::from_fn(move || {
+            if start >= text.len() {
+                return None;
+            }
+            // A `\n` is one byte of its own in UTF-8: every cut is at a character boundary.
+            let end = breaks.next().map_or(text.len(), |i| i + 1);
+            let line = text.get(start..end);
+            start = end;
+            line
+        })
+    }
 
     /// The plan as first written: every line hashed, numbered by (stream, line index, tick) of
     /// its first use.
