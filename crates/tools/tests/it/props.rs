@@ -206,7 +206,7 @@ proptest! {
     fn propose_orders_text_is_its_values_text(args in order_args()) {
         let reg = trading_registry();
         let by_value = reg.call("propose_order", args.clone());
-        let output = futures_block_on(reg.call_output("propose_order", args));
+        let output = crate::tools::block_on(reg.call_output("propose_order", args));
         match (by_value, output) {
             (Ok(value), Ok(output)) => {
                 prop_assert_eq!(output.result.as_str(), value.to_string());
@@ -215,17 +215,6 @@ proptest! {
             }
             (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
             (a, b) => prop_assert!(false, "value path {a:?}, text path {b:?}"),
-        }
-    }
-}
-
-/// Polls a future that never waits (the built-in tools) to its end.
-fn futures_block_on<F: std::future::Future>(fut: F) -> F::Output {
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    let mut fut = std::pin::pin!(fut);
-    loop {
-        if let std::task::Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
-            return out;
         }
     }
 }

@@ -337,7 +337,7 @@ fn an_external_tool_may_not_share_a_name_with_a_builtin_or_another_external_tool
 }
 
 /// Polls a future that never waits on anything outside itself to completion.
-fn block_on<F: std::future::Future>(fut: F) -> F::Output {
+pub(crate) fn block_on<F: std::future::Future>(fut: F) -> F::Output {
     let waker = std::task::Waker::noop();
     let mut cx = std::task::Context::from_waker(waker);
     let mut fut = std::pin::pin!(fut);
