@@ -248,7 +248,7 @@ fn close_of_row(row: &str) -> Option<Decimal> {
     }
     let last = memchr::memrchr(b' ', bytes)?;
     let before = memchr::memrchr(b' ', &bytes[..last])?;
-    plain_decimal(&row[before + 1..last])
+    types::parse_plain_decimal(&row[before + 1..last])
 }
 
 /// The number of spaces in `bytes`, eight bytes at a time: each word's space bytes become `1`s
@@ -277,28 +277,6 @@ fn count_spaces(bytes: &[u8]) -> usize {
         }
     }
     count + words.remainder().iter().filter(|&&b| b == b' ').count()
-}
-
-/// `text` as [`Decimal::from_str`] reads it. The prices of a bar table (digits with at most one
-/// point, at most 18 characters) are read digit by digit into the same value and scale;
-/// anything else goes to `from_str`.
-fn plain_decimal(text: &str) -> Option<Decimal> {
-    let bytes = text.as_bytes();
-    // At most 18 digits: the mantissa fits an i64 and the scale is at most 16.
-    if bytes.is_empty() || bytes.len() > 18 {
-        return Decimal::from_str(text).ok();
-    }
-    let mut mantissa: i64 = 0;
-    let mut point = None;
-    for (i, &b) in bytes.iter().enumerate() {
-        match b {
-            b'0'..=b'9' => mantissa = mantissa * 10 + i64::from(b - b'0'),
-            b'.' if point.is_none() && i > 0 && i + 1 < bytes.len() => point = Some(i),
-            _ => return Decimal::from_str(text).ok(),
-        }
-    }
-    let scale = point.map_or(0, |p| bytes.len() - p - 1);
-    Some(Decimal::new(mantissa, u32::try_from(scale).ok()?))
 }
 
 /// The length of a bar table's rows: up to an empty line or a line starting with `#`.
@@ -333,7 +311,7 @@ fn parse_portfolio(body: &str, out: &mut ParsedContext) {
             };
             let qty = parts
                 .next()
-                .and_then(plain_decimal)
+                .and_then(types::parse_plain_decimal)
                 .filter(|q| *q > Decimal::ZERO);
             out.positions.push(HeldPosition {
                 symbol: symbol.to_owned(),
@@ -688,35 +666,6 @@ mod tests {
         assert_eq!(parse_money("12,500.00x"), None);
     }
 
-    #[test]
-    fn plain_decimal_reads_prices_as_from_str_does() {
-        for text in [
-            "1.17734",
-            "1.17300",
-            "0.00001",
-            "118",
-            "0",
-            "0.0",
-            "123456789012345678",
-            "1234567890123456789",
-            "12345678901234567.8",
-            "1.",
-            ".5",
-            "1..2",
-            "-1.5",
-            "1e5",
-            "",
-            " 1",
-            "1,5",
-        ] {
-            assert_eq!(
-                exact(plain_decimal(text)),
-                exact(Decimal::from_str(text).ok()),
-                "{text:?}"
-            );
-        }
-    }
-
     /// A row gives its close only with exactly six fields; the header and anything else give
     /// nothing.
     #[test]
@@ -772,7 +721,7 @@ mod tests {
                 if row == BAR_TABLE_HEADER || !(fields.len() == 6 || fields.len() == 8) {
                     return None;
                 }
-                plain_decimal(fields[fields.len() - 2])
+                types::parse_plain_decimal(fields[fields.len() - 2])
             };
             prop_assert_eq!(exact(close_of_row(&row)), exact(split()));
         }
@@ -801,9 +750,5 @@ mod tests {
             prop_assert_eq!(shown_scale(d), d.normalize().scale());
         }
 
-        #[test]
-        fn plain_decimal_agrees_with_from_str(text in "[0-9.]{0,22}|-?[0-9]{1,20}\\.[0-9]{0,12}") {
-            prop_assert_eq!(exact(plain_decimal(&text)), exact(Decimal::from_str(&text).ok()));
-        }
     }
 }

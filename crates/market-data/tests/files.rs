@@ -161,6 +161,29 @@ fn broken_bar_files_name_the_file_and_line() {
 }
 
 #[test]
+fn bar_fields_are_trimmed_and_a_field_that_is_not_utf8_is_named_by_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let spaced = write(
+        &dir,
+        "spaced.csv",
+        " , Open ,High,Low, Close,Volume \n 2020-01-01 , 1 ,2, 0.5,1.5 ,10\n2020-01-02,1,2,0.5,1.25,\t7\n",
+    );
+    let bars = load_bars(&spaced).unwrap();
+    assert_eq!(bars.len(), 2);
+    assert_eq!(bars[0].open, dec!(1));
+    assert_eq!(bars[0].close, dec!(1.5));
+    assert_eq!(bars[1].close, dec!(1.25));
+    assert_eq!(bars[1].volume, dec!(7));
+
+    let path = dir.path().join("latin1.csv");
+    let mut bytes = b",Open,High,Low,Close,Volume\n2020-01-01,1,2,0.5,1.5,10\n".to_vec();
+    bytes.extend_from_slice(b"2020-01-02,1,2,0.5,1.5\xe9,10\n");
+    std::fs::write(&path, bytes).unwrap();
+    let err = load_bars(&path).unwrap_err().to_string();
+    assert!(err.contains("latin1.csv:3: Close: not UTF-8 text"), "{err}");
+}
+
+#[test]
 fn csv_fills_load_and_reject_bad_rows() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(
