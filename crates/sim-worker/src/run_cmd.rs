@@ -840,16 +840,27 @@ async fn simulate(
         });
     }
 
-    let summary = Summary::of(&result);
     // A run stopped early reports its last tick when the asked one did not run.
     let report_tick = result
         .points
         .last()
         .map_or(p.report_tick, |l| l.tick_at.min(p.report_tick));
-    let snapshot = store
-        .get_snapshot(snapshot_id(d.deployment_id, report_tick))
+    // The report's snapshot is read back from the store (its texts rebuilt from the stored
+    // lines) by the runtime's worker and the store's thread while this one computes the
+    // summary and the ledger's CSV: once the last batch is stored the other core is idle.
+    let read = {
+        let store = store.clone();
+        let id = snapshot_id(d.deployment_id, report_tick);
+        tokio::spawn(async move { store.get_snapshot(id).await })
+    };
+    let summary = Summary::of(&result);
+    let trades_csv = crate::report::trades_csv(&result.trades);
+    let snapshot = read
         .await
+        .map_err(|e| e.to_string())
+        .and_then(|read| read.map_err(|e| e.to_string()))
         .map_err(|e| bad(format!("reading the snapshot of {report_tick}: {e}")))?;
+    let trades_csv = trades_csv?;
     let stopped = match &stop {
         Some(Stop::MaxCost {
             cap,
@@ -868,6 +879,7 @@ async fn simulate(
     let ran = Ran {
         summary: &summary,
         result: &result,
+        trades_csv: &trades_csv,
         snapshot: &snapshot,
         stopped,
     };
@@ -908,6 +920,8 @@ async fn simulate(
 struct Ran<'a> {
     summary: &'a Summary,
     result: &'a tick::backtest::BacktestResult,
+    /// `trades.csv`'s bytes (the ledger's rows).
+    trades_csv: &'a [u8],
     /// The tick the report shows.
     snapshot: &'a db::DecisionSnapshot,
     /// `summary.json`'s `stopped`, for a run `--max-cost` ended early.
@@ -924,6 +938,7 @@ fn write_outputs(
     let Ran {
         summary,
         result,
+        trades_csv,
         snapshot,
         stopped,
     } = ran;
@@ -963,7 +978,7 @@ fn write_outputs(
     }
     let mut text = serde_json::to_string_pretty(&json).context("serializing the summary")?;
     text.push('\n');
-    let trades_path = write("trades.csv", &crate::report::trades_csv(&result.trades)?)?;
+    let trades_path = write("trades.csv", trades_csv)?;
     let html = crate::report::render(&crate::report::ReportInput {
         skill: &d.skill,
         model: p.model.id(),
