@@ -249,7 +249,11 @@ fn check_reference(
 }
 
 fn workspace_root() -> Result<PathBuf> {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // `cargo run` (the `cargo xtask` alias) sets it for the process: the clone the command ran
+    // in. The path compiled in names the clone that built the binary, which is another one when
+    // clones share a target directory (cargo does not relink a fresh binary).
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
     manifest
         .parent()
         .map(Path::to_path_buf)
