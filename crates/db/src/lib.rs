@@ -171,6 +171,23 @@ where
     }
 }
 
+/// [`connect_with`] for a SQLite URL in two halves ([`SqliteStore::connect_lazy`]): the store at
+/// once, with no connection opened and nothing created (no I/O), and [`Store::migrate`], which
+/// opens the file and gives it the schema; nothing else may use the store before `migrate` has
+/// returned `Ok`. For a backtest that ticks while its new file is being created.
+///
+/// # Errors
+/// [`DbError::UnsupportedUrl`] for a URL that is not SQLite's (PostgreSQL's server creates
+/// nothing a run could wait less for), [`DbError::Invalid`] for a malformed one.
+pub fn connect_lazy(url: &str, durability: Durability) -> Result<Store, DbError> {
+    match url.split(':').next().unwrap_or_default() {
+        "sqlite" => Ok(Store::Sqlite(SqliteStore::connect_lazy(url, durability)?)),
+        other => Err(DbError::UnsupportedUrl {
+            scheme: other.to_owned(),
+        }),
+    }
+}
+
 /// [`connect`] with a SQLite file's [`Durability`] (PostgreSQL's is the server's).
 ///
 /// # Errors

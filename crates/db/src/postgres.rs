@@ -62,20 +62,29 @@ impl PgStore {
     /// [`DbError::Backend`](crate::DbError::Backend) when converting the snapshots an older
     /// build wrote fails.
     pub async fn from_pool(pool: PgPool) -> Result<Self, crate::DbError> {
+        let store = PgStore {
+            pool,
+            lines: crate::imp::prompt_lines::LineCache::default(),
+        };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// The schema of this build: the migrations not applied yet, and snapshots an older build
+    /// wrote converted to line lists ([`from_pool`](Self::from_pool) calls it).
+    ///
+    /// # Errors
+    /// As [`from_pool`](Self::from_pool).
+    pub async fn migrate(&self) -> Result<(), crate::DbError> {
         POSTGRES_MIGRATOR
-            .run(&pool)
+            .run(&self.pool)
             .await
             .map_err(|source| crate::DbError::Migrate {
                 backend: "PostgreSQL",
                 source,
             })?;
-        let store = PgStore {
-            pool,
-            lines: crate::imp::prompt_lines::LineCache::default(),
-        };
         // Snapshots an older build wrote keep their texts until converted to line lists.
-        store.convert_legacy_snapshots().await?;
-        Ok(store)
+        self.convert_legacy_snapshots().await.map(|_| ())
     }
 
     /// Closes every connection (waiting for those in use); calls made afterwards fail.

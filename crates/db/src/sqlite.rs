@@ -130,6 +130,62 @@ impl SqliteStore {
     /// # Errors
     /// As [`connect`](Self::connect).
     pub async fn connect_with(url: &str, durability: Durability) -> Result<Self, crate::DbError> {
+        let (options, pool_options) = Self::options(url, durability)?;
+        let pool = pool_options
+            .connect_with(options)
+            .await
+            .map_err(crate::error::ctx("opening SQLite database"))?;
+        let store = SqliteStore {
+            pool,
+            durability,
+            lines: crate::imp::prompt_lines::LineCache::default(),
+        };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// [`connect_with`](Self::connect_with) in two halves: the store, with no connection
+    /// opened and nothing created yet (no I/O here), and [`migrate`](Self::migrate), which
+    /// opens the file (creating it), gives it the schema and converts what an older build
+    /// wrote. Nothing else may use the store before `migrate` has returned `Ok`: a backtest
+    /// runs its first ticks meanwhile (`tick::backtest::run_backtest_until_ready`).
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`](crate::DbError::Invalid) for a malformed URL.
+    pub fn connect_lazy(url: &str, durability: Durability) -> Result<Self, crate::DbError> {
+        let (options, pool_options) = Self::options(url, durability)?;
+        Ok(SqliteStore {
+            pool: pool_options.connect_lazy_with(options),
+            durability,
+            lines: crate::imp::prompt_lines::LineCache::default(),
+        })
+    }
+
+    /// The schema of this build on the store's database: the baseline on an empty one, the
+    /// migrations not applied yet, and snapshots an older build wrote converted to line lists
+    /// ([`connect_with`](Self::connect_with) calls it; after
+    /// [`connect_lazy`](Self::connect_lazy) the caller does).
+    ///
+    /// # Errors
+    /// As [`connect`](Self::connect).
+    pub async fn migrate(&self) -> Result<(), crate::DbError> {
+        apply_sqlite_baseline(&self.pool).await?;
+        SQLITE_MIGRATOR
+            .run(&self.pool)
+            .await
+            .map_err(|source| crate::DbError::Migrate {
+                backend: "SQLite",
+                source,
+            })?;
+        // Snapshots an older build wrote keep their texts until converted to line lists.
+        self.convert_legacy_snapshots().await.map(|_| ())
+    }
+
+    /// The connection and pool options of a store at `url` with `durability`.
+    fn options(
+        url: &str,
+        durability: Durability,
+    ) -> Result<(SqliteConnectOptions, SqlitePoolOptions), crate::DbError> {
         let in_memory = url.contains(":memory:") || url.contains("mode=memory");
         let options = base_options(url)?.create_if_missing(true);
         let options = if in_memory {
@@ -163,26 +219,7 @@ impl SqliteStore {
         } else {
             pool_options
         };
-        let pool = pool_options
-            .connect_with(options)
-            .await
-            .map_err(crate::error::ctx("opening SQLite database"))?;
-        apply_sqlite_baseline(&pool).await?;
-        SQLITE_MIGRATOR
-            .run(&pool)
-            .await
-            .map_err(|source| crate::DbError::Migrate {
-                backend: "SQLite",
-                source,
-            })?;
-        let store = SqliteStore {
-            pool,
-            durability,
-            lines: crate::imp::prompt_lines::LineCache::default(),
-        };
-        // Snapshots an older build wrote keep their texts until converted to line lists.
-        store.convert_legacy_snapshots().await?;
-        Ok(store)
+        Ok((options, pool_options))
     }
 
     /// Opens an existing database file without creating it or applying migrations

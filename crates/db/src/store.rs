@@ -43,6 +43,18 @@ impl Store {
         }
     }
 
+    /// The second half of [`connect_lazy`](crate::connect_lazy): the schema of this build on
+    /// the store's database (what [`connect`](crate::connect) applies before it returns).
+    ///
+    /// # Errors
+    /// As [`connect`](crate::connect).
+    pub async fn migrate(&self) -> Result<(), DbError> {
+        match self {
+            Store::Sqlite(s) => s.migrate().await,
+            Store::Postgres(s) => s.migrate().await,
+        }
+    }
+
     /// Closes every connection (see [`SqliteStore::close`], [`PgStore::close`]); calls made
     /// afterwards fail.
     ///

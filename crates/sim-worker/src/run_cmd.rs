@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::io::Write as _;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_runtime::{LanguageModel, ModelError, builtin_model};
 use anyhow::Context;
@@ -18,7 +18,10 @@ use market_data::{detect_interval, load_bars, resample};
 use reflection::resolve_reflection_model;
 use rust_decimal::Decimal;
 use skill_schema::Skill;
-use tick::backtest::{BacktestInput, Summary, register, run_backtest_until, tick_times};
+use tick::backtest::{
+    BacktestInput, Registration, Summary, register, run_backtest_until, run_backtest_until_ready,
+    tick_times,
+};
 use tick::{Deployment, ID_NAMESPACE, snapshot_id};
 use tools::{NewsItem, Preloaded};
 use types::{Interval, Uuid};
@@ -759,14 +762,16 @@ fn prepare_outputs(args: &RunArgs) -> Result<String, Failure> {
     })
 }
 
-async fn simulate(
-    args: RunArgs,
-    p: Prepared,
-    url: String,
-) -> Result<(String, serde_json::Value), Failure> {
-    let store = db::connect_with(&url, durability_for(&url))
+/// The store at `url` (an existing file, or PostgreSQL) opened for a run: migrated, checked not
+/// to hold this run's deployment already, and the deployment registered.
+async fn open_for_run(
+    url: &str,
+    durability: db::Durability,
+    p: &Prepared,
+) -> Result<Store, Failure> {
+    let store = db::connect_with(url, durability)
         .await
-        .map_err(|e| bad(format!("--db {}: {e}", db::redact_url(&url))))?;
+        .map_err(|e| bad(format!("--db {}: {e}", db::redact_url(url))))?;
     let d = &p.input.deployment;
     if store.get_deployment(d.deployment_id).await.is_ok() {
         let recorded = store
@@ -784,7 +789,7 @@ async fn simulate(
         return Err(bad(format!(
             "{} already holds this run (deployment {}, {state}); use a fresh --db, or leave \
              --db out to redo it in --out",
-            db::redact_url(&url),
+            db::redact_url(url),
             d.deployment_id
         )));
     }
@@ -793,9 +798,61 @@ async fn simulate(
         .map_err(|e| {
             bad(format!(
                 "recording the deployment in {}: {e}",
-                db::redact_url(&url)
+                db::redact_url(url)
             ))
         })?;
+    Ok(store)
+}
+
+async fn simulate(
+    args: RunArgs,
+    p: Prepared,
+    url: String,
+) -> Result<(String, serde_json::Value), Failure> {
+    let d = &p.input.deployment;
+    let durability = durability_for(&url);
+    // A file this run creates (the default `OUT/sim.db` included) holds nothing yet: its schema
+    // is created and the deployment registered by a task while the first ticks run (a few
+    // milliseconds the ticks no longer wait for); the store is first written once it has
+    // finished. Why it failed, worded as the path below words it, is kept for the error.
+    let preparing: Arc<Mutex<Option<String>>> = Arc::default();
+    let (store, ready) = if durability == db::Durability::Scratch {
+        let store = db::connect_lazy(&url, durability)
+            .map_err(|e| bad(format!("--db {}: {e}", db::redact_url(&url))))?;
+        let ready = {
+            let store = store.clone();
+            let registration = Registration::of(&p.input, p.skill_body.clone(), p.first_tick);
+            let url = db::redact_url(&url).into_owned();
+            let preparing = Arc::clone(&preparing);
+            // On a blocking thread of the runtime, driving the future itself: sqlx's migrator
+            // future cannot be proven `Send` for `tokio::spawn` (its executor bound is not
+            // general enough), and it need not move between threads.
+            let runtime = tokio::runtime::Handle::current();
+            tokio::task::spawn_blocking(move || {
+                let failed = move |message: String| {
+                    *preparing.lock().unwrap_or_else(PoisonError::into_inner) =
+                        Some(message.clone());
+                    db::DbError::Invalid {
+                        what: "backtest store",
+                        detail: message,
+                    }
+                };
+                runtime.block_on(async {
+                    store
+                        .migrate()
+                        .await
+                        .map_err(|e| failed(format!("--db {url}: {e}")))?;
+                    registration
+                        .store(&store)
+                        .await
+                        .map_err(|e| failed(format!("recording the deployment in {url}: {e}")))
+                })
+            })
+        };
+        (store, Some(ready))
+    } else {
+        (open_for_run(&url, durability, &p).await?, None)
+    };
 
     let progress = Progress::new(p.ticks as u64, p.input.broker.initial_equity_usd);
     let model_id = p.model.id().to_owned();
@@ -809,7 +866,7 @@ async fn simulate(
     );
     guard.announce();
     let mut stop = None;
-    let result = run_backtest_until(&p.input, p.model.as_ref(), &store, |outcome, state| {
+    let on_tick = |outcome: &tick::TickOutcome, state: &tick::TickState| {
         progress.tick(outcome, state);
         match guard.after_tick() {
             Some(why) => {
@@ -818,14 +875,26 @@ async fn simulate(
             }
             None => ControlFlow::Continue(()),
         }
-    })
-    .await;
+    };
+    let result = match ready {
+        Some(ready) => {
+            run_backtest_until_ready(&p.input, p.model.as_ref(), &store, ready, on_tick).await
+        }
+        None => run_backtest_until(&p.input, p.model.as_ref(), &store, on_tick).await,
+    };
     progress.finish();
     let ticks_run = guard.done();
     for c in &p.cassettes {
         c.close().await;
     }
-    let result = result.map_err(|e| bad(format!("{e:#}")))?;
+    let result = result.map_err(|e| {
+        // The store's preparation failed: said as the path that prepares it first says it.
+        let prepared = preparing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        bad(prepared.unwrap_or_else(|| format!("{e:#}")))
+    })?;
     if let Some(Stop::CassetteMiss(miss)) = &stop {
         // The run is not complete: no summary. The store keeps the ticks that ran.
         let _ = store.close().await;

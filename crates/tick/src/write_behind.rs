@@ -25,6 +25,11 @@
 //! batch short: the README's backtest writes 20 batches instead of 72, and SQLite rewrites its
 //! indexes' pages (whose snapshot ids are random) about a quarter as often.
 //!
+//! A store still being prepared (a new file's schema and the deployment's registration, a task
+//! of the caller's: [`crate::backtest::run_backtest_until_ready`]) is waited for by the first
+//! write and by any read, never by a tick that only buffers: the first batch fills while it
+//! runs. Its failure is that write's (or read's), reported as a batch's is.
+//!
 //! Every other call (snapshot and note reads, a note written directly) first finishes the write
 //! in flight and writes what is buffered, so every read sees every write made before it (a
 //! buffered reflection's note is the only write that may land after ticks that ran after it,
@@ -47,6 +52,7 @@ use db::{
 use types::ReflectionNote;
 use uuid::Uuid;
 
+use crate::backtest::StoreReady;
 use crate::reflect::{ReflectionWrites, write_reflection};
 
 /// Ticks per transaction: a few megabytes of snapshots.
@@ -75,6 +81,10 @@ pub(crate) struct WriteBehind<S> {
     in_flight: Mutex<Option<InFlight>>,
     /// The runtime to spawn writes on, when it is multi-threaded.
     spawn_on: Option<tokio::runtime::Handle>,
+    /// The store's preparation (its schema, the deployment's registration) when the backtest
+    /// started before it finished ([`WriteBehind::gated`]): awaited by the first write, and by
+    /// any read, before the store is used.
+    ready: Mutex<Option<StoreReady>>,
 }
 
 /// Takes the value out of a lock (a poisoned lock only means another thread panicked while it
@@ -91,8 +101,11 @@ impl<S> WriteBehind<S>
 where
     S: TickStore + NoteStore + Clone + Send + Sync + 'static,
 {
-    /// Writes to a clone of `store` (the handle a write in flight owns).
-    pub(crate) fn new(store: &S) -> Self {
+    /// Writes to a clone of `store` (the handle a write in flight owns). With `ready`, the
+    /// store is still being prepared (its schema, the deployment's registration): the ticks
+    /// buffer meanwhile, the first write (or read) waits for it, and its failure is that
+    /// write's.
+    pub(crate) fn gated(store: &S, ready: Option<StoreReady>) -> Self {
         let spawn_on = tokio::runtime::Handle::try_current().ok().filter(|h| {
             matches!(
                 h.runtime_flavor(),
@@ -105,6 +118,7 @@ where
             reflections: Mutex::new(Vec::new()),
             in_flight: Mutex::new(None),
             spawn_on,
+            ready: Mutex::new(ready),
         }
     }
 
@@ -216,6 +230,9 @@ where
     /// As [`WriteBehind::write`], for the batch in flight or the pending one.
     pub(crate) async fn flush(&self) -> Result<(), DbError> {
         self.finish_in_flight().await?;
+        if let Some(ready) = take(&self.ready) {
+            prepared(ready.await).map_err(|e| self.failed(e))?;
+        }
         match self.take_batch() {
             Some(batch) => Self::write(self.store.clone(), batch).await,
             None => Ok(()),
@@ -245,7 +262,14 @@ where
 
     /// Starts writing `batch` behind the ticks (nothing may be in flight).
     fn start(&self, batch: Batch) -> InFlight {
+        let ready = take(&self.ready);
         let write = Self::write(self.store.clone(), batch);
+        let write = async move {
+            if let Some(ready) = ready {
+                prepared(ready.await)?;
+            }
+            write.await
+        };
         match &self.spawn_on {
             Some(runtime) => InFlight::Spawned(runtime.spawn(write)),
             None => InFlight::Polled(Box::pin(write)),
@@ -256,7 +280,8 @@ where
 impl<S> Drop for WriteBehind<S> {
     /// A write still in flight when the backtest ends without a flush (it returns an error) is
     /// cancelled, as dropping a polled one cancels it: its transaction rolls back, and nothing
-    /// the run started goes on writing after it returned.
+    /// the run started goes on writing after it returned. So is a store preparation nothing
+    /// waited for.
     fn drop(&mut self) {
         let slot = self
             .in_flight
@@ -265,17 +290,38 @@ impl<S> Drop for WriteBehind<S> {
         if let Some(InFlight::Spawned(task)) = slot.take() {
             task.abort();
         }
+        let ready = self
+            .ready
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(task) = ready.take() {
+            task.abort();
+        }
     }
 }
 
 /// A spawned write's result; a write that panicked panics here, on the tick's thread.
 fn joined(joined: Result<Result<(), DbError>, tokio::task::JoinError>) -> Result<(), DbError> {
+    ended(joined, "backtest batch", "the batch's write")
+}
+
+/// The store's preparation as it ended ([`WriteBehind::gated`]); one that panicked panics here.
+fn prepared(joined: Result<Result<(), DbError>, tokio::task::JoinError>) -> Result<(), DbError> {
+    ended(joined, "backtest store", "the store's preparation")
+}
+
+/// A task's result: a task that panicked panics here; one cancelled is `what`'s error.
+fn ended(
+    joined: Result<Result<(), DbError>, tokio::task::JoinError>,
+    what: &'static str,
+    task: &str,
+) -> Result<(), DbError> {
     match joined {
         Ok(result) => result,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
         Err(e) => Err(DbError::Invalid {
-            what: "backtest batch",
-            detail: format!("the batch's write was cancelled before it finished: {e}"),
+            what,
+            detail: format!("{task} was cancelled before it finished: {e}"),
         }),
     }
 }

@@ -467,20 +467,7 @@ async fn a_backtest_whose_batches_a_task_writes_stores_what_a_polled_one_stores(
     // outlive its runtime).
     let run_and_read = move |input: BacktestInput| async move {
         let (store, result) = run(&input).await;
-        let notes: Vec<_> = store
-            .note_history(NoteScope::Deployment(d), 100)
-            .await
-            .expect("notes")
-            .into_iter()
-            .map(|n| (n.id, n.generated_at, n.status, n.content.lessons_text))
-            .collect();
-        let stored = (
-            snapshots(&store, d).await,
-            store.all_trades(d).await.expect("trades"),
-            store.list_fills(d, None).await.expect("fills"),
-            notes,
-        );
-        (result, stored)
+        (result, stored(&store, d).await)
     };
     let (result, spawned) = run_and_read(input.clone()).await;
     assert!(
@@ -653,5 +640,137 @@ async fn a_failing_batch_fails_the_run_without_any_later_tick() {
     assert_eq!(
         stored.last().map(|s| s.tick_at),
         Some(bars[BATCH_TICKS - 1].close_time(Interval::H1))
+    );
+}
+
+/// Everything a run stored: snapshots, ledger rows, fills and notes.
+async fn stored(
+    store: &Store,
+    d: Uuid,
+) -> (
+    Vec<db::DecisionSnapshot>,
+    Vec<types::TradeRecord>,
+    Vec<db::StoredFill>,
+    Vec<(Uuid, DateTime<Utc>, types::NoteStatus, String)>,
+) {
+    let notes = store
+        .note_history(NoteScope::Deployment(d), 100)
+        .await
+        .expect("notes")
+        .into_iter()
+        .map(|n| (n.id, n.generated_at, n.status, n.content.lessons_text))
+        .collect();
+    (
+        snapshots(store, d).await,
+        store.all_trades(d).await.expect("trades"),
+        store.list_fills(d, None).await.expect("fills"),
+        notes,
+    )
+}
+
+/// A backtest on a new SQLite file whose schema and registration a task is still writing
+/// (`sim-worker run`'s default store): the first ticks run beside it, and the file ends up
+/// holding exactly what the same run stores on a store prepared before it started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_backtest_beside_its_store_preparation_stores_what_a_prepared_store_stores() {
+    use tick::backtest::{Registration, run_backtest_until_ready};
+    use tick::write_behind::BATCH_TICKS;
+    let bars = common::eurusd(BATCH_TICKS + 100);
+    let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
+    let d = input.deployment.deployment_id;
+    let first = input.market.all_bars("EURUSD", Interval::H1)[0].close_time(Interval::H1);
+    let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
+        .expect("builtin model");
+    let dir = tempfile::tempdir().expect("dir");
+
+    let url = format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("prepared.db").display()
+    );
+    let prepared = db::connect_with(&url, db::Durability::Scratch)
+        .await
+        .expect("store");
+    register(
+        &prepared,
+        &input,
+        serde_json::json!({"name": "eurusd"}),
+        first,
+    )
+    .await
+    .expect("register");
+    let reference = run_backtest(&input, model.as_ref(), &prepared, |_, _| {})
+        .await
+        .expect("backtest");
+
+    let path = dir.path().join("lazy.db");
+    let url = format!("sqlite://{}?mode=rwc", path.display());
+    let lazy = db::connect_lazy(&url, db::Durability::Scratch).expect("lazy store");
+    assert!(
+        !path.exists(),
+        "nothing is created before the preparation runs"
+    );
+    let ready = {
+        let store = lazy.clone();
+        let registration = Registration::of(&input, serde_json::json!({"name": "eurusd"}), first);
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            runtime.block_on(async {
+                store.migrate().await?;
+                registration.store(&store).await
+            })
+        })
+    };
+    let result = run_backtest_until_ready(&input, model.as_ref(), &lazy, ready, |_, _| {
+        std::ops::ControlFlow::Continue(())
+    })
+    .await
+    .expect("backtest");
+
+    assert_eq!(result.points.len(), reference.points.len());
+    assert_eq!(result.trades, reference.trades);
+    assert_eq!(result.fills, reference.fills);
+    let (lazy_rows, prepared_rows) = (stored(&lazy, d).await, stored(&prepared, d).await);
+    assert_eq!(lazy_rows.0.len(), bars.len(), "every tick stored");
+    assert_eq!(lazy_rows, prepared_rows);
+    assert_eq!(
+        db::RegistryStore::get_deployment(&lazy, d)
+            .await
+            .expect("registered")
+            .id,
+        d,
+        "the deployment was registered by the preparation"
+    );
+}
+
+/// A store preparation that fails (here: the registration, refused because the store already
+/// holds the deployment) fails the run with its error, and nothing of the run is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_failed_store_preparation_fails_the_backtest_and_writes_none_of_its_ticks() {
+    use tick::backtest::{BacktestError, Registration, run_backtest_until_ready};
+    let bars = common::eurusd(60);
+    let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
+    let d = input.deployment.deployment_id;
+    let first = input.market.all_bars("EURUSD", Interval::H1)[0].close_time(Interval::H1);
+    let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
+        .expect("builtin model");
+    let store = db::connect("sqlite::memory:").await.expect("store");
+    register(&store, &input, serde_json::json!({"name": "eurusd"}), first)
+        .await
+        .expect("register");
+    let ready = {
+        let store = store.clone();
+        let registration = Registration::of(&input, serde_json::json!({"name": "eurusd"}), first);
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || runtime.block_on(registration.store(&store)))
+    };
+    let err = run_backtest_until_ready(&input, model.as_ref(), &store, ready, |_, _| {
+        std::ops::ControlFlow::Continue(())
+    })
+    .await
+    .expect_err("the preparation failed");
+    assert!(matches!(err, BacktestError::Store(_)), "{err:?}");
+    assert!(
+        snapshots(&store, d).await.is_empty(),
+        "no tick stored after a failed preparation"
     );
 }
