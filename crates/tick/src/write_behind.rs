@@ -280,8 +280,9 @@ where
 impl<S> Drop for WriteBehind<S> {
     /// A write still in flight when the backtest ends without a flush (it returns an error) is
     /// cancelled, as dropping a polled one cancels it: its transaction rolls back, and nothing
-    /// the run started goes on writing after it returned. So is a store preparation nothing
-    /// waited for.
+    /// the run started goes on writing after it returned. A store preparation nothing waited
+    /// for is aborted too (one already running on the blocking pool runs to its end: its
+    /// schema and registration, nothing of the run).
     fn drop(&mut self) {
         let slot = self
             .in_flight
