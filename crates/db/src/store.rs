@@ -111,6 +111,7 @@ delegate!(LeaseStore {
 delegate!(TickStore {
     fn record_tick(&self, tick: &TickRecord) -> TickOutcome;
     fn record_ticks(&self, ticks: &[TickRecord]) -> Vec<TickOutcome>;
+    fn record_ticks_and_reflections(&self, ticks: &[TickRecord], reflections: &[(Option<NewNote>, ReflectionRun)]) -> Vec<TickOutcome>;
     fn get_snapshot(&self, id: Uuid) -> DecisionSnapshot;
     fn last_snapshot_before(&self, deployment_id: Uuid, before: DateTime<Utc>) -> Option<DecisionSnapshot>;
     fn runner_state(&self, deployment_id: Uuid) -> Option<StoredRunnerState>;

@@ -273,6 +273,23 @@ pub trait TickStore: Sync {
         ticks: &[TickRecord],
     ) -> impl Future<Output = Result<Vec<TickOutcome>, DbError>> + Send;
 
+    /// [`TickStore::record_ticks`], and in the same transaction, after the ticks, the
+    /// reflections that ran after them, in order: each one's note as
+    /// [`NoteStore::insert_note`] writes it (`None`: the run wrote none) and its run as
+    /// [`NoteStore::record_reflection_run`] does. One commit for a backtest's batch and the
+    /// reflections that fall in it (a commit each cost more than their rows); on any error
+    /// nothing of it is written.
+    ///
+    /// # Errors
+    /// As `record_ticks`, `insert_note` (a note the store refuses, e.g. a second active note of
+    /// the scope written by another writer meanwhile: not retried here) and
+    /// `record_reflection_run`.
+    fn record_ticks_and_reflections(
+        &self,
+        ticks: &[TickRecord],
+        reflections: &[(Option<NewNote>, ReflectionRun)],
+    ) -> impl Future<Output = Result<Vec<TickOutcome>, DbError>> + Send;
+
     /// The decision snapshot with this id.
     ///
     /// # Errors

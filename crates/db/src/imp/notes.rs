@@ -82,10 +82,22 @@ macro_rules! impl_notes {
             /// One attempt at insert-and-supersede; a concurrent winner makes it fail with the
             /// active-note unique violation, and the caller retries.
             async fn try_insert_note(&self, note: &NewNote, counts: NoteCounts) -> Result<ReflectionNote, DbError> {
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning note insert"))?;
+                let stored = Self::insert_note_in(&mut tx, note, counts).await?;
+                tx.commit().await.map_err(ctx("committing reflection note"))?;
+                Ok(stored)
+            }
+
+            /// Inserts `note` in `tx`, superseding the scope's active note (see
+            /// [`NoteStore::insert_note`]); the caller commits.
+            pub(crate) async fn insert_note_in(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                note: &NewNote,
+                counts: NoteCounts,
+            ) -> Result<ReflectionNote, DbError> {
                 let (trades_considered, input_tokens, output_tokens) = counts;
                 let scope = note.scope();
                 let (filter, next) = scope_filter(scope);
-                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning note insert"))?;
                 // A flagged note waits for review and displaces nothing.
                 let pending = note.lint.is_some();
 
@@ -99,7 +111,7 @@ macro_rules! impl_notes {
                 } else {
                     Self::bind_scope(sqlx::query(&supersede), scope)
                         .bind($enc::ts(note.generated_at))
-                        .fetch_all(&mut *tx)
+                        .fetch_all(&mut **tx)
                         .await
                         .map_err(ctx("superseding active note"))?
                 };
@@ -110,7 +122,7 @@ macro_rules! impl_notes {
                     );
                     let newer = Self::bind_scope(sqlx::query(&newer), scope)
                         .bind($enc::ts(note.generated_at))
-                        .fetch_optional(&mut *tx)
+                        .fetch_optional(&mut **tx)
                         .await
                         .map_err(ctx("checking for a newer note"))?;
                     if let Some(row) = newer {
@@ -147,7 +159,7 @@ macro_rules! impl_notes {
                 .bind(note.lint.as_ref().map(|l| l.reason.as_str()))
                 .bind($enc::ts(Utc::now()))
                 .bind(if pending { "pending_review" } else { "active" })
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await
                 .map_err(ctx("inserting reflection note"))?;
 
@@ -155,12 +167,10 @@ macro_rules! impl_notes {
                     sqlx::query("UPDATE reflection_notes SET superseded_by = $1 WHERE id = $2")
                         .bind($enc::id(note.id))
                         .bind($enc::id(codec::RowExt::uuid(row, "id")?))
-                        .execute(&mut *tx)
+                        .execute(&mut **tx)
                         .await
                         .map_err(ctx("linking superseded note"))?;
                 }
-                tx.commit().await.map_err(ctx("committing reflection note"))?;
-
                 Ok(ReflectionNote {
                     id: note.id,
                     skill_id: note.skill_id,
@@ -178,6 +188,44 @@ macro_rules! impl_notes {
                     superseded_by: None,
                     accepted_at: None,
                 })
+            }
+
+            /// Inserts `run` through `conn` (the pool, or a transaction's connection): see
+            /// [`NoteStore::record_reflection_run`].
+            pub(crate) async fn insert_run_in<'c, E>(conn: E, run: &ReflectionRun) -> Result<(), DbError>
+            where
+                E: sqlx::Executor<'c, Database = $db>,
+            {
+                let (outcome, error, note_id) = match &run.outcome {
+                    RunOutcome::Succeeded { note_id } => ("succeeded", None, *note_id),
+                    RunOutcome::Failed { error } => (
+                        "failed",
+                        Some(codec::truncate_chars(error, types::MAX_STORED_ERROR_CHARS)),
+                        None,
+                    ),
+                };
+                sqlx::query(
+                    "INSERT INTO reflection_runs (id, skill_id, skill_version, deployment_id, started_at, \
+                     finished_at, outcome, error, note_id, model, input_tokens, output_tokens, cost_usd) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                )
+                .bind($enc::id(run.id))
+                .bind($enc::id(run.skill_id))
+                .bind(run.skill_version)
+                .bind($enc::oid(run.deployment_id))
+                .bind($enc::ts(run.started_at))
+                .bind($enc::ts(run.finished_at))
+                .bind(outcome)
+                .bind(error)
+                .bind($enc::oid(note_id))
+                .bind(&run.model)
+                .bind(run.input_tokens)
+                .bind(run.output_tokens)
+                .bind($enc::odec(run.cost_usd))
+                .execute(conn)
+                .await
+                .map_err(ctx("inserting reflection run"))?;
+                Ok(())
             }
 
         }
@@ -282,36 +330,7 @@ macro_rules! impl_notes {
             }
 
             async fn record_reflection_run(&self, run: &ReflectionRun) -> Result<(), DbError> {
-                let (outcome, error, note_id) = match &run.outcome {
-                    RunOutcome::Succeeded { note_id } => ("succeeded", None, *note_id),
-                    RunOutcome::Failed { error } => (
-                        "failed",
-                        Some(codec::truncate_chars(error, types::MAX_STORED_ERROR_CHARS)),
-                        None,
-                    ),
-                };
-                sqlx::query(
-                    "INSERT INTO reflection_runs (id, skill_id, skill_version, deployment_id, started_at, \
-                     finished_at, outcome, error, note_id, model, input_tokens, output_tokens, cost_usd) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-                )
-                .bind($enc::id(run.id))
-                .bind($enc::id(run.skill_id))
-                .bind(run.skill_version)
-                .bind($enc::oid(run.deployment_id))
-                .bind($enc::ts(run.started_at))
-                .bind($enc::ts(run.finished_at))
-                .bind(outcome)
-                .bind(error)
-                .bind($enc::oid(note_id))
-                .bind(&run.model)
-                .bind(run.input_tokens)
-                .bind(run.output_tokens)
-                .bind($enc::odec(run.cost_usd))
-                .execute(&self.pool)
-                .await
-                .map_err(ctx("inserting reflection run"))?;
-                Ok(())
+                Self::insert_run_in(&self.pool, run).await
             }
 
             async fn reflection_runs(&self, scope: NoteScope, limit: u32) -> Result<Vec<ReflectionRun>, DbError> {

@@ -880,6 +880,68 @@ macro_rules! impl_tick {
                 Ok(TickOutcome::Recorded { snapshot_id: s.id })
             }
 
+            /// [`TickStore::record_ticks`]'s writes in `tx`; the caller commits, then remembers
+            /// `update`'s lines.
+            async fn record_ticks_in(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                cache: &lines::LineCache,
+                update: &mut lines::CacheUpdate,
+                ticks: &[TickRecord],
+            ) -> Result<Vec<TickOutcome>, DbError> {
+                let snapshots: Vec<&DecisionSnapshot> = ticks.iter().map(|t| &t.snapshot).collect();
+                let inserted = Self::insert_snapshots(tx, cache, update, &snapshots).await?;
+                let mut outcomes = Vec::with_capacity(ticks.len());
+                let mut trades = BatchTrades::default();
+                let mut fills: Vec<(Uuid, &Fill)> = Vec::new();
+                // Per deployment, the equity of its last recorded tick that carries one.
+                let mut equity: Vec<(Uuid, Decimal)> = Vec::new();
+                for tick in ticks {
+                    let s = &tick.snapshot;
+                    if !inserted.contains(&s.id) {
+                        let snapshot_id = Self::replayed_snapshot_id(tx, s).await?;
+                        outcomes.push(TickOutcome::AlreadyRecorded { snapshot_id });
+                        continue;
+                    }
+                    if let Some(state) = &tick.runner_state {
+                        Self::write_runner_state(tx, s, state).await?;
+                    }
+                    fills.extend(tick.fills.iter().map(|f| (s.deployment_id, f)));
+                    trades.add(tick)?;
+                    if let Some(e) = tick.equity_usd {
+                        match equity.iter_mut().find(|(id, _)| *id == s.deployment_id) {
+                            Some(slot) => slot.1 = e,
+                            None => equity.push((s.deployment_id, e)),
+                        }
+                    }
+                    outcomes.push(TickOutcome::Recorded { snapshot_id: s.id });
+                }
+                // Every fill of the batch in a few statements, before the rows they link to.
+                Self::insert_fills(tx, &fills).await?;
+                Self::upsert_trades(tx, &trades.last_versions(), Utc::now()).await?;
+                let recorded: Vec<&TickRecord> = ticks
+                    .iter()
+                    .zip(&outcomes)
+                    .filter(|(_, o)| matches!(o, TickOutcome::Recorded { .. }))
+                    .map(|(t, _)| t)
+                    .collect();
+                Self::link_fills(tx, &batch_links(recorded.iter().copied())).await?;
+                // The outcome memory: only the last score of each outcome in the batch counts
+                // (each is the outcome's whole score at its time). An outcome of the batch is
+                // inserted with it; the others are updated after every insert (a score may be
+                // of an outcome of an earlier tick).
+                let writes: Vec<&OutcomeWrites> = recorded.iter().map(|t| &t.outcomes).collect();
+                let scores = last_scores(writes.iter().copied());
+                let mut last: HashMap<Uuid, &outcomes::OutcomeScore> =
+                    scores.iter().copied().collect();
+                Self::insert_outcome_rows(tx, &writes, &mut last).await?;
+                let updates: Vec<_> = scores.into_iter().filter(|(id, _)| last.contains_key(id)).collect();
+                Self::write_scores(tx, &updates).await?;
+                for (d, e) in equity {
+                    Self::write_equity(tx, d, e).await?;
+                }
+                Ok(outcomes)
+            }
+
             async fn write_equity(
                 tx: &mut sqlx::Transaction<'static, $db>,
                 deployment_id: Uuid,
@@ -919,58 +981,31 @@ macro_rules! impl_tick {
             async fn record_ticks(&self, ticks: &[TickRecord]) -> Result<Vec<TickOutcome>, DbError> {
                 validate_batch(ticks)?;
                 let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning ticks"))?;
-                let snapshots: Vec<&DecisionSnapshot> = ticks.iter().map(|t| &t.snapshot).collect();
                 let mut update = lines::CacheUpdate::default();
-                let inserted =
-                    Self::insert_snapshots(&mut tx, &self.lines, &mut update, &snapshots).await?;
-                let mut outcomes = Vec::with_capacity(ticks.len());
-                let mut trades = BatchTrades::default();
-                let mut fills: Vec<(Uuid, &Fill)> = Vec::new();
-                // Per deployment, the equity of its last recorded tick that carries one.
-                let mut equity: Vec<(Uuid, Decimal)> = Vec::new();
-                for tick in ticks {
-                    let s = &tick.snapshot;
-                    if !inserted.contains(&s.id) {
-                        let snapshot_id = Self::replayed_snapshot_id(&mut tx, s).await?;
-                        outcomes.push(TickOutcome::AlreadyRecorded { snapshot_id });
-                        continue;
-                    }
-                    if let Some(state) = &tick.runner_state {
-                        Self::write_runner_state(&mut tx, s, state).await?;
-                    }
-                    fills.extend(tick.fills.iter().map(|f| (s.deployment_id, f)));
-                    trades.add(tick)?;
-                    if let Some(e) = tick.equity_usd {
-                        match equity.iter_mut().find(|(id, _)| *id == s.deployment_id) {
-                            Some(slot) => slot.1 = e,
-                            None => equity.push((s.deployment_id, e)),
-                        }
-                    }
-                    outcomes.push(TickOutcome::Recorded { snapshot_id: s.id });
-                }
-                // Every fill of the batch in a few statements, before the rows they link to.
-                Self::insert_fills(&mut tx, &fills).await?;
-                Self::upsert_trades(&mut tx, &trades.last_versions(), Utc::now()).await?;
-                let recorded: Vec<&TickRecord> = ticks
+                let outcomes = Self::record_ticks_in(&mut tx, &self.lines, &mut update, ticks).await?;
+                tx.commit().await.map_err(ctx("committing ticks"))?;
+                self.lines.remember(update);
+                Ok(outcomes)
+            }
+
+            async fn record_ticks_and_reflections(
+                &self,
+                ticks: &[TickRecord],
+                reflections: &[(Option<NewNote>, ReflectionRun)],
+            ) -> Result<Vec<TickOutcome>, DbError> {
+                validate_batch(ticks)?;
+                let counts = reflections
                     .iter()
-                    .zip(&outcomes)
-                    .filter(|(_, o)| matches!(o, TickOutcome::Recorded { .. }))
-                    .map(|(t, _)| t)
-                    .collect();
-                Self::link_fills(&mut tx, &batch_links(recorded.iter().copied())).await?;
-                // The outcome memory: only the last score of each outcome in the batch counts
-                // (each is the outcome's whole score at its time). An outcome of the batch is
-                // inserted with it; the others are updated after every insert (a score may be
-                // of an outcome of an earlier tick).
-                let writes: Vec<&OutcomeWrites> = recorded.iter().map(|t| &t.outcomes).collect();
-                let scores = last_scores(writes.iter().copied());
-                let mut last: HashMap<Uuid, &outcomes::OutcomeScore> =
-                    scores.iter().copied().collect();
-                Self::insert_outcome_rows(&mut tx, &writes, &mut last).await?;
-                let updates: Vec<_> = scores.into_iter().filter(|(id, _)| last.contains_key(id)).collect();
-                Self::write_scores(&mut tx, &updates).await?;
-                for (d, e) in equity {
-                    Self::write_equity(&mut tx, d, e).await?;
+                    .map(|(note, _)| note.as_ref().map(crate::imp::notes::validate_note).transpose())
+                    .collect::<Result<Vec<_>, _>>()?;
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning ticks"))?;
+                let mut update = lines::CacheUpdate::default();
+                let outcomes = Self::record_ticks_in(&mut tx, &self.lines, &mut update, ticks).await?;
+                for ((note, run), counts) in reflections.iter().zip(counts) {
+                    if let (Some(note), Some(counts)) = (note, counts) {
+                        Self::insert_note_in(&mut tx, note, counts).await?;
+                    }
+                    Self::insert_run_in(&mut *tx, run).await?;
                 }
                 tx.commit().await.map_err(ctx("committing ticks"))?;
                 self.lines.remember(update);

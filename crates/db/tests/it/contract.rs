@@ -794,6 +794,84 @@ mod cases {
         assert_eq!(s.record_ticks(&[]).await.unwrap(), vec![]);
     }
 
+    /// A backtest's batch: its ticks, then the reflections that ran after them (a note, or none,
+    /// and the run), in one transaction; a refused note writes nothing of the batch.
+    pub(super) async fn record_ticks_and_reflections_is_one_batch<S: Storage + RawSql>(s: &S) {
+        let fx = seed(s).await.unwrap();
+        let d = fx.deployment.id;
+        let run = |note_id: Option<Uuid>, started: i64| ReflectionRun {
+            id: Uuid::new_v4(),
+            skill_id: fx.skill.id,
+            skill_version: fx.version.version,
+            deployment_id: Some(d),
+            started_at: at(started),
+            finished_at: at(started),
+            outcome: RunOutcome::Succeeded { note_id },
+            model: "builtin/stats".into(),
+            input_tokens: None,
+            output_tokens: None,
+            cost_usd: None,
+        };
+        let first = sample_note(&fx, at(1), "- first lesson");
+        let second = sample_note(&fx, at(2), "- second lesson");
+        let reflections = vec![
+            (Some(first.clone()), run(Some(first.id), 1)),
+            (None, run(None, 2)),
+            (Some(second.clone()), run(Some(second.id), 2)),
+        ];
+        let outcomes = s
+            .record_ticks_and_reflections(&[tick(&fx, 0), tick(&fx, 1), tick(&fx, 2)], &reflections)
+            .await
+            .unwrap();
+        assert_eq!(outcomes.len(), 3);
+        assert_eq!(count_rows(s, "decision_snapshots", d).await, 3);
+        // As insert_note would have written them, in order: the second supersedes the first.
+        let history = s.note_history(NoteScope::Deployment(d), 10).await.unwrap();
+        let by_id = |id: Uuid| history.iter().find(|n| n.id == id).expect("stored note");
+        assert_eq!(by_id(first.id).status, NoteStatus::Superseded);
+        assert_eq!(by_id(first.id).superseded_by, Some(second.id));
+        assert_eq!(by_id(second.id).status, NoteStatus::Active);
+        let runs = s
+            .reflection_runs(NoteScope::Deployment(d), 10)
+            .await
+            .unwrap();
+        assert_eq!(runs.len(), 3);
+
+        // A note the store refuses (its id is taken): nothing of the batch is written.
+        let taken = sample_note(&fx, at(4), "- again");
+        let taken = db::NewNote {
+            id: first.id,
+            ..taken
+        };
+        let err = s
+            .record_ticks_and_reflections(
+                &[tick(&fx, 3), tick(&fx, 4)],
+                &[(Some(taken), run(Some(first.id), 4))],
+            )
+            .await
+            .expect_err("the note's id is taken");
+        assert!(
+            err.to_string().contains("inserting reflection note"),
+            "{err}"
+        );
+        assert_eq!(count_rows(s, "decision_snapshots", d).await, 3);
+        assert_eq!(
+            s.reflection_runs(NoteScope::Deployment(d), 10)
+                .await
+                .unwrap()
+                .len(),
+            3
+        );
+        // A note out of its bounds is refused before anything is written.
+        let empty = sample_note(&fx, at(5), "");
+        assert!(matches!(
+            s.record_ticks_and_reflections(&[tick(&fx, 5)], &[(Some(empty), run(None, 5))])
+                .await,
+            Err(DbError::Bound { .. })
+        ));
+        assert_eq!(count_rows(s, "decision_snapshots", d).await, 3);
+    }
+
     pub(super) async fn record_ticks_writes_what_tick_by_tick_recording_would<
         S: Storage + RawSql,
     >(
@@ -2045,6 +2123,7 @@ crate::common::on_every_backend!(
     runner_state_commits_with_its_tick_and_never_moves_back,
     record_ticks_is_one_all_or_nothing_batch,
     record_ticks_writes_what_tick_by_tick_recording_would,
+    record_ticks_and_reflections_is_one_batch,
     ledger_reads_are_point_in_time,
     stop_and_target_round_trips_round_trip,
     decimals_and_times_round_trip_exactly,
