@@ -56,7 +56,7 @@ use types::ReflectionNote;
 use uuid::Uuid;
 
 use crate::backtest::StoreReady;
-use crate::reflect::{ReflectionWrites, write_reflection};
+use crate::reflect::ReflectionWrites;
 
 /// Ticks per transaction: a few megabytes of snapshots.
 pub const BATCH_TICKS: usize = 256;
@@ -140,12 +140,6 @@ where
     /// [`DbError::Invalid`] when the store already held one of the ticks: another writer
     /// shares this backtest's deployment.
     async fn write(store: S, batch: Batch) -> Result<(), DbError> {
-        if batch.ticks.is_empty() {
-            for reflection in &batch.reflections {
-                write_reflection(&store, reflection).await?;
-            }
-            return Ok(());
-        }
         let reflections: Vec<_> = batch
             .reflections
             .into_iter()

@@ -979,13 +979,7 @@ macro_rules! impl_tick {
             }
 
             async fn record_ticks(&self, ticks: &[TickRecord]) -> Result<Vec<TickOutcome>, DbError> {
-                validate_batch(ticks)?;
-                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning ticks"))?;
-                let mut update = lines::CacheUpdate::default();
-                let outcomes = Self::record_ticks_in(&mut tx, &self.lines, &mut update, ticks).await?;
-                tx.commit().await.map_err(ctx("committing ticks"))?;
-                self.lines.remember(update);
-                Ok(outcomes)
+                self.record_ticks_and_reflections(ticks, &[]).await
             }
 
             async fn record_ticks_and_reflections(
