@@ -386,13 +386,14 @@ impl Allowed {
         for r in scope {
             let side = format!("{:?}", r.side);
             let regime = format!("{:?}", r.entry_regime_tag);
+            // The trade's own figures, once for its four groups.
+            let one = LedgerStats::of([*r]).overall;
             for key in [
                 (0, r.symbol.clone()),
                 (1, side.clone()),
                 (2, regime),
                 (3, format!("{} {side}", r.symbol)),
             ] {
-                let one = LedgerStats::of([*r]).overall;
                 let g = groups.entry(key).or_default();
                 merge(g, &one);
             }
