@@ -181,7 +181,16 @@ pub async fn run_tick_with(
         system_prompt = lens.show(&system_prompt);
         context.text = lens.show(&context.text);
     }
-    let run = run_skill_with(skill, ctx, model, &system_prompt, &context.text, options).await;
+    let run = run::run_skill_memo(
+        skill,
+        ctx,
+        model,
+        &system_prompt,
+        &context.text,
+        options,
+        Some(&mut cache.steps),
+    )
+    .await;
     Ok(TickOutput {
         system_prompt,
         context,

@@ -290,10 +290,32 @@ pub async fn run_skill_with(
     user_message: &str,
     options: RunOptions,
 ) -> RunResult {
+    run_skill_memo(
+        skill,
+        ctx,
+        model,
+        system_prompt,
+        user_message,
+        options,
+        None,
+    )
+    .await
+}
+
+/// [`run_skill_with`], its steps serialised through `memo` ([`run_tool_loop_memo`]).
+pub(crate) async fn run_skill_memo(
+    skill: &Skill,
+    ctx: &ToolContext,
+    model: &dyn LanguageModel,
+    system_prompt: &str,
+    user_message: &str,
+    options: RunOptions,
+    memo: Option<&mut StepMemo>,
+) -> RunResult {
     let registry = match build_tools(&skill.tools, ctx) {
         Ok(r) => r,
         Err(e) => {
-            return new_loop().finish(model, FinishReason::Error, Some(RunError::Tools(e)));
+            return new_loop(None).finish(model, FinishReason::Error, Some(RunError::Tools(e)));
         }
     };
     // The user message, then an assistant turn and a tool result per tool-calling step.
@@ -301,19 +323,21 @@ pub async fn run_skill_with(
     messages.push(Message::User {
         content: user_message.to_owned(),
     });
-    run_tool_loop(
+    run_tool_loop_memo(
         &registry,
         model,
         system_prompt,
         messages,
         skill.max_steps,
         options,
+        memo,
     )
     .await
 }
 
-fn new_loop() -> Loop {
+fn new_loop(memo: Option<&mut StepMemo>) -> Loop<'_> {
     Loop {
+        memo,
         // A typical tick's steps; `max_steps` is the caller's to set, so it does not size this.
         steps: Vec::with_capacity(2),
         texts: Vec::new(),
@@ -339,8 +363,31 @@ pub async fn run_tool_loop(
     max_steps: u32,
     options: RunOptions,
 ) -> RunResult {
+    run_tool_loop_memo(
+        registry,
+        model,
+        system_prompt,
+        messages,
+        max_steps,
+        options,
+        None,
+    )
+    .await
+}
+
+/// [`run_tool_loop`], serialising each step through `memo`: a step equal to the one at its
+/// index in the memo (the caller's last run) reuses that one's JSON text.
+pub(crate) async fn run_tool_loop_memo(
+    registry: &tools::Registry,
+    model: &dyn LanguageModel,
+    system_prompt: &str,
+    messages: Vec<Message>,
+    max_steps: u32,
+    options: RunOptions,
+    memo: Option<&mut StepMemo>,
+) -> RunResult {
     let max_steps = max_steps.max(1);
-    let mut run = new_loop();
+    let mut run = new_loop(memo);
     run.max_steps = max_steps;
     let model_name = model
         .id()
@@ -572,12 +619,86 @@ fn step_json(step: &Step) -> Option<Box<serde_json::value::RawValue>> {
     serde_json::value::to_raw_value(step).ok()
 }
 
+/// The JSON text of the steps of a deployment's last run, by step index, kept between its ticks
+/// (in [`RenderCache`](crate::RenderCache)): a rule-based model's steps are the same on most
+/// ticks, and serialising them was ≈10k instructions a tick.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StepMemo(Vec<Option<(Step, Box<serde_json::value::RawValue>)>>);
+
+impl StepMemo {
+    /// The JSON text of the remembered step at `step`'s index, when it is the same record.
+    fn get(&self, step: &Step) -> Option<&serde_json::value::RawValue> {
+        let (remembered, json) = self.0.get(step.index as usize)?.as_ref()?;
+        same_record(remembered, step).then_some(&**json)
+    }
+
+    /// Keeps `step` and its JSON text for its index (unless the same record is there).
+    fn remember(&mut self, step: &Step, json: &serde_json::value::RawValue) {
+        let at = step.index as usize;
+        if self.0.len() <= at {
+            self.0.resize(at + 1, None);
+        }
+        if self.get(step).is_none() {
+            self.0[at] = Some((step.clone(), json.to_owned()));
+        }
+    }
+}
+
+/// Whether `a` and `b` serialise to the same JSON text: every field equal, a tool's result by
+/// its text (`JsonText`'s `==` is JSON equality, which different texts share). Written out
+/// field by field: a field added to `Step` or `ToolCallRecord` must be added here.
+fn same_record(a: &Step, b: &Step) -> bool {
+    let Step {
+        index,
+        text,
+        tool_calls,
+        usage,
+        finish,
+        cut,
+    } = a;
+    *index == b.index
+        && *text == b.text
+        && *usage == b.usage
+        && *finish == b.finish
+        && *cut == b.cut
+        && tool_calls.len() == b.tool_calls.len()
+        && tool_calls.iter().zip(&b.tool_calls).all(|(x, y)| {
+            let ToolCallRecord {
+                id,
+                name,
+                arguments,
+                outcome,
+            } = x;
+            *id == y.id
+                && *name == y.name
+                && *arguments == y.arguments
+                && match (outcome, &y.outcome) {
+                    (ToolOutcome::Ok { result: r }, ToolOutcome::Ok { result: q }) => {
+                        r.as_str() == q.as_str()
+                    }
+                    (
+                        ToolOutcome::Error {
+                            message: m,
+                            recoverable: r,
+                        },
+                        ToolOutcome::Error {
+                            message: n,
+                            recoverable: q,
+                        },
+                    ) => m == n && r == q,
+                    _ => false,
+                }
+        })
+}
+
 /// Bytes of a step's JSON; a step that cannot be serialised counts as huge.
 fn json_len(json: Option<&serde_json::value::RawValue>) -> usize {
     json.map_or(usize::MAX, |j| j.get().len())
 }
 
-struct Loop {
+struct Loop<'m> {
+    /// The JSON of the steps of the caller's last run (a deployment's last tick), by index.
+    memo: Option<&'m mut StepMemo>,
     steps: Vec<Step>,
     texts: Vec<String>,
     usage: Usage,
@@ -590,7 +711,15 @@ struct Loop {
     max_steps: u32,
 }
 
-impl Loop {
+impl Loop<'_> {
+    /// The JSON text of `step`: the memo's when it holds an equal step at its index.
+    fn json_of(&self, step: &Step) -> Option<Box<serde_json::value::RawValue>> {
+        if let Some(json) = self.memo.as_deref().and_then(|m| m.get(step)) {
+            return Some(json.to_owned());
+        }
+        step_json(step)
+    }
+
     /// Records `step` within the stored bounds: each call's id, name, arguments and result cut
     /// to theirs, and once the steps reach [`MAX_STORED_STEPS_BYTES`], the step's text,
     /// arguments and results left out. What was cut is in `step.cut` (`None` when nothing).
@@ -603,7 +732,7 @@ impl Loop {
         // in `len` yet) and the array's separators.
         let to_come = (self.max_steps as usize).saturating_sub(self.steps.len());
         let reserve = to_come.saturating_mul(STRIPPED_STEP_BYTES);
-        let mut json = step_json(&step);
+        let mut json = self.json_of(&step);
         if self
             .stored
             .saturating_add(json_len(json.as_deref()))
@@ -622,13 +751,16 @@ impl Loop {
                     ToolOutcome::Error { message, .. } => message.len(),
                 } as u64;
             }
-            json = step_json(&step);
+            json = self.json_of(&step);
         }
         if cut != StepCut::default() {
             step.cut = Some(cut);
-            json = step_json(&step);
+            json = self.json_of(&step);
         }
         self.stored = self.stored.saturating_add(json_len(json.as_deref()));
+        if let (Some(memo), Some(json)) = (self.memo.as_deref_mut(), json.as_deref()) {
+            memo.remember(&step, json);
+        }
         self.steps.push(step);
         self.steps_json.push(json);
     }
@@ -662,5 +794,64 @@ impl Loop {
             },
             error,
         }
+    }
+}
+
+#[cfg(test)]
+mod memo_tests {
+    use serde_json::value::RawValue;
+
+    use super::*;
+
+    fn step(result: &str, usage: u64) -> Step {
+        Step {
+            index: 0,
+            text: Some("evaluating".to_owned()),
+            tool_calls: vec![ToolCallRecord {
+                id: "c1".to_owned(),
+                name: "propose_order".to_owned(),
+                arguments: r#"{"action":"no_op"}"#.to_owned(),
+                outcome: ToolOutcome::Ok {
+                    result: JsonText::from_text(result.to_owned()).expect("json"),
+                },
+            }],
+            usage: Usage {
+                input: usage,
+                ..Usage::default()
+            },
+            finish: FinishReason::ToolCalls,
+            cut: None,
+        }
+    }
+
+    /// The memo gives a step's own serialisation back only for the same record: a tool result
+    /// that is the same JSON written differently (`JsonText`'s `==` holds them equal) or any
+    /// other field changed is serialised again.
+    #[test]
+    fn the_memo_serves_only_the_same_record() {
+        let mut memo = StepMemo::default();
+        let a = step(r#"{"a":1,"b":2}"#, 5);
+        let json = step_json(&a).expect("json");
+        memo.remember(&a, &json);
+        assert_eq!(memo.get(&a.clone()).map(RawValue::get), Some(json.get()));
+        let reordered = step(r#"{"b":2,"a":1}"#, 5);
+        assert!(
+            matches!(
+                (&a.tool_calls[0].outcome, &reordered.tool_calls[0].outcome),
+                (ToolOutcome::Ok { result: x }, ToolOutcome::Ok { result: y }) if x == y
+            ),
+            "JSON-equal results"
+        );
+        assert!(memo.get(&reordered).is_none());
+        assert!(memo.get(&step(r#"{"a":1,"b":2}"#, 6)).is_none());
+        let mut other_index = a.clone();
+        other_index.index = 1;
+        assert!(memo.get(&other_index).is_none());
+        // Remembering another record replaces the one at its index.
+        let b = step(r#"{"b":2,"a":1}"#, 5);
+        let b_json = step_json(&b).expect("json");
+        memo.remember(&b, &b_json);
+        assert_eq!(memo.get(&b).map(RawValue::get), Some(b_json.get()));
+        assert!(memo.get(&a).is_none());
     }
 }

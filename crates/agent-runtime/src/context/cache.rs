@@ -30,6 +30,9 @@ pub struct RenderCache {
     /// Length of the last message, to allocate the next one at once.
     pub(super) text_len: usize,
     pub(crate) system_prompt: Option<(Option<prompt_compose::Lessons>, String)>,
+    /// The JSON text of the last tick's model steps (a step equal to one of them is not
+    /// serialised again).
+    pub(crate) steps: crate::run::StepMemo,
 }
 
 /// One symbol's bars at one interval as the last tick fetched them, with printed rows.

@@ -104,6 +104,14 @@ fn portfolio(position: Option<Side>) -> PortfolioSnapshot {
 }
 
 async fn tick(last: Decimal, position: Option<Side>) -> agent_runtime::TickOutput {
+    tick_with(last, position, &mut agent_runtime::RenderCache::default()).await
+}
+
+async fn tick_with(
+    last: Decimal,
+    position: Option<Side>,
+    cache: &mut agent_runtime::RenderCache,
+) -> agent_runtime::TickOutput {
     let mut data = eurusd(last);
     data.portfolio = Some(portfolio(position));
     let data = Arc::new(data);
@@ -116,16 +124,39 @@ async fn tick(last: Decimal, position: Option<Side>) -> agent_runtime::TickOutpu
     );
     let skill = skill();
     let model = builtin_model(&skill.model, &skill).expect("the example skill names sma-cross");
-    run_tick(
-        &skill,
-        &ctx,
-        model.as_ref(),
-        None,
-        None,
-        &mut agent_runtime::RenderCache::default(),
-    )
-    .await
-    .unwrap()
+    run_tick(&skill, &ctx, model.as_ref(), None, None, cache)
+        .await
+        .unwrap()
+}
+
+/// A deployment keeps its render cache between ticks, and with it the JSON text of its last
+/// steps (a step equal to one of them is not serialised again): every tick's stored steps are
+/// still the text a fresh cache gives, through repeats and changes (no cross, a cross, a
+/// position that changes the proposal, no cross again).
+#[tokio::test]
+async fn steps_through_a_kept_cache_are_the_fresh_texts() {
+    let mut kept = agent_runtime::RenderCache::default();
+    for (last, position) in [
+        (dec!(1.07000), None),
+        (dec!(1.07000), None),
+        (dec!(1.07500), None),
+        (dec!(1.07500), None),
+        (dec!(1.06500), Some(Side::Long)),
+        (dec!(1.07000), Some(Side::Long)),
+        (dec!(1.07000), None),
+    ] {
+        let cached = tick_with(last, position, &mut kept).await;
+        let fresh = tick(last, position).await;
+        let text = |out: &agent_runtime::TickOutput| {
+            out.run
+                .steps_json
+                .as_ref()
+                .map(|j| j.as_str().to_owned())
+                .expect("steps json")
+        };
+        assert_eq!(text(&cached), text(&fresh), "close {last}, {position:?}");
+        assert_eq!(cached.run.steps, fresh.run.steps);
+    }
 }
 
 #[tokio::test]

@@ -103,6 +103,97 @@ pub(crate) fn values_sql(
     sql
 }
 
+/// The `proposal` and `verdict` JSON texts of `snapshots`, in order: a row whose proposal (or
+/// verdict) is the same record as the row before's, decimals at the same scale, shares that
+/// row's text instead of being serialised again (a rule-based model repeats both on most
+/// ticks: serialising them was ≈4k instructions a row).
+///
+/// # Errors
+/// [`crate::DbError::Invalid`] when one cannot be serialised.
+#[allow(clippy::type_complexity)]
+pub(crate) fn decision_json(
+    snapshots: &[&crate::DecisionSnapshot],
+) -> Result<
+    Vec<(
+        Option<std::sync::Arc<serde_json::value::RawValue>>,
+        std::sync::Arc<serde_json::value::RawValue>,
+    )>,
+    crate::DbError,
+> {
+    use std::sync::Arc;
+    let text = |what: &'static str, value: &dyn erased_json::Json| {
+        value
+            .raw()
+            .map(Arc::from)
+            .map_err(|e| crate::DbError::Invalid {
+                what,
+                detail: format!("serialising: {e}"),
+            })
+    };
+    let mut out: Vec<(
+        Option<Arc<serde_json::value::RawValue>>,
+        Arc<serde_json::value::RawValue>,
+    )> = Vec::with_capacity(snapshots.len());
+    for (i, s) in snapshots.iter().enumerate() {
+        let before = i.checked_sub(1).map(|b| (snapshots[b], &out[b]));
+        let proposal = match (&s.proposal, before) {
+            (None, _) => None,
+            (Some(p), Some((b, (Some(json), _))))
+                if b.proposal.as_ref().is_some_and(|q| same_proposal(p, q)) =>
+            {
+                Some(Arc::clone(json))
+            }
+            (Some(p), _) => Some(text("snapshot proposal", p)?),
+        };
+        let verdict = match before {
+            Some((b, (_, json))) if b.verdict == s.verdict => Arc::clone(json),
+            _ => text("snapshot verdict", &s.verdict)?,
+        };
+        out.push((proposal, verdict));
+    }
+    Ok(out)
+}
+
+/// JSON text of a value behind `dyn` (`serde_json::value::to_raw_value` is generic).
+mod erased_json {
+    pub(super) trait Json {
+        fn raw(&self) -> Result<Box<serde_json::value::RawValue>, serde_json::Error>;
+    }
+    impl<T: serde::Serialize> Json for T {
+        fn raw(&self) -> Result<Box<serde_json::value::RawValue>, serde_json::Error> {
+            serde_json::value::to_raw_value(self)
+        }
+    }
+}
+
+/// Whether two proposals serialise to the same text: every field equal and each decimal at the
+/// same scale (`Decimal`'s `==` holds `1.50 == 1.5`, whose texts differ). Written out field by
+/// field: a field added to `ProposedAction` must be added here. (`Verdict` holds no decimal:
+/// its `==` is the text's.)
+fn same_proposal(a: &types::ProposedAction, b: &types::ProposedAction) -> bool {
+    let types::ProposedAction {
+        action,
+        symbol,
+        size_usd,
+        leverage,
+        reason,
+        confidence,
+        stop,
+        target,
+    } = a;
+    let exact = |x: &Option<rust_decimal::Decimal>, y: &Option<rust_decimal::Decimal>| {
+        x.map(|d| d.serialize()) == y.map(|d| d.serialize())
+    };
+    *action == b.action
+        && *symbol == b.symbol
+        && exact(size_usd, &b.size_usd)
+        && exact(leverage, &b.leverage)
+        && *reason == b.reason
+        && *confidence == b.confidence
+        && exact(stop, &b.stop)
+        && exact(target, &b.target)
+}
+
 /// A tick's ledger rows, the closing ones first: a flip closes one row and opens another on
 /// the same symbol, and a symbol has at most one open row.
 pub(crate) fn closing_first(
@@ -240,7 +331,7 @@ macro_rules! impl_tick {
     ($store:ty, $db:ty, $enc:ident, $begin:literal) => {
         use crate::imp::prompt_lines::{self as lines, PromptRefs};
         use crate::imp::tick::{
-            batch_links, last_scores, snapshot_insert_sql, statement_slices, validate_batch,
+            batch_links, decision_json, last_scores, snapshot_insert_sql, statement_slices, validate_batch,
             validate_tick, values_sql, BatchTrades,
         };
 
@@ -512,11 +603,15 @@ macro_rules! impl_tick {
             ) -> Result<(u64, HashSet<Uuid>), DbError> {
                 let mut count = 0;
                 let mut inserted = HashSet::new();
-                for (chunk, chunk_refs) in statement_slices(snapshots).zip(statement_slices(refs)) {
+                let json = decision_json(snapshots)?;
+                for ((chunk, chunk_refs), chunk_json) in statement_slices(snapshots)
+                    .zip(statement_slices(refs))
+                    .zip(statement_slices(&json))
+                {
                     let size = chunk.len();
                     let sql = snapshot_insert_sql(size, $enc::NUMBERED_PARAMS, returning);
                     let mut query = sqlx::query(&sql);
-                    for (s, r) in chunk.iter().zip(chunk_refs) {
+                    for ((s, r), (proposal, verdict)) in chunk.iter().zip(chunk_refs).zip(chunk_json) {
                         query = query
                             .bind($enc::id(s.id))
                             .bind($enc::id(s.deployment_id))
@@ -524,8 +619,8 @@ macro_rules! impl_tick {
                             .bind(r.system_prompt.as_slice())
                             .bind(r.context.as_slice())
                             .bind(r.steps.as_slice())
-                            .bind(s.proposal.as_ref().map(Json))
-                            .bind(Json(&s.verdict))
+                            .bind(proposal.as_deref().map(Json))
+                            .bind(Json(&**verdict))
                             .bind(s.model.as_str())
                             .bind(s.finish_reason.as_deref())
                             .bind(u64_to_i64("input tokens", s.usage.input)?)
@@ -1161,7 +1256,99 @@ pub(crate) use impl_convert;
 
 #[cfg(test)]
 mod tests {
-    use super::{STATEMENT_CHUNK, snapshot_insert_sql, statement_chunks, statement_slices};
+    use super::{
+        STATEMENT_CHUNK, decision_json, snapshot_insert_sql, statement_chunks, statement_slices,
+    };
+
+    fn snapshot(
+        proposal: Option<types::ProposedAction>,
+        verdict: types::Verdict,
+    ) -> crate::DecisionSnapshot {
+        crate::DecisionSnapshot {
+            id: uuid::Uuid::nil(),
+            deployment_id: uuid::Uuid::nil(),
+            tick_at: chrono::DateTime::UNIX_EPOCH,
+            system_prompt: String::new(),
+            context: String::new(),
+            steps: types::JsonText::new(&Vec::<u8>::new()).expect("steps"),
+            proposal,
+            verdict,
+            model: "m".to_owned(),
+            finish_reason: None,
+            usage: types::Usage::default(),
+            cost_usd: rust_decimal::Decimal::ZERO,
+            error: None,
+            model_error: false,
+        }
+    }
+
+    /// Each row's `proposal` and `verdict` text is exactly its own serialisation; a row that
+    /// repeats the row before shares its text, and a decimal written at another scale (`1.50`
+    /// against `1.5`: equal by `==`) does not.
+    #[test]
+    fn decision_json_is_each_rows_own_text_shared_only_when_identical() {
+        use std::sync::Arc;
+        let long = |size: rust_decimal::Decimal| types::ProposedAction {
+            action: types::OrderAction::OpenLong,
+            symbol: "EURUSD".to_owned(),
+            size_usd: Some(size),
+            leverage: None,
+            reason: "cross".to_owned(),
+            confidence: Some(60),
+            stop: None,
+            target: None,
+        };
+        let no_op = types::Verdict::NoOp {
+            detail: "no cross".to_owned(),
+        };
+        let rejected = types::Verdict::Rejected {
+            rule: types::RuleCode::PositionCap,
+            detail: "60.01% > 60%".to_owned(),
+        };
+        let rows = [
+            snapshot(
+                Some(long(rust_decimal::Decimal::new(150, 2))),
+                no_op.clone(),
+            ),
+            snapshot(
+                Some(long(rust_decimal::Decimal::new(150, 2))),
+                no_op.clone(),
+            ),
+            snapshot(Some(long(rust_decimal::Decimal::new(15, 1))), no_op.clone()),
+            snapshot(None, rejected.clone()),
+            snapshot(None, rejected),
+            snapshot(Some(long(rust_decimal::Decimal::new(15, 1))), no_op),
+        ];
+        let refs: Vec<&crate::DecisionSnapshot> = rows.iter().collect();
+        let json = decision_json(&refs).expect("json");
+        for (s, (proposal, verdict)) in rows.iter().zip(&json) {
+            assert_eq!(
+                proposal.as_ref().map(|p| p.get().to_owned()),
+                s.proposal
+                    .as_ref()
+                    .map(|p| serde_json::to_string(p).unwrap())
+            );
+            assert_eq!(verdict.get(), serde_json::to_string(&s.verdict).unwrap());
+        }
+        let shared = |a: &Option<Arc<serde_json::value::RawValue>>,
+                      b: &Option<Arc<serde_json::value::RawValue>>| {
+            matches!((a, b), (Some(a), Some(b)) if Arc::ptr_eq(a, b))
+        };
+        assert!(shared(&json[0].0, &json[1].0), "the same proposal again");
+        assert!(!shared(&json[1].0, &json[2].0), "1.5 is not 1.50");
+        assert_ne!(
+            json[1].0.as_ref().unwrap().get(),
+            json[2].0.as_ref().unwrap().get()
+        );
+        assert!(
+            Arc::ptr_eq(&json[0].1, &json[2].1),
+            "the same verdict again"
+        );
+        assert!(!Arc::ptr_eq(&json[2].1, &json[3].1));
+        assert!(Arc::ptr_eq(&json[3].1, &json[4].1));
+        // Only the row just before is compared: a proposal after a row without one is its own.
+        assert!(json[4].0.is_none() && json[5].0.is_some());
+    }
 
     #[test]
     fn batches_split_into_cached_power_of_two_statements() {
