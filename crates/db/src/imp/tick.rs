@@ -103,6 +103,9 @@ pub(crate) fn values_sql(
     sql
 }
 
+/// A JSON text several rows may bind ([`decision_json`]).
+pub(crate) type SharedJson = std::sync::Arc<serde_json::value::RawValue>;
+
 /// The `proposal` and `verdict` JSON texts of `snapshots`, in order: a row whose proposal (or
 /// verdict) is the same record as the row before's, decimals at the same scale, shares that
 /// row's text instead of being serialised again (a rule-based model repeats both on most
@@ -110,30 +113,22 @@ pub(crate) fn values_sql(
 ///
 /// # Errors
 /// [`crate::DbError::Invalid`] when one cannot be serialised.
-#[allow(clippy::type_complexity)]
 pub(crate) fn decision_json(
     snapshots: &[&crate::DecisionSnapshot],
-) -> Result<
-    Vec<(
-        Option<std::sync::Arc<serde_json::value::RawValue>>,
-        std::sync::Arc<serde_json::value::RawValue>,
-    )>,
-    crate::DbError,
-> {
-    use std::sync::Arc;
-    let text = |what: &'static str, value: &dyn erased_json::Json| {
-        value
-            .raw()
-            .map(Arc::from)
+) -> Result<Vec<(Option<SharedJson>, SharedJson)>, crate::DbError> {
+    fn text<T: serde::Serialize>(
+        what: &'static str,
+        value: &T,
+    ) -> Result<SharedJson, crate::DbError> {
+        serde_json::value::to_raw_value(value)
+            .map(SharedJson::from)
             .map_err(|e| crate::DbError::Invalid {
                 what,
                 detail: format!("serialising: {e}"),
             })
-    };
-    let mut out: Vec<(
-        Option<Arc<serde_json::value::RawValue>>,
-        Arc<serde_json::value::RawValue>,
-    )> = Vec::with_capacity(snapshots.len());
+    }
+    use std::sync::Arc;
+    let mut out: Vec<(Option<SharedJson>, SharedJson)> = Vec::with_capacity(snapshots.len());
     for (i, s) in snapshots.iter().enumerate() {
         let before = i.checked_sub(1).map(|b| (snapshots[b], &out[b]));
         let proposal = match (&s.proposal, before) {
@@ -152,18 +147,6 @@ pub(crate) fn decision_json(
         out.push((proposal, verdict));
     }
     Ok(out)
-}
-
-/// JSON text of a value behind `dyn` (`serde_json::value::to_raw_value` is generic).
-mod erased_json {
-    pub(super) trait Json {
-        fn raw(&self) -> Result<Box<serde_json::value::RawValue>, serde_json::Error>;
-    }
-    impl<T: serde::Serialize> Json for T {
-        fn raw(&self) -> Result<Box<serde_json::value::RawValue>, serde_json::Error> {
-            serde_json::value::to_raw_value(self)
-        }
-    }
 }
 
 /// Whether two proposals serialise to the same text: every field equal and each decimal at the
