@@ -261,12 +261,21 @@ pub fn render_context(
 
     if let Some(body) = &view.recent_trades {
         w.begin();
-        memory_section(
-            &mut w.text,
-            "## Recent trades on this skill (closed)",
-            body,
-            "No closed trades on this skill yet.",
-        );
+        // The body changes only when a trade closes: the section the last tick rendered from
+        // the same body is the same text.
+        match &cache.recent_trades {
+            Some((was, section)) if was.as_str() == body.as_ref() => w.text.push_str(section),
+            _ => {
+                let start = w.text.len();
+                memory_section(
+                    &mut w.text,
+                    "## Recent trades on this skill (closed)",
+                    body,
+                    "No closed trades on this skill yet.",
+                );
+                cache.recent_trades = Some((body.to_string(), w.text[start..].to_owned()));
+            }
+        }
         w.end("recent_trades", None);
         if let Some(body) = &view.open_positions {
             w.begin();
