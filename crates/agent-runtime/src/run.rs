@@ -632,15 +632,13 @@ impl StepMemo {
         same_record(remembered, step).then_some(&**json)
     }
 
-    /// Keeps `step` and its JSON text for its index (unless the same record is there).
+    /// Keeps `step` and its JSON text for its index, in place of what was there.
     fn remember(&mut self, step: &Step, json: &serde_json::value::RawValue) {
         let at = step.index as usize;
         if self.0.len() <= at {
             self.0.resize(at + 1, None);
         }
-        if self.get(step).is_none() {
-            self.0[at] = Some((step.clone(), json.to_owned()));
-        }
+        self.0[at] = Some((step.clone(), json.to_owned()));
     }
 }
 
@@ -712,12 +710,13 @@ struct Loop<'m> {
 }
 
 impl Loop<'_> {
-    /// The JSON text of `step`: the memo's when it holds an equal step at its index.
-    fn json_of(&self, step: &Step) -> Option<Box<serde_json::value::RawValue>> {
-        if let Some(json) = self.memo.as_deref().and_then(|m| m.get(step)) {
-            return Some(json.to_owned());
+    /// The JSON text of `step`: the memo's when it holds the same record at its index (then
+    /// `true`), else serialised.
+    fn json_of(&self, step: &Step) -> (Option<Box<serde_json::value::RawValue>>, bool) {
+        match self.memo.as_deref().and_then(|m| m.get(step)) {
+            Some(json) => (Some(json.to_owned()), true),
+            None => (step_json(step), false),
         }
-        step_json(step)
     }
 
     /// Records `step` within the stored bounds: each call's id, name, arguments and result cut
@@ -732,7 +731,7 @@ impl Loop<'_> {
         // in `len` yet) and the array's separators.
         let to_come = (self.max_steps as usize).saturating_sub(self.steps.len());
         let reserve = to_come.saturating_mul(STRIPPED_STEP_BYTES);
-        let mut json = self.json_of(&step);
+        let (mut json, mut remembered) = self.json_of(&step);
         if self
             .stored
             .saturating_add(json_len(json.as_deref()))
@@ -751,14 +750,16 @@ impl Loop<'_> {
                     ToolOutcome::Error { message, .. } => message.len(),
                 } as u64;
             }
-            json = self.json_of(&step);
+            (json, remembered) = self.json_of(&step);
         }
         if cut != StepCut::default() {
             step.cut = Some(cut);
-            json = self.json_of(&step);
+            (json, remembered) = self.json_of(&step);
         }
         self.stored = self.stored.saturating_add(json_len(json.as_deref()));
-        if let (Some(memo), Some(json)) = (self.memo.as_deref_mut(), json.as_deref()) {
+        if let (false, Some(memo), Some(json)) =
+            (remembered, self.memo.as_deref_mut(), json.as_deref())
+        {
             memo.remember(&step, json);
         }
         self.steps.push(step);

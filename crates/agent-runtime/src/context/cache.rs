@@ -9,7 +9,9 @@ use super::text::{price_dp, push_bar_row};
 
 /// What one deployment's ticks can reuse from the previous tick's rendering: per symbol and
 /// interval, the window of bars it showed with their printed rows (a closed bar never changes,
-/// so its row never does) and the composed system prompt (it changes only with the lessons).
+/// so its row never does), the composed system prompt (it changes only with the lessons), the
+/// JSON text of the last tick's model steps (reused for a step that is the same record) and the
+/// last "Recent trades" section with the body it was rendered from (reused for the same body).
 ///
 /// Keep one per deployment (`tick::TickState` does): the system prompt memo belongs to one
 /// skill. The cache only saves work, so the text is byte-identical with or without it:
