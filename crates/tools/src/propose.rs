@@ -1,6 +1,7 @@
 //! `propose_order`: the one tool that acts. It validates and records the model's proposal; it
 //! never executes anything. The execution engine decides after the model loop.
 
+use std::cell::RefCell;
 use std::sync::{Arc, OnceLock};
 
 use rust_decimal::Decimal;
@@ -232,9 +233,7 @@ impl Tool for ProposeOrder {
     /// proposal (no `serde_json::Value` tree built, written and read back for the proposal).
     fn call_output(&self, args: Value) -> ToolOutputFuture<'_> {
         let output = self.record(args).map(|proposal| {
-            let result = JsonText::new(&Recorded(&proposal))
-                // Unreachable (string keys, decimals written as strings); the value's text then.
-                .unwrap_or_else(|_| JsonText::from(&recorded_value(&proposal)));
+            let result = recorded_text(&proposal);
             ToolOutput {
                 result,
                 proposal: Some(proposal),
@@ -268,6 +267,36 @@ fn recorded_value(proposal: &ProposedAction) -> Value {
         "status": "recorded",
         "proposal": proposal,
         "note": RECORDED_NOTE,
+    })
+}
+
+/// [`recorded_value`]'s text for `proposal`. A rule-based model proposes the same no-op on
+/// most ticks: the last text serialised on this thread is reused when `proposal` is the same
+/// record ([`ProposedAction::same_text`]: the text is a function of the record alone), so the
+/// memo holds one proposal and its text per thread and never changes a result.
+fn recorded_text(proposal: &ProposedAction) -> JsonText {
+    thread_local! {
+        static LAST: RefCell<Option<(ProposedAction, JsonText)>> = const { RefCell::new(None) };
+    }
+    let fresh = || {
+        JsonText::new(&Recorded(proposal))
+            // Unreachable (string keys, decimals written as strings); the value's text then.
+            .unwrap_or_else(|_| JsonText::from(&recorded_value(proposal)))
+    };
+    LAST.with(|last| {
+        // Not re-entered (nothing below calls back here); a failed borrow would only mean
+        // serialising afresh.
+        let Ok(mut last) = last.try_borrow_mut() else {
+            return fresh();
+        };
+        if let Some((before, text)) = last.as_ref()
+            && before.same_text(proposal)
+        {
+            return text.clone();
+        }
+        let text = fresh();
+        *last = Some((proposal.clone(), text.clone()));
+        text
     })
 }
 

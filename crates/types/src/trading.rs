@@ -291,6 +291,37 @@ pub struct ProposedAction {
     pub target: Option<Decimal>,
 }
 
+impl ProposedAction {
+    /// Whether the two serialise to the same text: every field equal and each decimal at the
+    /// same scale (`Decimal`'s `==` holds `1.50 == 1.5`, whose texts differ). What lets a
+    /// serialisation of one stand for the other's. Written out field by field: a field added
+    /// to `ProposedAction` fails to compile here.
+    #[must_use]
+    pub fn same_text(&self, other: &Self) -> bool {
+        let Self {
+            action,
+            symbol,
+            size_usd,
+            leverage,
+            reason,
+            confidence,
+            stop,
+            target,
+        } = self;
+        let exact = |x: &Option<Decimal>, y: &Option<Decimal>| {
+            x.map(|d| d.serialize()) == y.map(|d| d.serialize())
+        };
+        *action == other.action
+            && *symbol == other.symbol
+            && exact(size_usd, &other.size_usd)
+            && exact(leverage, &other.leverage)
+            && *reason == other.reason
+            && *confidence == other.confidence
+            && exact(stop, &other.stop)
+            && exact(target, &other.target)
+    }
+}
+
 /// Stable codes for the execution engine's rejections. The code is what the agent sees in its
 /// "Last decision" section and what metrics count by; never renumber one.
 #[derive(
@@ -404,6 +435,41 @@ pub enum Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn same_text_holds_only_for_the_same_decimals_at_the_same_scale() {
+        let d = |s: &str| Some(s.parse::<Decimal>().unwrap());
+        let a = ProposedAction {
+            action: OrderAction::OpenLong,
+            symbol: "BTC".into(),
+            size_usd: d("100.5"),
+            leverage: None,
+            reason: "cross".into(),
+            confidence: Some(60),
+            stop: None,
+            target: d("2"),
+        };
+        assert!(a.same_text(&a.clone()));
+        let wider = ProposedAction {
+            size_usd: d("100.50"),
+            ..a.clone()
+        };
+        // Equal by value, not by text.
+        assert_eq!(wider, a);
+        assert!(!a.same_text(&wider));
+        assert_ne!(
+            serde_json::to_string(&a).unwrap(),
+            serde_json::to_string(&wider).unwrap()
+        );
+        assert!(!a.same_text(&ProposedAction {
+            target: None,
+            ..a.clone()
+        }));
+        assert!(!a.same_text(&ProposedAction {
+            reason: "cross!".into(),
+            ..a.clone()
+        }));
+    }
 
     #[test]
     fn rule_codes_serialize_as_their_stable_code() {

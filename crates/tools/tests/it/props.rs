@@ -218,3 +218,43 @@ proptest! {
         }
     }
 }
+
+/// `propose_order` keeps the last text it wrote and serves it again only for the same record:
+/// a repeated order gets that text, another order (another size, another reason) its own, and
+/// the first order after it its own again. Each text is the value path's, byte for byte.
+/// (Decimals equal by value at another scale are another record: `ProposedAction::same_text`.)
+#[test]
+fn a_repeated_orders_text_is_served_only_for_the_same_record() {
+    let reg = trading_registry();
+    let order = |size: Value, reason: &str| {
+        json!({
+            "action": "open_long", "symbol": "BTC", "size_usd": size, "leverage": 1.5,
+            "reason": reason, "confidence": 60, "stop": null, "target": null,
+        })
+    };
+    let calls = [
+        order(json!(100), "cross up"),
+        order(json!(100), "cross up"),
+        order(json!(100.25), "cross up"),
+        order(json!(100.25), "cross up"),
+        order(json!(100), "cross up"),
+        order(json!(100), "cross up again"),
+        json!({"action": "no_op", "symbol": "BTC", "reason": "no cross"}),
+        json!({"action": "no_op", "symbol": "BTC", "reason": "no cross"}),
+    ];
+    let mut texts = Vec::new();
+    for args in calls {
+        let value = reg
+            .call("propose_order", args.clone())
+            .expect("a valid order");
+        let output =
+            crate::tools::block_on(reg.call_output("propose_order", args)).expect("a valid order");
+        assert_eq!(output.result.as_str(), value.to_string());
+        texts.push(output.result.as_str().to_owned());
+    }
+    assert!(texts[0].contains("\"size_usd\":\"100\""), "{}", texts[0]);
+    assert!(texts[2].contains("\"size_usd\":\"100.25\""), "{}", texts[2]);
+    assert_ne!(texts[1], texts[2]);
+    assert_ne!(texts[3], texts[4]);
+    assert_ne!(texts[4], texts[5]);
+}
