@@ -800,6 +800,19 @@ mod tests {
         }
 
         #[test]
+        fn the_common_prefix_is_the_bytes_compared_one_by_one(
+            shared in proptest::collection::vec(any::<u8>(), 0..1200),
+            a_tail in proptest::collection::vec(0_u8..3, 0..40),
+            b_tail in proptest::collection::vec(0_u8..3, 0..40),
+        ) {
+            let a: Vec<u8> = shared.iter().chain(&a_tail).copied().collect();
+            let b: Vec<u8> = shared.iter().chain(&b_tail).copied().collect();
+            let one_by_one = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+            prop_assert_eq!(common_prefix(&a, &b), one_by_one);
+            prop_assert_eq!(common_prefix(&b, &a), one_by_one);
+        }
+
+        #[test]
         fn lines_join_back_to_the_text(text in "[a-cé\n]{0,40}") {
             prop_assert_eq!(lines(&text).collect::<String>(), text.clone());
             prop_assert_eq!(

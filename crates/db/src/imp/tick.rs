@@ -59,7 +59,11 @@ pub(crate) fn statement_slices<T>(rows: &[T]) -> impl Iterator<Item = &[T]> {
 
 /// `INSERT INTO decision_snapshots … VALUES (…), … ON CONFLICT DO NOTHING` for `rows` rows,
 /// with `$n` parameters when `numbered`, `?` otherwise, and `RETURNING id` when `returning`.
-pub(crate) fn snapshot_insert_sql(rows: usize, numbered: bool, returning: bool) -> String {
+pub(crate) fn snapshot_insert_sql(
+    rows: usize,
+    numbered: bool,
+    returning: bool,
+) -> std::sync::Arc<str> {
     values_sql(
         "INSERT INTO decision_snapshots (id, deployment_id, tick_at, system_prompt_lines, \
          context_lines, steps_lines, proposal, verdict, model, finish_reason, \
@@ -79,13 +83,31 @@ pub(crate) fn snapshot_insert_sql(rows: usize, numbered: bool, returning: bool) 
 /// `{head} VALUES (…), … {tail}` for `rows` rows of `columns` parameters each, `$n` when
 /// `numbered`, `?` otherwise: one statement for many rows (a row per statement is a round
 /// trip to the driver's worker each).
+///
+/// The statements of a process are few (a handful of heads, the sizes [`statement_chunks`]
+/// gives), each written once and then shared: writing the parameter lists of a 64-row
+/// statement again for every batch was ≈3 % of the store's writer.
 pub(crate) fn values_sql(
     head: &str,
     columns: usize,
     rows: usize,
     numbered: bool,
     tail: &str,
-) -> String {
+) -> std::sync::Arc<str> {
+    use std::sync::{Arc, LazyLock, Mutex};
+    /// Beyond this many texts (never reached by the statements of this crate) a text is
+    /// written without being kept.
+    const KEPT: usize = 4096;
+    static WRITTEN: LazyLock<Mutex<rustc_hash::FxHashMap<String, Arc<str>>>> =
+        LazyLock::new(Mutex::default);
+    // The head's length makes the key one text per (head, tail) pair.
+    let key = format!("{columns} {rows} {numbered} {} {head}{tail}", head.len());
+    // A poisoned lock (a panic elsewhere while it was held) only means writing the text.
+    if let Ok(written) = WRITTEN.lock()
+        && let Some(sql) = written.get(&key)
+    {
+        return Arc::clone(sql);
+    }
     let mut sql = String::with_capacity(head.len() + tail.len() + rows * columns * 5);
     sql.push_str(head);
     sql.push_str(" VALUES ");
@@ -100,6 +122,12 @@ pub(crate) fn values_sql(
     }
     sql.push(' ');
     sql.push_str(tail);
+    let sql: Arc<str> = sql.into();
+    if let Ok(mut written) = WRITTEN.lock()
+        && written.len() < KEPT
+    {
+        written.insert(key, Arc::clone(&sql));
+    }
     sql
 }
 
@@ -134,7 +162,7 @@ pub(crate) fn decision_json(
         let proposal = match (&s.proposal, before) {
             (None, _) => None,
             (Some(p), Some((b, (Some(json), _))))
-                if b.proposal.as_ref().is_some_and(|q| same_proposal(p, q)) =>
+                if b.proposal.as_ref().is_some_and(|q| p.same_text(q)) =>
             {
                 Some(Arc::clone(json))
             }
@@ -147,34 +175,6 @@ pub(crate) fn decision_json(
         out.push((proposal, verdict));
     }
     Ok(out)
-}
-
-/// Whether two proposals serialise to the same text: every field equal and each decimal at the
-/// same scale (`Decimal`'s `==` holds `1.50 == 1.5`, whose texts differ). Written out field by
-/// field: a field added to `ProposedAction` must be added here. (`Verdict` holds no decimal:
-/// its `==` is the text's.)
-fn same_proposal(a: &types::ProposedAction, b: &types::ProposedAction) -> bool {
-    let types::ProposedAction {
-        action,
-        symbol,
-        size_usd,
-        leverage,
-        reason,
-        confidence,
-        stop,
-        target,
-    } = a;
-    let exact = |x: &Option<rust_decimal::Decimal>, y: &Option<rust_decimal::Decimal>| {
-        x.map(|d| d.serialize()) == y.map(|d| d.serialize())
-    };
-    *action == b.action
-        && *symbol == b.symbol
-        && exact(size_usd, &b.size_usd)
-        && exact(leverage, &b.leverage)
-        && *reason == b.reason
-        && *confidence == b.confidence
-        && exact(stop, &b.stop)
-        && exact(target, &b.target)
 }
 
 /// A tick's ledger rows, the closing ones first: a flip closes one row and opens another on
@@ -1241,6 +1241,7 @@ pub(crate) use impl_convert;
 mod tests {
     use super::{
         STATEMENT_CHUNK, decision_json, snapshot_insert_sql, statement_chunks, statement_slices,
+        values_sql,
     };
 
     fn snapshot(
@@ -1367,5 +1368,39 @@ mod tests {
         assert_eq!(anonymous.matches('?').count(), 34);
         assert!(!anonymous.contains('$'));
         assert!(anonymous.ends_with("?) ON CONFLICT DO NOTHING"));
+    }
+
+    /// A statement's text is written once and shared; any other head, tail, size or
+    /// numbering is its own text.
+    #[test]
+    fn statement_texts_are_shared_only_for_the_same_statement() {
+        let a = values_sql("INSERT INTO t (a, b)", 2, 2, true, "");
+        assert_eq!(&*a, "INSERT INTO t (a, b) VALUES ($1, $2), ($3, $4) ");
+        assert!(std::sync::Arc::ptr_eq(
+            &a,
+            &values_sql("INSERT INTO t (a, b)", 2, 2, true, "")
+        ));
+        let others = [
+            values_sql("INSERT INTO t (a, b)", 2, 2, false, ""),
+            values_sql("INSERT INTO t (a, b)", 2, 1, true, ""),
+            values_sql("INSERT INTO u (a, b)", 2, 2, true, ""),
+            values_sql("INSERT INTO t (a, b)", 2, 2, true, "RETURNING a"),
+            // The same characters split differently between head and tail.
+            values_sql("INSERT INTO t (a, b", 2, 2, true, ")"),
+        ];
+        assert_eq!(&*others[0], "INSERT INTO t (a, b) VALUES (?, ?), (?, ?) ");
+        assert_eq!(&*others[1], "INSERT INTO t (a, b) VALUES ($1, $2) ");
+        assert_eq!(
+            &*others[2],
+            "INSERT INTO u (a, b) VALUES ($1, $2), ($3, $4) "
+        );
+        assert_eq!(
+            &*others[3],
+            "INSERT INTO t (a, b) VALUES ($1, $2), ($3, $4) RETURNING a"
+        );
+        assert_eq!(
+            &*others[4],
+            "INSERT INTO t (a, b VALUES ($1, $2), ($3, $4) )"
+        );
     }
 }
