@@ -391,6 +391,9 @@ pub struct SmaCrossModel {
     max_position_pct: Decimal,
     max_order_usd: Decimal,
     min_order_usd: Decimal,
+    /// The reason of the no-op without a cross (most ticks), as [`no_op`] writes it: written
+    /// once.
+    no_cross: String,
 }
 
 impl SmaCrossModel {
@@ -401,8 +404,12 @@ impl SmaCrossModel {
             return None;
         }
         let id = format!("builtin/sma-cross:{fast}:{slow}");
+        let label = format!("Rule-based baseline {id} (not an LLM)");
         Some(Self {
-            label: format!("Rule-based baseline {id} (not an LLM)"),
+            no_cross: json_str(no_op_reason(&format!(
+                "{label}: no SMA{fast}/SMA{slow} cross on the last closed bar."
+            ))),
+            label,
             id,
             fast,
             slow,
@@ -524,15 +531,10 @@ impl SmaCrossModel {
                 json_str(&reason)
             );
         }
-        let detail = if status.is_empty() {
-            format!(
-                "no SMA{}/SMA{} cross on the last closed bar",
-                self.fast, self.slow
-            )
-        } else {
-            status.join("; ")
-        };
-        no_op(&first, &format!("{label}: {detail}."))
+        if status.is_empty() {
+            return no_op_text(&first, &self.no_cross);
+        }
+        no_op(&first, &format!("{label}: {}.", status.join("; ")))
     }
 }
 
@@ -563,18 +565,29 @@ fn json_str(s: &str) -> String {
     out
 }
 
-fn no_op(symbol: &str, reason: &str) -> String {
+/// `reason` cut at the proposal's bound.
+fn no_op_reason(reason: &str) -> &str {
     // No longer than the bound in bytes: no longer in characters either, nothing to count.
-    let reason = if reason.len() <= tools::MAX_REASON_CHARS {
+    if reason.len() <= tools::MAX_REASON_CHARS {
         reason
     } else {
         types::cut_chars(reason, tools::MAX_REASON_CHARS).0
-    };
-    format!(
-        "{{\"action\":\"no_op\",\"symbol\":{},\"reason\":{}}}",
-        json_str(symbol),
-        json_str(reason)
-    )
+    }
+}
+
+fn no_op(symbol: &str, reason: &str) -> String {
+    no_op_text(symbol, &json_str(no_op_reason(reason)))
+}
+
+/// A no-op's arguments with its reason already cut and written as a JSON string.
+fn no_op_text(symbol: &str, reason_json: &str) -> String {
+    let mut out = String::with_capacity(48 + symbol.len() + reason_json.len());
+    out.push_str("{\"action\":\"no_op\",\"symbol\":");
+    types::push_json_string(&mut out, symbol);
+    out.push_str(",\"reason\":");
+    out.push_str(reason_json);
+    out.push('}');
+    out
 }
 
 #[async_trait::async_trait]
