@@ -35,8 +35,9 @@ pub struct RenderCache {
     /// The JSON text of the last tick's model steps (a step equal to one of them is not
     /// serialised again).
     pub(crate) steps: crate::run::StepMemo,
-    /// The last "Recent trades" body and the section rendered from it.
-    pub(crate) recent_trades: Option<(String, String)>,
+    /// The last "Recent trades" body, the section rendered from it and its length in
+    /// characters.
+    pub(crate) recent_trades: Option<(String, String, usize)>,
 }
 
 /// One symbol's bars at one interval as the last tick fetched them, with printed rows.

@@ -263,8 +263,11 @@ pub fn render_context(
         w.begin();
         // The body changes only when a trade closes: the section the last tick rendered from
         // the same body is the same text.
-        match &cache.recent_trades {
-            Some((was, section)) if was.as_str() == body.as_ref() => w.text.push_str(section),
+        let chars = match &cache.recent_trades {
+            Some((was, section, chars)) if was.as_str() == body.as_ref() => {
+                w.text.push_str(section);
+                *chars
+            }
             _ => {
                 let start = w.text.len();
                 memory_section(
@@ -273,10 +276,13 @@ pub fn render_context(
                     body,
                     "No closed trades on this skill yet.",
                 );
-                cache.recent_trades = Some((body.to_string(), w.text[start..].to_owned()));
+                let section = &w.text[start..];
+                let chars = section.chars().count();
+                cache.recent_trades = Some((body.to_string(), section.to_owned(), chars));
+                chars
             }
-        }
-        w.end("recent_trades", None);
+        };
+        w.end("recent_trades", Some(chars));
         if let Some(body) = &view.open_positions {
             w.begin();
             memory_section(
