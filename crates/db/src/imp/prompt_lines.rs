@@ -68,7 +68,8 @@ fn bad_refs(detail: &str) -> DbError {
 /// counts from 0) and its length less one, both as LEB128 varints. A bar table that shifted by
 /// one row is one or two runs, a few bytes.
 pub(crate) fn encode_refs(seqs: &[i64]) -> Vec<u8> {
-    let mut out = Vec::new();
+    // A list is a few bytes a run; a message of a dozen runs fits without growing.
+    let mut out = Vec::with_capacity(64);
     let mut prev_end: i64 = 0;
     let mut i = 0;
     while i < seqs.len() {
@@ -370,7 +371,10 @@ fn bad_block(detail: impl std::fmt::Display) -> DbError {
 pub(crate) fn encode_block<'a>(
     lines: impl Iterator<Item = &'a str> + Clone,
 ) -> Result<Vec<u8>, DbError> {
-    let mut raw = Vec::new();
+    // Allocated once: the lines' bytes and a length of at most three bytes a line (a longer
+    // line only grows it).
+    let (count, bytes) = lines.clone().fold((0, 0), |(n, b), l| (n + 1, b + l.len()));
+    let mut raw = Vec::with_capacity(bytes + 3 * count);
     for l in lines.clone() {
         put_varint(&mut raw, l.len() as u64);
     }
