@@ -30,7 +30,9 @@ use crate::model::{
 /// so comparing and sorting the text compares the times. PostgreSQL keeps microseconds too.
 #[must_use]
 pub fn time_text(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Micros, true)
+    let mut out = String::with_capacity(27);
+    types::text::push_rfc3339(&mut out, t, SecondsFormat::Micros);
+    out
 }
 
 /// Encoders for SQLite: uuid, decimal and time become TEXT.

@@ -36,35 +36,8 @@ fn derive_id(deployment_id: Uuid, kind: &str, at: DateTime<Utc>) -> Uuid {
     name.push('\n');
     name.push_str(kind);
     name.push('\n');
-    push_rfc3339_nanos(&mut name, at);
+    types::text::push_rfc3339(&mut name, at, chrono::SecondsFormat::Nanos);
     Uuid::new_v5(&ID_NAMESPACE, name.as_bytes())
-}
-
-/// `at.to_rfc3339_opts(SecondsFormat::Nanos, true)`, written into `out` (chrono itself for what
-/// it prints differently: years outside 0..=9999 and leap seconds).
-fn push_rfc3339_nanos(out: &mut String, at: DateTime<Utc>) {
-    use chrono::{Datelike, Timelike};
-    let year = at.year();
-    let nanos = at.nanosecond();
-    if !(0..=9999).contains(&year) || nanos >= 1_000_000_000 {
-        out.push_str(&at.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true));
-        return;
-    }
-    let mut buf = *b"0000-00-00T00:00:00.000000000Z";
-    let mut put = |at: usize, width: usize, mut v: u32| {
-        for i in (at..at + width).rev() {
-            buf[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-    };
-    put(0, 4, year.unsigned_abs());
-    put(5, 2, at.month());
-    put(8, 2, at.day());
-    put(11, 2, at.hour());
-    put(14, 2, at.minute());
-    put(17, 2, at.second());
-    put(20, 9, nanos);
-    out.extend(buf.iter().map(|&b| char::from(b)));
 }
 
 #[cfg(test)]
@@ -107,9 +80,6 @@ mod tests {
             kind in prop::sample::select(vec!["snapshot", "note", "reflection-run"]),
         ) {
             let d = Uuid::from_u128(deployment);
-            let mut text = String::new();
-            push_rfc3339_nanos(&mut text, at);
-            prop_assert_eq!(&text, &at.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true));
             prop_assert_eq!(derive_id(d, kind, at), reference_id(d, kind, at));
         }
     }

@@ -42,7 +42,7 @@ pub use number::{
 pub use quote::{push_quoted, quoted};
 pub use time::{
     WEEKDAYS, duration_minutes, push_clock, push_date, push_date_minute, push_duration,
-    push_duration_minutes, push_short_time, push_timestamp, short_time,
+    push_duration_minutes, push_rfc3339, push_short_time, push_timestamp, short_time,
 };
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
 use chrono::{Duration, TimeZone, Utc};
+use proptest::strategy::Strategy as _;
 use rust_decimal_macros::dec;
 
 use super::*;
@@ -127,4 +128,32 @@ fn quotes_escape() {
         quoted("say \"hi\"\nthen \\ go\u{7}"),
         r#""say \"hi\"\nthen \\ go\u{7}""#
     );
+}
+
+proptest::proptest! {
+    /// `push_rfc3339` writes what chrono writes, for every format, any second and nanosecond
+    /// from before year 0 to after 9999, leap seconds included.
+    #[test]
+    fn rfc3339_is_chronos(
+        (secs, nanos) in proptest::prop_oneof![
+            (-62_167_219_200i64..253_402_300_800, 0u32..1_000_000_000),
+            (-100_000_000_000i64..100_000_000_000, 0u32..1_000_000_000),
+            (-62_167_219_200i64..253_402_300_800).prop_map(|s| (s, 0)),
+            // Leap seconds (valid only at :59).
+            (0i64..4_000_000_000, 1_000_000_000u32..2_000_000_000)
+                .prop_map(|(s, n)| (s - s.rem_euclid(60) + 59, n)),
+        ],
+        format in proptest::sample::select(vec![
+            chrono::SecondsFormat::Secs,
+            chrono::SecondsFormat::Millis,
+            chrono::SecondsFormat::Micros,
+            chrono::SecondsFormat::Nanos,
+            chrono::SecondsFormat::AutoSi,
+        ]),
+    ) {
+        let t = chrono::DateTime::from_timestamp(secs, nanos).expect("representable");
+        let mut out = String::from("x");
+        push_rfc3339(&mut out, t, format);
+        proptest::prop_assert_eq!(out, format!("x{}", t.to_rfc3339_opts(format, true)));
+    }
 }

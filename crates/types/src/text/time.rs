@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use chrono::{DateTime, Datelike, Duration, Timelike, Utc};
+use chrono::{DateTime, Datelike, Duration, SecondsFormat, Timelike, Utc};
 
 use super::number::push_uint;
 
@@ -63,6 +63,45 @@ pub fn push_timestamp(out: &mut String, t: DateTime<Utc>) {
             b'Z',
         ],
     );
+}
+
+/// Appends `t.to_rfc3339_opts(format, true)`: `2024-06-05T10:15:07.000000Z` with
+/// [`SecondsFormat::Micros`], nine digits with [`SecondsFormat::Nanos`] (the fraction cut, not
+/// rounded, as chrono cuts it). Written by hand for those two and years `0..=9999`: the store
+/// writes every row's times so, the tick its ids' names; chrono itself for the rest (another
+/// format, other years, a leap second).
+pub fn push_rfc3339(out: &mut String, t: DateTime<Utc>, format: SecondsFormat) {
+    let naive = t.naive_utc();
+    let nanos = naive.nanosecond();
+    let (digits, fraction) = match format {
+        SecondsFormat::Micros => (6, nanos / 1_000),
+        SecondsFormat::Nanos => (9, nanos),
+        _ => (0, 0),
+    };
+    let year = match four_digit_year(naive.year()) {
+        Some(year) if digits > 0 && nanos < 1_000_000_000 => year,
+        _ => {
+            out.push_str(&t.to_rfc3339_opts(format, true));
+            return;
+        }
+    };
+    let mut buf = *b"0000-00-00T00:00:00.000000000Z";
+    let mut put = |at: usize, width: usize, mut v: u32| {
+        for b in buf[at..at + width].iter_mut().rev() {
+            // Below 10: the cast cannot truncate.
+            *b = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    };
+    put(0, 4, year);
+    put(5, 2, naive.month());
+    put(8, 2, naive.day());
+    put(11, 2, naive.hour());
+    put(14, 2, naive.minute());
+    put(17, 2, naive.second());
+    put(20, digits, fraction);
+    buf[20 + digits] = b'Z';
+    push_ascii(out, &buf[..21 + digits]);
 }
 
 /// Appends `%Y-%m-%dT%H:%M` (`2024-06-05T10:15`), as chrono formats it.
