@@ -283,9 +283,9 @@ fn recorded_text(proposal: &ProposedAction) -> JsonText {
             // Unreachable (string keys, decimals written as strings); the value's text then.
             .unwrap_or_else(|_| JsonText::from(&recorded_value(proposal)))
     };
-    LAST.with(|last| {
-        // Not re-entered (nothing below calls back here); a failed borrow would only mean
-        // serialising afresh.
+    // Not re-entered (nothing below calls back here) and not called while the thread's
+    // locals are destroyed; either would only mean serialising afresh.
+    LAST.try_with(|last| {
         let Ok(mut last) = last.try_borrow_mut() else {
             return fresh();
         };
@@ -298,6 +298,7 @@ fn recorded_text(proposal: &ProposedAction) -> JsonText {
         *last = Some((proposal.clone(), text.clone()));
         text
     })
+    .unwrap_or_else(|_| fresh())
 }
 
 /// [`recorded_value`] serialised directly: the keys in the order a `serde_json::Value` map
