@@ -99,7 +99,6 @@ pub(crate) struct ReportInput<'a> {
     pub model: &'a str,
     pub summary: &'a Summary,
     pub result: &'a BacktestResult,
-    pub snapshot: &'a db::DecisionSnapshot,
     pub db_url: &'a str,
     pub deployment_id: Uuid,
 }
@@ -138,7 +137,9 @@ white-space:pre-wrap}.muted{color:#667}svg{background:#fff;border:1px solid #e4e
 .scroll{max-height:520px;overflow:auto}td.reason{min-width:360px;font-size:11.5px}";
 
 /// The whole page.
-pub(crate) fn render(r: &ReportInput<'_>) -> String {
+/// The page up to the tick it shows ([`push_snapshot`] ends it): written from the run's
+/// result while its last batch is still being stored and the tick read back.
+pub(crate) fn render_head(r: &ReportInput<'_>) -> String {
     let s = r.summary;
     let mut h = String::new();
     let _ = write!(
@@ -335,8 +336,12 @@ pub(crate) fn render(r: &ReportInput<'_>) -> String {
         );
     }
 
-    // the prompt of one tick
-    let snap = r.snapshot;
+    h
+}
+
+/// Ends a page [`render_head`] began with the exact system prompt and user message of `snap`,
+/// the tick it shows (read back from the store).
+pub(crate) fn push_snapshot(h: &mut String, snap: &db::DecisionSnapshot) {
     let _ = write!(
         h,
         "<h2>What the agent saw at {}</h2><p class=\"muted\">Verdict: {} · proposal: {} · \
@@ -355,7 +360,6 @@ pub(crate) fn render(r: &ReportInput<'_>) -> String {
         esc(&snap.context)
     );
     h.push_str("</body></html>\n");
-    h
 }
 
 /// The snapshot's outcome: the model's error when the tick failed on the model, else the

@@ -19,7 +19,7 @@ use reflection::resolve_reflection_model;
 use rust_decimal::Decimal;
 use skill_schema::Skill;
 use tick::backtest::{
-    BacktestInput, Registration, Summary, register, run_backtest_until, run_backtest_until_ready,
+    BacktestError, BacktestInput, Registration, Summary, register, run_backtest_writing_last,
     tick_times,
 };
 use tick::{Deployment, ID_NAMESPACE, snapshot_id};
@@ -876,27 +876,26 @@ async fn simulate(
             None => ControlFlow::Continue(()),
         }
     };
-    let result = match ready {
-        Some(ready) => {
-            run_backtest_until_ready(&p.input, p.model.as_ref(), &store, ready, on_tick).await
-        }
-        None => run_backtest_until(&p.input, p.model.as_ref(), &store, on_tick).await,
-    };
+    // The run returns when its last tick has run; its last batch is written behind.
+    let run = run_backtest_writing_last(&p.input, p.model.as_ref(), &store, ready, on_tick).await;
     progress.finish();
     let ticks_run = guard.done();
     for c in &p.cassettes {
         c.close().await;
     }
-    let result = result.map_err(|e| {
+    // The run's error, or its last write's.
+    let failed = |e: BacktestError| {
         // The store's preparation failed: said as the path that prepares it first says it.
         let prepared = preparing
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         bad(prepared.unwrap_or_else(|| format!("{e:#}")))
-    })?;
+    };
+    let (result, last_write) = run.map_err(failed)?;
     if let Some(Stop::CassetteMiss(miss)) = &stop {
         // The run is not complete: no summary. The store keeps the ticks that ran.
+        last_write.finish().await.map_err(failed)?;
         let _ = store.close().await;
         return Err(Failure {
             message: format!(
@@ -914,21 +913,35 @@ async fn simulate(
         .points
         .last()
         .map_or(p.report_tick, |l| l.tick_at.min(p.report_tick));
-    // The report's snapshot is read back from the store (its texts rebuilt from the stored
-    // lines) by the runtime's worker and the store's thread while this one computes the
-    // summary and the ledger's CSV: once the last batch is stored the other core is idle.
+    // The last batch is stored, then the report's snapshot read back from the store (its texts
+    // rebuilt from the stored lines), by the runtime's worker and the store's thread, while
+    // this one computes the summary, the ledger's CSV and the report up to that tick: the
+    // other core would otherwise write alone while this one waits.
     let read = {
         let store = store.clone();
         let id = snapshot_id(d.deployment_id, report_tick);
-        tokio::spawn(async move { store.get_snapshot(id).await })
+        tokio::spawn(async move {
+            last_write.finish().await?;
+            Ok::<_, BacktestError>(store.get_snapshot(id).await)
+        })
     };
     let summary = Summary::of(&result);
     let trades_csv = crate::report::trades_csv(&result.trades);
-    let snapshot = read
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|read| read.map_err(|e| e.to_string()))
-        .map_err(|e| bad(format!("reading the snapshot of {report_tick}: {e}")))?;
+    let mut html = crate::report::render_head(&crate::report::ReportInput {
+        skill: &d.skill,
+        model: p.model.id(),
+        summary: &summary,
+        result: &result,
+        db_url: &db::redact_url(&url),
+        deployment_id: d.deployment_id,
+    });
+    let snapshot = match read.await {
+        Ok(Ok(snapshot)) => snapshot.map_err(|e| e.to_string()),
+        Ok(Err(last_write)) => return Err(failed(last_write)),
+        Err(e) => Err(e.to_string()),
+    }
+    .map_err(|e| bad(format!("reading the snapshot of {report_tick}: {e}")))?;
+    crate::report::push_snapshot(&mut html, &snapshot);
     let trades_csv = trades_csv?;
     let stopped = match &stop {
         Some(Stop::MaxCost {
@@ -947,9 +960,8 @@ async fn simulate(
     };
     let ran = Ran {
         summary: &summary,
-        result: &result,
         trades_csv: &trades_csv,
-        snapshot: &snapshot,
+        html: &html,
         stopped,
     };
     let written = write_outputs(&args.out, &p, ran, &store, &url);
@@ -988,11 +1000,10 @@ async fn simulate(
 /// What a finished (or stopped) backtest hands to [`write_outputs`].
 struct Ran<'a> {
     summary: &'a Summary,
-    result: &'a tick::backtest::BacktestResult,
     /// `trades.csv`'s bytes (the ledger's rows).
     trades_csv: &'a [u8],
-    /// The tick the report shows.
-    snapshot: &'a db::DecisionSnapshot,
+    /// `report.html`.
+    html: &'a str,
     /// `summary.json`'s `stopped`, for a run `--max-cost` ended early.
     stopped: Option<serde_json::Value>,
 }
@@ -1006,9 +1017,8 @@ fn write_outputs(
 ) -> Result<(String, serde_json::Value), Failure> {
     let Ran {
         summary,
-        result,
         trades_csv,
-        snapshot,
+        html,
         stopped,
     } = ran;
     // What the outputs show of the store: never its password.
@@ -1048,15 +1058,6 @@ fn write_outputs(
     let mut text = serde_json::to_string_pretty(&json).context("serializing the summary")?;
     text.push('\n');
     let trades_path = write("trades.csv", trades_csv)?;
-    let html = crate::report::render(&crate::report::ReportInput {
-        skill: &d.skill,
-        model: p.model.id(),
-        summary,
-        result,
-        snapshot,
-        db_url: url,
-        deployment_id: d.deployment_id,
-    });
     let report_path = write("report.html", html.as_bytes())?;
     // Last: a summary means the run completed.
     let summary_path = write("summary.json", text.as_bytes())?;

@@ -288,8 +288,92 @@ async fn run_backtest_gated<S, F>(
     model: &dyn LanguageModel,
     store: &S,
     ready: Option<StoreReady>,
-    mut on_tick: F,
+    on_tick: F,
 ) -> Result<BacktestResult, BacktestError>
+where
+    S: TickStore + NoteStore + OutcomeStore + Clone + Send + Sync + 'static,
+    F: FnMut(&TickOutcome, &TickState) -> ControlFlow<()>,
+{
+    let (result, store) = run_backtest_buffered(input, model, store, ready, on_tick).await?;
+    store.flush().await.map_err(BacktestError::Store)?;
+    Ok(result)
+}
+
+/// The write of a backtest's last batch, started when its last tick had run
+/// ([`run_backtest_writing_last`]): the store holds every tick of the run once
+/// [`LastWrite::finish`] has returned `Ok`.
+#[must_use = "the run's last ticks are stored only once the last write has finished"]
+pub struct LastWrite(LastWriteInner);
+
+enum LastWriteInner {
+    /// A task of the multi-threaded runtime the backtest ran on: it goes on while the caller
+    /// computes.
+    Spawned(tokio::task::JoinHandle<Result<(), db::DbError>>),
+    /// Without one, a future that writes when awaited.
+    Deferred(std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), db::DbError>> + Send>>),
+}
+
+impl LastWrite {
+    /// Waits for the write.
+    ///
+    /// # Errors
+    /// [`BacktestError::Store`] when the store refused the last batch (or the store's
+    /// preparation failed and nothing was written): the error [`run_backtest_until_ready`]
+    /// returns then.
+    pub async fn finish(self) -> Result<(), BacktestError> {
+        match self.0 {
+            LastWriteInner::Spawned(task) => crate::write_behind::joined(task.await),
+            LastWriteInner::Deferred(write) => write.await,
+        }
+        .map_err(BacktestError::Store)
+    }
+}
+
+/// [`run_backtest_until_ready`] (with `ready`, or [`run_backtest_until`] without) that returns
+/// when the last tick has run, its result with the write of the run's last batch still going
+/// on ([`LastWrite`], a task of the runtime when it is multi-threaded): the caller computes its
+/// report while the other core writes. The store holds the run only once
+/// [`LastWrite::finish`] has returned `Ok`; dropping the `LastWrite` of a spawned write leaves
+/// it running to its end.
+///
+/// # Errors
+/// As [`run_backtest`], for every tick but the last write.
+pub async fn run_backtest_writing_last<S, F>(
+    input: &BacktestInput,
+    model: &dyn LanguageModel,
+    store: &S,
+    ready: Option<StoreReady>,
+    on_tick: F,
+) -> Result<(BacktestResult, LastWrite), BacktestError>
+where
+    S: TickStore + NoteStore + OutcomeStore + Clone + Send + Sync + 'static,
+    F: FnMut(&TickOutcome, &TickState) -> ControlFlow<()>,
+{
+    let (result, store) = run_backtest_buffered(input, model, store, ready, on_tick).await?;
+    let write = async move { store.flush().await };
+    let last = match tokio::runtime::Handle::try_current() {
+        Ok(runtime)
+            if matches!(
+                runtime.runtime_flavor(),
+                tokio::runtime::RuntimeFlavor::MultiThread
+            ) =>
+        {
+            LastWriteInner::Spawned(runtime.spawn(write))
+        }
+        _ => LastWriteInner::Deferred(Box::pin(write)),
+    };
+    Ok((result, LastWrite(last)))
+}
+
+/// The backtest's ticks, with what the store has not written yet still buffered in the
+/// returned write-behind (the caller flushes it).
+async fn run_backtest_buffered<S, F>(
+    input: &BacktestInput,
+    model: &dyn LanguageModel,
+    store: &S,
+    ready: Option<StoreReady>,
+    mut on_tick: F,
+) -> Result<(BacktestResult, WriteBehind<S>), BacktestError>
 where
     S: TickStore + NoteStore + OutcomeStore + Clone + Send + Sync + 'static,
     F: FnMut(&TickOutcome, &TickState) -> ControlFlow<()>,
@@ -432,8 +516,7 @@ where
             break;
         }
     }
-    store.flush().await.map_err(BacktestError::Store)?;
-    Ok(BacktestResult {
+    let result = BacktestResult {
         interval,
         initial_equity_usd: input.broker.initial_equity_usd,
         points,
@@ -442,7 +525,8 @@ where
         notes,
         reflection_failures,
         unrealized_pnl_usd: broker.unrealized_pnl_usd(),
-    })
+    };
+    Ok((result, store))
 }
 
 /// Every ledger row of a backtest, in the order first written, each in its latest version.

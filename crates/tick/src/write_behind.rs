@@ -309,7 +309,9 @@ impl<S> Drop for WriteBehind<S> {
 }
 
 /// A spawned write's result; a write that panicked panics here, on the tick's thread.
-fn joined(joined: Result<Result<(), DbError>, tokio::task::JoinError>) -> Result<(), DbError> {
+pub(crate) fn joined(
+    joined: Result<Result<(), DbError>, tokio::task::JoinError>,
+) -> Result<(), DbError> {
     ended(joined, "backtest batch", "the batch's write")
 }
 

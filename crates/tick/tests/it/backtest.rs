@@ -768,3 +768,116 @@ async fn a_failed_store_preparation_fails_the_backtest_and_writes_none_of_its_ti
         "no tick stored after a failed preparation"
     );
 }
+
+/// `run_backtest_writing_last` returns when the last tick has run, with the last batch still
+/// to be stored: once `LastWrite::finish` returns, the store holds exactly what `run_backtest`
+/// stores, on a multi-threaded runtime (a task writes it) and on a current-thread one (the
+/// write runs when awaited); before it, the last ticks need not be there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn the_last_write_behind_stores_what_a_flushed_run_stores() {
+    use tick::backtest::run_backtest_writing_last;
+    use tick::write_behind::BATCH_TICKS;
+    let bars = common::eurusd(BATCH_TICKS + 100);
+    let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
+    let d = input.deployment.deployment_id;
+    let (reference, whole) = run(&input).await;
+    let expected = stored(&reference, d).await;
+    assert_eq!(expected.0.len(), bars.len());
+
+    let behind = move |input: BacktestInput| async move {
+        let store = db::connect("sqlite::memory:").await.expect("store");
+        let first = input.market.all_bars("EURUSD", Interval::H1)[0].close_time(Interval::H1);
+        register(&store, &input, serde_json::json!({"name": "eurusd"}), first)
+            .await
+            .expect("register");
+        let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
+            .expect("builtin model");
+        let (result, last) =
+            run_backtest_writing_last(&input, model.as_ref(), &store, None, |_, _| {
+                std::ops::ControlFlow::Continue(())
+            })
+            .await
+            .expect("backtest");
+        last.finish().await.expect("the last write");
+        (result, stored(&store, d).await)
+    };
+    let (result, spawned) = behind(input.clone()).await;
+    assert_eq!(result.points.len(), whole.points.len());
+    assert_eq!(result.trades, whole.trades);
+    assert_eq!(spawned, expected);
+    let current_thread_input = input.clone();
+    let (_, deferred) = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(behind(current_thread_input))
+    })
+    .join()
+    .expect("the current-thread run");
+    assert_eq!(deferred, expected);
+}
+
+/// The last write's failure is the run's: a store that already holds a tick of the last batch
+/// (another writer's) refuses it, and `LastWrite::finish` says so as `run_backtest` would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_last_write_the_store_refuses_is_the_runs_error() {
+    use tick::backtest::run_backtest_writing_last;
+    let bars = common::eurusd(60);
+    let mut input = input(&bars, Decimal::ZERO, Decimal::ZERO);
+    std::sync::Arc::make_mut(&mut input.deployment.skill)
+        .context
+        .memory
+        .reflection
+        .cadence = skill_schema::ReflectionCadence::Off;
+    let d = input.deployment.deployment_id;
+    let (reference, _) = run(&input).await;
+    let store = db::connect("sqlite::memory:").await.expect("store");
+    let first = bars[0].close_time(Interval::H1);
+    register(&store, &input, serde_json::json!({}), first)
+        .await
+        .expect("register");
+    // Another writer's snapshot at the last tick: in the run's only batch.
+    let last_at = bars[bars.len() - 1].close_time(Interval::H1);
+    let mut foreign = snapshots(&reference, d)
+        .await
+        .into_iter()
+        .find(|s| s.tick_at == last_at)
+        .expect("a snapshot at the last tick");
+    foreign.id = Uuid::from_u128(98);
+    store
+        .record_tick(&db::TickRecord {
+            snapshot: foreign,
+            fills: vec![],
+            trades: vec![],
+            links: vec![],
+            equity_usd: None,
+            runner_state: None,
+            outcomes: Default::default(),
+        })
+        .await
+        .expect("the other writer's tick");
+    let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
+        .expect("builtin model");
+    let (result, last) = run_backtest_writing_last(&input, model.as_ref(), &store, None, |_, _| {
+        std::ops::ControlFlow::Continue(())
+    })
+    .await
+    .expect("every tick ran");
+    assert_eq!(result.points.len(), bars.len());
+    let err = last.finish().await.expect_err("the store refuses the last batch");
+    assert!(
+        err.to_string().contains("already held the tick at")
+            && err.to_string().contains(&last_at.to_string()),
+        "{err}"
+    );
+    // As a flushed run leaves it: the batch's other ticks are written, the other writer's
+    // snapshot stays.
+    let held = snapshots(&store, d).await;
+    assert_eq!(held.len(), bars.len());
+    assert_eq!(
+        held.last().map(|s| s.id),
+        Some(Uuid::from_u128(98)),
+        "the other writer's snapshot is kept"
+    );
+}
