@@ -865,7 +865,10 @@ async fn a_last_write_the_store_refuses_is_the_runs_error() {
     .await
     .expect("every tick ran");
     assert_eq!(result.points.len(), bars.len());
-    let err = last.finish().await.expect_err("the store refuses the last batch");
+    let err = last
+        .finish()
+        .await
+        .expect_err("the store refuses the last batch");
     assert!(
         err.to_string().contains("already held the tick at")
             && err.to_string().contains(&last_at.to_string()),
