@@ -361,31 +361,9 @@ async fn a_tick_another_writer_stored_fails_the_backtest_and_keeps_the_others() 
     let bars = common::eurusd(40);
     let input = input(&bars, Decimal::ZERO, Decimal::ZERO);
     let d = input.deployment.deployment_id;
-    let store = db::connect("sqlite::memory:").await.expect("store");
-    let first = bars[0].close_time(Interval::H1);
-    register(&store, &input, serde_json::json!({}), first)
-        .await
-        .expect("register");
     // Another writer's snapshot at the 10th tick (a different id, same deployment and time).
     let intruder_at = bars[9].close_time(Interval::H1);
-    let mut foreign = snapshots(&run(&input).await.0, d)
-        .await
-        .into_iter()
-        .find(|s| s.tick_at == intruder_at)
-        .expect("a snapshot at the 10th tick");
-    foreign.id = Uuid::from_u128(99);
-    store
-        .record_tick(&db::TickRecord {
-            snapshot: foreign,
-            fills: vec![],
-            trades: vec![],
-            links: vec![],
-            equity_usd: None,
-            runner_state: None,
-            outcomes: Default::default(),
-        })
-        .await
-        .expect("the other writer's tick");
+    let store = with_another_writers_tick(&input, &run(&input).await.0, intruder_at, 99).await;
 
     let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
         .expect("builtin model");
@@ -586,31 +564,9 @@ async fn a_failing_batch_fails_the_run_without_any_later_tick() {
     assert_eq!(whole.points.len(), bars.len());
     assert!(whole.notes.is_empty(), "reflection is off");
 
-    let store = db::connect("sqlite::memory:").await.expect("store");
-    let first = bars[0].close_time(Interval::H1);
-    register(&store, &input, serde_json::json!({}), first)
-        .await
-        .expect("register");
     // Another writer's snapshot at the 10th tick: in the first batch.
     let intruder_at = bars[9].close_time(Interval::H1);
-    let mut foreign = snapshots(&reference, d)
-        .await
-        .into_iter()
-        .find(|s| s.tick_at == intruder_at)
-        .expect("a snapshot at the 10th tick");
-    foreign.id = Uuid::from_u128(99);
-    store
-        .record_tick(&db::TickRecord {
-            snapshot: foreign,
-            fills: vec![],
-            trades: vec![],
-            links: vec![],
-            equity_usd: None,
-            runner_state: None,
-            outcomes: Default::default(),
-        })
-        .await
-        .expect("the other writer's tick");
+    let store = with_another_writers_tick(&input, &reference, intruder_at, 99).await;
 
     let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
         .expect("builtin model");
@@ -635,6 +591,40 @@ async fn a_failing_batch_fails_the_run_without_any_later_tick() {
         stored.last().map(|s| s.tick_at),
         Some(bars[BATCH_TICKS - 1].close_time(Interval::H1))
     );
+}
+
+/// A store registered for `input` that already holds another writer's snapshot at `at` (the
+/// one `reference` stored there, with the id `id`).
+async fn with_another_writers_tick(
+    input: &BacktestInput,
+    reference: &Store,
+    at: DateTime<Utc>,
+    id: u128,
+) -> Store {
+    let store = db::connect("sqlite::memory:").await.expect("store");
+    let first = input.market.all_bars("EURUSD", Interval::H1)[0].close_time(Interval::H1);
+    register(&store, input, serde_json::json!({}), first)
+        .await
+        .expect("register");
+    let mut foreign = snapshots(reference, input.deployment.deployment_id)
+        .await
+        .into_iter()
+        .find(|s| s.tick_at == at)
+        .expect("a snapshot at that tick");
+    foreign.id = Uuid::from_u128(id);
+    store
+        .record_tick(&db::TickRecord {
+            snapshot: foreign,
+            fills: vec![],
+            trades: vec![],
+            links: vec![],
+            equity_usd: None,
+            runner_state: None,
+            outcomes: Default::default(),
+        })
+        .await
+        .expect("the other writer's tick");
+    store
 }
 
 /// Everything a run stored: snapshots, ledger rows, fills and notes.
@@ -832,31 +822,9 @@ async fn a_last_write_the_store_refuses_is_the_runs_error() {
         .cadence = skill_schema::ReflectionCadence::Off;
     let d = input.deployment.deployment_id;
     let (reference, _) = run(&input).await;
-    let store = db::connect("sqlite::memory:").await.expect("store");
-    let first = bars[0].close_time(Interval::H1);
-    register(&store, &input, serde_json::json!({}), first)
-        .await
-        .expect("register");
     // Another writer's snapshot at the last tick: in the run's only batch.
     let last_at = bars[bars.len() - 1].close_time(Interval::H1);
-    let mut foreign = snapshots(&reference, d)
-        .await
-        .into_iter()
-        .find(|s| s.tick_at == last_at)
-        .expect("a snapshot at the last tick");
-    foreign.id = Uuid::from_u128(98);
-    store
-        .record_tick(&db::TickRecord {
-            snapshot: foreign,
-            fills: vec![],
-            trades: vec![],
-            links: vec![],
-            equity_usd: None,
-            runner_state: None,
-            outcomes: Default::default(),
-        })
-        .await
-        .expect("the other writer's tick");
+    let store = with_another_writers_tick(&input, &reference, last_at, 98).await;
     let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
         .expect("builtin model");
     let (result, last) = run_backtest_writing_last(&input, model.as_ref(), &store, None, |_, _| {
