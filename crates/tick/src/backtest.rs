@@ -333,8 +333,8 @@ impl LastWrite {
 /// when the last tick has run, its result with the write of the run's last batch still going
 /// on ([`LastWrite`], a task of the runtime when it is multi-threaded): the caller computes its
 /// report while the other core writes. The store holds the run only once
-/// [`LastWrite::finish`] has returned `Ok`; dropping the `LastWrite` of a spawned write leaves
-/// it running to its end.
+/// [`LastWrite::finish`] has returned `Ok`; a dropped `LastWrite` runs a spawned write to its
+/// end (unobserved) and a deferred one not at all (the run's last ticks are then not stored).
 ///
 /// # Errors
 /// As [`run_backtest`], for every tick but the last write.
