@@ -350,17 +350,12 @@ where
     F: FnMut(&TickOutcome, &TickState) -> ControlFlow<()>,
 {
     let (result, store) = run_backtest_buffered(input, model, store, ready, on_tick).await?;
+    // Where the batches were written: a task on a multi-threaded runtime, else polled.
+    let runtime = store.spawn_on().cloned();
     let write = async move { store.flush().await };
-    let last = match tokio::runtime::Handle::try_current() {
-        Ok(runtime)
-            if matches!(
-                runtime.runtime_flavor(),
-                tokio::runtime::RuntimeFlavor::MultiThread
-            ) =>
-        {
-            LastWriteInner::Spawned(runtime.spawn(write))
-        }
-        _ => LastWriteInner::Deferred(Box::pin(write)),
+    let last = match runtime {
+        Some(runtime) => LastWriteInner::Spawned(runtime.spawn(write)),
+        None => LastWriteInner::Deferred(Box::pin(write)),
     };
     Ok((result, LastWrite(last)))
 }

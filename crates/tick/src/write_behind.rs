@@ -125,6 +125,11 @@ where
         }
     }
 
+    /// The multi-threaded runtime its writes are spawned on (`None`: they are polled).
+    pub(crate) fn spawn_on(&self) -> Option<&tokio::runtime::Handle> {
+        self.spawn_on.as_ref()
+    }
+
     /// The store it writes to (for a write that must not wait for the batch: call
     /// [`WriteBehind::flush`] first).
     pub(crate) const fn inner(&self) -> &S {

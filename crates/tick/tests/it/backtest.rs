@@ -456,15 +456,7 @@ async fn a_backtest_whose_batches_a_task_writes_stores_what_a_polled_one_stores(
     assert_eq!(spawned.0.len(), bars.len(), "every tick stored");
     assert_eq!(spawned.3.len(), result.notes.len(), "every note stored");
     let polled_input = input.clone();
-    let (reference, polled) = std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime")
-            .block_on(run_and_read(polled_input))
-    })
-    .join()
-    .expect("the current-thread run");
+    let (reference, polled) = on_a_current_thread_runtime(move || run_and_read(polled_input));
     assert_eq!(result.points.len(), reference.points.len());
     assert_eq!(result.trades, reference.trades);
     assert_eq!(spawned, polled);
@@ -591,6 +583,24 @@ async fn a_failing_batch_fails_the_run_without_any_later_tick() {
         stored.last().map(|s| s.tick_at),
         Some(bars[BATCH_TICKS - 1].close_time(Interval::H1))
     );
+}
+
+/// The future `run` makes, driven to its end on a current-thread runtime of a thread of its
+/// own (where a backtest's batches are polled by its ticks instead of written by a task).
+fn on_a_current_thread_runtime<T, F>(run: impl FnOnce() -> F + Send + 'static) -> T
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = T>,
+{
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(run())
+    })
+    .join()
+    .expect("the current-thread run")
 }
 
 /// A store registered for `input` that already holds another writer's snapshot at `at` (the
@@ -796,15 +806,7 @@ async fn the_last_write_behind_stores_what_a_flushed_run_stores() {
     assert_eq!(result.trades, whole.trades);
     assert_eq!(spawned, expected);
     let current_thread_input = input.clone();
-    let (_, deferred) = std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime")
-            .block_on(behind(current_thread_input))
-    })
-    .join()
-    .expect("the current-thread run");
+    let (_, deferred) = on_a_current_thread_runtime(move || behind(current_thread_input));
     assert_eq!(deferred, expected);
 }
 
