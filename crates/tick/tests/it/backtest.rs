@@ -544,12 +544,7 @@ async fn a_batch_a_task_writes_fails_the_run_without_any_later_tick() {
 async fn a_failing_batch_fails_the_run_without_any_later_tick() {
     use tick::write_behind::BATCH_TICKS;
     let bars = common::eurusd(BATCH_TICKS * 2 + 40);
-    let mut input = input(&bars, Decimal::ZERO, Decimal::ZERO);
-    std::sync::Arc::make_mut(&mut input.deployment.skill)
-        .context
-        .memory
-        .reflection
-        .cadence = skill_schema::ReflectionCadence::Off;
+    let input = without_costs_or_reflection(&bars);
     let d = input.deployment.deployment_id;
     // The whole run, for the other writer's snapshot and the ticks to compare with.
     let (reference, whole) = run(&input).await;
@@ -583,6 +578,18 @@ async fn a_failing_batch_fails_the_run_without_any_later_tick() {
         stored.last().map(|s| s.tick_at),
         Some(bars[BATCH_TICKS - 1].close_time(Interval::H1))
     );
+}
+
+/// `input` without fees, slippage or reflection (so batches are exactly as long as the
+/// write-behind makes them).
+fn without_costs_or_reflection(bars: &[Bar]) -> BacktestInput {
+    let mut input = input(bars, Decimal::ZERO, Decimal::ZERO);
+    std::sync::Arc::make_mut(&mut input.deployment.skill)
+        .context
+        .memory
+        .reflection
+        .cadence = skill_schema::ReflectionCadence::Off;
+    input
 }
 
 /// The future `run` makes, driven to its end on a current-thread runtime of a thread of its
@@ -816,12 +823,7 @@ async fn the_last_write_behind_stores_what_a_flushed_run_stores() {
 async fn a_last_write_the_store_refuses_is_the_runs_error() {
     use tick::backtest::run_backtest_writing_last;
     let bars = common::eurusd(60);
-    let mut input = input(&bars, Decimal::ZERO, Decimal::ZERO);
-    std::sync::Arc::make_mut(&mut input.deployment.skill)
-        .context
-        .memory
-        .reflection
-        .cadence = skill_schema::ReflectionCadence::Off;
+    let input = without_costs_or_reflection(&bars);
     let d = input.deployment.deployment_id;
     let (reference, _) = run(&input).await;
     // Another writer's snapshot at the last tick: in the run's only batch.
