@@ -32,6 +32,7 @@ use rustc_hash::FxHashMap;
 
 use crate::DbError;
 
+#[inline]
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         // Truncation intended: the low seven bits, with the continuation bit.
@@ -66,25 +67,33 @@ fn bad_refs(detail: &str) -> DbError {
 /// The line numbers of a text as runs of consecutive numbers: for each run, the distance of
 /// its first number from the end of the run before (zigzag: it may be negative; the first run
 /// counts from 0) and its length less one, both as LEB128 varints. A bar table that shifted by
-/// one row is one or two runs, a few bytes.
-pub(crate) fn encode_refs(seqs: &[i64]) -> Vec<u8> {
+/// one row is one or two runs, a few bytes. One pass over the numbers, which need not be
+/// collected first.
+pub(crate) fn encode_refs(seqs: impl IntoIterator<Item = i64>) -> Vec<u8> {
     // A list is a few bytes a run; a message of a dozen runs fits without growing.
     let mut out = Vec::with_capacity(64);
     let mut prev_end: i64 = 0;
-    let mut i = 0;
-    while i < seqs.len() {
-        let start = seqs[i];
-        let mut len: i64 = 1;
-        while i + (len as usize) < seqs.len() && seqs[i + len as usize] == start + len {
-            len += 1;
-        }
+    let mut run = |out: &mut Vec<u8>, start: i64, end: i64| {
         let delta = start.wrapping_sub(prev_end);
         let zigzag = ((delta << 1) ^ (delta >> 63)).cast_unsigned();
-        put_varint(&mut out, zigzag);
-        put_varint(&mut out, (len - 1).cast_unsigned());
-        prev_end = start + len;
-        i += len as usize;
+        put_varint(out, zigzag);
+        put_varint(out, (end - start - 1).cast_unsigned());
+        prev_end = end;
+    };
+    let mut seqs = seqs.into_iter();
+    let Some(first) = seqs.next() else {
+        return out;
+    };
+    let (mut start, mut end) = (first, first + 1);
+    for s in seqs {
+        if s == end {
+            end += 1;
+        } else {
+            run(&mut out, start, end);
+            (start, end) = (s, s + 1);
+        }
     }
+    run(&mut out, start, end);
     out
 }
 
@@ -289,22 +298,25 @@ impl<'a> LinePlan<'a> {
             raw.push(refs);
             ends.push(at);
         }
-        // Sorted by (stream, line index, text), one packed key each: a position holds one
-        // line, so the keys are distinct and an unstable sort gives the one order.
-        let mut keys: Vec<u128> = first
-            .iter()
-            .enumerate()
-            .map(|(i, &(_, l, t))| {
-                let [stream, l, t, i] = [t % streams, l, t, i].map(|n| n as u128);
-                stream << 96 | l << 64 | t << 32 | i
-            })
-            .collect();
-        keys.sort_unstable();
-        // Truncation intended: the low 32 bits are the index.
-        let order: Vec<u32> = keys.into_iter().map(|k| k as u32).collect();
-        let mut renumber = vec![0u32; order.len()];
-        for (new, &old) in order.iter().enumerate() {
-            renumber[old as usize] = u32::try_from(new).unwrap_or(u32::MAX);
+        // Ordered by (stream, line index, text): a stable counting sort by (stream, line
+        // index), since `first` is in (text, line index) order already, each bucket's lines are
+        // in text order.
+        let width = first.iter().map(|&(_, l, _)| l + 1).max().unwrap_or(0);
+        let mut starts = vec![0_usize; streams * width + 1];
+        for &(_, l, t) in &first {
+            starts[(t % streams) * width + l + 1] += 1;
+        }
+        for b in 1..starts.len() {
+            starts[b] += starts[b - 1];
+        }
+        let mut order = vec![0_u32; first.len()];
+        let mut renumber = vec![0_u32; first.len()];
+        for (i, &(_, l, t)) in first.iter().enumerate() {
+            let at = &mut starts[(t % streams) * width + l];
+            // Both fit: there are at most `u32::MAX` distinct lines (their indexes are `u32`).
+            order[*at] = u32::try_from(i).unwrap_or(u32::MAX);
+            renumber[i] = u32::try_from(*at).unwrap_or(u32::MAX);
+            *at += 1;
         }
         let distinct = order.iter().map(|&i| first[i as usize].0).collect();
         let texts = raw
@@ -656,11 +668,30 @@ mod tests {
     #[test]
     fn a_shifted_table_is_a_couple_of_runs() {
         let seqs: Vec<i64> = (0..40).chain(100..124).chain([7, 3]).collect();
-        let blob = encode_refs(&seqs);
+        let blob = encode_refs(seqs.iter().copied());
         // Four runs: 0..40, 100..124, 7, 3; two bytes each but one (a jump back of 117).
         assert_eq!(blob.len(), 9);
         assert_eq!(decode_refs(&blob).unwrap(), seqs);
-        assert!(encode_refs(&[]).is_empty());
+        assert!(encode_refs([]).is_empty());
+    }
+
+    /// [`encode_refs`] as first written: runs found by indexing ahead.
+    fn reference_refs(seqs: &[i64]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let (mut prev_end, mut i) = (0_i64, 0);
+        while i < seqs.len() {
+            let start = seqs[i];
+            let mut len: i64 = 1;
+            while i + (len as usize) < seqs.len() && seqs[i + len as usize] == start + len {
+                len += 1;
+            }
+            let delta = start.wrapping_sub(prev_end);
+            put_varint(&mut out, ((delta << 1) ^ (delta >> 63)).cast_unsigned());
+            put_varint(&mut out, (len - 1).cast_unsigned());
+            prev_end = start + len;
+            i += len as usize;
+        }
+        out
     }
 
     #[test]
@@ -758,7 +789,9 @@ mod tests {
     proptest! {
         #[test]
         fn lists_round_trip(seqs in proptest::collection::vec(0i64..1_000_000, 0..200)) {
-            prop_assert_eq!(decode_refs(&encode_refs(&seqs)).unwrap(), seqs);
+            let blob = encode_refs(seqs.iter().copied());
+            prop_assert_eq!(&blob, &reference_refs(&seqs));
+            prop_assert_eq!(decode_refs(&blob).unwrap(), seqs);
         }
 
         /// Finding lines at their place in the tick before (by comparing bytes) gives the plan

@@ -462,10 +462,7 @@ macro_rules! impl_tick {
                     // between reflections): the same list.
                     let list = match t.checked_sub(streams) {
                         Some(before) if plan.texts[before] == *text => lists[before].clone(),
-                        _ => {
-                            let s: Vec<i64> = text.iter().map(|&i| seqs[i as usize]).collect();
-                            lines::encode_refs(&s)
-                        }
+                        _ => lines::encode_refs(text.iter().map(|&i| seqs[i as usize])),
                     };
                     lists.push(list);
                 }
