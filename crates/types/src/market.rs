@@ -110,13 +110,10 @@ fn classify(bars: &[Bar]) -> Option<RegimeTag> {
         return Some(RegimeTag::Unknown);
     }
     let window = &bars[bars.len().saturating_sub(REGIME_WINDOW)..];
-    let first = window.first()?.close;
-    let last = window.last()?.close;
-    let net = last.checked_sub(first)?;
-    let mut path = Decimal::ZERO;
-    for w in window.windows(2) {
-        path = path.checked_add(w[1].close.checked_sub(w[0].close)?.abs())?;
-    }
+    let (net, path) = match integer_path(window) {
+        Some(sums) => sums,
+        None => decimal_path(window)?,
+    };
     if !path.is_zero() && net.abs().checked_div(path)? >= Decimal::new(3, 1) {
         return Some(if net.is_sign_positive() {
             RegimeTag::TrendingUp
@@ -125,10 +122,16 @@ fn classify(bars: &[Bar]) -> Option<RegimeTag> {
         });
     }
     let mean_range = |bs: &[Bar]| -> Option<Decimal> {
-        let mut sum = Decimal::ZERO;
-        for b in bs {
-            sum = sum.checked_add(b.high.checked_sub(b.low)?)?;
-        }
+        let sum = match integer_ranges(bs) {
+            Some(sum) => sum,
+            None => {
+                let mut sum = Decimal::ZERO;
+                for b in bs {
+                    sum = sum.checked_add(b.high.checked_sub(b.low)?)?;
+                }
+                sum
+            }
+        };
         sum.checked_div(Decimal::from(bs.len()))
     };
     let all = mean_range(window)?;
@@ -141,9 +144,85 @@ fn classify(bars: &[Bar]) -> Option<RegimeTag> {
     })
 }
 
+/// The net move and the path of `window`'s closes as `Decimal` sums.
+fn decimal_path(window: &[Bar]) -> Option<(Decimal, Decimal)> {
+    let net = window.last()?.close.checked_sub(window.first()?.close)?;
+    let mut path = Decimal::ZERO;
+    for w in window.windows(2) {
+        path = path.checked_add(w[1].close.checked_sub(w[0].close)?.abs())?;
+    }
+    Some((net, path))
+}
+
+// The integer paths below give the `Decimal` path's sums exactly, value and scale: a
+// `checked_add` / `checked_sub` of two prices is exact at the larger of their scales, so a sum is
+// exact at the largest scale of its terms, as long as no partial sum leaves `Decimal`'s 96 bits
+// (then `Decimal` would round). With every term below 2⁵⁷ at that scale, the at most 20 terms of
+// a window stay below 2⁶³ (and far below 2⁹⁶): `i64` arithmetic, no overflow. The
+// classification is most of a tick's `Decimal` additions (a price table's closes differ in
+// scale only by dropped trailing zeros).
+
+/// Prices below 2⁵⁷ at a common scale: see above.
+const EXACT_LIMIT: i64 = 1 << 57;
+
+/// `d`'s mantissa at `scale` (at least `d`'s own), when that is below [`EXACT_LIMIT`].
+fn at_scale(d: Decimal, scale: u32) -> Option<i64> {
+    const POW10: [i64; 18] = {
+        let mut t = [1_i64; 18];
+        let mut i = 1;
+        while i < t.len() {
+            t[i] = t[i - 1] * 10;
+            i += 1;
+        }
+        t
+    };
+    let up = scale.checked_sub(d.scale())?;
+    let m = i64::try_from(d.mantissa())
+        .ok()?
+        .checked_mul(*POW10.get(up as usize)?)?;
+    (m.abs() < EXACT_LIMIT).then_some(m)
+}
+
+/// [`decimal_path`] in integers, `None` outside [`EXACT_LIMIT`] or for a longer window.
+fn integer_path(window: &[Bar]) -> Option<(Decimal, Decimal)> {
+    if window.len() > REGIME_WINDOW {
+        return None;
+    }
+    let (first, last) = (window.first()?.close, window.last()?.close);
+    let scale = window.iter().map(|b| b.close.scale()).max()?;
+    let mut prev = at_scale(first, scale)?;
+    let mut path: i64 = 0;
+    for b in &window[1..] {
+        let close = at_scale(b.close, scale)?;
+        path += (close - prev).abs();
+        prev = close;
+    }
+    let net_scale = first.scale().max(last.scale());
+    let net = at_scale(last, net_scale)? - at_scale(first, net_scale)?;
+    Some((Decimal::new(net, net_scale), Decimal::new(path, scale)))
+}
+
+/// The sum of `bars`' high − low ranges in integers, `None` outside [`EXACT_LIMIT`] or for
+/// more than a window of bars.
+fn integer_ranges(bars: &[Bar]) -> Option<Decimal> {
+    if bars.len() > REGIME_WINDOW {
+        return None;
+    }
+    let scale = bars
+        .iter()
+        .map(|b| b.high.scale().max(b.low.scale()))
+        .max()?;
+    let mut sum: i64 = 0;
+    for b in bars {
+        sum += at_scale(b.high, scale)? - at_scale(b.low, scale)?;
+    }
+    Some(Decimal::new(sum, scale))
+}
+
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;
+    use proptest::prelude::*;
     use rust_decimal_macros::dec;
 
     use super::*;
@@ -217,5 +296,112 @@ mod tests {
             })
             .collect();
         assert_eq!(classify_regime(&wild), RegimeTag::Volatile);
+    }
+
+    /// [`classify`] as first written: every sum in `Decimal`.
+    fn reference(bars: &[Bar]) -> Option<RegimeTag> {
+        if bars.len() < REGIME_MIN_BARS {
+            return Some(RegimeTag::Unknown);
+        }
+        let window = &bars[bars.len().saturating_sub(REGIME_WINDOW)..];
+        let (net, path) = decimal_path(window)?;
+        if !path.is_zero() && net.abs().checked_div(path)? >= Decimal::new(3, 1) {
+            return Some(if net.is_sign_positive() {
+                RegimeTag::TrendingUp
+            } else {
+                RegimeTag::TrendingDown
+            });
+        }
+        let mean_range = |bs: &[Bar]| -> Option<Decimal> {
+            let mut sum = Decimal::ZERO;
+            for b in bs {
+                sum = sum.checked_add(b.high.checked_sub(b.low)?)?;
+            }
+            sum.checked_div(Decimal::from(bs.len()))
+        };
+        let all = mean_range(window)?;
+        let recent = mean_range(&window[window.len() - RECENT..])?;
+        let threshold = all.checked_mul(Decimal::new(15, 1))?;
+        Some(if !all.is_zero() && recent >= threshold {
+            RegimeTag::Volatile
+        } else {
+            RegimeTag::Ranging
+        })
+    }
+
+    /// Any price: another scale, a huge mantissa or a negative value (the `Decimal` path).
+    fn odd_price() -> impl Strategy<Value = Decimal> {
+        prop_oneof![
+            (any::<i64>(), 0u32..10).prop_map(|(m, s)| Decimal::new(m, s)),
+            (any::<u128>(), 0u32..29).prop_filter_map("fits", |(m, s)| {
+                Decimal::try_from_i128_with_scale((m >> 32) as i128, s).ok()
+            }),
+        ]
+    }
+
+    /// Bars of one scale (a currency pair's five decimals: the integer path): closes that walk
+    /// with a drift (trends) and ranges that may blow out at the end (volatile); sometimes one
+    /// odd price among them.
+    fn bars() -> impl Strategy<Value = Vec<Bar>> {
+        (
+            proptest::collection::vec((-40i64..60, 0i64..300), 0..30),
+            -20i64..20,
+            any::<bool>(),
+            proptest::option::weighted(0.2, (0usize..30, odd_price())),
+        )
+            .prop_map(|(steps, drift, blow_out, odd)| {
+                let mut close = 150_000_i64;
+                let n = steps.len();
+                let mut bars: Vec<Bar> = steps
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(step, range))| {
+                        // Whole steps of 10 on half the bars: prices with trailing zeros.
+                        close += if step % 2 == 0 {
+                            (step + drift) * 10
+                        } else {
+                            step + drift
+                        };
+                        let range = if blow_out && i + 5 >= n {
+                            range * 4
+                        } else {
+                            range
+                        };
+                        // Trailing zeros dropped on some prices, as a CSV writes them.
+                        let price = |m: i64| {
+                            let d = Decimal::new(m, 5);
+                            if (m + i as i64) % 3 == 0 {
+                                d.normalize()
+                            } else {
+                                d
+                            }
+                        };
+                        let c = price(close);
+                        Bar {
+                            time: Utc.timestamp_opt(i as i64 * 3600, 0).unwrap(),
+                            open: c,
+                            high: price(close + range),
+                            low: price(close - range / 2),
+                            close: c,
+                            volume: Decimal::ONE,
+                        }
+                    })
+                    .collect();
+                if let Some((at, price)) = odd
+                    && let Some(b) = bars.get_mut(at)
+                {
+                    b.close = price;
+                }
+                bars
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        #[test]
+        fn integer_sums_classify_as_decimal_sums(bars in bars()) {
+            prop_assert_eq!(classify(&bars), reference(&bars));
+        }
     }
 }
