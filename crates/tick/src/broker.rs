@@ -43,6 +43,12 @@ pub enum ExecuteError {
 /// (its own and the ones it caused itself, such as liquidations).
 #[cfg_attr(feature = "mock", mockall::automock)]
 pub trait Broker: Send {
+    /// Whether the account moves only through [`execute`](Broker::execute) (between the
+    /// tick's reads of it): then a tick that sent no order reads it once, since a second read
+    /// would return the first. `false` (the default) for an exchange, whose account moves on
+    /// its own (funding, liquidations, other clients): the tick reads it again after its order.
+    const ACCOUNT_MOVES_ONLY_ON_EXECUTE: bool = false;
+
     /// The broker-authoritative account at `at`.
     ///
     /// # Errors
@@ -73,6 +79,10 @@ pub trait Broker: Send {
 }
 
 impl Broker for PaperBroker {
+    /// The paper account changes only when an order fills or a new bar is applied (liquidations,
+    /// between ticks).
+    const ACCOUNT_MOVES_ONLY_ON_EXECUTE: bool = true;
+
     fn portfolio(
         &mut self,
         at: DateTime<Utc>,

@@ -451,6 +451,7 @@ where
         &account.marks,
         &regimes,
     )?;
+    let mut sent_order = false;
     if let Some(order) = &decision.order {
         let price = account
             .marks
@@ -461,6 +462,7 @@ where
             snapshot_id: Some(snapshot_id),
             client_order_id: Some(snapshot_id.to_string()),
         };
+        sent_order = true;
         match broker.execute(order, price, now, tag).await {
             Ok(_) => state.risk.record_order(now),
             Err(ExecuteError::Refused(refusal)) => {
@@ -482,7 +484,12 @@ where
 
     // 5. the ledger: this tick's fills and the positions after them
     let tick_fills = broker.drain_fills().await?;
-    let after = checked_account(broker.portfolio(now).await?)?;
+    let after = if B::ACCOUNT_MOVES_ONLY_ON_EXECUTE && !sent_order && tick_fills.is_empty() {
+        // The account as read at the start: nothing could move it since.
+        account.portfolio.clone()
+    } else {
+        checked_account(broker.portfolio(now).await?)?
+    };
     let mut proposals = Proposals::new();
     if let Some(p) = &proposal {
         proposals.insert(snapshot_id, ProposalInfo::from(p));

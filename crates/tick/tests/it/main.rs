@@ -5,6 +5,7 @@
 //! linking one binary instead of several is most of what a rebuild costs on a 2-core machine.
 
 mod absurd_account;
+mod account_reads;
 mod backtest;
 mod blind;
 mod carry_and_reflect;
