@@ -34,6 +34,11 @@ use crate::DbError;
 
 #[inline]
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    // Most numbers of a line list (run lengths, short jumps) are one byte.
+    if v < 0x80 {
+        out.push(v as u8);
+        return;
+    }
     while v >= 0x80 {
         // Truncation intended: the low seven bits, with the continuation bit.
         out.push((v & 0x7f) as u8 | 0x80);
