@@ -110,10 +110,10 @@ fn classify(bars: &[Bar]) -> Option<RegimeTag> {
         return Some(RegimeTag::Unknown);
     }
     let window = &bars[bars.len().saturating_sub(REGIME_WINDOW)..];
-    let (net, path) = match integer_path(window) {
-        Some(sums) => sums,
-        None => decimal_path(window)?,
-    };
+    if let Some(tag) = classify_exact(window) {
+        return Some(tag);
+    }
+    let (net, path) = decimal_path(window)?;
     if !path.is_zero() && net.abs().checked_div(path)? >= Decimal::new(3, 1) {
         return Some(if net.is_sign_positive() {
             RegimeTag::TrendingUp
@@ -122,16 +122,10 @@ fn classify(bars: &[Bar]) -> Option<RegimeTag> {
         });
     }
     let mean_range = |bs: &[Bar]| -> Option<Decimal> {
-        let sum = match integer_ranges(bs) {
-            Some(sum) => sum,
-            None => {
-                let mut sum = Decimal::ZERO;
-                for b in bs {
-                    sum = sum.checked_add(b.high.checked_sub(b.low)?)?;
-                }
-                sum
-            }
-        };
+        let mut sum = Decimal::ZERO;
+        for b in bs {
+            sum = sum.checked_add(b.high.checked_sub(b.low)?)?;
+        }
         sum.checked_div(Decimal::from(bs.len()))
     };
     let all = mean_range(window)?;
@@ -154,15 +148,8 @@ fn decimal_path(window: &[Bar]) -> Option<(Decimal, Decimal)> {
     Some((net, path))
 }
 
-// The integer paths below give the `Decimal` path's sums exactly, value and scale: a
-// `checked_add` / `checked_sub` of two prices is exact at the larger of their scales, so a sum is
-// exact at the largest scale of its terms, as long as no partial sum leaves `Decimal`'s 96 bits
-// (then `Decimal` would round). With every term below 2⁵⁷ at that scale, the at most 20 terms of
-// a window stay below 2⁶³ (and far below 2⁹⁶): `i64` arithmetic, no overflow. The
-// classification is most of a tick's `Decimal` additions (a price table's closes differ in
-// scale only by dropped trailing zeros).
-
-/// Prices below 2⁵⁷ at a common scale: see above.
+/// Prices below 2⁵⁷ at the window's largest scale: every sum of at most 20 differences stays
+/// below 2⁶³, and products of those sums with small constants fit `i128`.
 const EXACT_LIMIT: i64 = 1 << 57;
 
 /// `d`'s mantissa at `scale` (at least `d`'s own), when that is below [`EXACT_LIMIT`].
@@ -183,40 +170,64 @@ fn at_scale(d: Decimal, scale: u32) -> Option<i64> {
     (m.abs() < EXACT_LIMIT).then_some(m)
 }
 
-/// [`decimal_path`] in integers, `None` outside [`EXACT_LIMIT`] or for a longer window.
-fn integer_path(window: &[Bar]) -> Option<(Decimal, Decimal)> {
-    if window.len() > REGIME_WINDOW {
+/// [`classify`]'s answer for a full window whose prices fit [`EXACT_LIMIT`] at a scale of at
+/// most 20, decided in integers without a division: the same answer, since
+/// - the `Decimal` sums are exact (each addition of prices is exact at the larger scale while
+///   the sums stay far inside 96 bits), so the integer sums at the largest scale are their
+///   values;
+/// - `|net| / path ≥ 0.3` is `10·|net| ≥ 3·path`: a quotient below 0.3 is below it by at least
+///   `1 / (10·path)` (> 10⁻²⁰ here), which rounding to `Decimal`'s 28 places cannot cross, and
+///   one at or above it cannot round below it;
+/// - with 20 bars, `S / 20`, `S₅ / 5` and `× 1.5` are exact decimals at two or three places more
+///   than the prices' (at most 23 here), so `S₅/5 ≥ 1.5 · S/20` is `8·S₅ ≥ 3·S` exactly.
+///
+/// `None` for anything else (fewer bars, other prices): [`classify`] computes in `Decimal`.
+fn classify_exact(window: &[Bar]) -> Option<RegimeTag> {
+    if window.len() != REGIME_WINDOW {
         return None;
     }
-    let (first, last) = (window.first()?.close, window.last()?.close);
     let scale = window.iter().map(|b| b.close.scale()).max()?;
-    let mut prev = at_scale(first, scale)?;
+    if scale > 20 {
+        return None;
+    }
+    let mut prev = at_scale(window.first()?.close, scale)?;
+    let first = prev;
     let mut path: i64 = 0;
     for b in &window[1..] {
         let close = at_scale(b.close, scale)?;
         path += (close - prev).abs();
         prev = close;
     }
-    let net_scale = first.scale().max(last.scale());
-    let net = at_scale(last, net_scale)? - at_scale(first, net_scale)?;
-    Some((Decimal::new(net, net_scale), Decimal::new(path, scale)))
-}
-
-/// The sum of `bars`' high − low ranges in integers, `None` outside [`EXACT_LIMIT`] or for
-/// more than a window of bars.
-fn integer_ranges(bars: &[Bar]) -> Option<Decimal> {
-    if bars.len() > REGIME_WINDOW {
-        return None;
+    let net = prev - first;
+    if path != 0 && 10 * i128::from(net.abs()) >= 3 * i128::from(path) {
+        return Some(if net > 0 {
+            RegimeTag::TrendingUp
+        } else {
+            RegimeTag::TrendingDown
+        });
     }
-    let scale = bars
+    let scale = window
         .iter()
         .map(|b| b.high.scale().max(b.low.scale()))
         .max()?;
-    let mut sum: i64 = 0;
-    for b in bars {
-        sum += at_scale(b.high, scale)? - at_scale(b.low, scale)?;
+    if scale > 20 {
+        return None;
     }
-    Some(Decimal::new(sum, scale))
+    let (mut all, mut recent) = (0_i64, 0_i64);
+    for (i, b) in window.iter().enumerate() {
+        let range = at_scale(b.high, scale)? - at_scale(b.low, scale)?;
+        all += range;
+        if i >= REGIME_WINDOW - RECENT {
+            recent += range;
+        }
+    }
+    Some(
+        if all != 0 && 8 * i128::from(recent) >= 3 * i128::from(all) {
+            RegimeTag::Volatile
+        } else {
+            RegimeTag::Ranging
+        },
+    )
 }
 
 #[cfg(test)]
@@ -327,6 +338,50 @@ mod tests {
         } else {
             RegimeTag::Ranging
         })
+    }
+
+    /// The two borders the integer path decides without dividing, met exactly: a net move of
+    /// exactly 0.3 of the path (a trend), and a recent mean range of exactly 1.5 times the
+    /// window's (volatile); one step inside each border is not.
+    #[test]
+    fn the_borders_are_decided_as_in_decimal() {
+        // 1.00000, then 1.00013, then 1.00006 eighteen times: net 6, path 13 + 7 = 20 (in
+        // units of 0.00001), exactly 0.3.
+        let closes = |second: Decimal| -> Vec<Bar> {
+            (0..20)
+                .map(|i| {
+                    let c = match i {
+                        0 => dec!(1.00000),
+                        1 => second,
+                        _ => dec!(1.00006),
+                    };
+                    bar(i, c, dec!(0.00001))
+                })
+                .collect()
+        };
+        // At 1.00014: net 6, path 22, 0.27…; the equal ranges are not volatile.
+        for (second, tag) in [
+            (dec!(1.00013), RegimeTag::TrendingUp),
+            (dec!(1.00014), RegimeTag::Ranging),
+        ] {
+            let bars = closes(second);
+            assert!(classify_exact(&bars).is_some());
+            assert_eq!(classify(&bars), Some(tag));
+            assert_eq!(reference(&bars), Some(tag));
+        }
+        // Flat closes; ranges 1 on 15 bars and r on the last 5: 8·5r ≥ 3·(15 + 5r) ⇔ r ≥ 1.8
+        // (the Decimal path: mean 24/20 = 1.2, recent 9/5 = 1.8 = 1.5 × 1.2).
+        for (r, tag) in [
+            (dec!(1.8), RegimeTag::Volatile),
+            (dec!(1.7), RegimeTag::Ranging),
+        ] {
+            let bars: Vec<Bar> = (0..20)
+                .map(|i| bar(i, dec!(100), if i >= 15 { r } else { dec!(1) } / dec!(2)))
+                .collect();
+            assert!(classify_exact(&bars).is_some());
+            assert_eq!(classify(&bars), Some(tag));
+            assert_eq!(reference(&bars), Some(tag));
+        }
     }
 
     /// Any price: another scale, a huge mantissa or a negative value (the `Decimal` path).
