@@ -110,9 +110,11 @@ fn classify(bars: &[Bar]) -> Option<RegimeTag> {
         return Some(RegimeTag::Unknown);
     }
     let window = &bars[bars.len().saturating_sub(REGIME_WINDOW)..];
-    if let Some(tag) = classify_exact(window) {
-        return Some(tag);
-    }
+    classify_exact(window).or_else(|| classify_decimal(window))
+}
+
+/// The classification of `window` (at least [`REGIME_MIN_BARS`] bars) in `Decimal`.
+fn classify_decimal(window: &[Bar]) -> Option<RegimeTag> {
     let (net, path) = decimal_path(window)?;
     if !path.is_zero() && net.abs().checked_div(path)? >= Decimal::new(3, 1) {
         return Some(if net.is_sign_positive() {
@@ -181,7 +183,7 @@ fn at_scale(d: Decimal, scale: u32) -> Option<i64> {
 /// - with 20 bars, `S / 20`, `S₅ / 5` and `× 1.5` are exact decimals at two or three places more
 ///   than the prices' (at most 23 here), so `S₅/5 ≥ 1.5 · S/20` is `8·S₅ ≥ 3·S` exactly.
 ///
-/// `None` for anything else (fewer bars, other prices): [`classify`] computes in `Decimal`.
+/// `None` for anything else (fewer bars, other prices): [`classify_decimal`] decides.
 fn classify_exact(window: &[Bar]) -> Option<RegimeTag> {
     if window.len() != REGIME_WINDOW {
         return None;
@@ -309,35 +311,12 @@ mod tests {
         assert_eq!(classify_regime(&wild), RegimeTag::Volatile);
     }
 
-    /// [`classify`] as first written: every sum in `Decimal`.
+    /// [`classify`] in `Decimal` only: what it computed before the integer path.
     fn reference(bars: &[Bar]) -> Option<RegimeTag> {
         if bars.len() < REGIME_MIN_BARS {
             return Some(RegimeTag::Unknown);
         }
-        let window = &bars[bars.len().saturating_sub(REGIME_WINDOW)..];
-        let (net, path) = decimal_path(window)?;
-        if !path.is_zero() && net.abs().checked_div(path)? >= Decimal::new(3, 1) {
-            return Some(if net.is_sign_positive() {
-                RegimeTag::TrendingUp
-            } else {
-                RegimeTag::TrendingDown
-            });
-        }
-        let mean_range = |bs: &[Bar]| -> Option<Decimal> {
-            let mut sum = Decimal::ZERO;
-            for b in bs {
-                sum = sum.checked_add(b.high.checked_sub(b.low)?)?;
-            }
-            sum.checked_div(Decimal::from(bs.len()))
-        };
-        let all = mean_range(window)?;
-        let recent = mean_range(&window[window.len() - RECENT..])?;
-        let threshold = all.checked_mul(Decimal::new(15, 1))?;
-        Some(if !all.is_zero() && recent >= threshold {
-            RegimeTag::Volatile
-        } else {
-            RegimeTag::Ranging
-        })
+        classify_decimal(&bars[bars.len().saturating_sub(REGIME_WINDOW)..])
     }
 
     /// The two borders the integer path decides without dividing, met exactly: a net move of
