@@ -11,7 +11,6 @@ use execution_engine::{Order, OrderTag};
 use rust_decimal::Decimal;
 use tick::backtest::register;
 use tick::{Broker, BrokerUnavailable, ExecuteError, TickError, TickState, run_tick};
-use tools::{RunMode, ToolContext};
 use types::{Fill, Interval, PortfolioSnapshot, Position, Side};
 
 /// A flat $10,000 account on the first read; from the second read (the account after the order)
@@ -79,13 +78,7 @@ async fn an_account_that_overflows_fails_the_tick_and_records_nothing() {
         .expect("register");
     let model = builtin_model(&d.skill.model, &d.skill).expect("model");
     let at = bars[59].close_time(Interval::H1);
-    let ctx = ToolContext::new(
-        at,
-        RunMode::Trade,
-        d.skill.context.symbols.clone(),
-        input.market.clone(),
-        input.market.clone(),
-    );
+    let ctx = common::trade_ctx(&input, at);
     let mut state = TickState::new(d, Decimal::from(10_000), at);
     let mut broker = Corrupt { reads: 0 };
     let err = run_tick(d, &ctx, model.as_ref(), &mut broker, &mut state, &store)

@@ -11,7 +11,6 @@ use execution_engine::{Order, OrderTag, PaperBroker};
 use rust_decimal::Decimal;
 use tick::backtest::register;
 use tick::{Broker, BrokerUnavailable, ExecuteError, TickState, run_tick};
-use tools::{RunMode, ToolContext};
 use types::{Fill, Interval, PortfolioSnapshot};
 
 /// The paper broker, counting its account reads; `ONCE` is what it declares.
@@ -82,13 +81,7 @@ async fn a_tick_without_an_order_reads_a_paper_account_once_and_ticks_the_same()
         let at = bar.close_time(Interval::H1);
         once.paper.apply_bar("EURUSD", bar, at).expect("bar");
         twice.paper.apply_bar("EURUSD", bar, at).expect("bar");
-        let ctx = ToolContext::new(
-            at,
-            RunMode::Trade,
-            d.skill.context.symbols.clone(),
-            input.market.clone(),
-            input.market.clone(),
-        );
+        let ctx = common::trade_ctx(&input, at);
         let a = run_tick(
             d,
             &ctx,

@@ -14,7 +14,6 @@ use tick::{
     DueReflection, ReflectionCheck, ReflectionReport, TickState, load_reflection_state,
     restore_state, run_due_reflection, run_tick_carrying,
 };
-use tools::{RunMode, ToolContext};
 use types::Interval;
 
 fn input(n: usize) -> BacktestInput {
@@ -40,13 +39,7 @@ async fn the_runner_state_is_the_state_after_the_tick_and_commits_with_it() {
     let store = registered(&input).await;
     let d = &input.deployment;
     let at = input.market.all_bars("EURUSD", Interval::H1)[40].close_time(Interval::H1);
-    let ctx = ToolContext::new(
-        at,
-        RunMode::Trade,
-        vec!["EURUSD".to_owned()],
-        input.market.clone(),
-        input.market.clone(),
-    );
+    let ctx = common::trade_ctx(&input, at);
     let model = builtin_model(&d.skill.model, &d.skill).expect("model");
     let mut broker = PaperBroker::new(input.broker.clone()).expect("broker");
     let mut state = TickState::new(d, input.broker.initial_equity_usd, at);

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use skill_schema::ToolSpec;
 use tick::StoreMemory;
 use tick::backtest::{BacktestInput, register, run_backtest};
-use tools::{RECALL_TOOLS, RunMode, ToolContext, build_tools};
+use tools::{RECALL_TOOLS, ToolContext, build_tools};
 use types::{Interval, classify_regime};
 use uuid::Uuid;
 
@@ -45,14 +45,7 @@ async fn backtest(store: &SqliteStore) -> BacktestInput {
 }
 
 fn ctx_at(input: &BacktestInput, store: &SqliteStore, at: DateTime<Utc>) -> ToolContext {
-    ToolContext::new(
-        at,
-        RunMode::Trade,
-        vec!["EURUSD".into()],
-        input.market.clone(),
-        input.market.clone(),
-    )
-    .with_trade_memory(Arc::new(StoreMemory::new(
+    common::trade_ctx(input, at).with_trade_memory(Arc::new(StoreMemory::new(
         store.clone(),
         MemoryScope::Deployment(input.deployment.deployment_id),
     )))

@@ -8,12 +8,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_runtime::{ModelError, builtin_model};
+use chrono::{DateTime, Utc};
 use execution_engine::PaperBrokerConfig;
 use reflection::resolve_reflection_model;
 use rust_decimal::Decimal;
 use tick::Deployment;
 use tick::backtest::BacktestInput;
 use tools::Preloaded;
+use tools::{RunMode, ToolContext};
 use types::{Bar, Interval, Uuid};
 
 /// A path relative to the repository root.
@@ -66,4 +68,16 @@ pub(crate) fn eurusd_input(bars: &[Bar], fee_bps: Decimal, slippage_bps: Decimal
         external_tools: std::sync::Arc::new([]),
         blind: None,
     }
+}
+
+/// A trading tick's context at `at` over `input`'s bars (market data and portfolio view both
+/// the preloaded bars), for the skill's symbols.
+pub(crate) fn trade_ctx(input: &BacktestInput, at: DateTime<Utc>) -> ToolContext {
+    ToolContext::new(
+        at,
+        RunMode::Trade,
+        input.deployment.skill.context.symbols.clone(),
+        input.market.clone(),
+        input.market.clone(),
+    )
 }
