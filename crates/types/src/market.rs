@@ -115,7 +115,13 @@ fn classify(bars: &[Bar]) -> Option<RegimeTag> {
 
 /// The classification of `window` (at least [`REGIME_MIN_BARS`] bars) in `Decimal`.
 fn classify_decimal(window: &[Bar]) -> Option<RegimeTag> {
-    let (net, path) = decimal_path(window)?;
+    let first = window.first()?.close;
+    let last = window.last()?.close;
+    let net = last.checked_sub(first)?;
+    let mut path = Decimal::ZERO;
+    for w in window.windows(2) {
+        path = path.checked_add(w[1].close.checked_sub(w[0].close)?.abs())?;
+    }
     if !path.is_zero() && net.abs().checked_div(path)? >= Decimal::new(3, 1) {
         return Some(if net.is_sign_positive() {
             RegimeTag::TrendingUp
@@ -138,16 +144,6 @@ fn classify_decimal(window: &[Bar]) -> Option<RegimeTag> {
     } else {
         RegimeTag::Ranging
     })
-}
-
-/// The net move and the path of `window`'s closes as `Decimal` sums.
-fn decimal_path(window: &[Bar]) -> Option<(Decimal, Decimal)> {
-    let net = window.last()?.close.checked_sub(window.first()?.close)?;
-    let mut path = Decimal::ZERO;
-    for w in window.windows(2) {
-        path = path.checked_add(w[1].close.checked_sub(w[0].close)?.abs())?;
-    }
-    Some((net, path))
 }
 
 /// Prices below 2⁵⁷ at the window's largest scale: every sum of at most 20 differences stays
