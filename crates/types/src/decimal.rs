@@ -1,4 +1,5 @@
-//! Reading decimals from text fast, exactly as `rust_decimal` reads them.
+//! Reading decimals from text fast, exactly as `rust_decimal` reads them; and a decimal's
+//! mantissa at a larger scale, for exact integer arithmetic on prices.
 
 use std::str::FromStr as _;
 
@@ -28,6 +29,28 @@ pub fn parse_plain_decimal(text: &str) -> Option<Decimal> {
     Some(Decimal::new(mantissa, u32::try_from(scale).ok()?))
 }
 
+/// `d`'s mantissa at `scale` (at least `d`'s own: `d × 10^scale`, an integer), when its size is
+/// below `limit`; `None` otherwise (a smaller scale, more than 18 places more, or too large). Sums of such mantissas at one
+/// scale are the exact values `Decimal`'s additions give while they stay inside 96 bits: the
+/// integer paths of the regime and the sma-cross baseline rest on it.
+#[must_use]
+pub fn mantissa_at(d: Decimal, scale: u32, limit: i64) -> Option<i64> {
+    const POW10: [i64; 19] = {
+        let mut t = [1_i64; 19];
+        let mut i = 1;
+        while i < t.len() {
+            t[i] = t[i - 1] * 10;
+            i += 1;
+        }
+        t
+    };
+    let up = scale.checked_sub(d.scale())?;
+    let m = i64::try_from(d.mantissa())
+        .ok()?
+        .checked_mul(*POW10.get(up as usize)?)?;
+    (m.abs() < limit).then_some(m)
+}
+
 #[cfg(test)]
 mod tests {
     use std::str::FromStr as _;
@@ -35,7 +58,7 @@ mod tests {
     use proptest::prelude::*;
     use rust_decimal::Decimal;
 
-    use super::parse_plain_decimal;
+    use super::{mantissa_at, parse_plain_decimal};
 
     /// The value and its representation: `1.50` and `1.5` are equal decimals, but not the
     /// same text once printed.
@@ -76,6 +99,33 @@ mod tests {
         #[test]
         fn agrees_with_from_str(text in "[0-9.]{0,22}|-?[0-9]{1,20}\\.[0-9]{0,12}") {
             prop_assert_eq!(exact(parse_plain_decimal(&text)), exact(Decimal::from_str(&text).ok()));
+        }
+    }
+
+    proptest! {
+        /// The mantissa at a scale is the same value, or `None` when it cannot be (a smaller
+        /// scale, past the limit).
+        #[test]
+        fn a_mantissa_at_a_scale_is_the_same_value(
+            m in any::<i64>(),
+            own in 0_u32..=28,
+            scale in 0_u32..=28,
+            limit in prop_oneof![Just(i64::MAX), Just(1_i64 << 57), 1_i64..1_000_000],
+        ) {
+            let d = Decimal::new(m, own);
+            match mantissa_at(d, scale, limit) {
+                Some(at) => {
+                    prop_assert!(at.abs() < limit);
+                    prop_assert_eq!(Decimal::new(at, scale), d);
+                }
+                None => prop_assert!(
+                    scale < own
+                        || scale - own > 18
+                        || i128::from(m)
+                            .checked_mul(10_i128.pow(scale - own))
+                            .is_none_or(|big| big.abs() >= i128::from(limit))
+                ),
+            }
         }
     }
 }

@@ -48,7 +48,7 @@ mod trading;
 mod usage;
 
 pub use clock::{Clock, FixedClock, SystemClock};
-pub use decimal::parse_plain_decimal;
+pub use decimal::{mantissa_at, parse_plain_decimal};
 pub use env::{EnvLookup, process_env};
 pub use event::{EventKind, InvalidEvent, MAX_EVENT_TITLE_CHARS, MarketEvent};
 pub use interval::{Interval, ParseIntervalError};

@@ -150,22 +150,9 @@ fn classify_decimal(window: &[Bar]) -> Option<RegimeTag> {
 /// below 2⁶³, and products of those sums with small constants fit `i128`.
 const EXACT_LIMIT: i64 = 1 << 57;
 
-/// `d`'s mantissa at `scale` (at least `d`'s own), when that is below [`EXACT_LIMIT`].
+/// `d`'s mantissa at `scale`, below [`EXACT_LIMIT`].
 fn at_scale(d: Decimal, scale: u32) -> Option<i64> {
-    const POW10: [i64; 18] = {
-        let mut t = [1_i64; 18];
-        let mut i = 1;
-        while i < t.len() {
-            t[i] = t[i - 1] * 10;
-            i += 1;
-        }
-        t
-    };
-    let up = scale.checked_sub(d.scale())?;
-    let m = i64::try_from(d.mantissa())
-        .ok()?
-        .checked_mul(*POW10.get(up as usize)?)?;
-    (m.abs() < EXACT_LIMIT).then_some(m)
+    crate::mantissa_at(d, scale, EXACT_LIMIT)
 }
 
 /// [`classify`]'s answer for a full window whose prices fit [`EXACT_LIMIT`] at a scale of at
