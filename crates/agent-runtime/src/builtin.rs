@@ -380,6 +380,59 @@ pub fn sma_cross(
     Some((cross, f1, s1))
 }
 
+/// [`sma_cross`]'s cross alone (`None` with fewer than `slow + 1` closes, or sums past
+/// `Decimal`). When both averages are exact decimals — `fast` and `slow` of the form 2ᵃ·5ᵇ, the
+/// last `slow + 1` closes below 2⁵⁰ at a common scale of at most 18 — it compares the windows'
+/// sums in integers (`f ≤ s` is `slow·Σf ≤ fast·Σs` exactly), without the four divisions;
+/// otherwise it is `sma_cross`'s.
+#[must_use]
+pub fn cross_of(closes: &[Decimal], fast: usize, slow: usize) -> Option<Cross> {
+    if closes.len() < fast.max(slow) + 1 {
+        return None;
+    }
+    exact_cross(closes, fast, slow).or_else(|| sma_cross(closes, fast, slow).map(|(c, ..)| c))
+}
+
+/// [`cross_of`]'s integer path; `None` where it does not apply.
+fn exact_cross(closes: &[Decimal], fast: usize, slow: usize) -> Option<Cross> {
+    // n = 2ᵃ·5ᵇ: x / n is a decimal with at most a + b more places.
+    fn terminates(mut n: usize) -> bool {
+        while n > 0 && n % 2 == 0 {
+            n /= 2;
+        }
+        while n > 0 && n % 5 == 0 {
+            n /= 5;
+        }
+        n == 1
+    }
+    if !(terminates(fast) && terminates(slow)) {
+        return None;
+    }
+    let window = &closes[closes.len().checked_sub(fast.max(slow) + 1)?..];
+    let scale = window.iter().map(|c| c.scale()).max()?;
+    if scale > 18 {
+        return None;
+    }
+    let mut m = Vec::with_capacity(window.len());
+    for c in window {
+        m.push(i128::from(types::mantissa_at(*c, scale, 1 << 50)?));
+    }
+    // Σ of the `n` closes ending `back` closes before the last (0: the last included).
+    let sum =
+        |n: usize, back: usize| -> i128 { m[m.len() - back - n..m.len() - back].iter().sum() };
+    let (f, s) = (fast as i128, slow as i128);
+    // f ≤ s ⇔ Σf/fast ≤ Σs/slow ⇔ slow·Σf ≤ fast·Σs; both averages exact decimals.
+    let cmp = |back: usize| (s * sum(fast, back)).cmp(&(f * sum(slow, back)));
+    let (before, now) = (cmp(1), cmp(0));
+    Some(if before.is_le() && now.is_gt() {
+        Cross::Up
+    } else if before.is_ge() && now.is_lt() {
+        Cross::Down
+    } else {
+        Cross::None
+    })
+}
+
 /// The `builtin/sma-cross:FAST:SLOW` baseline (see the module docs).
 #[derive(Debug, Clone)]
 pub struct SmaCrossModel {
@@ -462,20 +515,25 @@ impl SmaCrossModel {
             .map_or_else(String::new, |(s, _)| s.clone());
         let mut status = Vec::new();
         for (symbol, closes) in &parsed.closes {
-            let Some((cross, f, s)) = sma_cross(closes, self.fast, self.slow) else {
+            // The cross first (most ticks have none); the averages only for the text of one.
+            let Some(cross) = cross_of(closes, self.fast, self.slow) else {
                 status.push(format!(
                     "{symbol}: fewer than {} closed bars",
                     self.slow + 1
                 ));
                 continue;
             };
-            let dp = closes.iter().map(|c| shown_scale(*c)).max().unwrap_or(0) + 2;
-            let (f, s) = (round(f, dp), round(s, dp));
             let (side, verb, action) = match cross {
                 Cross::Up => (Side::Long, "above", "open_long"),
                 Cross::Down => (Side::Short, "below", "open_short"),
                 Cross::None => continue,
             };
+            // Always some: the cross was found over the same closes.
+            let Some((_, f, s)) = sma_cross(closes, self.fast, self.slow) else {
+                continue;
+            };
+            let dp = closes.iter().map(|c| shown_scale(*c)).max().unwrap_or(0) + 2;
+            let (f, s) = (round(f, dp), round(s, dp));
             let position = parsed.positions.iter().find(|p| &p.symbol == symbol);
             let held = position.map(|p| p.side);
             let what = format!(
@@ -762,6 +820,79 @@ mod tests {
             };
             prop_assert_eq!(shown_scale(d), d.normalize().scale());
         }
+    }
 
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        /// The cross from the sums in integers is the one from the `Decimal` averages: walks
+        /// that cross (a last jump against the trend), stay flat (ties: equal averages before
+        /// and after) or carry prices with dropped trailing zeros, odd scales or huge
+        /// mantissas; averages over counts that terminate (2, 4, 5, 10, 20, 25, 40, 50) or not
+        /// (3, 6, 7, 30), the fast one shorter or (as `sma_cross` allows) longer.
+        #[test]
+        fn the_cross_from_sums_is_the_cross_from_averages(
+            mut steps in proptest::collection::vec(-3_i64..=3, 0..60),
+            jump in -40_i64..=40,
+            tens in any::<bool>(),
+            odd in proptest::option::weighted(0.15, (0_usize..60, any::<i64>(), 0_u32..=28)),
+            (fast, slow) in prop::sample::select(vec![
+                (2, 4), (2, 5), (5, 10), (10, 20), (4, 25), (20, 40), (25, 50), (10, 50),
+                (2, 3), (3, 6), (5, 7), (10, 30), (20, 10), (5, 2),
+            ]),
+        ) {
+            let unit = if tens { 10 } else { 1 };
+            if let Some(last) = steps.last_mut() {
+                *last = jump;
+            }
+            let mut m = 107_000_i64;
+            let mut closes: Vec<Decimal> = steps
+                .iter()
+                .map(|&step| {
+                    m += step * unit;
+                    // Trailing zeros dropped on some, as a CSV writes them.
+                    let d = Decimal::new(m, 5);
+                    if m % 3 == 0 { d.normalize() } else { d }
+                })
+                .collect();
+            if let Some((at, mantissa, scale)) = odd
+                && let Some(c) = closes.get_mut(at)
+            {
+                *c = Decimal::new(mantissa, scale);
+            }
+            prop_assert_eq!(
+                cross_of(&closes, fast, slow),
+                sma_cross(&closes, fast, slow).map(|(c, ..)| c)
+            );
+        }
+    }
+
+    /// Averages equal before and after (a tie) and equal before then apart (a cross from a
+    /// touch) are decided as the `Decimal` averages decide them.
+    #[test]
+    fn touching_averages_cross_as_in_decimal() {
+        let d = |v: &[i64]| -> Vec<Decimal> { v.iter().map(|&m| Decimal::new(m, 1)).collect() };
+        for closes in [
+            d(&[10, 10, 10, 10, 10, 10]),
+            d(&[10, 10, 10, 10, 10, 13]),
+            d(&[10, 10, 10, 10, 10, 7]),
+            d(&[12, 8, 10, 10, 10, 10]),
+        ] {
+            assert_eq!(
+                cross_of(&closes, 2, 5),
+                sma_cross(&closes, 2, 5).map(|(c, ..)| c),
+                "{closes:?}"
+            );
+            assert!(exact_cross(&closes, 2, 5).is_some());
+        }
+        assert_eq!(
+            cross_of(&d(&[10, 10, 10, 10, 10, 13]), 2, 5),
+            Some(Cross::Up)
+        );
+        assert_eq!(
+            cross_of(&d(&[10, 10, 10, 10, 10, 7]), 2, 5),
+            Some(Cross::Down)
+        );
+        assert_eq!(cross_of(&d(&[10, 10, 10, 10, 10]), 2, 5), None);
     }
 }
