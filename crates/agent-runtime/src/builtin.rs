@@ -397,10 +397,10 @@ pub fn cross_of(closes: &[Decimal], fast: usize, slow: usize) -> Option<Cross> {
 fn exact_cross(closes: &[Decimal], fast: usize, slow: usize) -> Option<Cross> {
     // n = 2ᵃ·5ᵇ: x / n is a decimal with at most a + b more places.
     fn terminates(mut n: usize) -> bool {
-        while n > 0 && n % 2 == 0 {
+        while n > 0 && n.is_multiple_of(2) {
             n /= 2;
         }
-        while n > 0 && n % 5 == 0 {
+        while n > 0 && n.is_multiple_of(5) {
             n /= 5;
         }
         n == 1
