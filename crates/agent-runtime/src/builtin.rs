@@ -380,11 +380,11 @@ pub fn sma_cross(
     Some((cross, f1, s1))
 }
 
-/// [`sma_cross`]'s cross alone (`None` with fewer than `slow + 1` closes, or sums past
+/// [`sma_cross`]'s cross alone (`None` with fewer than `max(fast, slow) + 1` closes, or sums past
 /// `Decimal`). When both averages are exact decimals — `fast` and `slow` of the form 2ᵃ·5ᵇ, the
-/// last `slow + 1` closes below 2⁵⁰ at a common scale of at most 18 — it compares the windows'
-/// sums in integers (`f ≤ s` is `slow·Σf ≤ fast·Σs` exactly), without the four divisions;
-/// otherwise it is `sma_cross`'s.
+/// last `max(fast, slow) + 1` closes below 2⁵⁰ at a common scale of at most 18 — it compares
+/// the windows' sums in integers (`f ≤ s` is `slow·Σf ≤ fast·Σs` exactly), without the four
+/// divisions; otherwise it is `sma_cross`'s.
 #[must_use]
 pub fn cross_of(closes: &[Decimal], fast: usize, slow: usize) -> Option<Cross> {
     if closes.len() < fast.max(slow) + 1 {
@@ -395,7 +395,7 @@ pub fn cross_of(closes: &[Decimal], fast: usize, slow: usize) -> Option<Cross> {
 
 /// [`cross_of`]'s integer path; `None` where it does not apply.
 fn exact_cross(closes: &[Decimal], fast: usize, slow: usize) -> Option<Cross> {
-    // n = 2ᵃ·5ᵇ: x / n is a decimal with at most a + b more places.
+    // n = 2ᵃ·5ᵇ: x / n is a decimal with at most max(a, b) more places.
     fn terminates(mut n: usize) -> bool {
         while n > 0 && n.is_multiple_of(2) {
             n /= 2;
