@@ -385,8 +385,7 @@ pub fn sma_cross(
 /// last `max(fast, slow) + 1` closes below 2⁵⁰ at a common scale of at most 18 — it compares
 /// the windows' sums in integers (`f ≤ s` is `slow·Σf ≤ fast·Σs` exactly), without the four
 /// divisions; otherwise it is `sma_cross`'s.
-#[must_use]
-pub fn cross_of(closes: &[Decimal], fast: usize, slow: usize) -> Option<Cross> {
+fn cross_of(closes: &[Decimal], fast: usize, slow: usize) -> Option<Cross> {
     if closes.len() < fast.max(slow) + 1 {
         return None;
     }
