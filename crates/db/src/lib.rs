@@ -97,7 +97,7 @@ pub use sqlite::{
 pub use store::Store;
 pub use traits::{
     ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NewsStore, NoteStore,
-    OutcomeStore, RegistryStore, Storage, TickStore,
+    OutcomeStore, RegistryStore, Storage, TickCompletion, TickStore, complete_tick,
 };
 /// `mockall` mocks of the store traits (feature `mock`).
 #[cfg(feature = "mock")]

@@ -50,7 +50,7 @@ use std::task::Poll;
 use chrono::{DateTime, Utc};
 use db::{
     DbError, DecisionSnapshot, NewNote, NoteScope, NoteStore, ReflectionRun, StoredRunnerState,
-    TickOutcome, TickRecord, TickStore,
+    TickCompletion, TickOutcome, TickRecord, TickStore,
 };
 use types::ReflectionNote;
 use uuid::Uuid;
@@ -64,9 +64,13 @@ pub const BATCH_TICKS: usize = 256;
 /// A batch being written: [`WriteBehind::write`] of it.
 type Write = Pin<Box<dyn Future<Output = Result<(), DbError>> + Send + 'static>>;
 
+/// A buffered tick, and what completes it before it is written
+/// ([`TickStore::record_tick_completing`]).
+type Pending = (TickRecord, Option<TickCompletion>);
+
 /// What one write stores: ticks, then the reflections that ran after them.
 struct Batch {
-    ticks: Vec<TickRecord>,
+    ticks: Vec<Pending>,
     reflections: Vec<ReflectionWrites>,
 }
 
@@ -78,7 +82,7 @@ enum InFlight {
 
 pub(crate) struct WriteBehind<S> {
     store: S,
-    pending: Mutex<Vec<TickRecord>>,
+    pending: Mutex<Vec<Pending>>,
     /// Reflections run after the pending ticks, stored after them.
     reflections: Mutex<Vec<ReflectionWrites>>,
     in_flight: Mutex<Option<InFlight>>,
@@ -145,16 +149,26 @@ where
     /// [`DbError::Invalid`] when the store already held one of the ticks: another writer
     /// shares this backtest's deployment.
     async fn write(store: S, batch: Batch) -> Result<(), DbError> {
+        // Completed here, on the writer's thread (a spawned write's), not the tick's.
+        let ticks = batch
+            .ticks
+            .into_iter()
+            .map(|(mut tick, complete)| {
+                if let Some(complete) = complete {
+                    db::complete_tick(&mut tick, complete)?;
+                }
+                Ok(tick)
+            })
+            .collect::<Result<Vec<_>, DbError>>()?;
         let reflections: Vec<_> = batch
             .reflections
             .into_iter()
             .map(|r| (r.note, r.run))
             .collect();
         let outcomes = store
-            .record_ticks_and_reflections(&batch.ticks, &reflections)
+            .record_ticks_and_reflections(&ticks, &reflections)
             .await?;
-        match batch
-            .ticks
+        match ticks
             .iter()
             .zip(&outcomes)
             .find(|(_, o)| matches!(o, TickOutcome::AlreadyRecorded { .. }))
@@ -187,6 +201,29 @@ where
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(writes);
+    }
+
+    /// Buffers a tick, written with its batch (see the module's documentation).
+    ///
+    /// # Errors
+    /// As [`WriteBehind::write`], for the batch in flight before.
+    async fn buffer(&self, tick: Pending) -> Result<TickOutcome, DbError> {
+        let snapshot_id = tick.0.snapshot.id;
+        // The write in flight is looked at once per tick (a polled one moves on by a
+        // statement); its failure is this tick's.
+        self.poll_in_flight().await?;
+        let full = {
+            let mut pending = self
+                .pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            pending.push(tick);
+            pending.len() >= BATCH_TICKS
+        };
+        if full {
+            self.write_pending_behind().await?;
+        }
+        Ok(TickOutcome::Recorded { snapshot_id })
     }
 
     /// Drops the buffered ticks after a batch failed: they must not be written without it.
@@ -345,27 +382,22 @@ impl<S> TickStore for WriteBehind<S>
 where
     S: TickStore + NoteStore + Clone + Send + Sync + 'static,
 {
+    const COMPLETES_BEHIND: bool = true;
+
     async fn record_tick(&self, tick: &TickRecord) -> Result<TickOutcome, DbError> {
         self.record_tick_owned(tick.clone()).await
     }
 
     async fn record_tick_owned(&self, tick: TickRecord) -> Result<TickOutcome, DbError> {
-        let snapshot_id = tick.snapshot.id;
-        // The write in flight is looked at once per tick (a polled one moves on by a
-        // statement); its failure is this tick's.
-        self.poll_in_flight().await?;
-        let full = {
-            let mut pending = self
-                .pending
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            pending.push(tick);
-            pending.len() >= BATCH_TICKS
-        };
-        if full {
-            self.write_pending_behind().await?;
-        }
-        Ok(TickOutcome::Recorded { snapshot_id })
+        self.buffer((tick, None)).await
+    }
+
+    async fn record_tick_completing(
+        &self,
+        tick: TickRecord,
+        complete: TickCompletion,
+    ) -> Result<TickOutcome, DbError> {
+        self.buffer((tick, Some(complete))).await
     }
 
     async fn record_ticks(&self, ticks: &[TickRecord]) -> Result<Vec<TickOutcome>, DbError> {

@@ -7,7 +7,10 @@ use crate::common;
 use agent_runtime::builtin_model;
 use chrono::{DateTime, Duration, Utc};
 use db::{OutcomeStore, SqliteStore, TickStore};
-use outcomes::{OutcomeScore, TradeOutcome, final_mark, score_outcome};
+use outcomes::{
+    OutcomeScore, TradeOutcome, bars_needed, compute_indicators_with_regime, final_mark,
+    score_outcome,
+};
 use rust_decimal::Decimal;
 use tick::backtest::{BacktestInput, register, run_backtest};
 use tick::score_due_outcomes;
@@ -103,6 +106,23 @@ async fn every_directional_proposal_gets_an_outcome_scored_unless_within_24h_of_
             market.indicators.btc_correlation, None,
             "no BTC bars in this run"
         );
+        // Computed where the batch was written (the backtest's store writes behind), from the
+        // bars the tick read: those closed by the tick, the latest `bars_needed`.
+        let closed = all.partition_point(|b| b.close_time(Interval::H1) <= o.tick_at);
+        let window = &all[closed.saturating_sub(bars_needed(Interval::H1))..closed];
+        assert_eq!(
+            market.indicators,
+            compute_indicators_with_regime(
+                window,
+                Interval::H1,
+                o.tick_at,
+                None,
+                o.market_condition
+            ),
+            "indicators at {}",
+            o.tick_at
+        );
+        assert!(market.indicators.rsi_1h.is_some());
 
         if final_mark(o.tick_at) <= last_tick {
             // Scored at the first tick at or after its 24h mark, exactly as the pure scorer
