@@ -27,6 +27,11 @@
 //! (whose snapshot ids are random) about a quarter as often; nor does it commit on its own
 //! (two commits a reflection had cost ≈10 % of the run's wall time).
 //!
+//! A tick recorded with a completion ([`TickStore::record_tick_completing`]: its outcome-memory
+//! indicators, which only the store reads) is buffered with it; the batch's write runs the
+//! completions first, on the writer's thread, and a failed one fails the batch before anything
+//! of it is written ([`TickStore::COMPLETES_BEHIND`] tells the tick to hand them over).
+//!
 //! A store still being prepared (a new file's schema and the deployment's registration, a task
 //! of the caller's: [`crate::backtest::run_backtest_until_ready`]) is waited for by the first
 //! write and by any read, never by a tick that only buffers: the first batch fills while it
