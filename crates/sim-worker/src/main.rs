@@ -7,6 +7,7 @@ mod bootstrap;
 mod ledger_cmd;
 mod memory_cmd;
 mod notes_cmd;
+mod placement;
 mod preview_cmd;
 mod report;
 mod run_cmd;
@@ -166,7 +167,21 @@ fn write_stdout(text: &str) -> std::io::Result<()> {
 pub(crate) fn block_on<T>(
     fut: impl std::future::Future<Output = Result<T, Failure>>,
 ) -> Result<T, Failure> {
-    tokio::runtime::Builder::new_multi_thread()
+    block_on_placed(None, fut)
+}
+
+/// [`block_on`], with the runtime's threads — the worker, blocking threads, and the threads
+/// they start, such as sqlx's SQLite thread — pinned to `placement`'s store CPU as they start
+/// ([`placement`]).
+pub(crate) fn block_on_placed<T>(
+    placement: Option<placement::Placement>,
+    fut: impl std::future::Future<Output = Result<T, Failure>>,
+) -> Result<T, Failure> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(placement) = placement {
+        builder.on_thread_start(move || placement.pin_store_thread());
+    }
+    builder
         .worker_threads(1)
         .enable_all()
         .build()

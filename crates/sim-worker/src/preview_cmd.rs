@@ -169,6 +169,8 @@ pub(crate) fn preview_tick(args: PreviewArgs) -> Result<PreviewedTick, Failure> 
         cassette_mode: args.cassette_mode,
         max_cost: None,
         blind: args.blind,
+        // A preview replays in memory, on its own runtime: nothing to place.
+        no_pin_threads: true,
         memory_off: false,
         time_flags: TimeFlags {
             to: "--at",

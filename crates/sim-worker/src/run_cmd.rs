@@ -118,6 +118,11 @@ pub(crate) struct RunArgs {
     /// stay in real symbols, times and prices; the stored prompts are what the model read.
     #[arg(long)]
     pub blind: bool,
+    /// Leave the backtest's threads where the scheduler puts them. By default the tick's
+    /// thread stays on its CPU and the store's threads share another (Linux, two or more CPUs):
+    /// faster for one run; give this flag when running many backtests side by side.
+    #[arg(long)]
+    pub no_pin_threads: bool,
     /// Set by `ab --b-memory off`: run the skill with `context.memory.enabled: false`.
     #[arg(skip)]
     pub memory_off: bool,
@@ -151,6 +156,7 @@ impl RunArgs {
             cassette_mode: crate::spend::CassetteMode::Auto,
             max_cost: None,
             blind: false,
+            no_pin_threads: false,
             memory_off: false,
             time_flags: TimeFlags::default(),
         }
@@ -706,9 +712,14 @@ fn too_many_model_errors(failed: u64, ticks: u64) -> bool {
 /// for the whole backtest (every tick's context carries their tools) and are stopped at its end.
 pub(crate) fn run_with_summary(args: RunArgs) -> Result<(String, serde_json::Value), Failure> {
     let mut prepared = prepare(&args)?;
-    crate::block_on(async move {
+    let placement = if args.no_pin_threads {
+        None
+    } else {
+        crate::placement::plan()
+    };
+    crate::block_on_placed(placement, async move {
         let servers = start_mcp_servers(&mut prepared.input).await?;
-        let result = prepare_outputs(&args).map(|url| simulate(args, prepared, url));
+        let result = prepare_outputs(&args).map(|url| simulate(args, prepared, url, placement));
         let result = match result {
             Ok(run) => run.await,
             Err(e) => Err(e),
@@ -808,6 +819,7 @@ async fn simulate(
     args: RunArgs,
     p: Prepared,
     url: String,
+    placement: Option<crate::placement::Placement>,
 ) -> Result<(String, serde_json::Value), Failure> {
     let d = &p.input.deployment;
     let durability = durability_for(&url);
@@ -876,8 +888,12 @@ async fn simulate(
             None => ControlFlow::Continue(()),
         }
     };
-    // The run returns when its last tick has run; its last batch is written behind.
+    // The run returns when its last tick has run; its last batch is written behind. Its
+    // thread is pinned for the ticks only: the MCP servers started before (child processes
+    // inherit their parent thread's CPUs), and the report after, keep every CPU.
+    let pinned = placement.map(crate::placement::Placement::pin_tick_thread);
     let run = run_backtest_writing_last(&p.input, p.model.as_ref(), &store, ready, on_tick).await;
+    drop(pinned);
     progress.finish();
     let ticks_run = guard.done();
     for c in &p.cassettes {
