@@ -126,8 +126,9 @@ mod tests {
 
     #[test]
     fn the_tick_stays_on_its_cpu_and_the_store_takes_the_next_allowed() {
-        // (allowed CPUs, current CPU) → (tick, store)
-        let cases: &[(&[usize], usize, Option<(usize, usize)>)] = &[
+        /// (allowed CPUs, current CPU) → (tick, store)
+        type Case = (&'static [usize], usize, Option<(usize, usize)>);
+        let cases: &[Case] = &[
             (&[0, 1], 0, Some((0, 1))),
             (&[0, 1], 1, Some((1, 0))),
             // the next allowed CPU after the tick's, wrapping around
