@@ -92,12 +92,13 @@ pub use model::{
 pub use postgres::{POSTGRES_MIGRATOR, PgStore};
 pub use scoped::{USER_ROLE, UserScoped};
 pub use sqlite::{
-    Durability, SQLITE_BASELINE, SQLITE_MIGRATOR, SqliteStore, apply_sqlite_baseline,
+    Durability, SCRATCH_PAGE_SIZE, SQLITE_BASELINE, SQLITE_MIGRATOR, SqliteStore,
+    apply_sqlite_baseline,
 };
 pub use store::Store;
 pub use traits::{
     ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NewsStore, NoteStore,
-    OutcomeStore, RegistryStore, Storage, TickCompletion, TickStore, complete_tick,
+    OutcomeStore, RegistryStore, Storage, TickStore,
 };
 /// `mockall` mocks of the store traits (feature `mock`).
 #[cfg(feature = "mock")]

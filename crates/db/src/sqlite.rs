@@ -20,6 +20,9 @@ pub static SQLITE_MIGRATOR: Migrator = sqlx::migrate!("../../migrations/sqlite")
 /// script from the migrations and compares (`UPDATE_SQLITE_BASELINE=1` rewrites it).
 pub const SQLITE_BASELINE: &str = include_str!("../../../migrations/sqlite-baseline.sql");
 
+/// The page size of a new [`Durability::Scratch`] file, in bytes.
+pub const SCRATCH_PAGE_SIZE: u32 = 8192;
+
 /// Store over a SQLite database.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
@@ -198,10 +201,15 @@ impl SqliteStore {
                 // PERSIST: the journal file is reused across transactions, not created and
                 // deleted by each; `close` deletes it. Statement and savepoint journals stay in
                 // memory instead of temporary files (4,000 writes fewer in the README backtest).
+                // 8 KiB pages (a new file's; an existing file keeps its own): SQLite writes a
+                // page per system call, and a journaled page in three (its number, the page,
+                // a checksum), so half as many pages is ≈a third fewer writes — 10,619 → 7,142
+                // in the README backtest, with the file no larger (7,020,544 → 6,995,968 B).
                 Durability::Scratch => options
                     .journal_mode(SqliteJournalMode::Persist)
                     .synchronous(SqliteSynchronous::Off)
                     .pragma("temp_store", "MEMORY")
+                    .page_size(SCRATCH_PAGE_SIZE)
                     .locking_mode(sqlx::sqlite::SqliteLockingMode::Exclusive),
             }
         };

@@ -225,30 +225,9 @@ pub trait LeaseStore {
     ) -> impl Future<Output = Result<(), DbError>> + Send;
 }
 
-/// What finishes a [`TickRecord`] before it is written
-/// ([`TickStore::record_tick_completing`]): `Err` says why it could not.
-pub type TickCompletion = Box<dyn FnOnce(&mut TickRecord) -> Result<(), String> + Send>;
-
-/// Runs `complete` on `tick`; its failure is [`DbError::Invalid`] (`"tick record"`).
-///
-/// # Errors
-/// [`DbError::Invalid`] with `complete`'s reason.
-pub fn complete_tick(tick: &mut TickRecord, complete: TickCompletion) -> Result<(), DbError> {
-    complete(tick).map_err(|detail| DbError::Invalid {
-        what: "tick record",
-        detail,
-    })
-}
-
 /// The firehose: ticks (snapshot + fills + ledger changes, atomically) and snapshot reads.
 #[cfg_attr(feature = "mock", mockall::automock)]
 pub trait TickStore: Sync {
-    /// Whether [`record_tick_completing`](TickStore::record_tick_completing) completes a record
-    /// after it returns, off the caller's thread (a writer that buffers ticks, like a
-    /// backtest's). A caller hands such a store the work only the store reads; with `false`
-    /// (the default: the record is completed in the call) it may as well do that work itself.
-    const COMPLETES_BEHIND: bool = false;
-
     /// Writes a tick in ONE transaction: the decision snapshot, its fills (a fill already stored
     /// is skipped), the ledger rows (upserted by id, closing rows first; a row's `closed_at` is
     /// this tick's time when it closes), the fill → trade links, the deployment's equity and,
@@ -279,27 +258,6 @@ pub trait TickStore: Sync {
         tick: TickRecord,
     ) -> impl Future<Output = Result<TickOutcome, DbError>> + Send {
         async move { self.record_tick(&tick).await }
-    }
-
-    /// As [`TickStore::record_tick_owned`], for a record that `complete` finishes: work whose
-    /// result only the store reads (a tick's outcome-memory indicators), which a writer that
-    /// buffers ticks may do where it writes them, off the caller's thread. The default
-    /// completes the record here and writes it at once. Either way the record stored is the
-    /// completed one, and every read made after this call sees it.
-    ///
-    /// # Errors
-    /// [`DbError::Invalid`] (`"tick record"`) with `complete`'s reason when it fails (nothing
-    /// of the tick is written then); otherwise as [`TickStore::record_tick`].
-    fn record_tick_completing(
-        &self,
-        tick: TickRecord,
-        complete: TickCompletion,
-    ) -> impl Future<Output = Result<TickOutcome, DbError>> + Send {
-        async move {
-            let mut tick = tick;
-            complete_tick(&mut tick, complete)?;
-            self.record_tick_owned(tick).await
-        }
     }
 
     /// Writes several ticks in ONE transaction, each exactly as [`TickStore::record_tick`] would

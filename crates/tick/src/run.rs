@@ -23,7 +23,6 @@ use types::{
 };
 use uuid::Uuid;
 
-use crate::outcome_memory::SnapshotRow;
 use crate::reflect::check_reflection;
 use crate::{
     Broker, BrokerUnavailable, Deployment, ExecuteError, ReflectionCheck, TickState, snapshot_id,
@@ -451,7 +450,6 @@ where
         &verdict,
         &account.marks,
         &regimes,
-        S::COMPLETES_BEHIND,
     )?;
     let mut sent_order = false;
     if let Some(order) = &decision.order {
@@ -477,11 +475,11 @@ where
         }
     }
 
-    if let Some(rows) = memory_rows.as_mut()
+    if let Some((_, outcome)) = memory_rows.as_mut()
         && matches!(verdict, Verdict::Rejected { .. })
     {
         // The broker refused what the engine passed.
-        rows.outcome.verdict = outcomes::OutcomeVerdict::Rejected;
+        outcome.verdict = outcomes::OutcomeVerdict::Rejected;
     }
 
     // 5. the ledger: this tick's fills and the positions after them
@@ -555,17 +553,8 @@ where
         .transpose()
         .map_err(TickError::CarryState)?;
     let links = fill_links(&changes);
-    let (snapshot_row, outcome_row) = match memory_rows {
-        Some(rows) => (Some(rows.snapshot), Some(rows.outcome)),
-        None => (None, None),
-    };
-    let outcome = outcome_row.clone();
-    // A snapshot whose indicators the store computes where it writes the tick.
-    let (outcome_snapshots, deferred) = match snapshot_row {
-        Some(SnapshotRow::Computed(s)) => (vec![s], None),
-        Some(SnapshotRow::Deferred(d)) => (Vec::new(), Some(d)),
-        None => (Vec::new(), None),
-    };
+    let (outcome_snapshots, outcome_rows): (Vec<_>, Vec<_>) = memory_rows.into_iter().unzip();
+    let outcome = outcome_rows.first().cloned();
     let record = TickRecord {
         snapshot,
         fills,
@@ -575,24 +564,14 @@ where
         runner_state,
         outcomes: OutcomeWrites {
             snapshots: outcome_snapshots,
-            outcomes: outcome_row.into_iter().collect(),
+            outcomes: outcome_rows,
             scores: std::mem::take(&mut state.outcome_scores),
         },
     };
     // The outcome reports the fills and rows; the record itself (its snapshot is most of the
     // bytes) goes to the store by value.
     let (outcome_fills, outcome_trades) = (record.fills.clone(), record.trades.clone());
-    let written = match deferred {
-        Some(d) => {
-            let complete: db::TickCompletion = Box::new(move |record: &mut TickRecord| {
-                record.outcomes.snapshots.push(d.compute()?);
-                Ok(())
-            });
-            store.record_tick_completing(record, complete).await
-        }
-        None => store.record_tick_owned(record).await,
-    };
-    let recorded = match written {
+    let recorded = match store.record_tick_owned(record).await {
         Ok(StoreOutcome::Recorded { .. }) => true,
         Ok(StoreOutcome::AlreadyRecorded { .. }) => false,
         Err(e) => return Err(TickError::Record(e)),

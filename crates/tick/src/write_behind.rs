@@ -27,11 +27,6 @@
 //! (whose snapshot ids are random) about a quarter as often; nor does it commit on its own
 //! (two commits a reflection had cost ≈10 % of the run's wall time).
 //!
-//! A tick recorded with a completion ([`TickStore::record_tick_completing`]: its outcome-memory
-//! indicators, which only the store reads) is buffered with it; the batch's write runs the
-//! completions first, on the writer's thread, and a failed one fails the batch before anything
-//! of it is written ([`TickStore::COMPLETES_BEHIND`] tells the tick to hand them over).
-//!
 //! A store still being prepared (a new file's schema and the deployment's registration, a task
 //! of the caller's: [`crate::backtest::run_backtest_until_ready`]) is waited for by the first
 //! write and by any read, never by a tick that only buffers: the first batch fills while it
@@ -55,7 +50,7 @@ use std::task::Poll;
 use chrono::{DateTime, Utc};
 use db::{
     DbError, DecisionSnapshot, NewNote, NoteScope, NoteStore, ReflectionRun, StoredRunnerState,
-    TickCompletion, TickOutcome, TickRecord, TickStore,
+    TickOutcome, TickRecord, TickStore,
 };
 use types::ReflectionNote;
 use uuid::Uuid;
@@ -69,13 +64,9 @@ pub const BATCH_TICKS: usize = 256;
 /// A batch being written: [`WriteBehind::write`] of it.
 type Write = Pin<Box<dyn Future<Output = Result<(), DbError>> + Send + 'static>>;
 
-/// A buffered tick, and what completes it before it is written
-/// ([`TickStore::record_tick_completing`]).
-type Pending = (TickRecord, Option<TickCompletion>);
-
 /// What one write stores: ticks, then the reflections that ran after them.
 struct Batch {
-    ticks: Vec<Pending>,
+    ticks: Vec<TickRecord>,
     reflections: Vec<ReflectionWrites>,
 }
 
@@ -87,7 +78,7 @@ enum InFlight {
 
 pub(crate) struct WriteBehind<S> {
     store: S,
-    pending: Mutex<Vec<Pending>>,
+    pending: Mutex<Vec<TickRecord>>,
     /// Reflections run after the pending ticks, stored after them.
     reflections: Mutex<Vec<ReflectionWrites>>,
     in_flight: Mutex<Option<InFlight>>,
@@ -154,26 +145,16 @@ where
     /// [`DbError::Invalid`] when the store already held one of the ticks: another writer
     /// shares this backtest's deployment.
     async fn write(store: S, batch: Batch) -> Result<(), DbError> {
-        // Completed here, on the writer's thread (a spawned write's), not the tick's.
-        let ticks = batch
-            .ticks
-            .into_iter()
-            .map(|(mut tick, complete)| {
-                if let Some(complete) = complete {
-                    db::complete_tick(&mut tick, complete)?;
-                }
-                Ok(tick)
-            })
-            .collect::<Result<Vec<_>, DbError>>()?;
         let reflections: Vec<_> = batch
             .reflections
             .into_iter()
             .map(|r| (r.note, r.run))
             .collect();
         let outcomes = store
-            .record_ticks_and_reflections(&ticks, &reflections)
+            .record_ticks_and_reflections(&batch.ticks, &reflections)
             .await?;
-        match ticks
+        match batch
+            .ticks
             .iter()
             .zip(&outcomes)
             .find(|(_, o)| matches!(o, TickOutcome::AlreadyRecorded { .. }))
@@ -206,29 +187,6 @@ where
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(writes);
-    }
-
-    /// Buffers a tick, written with its batch (see the module's documentation).
-    ///
-    /// # Errors
-    /// As [`WriteBehind::write`], for the batch in flight before.
-    async fn buffer(&self, tick: Pending) -> Result<TickOutcome, DbError> {
-        let snapshot_id = tick.0.snapshot.id;
-        // The write in flight is looked at once per tick (a polled one moves on by a
-        // statement); its failure is this tick's.
-        self.poll_in_flight().await?;
-        let full = {
-            let mut pending = self
-                .pending
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            pending.push(tick);
-            pending.len() >= BATCH_TICKS
-        };
-        if full {
-            self.write_pending_behind().await?;
-        }
-        Ok(TickOutcome::Recorded { snapshot_id })
     }
 
     /// Drops the buffered ticks after a batch failed: they must not be written without it.
@@ -387,22 +345,27 @@ impl<S> TickStore for WriteBehind<S>
 where
     S: TickStore + NoteStore + Clone + Send + Sync + 'static,
 {
-    const COMPLETES_BEHIND: bool = true;
-
     async fn record_tick(&self, tick: &TickRecord) -> Result<TickOutcome, DbError> {
         self.record_tick_owned(tick.clone()).await
     }
 
     async fn record_tick_owned(&self, tick: TickRecord) -> Result<TickOutcome, DbError> {
-        self.buffer((tick, None)).await
-    }
-
-    async fn record_tick_completing(
-        &self,
-        tick: TickRecord,
-        complete: TickCompletion,
-    ) -> Result<TickOutcome, DbError> {
-        self.buffer((tick, Some(complete))).await
+        let snapshot_id = tick.snapshot.id;
+        // The write in flight is looked at once per tick (a polled one moves on by a
+        // statement); its failure is this tick's.
+        self.poll_in_flight().await?;
+        let full = {
+            let mut pending = self
+                .pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            pending.push(tick);
+            pending.len() >= BATCH_TICKS
+        };
+        if full {
+            self.write_pending_behind().await?;
+        }
+        Ok(TickOutcome::Recorded { snapshot_id })
     }
 
     async fn record_ticks(&self, ticks: &[TickRecord]) -> Result<Vec<TickOutcome>, DbError> {

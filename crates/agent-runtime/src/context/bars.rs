@@ -2,8 +2,7 @@
 
 use std::borrow::Cow;
 
-use chrono::{DateTime, Utc};
-use tools::{BarsWindow, DataError, MarketData, SeriesOrigin, ToolContext};
+use tools::{BarsWindow, DataError, SeriesOrigin, ToolContext};
 use types::{Bar, Interval};
 
 /// Bars of `symbol` at `interval` that closed at or before `now`, oldest first, one per open
@@ -32,25 +31,10 @@ pub fn closed_bars_window<'a>(
     interval: Interval,
     limit: usize,
 ) -> Result<BarsWindow<'a>, DataError> {
-    closed_bars_window_in(&*ctx.market, ctx.now, symbol, interval, limit)
-}
-
-/// [`closed_bars_window`] of `market` at `now`, without a [`ToolContext`] (for work that runs
-/// after the tick, holding only the tick's market-data source).
-///
-/// # Errors
-/// [`DataError`] when the market-data source fails.
-pub fn closed_bars_window_in<'a>(
-    market: &'a dyn MarketData,
-    now: DateTime<Utc>,
-    symbol: &str,
-    interval: Interval,
-    limit: usize,
-) -> Result<BarsWindow<'a>, DataError> {
-    let BarsWindow { bars, origin } = market.bars_window(symbol, interval, now, limit)?;
+    let BarsWindow { bars, origin } = ctx.market.bars_window(symbol, interval, ctx.now, limit)?;
     // Closed by `now` ⇔ opened by `now − interval` (one subtraction instead of one addition per
     // bar).
-    let Some(latest_open) = now.checked_sub_signed(interval.duration()) else {
+    let Some(latest_open) = ctx.now.checked_sub_signed(interval.duration()) else {
         return Ok(BarsWindow {
             bars: Cow::Borrowed(&[]),
             origin: None,

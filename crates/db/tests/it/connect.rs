@@ -65,6 +65,11 @@ async fn a_scratch_sqlite_file_skips_fsyncs_and_close_leaves_every_row_in_the_fi
         "persist",
         "a rollback journal"
     );
+    assert_eq!(
+        pragma(lite, "page_size").await,
+        db::SCRATCH_PAGE_SIZE.to_string(),
+        "a new scratch file's pages"
+    );
     let user = sample_user();
     let skill = sample_skill(user.id);
     store.upsert_user(&user).await.unwrap();
@@ -81,6 +86,14 @@ async fn a_scratch_sqlite_file_skips_fsyncs_and_close_leaves_every_row_in_the_fi
     // The file alone holds the rows; a normal open reads them back (and turns WAL on).
     let again = db::connect(&url).await.unwrap();
     assert_eq!(again.get_skill(skill.id).await.unwrap(), skill);
+    let Store::Sqlite(lite) = &again else {
+        unreachable!("matched above")
+    };
+    assert_eq!(
+        pragma(lite, "page_size").await,
+        db::SCRATCH_PAGE_SIZE.to_string(),
+        "a file keeps the page size it was created with"
+    );
 }
 
 #[tokio::test]

@@ -13,7 +13,7 @@ mod cases {
     use db::{
         ConstraintKind, DbError, DeploymentStatus, FactEdit, FillTradeLink, Forget, NewFact,
         NewsRecord, NoteScope, ReflectionRun, RunOutcome, SentimentSource, Storage, TickAttempt,
-        TickCompletion, TickOutcome, TickRecord, TickStore,
+        TickOutcome, TickRecord,
     };
     use rust_decimal::Decimal;
     use rust_decimal_macros::dec;
@@ -717,49 +717,6 @@ mod cases {
                 ..
             })
         ));
-    }
-
-    pub(super) async fn record_tick_completing_writes_the_completed_record<S: Storage + RawSql>(
-        s: &S,
-    ) {
-        // The stores write at once: the record is completed in the call.
-        assert!(!<S as TickStore>::COMPLETES_BEHIND);
-        let fx = seed(s).await.unwrap();
-        let t = tick(&fx, 0);
-        let complete: TickCompletion = Box::new(|record| {
-            record.equity_usd = Some(dec!(9876.5));
-            Ok(())
-        });
-        assert_eq!(
-            s.record_tick_completing(t.clone(), complete).await.unwrap(),
-            TickOutcome::Recorded {
-                snapshot_id: t.snapshot.id
-            }
-        );
-        assert_eq!(s.get_snapshot(t.snapshot.id).await.unwrap(), t.snapshot);
-        assert_eq!(
-            s.get_deployment(fx.deployment.id).await.unwrap().equity_usd,
-            dec!(9876.5),
-            "the completed record is the one stored"
-        );
-
-        // A completion that fails: its reason, and nothing of the tick written.
-        let t2 = tick(&fx, 1);
-        let failing: TickCompletion = Box::new(|_| Err("the bars of X changed".into()));
-        let err = s.record_tick_completing(t2.clone(), failing).await;
-        assert!(
-            matches!(&err, Err(DbError::Invalid { what: "tick record", detail })
-                if detail == "the bars of X changed"),
-            "{err:?}"
-        );
-        assert!(matches!(
-            s.get_snapshot(t2.snapshot.id).await,
-            Err(DbError::NotFound { .. })
-        ));
-        assert_eq!(
-            count_rows(s, "decision_snapshots", fx.deployment.id).await,
-            1
-        );
     }
 
     pub(super) async fn record_ticks_is_one_all_or_nothing_batch<S: Storage + RawSql>(s: &S) {
@@ -2163,7 +2120,6 @@ crate::common::on_every_backend!(
     record_tick_writes_snapshot_fills_trades_and_links,
     record_tick_replay_is_a_no_op,
     record_tick_is_all_or_nothing,
-    record_tick_completing_writes_the_completed_record,
     runner_state_commits_with_its_tick_and_never_moves_back,
     record_ticks_is_one_all_or_nothing_batch,
     record_ticks_writes_what_tick_by_tick_recording_would,

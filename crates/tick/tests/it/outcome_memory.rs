@@ -106,8 +106,8 @@ async fn every_directional_proposal_gets_an_outcome_scored_unless_within_24h_of_
             market.indicators.btc_correlation, None,
             "no BTC bars in this run"
         );
-        // Computed where the batch was written (the backtest's store writes behind), from the
-        // bars the tick read: those closed by the tick, the latest `bars_needed`.
+        // Computed by the tick from the bars it read: those closed by the tick, the latest
+        // `bars_needed`.
         let closed = all.partition_point(|b| b.close_time(Interval::H1) <= o.tick_at);
         let window = &all[closed.saturating_sub(bars_needed(Interval::H1))..closed];
         assert_eq!(
