@@ -668,31 +668,26 @@ fn pinned_threads_change_nothing_but_where_they_run() {
     // write-behind batches (256 ticks each), the outputs must be the same bytes.
     let dir = tempfile::tempdir().unwrap();
     let bars = eurusd();
-    let files = |flag: Option<&str>, name: &str| {
+    let files = |extra: &[&str], name: &str| {
         let out = dir.path().join(name);
-        let out_s = out.to_str().unwrap().to_owned();
+        let skill = skill();
         let mut args = vec![
             "run",
             "--skill",
-            &skill(),
+            &skill,
             "--bars",
             &bars,
-            "--out",
-            &out_s,
             "--to",
             "2017-06-01",
-        ]
-        .into_iter()
-        .map(str::to_owned)
-        .collect::<Vec<_>>();
-        args.extend(flag.map(str::to_owned));
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        ];
+        args.extend_from_slice(&["--out", out.to_str().unwrap()]);
+        args.extend_from_slice(extra);
         let o = run(&args);
         assert_eq!(o.code, 0, "stderr: {}", o.stderr);
         ["summary.json", "trades.csv"].map(|f| std::fs::read(out.join(f)).unwrap())
     };
-    let pinned = files(None, "pinned");
-    let free = files(Some("--no-pin-threads"), "free");
+    let pinned = files(&[], "pinned");
+    let free = files(&["--no-pin-threads"], "free");
     let summary: serde_json::Value = serde_json::from_slice(&pinned[0]).unwrap();
     assert!(summary["ticks"].as_u64().unwrap() > 512, "{summary}");
     assert_eq!(pinned, free);
