@@ -169,7 +169,7 @@ mod tests {
     #[test]
     fn the_cpu_is_the_39th_field_of_a_stat_line_whatever_the_name() {
         let rest = "S 1 1 1 0 -1 4194560 12 0 0 0 0 0 0 0 20 0 1 0 252515 3133440 393 \
-                    18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 17 {cpu} 0 0 0 0 0";
+                    18446744073709551615 1 1 1 0 0 0 0 0 0 0 0 0 17 {cpu} 0 0 0 0 0";
         for (name, cpu) in [("sim-worker", 1), ("a b) (c", 0), ("))", 7)] {
             let line = format!("42 ({name}) {}\n", rest.replace("{cpu}", &cpu.to_string()));
             assert_eq!(cpu_of_stat(&line), Some(cpu), "{line}");
