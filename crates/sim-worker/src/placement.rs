@@ -1,8 +1,8 @@
 //! Where a backtest's threads run.
 //!
 //! A backtest keeps three threads busy: the tick's (the command's own thread, ticking without
-//! a pause), the async runtime's worker (the write-behind's batches: prompt lines, their zstd
-//! frame, the outcome memory's indicators, binding) and sqlx's SQLite thread (the statements).
+//! a pause), the async runtime's worker (the write-behind's batches: matching the prompt
+//! lines, their zstd frame, binding the rows) and sqlx's SQLite thread (the statements).
 //! The last two hand each statement over to each other and wait for the answer: they take
 //! turns and never need two CPUs at once. Left to the scheduler on the two-core machine the
 //! README measures on, the pair's wake-ups land on the tick's CPU and preempt it, and every
