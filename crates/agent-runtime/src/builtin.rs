@@ -159,58 +159,105 @@ pub fn parse_context_last(text: &str, keep: usize) -> ParsedContext {
     static PORTFOLIO: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("\n## Portfolio\n"));
     let mut out = ParsedContext::default();
     let mut rest = text;
-    if let Some((body, after)) = section_body(text, &MARKET) {
-        parse_market(body, keep, &mut out);
-        // The Portfolio section follows the market: search only what comes after it.
-        rest = after;
+    if let Some(body) = heading_end(text, &MARKET).map(|start| &text[start..]) {
+        // The Portfolio section follows the market: search only what comes after it (nothing
+        // when the market section runs to the end).
+        rest = parse_market(body, keep, &mut out);
     }
-    if let Some((body, _)) = section_body(rest, &PORTFOLIO) {
-        parse_portfolio(body, &mut out);
+    if let Some(start) = heading_end(rest, &PORTFOLIO) {
+        let body = &rest[start..];
+        let end = section_end(body).unwrap_or(body.len());
+        parse_portfolio(&body[..end], &mut out);
     }
     out
 }
 
-/// The body of the section whose heading line `heading` finds (`\n## {heading}\n`; the text
-/// may also start with it), up to the next `## ` heading, and the text after it. Found with
-/// SIMD substring searches built once: the other sections are never parsed.
-fn section_body<'a>(text: &'a str, heading: &Finder<'_>) -> Option<(&'a str, &'a str)> {
-    static NEXT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("\n## "));
+/// Where the body of the section whose heading line `heading` finds (`\n## {heading}\n`; the
+/// text may also start with it) begins. Found with a SIMD substring search built once: the
+/// other sections are never parsed.
+fn heading_end(text: &str, heading: &Finder<'_>) -> Option<usize> {
     let line = &heading.needle()[1..];
-    let start = if text.as_bytes().starts_with(line) {
-        line.len()
+    if text.as_bytes().starts_with(line) {
+        Some(line.len())
     } else {
-        heading.find(text.as_bytes())? + line.len() + 1
-    };
-    let body = &text[start..];
-    Some(
-        NEXT.find(body.as_bytes())
-            .map_or((body, ""), |end| body.split_at(end)),
-    )
+        Some(heading.find(text.as_bytes())? + line.len() + 1)
+    }
+}
+
+/// The index of the `\n` that starts the next `## ` heading of a section's `body` (the end of
+/// the section): `None` when it runs to the end of the text.
+fn section_end(body: &str) -> Option<usize> {
+    static NEXT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("\n## "));
+    NEXT.find(body.as_bytes())
+}
+
+/// The index of the `\n` before the first line of `text` from byte `from` on that starts with
+/// `#` (a heading): one `memchr` for a byte only headings hold, not a substring search.
+fn next_heading(text: &[u8], mut from: usize) -> Option<usize> {
+    while let Some(i) = memchr::memchr(b'#', text.get(from..)?) {
+        let at = from + i;
+        if at > 0 && text[at - 1] == b'\n' {
+            return Some(at - 1);
+        }
+        from = at + 1;
+    }
+    None
 }
 
 /// The last `keep` closes of each symbol's execution-timeframe table (`### ` headings; the
-/// `#### ` higher-timeframe tables are not read). Rows are `time o h l c v`, one space apart
-/// (the close is the fifth of six fields), and a table ends at an empty line or the next
-/// heading.
-fn parse_market(body: &str, keep: usize, out: &mut ParsedContext) {
-    static TABLE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("\n### "));
-    let mut rest = body;
-    loop {
-        let at = if rest.starts_with("### ") {
+/// `#### ` higher-timeframe tables are not read) of the market section's `body`, which runs to
+/// the next `## ` heading. Rows are `time o h l c v`, one space apart (the close is the fifth
+/// of six fields), and a table ends at an empty line or the next heading. Returns the text
+/// from the end of the section on (its `\n## ` heading; empty when it runs to the end).
+///
+/// The headings are found by their `#` alone (only headings hold one), so the rows are
+/// scanned once for it and once for an empty line, never split.
+fn parse_market<'a>(body: &'a str, keep: usize, out: &mut ParsedContext) -> &'a str {
+    static BLANK: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("\n\n"));
+    let bytes = body.as_bytes();
+    // The start of the line being looked at: the body's first line, then each heading's.
+    let mut line = if body.starts_with('#') {
+        Some(0)
+    } else {
+        next_heading(bytes, 0).map(|nl| nl + 1)
+    };
+    while let Some(at) = line {
+        let heading = &body[at..];
+        if at > 0 && heading.starts_with("## ") {
+            // The next section: the market's end.
+            return &body[at - 1..];
+        }
+        // The next heading of any level ends the table (the heading line's own `#`s are not
+        // searched again).
+        let table_start =
+            memchr::memchr(b'\n', heading.as_bytes()).map_or(body.len(), |i| at + i + 1);
+        let next = next_heading(bytes, table_start);
+        line = next.map(|nl| nl + 1);
+        if !heading.starts_with("### ") {
+            continue;
+        }
+        // An empty line ends it earlier: one before the heading's `\n` (or the body's end),
+        // or one that ends on it.
+        let limit = next.map_or(bytes.len(), |nl| nl + 1);
+        let table = &bytes[table_start..limit];
+        let end = if table.first().is_none_or(|&b| b == b'\n' || b == b'#') {
             0
-        } else if let Some(i) = TABLE.find(rest.as_bytes()) {
-            i + 1
         } else {
-            break;
+            let heading_at = next.map_or(table.len(), |nl| nl - table_start);
+            BLANK.find(table).map_or(heading_at, |b| b.min(heading_at))
         };
-        let after = &rest[at + 4..];
-        let (heading, table) = after.split_once('\n').unwrap_or((after, ""));
-        let end = table_end(table);
-        rest = &table[end..];
         // `EURUSD 1h · regime …`: the symbol is the first word.
-        let symbol = heading.split(' ').next().unwrap_or_default().to_owned();
-        out.closes.push((symbol, last_closes(&table[..end], keep)));
+        let symbol = heading[4..]
+            .split([' ', '\n'])
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        out.closes.push((
+            symbol,
+            last_closes(&body[table_start..table_start + end], keep),
+        ));
     }
+    ""
 }
 
 /// The closes of the last `keep` rows of a table that have one, oldest first: rows are
@@ -277,21 +324,6 @@ fn count_spaces(bytes: &[u8]) -> usize {
         }
     }
     count + words.remainder().iter().filter(|&&b| b == b' ').count()
-}
-
-/// The length of a bar table's rows: up to an empty line or a line starting with `#`.
-fn table_end(table: &str) -> usize {
-    if table.is_empty() || table.starts_with('#') || table.starts_with('\n') {
-        return 0;
-    }
-    static BLANK: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("\n\n"));
-    static HEADING: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("\n#"));
-    let blank = BLANK.find(table.as_bytes());
-    let heading = HEADING.find(table.as_bytes());
-    match (blank, heading) {
-        (Some(a), Some(b)) => a.min(b),
-        (a, b) => a.or(b).unwrap_or(table.len()),
-    }
 }
 
 fn parse_portfolio(body: &str, out: &mut ParsedContext) {
@@ -709,6 +741,103 @@ pub fn builtin_model(id: &str, skill: &Skill) -> Option<Arc<dyn LanguageModel>> 
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The parser before the heading scan (#17): each section's and table's end found by a
+    /// substring search over the rest of the text. The one above must read the same.
+    fn reference_parse(text: &str, keep: usize) -> ParsedContext {
+        fn body<'a>(text: &'a str, heading: &str) -> Option<(&'a str, &'a str)> {
+            let line = &heading[1..];
+            let start = if text.starts_with(line) {
+                line.len()
+            } else {
+                text.find(heading)? + heading.len()
+            };
+            let body = &text[start..];
+            Some(
+                body.find("\n## ")
+                    .map_or((body, ""), |end| body.split_at(end)),
+            )
+        }
+        fn table_end(table: &str) -> usize {
+            if table.is_empty() || table.starts_with('#') || table.starts_with('\n') {
+                return 0;
+            }
+            match (table.find("\n\n"), table.find("\n#")) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => a.or(b).unwrap_or(table.len()),
+            }
+        }
+        let mut out = ParsedContext::default();
+        let mut rest = text;
+        if let Some((market, after)) = body(text, "\n## Market context\n") {
+            let mut tables = market;
+            loop {
+                let at = if tables.starts_with("### ") {
+                    0
+                } else if let Some(i) = tables.find("\n### ") {
+                    i + 1
+                } else {
+                    break;
+                };
+                let after = &tables[at + 4..];
+                let (heading, table) = after.split_once('\n').unwrap_or((after, ""));
+                let end = table_end(table);
+                tables = &table[end..];
+                let symbol = heading.split(' ').next().unwrap_or_default().to_owned();
+                out.closes.push((symbol, last_closes(&table[..end], keep)));
+            }
+            rest = after;
+        }
+        if let Some((portfolio, _)) = body(rest, "\n## Portfolio\n") {
+            parse_portfolio(portfolio, &mut out);
+        }
+        out
+    }
+
+    /// Texts made of the lines the parser treats differently: section and table headings,
+    /// rows, empty lines, a portfolio's lines, a `#` that starts no line.
+    fn context_text() -> impl Strategy<Value = String> {
+        let line = prop::sample::select(vec![
+            "## Time",
+            "## Market context",
+            "## Portfolio",
+            "## News (last 6h)",
+            "### EURUSD 1h · regime ranging · last 3 bars",
+            "### BTC",
+            "### ",
+            "#### EURUSD 4h · regime ranging (last 20 bars) · last 6 shown",
+            "#",
+            "##",
+            "",
+            BAR_TABLE_HEADER,
+            "09-27T22:00 1.17444 1.17480 1.17405 1.17420 1173",
+            "09-27T23:00 1.17424 1.17511 1.17420 1.17495 963",
+            "day 12 10:00 2 3 1 2.5 7",
+            "note #1 with 1 2 3 4 5",
+            "Equity $8,801.57 · available margin $3,516.89",
+            "- EURUSD short 4472.98777846 @ 1.177312257 · mark 1.17316",
+            "- BTC long 0.5 @ 60000",
+        ]);
+        (prop::collection::vec(line, 0..24), any::<bool>()).prop_map(|(lines, newline)| {
+            let mut text = lines.join("\n");
+            if newline {
+                text.push('\n');
+            }
+            text
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        #[test]
+        fn the_heading_scan_reads_what_the_substring_searches_read(
+            text in context_text(),
+            keep in prop::sample::select(vec![0, 1, 2, 21, usize::MAX]),
+        ) {
+            prop_assert_eq!(parse_context_last(&text, keep), reference_parse(&text, keep));
+        }
+    }
 
     /// Value, scale and sign: `Decimal`'s `==` ignores the scale.
     fn exact(d: Option<Decimal>) -> Option<(i128, u32, bool)> {
