@@ -27,6 +27,7 @@
 //!    leverage`, `all in`, `raise the cap`, `remove the stop`, and size escalation in plain
 //!    words: `size up`, `bigger size`, `more size`, `take more`).
 
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
@@ -175,13 +176,23 @@ const SYNONYMS: &[&[&str]] = &[
 ];
 
 fn stem(word: &str) -> String {
-    if STOPWORDS.contains(&word) || NEGATIONS.contains(&word) {
-        return word.to_owned();
-    }
-    for group in SYNONYMS {
-        if group.contains(&word) {
-            return group[0].to_owned();
+    // A stop word or a negation stays as it is; a synonym is its group's first word (the first
+    // group that lists it). One hash lookup instead of scanning the three lists word by word
+    // (≈40k instructions a bullet, #17).
+    static FIXED: LazyLock<HashMap<&'static str, &'static str>> = LazyLock::new(|| {
+        let mut fixed = HashMap::new();
+        for w in STOPWORDS.iter().chain(NEGATIONS) {
+            fixed.insert(*w, *w);
         }
+        for group in SYNONYMS {
+            for w in *group {
+                fixed.entry(*w).or_insert(group[0]);
+            }
+        }
+        fixed
+    });
+    if let Some(fixed) = FIXED.get(word) {
+        return (*fixed).to_owned();
     }
     if word.ends_with("ss") {
         return word.to_owned();
@@ -247,7 +258,9 @@ fn words(text: &str) -> Vec<String> {
 }
 
 fn is_content(word: &str) -> bool {
-    !STOPWORDS.contains(&word) && !word.chars().all(|c| c.is_ascii_digit())
+    static STOP: LazyLock<HashSet<&'static str>> =
+        LazyLock::new(|| STOPWORDS.iter().copied().collect());
+    !STOP.contains(word) && !word.chars().all(|c| c.is_ascii_digit())
 }
 
 /// An avoid rule read as "do not <head> <objects>".
