@@ -269,6 +269,14 @@ pub(crate) fn decimal_to_f64(d: Decimal) -> f64 {
     };
     // 10^scale from tables: every power up to 10^19 is exact in both types, so the values are
     // those `10_u64.pow` and `10f64.powi` compute, without their loops.
+    // Below 2⁵⁰ the split below rounds back to the mantissa exactly (its float errors stay
+    // under a quarter), so the value is the mantissa over 10^scale, both exact in `f64`: one
+    // correctly rounded division, the same bits without the 64-bit division and `round`.
+    if mantissa < 1 << 50 {
+        #[allow(clippy::cast_precision_loss)]
+        let value = mantissa as f64 / POW10_F64[scale as usize];
+        return if d.is_sign_negative() { -value } else { value };
+    }
     let precision = POW10_U64[scale as usize];
     let round_to = POW10_F64[scale as usize];
     #[allow(clippy::cast_precision_loss)]
@@ -352,7 +360,9 @@ mod tests {
         let mut x: u128 = 0x9E37_79B9_7F4A_7C15;
         let mut checked = 0;
         for scale in 0..=28_u32 {
-            for bits in [1_u32, 8, 17, 24, 33, 40, 53, 54, 63, 64, 65, 80, 96] {
+            for bits in [
+                1_u32, 8, 17, 24, 33, 40, 49, 50, 51, 53, 54, 63, 64, 65, 80, 96,
+            ] {
                 for _ in 0..200 {
                     // xorshift over 128 bits, cut to `bits` (a Decimal's mantissa has 96).
                     x ^= x << 13;
