@@ -38,6 +38,8 @@ pub struct RenderCache {
     /// The last "Recent trades" body, the section rendered from it and its length in
     /// characters.
     pub(crate) recent_trades: Option<(String, String, usize)>,
+    /// The risk caps section's fixed text.
+    pub(crate) risk: Option<super::sections::RiskText>,
 }
 
 /// One symbol's bars at one interval as the last tick fetched them, with printed rows.

@@ -237,7 +237,7 @@ pub fn render_context(
     portfolio_section(&mut w.text, portfolio);
     w.end("portfolio", None);
     w.begin();
-    risk_section(&mut w.text, skill, portfolio.equity_usd);
+    risk_section(&mut w.text, skill, portfolio.equity_usd, &mut cache.risk);
     w.end("risk_caps", None);
 
     if !view.open_orders.is_empty() {

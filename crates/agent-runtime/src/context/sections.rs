@@ -263,7 +263,82 @@ pub(super) fn portfolio_section(out: &mut String, p: &PortfolioSnapshot) {
     }
 }
 
-pub(super) fn risk_section(out: &mut String, skill: &Skill, equity: Decimal) {
+/// The risk caps section's text around its two amounts (the caps in dollars, which move with
+/// equity): rendered once per skill's caps and kept in the [`super::RenderCache`] (eight
+/// numbers formatted a tick were ≈2.4k instructions, #17).
+#[derive(Debug, Clone)]
+pub(crate) struct RiskText {
+    /// The caps it was rendered from (compared exactly, each `Decimal`'s scale included: no
+    /// text is reused for caps that are not the same bits).
+    caps: skill_schema::RiskCaps,
+    /// Up to the position cap's amount.
+    head: String,
+    /// Between the two amounts.
+    mid: String,
+    /// After the exposure cap's amount.
+    tail: String,
+}
+
+impl RiskText {
+    fn of(r: &skill_schema::RiskCaps) -> Self {
+        let mut head = String::from("## Risk caps (engine-enforced)\n- Max position: ");
+        text::push_plain(&mut head, r.max_position_pct);
+        head.push_str("% of equity = ");
+        let mut mid = String::from(" notional\n- Max total exposure: ");
+        text::push_plain(&mut mid, r.max_total_exposure_pct);
+        mid.push_str("% of equity = ");
+        let mut tail = String::from(" notional\n- Max leverage: ");
+        text::push_plain(&mut tail, r.max_leverage);
+        tail.push_str("x\n- Order size: ");
+        text::push_money(&mut tail, r.min_order_usd);
+        tail.push_str(" to ");
+        text::push_money(&mut tail, r.max_order_usd);
+        tail.push_str(" notional\n- Max orders per hour: ");
+        text::push_uint(&mut tail, u64::from(r.max_orders_per_hour));
+        tail.push_str("\n- Halts: no new or added risk at a ");
+        text::push_plain(&mut tail, r.halt_drawdown_pct);
+        tail.push_str("% drawdown from peak equity or a ");
+        text::push_plain(&mut tail, r.halt_daily_loss_pct);
+        tail.push_str("% loss today (UTC)\n- Allowed symbols: ");
+        if r.allowed_symbols.is_empty() {
+            tail.push_str("any");
+        }
+        for (i, s) in r.allowed_symbols.iter().enumerate() {
+            if i > 0 {
+                tail.push_str(", ");
+            }
+            tail.push_str(s);
+        }
+        Self {
+            caps: r.clone(),
+            head,
+            mid,
+            tail,
+        }
+    }
+
+    /// Rendered from caps that print as `r` does.
+    fn is_for(&self, r: &skill_schema::RiskCaps) -> bool {
+        let a = &self.caps;
+        let same = |x: Decimal, y: Decimal| x.serialize() == y.serialize();
+        same(a.max_position_pct, r.max_position_pct)
+            && same(a.max_total_exposure_pct, r.max_total_exposure_pct)
+            && same(a.max_leverage, r.max_leverage)
+            && same(a.min_order_usd, r.min_order_usd)
+            && same(a.max_order_usd, r.max_order_usd)
+            && a.max_orders_per_hour == r.max_orders_per_hour
+            && same(a.halt_drawdown_pct, r.halt_drawdown_pct)
+            && same(a.halt_daily_loss_pct, r.halt_daily_loss_pct)
+            && a.allowed_symbols == r.allowed_symbols
+    }
+}
+
+pub(super) fn risk_section(
+    out: &mut String,
+    skill: &Skill,
+    equity: Decimal,
+    cached: &mut Option<RiskText>,
+) {
     let r = &skill.risk;
     let of_equity = |pct_value: Decimal| pct_value * equity / Decimal::ONE_HUNDRED;
     let position_cap = of_equity(r.max_position_pct);
@@ -273,36 +348,15 @@ pub(super) fn risk_section(out: &mut String, skill: &Skill, equity: Decimal) {
     } else {
         of_equity(r.max_total_exposure_pct)
     };
-    out.push_str("## Risk caps (engine-enforced)\n- Max position: ");
-    text::push_plain(out, r.max_position_pct);
-    out.push_str("% of equity = ");
+    let t = match cached {
+        Some(t) if t.is_for(r) => t,
+        _ => cached.insert(RiskText::of(r)),
+    };
+    out.push_str(&t.head);
     text::push_money(out, position_cap);
-    out.push_str(" notional\n- Max total exposure: ");
-    text::push_plain(out, r.max_total_exposure_pct);
-    out.push_str("% of equity = ");
+    out.push_str(&t.mid);
     text::push_money(out, exposure_cap);
-    out.push_str(" notional\n- Max leverage: ");
-    text::push_plain(out, r.max_leverage);
-    out.push_str("x\n- Order size: ");
-    text::push_money(out, r.min_order_usd);
-    out.push_str(" to ");
-    text::push_money(out, r.max_order_usd);
-    out.push_str(" notional\n- Max orders per hour: ");
-    text::push_uint(out, u64::from(r.max_orders_per_hour));
-    out.push_str("\n- Halts: no new or added risk at a ");
-    text::push_plain(out, r.halt_drawdown_pct);
-    out.push_str("% drawdown from peak equity or a ");
-    text::push_plain(out, r.halt_daily_loss_pct);
-    out.push_str("% loss today (UTC)\n- Allowed symbols: ");
-    if r.allowed_symbols.is_empty() {
-        out.push_str("any");
-    }
-    for (i, s) in r.allowed_symbols.iter().enumerate() {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        out.push_str(s);
-    }
+    out.push_str(&t.tail);
 }
 
 pub(super) fn orders_section(out: &mut String, orders: &[OpenOrder]) {

@@ -367,8 +367,16 @@ fn the_cache_follows_every_change_of_the_inputs() {
     let mut cache = agent_runtime::RenderCache::default();
     let base = data();
     let mut hours_back = 40_i64;
-    for step in 0..26 {
+    for step in 0..30 {
         let mut s = skill();
+        // The risk caps: another value, the same value at another scale, other symbols, then
+        // back.
+        match step {
+            26 => s.risk.max_leverage += dec!(1),
+            27 => s.risk.halt_drawdown_pct.rescale(3),
+            28 => s.risk.allowed_symbols = vec!["ETH".to_owned()],
+            _ => {}
+        }
         let mut source = base.clone();
         let mut symbols = vec!["BTC".to_owned(), "ETH".to_owned()];
         let mut shuffled = false;
