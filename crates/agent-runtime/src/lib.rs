@@ -181,16 +181,18 @@ pub async fn run_tick_with(
         system_prompt = lens.show(&system_prompt);
         context.text = lens.show(&context.text);
     }
-    let run = run::run_skill_memo(
+    // The texts go into the model request and come back for the snapshot, never copied.
+    let (run, system_prompt, text) = run::run_skill_owned(
         skill,
         ctx,
         model,
-        &system_prompt,
-        &context.text,
+        system_prompt,
+        std::mem::take(&mut context.text),
         options,
         Some(&mut cache.steps),
     )
     .await;
+    context.text = text;
     Ok(TickOutput {
         system_prompt,
         context,

@@ -312,18 +312,45 @@ pub(crate) async fn run_skill_memo(
     options: RunOptions,
     memo: Option<&mut StepMemo>,
 ) -> RunResult {
+    run_skill_owned(
+        skill,
+        ctx,
+        model,
+        system_prompt.to_owned(),
+        user_message.to_owned(),
+        options,
+        memo,
+    )
+    .await
+    .0
+}
+
+/// [`run_skill_memo`] over texts the caller owns: they become the model request's without a
+/// copy, and are handed back after the loop — `(result, system prompt, user message)`, the
+/// same texts. A tick keeps them for its snapshot; copying the ≈17 kB into the request and
+/// freeing them after every tick was measurable in a backtest (#17).
+pub(crate) async fn run_skill_owned(
+    skill: &Skill,
+    ctx: &ToolContext,
+    model: &dyn LanguageModel,
+    system_prompt: String,
+    user_message: String,
+    options: RunOptions,
+    memo: Option<&mut StepMemo>,
+) -> (RunResult, String, String) {
     let registry = match build_tools(&skill.tools, ctx) {
         Ok(r) => r,
         Err(e) => {
-            return new_loop(None).finish(model, FinishReason::Error, Some(RunError::Tools(e)));
+            let run = new_loop(None).finish(model, FinishReason::Error, Some(RunError::Tools(e)));
+            return (run, system_prompt, user_message);
         }
     };
     // The user message, then an assistant turn and a tool result per tool-calling step.
     let mut messages = Vec::with_capacity(4);
     messages.push(Message::User {
-        content: user_message.to_owned(),
+        content: user_message,
     });
-    run_tool_loop_memo(
+    let (run, request) = run_tool_loop_owned(
         &registry,
         model,
         system_prompt,
@@ -332,7 +359,21 @@ pub(crate) async fn run_skill_memo(
         options,
         memo,
     )
-    .await
+    .await;
+    // The loop only appends to the conversation: its first message is the user's, as given.
+    let mut messages = request.messages.into_iter();
+    let user_message = match messages.next() {
+        Some(Message::User { content }) => content,
+        _ => unreachable_user_message(),
+    };
+    (run, request.system, user_message)
+}
+
+/// Never called: [`drive`] only appends to the conversation it was given.
+#[cold]
+fn unreachable_user_message() -> String {
+    debug_assert!(false, "the model loop removed the user message");
+    String::new()
 }
 
 fn new_loop(memo: Option<&mut StepMemo>) -> Loop<'_> {
@@ -386,9 +427,30 @@ pub(crate) async fn run_tool_loop_memo(
     options: RunOptions,
     memo: Option<&mut StepMemo>,
 ) -> RunResult {
-    let max_steps = max_steps.max(1);
-    let mut run = new_loop(memo);
-    run.max_steps = max_steps;
+    run_tool_loop_owned(
+        registry,
+        model,
+        system_prompt.to_owned(),
+        messages,
+        max_steps,
+        options,
+        memo,
+    )
+    .await
+    .0
+}
+
+/// [`run_tool_loop_memo`] over a system prompt the caller owns, handing the request back
+/// after the loop (its system prompt and conversation, the given messages first).
+async fn run_tool_loop_owned(
+    registry: &tools::Registry,
+    model: &dyn LanguageModel,
+    system_prompt: String,
+    messages: Vec<Message>,
+    max_steps: u32,
+    options: RunOptions,
+    memo: Option<&mut StepMemo>,
+) -> (RunResult, ModelRequest) {
     let model_name = model
         .id()
         .split_once('/')
@@ -396,21 +458,38 @@ pub(crate) async fn run_tool_loop_memo(
         .to_owned();
     let mut request = ModelRequest {
         model: model_name,
-        system: system_prompt.to_owned(),
+        system: system_prompt,
         messages,
         tools: tool_definitions(registry),
         max_output_tokens: options.max_output_tokens,
         deadline: None,
     };
+    let run = drive(&mut request, registry, model, max_steps, options, memo).await;
+    (run, request)
+}
+
+/// The loop of [`run_tool_loop_owned`] over its `request`: it only appends to the
+/// conversation.
+async fn drive(
+    request: &mut ModelRequest,
+    registry: &tools::Registry,
+    model: &dyn LanguageModel,
+    max_steps: u32,
+    options: RunOptions,
+    memo: Option<&mut StepMemo>,
+) -> RunResult {
+    let max_steps = max_steps.max(1);
+    let mut run = new_loop(memo);
+    run.max_steps = max_steps;
     let deadline = options
         .deadline
         .map(|budget| (budget, tokio::time::Instant::now() + budget));
     request.deadline = deadline.map(|(_, at)| at.into_std());
     for index in 0..max_steps {
         let generated = match deadline {
-            None => model.generate(&request).await,
+            None => model.generate(request).await,
             Some((budget, at)) => {
-                if let Ok(r) = tokio::time::timeout_at(at, model.generate(&request)).await {
+                if let Ok(r) = tokio::time::timeout_at(at, model.generate(request)).await {
                     r
                 } else {
                     return run.finish(
