@@ -268,8 +268,10 @@ pub(super) fn portfolio_section(out: &mut String, p: &PortfolioSnapshot) {
 /// numbers formatted a tick were ≈2.4k instructions, #17).
 #[derive(Debug, Clone)]
 pub(crate) struct RiskText {
-    /// The caps it was rendered from (compared exactly, each `Decimal`'s scale included: no
-    /// text is reused for caps that are not the same bits).
+    /// The caps it was rendered from. Their `==` (a `Decimal`'s ignores its scale) is exactly
+    /// "prints the same": every number here prints by value (`push_plain` normalises,
+    /// `push_money` rounds to cents), and a field the section does not print only makes it
+    /// stricter.
     caps: skill_schema::RiskCaps,
     /// Up to the position cap's amount.
     head: String,
@@ -316,21 +318,6 @@ impl RiskText {
             tail,
         }
     }
-
-    /// Rendered from caps that print as `r` does.
-    fn is_for(&self, r: &skill_schema::RiskCaps) -> bool {
-        let a = &self.caps;
-        let same = |x: Decimal, y: Decimal| x.serialize() == y.serialize();
-        same(a.max_position_pct, r.max_position_pct)
-            && same(a.max_total_exposure_pct, r.max_total_exposure_pct)
-            && same(a.max_leverage, r.max_leverage)
-            && same(a.min_order_usd, r.min_order_usd)
-            && same(a.max_order_usd, r.max_order_usd)
-            && a.max_orders_per_hour == r.max_orders_per_hour
-            && same(a.halt_drawdown_pct, r.halt_drawdown_pct)
-            && same(a.halt_daily_loss_pct, r.halt_daily_loss_pct)
-            && a.allowed_symbols == r.allowed_symbols
-    }
 }
 
 pub(super) fn risk_section(
@@ -349,7 +336,7 @@ pub(super) fn risk_section(
         of_equity(r.max_total_exposure_pct)
     };
     let t = match cached {
-        Some(t) if t.is_for(r) => t,
+        Some(t) if t.caps == *r => t,
         _ => cached.insert(RiskText::of(r)),
     };
     out.push_str(&t.head);
