@@ -42,10 +42,11 @@ use tools::{
 use types::{Fill, Interval, TradeRecord, TradeStatus, Verdict};
 
 use crate::reflect::reflect_due;
+use crate::run::run_tick_recording;
 use crate::write_behind::WriteBehind;
 use crate::{
     BlindRun, Deployment, ReflectionCheck, ReflectionReport, StoreMemory, TickError, TickOutcome,
-    TickState, run_tick,
+    TickState,
 };
 
 /// What a backtest runs over.
@@ -459,13 +460,16 @@ where
             }
             ctx = ctx.with_trade_memory(memory.clone());
         }
-        let outcome = match run_tick(
+        // Recorded through the write-behind, which computes each decision's market snapshot
+        // on its writer thread (`crate::run::Recorder`).
+        let outcome = match run_tick_recording(
             &input.deployment,
             &ctx,
             model,
             &mut broker,
             &mut state,
             &store,
+            None,
         )
         .await
         {

@@ -7,14 +7,14 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use db::OutcomeStore;
+use db::{OutcomeStore, TickRecord};
 use outcomes::{
-    MarketSnapshot, OutcomeScore, OutcomeVerdict, TradeOutcome, bars_needed, compute_indicators,
+    MarketSnapshot, OutcomeScore, OutcomeVerdict, TradeOutcome, bars_needed,
     compute_indicators_with_regime, direction_of, market_snapshot_id, outcome_id, score_outcome,
 };
 use rust_decimal::Decimal;
 use tools::{DataError, MarketData, ToolContext};
-use types::{Interval, ProposedAction, RegimeTag, Verdict};
+use types::{Bar, Interval, ProposedAction, RegimeTag, Verdict, classify_regime};
 use uuid::Uuid;
 
 use crate::{Deployment, TickError};
@@ -29,7 +29,10 @@ const _: () = assert!(outcomes::MAX_REASON_CHARS == tools::MAX_REASON_CHARS);
 ///
 /// The indicators read `bars_needed(interval)` bars of the symbol and of the skill's reference
 /// symbol (`context.memory.referenceSymbol`), closed by the tick; `market_condition` is the
-/// regime tag the tick computed for the symbol (the one the prompt shows).
+/// regime tag the tick computed for the symbol (the one the prompt shows). The bars are read
+/// here, on the tick's path (a failing read fails the tick before any order goes out); the
+/// indicators themselves are computed by [`PendingSnapshot::finish`], which only the store
+/// needs: the backtest's write-behind runs it on its writer thread.
 pub(crate) fn decision_rows(
     deployment: &Deployment,
     ctx: &ToolContext,
@@ -38,7 +41,7 @@ pub(crate) fn decision_rows(
     verdict: &Verdict,
     marks: &BTreeMap<String, Decimal>,
     regimes: &BTreeMap<String, RegimeTag>,
-) -> Result<Option<(MarketSnapshot, TradeOutcome)>, TickError> {
+) -> Result<Option<(PendingSnapshot, TradeOutcome)>, TickError> {
     let Some(p) = proposal else {
         return Ok(None);
     };
@@ -67,23 +70,26 @@ pub(crate) fn decision_rows(
     let reference =
         agent_runtime::context::closed_bars_window(ctx, &reference_symbol, interval, need)
             .ok()
-            .filter(|w| !w.bars.is_empty());
-    let reference = reference.as_ref().map(|w| &*w.bars);
-    // The regime the tick tagged (the prompt's), not classified again.
-    let indicators = match regimes.get(&p.symbol) {
-        Some(regime) => {
-            compute_indicators_with_regime(&bars.bars, interval, ctx.now, reference, *regime)
-        }
-        None => compute_indicators(&bars.bars, interval, ctx.now, reference),
+            .filter(|w| !w.bars.is_empty())
+            .map(|w| w.bars.into_owned());
+    // The regime the tick tagged (the prompt's), not classified again; a symbol the tick did
+    // not tag (a position on a symbol the skill no longer lists) is classified here, over the
+    // bars `compute_indicators` would classify (the window holds only bars closed by now).
+    let market_condition = match regimes.get(&p.symbol) {
+        Some(regime) => *regime,
+        None => classify_regime(&bars.bars),
     };
-    let snapshot = MarketSnapshot {
+    let snapshot = PendingSnapshot {
         id: market_snapshot_id(decision_snapshot_id, &p.symbol),
         deployment_id: deployment.deployment_id,
         decision_snapshot_id,
         tick_at: ctx.now,
         symbol: p.symbol.clone(),
         reference_symbol,
-        indicators,
+        interval,
+        bars: bars.bars.into_owned(),
+        reference,
+        market_condition,
     };
     let outcome = TradeOutcome {
         id: outcome_id(decision_snapshot_id),
@@ -99,10 +105,61 @@ pub(crate) fn decision_rows(
         predicted_target: p.target,
         verdict,
         reason: Some(p.reason.clone()).filter(|r| !r.trim().is_empty()),
-        market_condition: snapshot.indicators.market_condition,
+        market_condition,
         score: OutcomeScore::default(),
     };
     Ok(Some((snapshot, outcome)))
+}
+
+/// A tick's market snapshot before its indicators are computed: its ids and the bars they are
+/// computed from, owned (the ≈400 bars of the symbol and of the reference a directional
+/// decision reads). Nothing the tick or the next one reads depends on the indicators, so they
+/// are computed where the snapshot is stored: inline before a store call, or on the backtest's
+/// writer thread (≈230k instructions a decision that the tick's thread no longer runs).
+#[derive(Debug, Clone)]
+pub(crate) struct PendingSnapshot {
+    id: Uuid,
+    deployment_id: Uuid,
+    decision_snapshot_id: Uuid,
+    tick_at: DateTime<Utc>,
+    symbol: String,
+    reference_symbol: String,
+    interval: Interval,
+    bars: Vec<Bar>,
+    reference: Option<Vec<Bar>>,
+    market_condition: RegimeTag,
+}
+
+impl PendingSnapshot {
+    /// The market snapshot, its indicators computed
+    /// ([`compute_indicators_with_regime`] over the bars read at the tick).
+    pub(crate) fn finish(self) -> MarketSnapshot {
+        let indicators = compute_indicators_with_regime(
+            &self.bars,
+            self.interval,
+            self.tick_at,
+            self.reference.as_deref(),
+            self.market_condition,
+        );
+        MarketSnapshot {
+            id: self.id,
+            deployment_id: self.deployment_id,
+            decision_snapshot_id: self.decision_snapshot_id,
+            tick_at: self.tick_at,
+            symbol: self.symbol,
+            reference_symbol: self.reference_symbol,
+            indicators,
+        }
+    }
+
+    /// Completes `record` (the tick's, whose `outcomes.snapshots` this belongs in) with the
+    /// market snapshots of `pending`.
+    pub(crate) fn finish_into(pending: Option<Self>, record: &mut TickRecord) {
+        record
+            .outcomes
+            .snapshots
+            .extend(pending.map(PendingSnapshot::finish));
+    }
 }
 
 /// What one run of the live scorer did.

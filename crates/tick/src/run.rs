@@ -23,6 +23,7 @@ use types::{
 };
 use uuid::Uuid;
 
+use crate::outcome_memory::PendingSnapshot;
 use crate::reflect::check_reflection;
 use crate::{
     Broker, BrokerUnavailable, Deployment, ExecuteError, ReflectionCheck, TickState, snapshot_id,
@@ -220,6 +221,59 @@ pub async fn run_tick_carrying<B, S>(
 where
     B: Broker,
     S: TickStore,
+{
+    run_tick_recording(
+        deployment,
+        ctx,
+        model,
+        broker,
+        state,
+        &Direct(store),
+        carry,
+    )
+    .await
+}
+
+/// Where a tick's record goes: a store takes it whole ([`Direct`]); the backtest's
+/// write-behind buffers it with what only the store reads still to be computed
+/// ([`PendingSnapshot`]), and computes that on its writer thread.
+pub(crate) trait Recorder: Sync {
+    /// Records `record`, completed with `pending` ([`PendingSnapshot::finish_into`]) before
+    /// anything of it is written.
+    fn record(
+        &self,
+        record: TickRecord,
+        pending: Option<PendingSnapshot>,
+    ) -> impl Future<Output = Result<StoreOutcome, db::DbError>> + Send;
+}
+
+/// A store as a [`Recorder`]: the record is completed here, then recorded.
+struct Direct<'a, S>(&'a S);
+
+impl<S: TickStore> Recorder for Direct<'_, S> {
+    fn record(
+        &self,
+        mut record: TickRecord,
+        pending: Option<PendingSnapshot>,
+    ) -> impl Future<Output = Result<StoreOutcome, db::DbError>> + Send {
+        PendingSnapshot::finish_into(pending, &mut record);
+        self.0.record_tick_owned(record)
+    }
+}
+
+/// [`run_tick_carrying`] with its record going to `recorder`.
+pub(crate) async fn run_tick_recording<B, R>(
+    deployment: &Deployment,
+    ctx: &ToolContext,
+    model: &dyn LanguageModel,
+    broker: &mut B,
+    state: &mut TickState,
+    recorder: &R,
+    carry: Option<CarryState<'_, B>>,
+) -> Result<TickOutcome, TickError>
+where
+    B: Broker,
+    R: Recorder,
 {
     let now = ctx.now;
     let skill = deployment.skill.as_ref();
@@ -553,8 +607,7 @@ where
         .transpose()
         .map_err(TickError::CarryState)?;
     let links = fill_links(&changes);
-    let (outcome_snapshots, outcome_rows): (Vec<_>, Vec<_>) = memory_rows.into_iter().unzip();
-    let outcome = outcome_rows.first().cloned();
+    let (pending_snapshot, outcome) = memory_rows.unzip();
     let record = TickRecord {
         snapshot,
         fills,
@@ -563,15 +616,16 @@ where
         equity_usd: Some(after.equity_usd),
         runner_state,
         outcomes: OutcomeWrites {
-            snapshots: outcome_snapshots,
-            outcomes: outcome_rows,
+            // Completed with the market snapshot by the recorder.
+            snapshots: Vec::new(),
+            outcomes: outcome.iter().cloned().collect(),
             scores: std::mem::take(&mut state.outcome_scores),
         },
     };
     // The outcome reports the fills and rows; the record itself (its snapshot is most of the
     // bytes) goes to the store by value.
     let (outcome_fills, outcome_trades) = (record.fills.clone(), record.trades.clone());
-    let recorded = match store.record_tick_owned(record).await {
+    let recorded = match recorder.record(record, pending_snapshot).await {
         Ok(StoreOutcome::Recorded { .. }) => true,
         Ok(StoreOutcome::AlreadyRecorded { .. }) => false,
         Err(e) => return Err(TickError::Record(e)),

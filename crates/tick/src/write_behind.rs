@@ -56,6 +56,8 @@ use types::ReflectionNote;
 use uuid::Uuid;
 
 use crate::backtest::StoreReady;
+use crate::outcome_memory::PendingSnapshot;
+use crate::run::Recorder;
 use crate::reflect::ReflectionWrites;
 
 /// Ticks per transaction: a few megabytes of snapshots.
@@ -67,7 +69,17 @@ type Write = Pin<Box<dyn Future<Output = Result<(), DbError>> + Send + 'static>>
 /// What one write stores: ticks, then the reflections that ran after them.
 struct Batch {
     ticks: Vec<TickRecord>,
+    /// The market snapshots of `ticks` still to be computed, with the index of their tick
+    /// ([`PendingSnapshot`]): computed by the write, on the writer's thread.
+    snapshots: Vec<(usize, PendingSnapshot)>,
     reflections: Vec<ReflectionWrites>,
+}
+
+/// The ticks buffered for the next batch.
+#[derive(Default)]
+struct Pending {
+    ticks: Vec<TickRecord>,
+    snapshots: Vec<(usize, PendingSnapshot)>,
 }
 
 /// The write in flight: a task of its own, or a future this adapter polls.
@@ -78,7 +90,7 @@ enum InFlight {
 
 pub(crate) struct WriteBehind<S> {
     store: S,
-    pending: Mutex<Vec<TickRecord>>,
+    pending: Mutex<Pending>,
     /// Reflections run after the pending ticks, stored after them.
     reflections: Mutex<Vec<ReflectionWrites>>,
     in_flight: Mutex<Option<InFlight>>,
@@ -117,7 +129,10 @@ where
         });
         Self {
             store: store.clone(),
-            pending: Mutex::new(Vec::with_capacity(BATCH_TICKS)),
+            pending: Mutex::new(Pending {
+                ticks: Vec::with_capacity(BATCH_TICKS),
+                snapshots: Vec::new(),
+            }),
             reflections: Mutex::new(Vec::new()),
             in_flight: Mutex::new(None),
             spawn_on,
@@ -144,7 +159,12 @@ where
     /// [`DbError`] from the store (nothing of the batch is written then), or
     /// [`DbError::Invalid`] when the store already held one of the ticks: another writer
     /// shares this backtest's deployment.
-    async fn write(store: S, batch: Batch) -> Result<(), DbError> {
+    async fn write(store: S, mut batch: Batch) -> Result<(), DbError> {
+        for (i, pending) in batch.snapshots {
+            if let Some(tick) = batch.ticks.get_mut(i) {
+                PendingSnapshot::finish_into(Some(pending), tick);
+            }
+        }
         let reflections: Vec<_> = batch
             .reflections
             .into_iter()
@@ -173,8 +193,10 @@ where
 
     /// The buffered ticks and reflections, taken; `None` when there are none.
     fn take_batch(&self) -> Option<Batch> {
+        let Pending { ticks, snapshots } = take(&self.pending);
         let batch = Batch {
-            ticks: take(&self.pending),
+            ticks,
+            snapshots,
             reflections: take(&self.reflections),
         };
         (!batch.ticks.is_empty() || !batch.reflections.is_empty()).then_some(batch)
@@ -289,6 +311,53 @@ where
     }
 }
 
+impl<S> WriteBehind<S>
+where
+    S: TickStore + NoteStore + Clone + Send + Sync + 'static,
+{
+    /// Buffers `tick` (and its market snapshot still to be computed), and starts writing the
+    /// batch behind the next ticks when it is full.
+    async fn buffer(
+        &self,
+        tick: TickRecord,
+        snapshot: Option<PendingSnapshot>,
+    ) -> Result<TickOutcome, DbError> {
+        let snapshot_id = tick.snapshot.id;
+        // The write in flight is looked at once per tick (a polled one moves on by a
+        // statement); its failure is this tick's.
+        self.poll_in_flight().await?;
+        let full = {
+            let mut pending = self
+                .pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(snapshot) = snapshot {
+                let at = pending.ticks.len();
+                pending.snapshots.push((at, snapshot));
+            }
+            pending.ticks.push(tick);
+            pending.ticks.len() >= BATCH_TICKS
+        };
+        if full {
+            self.write_pending_behind().await?;
+        }
+        Ok(TickOutcome::Recorded { snapshot_id })
+    }
+}
+
+impl<S> Recorder for WriteBehind<S>
+where
+    S: TickStore + NoteStore + Clone + Send + Sync + 'static,
+{
+    fn record(
+        &self,
+        record: TickRecord,
+        pending: Option<PendingSnapshot>,
+    ) -> impl Future<Output = Result<TickOutcome, DbError>> + Send {
+        self.buffer(record, pending)
+    }
+}
+
 impl<S> Drop for WriteBehind<S> {
     /// A write still in flight when the backtest ends without a flush (it returns an error) is
     /// cancelled, as dropping a polled one cancels it: its transaction rolls back, and nothing
@@ -350,22 +419,7 @@ where
     }
 
     async fn record_tick_owned(&self, tick: TickRecord) -> Result<TickOutcome, DbError> {
-        let snapshot_id = tick.snapshot.id;
-        // The write in flight is looked at once per tick (a polled one moves on by a
-        // statement); its failure is this tick's.
-        self.poll_in_flight().await?;
-        let full = {
-            let mut pending = self
-                .pending
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            pending.push(tick);
-            pending.len() >= BATCH_TICKS
-        };
-        if full {
-            self.write_pending_behind().await?;
-        }
-        Ok(TickOutcome::Recorded { snapshot_id })
+        self.buffer(tick, None).await
     }
 
     async fn record_ticks(&self, ticks: &[TickRecord]) -> Result<Vec<TickOutcome>, DbError> {
