@@ -65,14 +65,21 @@ impl Preloaded {
             .or_default()
             .entry(interval)
             .or_default();
-        let mut by_time: BTreeMap<DateTime<Utc>, Bar> =
-            entry.bars.drain(..).map(|b| (b.time, b)).collect();
-        for b in bars {
-            by_time.insert(b.time, b);
-        }
+        // The common case, a first series already in strictly increasing time order (what
+        // a bar file or a resample gives), is the merge's result as it is.
+        let bars = if entry.bars.is_empty() && bars.is_sorted_by(|a, b| a.time < b.time) {
+            bars
+        } else {
+            let mut by_time: BTreeMap<DateTime<Utc>, Bar> =
+                entry.bars.drain(..).map(|b| (b.time, b)).collect();
+            for b in bars {
+                by_time.insert(b.time, b);
+            }
+            by_time.into_values().collect()
+        };
         *entry = Series {
             id: SeriesOrigin::new_series_id(),
-            bars: by_time.into_values().collect(),
+            bars,
         };
     }
 

@@ -258,3 +258,58 @@ fn a_repeated_orders_text_is_served_only_for_the_same_record() {
     assert_ne!(texts[3], texts[4]);
     assert_ne!(texts[4], texts[5]);
 }
+
+/// `Preloaded::insert_bars` keeps one bar per open time, sorted, the later insert winning,
+/// whether the bars come sorted (kept as given) or not, into an empty series or a held one.
+mod insert_bars {
+    use std::collections::BTreeMap;
+
+    use chrono::Duration;
+    use proptest::prelude::*;
+    use rust_decimal::Decimal;
+    use tools::Preloaded;
+    use types::{Bar, Interval};
+
+    fn bar(hour: i64, close: i64) -> Bar {
+        let price = Decimal::from(close);
+        Bar {
+            time: chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, 2024, 1, 1, 0, 0, 0).unwrap()
+                + Duration::hours(hour),
+            open: price,
+            high: price,
+            low: price,
+            close: price,
+            volume: Decimal::ONE,
+        }
+    }
+
+    fn bars() -> impl Strategy<Value = Vec<Bar>> {
+        prop_oneof![
+            // Any order, repeated times.
+            prop::collection::vec((0_i64..40, 1_i64..1000), 0..30)
+                .prop_map(|v| v.into_iter().map(|(h, c)| bar(h, c)).collect()),
+            // Strictly increasing: the fast path.
+            prop::collection::btree_map(0_i64..40, 1_i64..1000, 0..30)
+                .prop_map(|m| m.into_iter().map(|(h, c)| bar(h, c)).collect()),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn the_series_is_the_merge_by_time(first in bars(), second in bars()) {
+            let mut data = Preloaded::new();
+            data.insert_bars("X", Interval::H1, first.clone());
+            let mut expected: BTreeMap<_, Bar> = first.iter().map(|b| (b.time, b.clone())).collect();
+            prop_assert_eq!(
+                data.all_bars("X", Interval::H1),
+                &expected.values().cloned().collect::<Vec<_>>()[..]
+            );
+            data.insert_bars("X", Interval::H1, second.clone());
+            expected.extend(second.into_iter().map(|b| (b.time, b)));
+            prop_assert_eq!(
+                data.all_bars("X", Interval::H1),
+                &expected.into_values().collect::<Vec<_>>()[..]
+            );
+        }
+    }
+}
