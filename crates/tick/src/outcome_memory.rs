@@ -5,6 +5,7 @@
 //! [`outcomes::score_outcome`].
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use db::{OutcomeStore, TickRecord};
@@ -29,10 +30,11 @@ const _: () = assert!(outcomes::MAX_REASON_CHARS == tools::MAX_REASON_CHARS);
 ///
 /// The indicators read `bars_needed(interval)` bars of the symbol and of the skill's reference
 /// symbol (`context.memory.referenceSymbol`), closed by the tick; `market_condition` is the
-/// regime tag the tick computed for the symbol (the one the prompt shows). The bars are read
-/// here, on the tick's path (a failing read fails the tick before any order goes out); the
-/// indicators themselves are computed by [`PendingSnapshot::finish`], which only the store
-/// needs: the backtest's write-behind runs it on its writer thread.
+/// regime tag the tick computed for the symbol (the one the prompt shows). The symbol's bars
+/// are read here, on the tick's path, either way (a failing read fails the tick before any
+/// order goes out). With `later`, the indicators are left to [`PendingSnapshot::finish`],
+/// which reads the same bars again from the same source: nothing the tick or a later one reads
+/// depends on them, and the backtest's write-behind computes them on its writer's thread.
 pub(crate) fn decision_rows(
     deployment: &Deployment,
     ctx: &ToolContext,
@@ -41,6 +43,7 @@ pub(crate) fn decision_rows(
     verdict: &Verdict,
     marks: &BTreeMap<String, Decimal>,
     regimes: &BTreeMap<String, RegimeTag>,
+    later: bool,
 ) -> Result<Option<(PendingSnapshot, TradeOutcome)>, TickError> {
     let Some(p) = proposal else {
         return Ok(None);
@@ -65,13 +68,6 @@ pub(crate) fn decision_rows(
             source,
         },
     )?;
-    let reference_symbol = skill.context.memory.reference_symbol.clone();
-    // The reference's bars are optional: an unknown symbol or a failing read is "absent".
-    let reference =
-        agent_runtime::context::closed_bars_window(ctx, &reference_symbol, interval, need)
-            .ok()
-            .filter(|w| !w.bars.is_empty())
-            .map(|w| w.bars.into_owned());
     // The regime the tick tagged (the prompt's), not classified again; a symbol the tick did
     // not tag (a position on a symbol the skill no longer lists) is classified here, over the
     // bars `compute_indicators` would classify (the window holds only bars closed by now).
@@ -79,23 +75,29 @@ pub(crate) fn decision_rows(
         Some(regime) => *regime,
         None => classify_regime(&bars.bars),
     };
-    let snapshot = PendingSnapshot {
+    let rows = SnapshotRows {
         id: market_snapshot_id(decision_snapshot_id, &p.symbol),
         deployment_id: deployment.deployment_id,
         decision_snapshot_id,
         tick_at: ctx.now,
         symbol: p.symbol.clone(),
-        reference_symbol,
+        reference_symbol: skill.context.memory.reference_symbol.clone(),
         interval,
-        bars: bars.bars.into_owned(),
-        reference,
+        need,
         market_condition,
+    };
+    let snapshot_id = rows.id;
+    let snapshot = if later {
+        PendingSnapshot::Later(Box::new((rows, Arc::clone(&ctx.market))))
+    } else {
+        let indicators = rows.indicators(&bars.bars, &*ctx.market);
+        PendingSnapshot::Computed(rows.snapshot(indicators))
     };
     let outcome = TradeOutcome {
         id: outcome_id(decision_snapshot_id),
         deployment_id: deployment.deployment_id,
         decision_snapshot_id,
-        snapshot_id: snapshot.id,
+        snapshot_id,
         tick_at: ctx.now,
         symbol: p.symbol.clone(),
         direction,
@@ -111,13 +113,29 @@ pub(crate) fn decision_rows(
     Ok(Some((snapshot, outcome)))
 }
 
-/// A tick's market snapshot before its indicators are computed: its ids and the bars they are
-/// computed from, owned (the ≈400 bars of the symbol and of the reference a directional
-/// decision reads). Nothing the tick or the next one reads depends on the indicators, so they
-/// are computed where the snapshot is stored: inline before a store call, or on the backtest's
-/// writer thread (≈230k instructions a decision that the tick's thread no longer runs).
+/// A tick's market snapshot: computed, or its indicators still to be computed from the
+/// market-data source the tick read ([`decision_rows`] with `later`).
+pub(crate) enum PendingSnapshot {
+    /// The snapshot, indicators and all.
+    Computed(MarketSnapshot),
+    /// Its rows, and the source to read the same bars from again (an in-memory source's
+    /// window is borrowed, not copied: the ≈400 bars a decision reads are not moved to another
+    /// thread's memory).
+    Later(Box<(SnapshotRows, Arc<dyn MarketData>)>),
+}
+
+impl std::fmt::Debug for PendingSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PendingSnapshot::Computed(s) => f.debug_tuple("Computed").field(s).finish(),
+            PendingSnapshot::Later(later) => f.debug_tuple("Later").field(&later.0).finish(),
+        }
+    }
+}
+
+/// A market snapshot's ids and what its indicators are computed from.
 #[derive(Debug, Clone)]
-pub(crate) struct PendingSnapshot {
+pub(crate) struct SnapshotRows {
     id: Uuid,
     deployment_id: Uuid,
     decision_snapshot_id: Uuid,
@@ -125,22 +143,34 @@ pub(crate) struct PendingSnapshot {
     symbol: String,
     reference_symbol: String,
     interval: Interval,
-    bars: Vec<Bar>,
-    reference: Option<Vec<Bar>>,
+    /// Bars read of the symbol and of the reference ([`bars_needed`]).
+    need: usize,
     market_condition: RegimeTag,
 }
 
-impl PendingSnapshot {
-    /// The market snapshot, its indicators computed
-    /// ([`compute_indicators_with_regime`] over the bars read at the tick).
-    pub(crate) fn finish(self) -> MarketSnapshot {
-        let indicators = compute_indicators_with_regime(
-            &self.bars,
+impl SnapshotRows {
+    /// The indicators from the symbol's `bars` (closed by the tick) and the reference's bars
+    /// read from `market` (absent when the symbol is unknown there or the read fails).
+    fn indicators(&self, bars: &[Bar], market: &dyn MarketData) -> outcomes::Indicators {
+        let reference = agent_runtime::context::closed_bars_window_in(
+            market,
+            self.tick_at,
+            &self.reference_symbol,
+            self.interval,
+            self.need,
+        )
+        .ok()
+        .filter(|w| !w.bars.is_empty());
+        compute_indicators_with_regime(
+            bars,
             self.interval,
             self.tick_at,
-            self.reference.as_deref(),
+            reference.as_ref().map(|w| &*w.bars),
             self.market_condition,
-        );
+        )
+    }
+
+    fn snapshot(self, indicators: outcomes::Indicators) -> MarketSnapshot {
         MarketSnapshot {
             id: self.id,
             deployment_id: self.deployment_id,
@@ -151,14 +181,53 @@ impl PendingSnapshot {
             indicators,
         }
     }
+}
+
+impl PendingSnapshot {
+    /// The market snapshot, its indicators computed when they were left for later (the
+    /// symbol's bars read again from the source the tick read them from).
+    ///
+    /// # Errors
+    /// [`DataError`] when the source fails to serve the bars it served at the tick.
+    pub(crate) fn finish(self) -> Result<MarketSnapshot, DataError> {
+        match self {
+            PendingSnapshot::Computed(snapshot) => Ok(snapshot),
+            PendingSnapshot::Later(later) => {
+                let (rows, market) = *later;
+                let bars = agent_runtime::context::closed_bars_window_in(
+                    &*market,
+                    rows.tick_at,
+                    &rows.symbol,
+                    rows.interval,
+                    rows.need,
+                )?;
+                let indicators = rows.indicators(&bars.bars, &*market);
+                Ok(rows.snapshot(indicators))
+            }
+        }
+    }
 
     /// Completes `record` (the tick's, whose `outcomes.snapshots` this belongs in) with the
-    /// market snapshots of `pending`.
-    pub(crate) fn finish_into(pending: Option<Self>, record: &mut TickRecord) {
-        record
-            .outcomes
-            .snapshots
-            .extend(pending.map(PendingSnapshot::finish));
+    /// market snapshot of `pending`.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] naming the snapshot when [`PendingSnapshot::finish`] fails: the
+    /// record is not written.
+    pub(crate) fn finish_into(
+        pending: Option<Self>,
+        record: &mut TickRecord,
+    ) -> Result<(), db::DbError> {
+        if let Some(pending) = pending {
+            let snapshot = pending.finish().map_err(|e| db::DbError::Invalid {
+                what: "market snapshot",
+                detail: format!(
+                    "the bars of the tick at {} could not be read again: {e}",
+                    record.snapshot.tick_at
+                ),
+            })?;
+            record.outcomes.snapshots.push(snapshot);
+        }
+        Ok(())
     }
 }
 

@@ -222,22 +222,17 @@ where
     B: Broker,
     S: TickStore,
 {
-    run_tick_recording(
-        deployment,
-        ctx,
-        model,
-        broker,
-        state,
-        &Direct(store),
-        carry,
-    )
-    .await
+    run_tick_recording(deployment, ctx, model, broker, state, &Direct(store), carry).await
 }
 
 /// Where a tick's record goes: a store takes it whole ([`Direct`]); the backtest's
 /// write-behind buffers it with what only the store reads still to be computed
 /// ([`PendingSnapshot`]), and computes that on its writer thread.
 pub(crate) trait Recorder: Sync {
+    /// Whether a directional decision's market snapshot is left for the recorder to compute
+    /// ([`PendingSnapshot::Later`]); otherwise the tick computes it.
+    const LATER: bool;
+
     /// Records `record`, completed with `pending` ([`PendingSnapshot::finish_into`]) before
     /// anything of it is written.
     fn record(
@@ -247,17 +242,20 @@ pub(crate) trait Recorder: Sync {
     ) -> impl Future<Output = Result<StoreOutcome, db::DbError>> + Send;
 }
 
-/// A store as a [`Recorder`]: the record is completed here, then recorded.
+/// A store as a [`Recorder`]: the tick computes the market snapshot, and the record goes to
+/// the store whole.
 struct Direct<'a, S>(&'a S);
 
 impl<S: TickStore> Recorder for Direct<'_, S> {
-    fn record(
+    const LATER: bool = false;
+
+    async fn record(
         &self,
         mut record: TickRecord,
         pending: Option<PendingSnapshot>,
-    ) -> impl Future<Output = Result<StoreOutcome, db::DbError>> + Send {
-        PendingSnapshot::finish_into(pending, &mut record);
-        self.0.record_tick_owned(record)
+    ) -> Result<StoreOutcome, db::DbError> {
+        PendingSnapshot::finish_into(pending, &mut record)?;
+        self.0.record_tick_owned(record).await
     }
 }
 
@@ -504,6 +502,7 @@ where
         &verdict,
         &account.marks,
         &regimes,
+        R::LATER,
     )?;
     let mut sent_order = false;
     if let Some(order) = &decision.order {

@@ -57,8 +57,8 @@ use uuid::Uuid;
 
 use crate::backtest::StoreReady;
 use crate::outcome_memory::PendingSnapshot;
-use crate::run::Recorder;
 use crate::reflect::ReflectionWrites;
+use crate::run::Recorder;
 
 /// Ticks per transaction: a few megabytes of snapshots.
 pub const BATCH_TICKS: usize = 256;
@@ -162,7 +162,7 @@ where
     async fn write(store: S, mut batch: Batch) -> Result<(), DbError> {
         for (i, pending) in batch.snapshots {
             if let Some(tick) = batch.ticks.get_mut(i) {
-                PendingSnapshot::finish_into(Some(pending), tick);
+                PendingSnapshot::finish_into(Some(pending), tick)?;
             }
         }
         let reflections: Vec<_> = batch
@@ -349,6 +349,8 @@ impl<S> Recorder for WriteBehind<S>
 where
     S: TickStore + NoteStore + Clone + Send + Sync + 'static,
 {
+    const LATER: bool = true;
+
     fn record(
         &self,
         record: TickRecord,

@@ -2,7 +2,8 @@
 
 use std::borrow::Cow;
 
-use tools::{BarsWindow, DataError, SeriesOrigin, ToolContext};
+use chrono::{DateTime, Utc};
+use tools::{BarsWindow, DataError, MarketData, SeriesOrigin, ToolContext};
 use types::{Bar, Interval};
 
 /// Bars of `symbol` at `interval` that closed at or before `now`, oldest first, one per open
@@ -31,10 +32,25 @@ pub fn closed_bars_window<'a>(
     interval: Interval,
     limit: usize,
 ) -> Result<BarsWindow<'a>, DataError> {
-    let BarsWindow { bars, origin } = ctx.market.bars_window(symbol, interval, ctx.now, limit)?;
+    closed_bars_window_in(&*ctx.market, ctx.now, symbol, interval, limit)
+}
+
+/// [`closed_bars_window`] of `market` at `now`, without a [`ToolContext`] (for work done off the
+/// tick's path on what the tick read: the same bars, read again from the same source).
+///
+/// # Errors
+/// [`DataError`] when the market-data source fails.
+pub fn closed_bars_window_in<'a>(
+    market: &'a dyn MarketData,
+    now: DateTime<Utc>,
+    symbol: &str,
+    interval: Interval,
+    limit: usize,
+) -> Result<BarsWindow<'a>, DataError> {
+    let BarsWindow { bars, origin } = market.bars_window(symbol, interval, now, limit)?;
     // Closed by `now` ⇔ opened by `now − interval` (one subtraction instead of one addition per
     // bar).
-    let Some(latest_open) = ctx.now.checked_sub_signed(interval.duration()) else {
+    let Some(latest_open) = now.checked_sub_signed(interval.duration()) else {
         return Ok(BarsWindow {
             bars: Cow::Borrowed(&[]),
             origin: None,

@@ -41,7 +41,7 @@ use skill_schema::Skill;
 use tools::{DataError, LastDecisionSnapshot, ToolContext, news_window};
 use types::text::push_uint;
 
-pub use bars::{closed_bars, closed_bars_window};
+pub use bars::{closed_bars, closed_bars_window, closed_bars_window_in};
 pub use cache::RenderCache;
 use sections::{
     derivatives_section, events_section, last_decision_section, market_section, memory_section,

@@ -211,3 +211,77 @@ async fn the_live_scorer_records_what_the_backtest_scored() {
         .expect("live scorer");
     assert_eq!(again.finished, 0);
 }
+
+/// A tick recorded straight to a store computes its market snapshots itself; the backtest's
+/// write-behind leaves them to its writer's thread, which reads the same bars again. Both
+/// store the same snapshots for the same decisions.
+#[tokio::test]
+async fn a_ticks_market_snapshots_are_the_same_computed_by_the_tick_or_by_the_writer() {
+    use execution_engine::PaperBroker;
+    use tick::{TickState, run_tick};
+
+    let bars = common::eurusd(700);
+    let input = common::eurusd_input(&bars, Decimal::ZERO, Decimal::ZERO);
+    let d = &input.deployment;
+    let by_writer = SqliteStore::connect("sqlite::memory:")
+        .await
+        .expect("store");
+    run(&input, &by_writer).await;
+
+    let by_tick = SqliteStore::connect("sqlite::memory:")
+        .await
+        .expect("store");
+    let first = bars[0].close_time(Interval::H1);
+    register(
+        &by_tick,
+        &input,
+        serde_json::json!({"name": "eurusd"}),
+        first,
+    )
+    .await
+    .expect("register");
+    let model = builtin_model(&d.skill.model, &d.skill).expect("model");
+    let mut broker = PaperBroker::new(input.broker.clone()).expect("broker");
+    let mut state = TickState::new(d, input.broker.initial_equity_usd, first);
+    for bar in &bars {
+        let at = bar.close_time(Interval::H1);
+        broker.apply_bar("EURUSD", bar, at).expect("bar");
+        let ctx = common::trade_ctx(&input, at);
+        run_tick(d, &ctx, model.as_ref(), &mut broker, &mut state, &by_tick)
+            .await
+            .expect("tick");
+    }
+
+    let snapshots = |store: SqliteStore| async move {
+        let mut all = Vec::new();
+        for o in store
+            .outcomes(d.deployment_id, 1000)
+            .await
+            .expect("outcomes")
+        {
+            all.push(
+                store
+                    .market_snapshot(o.snapshot_id)
+                    .await
+                    .expect("snapshot"),
+            );
+        }
+        all.sort_by_key(|s| s.tick_at);
+        all
+    };
+    let (tick, writer) = (snapshots(by_tick).await, snapshots(by_writer).await);
+    let common: Vec<_> = writer
+        .iter()
+        .filter_map(|w| tick.iter().find(|t| t.id == w.id).map(|t| (t, w)))
+        .collect();
+    assert!(
+        common.len() > 10 && common.len() + 2 >= writer.len(),
+        "the same decisions on both paths: {} of {} and {}",
+        common.len(),
+        writer.len(),
+        tick.len()
+    );
+    for (t, w) in common {
+        assert_eq!(t, w, "the snapshot of the tick at {}", w.tick_at);
+    }
+}
