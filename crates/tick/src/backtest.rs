@@ -1,4 +1,4 @@
-//! The backtest loop: [`run_tick`] once per closed bar of the skill's interval
+//! The backtest loop: [`run_tick`](crate::run_tick) once per closed bar of the skill's interval
 //! over bars held in memory, with the paper broker; and the [`Summary`] of a run.
 //!
 //! Per tick at time `T` (the close time of a bar of the skill's interval, over the union of the

@@ -35,6 +35,7 @@ const _: () = assert!(outcomes::MAX_REASON_CHARS == tools::MAX_REASON_CHARS);
 /// order goes out). With `later`, the indicators are left to [`PendingSnapshot::finish`],
 /// which reads the same bars again from the same source: nothing the tick or a later one reads
 /// depends on them, and the backtest's write-behind computes them on its writer's thread.
+#[allow(clippy::too_many_arguments)] // the tick's values it reads, and where the work goes
 pub(crate) fn decision_rows(
     deployment: &Deployment,
     ctx: &ToolContext,
@@ -91,7 +92,7 @@ pub(crate) fn decision_rows(
         PendingSnapshot::Later(Box::new((rows, Arc::clone(&ctx.market))))
     } else {
         let indicators = rows.indicators(&bars.bars, &*ctx.market);
-        PendingSnapshot::Computed(rows.snapshot(indicators))
+        PendingSnapshot::Computed(Box::new(rows.snapshot(indicators)))
     };
     let outcome = TradeOutcome {
         id: outcome_id(decision_snapshot_id),
@@ -117,7 +118,7 @@ pub(crate) fn decision_rows(
 /// market-data source the tick read ([`decision_rows`] with `later`).
 pub(crate) enum PendingSnapshot {
     /// The snapshot, indicators and all.
-    Computed(MarketSnapshot),
+    Computed(Box<MarketSnapshot>),
     /// Its rows, and the source to read the same bars from again (an in-memory source's
     /// window is borrowed, not copied: the ≈400 bars a decision reads are not moved to another
     /// thread's memory).
@@ -191,7 +192,7 @@ impl PendingSnapshot {
     /// [`DataError`] when the source fails to serve the bars it served at the tick.
     pub(crate) fn finish(self) -> Result<MarketSnapshot, DataError> {
         match self {
-            PendingSnapshot::Computed(snapshot) => Ok(snapshot),
+            PendingSnapshot::Computed(snapshot) => Ok(*snapshot),
             PendingSnapshot::Later(later) => {
                 let (rows, market) = *later;
                 let bars = agent_runtime::context::closed_bars_window_in(

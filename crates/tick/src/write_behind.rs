@@ -323,27 +323,6 @@ where
         complete(ticks, std::mem::take(snapshots))
     }
 
-    /// Starts writing `batch` behind the ticks (nothing may be in flight).
-    fn start(&self, batch: Batch) -> InFlight {
-        let ready = take(&self.ready);
-        let write = Self::write(self.store.clone(), batch);
-        let write = async move {
-            if let Some(ready) = ready {
-                prepared(ready.await)?;
-            }
-            write.await
-        };
-        match &self.spawn_on {
-            Some(runtime) => InFlight::Spawned(runtime.spawn(write)),
-            None => InFlight::Polled(Box::pin(write)),
-        }
-    }
-}
-
-impl<S> WriteBehind<S>
-where
-    S: TickStore + NoteStore + Clone + Send + Sync + 'static,
-{
     /// Buffers `tick` (and its market snapshot still to be computed), and starts writing the
     /// batch behind the next ticks when it is full.
     async fn buffer(
@@ -371,6 +350,22 @@ where
             self.write_pending_behind().await?;
         }
         Ok(TickOutcome::Recorded { snapshot_id })
+    }
+
+    /// Starts writing `batch` behind the ticks (nothing may be in flight).
+    fn start(&self, batch: Batch) -> InFlight {
+        let ready = take(&self.ready);
+        let write = Self::write(self.store.clone(), batch);
+        let write = async move {
+            if let Some(ready) = ready {
+                prepared(ready.await)?;
+            }
+            write.await
+        };
+        match &self.spawn_on {
+            Some(runtime) => InFlight::Spawned(runtime.spawn(write)),
+            None => InFlight::Polled(Box::pin(write)),
+        }
     }
 }
 
