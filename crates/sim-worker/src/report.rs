@@ -101,6 +101,8 @@ pub(crate) struct ReportInput<'a> {
     pub result: &'a BacktestResult,
     pub db_url: &'a str,
     pub deployment_id: Uuid,
+    /// The equity and drawdown charts ([`charts`] of `result`, rendered beside the summary).
+    pub charts: &'a str,
 }
 
 pub(crate) fn esc(s: &str) -> String {
@@ -265,7 +267,7 @@ pub(crate) fn render_head(r: &ReportInput<'_>) -> String {
     }
 
     h.push_str("<h2>Equity</h2>");
-    h.push_str(&charts(r.result));
+    h.push_str(r.charts);
 
     // trades
     let _ = write!(
@@ -392,7 +394,7 @@ fn f(d: Decimal) -> f64 {
 }
 
 /// The equity curve with entry (▲ long / ▼ short) and exit (●) markers, and the drawdown below.
-fn charts(r: &BacktestResult) -> String {
+pub(crate) fn charts(r: &BacktestResult) -> String {
     let pts = &r.points;
     if pts.len() < 2 {
         return "<p class=\"muted\">Too few ticks for a chart.</p>".to_owned();
