@@ -290,28 +290,6 @@ pub async fn run_skill_with(
     user_message: &str,
     options: RunOptions,
 ) -> RunResult {
-    run_skill_memo(
-        skill,
-        ctx,
-        model,
-        system_prompt,
-        user_message,
-        options,
-        None,
-    )
-    .await
-}
-
-/// [`run_skill_with`], its steps serialised through `memo` ([`run_tool_loop_memo`]).
-pub(crate) async fn run_skill_memo(
-    skill: &Skill,
-    ctx: &ToolContext,
-    model: &dyn LanguageModel,
-    system_prompt: &str,
-    user_message: &str,
-    options: RunOptions,
-    memo: Option<&mut StepMemo>,
-) -> RunResult {
     run_skill_owned(
         skill,
         ctx,
@@ -319,16 +297,18 @@ pub(crate) async fn run_skill_memo(
         system_prompt.to_owned(),
         user_message.to_owned(),
         options,
-        memo,
+        None,
     )
     .await
     .0
 }
 
-/// [`run_skill_memo`] over texts the caller owns: they become the model request's without a
-/// copy, and are handed back after the loop — `(result, system prompt, user message)`, the
-/// same texts. A tick keeps them for its snapshot; copying the ≈17 kB into the request and
-/// freeing them after every tick was measurable in a backtest (#17).
+/// [`run_skill_with`] over texts the caller owns, its steps serialised through `memo` (a step
+/// equal to the one at its index in the memo, the caller's last run, reuses that one's JSON
+/// text). The texts become the model request's without a copy, and are handed back after the
+/// loop — `(result, system prompt, user message)`, the same texts. A tick keeps them for its
+/// snapshot; copying the ≈17 kB into the request and freeing them after every tick was
+/// measurable in a backtest (#17).
 pub(crate) async fn run_skill_owned(
     skill: &Skill,
     ctx: &ToolContext,
@@ -404,29 +384,6 @@ pub async fn run_tool_loop(
     max_steps: u32,
     options: RunOptions,
 ) -> RunResult {
-    run_tool_loop_memo(
-        registry,
-        model,
-        system_prompt,
-        messages,
-        max_steps,
-        options,
-        None,
-    )
-    .await
-}
-
-/// [`run_tool_loop`], serialising each step through `memo`: a step equal to the one at its
-/// index in the memo (the caller's last run) reuses that one's JSON text.
-pub(crate) async fn run_tool_loop_memo(
-    registry: &tools::Registry,
-    model: &dyn LanguageModel,
-    system_prompt: &str,
-    messages: Vec<Message>,
-    max_steps: u32,
-    options: RunOptions,
-    memo: Option<&mut StepMemo>,
-) -> RunResult {
     run_tool_loop_owned(
         registry,
         model,
@@ -434,14 +391,15 @@ pub(crate) async fn run_tool_loop_memo(
         messages,
         max_steps,
         options,
-        memo,
+        None,
     )
     .await
     .0
 }
 
-/// [`run_tool_loop_memo`] over a system prompt the caller owns, handing the request back
-/// after the loop (its system prompt and conversation, the given messages first).
+/// [`run_tool_loop`] over a system prompt the caller owns, its steps serialised through
+/// `memo`, handing the request back after the loop (its system prompt and conversation, the
+/// given messages first).
 async fn run_tool_loop_owned(
     registry: &tools::Registry,
     model: &dyn LanguageModel,

@@ -269,9 +269,10 @@ pub(crate) fn decimal_to_f64(d: Decimal) -> f64 {
     };
     // 10^scale from tables: every power up to 10^19 is exact in both types, so the values are
     // those `10_u64.pow` and `10f64.powi` compute, without their loops.
-    // Below 2⁵⁰ the split below rounds back to the mantissa exactly (its float errors stay
-    // under a quarter), so the value is the mantissa over 10^scale, both exact in `f64`: one
-    // correctly rounded division, the same bits without the 64-bit division and `round`.
+    //
+    // Below 2⁵⁰ the split further down rounds back to the mantissa exactly (its float errors
+    // stay under a quarter), so the value is the mantissa over 10^scale, both exact in `f64`:
+    // one correctly rounded division, the same bits without the 64-bit division and `round`.
     if mantissa < 1 << 50 {
         #[allow(clippy::cast_precision_loss)]
         let value = mantissa as f64 / POW10_F64[scale as usize];
