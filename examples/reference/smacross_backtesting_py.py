@@ -19,6 +19,10 @@ read back from the CSV, which is the CSV's text for every price in the file). Wi
 times N calls of `Backtest.run()` (the backtest only: not the interpreter's start, the imports or
 reading the CSV) and prints one JSON line:
     {"bars": ..., "runs": [seconds, ...], "median_s": ..., "bars_per_s": ..., "versions": {...}}
+With --serve it prints one JSON line {"bars": ..., "versions": {...}} once a warm-up call ran,
+then times one `Backtest.run()` call per line it reads on stdin and prints its seconds on a line
+of its own, until stdin ends: the comparison interleaves these calls with sim-worker's runs, so
+that a host whose speed drifts over the minutes slows both sides alike.
 """
 
 import argparse
@@ -80,11 +84,25 @@ def stamp(t):
     return pd.Timestamp(t).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def versions():
+    return {
+        "python": sys.version.split()[0],
+        "backtesting": backtesting.__version__,
+        "pandas": pd.__version__,
+        "numpy": numpy.__version__,
+    }
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bars", required=True, help="CSV in backtesting.py's layout")
     ap.add_argument("--trades", help="write the trades here")
     ap.add_argument("--runs", type=int, default=0, help="time this many Backtest.run() calls")
+    ap.add_argument(
+        "--serve",
+        action="store_true",
+        help="time one Backtest.run() call per line read on stdin, printing its seconds",
+    )
     args = ap.parse_args()
 
     data = pd.read_csv(args.bars, index_col=0, parse_dates=True)
@@ -106,6 +124,16 @@ def main():
             f.write("side,entry_time,entry_price,exit_time,exit_price\n")
             f.write("".join(r + "\n" for r in rows))
 
+    if args.serve:
+        bt = backtest(data)
+        bt.run()  # warm, as below
+        print(json.dumps({"bars": len(data), "versions": versions()}), flush=True)
+        for _ in sys.stdin:
+            start = time.perf_counter()
+            bt.run()
+            print(repr(time.perf_counter() - start), flush=True)
+        return
+
     if args.runs > 0:
         bt = backtest(data)
         bt.run()  # warm: first-call imports and caches are not the backtest
@@ -122,12 +150,7 @@ def main():
                     "runs": [round(r, 4) for r in runs],
                     "median_s": round(median, 4),
                     "bars_per_s": round(len(data) / median, 1),
-                    "versions": {
-                        "python": sys.version.split()[0],
-                        "backtesting": backtesting.__version__,
-                        "pandas": pd.__version__,
-                        "numpy": numpy.__version__,
-                    },
+                    "versions": versions(),
                 }
             )
         )

@@ -4,20 +4,22 @@
 //! 1. A throwaway venv in a temporary directory gets `backtesting==0.6.6` from PyPI (pip
 //!    resolves its pandas, numpy and bokeh; the versions are printed).
 //! 2. `examples/reference/smacross_backtesting_py.py` writes backtesting.py's trades
-//!    (`trade_on_close=True`, no commission: fills at the signal bar's close) and times
-//!    `Backtest.run()` alone, `--runs` times after a warm-up call, and takes the median.
+//!    (`trade_on_close=True`, no commission: fills at the signal bar's close).
 //! 3. The trades are checked against the committed reference
 //!    (`examples/reference/backtesting-py-smacross-10-20.csv`, which the parity test of the
 //!    `sim-worker` crate compares with a backtest trade for trade); `--regenerate` rewrites it.
-//! 4. The whole backtesting.py process (interpreter start, imports, reading the CSV, one run,
-//!    writing the trades) is timed `--runs` times as well.
-//! 5. `sim-worker` is built in release and the README's main command (the example skill,
-//!    `builtin/sma-cross:10:20`, every tick's snapshot persisted to SQLite, the report written)
-//!    is timed as a whole process `--runs` times.
+//! 4. `sim-worker` is built in release.
+//! 5. `--runs` rounds, each timing back to back: one `Backtest.run()` call alone (the script
+//!    serves them, `--serve`, after a warm-up call: no interpreter start, imports or CSV
+//!    reading), one whole backtesting.py process (interpreter start, imports, reading the CSV,
+//!    one run, writing the trades) and one `sim-worker` process running the README's main
+//!    command (the example skill, `builtin/sma-cross:10:20`, every tick's snapshot persisted to
+//!    SQLite, the report written). Interleaved, so that a host whose speed drifts over the
+//!    minutes (a shared VM's does, by tens of per cent) slows both sides alike.
 //!
-//! It prints both throughputs in bars per second (medians) and their ratios. The headline
-//! ratio is the conservative one: sim-worker's whole process against backtesting.py's
-//! `Backtest.run()` alone.
+//! It prints both throughputs in bars per second (medians) and their ratios, and the median of
+//! the rounds' own ratios. The headline ratio is the conservative one: sim-worker's whole
+//! process against backtesting.py's `Backtest.run()` alone.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -90,42 +92,19 @@ pub(crate) fn compare_backtesting_py(args: &[String]) -> Result<()> {
     ]))
     .context("pip install backtesting")?;
 
-    // 2. + 3. trades and Backtest.run() timing
+    // 2. + 3. trades, checked against the reference
     let trades = tmp.path().join("trades.csv");
     let script = root.join(SCRIPT);
     let bars = root.join(BARS);
-    let out = output(
-        Command::new(&python)
-            .arg(&script)
-            .arg("--bars")
-            .arg(&bars)
-            .arg("--trades")
-            .arg(&trades)
-            .arg("--runs")
-            .arg(options.runs.to_string()),
-    )
+    run(Command::new(&python)
+        .arg(&script)
+        .arg("--bars")
+        .arg(&bars)
+        .arg("--trades")
+        .arg(&trades))
     .context("running the backtesting.py script")?;
-    let timing: serde_json::Value = serde_json::from_str(out.trim())
-        .with_context(|| format!("reading the script's timing line {out:?}"))?;
-    let bt_run_median = number(&timing, "median_s")?;
-    let bar_count = number(&timing, "bars")?;
-    check_reference(&root, &trades, &timing, options.regenerate)?;
 
-    // 4. the whole backtesting.py process
-    let mut bt_process = Vec::with_capacity(options.runs);
-    for _ in 0..options.runs {
-        let once = tmp.path().join("once.csv");
-        bt_process.push(timed(
-            Command::new(&python)
-                .arg(&script)
-                .arg("--bars")
-                .arg(&bars)
-                .arg("--trades")
-                .arg(&once),
-        )?);
-    }
-
-    // 5. sim-worker, release, the README's main command
+    // 5. sim-worker, release, the README's main command (built before any timing)
     eprintln!("xtask: building sim-worker (release)");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     run(Command::new(&cargo).current_dir(&root).args([
@@ -144,19 +123,47 @@ pub(crate) fn compare_backtesting_py(args: &[String]) -> Result<()> {
         "{} was not built (is CARGO_TARGET_DIR set differently for this shell?)",
         sim_worker.display()
     );
+
+    // The timed rounds: in each, one `Backtest.run()` call (the script serving them, warm),
+    // one whole backtesting.py process (4.) and one sim-worker process, one after the other,
+    // so that a host whose speed drifts slows all three alike.
+    let mut server = BacktestServer::start(&python, &script, &bars)?;
+    let bar_count = number(&server.ready, "bars")?;
+    check_reference(&root, &trades, &server.ready, options.regenerate)?;
     let sim_out = tmp.path().join("eurusd");
-    let mut sim = Vec::with_capacity(options.runs);
+    let once = tmp.path().join("once.csv");
+    let (mut bt_run, mut bt_process, mut sim, mut ratios) = (
+        Vec::with_capacity(options.runs),
+        Vec::with_capacity(options.runs),
+        Vec::with_capacity(options.runs),
+        Vec::with_capacity(options.runs),
+    );
     for _ in 0..options.runs {
-        sim.push(timed(
+        let run = server.time_run()?;
+        bt_run.push(run);
+        bt_process.push(timed(
+            Command::new(&python)
+                .arg(&script)
+                .arg("--bars")
+                .arg(&bars)
+                .arg("--trades")
+                .arg(&once),
+        )?);
+        let s = timed(
             Command::new(&sim_worker)
                 .current_dir(&root)
                 .args(["run", "--skill", SKILL, "--bars"])
                 .arg(format!("EURUSD={BARS}"))
                 .arg("--out")
                 .arg(&sim_out),
-        )?);
+        )?;
+        sim.push(s);
+        ratios.push(run / s);
     }
+    let versions = server.ready["versions"].clone();
+    server.stop()?;
 
+    let bt_run_median = median(&mut bt_run.clone());
     let bt_process_median = median(&mut bt_process);
     let sim_median = median(&mut sim);
     let rate = |seconds: f64| bar_count / seconds;
@@ -164,12 +171,12 @@ pub(crate) fn compare_backtesting_py(args: &[String]) -> Result<()> {
         "bars: {bar_count} ({BARS}); {} runs each, medians",
         options.runs
     );
-    println!("versions: {}", timing["versions"]);
+    println!("versions: {versions}");
     println!(
         "backtesting.py {BACKTESTING_VERSION} SmaCross(10, 20), Backtest.run() only: {:.3} s = {:.0} bars/s (runs {})",
         bt_run_median,
         rate(bt_run_median),
-        timing["runs"]
+        seconds(&bt_run)
     );
     println!(
         "backtesting.py, whole process (python start, imports, CSV, one run, trades written): {:.3} s = {:.0} bars/s (runs {})",
@@ -188,7 +195,85 @@ pub(crate) fn compare_backtesting_py(args: &[String]) -> Result<()> {
         bt_run_median / sim_median,
         bt_process_median / sim_median
     );
+    println!(
+        "the rounds' own ratios against Backtest.run() (each round times both sides back to back): median {:.2}x (rounds {})",
+        median(&mut ratios.clone()),
+        ratios
+            .iter()
+            .map(|r| format!("{r:.2}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     Ok(())
+}
+
+/// The backtesting.py script serving timed `Backtest.run()` calls (`--serve`): one per line
+/// written to its stdin, its seconds read back from its stdout.
+struct BacktestServer {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    /// Its first line: the bar count and the versions.
+    ready: serde_json::Value,
+}
+
+impl BacktestServer {
+    fn start(python: &Path, script: &Path, bars: &Path) -> Result<Self> {
+        use std::io::BufRead as _;
+        use std::process::Stdio;
+        let mut child = Command::new(python)
+            .arg(script)
+            .arg("--bars")
+            .arg(bars)
+            .arg("--serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("starting the backtesting.py script (--serve)")?;
+        let stdin = child.stdin.take().context("the script's stdin")?;
+        let mut stdout =
+            std::io::BufReader::new(child.stdout.take().context("the script's stdout")?);
+        let mut line = String::new();
+        stdout
+            .read_line(&mut line)
+            .context("reading the script's first line")?;
+        let ready = serde_json::from_str(line.trim())
+            .with_context(|| format!("reading the script's first line {line:?}"))?;
+        Ok(Self {
+            child,
+            stdin,
+            stdout,
+            ready,
+        })
+    }
+
+    /// The seconds of one `Backtest.run()` call.
+    fn time_run(&mut self) -> Result<f64> {
+        use std::io::{BufRead as _, Write as _};
+        writeln!(self.stdin, "run").context("asking the script for a run")?;
+        self.stdin.flush().context("asking the script for a run")?;
+        let mut line = String::new();
+        self.stdout
+            .read_line(&mut line)
+            .context("reading a run's time from the script")?;
+        line.trim()
+            .parse()
+            .with_context(|| format!("the script answered {line:?}, not seconds"))
+    }
+
+    /// Ends the script (its stdin closes) and checks that it exited cleanly.
+    fn stop(self) -> Result<()> {
+        let Self {
+            mut child, stdin, ..
+        } = self;
+        drop(stdin);
+        let status = child.wait().context("waiting for the script")?;
+        ensure!(
+            status.success(),
+            "the backtesting.py script failed ({status})"
+        );
+        Ok(())
+    }
 }
 
 /// Compares the trades the script wrote with the committed reference (its `#` header lines
@@ -285,17 +370,6 @@ fn run(cmd: &mut Command) -> Result<()> {
     let status = cmd.status().with_context(|| format!("starting {cmd:?}"))?;
     ensure!(status.success(), "{cmd:?} failed ({status})");
     Ok(())
-}
-
-fn output(cmd: &mut Command) -> Result<String> {
-    let out = cmd.output().with_context(|| format!("starting {cmd:?}"))?;
-    ensure!(
-        out.status.success(),
-        "{cmd:?} failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).context("the output is not UTF-8")
 }
 
 /// Wall-clock seconds of one run of `cmd`, its output discarded.
