@@ -104,7 +104,7 @@ pub(crate) fn compare_backtesting_py(args: &[String]) -> Result<()> {
         .arg(&trades))
     .context("running the backtesting.py script")?;
 
-    // 5. sim-worker, release, the README's main command (built before any timing)
+    // 4. sim-worker, release (built before any timing)
     eprintln!("xtask: building sim-worker (release)");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     run(Command::new(&cargo).current_dir(&root).args([
@@ -124,9 +124,9 @@ pub(crate) fn compare_backtesting_py(args: &[String]) -> Result<()> {
         sim_worker.display()
     );
 
-    // The timed rounds: in each, one `Backtest.run()` call (the script serving them, warm),
-    // one whole backtesting.py process (4.) and one sim-worker process, one after the other,
-    // so that a host whose speed drifts slows all three alike.
+    // 5. the timed rounds: in each, one `Backtest.run()` call (the script serving them, warm),
+    // one whole backtesting.py process and one sim-worker process running the README's main
+    // command, one after the other, so that a host whose speed drifts slows all three alike.
     let mut server = BacktestServer::start(&python, &script, &bars)?;
     let bar_count = number(&server.ready, "bars")?;
     check_reference(&root, &trades, &server.ready, options.regenerate)?;
@@ -281,7 +281,7 @@ impl BacktestServer {
 fn check_reference(
     root: &Path,
     trades: &Path,
-    timing: &serde_json::Value,
+    ready: &serde_json::Value,
     regenerate: bool,
 ) -> Result<()> {
     let fresh =
@@ -296,7 +296,7 @@ fn check_reference(
              # Versions: {}\n\
              # Produced by: cargo xtask compare-backtesting-py --regenerate\n\
              # (python {SCRIPT} --bars {BARS} --trades FILE, in a venv with backtesting=={BACKTESTING_VERSION}).\n",
-            timing["versions"]
+            ready["versions"]
         );
         std::fs::write(&path, header + &fresh)
             .with_context(|| format!("writing {}", path.display()))?;
@@ -348,7 +348,7 @@ fn workspace_root() -> Result<PathBuf> {
 fn number(v: &serde_json::Value, key: &str) -> Result<f64> {
     v[key]
         .as_f64()
-        .with_context(|| format!("the script's timing line has no number {key:?}: {v}"))
+        .with_context(|| format!("the script's first line has no number {key:?}: {v}"))
 }
 
 fn median(values: &mut [f64]) -> f64 {
