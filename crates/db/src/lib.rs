@@ -80,6 +80,7 @@ mod url;
 
 pub use codec::time_text;
 pub use error::{ConstraintKind, DbError};
+pub use imp::tick::PlannedTicks;
 pub use model::{
     Annotation, AnnotationTarget, BrokerKind, ChatTurnRecord, DecisionSnapshot, Deployment,
     DeploymentStatus, FactEdit, FillTradeLink, Forget, MAX_ANNOTATION_CHARS, MAX_ANNOTATION_TAGS,

@@ -22,7 +22,7 @@ use crate::traits::{
     ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NewsStore, NoteStore,
     OutcomeStore, RegistryStore, TickStore,
 };
-use crate::{DbError, PgStore, SqliteStore};
+use crate::{DbError, PgStore, PlannedTicks, SqliteStore};
 
 /// A connected store: SQLite (embedded) or PostgreSQL (production).
 #[derive(Debug, Clone)]
@@ -112,6 +112,7 @@ delegate!(TickStore {
     fn record_tick(&self, tick: &TickRecord) -> TickOutcome;
     fn record_ticks(&self, ticks: &[TickRecord]) -> Vec<TickOutcome>;
     fn record_ticks_and_reflections(&self, ticks: &[TickRecord], reflections: &[(Option<NewNote>, ReflectionRun)]) -> Vec<TickOutcome>;
+    fn record_planned(&self, batch: &PlannedTicks, reflections: &[(Option<NewNote>, ReflectionRun)]) -> Vec<TickOutcome>;
     fn get_snapshot(&self, id: Uuid) -> DecisionSnapshot;
     fn last_snapshot_before(&self, deployment_id: Uuid, before: DateTime<Utc>) -> Option<DecisionSnapshot>;
     fn runner_state(&self, deployment_id: Uuid) -> Option<StoredRunnerState>;

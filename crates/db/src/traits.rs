@@ -12,8 +12,8 @@ use rust_decimal::Decimal;
 use types::{FactChange, MarketEvent, ReflectionNote, TradeRecord, UserFact};
 use uuid::Uuid;
 
-use crate::DbError;
 use crate::model::NewsRecord;
+use crate::{DbError, PlannedTicks};
 use outcomes::{
     MarketSnapshot, MemoryHit, OutcomeScore, RecallQuery, RecalledOutcome, SearchQuery,
     TradeOutcome,
@@ -287,6 +287,18 @@ pub trait TickStore: Sync {
     fn record_ticks_and_reflections(
         &self,
         ticks: &[TickRecord],
+        reflections: &[(Option<NewNote>, ReflectionRun)],
+    ) -> impl Future<Output = Result<Vec<TickOutcome>, DbError>> + Send;
+
+    /// [`TickStore::record_ticks_and_reflections`] of ticks whose prompt lines were planned
+    /// ahead ([`PlannedTicks::new`], on any thread): the same rows, byte for byte, without
+    /// planning them again here.
+    ///
+    /// # Errors
+    /// As [`TickStore::record_ticks_and_reflections`].
+    fn record_planned(
+        &self,
+        batch: &PlannedTicks,
         reflections: &[(Option<NewNote>, ReflectionRun)],
     ) -> impl Future<Output = Result<Vec<TickOutcome>, DbError>> + Send;
 

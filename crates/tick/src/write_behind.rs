@@ -5,6 +5,9 @@
 //! A backtest owns its deployment (registered fresh, no other writer), so nothing can have
 //! recorded its ticks before: a buffered tick is reported [`TickOutcome::Recorded`] at once and
 //! the batch is checked when it is written — a tick the store already held is an error then.
+//! A batch goes to the store as [`PlannedTicks`] ([`TickStore::record_planned`]): its market
+//! snapshots computed and its prompt lines planned, by the writer, or by the tick's thread when
+//! it would otherwise wait for the batch before (see `write_pending_behind`).
 //!
 //! **Overlap.** A full batch becomes the write in flight. On a multi-threaded tokio runtime
 //! (`sim-worker`'s) it is a task of its own ([`tokio::spawn`]): a worker thread drives it, with
@@ -49,8 +52,8 @@ use std::task::Poll;
 
 use chrono::{DateTime, Utc};
 use db::{
-    DbError, DecisionSnapshot, NewNote, NoteScope, NoteStore, ReflectionRun, StoredRunnerState,
-    TickOutcome, TickRecord, TickStore,
+    DbError, DecisionSnapshot, NewNote, NoteScope, NoteStore, PlannedTicks, ReflectionRun,
+    StoredRunnerState, TickOutcome, TickRecord, TickStore,
 };
 use types::ReflectionNote;
 use uuid::Uuid;
@@ -68,11 +71,20 @@ type Write = Pin<Box<dyn Future<Output = Result<(), DbError>> + Send + 'static>>
 
 /// What one write stores: ticks, then the reflections that ran after them.
 struct Batch {
-    ticks: Vec<TickRecord>,
-    /// The market snapshots of `ticks` still to be computed, with the index of their tick
-    /// ([`PendingSnapshot`]): computed by the write, on the writer's thread.
-    snapshots: Vec<(usize, PendingSnapshot)>,
+    ticks: BatchTicks,
     reflections: Vec<ReflectionWrites>,
+}
+
+/// A batch's ticks: as buffered, or made ready for the store on the tick's thread.
+enum BatchTicks {
+    Buffered {
+        ticks: Vec<TickRecord>,
+        /// The market snapshots of `ticks` still to be computed, with the index of their tick
+        /// ([`PendingSnapshot`]): computed by the write, on the writer's thread.
+        snapshots: Vec<(usize, PendingSnapshot)>,
+    },
+    /// Complete, their prompt lines planned ([`WriteBehind::prepare_here`]).
+    Prepared(PlannedTicks),
 }
 
 /// The ticks buffered for the next batch.
@@ -80,6 +92,9 @@ struct Batch {
 struct Pending {
     ticks: Vec<TickRecord>,
     snapshots: Vec<(usize, PendingSnapshot)>,
+    /// The buffered ticks made ready for the store ([`WriteBehind::prepare_here`]): `ticks`
+    /// and `snapshots` are empty while it is set.
+    prepared: Option<PlannedTicks>,
 }
 
 /// The write in flight: a task of its own, or a future this adapter polls.
@@ -132,6 +147,7 @@ where
             pending: Mutex::new(Pending {
                 ticks: Vec::with_capacity(BATCH_TICKS),
                 snapshots: Vec::new(),
+                prepared: None,
             }),
             reflections: Mutex::new(Vec::new()),
             in_flight: Mutex::new(None),
@@ -159,18 +175,25 @@ where
     /// [`DbError`] from the store (nothing of the batch is written then), or
     /// [`DbError::Invalid`] when the store already held one of the ticks: another writer
     /// shares this backtest's deployment.
-    async fn write(store: S, mut batch: Batch) -> Result<(), DbError> {
-        complete(&mut batch.ticks, std::mem::take(&mut batch.snapshots))?;
+    async fn write(store: S, batch: Batch) -> Result<(), DbError> {
+        let ticks = match batch.ticks {
+            BatchTicks::Buffered {
+                mut ticks,
+                snapshots,
+            } => {
+                complete(&mut ticks, snapshots)?;
+                PlannedTicks::new(ticks)
+            }
+            BatchTicks::Prepared(ticks) => ticks,
+        };
         let reflections: Vec<_> = batch
             .reflections
             .into_iter()
             .map(|r| (r.note, r.run))
             .collect();
-        let outcomes = store
-            .record_ticks_and_reflections(&batch.ticks, &reflections)
-            .await?;
-        match batch
-            .ticks
+        let outcomes = store.record_planned(&ticks, &reflections).await?;
+        match ticks
+            .ticks()
             .iter()
             .zip(&outcomes)
             .find(|(_, o)| matches!(o, TickOutcome::AlreadyRecorded { .. }))
@@ -189,13 +212,22 @@ where
 
     /// The buffered ticks and reflections, taken; `None` when there are none.
     fn take_batch(&self) -> Option<Batch> {
-        let Pending { ticks, snapshots } = take(&self.pending);
-        let batch = Batch {
+        let Pending {
             ticks,
             snapshots,
-            reflections: take(&self.reflections),
+            prepared,
+        } = take(&self.pending);
+        let reflections = take(&self.reflections);
+        let ticks = match prepared {
+            Some(prepared) if !prepared.ticks().is_empty() => BatchTicks::Prepared(prepared),
+            _ if !ticks.is_empty() => BatchTicks::Buffered { ticks, snapshots },
+            _ if reflections.is_empty() => return None,
+            _ => BatchTicks::Buffered {
+                ticks: Vec::new(),
+                snapshots: Vec::new(),
+            },
         };
-        (!batch.ticks.is_empty() || !batch.reflections.is_empty()).then_some(batch)
+        Some(Batch { ticks, reflections })
     }
 
     /// Buffers a reflection's writes, to be stored with the batch being buffered, after its
@@ -259,6 +291,9 @@ where
     /// # Errors
     /// As [`WriteBehind::write`], for the batch in flight or the pending one.
     pub(crate) async fn flush(&self) -> Result<(), DbError> {
+        // The last batch is written from here (this thread would only wait for the one in
+        // flight): made ready for the store first, beside that write.
+        self.prepare_here().map_err(|e| self.failed(e))?;
         self.finish_in_flight().await?;
         if let Some(ready) = take(&self.ready) {
             prepared(ready.await).map_err(|e| self.failed(e))?;
@@ -277,13 +312,12 @@ where
     /// As [`WriteBehind::write`], for the batch in flight before.
     async fn write_pending_behind(&self) -> Result<(), DbError> {
         // At most one batch in flight: the last one must be written before this one starts.
-        // While it is still being written this thread would only wait for it: it computes the
-        // pending batch's market snapshots itself meanwhile, which the writer would otherwise
-        // compute after it (the same snapshots either way; on a busy machine the store's side
-        // is the slower one).
+        // While it is still being written this thread would only wait for it: it makes the
+        // pending batch ready for the store itself meanwhile — its market snapshots and the
+        // plan of its prompt lines —, which the writer would otherwise do after it (the same
+        // rows either way; the store's side is the slower one whenever it is still writing).
         if self.writing() {
-            self.finish_pending_snapshots()
-                .map_err(|e| self.failed(e))?;
+            self.prepare_here().map_err(|e| self.failed(e))?;
         }
         self.finish_in_flight().await?;
         let Some(batch) = self.take_batch() else {
@@ -310,17 +344,23 @@ where
         )
     }
 
-    /// Computes the buffered ticks' market snapshots into their records, here.
+    /// Makes the buffered ticks ready for the store, here: computes their market snapshots
+    /// into their records and plans their prompt lines ([`PlannedTicks`]).
     ///
     /// # Errors
     /// As [`PendingSnapshot::finish_into`].
-    fn finish_pending_snapshots(&self) -> Result<(), DbError> {
+    fn prepare_here(&self) -> Result<(), DbError> {
         let mut pending = self
             .pending
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let Pending { ticks, snapshots } = &mut *pending;
-        complete(ticks, std::mem::take(snapshots))
+        if pending.ticks.is_empty() {
+            return Ok(());
+        }
+        let mut ticks = std::mem::take(&mut pending.ticks);
+        complete(&mut ticks, std::mem::take(&mut pending.snapshots))?;
+        pending.prepared = Some(PlannedTicks::new(ticks));
+        Ok(())
     }
 
     /// Buffers `tick` (and its market snapshot still to be computed), and starts writing the
@@ -339,6 +379,11 @@ where
                 .pending
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Ticks made ready go back to being buffered: one more joins them (the plan is of
+            // the ticks it was made of).
+            if let Some(prepared) = pending.prepared.take() {
+                pending.ticks = prepared.into_ticks();
+            }
             if let Some(snapshot) = snapshot {
                 let at = pending.ticks.len();
                 pending.snapshots.push((at, snapshot));
@@ -480,6 +525,15 @@ where
         self.store
             .record_ticks_and_reflections(ticks, reflections)
             .await
+    }
+
+    async fn record_planned(
+        &self,
+        batch: &PlannedTicks,
+        reflections: &[(Option<NewNote>, ReflectionRun)],
+    ) -> Result<Vec<TickOutcome>, DbError> {
+        self.flush().await?;
+        self.store.record_planned(batch, reflections).await
     }
 
     async fn get_snapshot(&self, id: Uuid) -> Result<DecisionSnapshot, DbError> {

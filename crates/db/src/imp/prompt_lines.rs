@@ -219,28 +219,52 @@ fn equal_lines(text: &[u8], pos: usize, was: &[u8], was_ends: &[u32], j: usize) 
     k
 }
 
+/// Where a line of a plan's texts is: the text's index, the line's first and end byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LineAt {
+    text: u32,
+    start: u32,
+    end: u32,
+}
+
 /// The lines of a batch's texts, each distinct line once: what to find in the cache or store,
-/// and each text as indexes into the distinct lines.
-#[derive(Debug)]
-pub(crate) struct LinePlan<'a> {
+/// and each text as indexes into the distinct lines. It holds positions, not the texts: it
+/// can be made on one thread and used on another, with the same texts
+/// ([`LinePlan::lines`]).
+#[derive(Debug, Clone)]
+pub(crate) struct LinePlan {
     /// Each distinct line, in the order new lines get numbers (line index in its text, then
-    /// text).
-    pub(crate) distinct: Vec<&'a str>,
-    /// Each text as indexes into `distinct`.
+    /// text), as its first occurrence.
+    distinct: Vec<LineAt>,
+    /// Each text as indexes into the distinct lines.
     pub(crate) texts: Vec<Vec<u32>>,
 }
 
-impl<'a> LinePlan<'a> {
+impl LinePlan {
+    /// The distinct lines, read from `texts`: the texts the plan was made of (any other text
+    /// gives the empty line where a position falls outside it or off a character boundary).
+    pub(crate) fn lines<'a>(&self, texts: &[&'a str]) -> Vec<&'a str> {
+        self.distinct
+            .iter()
+            .map(|at| {
+                texts
+                    .get(at.text as usize)
+                    .and_then(|t| t.get(at.start as usize..at.end as usize))
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
     /// The plan of `texts`: tick by tick, `streams` texts per tick (a snapshot's system
     /// prompt, then its user message). New lines are numbered stream by stream, then by line
     /// index, then by tick, so that a stream's lines (a system prompt, a bar table) get
     /// consecutive numbers.
-    pub(crate) fn new(texts: &[&'a str], streams: usize) -> Self {
+    pub(crate) fn new(texts: &[&str], streams: usize) -> Self {
         let streams = streams.max(1);
         // First the distinct lines with the (line index, text index) of their first use.
-        let mut index: FxHashMap<&'a str, u32> =
+        let mut index: FxHashMap<&str, u32> =
             FxHashMap::with_capacity_and_hasher(texts.len() * 16, rustc_hash::FxBuildHasher);
-        let mut first: Vec<(&'a str, usize, usize)> = Vec::with_capacity(texts.len() * 16);
+        let mut first: Vec<(LineAt, usize)> = Vec::with_capacity(texts.len() * 16);
         let mut raw: Vec<Vec<u32>> = Vec::with_capacity(texts.len());
         // Where each text's lines end (byte offsets, exclusive), beside `raw`.
         let mut ends: Vec<Vec<u32>> = Vec::with_capacity(texts.len());
@@ -294,7 +318,12 @@ impl<'a> LinePlan<'a> {
                 let line = text.get(pos..end).unwrap_or_default();
                 let next = u32::try_from(first.len()).unwrap_or(u32::MAX);
                 refs.push(*index.entry(line).or_insert_with(|| {
-                    first.push((line, l, t));
+                    let at = LineAt {
+                        text: offset(t),
+                        start: offset(pos),
+                        end: offset(end),
+                    };
+                    first.push((at, l));
                     next
                 }));
                 at.push(offset(end));
@@ -306,18 +335,19 @@ impl<'a> LinePlan<'a> {
         // Ordered by (stream, line index, text): a stable counting sort by (stream, line
         // index), since `first` is in (text, line index) order already, each bucket's lines are
         // in text order.
-        let width = first.iter().map(|&(_, l, _)| l + 1).max().unwrap_or(0);
+        let width = first.iter().map(|&(_, l)| l + 1).max().unwrap_or(0);
+        let stream = |at: LineAt| at.text as usize % streams;
         let mut starts = vec![0_usize; streams * width + 1];
-        for &(_, l, t) in &first {
-            starts[(t % streams) * width + l + 1] += 1;
+        for &(at, l) in &first {
+            starts[stream(at) * width + l + 1] += 1;
         }
         for b in 1..starts.len() {
             starts[b] += starts[b - 1];
         }
         let mut order = vec![0_u32; first.len()];
         let mut renumber = vec![0_u32; first.len()];
-        for (i, &(_, l, t)) in first.iter().enumerate() {
-            let at = &mut starts[(t % streams) * width + l];
+        for (i, &(line, l)) in first.iter().enumerate() {
+            let at = &mut starts[stream(line) * width + l];
             // Both fit: there are at most `u32::MAX` distinct lines (their indexes are `u32`).
             order[*at] = u32::try_from(i).unwrap_or(u32::MAX);
             renumber[i] = u32::try_from(*at).unwrap_or(u32::MAX);
@@ -713,7 +743,7 @@ mod tests {
         let texts = ["S\nT\n", "a\nb\nx1\n", "S\nT\n", "a\nb\nx2"];
         let plan = LinePlan::new(&texts, 2);
         assert_eq!(
-            plan.distinct,
+            plan.lines(&texts),
             vec!["S\n", "T\n", "a\n", "b\n", "x1\n", "x2"]
         );
         assert_eq!(plan.texts[3], vec![2, 3, 5]);
@@ -833,10 +863,11 @@ mod tests {
             let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
             let plan = LinePlan::new(&texts, streams);
             let (distinct, lists) = hashed_plan(&texts, streams);
-            prop_assert_eq!(&plan.distinct, &distinct);
+            let lines = plan.lines(&texts);
+            prop_assert_eq!(&lines, &distinct);
             prop_assert_eq!(&plan.texts, &lists);
             for (text, list) in texts.iter().zip(&plan.texts) {
-                let joined: String = list.iter().map(|&i| plan.distinct[i as usize]).collect();
+                let joined: String = list.iter().map(|&i| lines[i as usize]).collect();
                 prop_assert_eq!(&joined, text);
             }
         }

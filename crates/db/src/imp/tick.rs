@@ -282,6 +282,104 @@ fn last_per_key<K: std::hash::Hash + Eq + Copy, V>(
     out
 }
 
+/// The prompt line plans of a batch's snapshots: for each deployment, in the order it first
+/// appears, the indexes of its snapshots and the [`LinePlan`](super::prompt_lines::LinePlan) of
+/// their texts (system prompt, user message and steps of each, in order).
+#[derive(Debug, Clone)]
+pub(crate) struct SnapshotPlans(Vec<(uuid::Uuid, Vec<usize>, super::prompt_lines::LinePlan)>);
+
+impl SnapshotPlans {
+    /// Plans `snapshots`' lines (CPU only: no store is involved).
+    pub(crate) fn new(snapshots: &[&crate::DecisionSnapshot]) -> Self {
+        let mut deployments: Vec<(uuid::Uuid, Vec<usize>)> = Vec::new();
+        for (i, s) in snapshots.iter().enumerate() {
+            match deployments.iter_mut().find(|(d, _)| *d == s.deployment_id) {
+                Some((_, mine)) => mine.push(i),
+                None => deployments.push((s.deployment_id, vec![i])),
+            }
+        }
+        Self(
+            deployments
+                .into_iter()
+                .map(|(d, mine)| {
+                    let texts = snapshot_texts(snapshots, &mine);
+                    let plan = super::prompt_lines::LinePlan::new(
+                        &texts,
+                        super::prompt_lines::SNAPSHOT_STREAMS,
+                    );
+                    (d, mine, plan)
+                })
+                .collect(),
+        )
+    }
+
+    /// Each deployment, its snapshots' indexes and their plan.
+    pub(crate) fn iter(
+        &self,
+    ) -> impl Iterator<Item = &(uuid::Uuid, Vec<usize>, super::prompt_lines::LinePlan)> {
+        self.0.iter()
+    }
+}
+
+/// The texts a [`SnapshotPlans`] plans for the snapshots `mine` of `snapshots`.
+pub(crate) fn snapshot_texts<'a>(
+    snapshots: &[&'a crate::DecisionSnapshot],
+    mine: &[usize],
+) -> Vec<&'a str> {
+    let mut texts = Vec::with_capacity(mine.len() * super::prompt_lines::SNAPSHOT_STREAMS);
+    for &i in mine {
+        let s = snapshots[i];
+        texts.extend([
+            s.system_prompt.as_str(),
+            s.context.as_str(),
+            s.steps.as_str(),
+        ]);
+    }
+    texts
+}
+
+/// A batch of ticks whose prompt lines are planned ahead: which lines repeat within the batch
+/// and which are new to it, the store's most expensive step before it writes
+/// ([`TickStore::record_planned`](crate::TickStore::record_planned)). Planning is CPU work
+/// without the store, so it can run on any thread — a backtest does it on the tick's thread
+/// while the batch before is still being written. It owns its ticks, so the plan always
+/// matches their texts.
+#[derive(Debug, Clone)]
+pub struct PlannedTicks {
+    ticks: Vec<crate::TickRecord>,
+    plans: SnapshotPlans,
+}
+
+impl PlannedTicks {
+    /// Plans the prompt lines of `ticks`' snapshots.
+    #[must_use]
+    pub fn new(ticks: Vec<crate::TickRecord>) -> Self {
+        let plans = {
+            let snapshots: Vec<&crate::DecisionSnapshot> =
+                ticks.iter().map(|t| &t.snapshot).collect();
+            SnapshotPlans::new(&snapshots)
+        };
+        Self { ticks, plans }
+    }
+
+    /// The ticks, in order.
+    #[must_use]
+    pub fn ticks(&self) -> &[crate::TickRecord] {
+        &self.ticks
+    }
+
+    /// The ticks' plans.
+    pub(crate) const fn plans(&self) -> &SnapshotPlans {
+        &self.plans
+    }
+
+    /// The ticks, without their plan.
+    #[must_use]
+    pub fn into_ticks(self) -> Vec<crate::TickRecord> {
+        self.ticks
+    }
+}
+
 /// The fill links of recorded ticks, one per fill (deployment, broker id): the last one given.
 pub(crate) fn batch_links<'a>(
     ticks: impl IntoIterator<Item = &'a crate::TickRecord>,
@@ -314,8 +412,8 @@ macro_rules! impl_tick {
     ($store:ty, $db:ty, $enc:ident, $begin:literal) => {
         use crate::imp::prompt_lines::{self as lines, PromptRefs};
         use crate::imp::tick::{
-            batch_links, decision_json, last_scores, snapshot_insert_sql, statement_slices, validate_batch,
-            validate_tick, values_sql, BatchTrades,
+            batch_links, decision_json, last_scores, snapshot_insert_sql, snapshot_texts, statement_slices,
+            validate_batch, validate_tick, values_sql, BatchTrades, PlannedTicks, SnapshotPlans,
         };
 
         impl $store {
@@ -333,11 +431,20 @@ macro_rules! impl_tick {
                 cache: &lines::LineCache,
                 update: &mut lines::CacheUpdate,
                 snapshots: &[&DecisionSnapshot],
+                plans: Option<&SnapshotPlans>,
             ) -> Result<HashSet<Uuid>, DbError> {
                 use sqlx::Acquire as _;
                 // The lines first: a snapshot row never lists a line its transaction has not
                 // stored.
-                let refs = Self::store_prompt_lines(tx, cache, update, snapshots).await?;
+                let planned_here;
+                let plans = match plans {
+                    Some(plans) => plans,
+                    None => {
+                        planned_here = SnapshotPlans::new(snapshots);
+                        &planned_here
+                    }
+                };
+                let refs = Self::store_prompt_lines(tx, cache, update, snapshots, plans).await?;
                 let all = || snapshots.iter().map(|s| s.id).collect::<HashSet<_>>();
                 if let [_] = snapshots {
                     let (count, _) =
@@ -359,35 +466,21 @@ macro_rules! impl_tick {
 
             /// Stores the lines of `snapshots`' prompts and steps that their deployments' scopes do not
             /// hold yet (as far as `cache` knows), and returns each snapshot's line lists; the
-            /// lines go to `update`, for the cache once the transaction committed.
+            /// lines go to `update`, for the cache once the transaction committed. `plans` are
+            /// `snapshots`' ([`SnapshotPlans::new`]).
             async fn store_prompt_lines(
                 tx: &mut sqlx::Transaction<'static, $db>,
                 cache: &lines::LineCache,
                 update: &mut lines::CacheUpdate,
                 snapshots: &[&DecisionSnapshot],
+                plans: &SnapshotPlans,
             ) -> Result<Vec<PromptRefs>, DbError> {
                 let mut refs = vec![PromptRefs::default(); snapshots.len()];
-                let mut deployments: Vec<Uuid> = Vec::new();
-                for s in snapshots {
-                    if !deployments.contains(&s.deployment_id) {
-                        deployments.push(s.deployment_id);
-                    }
-                }
-                for d in deployments {
-                    let mine: Vec<usize> = (0..snapshots.len())
-                        .filter(|&i| snapshots[i].deployment_id == d)
-                        .collect();
-                    let mut texts: Vec<&str> = Vec::with_capacity(mine.len() * lines::SNAPSHOT_STREAMS);
-                    for &i in &mine {
-                        texts.extend([
-                            snapshots[i].system_prompt.as_str(),
-                            snapshots[i].context.as_str(),
-                            snapshots[i].steps.as_str(),
-                        ]);
-                    }
-                    let lists = Self::store_lines(tx, cache, update, d, &texts, lines::SNAPSHOT_STREAMS).await?;
+                for (d, mine, plan) in plans.iter() {
+                    let texts = snapshot_texts(snapshots, mine);
+                    let lists = Self::store_lines(tx, cache, update, *d, &texts, plan, lines::SNAPSHOT_STREAMS).await?;
                     let mut lists = lists.into_iter();
-                    for &i in &mine {
+                    for &i in mine {
                         let mut next = || lists.next().unwrap_or_default();
                         refs[i] = PromptRefs {
                             system_prompt: next(),
@@ -400,17 +493,18 @@ macro_rules! impl_tick {
             }
 
             /// Stores the lines of `texts` (all of deployment `deployment_id`, `streams` per
-            /// snapshot) that `cache` does not know its scope holds, as one block, and returns
-            /// each text's line list; the lines go to `update`.
+            /// snapshot; `plan` is theirs) that `cache` does not know its scope holds, as one
+            /// block, and returns each text's line list; the lines go to `update`.
             async fn store_lines(
                 tx: &mut sqlx::Transaction<'static, $db>,
                 cache: &lines::LineCache,
                 update: &mut lines::CacheUpdate,
                 deployment_id: Uuid,
                 texts: &[&str],
+                plan: &lines::LinePlan,
                 streams: usize,
             ) -> Result<Vec<Vec<u8>>, DbError> {
-                let plan = lines::LinePlan::new(texts, streams);
+                let distinct = plan.lines(texts);
                 // Creates the scope, or locks it (PostgreSQL: writers of a deployment take
                 // turns; SQLite's write transaction holds the file already).
                 let row = sqlx::query(
@@ -424,10 +518,10 @@ macro_rules! impl_tick {
                 .map_err(ctx("opening prompt line scope"))?;
                 let scope: i64 = codec::RowExt::big(&row, "id")?;
                 let first_new: i64 = codec::RowExt::big(&row, "next_seq")?;
-                let mut seqs = cache.lookup(scope, first_new, &plan.distinct);
+                let mut seqs = cache.lookup(scope, first_new, &distinct);
                 let mut new_lines: Vec<&str> = Vec::new();
                 let mut next = first_new;
-                for (seq, line) in seqs.iter_mut().zip(&plan.distinct) {
+                for (seq, line) in seqs.iter_mut().zip(&distinct) {
                     if seq.is_none() {
                         *seq = Some(next);
                         next += 1;
@@ -455,7 +549,7 @@ macro_rules! impl_tick {
                         .map_err(ctx("numbering prompt lines"))?;
                 }
                 let seqs: Vec<i64> = seqs.into_iter().map(Option::unwrap_or_default).collect();
-                update.add(scope, &plan.distinct, &seqs);
+                update.add(scope, &distinct, &seqs);
                 let mut lists: Vec<Vec<u8>> = Vec::with_capacity(plan.texts.len());
                 for (t, text) in plan.texts.iter().enumerate() {
                     // The same lines as the stream's text of the tick before (a system prompt
@@ -933,7 +1027,7 @@ macro_rules! impl_tick {
                 tick: &TickRecord,
             ) -> Result<TickOutcome, DbError> {
                 let s = &tick.snapshot;
-                if Self::insert_snapshots(tx, cache, update, &[s]).await?.is_empty() {
+                if Self::insert_snapshots(tx, cache, update, &[s], None).await?.is_empty() {
                     let snapshot_id = Self::replayed_snapshot_id(tx, s).await?;
                     return Ok(TickOutcome::AlreadyRecorded { snapshot_id });
                 }
@@ -962,9 +1056,10 @@ macro_rules! impl_tick {
                 cache: &lines::LineCache,
                 update: &mut lines::CacheUpdate,
                 ticks: &[TickRecord],
+                plans: Option<&SnapshotPlans>,
             ) -> Result<Vec<TickOutcome>, DbError> {
                 let snapshots: Vec<&DecisionSnapshot> = ticks.iter().map(|t| &t.snapshot).collect();
-                let inserted = Self::insert_snapshots(tx, cache, update, &snapshots).await?;
+                let inserted = Self::insert_snapshots(tx, cache, update, &snapshots, plans).await?;
                 let mut outcomes = Vec::with_capacity(ticks.len());
                 let mut trades = BatchTrades::default();
                 let mut fills: Vec<(Uuid, &Fill)> = Vec::new();
@@ -1017,6 +1112,33 @@ macro_rules! impl_tick {
                 Ok(outcomes)
             }
 
+            /// [`TickStore::record_ticks_and_reflections`], with `ticks`' plans when they were
+            /// made ahead ([`PlannedTicks`]).
+            async fn record_batch(
+                &self,
+                ticks: &[TickRecord],
+                plans: Option<&SnapshotPlans>,
+                reflections: &[(Option<NewNote>, ReflectionRun)],
+            ) -> Result<Vec<TickOutcome>, DbError> {
+                validate_batch(ticks)?;
+                let counts = reflections
+                    .iter()
+                    .map(|(note, _)| note.as_ref().map(crate::imp::notes::validate_note).transpose())
+                    .collect::<Result<Vec<_>, _>>()?;
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning ticks"))?;
+                let mut update = lines::CacheUpdate::default();
+                let outcomes = Self::record_ticks_in(&mut tx, &self.lines, &mut update, ticks, plans).await?;
+                for ((note, run), counts) in reflections.iter().zip(counts) {
+                    if let (Some(note), Some(counts)) = (note, counts) {
+                        Self::insert_note_in(&mut tx, note, counts).await?;
+                    }
+                    Self::insert_run_in(&mut *tx, run).await?;
+                }
+                tx.commit().await.map_err(ctx("committing ticks"))?;
+                self.lines.remember(update);
+                Ok(outcomes)
+            }
+
             async fn write_equity(
                 tx: &mut sqlx::Transaction<'static, $db>,
                 deployment_id: Uuid,
@@ -1062,23 +1184,15 @@ macro_rules! impl_tick {
                 ticks: &[TickRecord],
                 reflections: &[(Option<NewNote>, ReflectionRun)],
             ) -> Result<Vec<TickOutcome>, DbError> {
-                validate_batch(ticks)?;
-                let counts = reflections
-                    .iter()
-                    .map(|(note, _)| note.as_ref().map(crate::imp::notes::validate_note).transpose())
-                    .collect::<Result<Vec<_>, _>>()?;
-                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning ticks"))?;
-                let mut update = lines::CacheUpdate::default();
-                let outcomes = Self::record_ticks_in(&mut tx, &self.lines, &mut update, ticks).await?;
-                for ((note, run), counts) in reflections.iter().zip(counts) {
-                    if let (Some(note), Some(counts)) = (note, counts) {
-                        Self::insert_note_in(&mut tx, note, counts).await?;
-                    }
-                    Self::insert_run_in(&mut *tx, run).await?;
-                }
-                tx.commit().await.map_err(ctx("committing ticks"))?;
-                self.lines.remember(update);
-                Ok(outcomes)
+                self.record_batch(ticks, None, reflections).await
+            }
+
+            async fn record_planned(
+                &self,
+                batch: &PlannedTicks,
+                reflections: &[(Option<NewNote>, ReflectionRun)],
+            ) -> Result<Vec<TickOutcome>, DbError> {
+                self.record_batch(batch.ticks(), Some(batch.plans()), reflections).await
             }
 
             async fn get_snapshot(&self, id: Uuid) -> Result<DecisionSnapshot, DbError> {
@@ -1208,8 +1322,9 @@ macro_rules! impl_convert {
                             .iter()
                             .flat_map(|(_, _, sp, cx)| [sp.as_str(), cx.as_str()])
                             .collect();
+                        let plan = crate::imp::prompt_lines::LinePlan::new(&texts, 2);
                         let lists =
-                            Self::store_lines(&mut tx, &self.lines, &mut update, d, &texts, 2).await?;
+                            Self::store_lines(&mut tx, &self.lines, &mut update, d, &texts, &plan, 2).await?;
                         for ((id, _, _, _), pair) in mine.iter().zip(lists.chunks(2)) {
                             sqlx::query(
                                 "UPDATE decision_snapshots SET system_prompt = NULL, context = NULL, \

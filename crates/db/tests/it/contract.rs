@@ -872,6 +872,96 @@ mod cases {
         assert_eq!(count_rows(s, "decision_snapshots", d).await, 3);
     }
 
+    /// A batch planned ahead ([`db::PlannedTicks`], as a backtest plans it on its tick's
+    /// thread) is stored byte for byte as the same batch planned by the store: the same line
+    /// lists, the same blocks, the same texts read back.
+    pub(super) async fn record_planned_stores_what_record_ticks_stores<S: Storage + RawSql>(s: &S) {
+        // Texts that repeat, slide and change from tick to tick, as a bar table does.
+        let script = |fx: &Fixture| -> Vec<TickRecord> {
+            (0..40)
+                .map(|m| {
+                    let mut t = tick(fx, m);
+                    let rows: String = (m..m + 6)
+                        .map(|r| format!("| {r} | 1.{r:04} |\n"))
+                        .collect();
+                    t.snapshot.context = format!("## Time\n{m}\n## Bars\n{rows}## Your turn");
+                    if m % 7 == 0 {
+                        t.snapshot.system_prompt = format!("HEADER\nLESSONS {m}\nFOOTER");
+                    }
+                    t
+                })
+                .collect()
+        };
+        let (a, b) = (seed(s).await.unwrap(), seed(s).await.unwrap());
+        let (ticks_a, ticks_b) = (script(&a), script(&b));
+        s.record_ticks(&ticks_a).await.unwrap();
+        let planned = db::PlannedTicks::new(ticks_b.clone());
+        assert_eq!(planned.ticks(), ticks_b.as_slice());
+        let outcomes = s.record_planned(&planned, &[]).await.unwrap();
+        assert!(outcomes.iter().zip(&ticks_b).all(|(o, t)| *o
+            == TickOutcome::Recorded {
+                snapshot_id: t.snapshot.id
+            }));
+        let (da, db_) = (a.deployment.id, b.deployment.id);
+        assert_eq!(
+            s.count(&format!(
+                "SELECT COUNT(*) FROM decision_snapshots x JOIN decision_snapshots y \
+                 ON x.tick_at = y.tick_at \
+                 WHERE CAST(x.deployment_id AS TEXT) = '{da}' \
+                 AND CAST(y.deployment_id AS TEXT) = '{db_}' \
+                 AND x.system_prompt_lines = y.system_prompt_lines \
+                 AND x.context_lines = y.context_lines AND x.steps_lines = y.steps_lines"
+            ))
+            .await,
+            40
+        );
+        let blocks = |d: Uuid| {
+            format!(
+                "(SELECT first_seq, line_count, body FROM prompt_blocks WHERE scope_id = \
+                 (SELECT id FROM prompt_scopes WHERE CAST(deployment_id AS TEXT) = '{d}'))"
+            )
+        };
+        let same_blocks = s
+            .count(&format!(
+                "SELECT COUNT(*) FROM {} x JOIN {} y ON x.first_seq = y.first_seq \
+                 AND x.line_count = y.line_count AND x.body = y.body",
+                blocks(da),
+                blocks(db_)
+            ))
+            .await;
+        assert!(same_blocks >= 1);
+        assert_eq!(
+            same_blocks,
+            s.count(&format!("SELECT COUNT(*) FROM {} b", blocks(db_)))
+                .await
+        );
+        let read_a = s.list_snapshots(da, 100).await.unwrap();
+        let read_b = s.list_snapshots(db_, 100).await.unwrap();
+        assert_eq!(read_b.len(), 40);
+        for ((x, y), t) in read_a.iter().zip(&read_b).zip(ticks_b.iter().rev()) {
+            assert_eq!(
+                (&x.system_prompt, &x.context, &x.steps),
+                (&y.system_prompt, &y.context, &y.steps)
+            );
+            assert_eq!(
+                (&y.system_prompt, &y.context, &y.steps),
+                (
+                    &t.snapshot.system_prompt,
+                    &t.snapshot.context,
+                    &t.snapshot.steps
+                )
+            );
+        }
+        // Planned again, the same batch is a replay: nothing is written twice.
+        let replayed = s.record_planned(&planned, &[]).await.unwrap();
+        assert!(
+            replayed
+                .iter()
+                .all(|o| matches!(o, TickOutcome::AlreadyRecorded { .. }))
+        );
+        assert_eq!(count_rows(s, "decision_snapshots", db_).await, 40);
+    }
+
     pub(super) async fn record_ticks_writes_what_tick_by_tick_recording_would<
         S: Storage + RawSql,
     >(
@@ -2123,6 +2213,7 @@ crate::common::on_every_backend!(
     runner_state_commits_with_its_tick_and_never_moves_back,
     record_ticks_is_one_all_or_nothing_batch,
     record_ticks_writes_what_tick_by_tick_recording_would,
+    record_planned_stores_what_record_ticks_stores,
     record_ticks_and_reflections_is_one_batch,
     ledger_reads_are_point_in_time,
     stop_and_target_round_trips_round_trip,
