@@ -88,13 +88,23 @@ enum BatchTicks {
 }
 
 /// The ticks buffered for the next batch.
-#[derive(Default)]
 struct Pending {
     ticks: Vec<TickRecord>,
     snapshots: Vec<(usize, PendingSnapshot)>,
     /// The buffered ticks made ready for the store ([`WriteBehind::prepare_here`]): `ticks`
     /// and `snapshots` are empty while it is set.
     prepared: Option<PlannedTicks>,
+}
+
+impl Pending {
+    /// No tick yet, room for a full batch.
+    fn empty() -> Self {
+        Self {
+            ticks: Vec::with_capacity(BATCH_TICKS),
+            snapshots: Vec::new(),
+            prepared: None,
+        }
+    }
 }
 
 /// The write in flight: a task of its own, or a future this adapter polls.
@@ -144,11 +154,7 @@ where
         });
         Self {
             store: store.clone(),
-            pending: Mutex::new(Pending {
-                ticks: Vec::with_capacity(BATCH_TICKS),
-                snapshots: Vec::new(),
-                prepared: None,
-            }),
+            pending: Mutex::new(Pending::empty()),
             reflections: Mutex::new(Vec::new()),
             in_flight: Mutex::new(None),
             spawn_on,
@@ -212,11 +218,19 @@ where
 
     /// The buffered ticks and reflections, taken; `None` when there are none.
     fn take_batch(&self) -> Option<Batch> {
+        // The next batch's buffer at its full size: grown from empty, it was reallocated
+        // (its records copied) eight times a batch.
         let Pending {
             ticks,
             snapshots,
             prepared,
-        } = take(&self.pending);
+        } = std::mem::replace(
+            &mut *self
+                .pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            Pending::empty(),
+        );
         let reflections = take(&self.reflections);
         let ticks = match prepared {
             Some(prepared) if !prepared.ticks().is_empty() => BatchTicks::Prepared(prepared),
