@@ -15,19 +15,17 @@ Writes (with --trades) one line per trade, oldest first, with the bar *open* tim
 index as backtesting.py reports them:
     side,entry_time,entry_price,exit_time,exit_price
 the open trade last with empty exit fields; prices as the CSV writes them (repr of the float
-read back from the CSV, which is the CSV's text for every price in the file). With --runs N it
-times N calls of `Backtest.run()` (the backtest only: not the interpreter's start, the imports or
-reading the CSV) and prints one JSON line:
-    {"bars": ..., "runs": [seconds, ...], "median_s": ..., "bars_per_s": ..., "versions": {...}}
-With --serve it prints one JSON line {"bars": ..., "versions": {...}} once a warm-up call ran,
-then times one `Backtest.run()` call per line it reads on stdin and prints its seconds on a line
-of its own, until stdin ends: the comparison interleaves these calls with sim-worker's runs, so
-that a host whose speed drifts over the minutes slows both sides alike.
+read back from the CSV, which is the CSV's text for every price in the file). With --serve it
+prints one JSON line {"bars": ..., "versions": {...}} once a warm-up call ran (first-call
+imports and caches are not the backtest), then times one `Backtest.run()` call per line it reads
+on stdin (the backtest only: not the interpreter's start, the imports or reading the CSV) and
+prints its seconds on a line of its own, until stdin ends: the comparison interleaves these
+calls with sim-worker's runs, so that a host whose speed drifts over the minutes slows both
+sides alike.
 """
 
 import argparse
 import json
-import statistics
 import sys
 import time
 import warnings
@@ -97,7 +95,6 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bars", required=True, help="CSV in backtesting.py's layout")
     ap.add_argument("--trades", help="write the trades here")
-    ap.add_argument("--runs", type=int, default=0, help="time this many Backtest.run() calls")
     ap.add_argument(
         "--serve",
         action="store_true",
@@ -126,34 +123,12 @@ def main():
 
     if args.serve:
         bt = backtest(data)
-        bt.run()  # warm, as below
+        bt.run()  # warm: first-call imports and caches are not the backtest
         print(json.dumps({"bars": len(data), "versions": versions()}), flush=True)
         for _ in sys.stdin:
             start = time.perf_counter()
             bt.run()
             print(repr(time.perf_counter() - start), flush=True)
-        return
-
-    if args.runs > 0:
-        bt = backtest(data)
-        bt.run()  # warm: first-call imports and caches are not the backtest
-        runs = []
-        for _ in range(args.runs):
-            start = time.perf_counter()
-            bt.run()
-            runs.append(time.perf_counter() - start)
-        median = statistics.median(runs)
-        print(
-            json.dumps(
-                {
-                    "bars": len(data),
-                    "runs": [round(r, 4) for r in runs],
-                    "median_s": round(median, 4),
-                    "bars_per_s": round(len(data) / median, 1),
-                    "versions": versions(),
-                }
-            )
-        )
 
 
 if __name__ == "__main__":

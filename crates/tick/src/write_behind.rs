@@ -1,5 +1,5 @@
 //! The backtest's store adapter: ticks are written in batches, one transaction per
-//! [`BATCH_TICKS`] ticks ([`TickStore::record_ticks`]), instead of one per tick, and a batch is
+//! [`BATCH_TICKS`] ticks ([`TickStore::record_planned`]), instead of one per tick, and a batch is
 //! written while the next one is being ticked.
 //!
 //! A backtest owns its deployment (registered fresh, no other writer), so nothing can have
