@@ -7,7 +7,7 @@
 //! the batch is checked when it is written — a tick the store already held is an error then.
 //! A batch goes to the store as [`PlannedTicks`] ([`TickStore::record_planned`]): its market
 //! snapshots computed and its prompt lines planned, by the writer, or by the tick's thread when
-//! it would otherwise wait for the batch before (see `write_pending_behind`).
+//! it would otherwise wait for the store (see `write_pending_behind`).
 //!
 //! **Overlap.** A full batch becomes the write in flight. On a multi-threaded tokio runtime
 //! (`sim-worker`'s) it is a task of its own ([`tokio::spawn`]): a worker thread drives it, with
@@ -16,9 +16,16 @@
 //! ([`tokio::task::JoinHandle::is_finished`]: no waker, no wake-up of the tick's thread). On a
 //! current-thread runtime, or none, it is a future owned here, polled once by every later tick
 //! (in [`TickStore::record_tick_owned`], with the tick's waker), so the store's driver executes
-//! one statement while the tick thread computes the next tick. The tick never waits for a
-//! statement unless the next batch is full before the last one is written (at most one batch in
-//! flight, so memory stays bounded by two batches).
+//! one statement while the tick thread computes the next tick.
+//!
+//! **Queue.** A spawned write may have one batch queued behind it: a batch that fills while
+//! the one before is still being written goes to a task that waits for that write, then makes
+//! the batch ready and writes it, on the writer's thread — the ticks go on. Only a batch that
+//! fills while one is still queued makes the tick's thread wait: it makes that batch ready
+//! itself meanwhile (the store's side is then the slower one), then waits for the queue. So
+//! whichever side has time does the preparation, and memory stays bounded by three batches
+//! (one written, one queued, one buffering). A polled write has no queue: the tick's thread
+//! drives it, and waits for it when the next batch is full.
 //!
 //! A reflection that ran after a tick is stored the same way: the backtest runs it without the
 //! store (`reflect::reflect_due`: it owns a fresh deployment, so there is nothing to
@@ -109,7 +116,12 @@ impl Pending {
 
 /// The write in flight: a task of its own, or a future this adapter polls.
 enum InFlight {
-    Spawned(tokio::task::JoinHandle<Result<PlannedTicks, DbError>>),
+    Spawned {
+        task: tokio::task::JoinHandle<Result<PlannedTicks, DbError>>,
+        /// The write `task` waits for before it writes its own batch (see
+        /// `WriteBehind::chain`), cancelled with it.
+        behind: Option<tokio::task::AbortHandle>,
+    },
     Polled(Write),
 }
 
@@ -272,10 +284,10 @@ where
                 None => return Poll::Ready(Ok(())),
                 // Not polled until finished: polling would register this tick's waker, and the
                 // task would wake the tick's thread when it ends.
-                Some(InFlight::Spawned(task)) if !task.is_finished() => {
+                Some(InFlight::Spawned { task, .. }) if !task.is_finished() => {
                     return Poll::Ready(Ok(()));
                 }
-                Some(InFlight::Spawned(task)) => Pin::new(task).poll(cx).map(joined),
+                Some(InFlight::Spawned { task, .. }) => Pin::new(task).poll(cx).map(joined),
                 Some(InFlight::Polled(write)) => write.as_mut().poll(cx),
             };
             match polled {
@@ -295,7 +307,7 @@ where
     async fn finish_in_flight(&self) -> Result<(), DbError> {
         let write = take(&self.in_flight);
         let result = match write {
-            Some(InFlight::Spawned(task)) => joined(task.await).map(drop),
+            Some(InFlight::Spawned { task, .. }) => joined(task.await).map(drop),
             Some(InFlight::Polled(write)) => write.await.map(drop),
             None => Ok(()),
         };
@@ -327,12 +339,15 @@ where
     /// # Errors
     /// As [`WriteBehind::write`], for the batch in flight before.
     async fn write_pending_behind(&self) -> Result<(), DbError> {
-        // At most one batch in flight: the last one must be written before this one starts.
-        // While it is still being written this thread would only wait for it: it makes the
-        // pending batch ready for the store itself meanwhile — its market snapshots and the
-        // plan of its prompt lines —, which the writer would otherwise do after it (the same
-        // rows either way; the store's side is the slower one whenever it is still writing).
+        // At most one write in flight and one batch queued behind it (`chain`: the writer
+        // makes it ready after the write before). With the queue taken, this thread would only
+        // wait: it makes the pending batch ready for the store itself meanwhile — its market
+        // snapshots and the plan of its prompt lines — (the same rows either way; the store's
+        // side is the slower one when it is a whole batch behind).
         if self.writing() {
+            if self.chain() {
+                return Ok(());
+            }
             self.prepare_here().map_err(|e| self.failed(e))?;
         }
         self.finish_in_flight().await?;
@@ -356,7 +371,7 @@ where
                 .in_flight
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
-            Some(InFlight::Spawned(task)) if !task.is_finished()
+            Some(InFlight::Spawned { task, .. }) if !task.is_finished()
         )
     }
 
@@ -424,9 +439,48 @@ where
             write.await
         };
         match &self.spawn_on {
-            Some(runtime) => InFlight::Spawned(runtime.spawn(write)),
+            Some(runtime) => InFlight::Spawned {
+                task: runtime.spawn(write),
+                behind: None,
+            },
             None => InFlight::Polled(Box::pin(write)),
         }
+    }
+
+    /// Queues the buffered batch behind the spawned write in flight, when that write has none
+    /// queued behind it yet: a task that waits for it, then makes the batch ready for the store
+    /// and writes it, on the writer's thread. Returns whether it did.
+    fn chain(&self) -> bool {
+        let Some(runtime) = &self.spawn_on else {
+            return false;
+        };
+        let mut slot = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(InFlight::Spawned { task, behind: None }) = slot.as_ref() else {
+            return false;
+        };
+        if task.is_finished() {
+            return false;
+        }
+        let Some(batch) = self.take_batch() else {
+            return false;
+        };
+        let Some(InFlight::Spawned { task: before, .. }) = slot.take() else {
+            unreachable!("looked at above, under the same lock");
+        };
+        let abort = before.abort_handle();
+        let store = self.store.clone();
+        let write = async move {
+            drop(joined(before.await)?);
+            Self::write(store, batch).await
+        };
+        *slot = Some(InFlight::Spawned {
+            task: runtime.spawn(write),
+            behind: Some(abort),
+        });
+        true
     }
 }
 
@@ -456,8 +510,11 @@ impl<S> Drop for WriteBehind<S> {
             .in_flight
             .get_mut()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(InFlight::Spawned(task)) = slot.take() {
+        if let Some(InFlight::Spawned { task, behind }) = slot.take() {
             task.abort();
+            if let Some(behind) = behind {
+                behind.abort();
+            }
         }
         let ready = self
             .ready
@@ -633,5 +690,283 @@ where
     ) -> Result<Vec<ReflectionRun>, DbError> {
         self.flush().await?;
         self.store.reflection_runs(scope, limit).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use db::test_support::{at, sample_snapshot, seed};
+    use db::{OutcomeWrites, Store};
+    use tokio::sync::Semaphore;
+
+    use super::*;
+
+    /// A store whose batch writes ([`TickStore::record_planned`]) each wait for a permit, so
+    /// a test decides when a write in flight ends; the first one fails instead of writing when
+    /// `fail_first`. Everything else goes to the inner store.
+    #[derive(Clone)]
+    struct Gated {
+        store: Store,
+        permits: Arc<Semaphore>,
+        /// The first tick time of each batch write that got its permit, in order.
+        writes: Arc<Mutex<Vec<DateTime<Utc>>>>,
+        started: Arc<AtomicUsize>,
+        fail_first: bool,
+    }
+
+    impl TickStore for Gated {
+        async fn record_tick(&self, tick: &TickRecord) -> Result<TickOutcome, DbError> {
+            self.store.record_tick(tick).await
+        }
+        async fn record_ticks(&self, ticks: &[TickRecord]) -> Result<Vec<TickOutcome>, DbError> {
+            self.store.record_ticks(ticks).await
+        }
+        async fn record_ticks_and_reflections(
+            &self,
+            ticks: &[TickRecord],
+            reflections: &[(Option<NewNote>, ReflectionRun)],
+        ) -> Result<Vec<TickOutcome>, DbError> {
+            self.store
+                .record_ticks_and_reflections(ticks, reflections)
+                .await
+        }
+        async fn record_planned(
+            &self,
+            batch: &PlannedTicks,
+            reflections: &[(Option<NewNote>, ReflectionRun)],
+        ) -> Result<Vec<TickOutcome>, DbError> {
+            let n = self.started.fetch_add(1, Ordering::SeqCst);
+            self.permits
+                .acquire()
+                .await
+                .expect("the semaphore stays open")
+                .forget();
+            if let Some(first) = batch.ticks().first() {
+                self.writes
+                    .lock()
+                    .expect("writes")
+                    .push(first.snapshot.tick_at);
+            }
+            if self.fail_first && n == 0 {
+                return Err(DbError::Invalid {
+                    what: "test batch",
+                    detail: "the first write fails".to_owned(),
+                });
+            }
+            self.store.record_planned(batch, reflections).await
+        }
+        async fn get_snapshot(&self, id: Uuid) -> Result<DecisionSnapshot, DbError> {
+            self.store.get_snapshot(id).await
+        }
+        async fn last_snapshot_before(
+            &self,
+            deployment_id: Uuid,
+            before: DateTime<Utc>,
+        ) -> Result<Option<DecisionSnapshot>, DbError> {
+            self.store.last_snapshot_before(deployment_id, before).await
+        }
+        async fn runner_state(
+            &self,
+            deployment_id: Uuid,
+        ) -> Result<Option<StoredRunnerState>, DbError> {
+            self.store.runner_state(deployment_id).await
+        }
+        async fn list_snapshots(
+            &self,
+            deployment_id: Uuid,
+            limit: u32,
+        ) -> Result<Vec<DecisionSnapshot>, DbError> {
+            self.store.list_snapshots(deployment_id, limit).await
+        }
+    }
+
+    impl NoteStore for Gated {
+        async fn insert_note(&self, note: &NewNote) -> Result<ReflectionNote, DbError> {
+            self.store.insert_note(note).await
+        }
+        async fn get_note(&self, id: Uuid) -> Result<ReflectionNote, DbError> {
+            self.store.get_note(id).await
+        }
+        async fn accept_note(
+            &self,
+            id: Uuid,
+            at: DateTime<Utc>,
+        ) -> Result<ReflectionNote, DbError> {
+            self.store.accept_note(id, at).await
+        }
+        async fn active_note(
+            &self,
+            scope: NoteScope,
+            as_of: DateTime<Utc>,
+        ) -> Result<Option<ReflectionNote>, DbError> {
+            self.store.active_note(scope, as_of).await
+        }
+        async fn note_history(
+            &self,
+            scope: NoteScope,
+            limit: u32,
+        ) -> Result<Vec<ReflectionNote>, DbError> {
+            self.store.note_history(scope, limit).await
+        }
+        async fn record_reflection_run(&self, run: &ReflectionRun) -> Result<(), DbError> {
+            self.store.record_reflection_run(run).await
+        }
+        async fn reflection_runs(
+            &self,
+            scope: NoteScope,
+            limit: u32,
+        ) -> Result<Vec<ReflectionRun>, DbError> {
+            self.store.reflection_runs(scope, limit).await
+        }
+    }
+
+    /// A seeded in-memory store behind a gate with no permit yet, and its deployment.
+    async fn gated(fail_first: bool) -> (Gated, Uuid) {
+        let store = db::connect("sqlite::memory:").await.expect("store");
+        let fx = seed(&store).await.expect("seed");
+        let gated = Gated {
+            store,
+            permits: Arc::new(Semaphore::new(0)),
+            writes: Arc::new(Mutex::new(Vec::new())),
+            started: Arc::new(AtomicUsize::new(0)),
+            fail_first,
+        };
+        (gated, fx.deployment.id)
+    }
+
+    /// The tick `i` minutes after the samples' base time.
+    fn tick(deployment_id: Uuid, i: usize) -> TickRecord {
+        TickRecord {
+            snapshot: sample_snapshot(deployment_id, at(i64::try_from(i).expect("minutes"))),
+            fills: Vec::new(),
+            trades: Vec::new(),
+            links: Vec::new(),
+            equity_usd: None,
+            runner_state: None,
+            outcomes: OutcomeWrites::default(),
+        }
+    }
+
+    /// Buffers ticks `from..to`; each must return at once (a tick that waited for a write the
+    /// gate holds would never return: the test fails after a few seconds instead of hanging).
+    async fn buffer(writer: &WriteBehind<Gated>, deployment_id: Uuid, from: usize, to: usize) {
+        for i in from..to {
+            tokio::time::timeout(
+                Duration::from_secs(5),
+                writer.buffer(tick(deployment_id, i), None),
+            )
+            .await
+            .unwrap_or_else(|_| panic!("tick {i} waited for the store"))
+            .expect("buffered");
+        }
+    }
+
+    /// Whether the write in flight has a batch queued behind it.
+    fn queued(writer: &WriteBehind<Gated>) -> bool {
+        matches!(
+            &*writer.in_flight.lock().expect("in flight"),
+            Some(InFlight::Spawned {
+                behind: Some(_),
+                ..
+            })
+        )
+    }
+
+    /// A batch that fills while the one before is still being written is queued behind it
+    /// (the writer makes it ready and writes it next), and the ticks go on without waiting for
+    /// either; a third one finds the queue taken and waits. Everything lands in order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_batch_full_while_one_is_written_is_queued_behind_it() {
+        let (store, d) = gated(false).await;
+        let writer = WriteBehind::gated(&store, None);
+        buffer(&writer, d, 0, 2 * BATCH_TICKS).await;
+        assert!(writer.writing(), "the first batch waits for its permit");
+        assert!(queued(&writer), "the second batch is queued behind it");
+        assert!(
+            writer.pending.lock().expect("pending").ticks.is_empty(),
+            "the queued batch took the buffered ticks"
+        );
+        // The third batch waits for the queue (the permits let every write through now: three
+        // full batches and the flush's).
+        store.permits.add_permits(4);
+        buffer(&writer, d, 2 * BATCH_TICKS, 3 * BATCH_TICKS + 7).await;
+        tokio::time::timeout(Duration::from_secs(30), writer.flush())
+            .await
+            .expect("the flush waits for permitted writes only")
+            .expect("flush");
+        let firsts: Vec<_> = (0..4)
+            .map(|b| at(i64::try_from(b * BATCH_TICKS).expect("minutes")))
+            .collect();
+        assert_eq!(
+            *store.writes.lock().expect("writes"),
+            firsts,
+            "batches written in order"
+        );
+        let mut stored = store
+            .store
+            .list_snapshots(d, 10_000)
+            .await
+            .expect("snapshots");
+        stored.sort_by_key(|s| s.tick_at);
+        let times: Vec<_> = stored.iter().map(|s| s.tick_at).collect();
+        let expected: Vec<_> = (0..3 * BATCH_TICKS + 7)
+            .map(|i| at(i64::try_from(i).expect("minutes")))
+            .collect();
+        assert_eq!(times, expected, "every tick stored once");
+    }
+
+    /// A batch queued behind a write that fails is never written: the failure is the next
+    /// tick's (or the flush's) error, and the store holds no tick after the failed batch.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_batch_queued_behind_a_failed_write_is_not_written() {
+        let (store, d) = gated(true).await;
+        let writer = WriteBehind::gated(&store, None);
+        buffer(&writer, d, 0, 2 * BATCH_TICKS).await;
+        assert!(queued(&writer));
+        store.permits.add_permits(3);
+        let err = tokio::time::timeout(Duration::from_secs(30), writer.flush())
+            .await
+            .expect("the flush waits for permitted writes only")
+            .expect_err("the first write failed");
+        assert!(err.to_string().contains("the first write fails"), "{err}");
+        assert_eq!(
+            store.started.load(Ordering::SeqCst),
+            1,
+            "the queued batch never reached the store"
+        );
+        let stored = store
+            .store
+            .list_snapshots(d, 10_000)
+            .await
+            .expect("snapshots");
+        assert!(stored.is_empty(), "{} snapshots stored", stored.len());
+    }
+
+    /// Dropping the adapter (a backtest that returns an error) cancels the write in flight and
+    /// the batch queued behind it: nothing goes on writing after the run returned.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn dropping_the_adapter_cancels_the_queued_batch_and_the_write_before_it() {
+        let (store, d) = gated(false).await;
+        let writer = WriteBehind::gated(&store, None);
+        buffer(&writer, d, 0, 2 * BATCH_TICKS).await;
+        assert!(queued(&writer));
+        drop(writer);
+        store.permits.add_permits(3);
+        // Time for a write that was not cancelled to take its permit and store its batch.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(
+            store.writes.lock().expect("writes").is_empty(),
+            "no write got through"
+        );
+        let stored = store
+            .store
+            .list_snapshots(d, 10_000)
+            .await
+            .expect("snapshots");
+        assert!(stored.is_empty(), "{} snapshots stored", stored.len());
     }
 }
