@@ -20,12 +20,14 @@
 //!
 //! **Queue.** A spawned write may have one batch queued behind it: a batch that fills while
 //! the one before is still being written goes to a task that waits for that write, then makes
-//! the batch ready and writes it, on the writer's thread — the ticks go on. Only a batch that
-//! fills while one is still queued makes the tick's thread wait: it makes that batch ready
-//! itself meanwhile (the store's side is then the slower one), then waits for the queue. So
-//! whichever side has time does the preparation, and memory stays bounded by three batches
-//! (one written, one queued, one buffering). A polled write has no queue: the tick's thread
-//! drives it, and waits for it when the next batch is full.
+//! the batch ready and writes it, on the writer's thread — the ticks go on. A batch that fills
+//! while one is still queued finds the store's side a whole batch behind: the tick's thread
+//! makes it ready itself, then waits for the queue, and so it does with every batch that fills
+//! while a write is in flight, until one finds the store idle — from then on they are queued
+//! again. So the preparation moves to whichever side has time, with the host's load, and
+//! memory stays bounded by three batches (one written, one queued, one buffering). A polled
+//! write has no queue: the tick's thread drives it, and waits for it when the next batch is
+//! full.
 //!
 //! A reflection that ran after a tick is stored the same way: the backtest runs it without the
 //! store (`reflect::reflect_due`: it owns a fresh deployment, so there is nothing to
@@ -55,6 +57,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
 
 use chrono::{DateTime, Utc};
@@ -137,6 +140,10 @@ pub(crate) struct WriteBehind<S> {
     /// started before it finished ([`WriteBehind::gated`]): awaited by the first write, and by
     /// any read, before the store is used.
     ready: Mutex<Option<StoreReady>>,
+    /// Whether the tick's thread makes full batches ready while a write is in flight (set
+    /// when a batch found the queue taken, cleared when one found the store idle), instead of
+    /// queueing them for the writer.
+    tick_prepares: AtomicBool,
 }
 
 /// Takes the value out of a lock (a poisoned lock only means another thread panicked while it
@@ -171,6 +178,7 @@ where
             in_flight: Mutex::new(None),
             spawn_on,
             ready: Mutex::new(ready),
+            tick_prepares: AtomicBool::new(false),
         }
     }
 
@@ -342,13 +350,20 @@ where
         // At most one write in flight and one batch queued behind it (`chain`: the writer
         // makes it ready after the write before). With the queue taken, this thread would only
         // wait: it makes the pending batch ready for the store itself meanwhile — its market
-        // snapshots and the plan of its prompt lines — (the same rows either way; the store's
-        // side is the slower one when it is a whole batch behind).
+        // snapshots and the plan of its prompt lines — (the same rows either way), and keeps
+        // doing so while the store is busy at a batch's end: its side is the slower one.
         if self.writing() {
-            if self.chain() {
-                return Ok(());
+            if !self.tick_prepares.load(Ordering::Relaxed) {
+                if self.chain() {
+                    return Ok(());
+                }
+                // The queue is taken: the store is a whole batch behind.
+                self.tick_prepares.store(true, Ordering::Relaxed);
             }
             self.prepare_here().map_err(|e| self.failed(e))?;
+        } else {
+            // The store caught up with the ticks: it has time to prepare the next batches.
+            self.tick_prepares.store(false, Ordering::Relaxed);
         }
         self.finish_in_flight().await?;
         let Some(batch) = self.take_batch() else {
@@ -878,7 +893,9 @@ mod tests {
 
     /// A batch that fills while the one before is still being written is queued behind it
     /// (the writer makes it ready and writes it next), and the ticks go on without waiting for
-    /// either; a third one finds the queue taken and waits. Everything lands in order.
+    /// either. A third one that finds the queue taken is made ready by the tick's thread, which
+    /// then waits, and so are the next ones, until a batch finds the store idle: from then on
+    /// they are queued again. Everything lands in order.
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_batch_full_while_one_is_written_is_queued_behind_it() {
         let (store, d) = gated(false).await;
@@ -890,15 +907,39 @@ mod tests {
             writer.pending.lock().expect("pending").ticks.is_empty(),
             "the queued batch took the buffered ticks"
         );
-        // The third batch waits for the queue (the permits let every write through now: three
-        // full batches and the flush's).
-        store.permits.add_permits(4);
-        buffer(&writer, d, 2 * BATCH_TICKS, 3 * BATCH_TICKS + 7).await;
+        assert!(!writer.tick_prepares.load(Ordering::Relaxed));
+        // The third batch, the gate still closed: its last tick makes it ready here and waits.
+        buffer(&writer, d, 2 * BATCH_TICKS, 3 * BATCH_TICKS - 1).await;
+        let last = writer.buffer(tick(d, 3 * BATCH_TICKS - 1), None);
+        tokio::pin!(last);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), &mut last)
+                .await
+                .is_err(),
+            "the tick waits for the queue"
+        );
+        assert!(writer.tick_prepares.load(Ordering::Relaxed));
+        assert!(
+            writer.pending.lock().expect("pending").prepared.is_some(),
+            "the third batch was made ready on the tick's thread"
+        );
+        store.permits.add_permits(10);
+        tokio::time::timeout(Duration::from_secs(30), last)
+            .await
+            .expect("the tick goes on once the queue is written")
+            .expect("buffered");
         tokio::time::timeout(Duration::from_secs(30), writer.flush())
             .await
             .expect("the flush waits for permitted writes only")
             .expect("flush");
-        let firsts: Vec<_> = (0..4)
+        // The store idle at the fourth batch's end: the writer prepares again.
+        buffer(&writer, d, 3 * BATCH_TICKS, 4 * BATCH_TICKS + 7).await;
+        assert!(!writer.tick_prepares.load(Ordering::Relaxed));
+        tokio::time::timeout(Duration::from_secs(30), writer.flush())
+            .await
+            .expect("the flush waits for permitted writes only")
+            .expect("flush");
+        let firsts: Vec<_> = (0..5)
             .map(|b| at(i64::try_from(b * BATCH_TICKS).expect("minutes")))
             .collect();
         assert_eq!(
@@ -913,7 +954,7 @@ mod tests {
             .expect("snapshots");
         stored.sort_by_key(|s| s.tick_at);
         let times: Vec<_> = stored.iter().map(|s| s.tick_at).collect();
-        let expected: Vec<_> = (0..3 * BATCH_TICKS + 7)
+        let expected: Vec<_> = (0..4 * BATCH_TICKS + 7)
             .map(|i| at(i64::try_from(i).expect("minutes")))
             .collect();
         assert_eq!(times, expected, "every tick stored once");
@@ -947,20 +988,31 @@ mod tests {
     }
 
     /// Dropping the adapter (a backtest that returns an error) cancels the write in flight and
-    /// the batch queued behind it: nothing goes on writing after the run returned.
+    /// the batch queued behind it: nothing is stored after the run returned. (A write being
+    /// polled when it is cancelled runs on to its next await — it may take a permit here —,
+    /// and its transaction rolls back there.)
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn dropping_the_adapter_cancels_the_queued_batch_and_the_write_before_it() {
         let (store, d) = gated(false).await;
         let writer = WriteBehind::gated(&store, None);
         buffer(&writer, d, 0, 2 * BATCH_TICKS).await;
         assert!(queued(&writer));
+        // The first write reaches the gate (the writer made its batch ready first).
+        tokio::time::timeout(Duration::from_secs(30), async {
+            while store.started.load(Ordering::SeqCst) == 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the first write reaches the store");
         drop(writer);
         store.permits.add_permits(3);
-        // Time for a write that was not cancelled to take its permit and store its batch.
+        // Time for a write that was not cancelled to store its batch.
         tokio::time::sleep(Duration::from_millis(200)).await;
-        assert!(
-            store.writes.lock().expect("writes").is_empty(),
-            "no write got through"
+        assert_eq!(
+            store.started.load(Ordering::SeqCst),
+            1,
+            "the queued batch never reached the store"
         );
         let stored = store
             .store
