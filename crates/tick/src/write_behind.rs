@@ -473,17 +473,19 @@ where
             .in_flight
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let Some(InFlight::Spawned { task, behind: None }) = slot.as_ref() else {
-            return false;
+        let before = match slot.take() {
+            Some(InFlight::Spawned { task, behind: None }) if !task.is_finished() => task,
+            other => {
+                *slot = other;
+                return false;
+            }
         };
-        if task.is_finished() {
-            return false;
-        }
         let Some(batch) = self.take_batch() else {
+            *slot = Some(InFlight::Spawned {
+                task: before,
+                behind: None,
+            });
             return false;
-        };
-        let Some(InFlight::Spawned { task: before, .. }) = slot.take() else {
-            unreachable!("looked at above, under the same lock");
         };
         let abort = before.abort_handle();
         let store = self.store.clone();
