@@ -882,6 +882,21 @@ mod tests {
         }
     }
 
+    /// The queued batch never reached the store, and the first write stored nothing.
+    async fn only_the_first_write_reached_the_store_and_stored_nothing(store: &Gated, d: Uuid) {
+        assert_eq!(
+            store.started.load(Ordering::SeqCst),
+            1,
+            "the queued batch never reached the store"
+        );
+        let stored = store
+            .store
+            .list_snapshots(d, 10_000)
+            .await
+            .expect("snapshots");
+        assert!(stored.is_empty(), "{} snapshots stored", stored.len());
+    }
+
     /// Whether the write in flight has a batch queued behind it.
     fn queued(writer: &WriteBehind<Gated>) -> bool {
         matches!(
@@ -976,17 +991,7 @@ mod tests {
             .expect("the flush waits for permitted writes only")
             .expect_err("the first write failed");
         assert!(err.to_string().contains("the first write fails"), "{err}");
-        assert_eq!(
-            store.started.load(Ordering::SeqCst),
-            1,
-            "the queued batch never reached the store"
-        );
-        let stored = store
-            .store
-            .list_snapshots(d, 10_000)
-            .await
-            .expect("snapshots");
-        assert!(stored.is_empty(), "{} snapshots stored", stored.len());
+        only_the_first_write_reached_the_store_and_stored_nothing(&store, d).await;
     }
 
     /// Dropping the adapter (a backtest that returns an error) cancels the write in flight and
@@ -1011,16 +1016,6 @@ mod tests {
         store.permits.add_permits(3);
         // Time for a write that was not cancelled to store its batch.
         tokio::time::sleep(Duration::from_millis(200)).await;
-        assert_eq!(
-            store.started.load(Ordering::SeqCst),
-            1,
-            "the queued batch never reached the store"
-        );
-        let stored = store
-            .store
-            .list_snapshots(d, 10_000)
-            .await
-            .expect("snapshots");
-        assert!(stored.is_empty(), "{} snapshots stored", stored.len());
+        only_the_first_write_reached_the_store_and_stored_nothing(&store, d).await;
     }
 }
