@@ -1178,16 +1178,17 @@ impl Progress {
             }
             None => {
                 // Without a terminal, a line at every tenth of the run: the message is written
-                // only then.
+                // only then, as one write (stderr is unbuffered: `writeln!` on it makes a
+                // system call of every piece of the format, ≈30 a line).
                 let step = (self.total / 10).max(1);
                 if done.is_multiple_of(step) || done == self.total {
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "tick {done}/{} at {} · {}",
+                    let line = format!(
+                        "tick {done}/{} at {} · {}\n",
                         self.total,
                         outcome.tick_at,
                         msg()
                     );
+                    let _ = std::io::stderr().write_all(line.as_bytes());
                 }
             }
         }
