@@ -735,22 +735,22 @@ mod tests {
         fail_first: bool,
     }
 
-    impl TickStore for Gated {
-        async fn record_tick(&self, tick: &TickRecord) -> Result<TickOutcome, DbError> {
-            self.store.record_tick(tick).await
-        }
-        async fn record_ticks(&self, ticks: &[TickRecord]) -> Result<Vec<TickOutcome>, DbError> {
-            self.store.record_ticks(ticks).await
-        }
-        async fn record_ticks_and_reflections(
-            &self,
-            ticks: &[TickRecord],
-            reflections: &[(Option<NewNote>, ReflectionRun)],
-        ) -> Result<Vec<TickOutcome>, DbError> {
-            self.store
-                .record_ticks_and_reflections(ticks, reflections)
-                .await
-        }
+    /// `impl $trait for Gated`: the listed methods forwarded to the inner store, beside the
+    /// ones written out in braces first.
+    macro_rules! forward {
+        ($trait:ident { $($own:tt)* } $( fn $name:ident(&self $(, $arg:ident : $ty:ty)*) -> $ret:ty; )*) => {
+            impl $trait for Gated {
+                $($own)*
+                $(
+                    async fn $name(&self $(, $arg: $ty)*) -> Result<$ret, DbError> {
+                        self.store.$name($($arg),*).await
+                    }
+                )*
+            }
+        };
+    }
+
+    forward!(TickStore {
         async fn record_planned(
             &self,
             batch: &PlannedTicks,
@@ -776,70 +776,25 @@ mod tests {
             }
             self.store.record_planned(batch, reflections).await
         }
-        async fn get_snapshot(&self, id: Uuid) -> Result<DecisionSnapshot, DbError> {
-            self.store.get_snapshot(id).await
-        }
-        async fn last_snapshot_before(
-            &self,
-            deployment_id: Uuid,
-            before: DateTime<Utc>,
-        ) -> Result<Option<DecisionSnapshot>, DbError> {
-            self.store.last_snapshot_before(deployment_id, before).await
-        }
-        async fn runner_state(
-            &self,
-            deployment_id: Uuid,
-        ) -> Result<Option<StoredRunnerState>, DbError> {
-            self.store.runner_state(deployment_id).await
-        }
-        async fn list_snapshots(
-            &self,
-            deployment_id: Uuid,
-            limit: u32,
-        ) -> Result<Vec<DecisionSnapshot>, DbError> {
-            self.store.list_snapshots(deployment_id, limit).await
-        }
     }
+        fn record_tick(&self, tick: &TickRecord) -> TickOutcome;
+        fn record_ticks(&self, ticks: &[TickRecord]) -> Vec<TickOutcome>;
+        fn record_ticks_and_reflections(&self, ticks: &[TickRecord], reflections: &[(Option<NewNote>, ReflectionRun)]) -> Vec<TickOutcome>;
+        fn get_snapshot(&self, id: Uuid) -> DecisionSnapshot;
+        fn last_snapshot_before(&self, deployment_id: Uuid, before: DateTime<Utc>) -> Option<DecisionSnapshot>;
+        fn runner_state(&self, deployment_id: Uuid) -> Option<StoredRunnerState>;
+        fn list_snapshots(&self, deployment_id: Uuid, limit: u32) -> Vec<DecisionSnapshot>;
+    );
 
-    impl NoteStore for Gated {
-        async fn insert_note(&self, note: &NewNote) -> Result<ReflectionNote, DbError> {
-            self.store.insert_note(note).await
-        }
-        async fn get_note(&self, id: Uuid) -> Result<ReflectionNote, DbError> {
-            self.store.get_note(id).await
-        }
-        async fn accept_note(
-            &self,
-            id: Uuid,
-            at: DateTime<Utc>,
-        ) -> Result<ReflectionNote, DbError> {
-            self.store.accept_note(id, at).await
-        }
-        async fn active_note(
-            &self,
-            scope: NoteScope,
-            as_of: DateTime<Utc>,
-        ) -> Result<Option<ReflectionNote>, DbError> {
-            self.store.active_note(scope, as_of).await
-        }
-        async fn note_history(
-            &self,
-            scope: NoteScope,
-            limit: u32,
-        ) -> Result<Vec<ReflectionNote>, DbError> {
-            self.store.note_history(scope, limit).await
-        }
-        async fn record_reflection_run(&self, run: &ReflectionRun) -> Result<(), DbError> {
-            self.store.record_reflection_run(run).await
-        }
-        async fn reflection_runs(
-            &self,
-            scope: NoteScope,
-            limit: u32,
-        ) -> Result<Vec<ReflectionRun>, DbError> {
-            self.store.reflection_runs(scope, limit).await
-        }
-    }
+    forward!(NoteStore {}
+        fn insert_note(&self, note: &NewNote) -> ReflectionNote;
+        fn get_note(&self, id: Uuid) -> ReflectionNote;
+        fn accept_note(&self, id: Uuid, at: DateTime<Utc>) -> ReflectionNote;
+        fn active_note(&self, scope: NoteScope, as_of: DateTime<Utc>) -> Option<ReflectionNote>;
+        fn note_history(&self, scope: NoteScope, limit: u32) -> Vec<ReflectionNote>;
+        fn record_reflection_run(&self, run: &ReflectionRun) -> ();
+        fn reflection_runs(&self, scope: NoteScope, limit: u32) -> Vec<ReflectionRun>;
+    );
 
     /// A seeded in-memory store behind a gate with no permit yet, and its deployment.
     async fn gated(fail_first: bool) -> (Gated, Uuid) {
