@@ -618,6 +618,9 @@ pub(crate) fn note_from_row<R: RowExt>(r: &R) -> Result<ReflectionNote, DbError>
                 .map(|v| i64_to_u64("output_tokens", v))
                 .transpose()?,
             cost_usd: r.opt_dec("cost_usd")?,
+            observations: Vec::new(),
+            dropped: Vec::new(),
+            held: Vec::new(),
         },
         lint,
         superseded_at: r.opt_ts("superseded_at")?,

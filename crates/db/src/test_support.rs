@@ -256,6 +256,9 @@ pub fn sample_note(fx: &Fixture, generated_at: DateTime<Utc>, lessons: &str) -> 
             input_tokens: Some(900),
             output_tokens: Some(120),
             cost_usd: Some(Decimal::new(21, 4)),
+            observations: Vec::new(),
+            dropped: Vec::new(),
+            held: Vec::new(),
         },
         lint: None,
     }

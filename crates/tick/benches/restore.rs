@@ -125,6 +125,9 @@ fn store_with(
                     input_tokens: Some(0),
                     output_tokens: Some(0),
                     cost_usd: Some(Decimal::ZERO),
+                    observations: Vec::new(),
+                    dropped: Vec::new(),
+                    held: Vec::new(),
                 },
                 lint: None,
             })

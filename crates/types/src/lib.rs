@@ -38,6 +38,7 @@ mod event;
 mod interval;
 mod json;
 mod ledger;
+mod lessons;
 mod market;
 mod memory;
 mod model_output;
@@ -54,6 +55,10 @@ pub use event::{EventKind, InvalidEvent, MAX_EVENT_TITLE_CHARS, MarketEvent};
 pub use interval::{Interval, ParseIntervalError};
 pub use json::{JsonText, push_json_string};
 pub use ledger::{CloseKind, TradeRecord, TradeStatus};
+pub use lessons::{
+    DroppedObservation, Finding, HeldLesson, LessonDirection, LessonSetup,
+    MAX_OBSERVATION_NOTE_CHARS, MAX_OBSERVATIONS, Observation, SetupRegime,
+};
 pub use market::{Bar, RegimeTag, classify_regime};
 pub use memory::{
     ArchiveReason, FactChange, FactChangeOp, FactConfidence, FactSource, MAX_FACT_CHARS,

@@ -82,6 +82,16 @@ pub struct NoteContent {
     pub output_tokens: Option<u64>,
     /// Cost of the run in USD; `None` when the model's rates were not given.
     pub cost_usd: Option<Decimal>,
+    /// The typed observations `lessons_text` was rendered from (a `record_lessons` answer or
+    /// `builtin/stats-reflection`); empty for a note of plain bullets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observations: Vec<crate::Observation>,
+    /// Observations the ledger did not bear out: recorded, never shown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<crate::DroppedObservation>,
+    /// Bullets the lesson defences held back, each alone: shown only once a person accepts it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<crate::HeldLesson>,
 }
 
 /// One `reflection_notes` row: lessons distilled from a window of closed trades.

@@ -22,6 +22,9 @@ fn note(generated_at: chrono::DateTime<chrono::Utc>, text: &str, flagged: bool) 
             input_tokens: Some(1200),
             output_tokens: Some(150),
             cost_usd: Some(dec!(0.00195)),
+            observations: Vec::new(),
+            dropped: Vec::new(),
+            held: Vec::new(),
         },
         cut: false,
         lint: LintResult {
