@@ -18,7 +18,7 @@ pub struct Bounded {
 
 /// Strips a leading bullet marker (`-`, `*`, `+`, `•`, `–`, `—`, `1.`, `1)`) and returns the rest,
 /// or `None` when the line does not start with one.
-fn strip_marker(line: &str) -> Option<&str> {
+pub(crate) fn strip_marker(line: &str) -> Option<&str> {
     for marker in ['-', '*', '+', '•', '–', '—', '·'] {
         if let Some(rest) = line.strip_prefix(marker) {
             // `**bold**` at the start of a line is emphasis, not a bullet.
@@ -43,7 +43,7 @@ fn strip_marker(line: &str) -> Option<&str> {
 /// One line of a reply → the text of one bullet, or `None` when the line is dropped (blank, a
 /// code fence, a markdown heading, or a preamble such as "Here are the lessons:"). Control
 /// characters become spaces and runs of whitespace collapse to one space.
-fn bullet_text(line: &str) -> Option<String> {
+pub(crate) fn bullet_text(line: &str) -> Option<String> {
     let cleaned: String = line
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })

@@ -9,13 +9,15 @@
 //!    letters are not refused as wrong, only as not checkable: the vocabulary is English).
 //! 3. **No markup**: none of `< > # ` { } [ ] | \ ~ ^ @ *` (prompt-format tags, headings,
 //!    code, emphasis).
-//! 4. **Closed vocabulary**: every word is one of the lesson vocabulary (plain English about
-//!    trades, outcomes and statistics, `vocabulary.txt`), a symbol of the window, or a duration
-//!    (`45m`, `1h`, `2d`). The vocabulary has no word for the agent's authority — `strategy`,
-//!    `rules`, `caps`, `limits`, `avoid`, `leverage`, `prompt`, `instructions`, `system`,
-//!    `lessons` — except inside the fixed deferrals `builtin/stats-reflection` writes ("the
-//!    strategy's rules still decide", "when the strategy's conditions line up again"). A lesson
-//!    reports what the ledger shows; it never discusses what binds the agent.
+//! 4. **Closed vocabulary**: every word is an English word (`english.txt`: SCOWL's common
+//!    American and British words, lower case) or a lesson word (`vocabulary.txt`: trading terms
+//!    such as `mfe`, `fomc`, `pnl`), a symbol of the window, or a duration (`45m`, `1h`, `2d`):
+//!    other languages, encodings and made-up words are held; what English words may not say is
+//!    the deny layer's to find. Words for what binds the agent — `strategy`, `rules`, `caps`,
+//!    `limits`, `leverage`, `prompt`, `instructions`, `system` — are refused except inside the
+//!    fixed deferrals rendered lessons carry ("the strategy's rules still decide", "when the
+//!    strategy's conditions line up again"). A lesson reports what the ledger shows; it never
+//!    discusses what binds the agent.
 //! 5. **A setup the ledger has**: the bullet names a symbol, a side (`long`/`short`) or an
 //!    entry regime (`trending_up`, `trending down`, `ranging`, `volatile`, `unknown regime`,
 //!    `untagged`), and the window holds at least one closed trade matching every dimension
@@ -63,19 +65,15 @@ pub const SANCTIONED_DEFERRALS: &[&str] = &[
 
 /// Words that speak about what binds the agent; never in a grounded bullet (outside
 /// [`SANCTIONED_DEFERRALS`]). Named in the reason so a reviewer sees why.
-const AUTHORITY_WORDS: &[&str] = &[
+pub(crate) const AUTHORITY_WORDS: &[&str] = &[
     "strategy",
     "strategies",
-    "rule",
     "rules",
     "cap",
     "caps",
     "capped",
     "limit",
     "limits",
-    "avoid",
-    "avoiding",
-    "avoided",
     "leverage",
     "leveraged",
     "prompt",
@@ -83,8 +81,6 @@ const AUTHORITY_WORDS: &[&str] = &[
     "instruction",
     "instructions",
     "system",
-    "lesson",
-    "lessons",
     "guideline",
     "guidelines",
     "constraint",
@@ -144,11 +140,12 @@ const COUNT_NOUNS: &[&str] = &[
     "round",
 ];
 
-fn vocabulary() -> &'static BTreeSet<&'static str> {
+pub(crate) fn vocabulary() -> &'static BTreeSet<&'static str> {
     static VOCAB: OnceLock<BTreeSet<&'static str>> = OnceLock::new();
     VOCAB.get_or_init(|| {
         include_str!("vocabulary.txt")
             .lines()
+            .chain(include_str!("english.txt").lines())
             .map(|l| l.split('#').next().unwrap_or(""))
             .flat_map(str::split_whitespace)
             .collect()
@@ -344,6 +341,9 @@ struct Allowed {
     money: Vec<Decimal>,
     win_rates: Vec<Decimal>,
     loss_rates: Vec<Decimal>,
+    /// Net, gross and fee percentages of entry notional (per trade and per aggregate), sign
+    /// dropped: a percentage that is not a rate may be one of these.
+    pcts: Vec<Decimal>,
 }
 
 impl Allowed {
@@ -417,14 +417,48 @@ impl Allowed {
                 });
             }
         }
+        let mut notional = Decimal::ZERO;
+        let (mut mfe, mut mae) = (Decimal::ZERO, Decimal::ZERO);
         for r in scope {
-            a.money.extend([
-                r.realized_pnl_usd - r.fees_usd,
-                r.realized_pnl_usd,
-                r.fees_usd,
-            ]);
+            let net = r.realized_pnl_usd - r.fees_usd;
+            a.money
+                .extend([net, r.realized_pnl_usd, r.fees_usd, r.mfe_usd, r.mae_usd]);
+            a.push_pcts(&[net, r.realized_pnl_usd, r.fees_usd], r.entry_size_usd);
+            notional += r.entry_size_usd;
+            mfe += r.mfe_usd;
+            mae += r.mae_usd;
         }
+        let n = Decimal::from(scope.len().max(1));
+        a.money.extend([mfe, mae, mfe / n, mae / n]);
+        let o = &stats.overall;
+        a.push_pcts(&[o.net_pnl_usd, o.gross_pnl_usd, o.fees_usd], notional);
+        a.push_pcts(
+            &[o.net_pnl_usd / n, o.gross_pnl_usd / n, o.fees_usd / n],
+            notional / n,
+        );
         a
+    }
+
+    /// `parts` as percentages of `whole` (nothing when `whole` is zero), sign dropped.
+    fn push_pcts(&mut self, parts: &[Decimal], whole: Decimal) {
+        if whole.is_zero() {
+            return;
+        }
+        for p in parts {
+            if let Some(v) = p
+                .checked_mul(Decimal::ONE_HUNDRED)
+                .and_then(|v| v.checked_div(whole))
+            {
+                self.pcts.push(v.abs());
+            }
+        }
+    }
+
+    /// Whether `k` is a count the scope shows: an aggregate's trades, wins or losses.
+    fn is_count(&self, k: usize) -> bool {
+        self.aggs
+            .iter()
+            .any(|g| g.trades == k || g.wins == k || g.losses == k)
     }
 
     fn trade_counts(&self) -> impl Iterator<Item = usize> + '_ {
@@ -530,7 +564,9 @@ fn check_figures(toks: &[Tok], allowed: &Allowed, problems: &mut Vec<String>) {
                         .chain(allowed.loss_rates.iter())
                         .collect(),
                 };
-                if !rates.iter().any(|a| within(*value, *dp, **a)) {
+                if !rates.iter().any(|a| within(*value, *dp, **a))
+                    && !allowed.pcts.iter().any(|a| within(*value, *dp, *a))
+                {
                     bad.push(format!("{}%", shown(*value, *dp)));
                 }
             }
@@ -559,9 +595,11 @@ fn check_figures(toks: &[Tok], allowed: &Allowed, problems: &mut Vec<String>) {
                     }
                 }
                 // K of M, K/M: an aggregate of M trades with K wins / losses.
-                let of = (word(i + 1) == Some("of") || punct(i + 1) == Some('/'))
-                    .then(|| num(i + 2))
-                    .flatten();
+                let of = (word(i + 1) == Some("of")
+                    || word(i + 1) == Some("for")
+                    || punct(i + 1) == Some('/'))
+                .then(|| num(i + 2))
+                .flatten();
                 if let Some((m, mdp)) = of {
                     let km = count(m, mdp);
                     let mut around = before(i, 2);
@@ -604,7 +642,9 @@ fn check_figures(toks: &[Tok], allowed: &Allowed, problems: &mut Vec<String>) {
                         k.is_some_and(|k| allowed.aggs.iter().any(|g| g.losses == k))
                     }
                     Some(_) => k.is_some_and(|k| allowed.trade_counts().any(|t| t == k)),
-                    None => false,
+                    // A bare whole number ("the sample of 2", "too few trades (2)") must be one
+                    // of the scope's counts.
+                    None => k.is_some_and(|k| allowed.is_count(k)),
                 };
                 if !ok {
                     let noun = noun.map(|n| format!(" {n}")).unwrap_or_default();

@@ -9,15 +9,19 @@ use model::{FinishReason, LanguageModel, Message, ModelError, ModelRequest, Rate
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use skill_schema::Skill;
-use types::{NoteContent, TradeRecord, Uuid};
+use types::{DroppedObservation, HeldLesson, NoteContent, Observation, TradeRecord, Uuid};
 
 use crate::bounds::bound_lessons;
+use crate::bullets::{Candidate, check, check_pairs, split_reply};
 use crate::cadence::{LastNote, window_trades};
-use crate::grounding::ground_lessons;
-use crate::judge::{is_real_model, judge_request, parse_judge_reply};
-use crate::lint::{LintResult, lint_lessons};
+use crate::judge::{is_real_model, judge_request, judge_verdicts};
+use crate::lint::LintResult;
+use crate::observe::{
+    Figures, RECORD_LESSONS_TOOL, parse_answer, record_lessons_tool, render, scope_of, setup_label,
+    supports,
+};
 use crate::prompt::{MAX_WINDOW_TRADES, REFLECTION_SYSTEM_PROMPT, render_reflection_user};
-use crate::stats::{STATS_REFLECTION_MODEL, stats_lessons};
+use crate::stats::{STATS_REFLECTION_MODEL, stats_observations};
 
 /// Output-token budget of a reflection call: the prompt asks for ≤ 300 tokens; 500 leaves room
 /// for a model that overshoots a little (2,000 characters ≈ 500 tokens) without paying for more.
@@ -264,10 +268,51 @@ fn build_request(
         messages: vec![Message::User {
             content: render_reflection_user(input.skill, trades, start, input.now, omitted),
         }],
-        tools: Vec::new(),
+        tools: vec![record_lessons_tool()],
         max_output_tokens: REFLECTION_MAX_OUTPUT_TOKENS,
         deadline: None,
     }
+}
+
+/// What a reflector answered, before any check.
+enum Answer {
+    /// Typed observations (a `record_lessons` call, JSON text, or the statistics); items that
+    /// could not be read are left out.
+    Typed { observations: Vec<Observation> },
+    /// Plain text bullets; `truncated` when the model stopped on its token limit.
+    Plain { text: String, truncated: bool },
+}
+
+/// The model's answer: its `record_lessons` calls when it made any (their observations in call
+/// order), else its text read as a `record_lessons` JSON document when it is one, else its text
+/// as plain bullets.
+fn answer_of(resp: &model::ModelResponse) -> Answer {
+    let calls: Vec<&model::ToolCall> = resp
+        .tool_calls
+        .iter()
+        .filter(|c| c.name == RECORD_LESSONS_TOOL)
+        .collect();
+    let text = resp.text.clone().unwrap_or_default();
+    if calls.is_empty() {
+        let t = text.trim_start();
+        if (t.starts_with('{') || t.starts_with('[') || t.starts_with("```json"))
+            && let Ok(parsed) = parse_answer(&text)
+        {
+            return Answer::Typed {
+                observations: parsed.observations,
+            };
+        }
+        return Answer::Plain {
+            text,
+            truncated: resp.finish == FinishReason::Length,
+        };
+    }
+    let observations = calls
+        .into_iter()
+        .filter_map(|c| parse_answer(&c.arguments).ok())
+        .flat_map(|p| p.observations)
+        .collect();
+    Answer::Typed { observations }
 }
 
 /// Runs one reflection. Never fails and never panics: every problem becomes
@@ -277,22 +322,23 @@ fn build_request(
 /// - The window: closed trades with an exit after `last.window_end` (if any) and at or before
 ///   `now` (point in time), oldest exit first, the latest [`MAX_WINDOW_TRADES`] kept.
 /// - No trade in it → `Failed(NoTrades)`, no model call.
-/// - [`Reflector::Stats`] → [`stats_lessons`], 0 tokens, cost 0.
-/// - [`Reflector::Model`] → one call with [`REFLECTION_SYSTEM_PROMPT`] and the rendered window
-///   (no tools); a model error → `Failed(Model)`; a reply without a usable bullet →
-///   `Failed(EmptyReply)` (its tokens and cost are still recorded).
-/// - The reply is normalised and bounded by [`crate::bound_lessons`] (cut at bullet boundaries,
-///   never retried), then checked by the lesson defences (any finding flags the note: stored
-///   pending review, never injected until a person accepts it):
-///   1. the linter ([`crate::lint_lessons`], on the [normalised](crate::normalise) text) against
-///      `skill.strategy.avoid` and hostile patterns;
-///   2. the grounding check ([`crate::ground_lessons`]) against the window's trades, for every
-///      reflector, `builtin/stats-reflection` included;
-///   3. for a real model (not `builtin/…`, see [`crate::is_real_model`]) and only when 1 and 2
-///      found nothing: a second, separate call to the same model with
-///      [`crate::JUDGE_SYSTEM_PROMPT`] ([`crate::judge_request`]) that must clear every bullet
-///      explicitly; a failed check call flags the note (the note is still stored). Its tokens
-///      and cost are added to the note's.
+/// - [`Reflector::Stats`] → [`crate::stats_observations`], 0 tokens, cost 0.
+/// - [`Reflector::Model`] → one call with [`REFLECTION_SYSTEM_PROMPT`], the rendered window and
+///   the `record_lessons` tool; a model error → `Failed(Model)`.
+/// - **Typed answer** (a `record_lessons` call, or the same JSON as text): each observation's
+///   setup is looked up in the window, its figures computed and its finding tested
+///   ([`crate::observe`]); one the ledger does not bear out is dropped and recorded
+///   (`content.dropped`), the others rendered. An observation's note is checked like a plain
+///   bullet: a note that fails is held for review and the bullet goes in without it.
+/// - **Plain bullets**: each bullet is checked alone ([`crate::bullets`]); a failing bullet is
+///   held (`content.held`) and the rest go in.
+/// - For a real model (not `builtin/…`, see [`crate::is_real_model`]), a second, separate call
+///   ([`crate::judge_request`]) must clear each bullet that carries the model's words; a bullet
+///   it does not clear is held (a note: dropped from its bullet and held). A failed check call
+///   holds them all. Its tokens and cost are added to the note's.
+/// - The bullets that pass become `lessons_text` (bounded by [`crate::bound_lessons`]); the note
+///   is then injectable. When every bullet was held, the note is stored pending review with the
+///   held bullets as its text; when nothing usable is left → `Failed(EmptyReply)`.
 pub async fn reflect(input: ReflectionInput<'_>, reflector: &Reflector) -> ReflectionOutcome {
     let (trades, omitted, start) = select(&input);
     let trades_considered = u32::try_from(trades.len()).unwrap_or(u32::MAX);
@@ -317,10 +363,11 @@ pub async fn reflect(input: ReflectionInput<'_>, reflector: &Reflector) -> Refle
         return failed(ReflectionFailure::NoTrades, Usage::default(), cost);
     }
 
-    let (raw, truncated, usage, cost) = match reflector {
+    let (answer, usage, cost) = match reflector {
         Reflector::Stats => (
-            stats_lessons(&trades),
-            false,
+            Answer::Typed {
+                observations: stats_observations(&trades),
+            },
             Usage::default(),
             Some(Decimal::ZERO),
         ),
@@ -347,74 +394,143 @@ pub async fn reflect(input: ReflectionInput<'_>, reflector: &Reflector) -> Refle
                             cost,
                         );
                     }
-                    (
-                        resp.text.unwrap_or_default(),
-                        resp.finish == FinishReason::Length,
-                        resp.usage,
-                        cost,
-                    )
+                    (answer_of(&resp), resp.usage, cost)
                 }
             }
         }
     };
 
-    let bounded = bound_lessons(&raw, truncated);
-    if bounded.text.is_empty() {
-        return failed(ReflectionFailure::EmptyReply, usage, cost);
-    }
-    let (lint, usage, cost) =
-        check_lessons(&input, reflector, &bounded.text, &trades, usage, cost).await;
-    ReflectionOutcome::Note(NoteDraft {
-        skill_id: input.skill_id,
-        skill_version: input.skill.version,
-        deployment_id: input.deployment_id,
-        generated_at: input.now,
-        content: NoteContent {
-            window_start: start,
-            window_end: input.now,
-            trades_considered,
-            lessons_text: bounded.text,
-            model_used: reflector.id().to_owned(),
-            input_tokens: Some(usage.total_input()),
-            output_tokens: Some(usage.output),
-            cost_usd: cost,
-            observations: Vec::new(),
-            dropped: Vec::new(),
-            held: Vec::new(),
-        },
-        cut: bounded.cut,
-        lint,
-    })
-}
-
-/// The lesson defences on a bounded text: linter, grounding, and (real models only, and only
-/// when the first two pass) the judge call. Returns the verdict and the run's usage and cost
-/// with the judge call's added.
-async fn check_lessons(
-    input: &ReflectionInput<'_>,
-    reflector: &Reflector,
-    text: &str,
-    trades: &[&TradeRecord],
-    mut usage: Usage,
-    mut cost: Option<Decimal>,
-) -> (LintResult, Usage, Option<Decimal>) {
-    let mut reasons = lint_lessons(text, &input.skill.strategy).reasons;
-    for g in ground_lessons(text, trades) {
-        for p in g.problems {
-            reasons.push(format!(
-                "bullet {}: not grounded in the ledger: {p}",
-                g.bullet
-            ));
+    let strategy = &input.skill.strategy;
+    let mut sheet = Sheet::default();
+    match answer {
+        Answer::Typed { observations } => {
+            for o in observations {
+                sheet.observe(o, &trades, strategy);
+            }
+        }
+        Answer::Plain { text, truncated } => {
+            let mut cs = split_reply(&text, truncated, strategy);
+            for c in &mut cs {
+                check(c, strategy, &trades);
+            }
+            check_pairs(&mut cs);
+            sheet.bullets = cs.into_iter().map(|c| (c, None)).collect();
         }
     }
-    if reasons.is_empty()
-        && let Reflector::Model(model) = reflector
-        && is_real_model(model.id())
-    {
-        let request = judge_request(input.skill, text, model.id());
-        let count = text.lines().filter(|l| !l.trim().is_empty()).count();
-        match model.generate(&request).await {
-            Err(e) => reasons.push(format!("the check call failed: {e}")),
+    let (usage, cost) = sheet.judge(&input, reflector, usage, cost).await;
+    sheet.into_outcome(
+        &input,
+        reflector,
+        start,
+        trades_considered,
+        usage,
+        cost,
+        failed,
+    )
+}
+
+/// The bullets of one reflection on their way to the note.
+#[derive(Default)]
+struct Sheet {
+    /// Each candidate, and for a rendered observation its index in `observations` and note.
+    bullets: Vec<(Candidate, Option<(usize, Candidate)>)>,
+    observations: Vec<Observation>,
+    dropped: Vec<DroppedObservation>,
+    held: Vec<HeldLesson>,
+}
+
+impl Sheet {
+    /// Checks one typed observation against the window and renders it (or drops it).
+    fn observe(
+        &mut self,
+        mut o: Observation,
+        trades: &[&TradeRecord],
+        strategy: &skill_schema::Strategy,
+    ) {
+        if let Some(note) = &mut o.note {
+            let (cut, _) = types::cut_chars(note, types::MAX_OBSERVATION_NOTE_CHARS);
+            *note = cut.to_owned();
+        }
+        let scope = scope_of(&o.setup, trades);
+        if scope.is_empty() {
+            self.dropped.push(DroppedObservation {
+                reason: format!(
+                    "names a setup the window does not have ({})",
+                    setup_label(&o.setup)
+                ),
+                observation: o,
+            });
+            return;
+        }
+        let figures = Figures::of(&scope, trades);
+        if let Err(reason) = supports(&o, &figures) {
+            self.dropped.push(DroppedObservation {
+                observation: o,
+                reason,
+            });
+            return;
+        }
+        if self.observations.contains(&o) {
+            self.dropped.push(DroppedObservation {
+                observation: o,
+                reason: "repeats an observation made already".to_owned(),
+            });
+            return;
+        }
+        let bullet = Candidate {
+            text: render(&o, &figures, &scope),
+            reasons: Vec::new(),
+        };
+        let note = o.note.take().map(|n| {
+            // The note read as the model's words about this setup: named, so the grounding
+            // check scopes its figures to the setup's trades.
+            let mut c = Candidate {
+                text: format!("- {}: {}", setup_label(&o.setup), n.trim()),
+                reasons: Vec::new(),
+            };
+            check(&mut c, strategy, &scope);
+            (self.observations.len(), c)
+        });
+        self.observations.push(o);
+        self.bullets.push((bullet, note));
+    }
+
+    /// The judge call (real models only): every bullet that carries the model's words — a
+    /// plain bullet, or an observation's note — that passed the deterministic checks.
+    async fn judge(
+        &mut self,
+        input: &ReflectionInput<'_>,
+        reflector: &Reflector,
+        mut usage: Usage,
+        mut cost: Option<Decimal>,
+    ) -> (Usage, Option<Decimal>) {
+        let Reflector::Model(model) = reflector else {
+            return (usage, cost);
+        };
+        if !is_real_model(model.id()) {
+            return (usage, cost);
+        }
+        // (bullet index, whether the model's words are the note)
+        let mut asked: Vec<(usize, bool)> = Vec::new();
+        let mut text = String::new();
+        for (i, (bullet, note)) in self.bullets.iter().enumerate() {
+            let (words, is_note) = match note {
+                Some((_, n)) => (n, true),
+                None if self.observations.is_empty() => (bullet, false),
+                None => continue,
+            };
+            if words.passes() {
+                asked.push((i, is_note));
+                text.push_str(&words.text);
+                text.push('\n');
+            }
+        }
+        if asked.is_empty() {
+            return (usage, cost);
+        }
+        let request = judge_request(input.skill, &text, model.id());
+        let verdicts: Vec<Option<String>> = match model.generate(&request).await {
+            Err(e) => vec![Some(format!("the check call failed: {e}")); asked.len()],
             Ok(resp) => {
                 if let Some(rates) = input.rates {
                     let extra = rates.cost(&resp.usage);
@@ -422,22 +538,105 @@ async fn check_lessons(
                 }
                 usage += resp.usage;
                 if resp.finish == FinishReason::Error {
-                    reasons.push("the check call reported an error finish".to_owned());
+                    vec![Some("the check call reported an error finish".to_owned()); asked.len()]
                 } else {
-                    reasons.extend(parse_judge_reply(
-                        resp.text.as_deref().unwrap_or_default(),
-                        count,
-                    ));
+                    judge_verdicts(resp.text.as_deref().unwrap_or_default(), asked.len())
+                }
+            }
+        };
+        for ((i, is_note), verdict) in asked.into_iter().zip(verdicts) {
+            if let Some(why) = verdict {
+                let (bullet, note) = &mut self.bullets[i];
+                match (is_note, note) {
+                    (true, Some((_, n))) => n.reasons.push(why),
+                    _ => bullet.reasons.push(why),
                 }
             }
         }
+        (usage, cost)
     }
-    (
-        LintResult {
-            flagged: !reasons.is_empty(),
-            reasons,
-        },
-        usage,
-        cost,
-    )
+
+    /// The note (or the failure) the sheet comes to.
+    #[allow(clippy::too_many_arguments)]
+    fn into_outcome<F>(
+        mut self,
+        input: &ReflectionInput<'_>,
+        reflector: &Reflector,
+        start: DateTime<Utc>,
+        trades_considered: u32,
+        usage: Usage,
+        cost: Option<Decimal>,
+        failed: F,
+    ) -> ReflectionOutcome
+    where
+        F: Fn(ReflectionFailure, Usage, Option<Decimal>) -> ReflectionOutcome,
+    {
+        let mut passing = Vec::new();
+        for (bullet, note) in std::mem::take(&mut self.bullets) {
+            if !bullet.passes() {
+                self.held.push(bullet.held());
+                continue;
+            }
+            match note {
+                Some((k, n)) if n.passes() => {
+                    let words = n.text.split_once(": ").map_or(n.text.as_str(), |(_, w)| w);
+                    self.observations[k].note = Some(words.to_owned());
+                    passing.push(format!("{} Note: {words}", bullet.text));
+                }
+                Some((_, n)) => {
+                    self.held.push(n.held());
+                    passing.push(bullet.text);
+                }
+                None => passing.push(bullet.text),
+            }
+        }
+        let held_text: Vec<&str> = self.held.iter().map(|h| h.text.as_str()).collect();
+        let pending = passing.is_empty();
+        let source = if pending {
+            held_text.join("\n")
+        } else {
+            passing.join("\n")
+        };
+        let bounded = bound_lessons(&source, false);
+        if bounded.text.is_empty() {
+            return failed(ReflectionFailure::EmptyReply, usage, cost);
+        }
+        let reasons: Vec<String> = if pending {
+            self.held
+                .iter()
+                .enumerate()
+                .flat_map(|(i, h)| {
+                    h.reasons
+                        .iter()
+                        .map(move |r| format!("bullet {}: {r}", i + 1))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        ReflectionOutcome::Note(NoteDraft {
+            skill_id: input.skill_id,
+            skill_version: input.skill.version,
+            deployment_id: input.deployment_id,
+            generated_at: input.now,
+            content: NoteContent {
+                window_start: start,
+                window_end: input.now,
+                trades_considered,
+                lessons_text: bounded.text,
+                model_used: reflector.id().to_owned(),
+                input_tokens: Some(usage.total_input()),
+                output_tokens: Some(usage.output),
+                cost_usd: cost,
+                observations: self.observations,
+                dropped: self.dropped,
+                held: self.held,
+            },
+            cut: bounded.cut,
+            lint: LintResult {
+                flagged: pending,
+                reasons,
+            },
+        })
+    }
 }

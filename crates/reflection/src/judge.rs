@@ -121,6 +121,17 @@ pub fn judge_request(skill: &Skill, lessons: &str, model_id: &str) -> ModelReque
 /// `ok` (rejected, no verdict, or conflicting verdicts), in bullet order. Empty = all cleared.
 #[must_use]
 pub fn parse_judge_reply(reply: &str, count: usize) -> Vec<String> {
+    judge_verdicts(reply, count)
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, v)| v.map(|why| format!("bullet {}: {why}", i + 1)))
+        .collect()
+}
+
+/// The judge's verdict on each of `count` bullets, in order: `None` when it cleared the bullet
+/// with exactly one `ok`, else why not.
+#[must_use]
+pub fn judge_verdicts(reply: &str, count: usize) -> Vec<Option<String>> {
     // verdicts[k] = (oks, rejects, first reject reason)
     let mut verdicts: Vec<(usize, usize, Option<String>)> = vec![(0, 0, None); count];
     for line in reply.lines() {
@@ -151,17 +162,15 @@ pub fn parse_judge_reply(reply: &str, count: usize) -> Vec<String> {
     }
     verdicts
         .into_iter()
-        .enumerate()
-        .filter_map(|(i, (oks, rejects, reason))| match (oks, rejects) {
+        .map(|(oks, rejects, reason)| match (oks, rejects) {
             (1, 0) => None,
             (_, r) if r > 0 => Some(format!(
-                "bullet {}: the check judged it unsafe: {}",
-                i + 1,
+                "the check judged it unsafe: {}",
                 reason
                     .filter(|r| !r.is_empty())
                     .unwrap_or_else(|| "no reason given".to_owned())
             )),
-            _ => Some(format!("bullet {}: the check gave no clear verdict", i + 1)),
+            _ => Some("the check gave no clear verdict".to_owned()),
         })
         .collect()
 }

@@ -72,13 +72,16 @@
 //! ```
 
 mod bounds;
+mod bullets;
 mod cadence;
+mod deny;
 mod grounding;
 mod job;
 mod judge;
 mod lint;
 mod normalise;
 mod notes;
+mod observe;
 mod prompt;
 mod stats;
 
@@ -92,16 +95,20 @@ pub use job::{
     ReflectionOutcome, Reflector, reflect, reflection_request, resolve_reflection_model,
 };
 pub use judge::{
-    JUDGE_MAX_OUTPUT_TOKENS, JUDGE_SYSTEM_PROMPT, is_real_model, judge_request, parse_judge_reply,
-    render_judge_user,
+    JUDGE_MAX_OUTPUT_TOKENS, JUDGE_SYSTEM_PROMPT, is_real_model, judge_request, judge_verdicts,
+    parse_judge_reply, render_judge_user,
 };
 pub use lint::{LintResult, lint_lessons};
 pub use normalise::{Normalised, is_hidden, normalise};
 pub use notes::{NoteView, promote_to_skill_scope, to_lessons, visible_note_at};
+pub use observe::{
+    Figures, ParsedAnswer, RECORD_LESSONS_TOOL, SMALL_SAMPLE, parse_answer, record_lessons_tool,
+    render, scope_of, setup_label, supports,
+};
 pub use prompt::{MAX_WINDOW_TRADES, REFLECTION_SYSTEM_PROMPT, render_reflection_user};
 pub use stats::{
     LedgerStats, MIN_RECURRING, STATS_REFLECTION_MODEL, SetupKey, SetupStats, TINY_SAMPLE,
-    stats_lessons,
+    stats_lessons, stats_observations,
 };
 pub use types::MAX_LESSONS_CHARS;
 

@@ -235,7 +235,7 @@ const PHRASES: &[(&str, &str)] = &[
 ];
 
 /// Lower-cased, contraction-expanded, stemmed words of the [normalised](crate::normalise) text.
-fn words(text: &str) -> Vec<String> {
+pub(crate) fn words(text: &str) -> Vec<String> {
     let lower = crate::normalise::normalise(text)
         .text
         .to_lowercase()
@@ -257,7 +257,7 @@ fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn is_content(word: &str) -> bool {
+pub(crate) fn is_content(word: &str) -> bool {
     static STOP: LazyLock<HashSet<&'static str>> =
         LazyLock::new(|| STOPWORDS.iter().copied().collect());
     !STOP.contains(word) && !word.chars().all(|c| c.is_ascii_digit())

@@ -11,7 +11,10 @@ use rust_decimal::prelude::ToPrimitive;
 use types::TradeRecord;
 use types::text;
 
+use types::{Finding, LessonDirection, LessonSetup, Observation, SetupRegime, Side};
+
 use crate::bounds::bound_lessons;
+use crate::observe::{Figures, SMALL_SAMPLE, render, scope_of, supports};
 
 /// The model id of the offline statistical reflection.
 pub const STATS_REFLECTION_MODEL: &str = "builtin/stats-reflection";
@@ -31,6 +34,10 @@ pub struct SetupKey {
     pub side: &'static str,
     /// The entry regime tag, `untagged` when the row has none.
     pub regime: &'static str,
+    /// The side, typed.
+    pub side_value: Side,
+    /// The entry regime, typed.
+    pub regime_value: SetupRegime,
 }
 
 impl SetupKey {
@@ -42,6 +49,8 @@ impl SetupKey {
                 types::Side::Short => "short",
             },
             regime: r.entry_regime_tag.map_or("untagged", |t| t.as_str()),
+            side_value: r.side,
+            regime_value: SetupRegime::of(r.entry_regime_tag),
         }
     }
 
@@ -72,7 +81,7 @@ pub struct SetupStats {
 }
 
 impl SetupStats {
-    fn add(&mut self, r: &TradeRecord) {
+    pub(crate) fn add(&mut self, r: &TradeRecord) {
         let net = r.realized_pnl_usd - r.fees_usd;
         self.trades += 1;
         if net > Decimal::ZERO {
@@ -180,94 +189,86 @@ impl LedgerStats {
             })
     }
 
-    fn recurring(&self) -> impl Iterator<Item = (&SetupKey, &SetupStats)> {
+    pub(crate) fn recurring(&self) -> impl Iterator<Item = (&SetupKey, &SetupStats)> {
         self.setups
             .iter()
             .filter(|(_, s)| s.trades >= MIN_RECURRING)
     }
 }
 
-/// The lessons of `builtin/stats-reflection` for `trades`: at most
-/// [`types::MAX_LESSONS_CHARS`] characters of `- ` bullets, every bullet with its
-/// sample size. Empty string for no trades.
-///
-/// Bullets, in order: the overall sample; a tiny-sample warning under [`TINY_SAMPLE`] trades;
-/// the worst recurring setup (or that none lost money on average, or that none recurred); the
-/// best recurring setup (or that none made money on average); then one bullet per setup, in
-/// symbol × side × regime order, while they fit — the rest is summarised as "N more setups".
+/// The observations of `builtin/stats-reflection` for `trades` (the window's closed trades),
+/// most telling first, at most [`types::MAX_OBSERVATIONS`], each one the ledger supports:
+/// 1. the whole window: a small sample under [`crate::SMALL_SAMPLE`] trades, else whether it
+///    won or lost;
+/// 2. the worst recurring setup (n ≥ [`MIN_RECURRING`]) that lost money: avoid;
+/// 3. the best recurring setup that made money: repeat;
+/// 4. then, setup by setup in symbol × side × regime order, the recurring setups' other
+///    supported findings (late exits, fees eating the edge, losers stopped quickly or held too
+///    long), each with caution.
 #[must_use]
-pub fn stats_lessons(trades: &[&TradeRecord]) -> String {
+pub fn stats_observations(trades: &[&TradeRecord]) -> Vec<Observation> {
     if trades.is_empty() {
-        return String::new();
+        return Vec::new();
     }
     let stats = LedgerStats::of(trades.iter().copied());
-    let o = &stats.overall;
-    let mut head = vec![format!(
-        "Overall: {}, {} loss{}; PnL is net of fees and a win is a net PnL above $0.",
-        o.summary(),
-        o.losses,
-        if o.losses == 1 { "" } else { "es" },
-    )];
-    if o.trades < TINY_SAMPLE {
-        head.push(format!(
-            "Tiny sample (n={}): these numbers are anecdotes, not evidence; do not change behaviour on them alone.",
-            o.trades
-        ));
-    }
-    let any_recurring = stats.recurring().next().is_some();
-    if !any_recurring {
-        head.push(format!(
-            "No setup recurred (each symbol × side × entry regime appears once, n=1 each, {} setups): too few trades to single out a best or worst setup.",
-            stats.setups.len()
-        ));
+    let mut out: Vec<Observation> = Vec::new();
+    let mut push = |setup: LessonSetup, finding: Finding, direction: LessonDirection| {
+        let o = Observation {
+            setup,
+            finding,
+            direction,
+            note: None,
+        };
+        if out.len() >= types::MAX_OBSERVATIONS || out.contains(&o) {
+            return;
+        }
+        let scope = scope_of(&o.setup, trades);
+        if !scope.is_empty() && supports(&o, &Figures::of(&scope, trades)).is_ok() {
+            out.push(o);
+        }
+    };
+    let whole = LessonSetup::default();
+    if stats.overall.trades < SMALL_SAMPLE {
+        push(whole, Finding::SmallSample, LessonDirection::Caution);
     } else {
-        match stats.worst() {
-            Some((k, s)) => head.push(format!(
-                "Worst recurring setup: {} ({}). Be stricter before repeating it; the strategy's rules still decide.",
-                k.label(),
-                s.summary()
-            )),
-            None => head.push(format!(
-                "No recurring setup (n≥{MIN_RECURRING}) lost money on average."
-            )),
-        }
-        match stats.best() {
-            Some((k, s)) => head.push(format!(
-                "Best recurring setup: {} ({}). Worth repeating when the strategy's conditions line up again.",
-                k.label(),
-                s.summary()
-            )),
-            None => head.push(format!(
-                "No recurring setup (n≥{MIN_RECURRING}) made money on average."
-            )),
+        push(whole.clone(), Finding::Wins, LessonDirection::Repeat);
+        push(whole, Finding::Loses, LessonDirection::Caution);
+    }
+    let setup = |k: &SetupKey| LessonSetup {
+        symbol: Some(k.symbol.clone()),
+        side: Some(k.side_value),
+        regime: Some(k.regime_value),
+    };
+    if let Some((k, _)) = stats.worst() {
+        push(setup(k), Finding::Loses, LessonDirection::Avoid);
+    }
+    if let Some((k, _)) = stats.best() {
+        push(setup(k), Finding::Wins, LessonDirection::Repeat);
+    }
+    for (k, _) in stats.recurring() {
+        for finding in [
+            Finding::GivesBackGains,
+            Finding::FeesEatEdge,
+            Finding::StoppedQuickly,
+            Finding::HeldTooLong,
+        ] {
+            push(setup(k), finding, LessonDirection::Caution);
         }
     }
-    let mut text = bullets(&head);
-    // Per-setup bullets while they fit, keeping room for the "more" line.
-    let total = stats.setups.len();
-    for (shown, (k, s)) in stats.setups.iter().enumerate() {
-        let line = format!("\n- Setup {}: {}.", k.label(), s.summary());
-        let rest = total - shown - 1;
-        let reserve = if rest > 0 { 64 } else { 0 };
-        if text.chars().count() + line.chars().count() + reserve > types::MAX_LESSONS_CHARS {
-            let left = total - shown;
-            let left_trades: usize = stats.setups.values().skip(shown).map(|s| s.trades).sum();
-            text.push_str(&format!(
-                "\n- ({left} more setup{} not listed, n={left_trades} trades.)",
-                if left == 1 { "" } else { "s" }
-            ));
-            break;
-        }
-        text.push_str(&line);
-    }
-    // Belt and braces: the bound every write path applies.
-    bound_lessons(&text, false).text
+    out
 }
 
-fn bullets(lines: &[String]) -> String {
-    lines
+/// The lessons text of `builtin/stats-reflection` for `trades`: its observations
+/// ([`stats_observations`]) rendered, at most [`types::MAX_LESSONS_CHARS`] characters. Empty
+/// for no trades.
+#[must_use]
+pub fn stats_lessons(trades: &[&TradeRecord]) -> String {
+    let lines: Vec<String> = stats_observations(trades)
         .iter()
-        .map(|l| format!("- {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+        .map(|o| {
+            let scope = scope_of(&o.setup, trades);
+            render(o, &Figures::of(&scope, trades), &scope)
+        })
+        .collect();
+    bound_lessons(&lines.join("\n"), false).text
 }

@@ -164,30 +164,6 @@ async fn no_hostile_bullet_reaches_a_system_prompt() {
         corpus.iter().map(|(f, _)| f.as_str()).collect();
     assert!(families.len() >= 8, "{families:?}");
     let baseline = compose_system_prompt(&skill, None).expect("the prompt composes");
-    // Which layer would stop each bullet on its own (figures for the record; the assertion is
-    // on the prompt below).
-    let refs: Vec<&TradeRecord> = trades.iter().collect();
-    let (mut dropped, mut by_lint, mut by_grounding, mut by_either) = (0, 0, 0, 0);
-    for (_, bullet) in &corpus {
-        let bounded = reflection::bound_lessons(&format!("- {bullet}"), false).text;
-        if bounded.is_empty() {
-            dropped += 1;
-            continue;
-        }
-        let lint = lint_lessons(&bounded, &skill.strategy).flagged;
-        let grounding = !ground_lessons(&bounded, &refs).iter().all(|g| g.grounded());
-        by_lint += usize::from(lint);
-        by_grounding += usize::from(grounding);
-        by_either += usize::from(lint || grounding);
-    }
-    eprintln!(
-        "hostile bullets: {} in all; {dropped} dropped as no bullet (a heading or code fence); \
-         of the rest the linter alone flags {by_lint}, the grounding check alone {by_grounding}, \
-         one of the two {by_either}",
-        corpus.len()
-    );
-    // The deterministic layers stop every one without any model's help.
-    assert_eq!(dropped + by_either, corpus.len());
     for setup in [Setup::Builtin, Setup::FooledJudge] {
         let mut reached = Vec::new();
         for (family, bullet) in &corpus {
@@ -197,9 +173,11 @@ async fn no_hostile_bullet_reaches_a_system_prompt() {
                 reached.push(format!("[{family}] {bullet}"));
             }
             // Stored for review (or dropped as no bullet at all), never injected.
-            if let Some(note) = outcome.note() {
-                assert!(note.lint.flagged, "[{family}] {bullet}");
+            if let Some(note) = outcome.note()
+                && note.lint.flagged
+            {
                 assert!(!note.lint.reasons.is_empty());
+                assert_eq!(note.content.held.len(), 1, "[{family}] {bullet}");
             }
         }
         assert!(
@@ -257,6 +235,7 @@ async fn every_honest_bullet_reaches_the_system_prompt() {
         let note = outcome.note().expect("a note");
         assert!(!note.cut, "{all}");
         assert!(!note.lint.flagged, "{:?}", note.lint.reasons);
+        assert!(note.content.held.is_empty(), "{:?}", note.content.held);
         assert!(prompt_after(&skill, &outcome).contains(&all));
         assert!(ground_lessons(&all, &refs).iter().all(|g| g.grounded()));
     }

@@ -10,4 +10,5 @@ mod invariants;
 mod job;
 mod lint;
 mod notes;
+mod realistic;
 mod stats;

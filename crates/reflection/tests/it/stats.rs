@@ -95,7 +95,9 @@ fn groups_and_extremes() {
         &SetupKey {
             symbol: "BTC".into(),
             side: "long",
-            regime: "ranging"
+            regime: "ranging",
+            side_value: types::Side::Long,
+            regime_value: types::SetupRegime::Ranging,
         }
     );
     // (−10.50 − 6.50 + 3.50) / 3 = −13.50 / 3 = −4.50
