@@ -88,9 +88,14 @@ fn without_emphasis(text: &str) -> String {
         .join(" ")
 }
 
-/// A reply → candidate bullets, each carrying the reason of a hostile line above it.
-/// `truncated` (the model stopped on its token limit): the last bullet is incomplete and held.
-pub(crate) fn split_reply(reply: &str, truncated: bool, strategy: &Strategy) -> Vec<Candidate> {
+/// A reply → candidate bullets, each carrying the reason of a hostile line above it, and
+/// whether one was cut: `truncated` (the model stopped on its token limit) drops the last
+/// bullet, which is incomplete, when another one remains.
+pub(crate) fn split_reply(
+    reply: &str,
+    truncated: bool,
+    strategy: &Strategy,
+) -> (Vec<Candidate>, bool) {
     let mut out = Vec::new();
     let mut taint: Option<String> = None;
     for raw in reply.lines() {
@@ -127,11 +132,11 @@ pub(crate) fn split_reply(reply: &str, truncated: bool, strategy: &Strategy) -> 
             reasons: taint.iter().cloned().collect(),
         });
     }
-    if truncated && let Some(last) = out.last_mut() {
-        last.reasons
-            .push("cut off by the model's output limit".to_owned());
+    let cut = truncated && out.len() > 1;
+    if cut {
+        out.pop();
     }
-    out
+    (out, cut)
 }
 
 /// Every deterministic check on one candidate (the linter, grounding, the deny layer).

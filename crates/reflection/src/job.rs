@@ -409,7 +409,8 @@ pub async fn reflect(input: ReflectionInput<'_>, reflector: &Reflector) -> Refle
             }
         }
         Answer::Plain { text, truncated } => {
-            let mut cs = split_reply(&text, truncated, strategy);
+            let (mut cs, cut) = split_reply(&text, truncated, strategy);
+            sheet.cut = cut;
             for c in &mut cs {
                 check(c, strategy, &trades);
             }
@@ -437,6 +438,8 @@ struct Sheet {
     observations: Vec<Observation>,
     dropped: Vec<DroppedObservation>,
     held: Vec<HeldLesson>,
+    /// Whether the model's last bullet was cut off by its output limit and dropped.
+    cut: bool,
 }
 
 impl Sheet {
@@ -632,7 +635,7 @@ impl Sheet {
                 dropped: self.dropped,
                 held: self.held,
             },
-            cut: bounded.cut,
+            cut: bounded.cut || self.cut,
             lint: LintResult {
                 flagged: pending,
                 reasons,

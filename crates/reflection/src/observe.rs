@@ -79,7 +79,8 @@ loses = lost money (net below $0, more losses than wins); gives_back_gains = exi
 trades that were in profit closed with less than half of their best open profit (MFE); \
 stopped_quickly = losers ended fast (on a stop, or in under half the window's average hold); \
 held_too_long = losers were held longer than the window's winners; fees_eat_edge = fees took at \
-least half of a positive gross PnL; small_sample = fewer than 3 trades, too few to conclude.";
+least half of a positive gross PnL; small_sample = fewer than 3 trades, too few to conclude; \
+mixed = neither wins nor losses dominate.";
 
 /// One observation as a model writes it (flat; every field optional but the two required ones,
 /// unknown fields refused).
@@ -348,10 +349,14 @@ pub fn supports(o: &Observation, f: &Figures) -> Result<(), String> {
             s.gross_pnl_usd > Decimal::ZERO && s.fees_usd * Decimal::TWO >= s.gross_pnl_usd
         }
         Finding::SmallSample => s.trades < SMALL_SAMPLE,
+        Finding::Mixed => {
+            !(s.net_pnl_usd > Decimal::ZERO && s.wins > s.losses)
+                && !(s.net_pnl_usd < Decimal::ZERO && s.losses > s.wins)
+        }
     };
     if !ok {
         let why = match o.finding {
-            Finding::Wins | Finding::Loses => format!(
+            Finding::Wins | Finding::Loses | Finding::Mixed => format!(
                 "net {net}, {} win{} and {} loss{} in {} trade{}",
                 s.wins,
                 plural(s.wins),
@@ -389,6 +394,7 @@ pub fn supports(o: &Observation, f: &Figures) -> Result<(), String> {
     let contradicts = match o.finding {
         Finding::Wins => o.direction == LessonDirection::Avoid,
         Finding::SmallSample => false,
+        Finding::Mixed => o.direction != LessonDirection::Caution,
         _ => o.direction == LessonDirection::Repeat,
     };
     if contradicts {
@@ -507,6 +513,16 @@ pub fn render(o: &Observation, f: &Figures, scope: &[&TradeRecord]) -> String {
                 text::percent_of(s.fees_usd, s.gross_pnl_usd).unwrap_or_default(),
                 text::signed_money(s.gross_pnl_usd),
                 text::signed_money(s.net_pnl_usd)
+            );
+        }
+        Finding::Mixed => {
+            let _ = write!(
+                out,
+                "mixed, {} of {n} won and {} lost (n={n}, net {}, average net {})",
+                s.wins,
+                s.losses,
+                text::signed_money(s.net_pnl_usd),
+                text::signed_money(s.avg_net_usd())
             );
         }
         Finding::SmallSample => {

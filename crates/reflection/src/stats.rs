@@ -199,7 +199,7 @@ impl LedgerStats {
 /// The observations of `builtin/stats-reflection` for `trades` (the window's closed trades),
 /// most telling first, at most [`types::MAX_OBSERVATIONS`], each one the ledger supports:
 /// 1. the whole window: a small sample under [`crate::SMALL_SAMPLE`] trades, else whether it
-///    won or lost;
+///    won, lost or was mixed (so there is always one observation);
 /// 2. the worst recurring setup (n ≥ [`MIN_RECURRING`]) that lost money: avoid;
 /// 3. the best recurring setup that made money: repeat;
 /// 4. then, setup by setup in symbol × side × regime order, the recurring setups' other
@@ -232,7 +232,8 @@ pub fn stats_observations(trades: &[&TradeRecord]) -> Vec<Observation> {
         push(whole, Finding::SmallSample, LessonDirection::Caution);
     } else {
         push(whole.clone(), Finding::Wins, LessonDirection::Repeat);
-        push(whole, Finding::Loses, LessonDirection::Caution);
+        push(whole.clone(), Finding::Loses, LessonDirection::Caution);
+        push(whole, Finding::Mixed, LessonDirection::Caution);
     }
     let setup = |k: &SetupKey| LessonSetup {
         symbol: Some(k.symbol.clone()),

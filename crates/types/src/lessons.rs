@@ -40,11 +40,13 @@ pub enum Finding {
     FeesEatEdge,
     /// Fewer than three trades: too few to conclude anything.
     SmallSample,
+    /// Neither side dominates: the trades neither clearly won nor clearly lost.
+    Mixed,
 }
 
 impl Finding {
     /// Every finding, in declaration order.
-    pub const ALL: [Finding; 7] = [
+    pub const ALL: [Finding; 8] = [
         Finding::Wins,
         Finding::Loses,
         Finding::GivesBackGains,
@@ -52,6 +54,7 @@ impl Finding {
         Finding::HeldTooLong,
         Finding::FeesEatEdge,
         Finding::SmallSample,
+        Finding::Mixed,
     ];
 
     /// The snake_case spelling (serde's, the tool schema's and the store's).
@@ -65,6 +68,7 @@ impl Finding {
             Finding::HeldTooLong => "held_too_long",
             Finding::FeesEatEdge => "fees_eat_edge",
             Finding::SmallSample => "small_sample",
+            Finding::Mixed => "mixed",
         }
     }
 

@@ -65,7 +65,8 @@ proptest! {
         let refs: Vec<&TradeRecord> = trades.iter().collect();
         let text = stats_lessons(&refs);
         prop_assert!(text.chars().count() <= MAX_LESSONS_CHARS);
-        prop_assert!(text.starts_with(&format!("- Overall: n={},", trades.len())), "{}", text);
+        prop_assert!(text.starts_with("- All trades of the window: "), "{}", text);
+        prop_assert!(text.lines().all(|l| l.starts_with("- ") && l.contains("n=")), "{}", text);
         prop_assert_eq!(bound_lessons(&text, false).text, text);
     }
 }

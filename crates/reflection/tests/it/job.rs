@@ -118,7 +118,7 @@ async fn the_request_the_model_sees() {
         reflection_request(&input(&skill, &trades, None), "anthropic/claude-haiku-4-5").as_ref()
     );
     assert_eq!(requests[0].model, "claude-haiku-4-5");
-    assert!(requests[0].tools.is_empty());
+    assert_eq!(requests[0].tools, [reflection::record_lessons_tool()]);
     insta::assert_snapshot!("reflection_system", requests[0].system);
     let model::Message::User { content } = &requests[0].messages[0] else {
         panic!("one user message expected, got {:?}", requests[0].messages);
@@ -336,7 +336,13 @@ async fn the_stats_reflector_needs_no_model() {
         (Some(0), Some(0))
     );
     assert_eq!(note.content.cost_usd, Some(Decimal::ZERO));
-    assert!(note.content.lessons_text.starts_with("- Overall: n=4,"));
+    assert!(
+        note.content
+            .lessons_text
+            .starts_with("- All trades of the window: "),
+        "{}",
+        note.content.lessons_text
+    );
     // The statistics never contradict the strategy they describe.
     assert!(!note.lint.flagged, "{:?}", note.lint);
     // Other ids go to the caller's resolver, errors included.
