@@ -144,6 +144,7 @@ delegate!(NoteStore {
     fn record_reflection_run(&self, run: &ReflectionRun) -> ();
     fn reflection_runs(&self, scope: NoteScope, limit: u32) -> Vec<ReflectionRun>;
     fn held_lessons(&self, scope: NoteScope, status: Option<HeldStatus>, limit: u32) -> Vec<StoredHeldLesson>;
+    fn held_lessons_by_prefix(&self, prefix: &str, limit: u32) -> Vec<StoredHeldLesson>;
     fn review_held_lesson(&self, id: Uuid, decision: HeldDecision, by: &str, at: DateTime<Utc>) -> StoredHeldLesson;
 });
 

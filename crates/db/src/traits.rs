@@ -530,6 +530,18 @@ pub trait NoteStore {
         limit: u32,
     ) -> impl Future<Output = Result<Vec<StoredHeldLesson>, DbError>> + Send;
 
+    /// The held bullets whose id (lowercase, hyphenated) starts with `prefix`, by id, at most
+    /// `limit` (≤ 1000): how a person's short id is resolved.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a prefix that is empty, longer than a uuid or not hex digits and
+    /// hyphens, or a limit over 1000.
+    fn held_lessons_by_prefix(
+        &self,
+        prefix: &str,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<StoredHeldLesson>, DbError>> + Send;
+
     /// A person's review of a held bullet, audited (`reviewed_at`, `reviewed_by`), in one
     /// transaction. Rejecting only marks it. Accepting it writes a new note in force from `at`
     /// (never earlier; `generated_at = at`, the held note's window, model, scope and

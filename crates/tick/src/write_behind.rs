@@ -720,6 +720,15 @@ where
         self.store.held_lessons(scope, status, limit).await
     }
 
+    async fn held_lessons_by_prefix(
+        &self,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<StoredHeldLesson>, DbError> {
+        self.flush().await?;
+        self.store.held_lessons_by_prefix(prefix, limit).await
+    }
+
     async fn review_held_lesson(
         &self,
         id: Uuid,
@@ -817,6 +826,7 @@ mod tests {
         fn record_reflection_run(&self, run: &ReflectionRun) -> ();
         fn reflection_runs(&self, scope: NoteScope, limit: u32) -> Vec<ReflectionRun>;
         fn held_lessons(&self, scope: NoteScope, status: Option<HeldStatus>, limit: u32) -> Vec<StoredHeldLesson>;
+        fn held_lessons_by_prefix(&self, prefix: &str, limit: u32) -> Vec<StoredHeldLesson>;
         fn review_held_lesson(&self, id: Uuid, decision: HeldDecision, by: &str, at: DateTime<Utc>) -> StoredHeldLesson;
     );
 

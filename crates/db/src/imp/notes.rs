@@ -600,6 +600,30 @@ macro_rules! impl_notes {
                 rows.iter().map(codec::held_from_row).collect()
             }
 
+            async fn held_lessons_by_prefix(
+                &self,
+                prefix: &str,
+                limit: u32,
+            ) -> Result<Vec<StoredHeldLesson>, DbError> {
+                let limit = check_limit("held lessons", limit, crate::MAX_HELD_READ)?;
+                let uuid_chars = prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+                if prefix.is_empty() || prefix.len() > 36 || !uuid_chars {
+                    return Err(DbError::Invalid {
+                        what: "held lesson id",
+                        detail: format!("{prefix:?} is not the start of a uuid"),
+                    });
+                }
+                let rows = sqlx::query(
+                    "SELECT * FROM held_lessons WHERE CAST(id AS TEXT) LIKE $1 ORDER BY id LIMIT $2",
+                )
+                .bind(format!("{}%", prefix.to_ascii_lowercase()))
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(ctx("finding held lessons"))?;
+                rows.iter().map(codec::held_from_row).collect()
+            }
+
             async fn review_held_lesson(
                 &self,
                 id: Uuid,

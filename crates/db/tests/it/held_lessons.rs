@@ -116,6 +116,18 @@ mod cases {
                 .is_empty()
         );
         assert_eq!(s.held_lessons(scope, None, 1).await.unwrap().len(), 1);
+        // A short id finds its row, in either case; a non-hex prefix is refused.
+        let id = pending[1].id.to_string();
+        let found = s
+            .held_lessons_by_prefix(&id[..8].to_uppercase(), 10)
+            .await
+            .unwrap();
+        assert_eq!(found, vec![pending[1].clone()]);
+        assert_eq!(s.held_lessons_by_prefix(&id, 10).await.unwrap().len(), 1);
+        assert!(matches!(
+            s.held_lessons_by_prefix("abc%", 10).await,
+            Err(DbError::Invalid { .. })
+        ));
         assert!(matches!(
             s.held_lessons(scope, None, 1001).await,
             Err(DbError::Invalid { .. })
