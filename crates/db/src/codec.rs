@@ -9,6 +9,7 @@ use std::str::FromStr;
 use chrono::{DateTime, SecondsFormat, Utc};
 use rust_decimal::Decimal;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
@@ -588,7 +589,52 @@ pub(crate) fn fill_from_row<R: RowExt>(r: &R) -> Result<StoredFill, DbError> {
     })
 }
 
+/// `reflection_notes.observations`: a note's observations and the ones its figures did not
+/// bear out (NULL for a note of plain bullets).
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct StoredObservations {
+    #[serde(default)]
+    pub observations: Vec<types::Observation>,
+    #[serde(default)]
+    pub dropped: Vec<types::DroppedObservation>,
+}
+
+/// A note's `observations` column: `None` when it has neither observations nor dropped ones,
+/// else their JSON (at most [`crate::MAX_OBSERVATIONS_JSON_CHARS`] characters written compactly).
+pub(crate) fn observations_json(c: &NoteContent) -> Result<Option<serde_json::Value>, DbError> {
+    if c.observations.is_empty() && c.dropped.is_empty() {
+        return Ok(None);
+    }
+    let json = serde_json::json!({"observations": &c.observations, "dropped": &c.dropped});
+    check_len(
+        "observations",
+        &json.to_string(),
+        0,
+        crate::MAX_OBSERVATIONS_JSON_CHARS,
+    )?;
+    Ok(Some(json))
+}
+
+/// One `held_lessons` row.
+pub(crate) fn held_from_row<R: RowExt>(r: &R) -> Result<crate::StoredHeldLesson, DbError> {
+    Ok(crate::StoredHeldLesson {
+        id: r.uuid("id")?,
+        note_id: r.uuid("note_id")?,
+        position: to_unsigned("position", r.int("position")?)?,
+        text: r.text("text")?,
+        reasons: r.json("reasons")?,
+        status: enum_col(r, "status", crate::HeldStatus::parse)?,
+        reviewed_at: r.opt_ts("reviewed_at")?,
+        reviewed_by: r.opt_text("reviewed_by")?,
+        resulting_note_id: r.opt_uuid("resulting_note_id")?,
+    })
+}
+
 pub(crate) fn note_from_row<R: RowExt>(r: &R) -> Result<ReflectionNote, DbError> {
+    let StoredObservations {
+        observations,
+        dropped,
+    } = r.opt_json("observations")?.unwrap_or_default();
     let lint = if r.flag("lint_flagged")? {
         Some(NoteLint {
             reason: r.opt_text("lint_reason")?.unwrap_or_default(),
@@ -618,8 +664,8 @@ pub(crate) fn note_from_row<R: RowExt>(r: &R) -> Result<ReflectionNote, DbError>
                 .map(|v| i64_to_u64("output_tokens", v))
                 .transpose()?,
             cost_usd: r.opt_dec("cost_usd")?,
-            observations: Vec::new(),
-            dropped: Vec::new(),
+            observations,
+            dropped,
             held: Vec::new(),
         },
         lint,

@@ -67,6 +67,7 @@
 
 mod codec;
 mod error;
+mod held;
 mod imp;
 mod model;
 mod postgres;
@@ -80,6 +81,11 @@ mod url;
 
 pub use codec::time_text;
 pub use error::{ConstraintKind, DbError};
+pub use held::{
+    HeldDecision, HeldStatus, MAX_HELD_PER_NOTE, MAX_HELD_READ, MAX_HELD_REASONS_CHARS,
+    MAX_OBSERVATIONS_JSON_CHARS, MAX_REVIEWER_CHARS, StoredHeldLesson, accepted_note_id,
+    held_lesson_id,
+};
 pub use imp::tick::PlannedTicks;
 pub use model::{
     Annotation, AnnotationTarget, BrokerKind, ChatTurnRecord, DecisionSnapshot, Deployment,

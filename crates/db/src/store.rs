@@ -22,7 +22,9 @@ use crate::traits::{
     ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NewsStore, NoteStore,
     OutcomeStore, RegistryStore, TickStore,
 };
-use crate::{DbError, PgStore, PlannedTicks, SqliteStore};
+use crate::{
+    DbError, HeldDecision, HeldStatus, PgStore, PlannedTicks, SqliteStore, StoredHeldLesson,
+};
 
 /// A connected store: SQLite (embedded) or PostgreSQL (production).
 #[derive(Debug, Clone)]
@@ -141,6 +143,9 @@ delegate!(NoteStore {
     fn note_history(&self, scope: NoteScope, limit: u32) -> Vec<ReflectionNote>;
     fn record_reflection_run(&self, run: &ReflectionRun) -> ();
     fn reflection_runs(&self, scope: NoteScope, limit: u32) -> Vec<ReflectionRun>;
+    fn held_lessons(&self, scope: NoteScope, status: Option<HeldStatus>, limit: u32) -> Vec<StoredHeldLesson>;
+    fn held_lessons_by_prefix(&self, prefix: &str, limit: u32) -> Vec<StoredHeldLesson>;
+    fn review_held_lesson(&self, id: Uuid, decision: HeldDecision, by: &str, at: DateTime<Utc>) -> StoredHeldLesson;
 });
 
 delegate!(FactStore {

@@ -13,7 +13,7 @@ use types::{FactChange, MarketEvent, ReflectionNote, TradeRecord, UserFact};
 use uuid::Uuid;
 
 use crate::model::NewsRecord;
-use crate::{DbError, PlannedTicks};
+use crate::{DbError, HeldDecision, HeldStatus, PlannedTicks, StoredHeldLesson};
 use outcomes::{
     MarketSnapshot, MemoryHit, OutcomeScore, RecallQuery, RecalledOutcome, SearchQuery,
     TradeOutcome,
@@ -517,6 +517,51 @@ pub trait NoteStore {
         scope: NoteScope,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<ReflectionNote>, DbError>> + Send;
+
+    /// The held bullets of the scope's notes (all statuses when `status` is `None`), newest note
+    /// first and in position order within a note, at most `limit` (≤ 1000).
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a limit over 1000; [`DbError::Decode`] for an unreadable row.
+    fn held_lessons(
+        &self,
+        scope: NoteScope,
+        status: Option<HeldStatus>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<StoredHeldLesson>, DbError>> + Send;
+
+    /// The held bullets whose id (lowercase, hyphenated) starts with `prefix`, by id, at most
+    /// `limit` (≤ 1000): how a person's short id is resolved.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a prefix that is empty, longer than a uuid or not hex digits and
+    /// hyphens, or a limit over 1000.
+    fn held_lessons_by_prefix(
+        &self,
+        prefix: &str,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<StoredHeldLesson>, DbError>> + Send;
+
+    /// A person's review of a held bullet, audited (`reviewed_at`, `reviewed_by`), in one
+    /// transaction. Rejecting only marks it. Accepting it writes a new note in force from `at`
+    /// (never earlier; `generated_at = at`, the held note's window, model, scope and
+    /// observations) whose lessons are the text descending from the held note — the scope's
+    /// active note when it has the held note's window (the note itself or an earlier
+    /// acceptance's note), none when the held note is pending review — with the bullet
+    /// appended; it supersedes the active note. A note's text never changes once in force.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] for an unknown id; [`DbError::Bound`] for a reviewer name outside
+    /// 1..=100 characters; [`DbError::Invalid`] when the bullet is not pending, and on accept when
+    /// a newer reflection's note is active (only reject is possible then), when `at` is before
+    /// the held note or the note in force, or when the lessons would exceed 2000 characters.
+    fn review_held_lesson(
+        &self,
+        id: Uuid,
+        decision: HeldDecision,
+        by: &str,
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<StoredHeldLesson, DbError>> + Send;
 
     /// Records a reflection attempt. A failed run never touches the active note. A failure's
     /// error text is cut to 2000 characters rather than refused.

@@ -51,6 +51,43 @@ enum EventsCommand {
     },
 }
 
+#[derive(Subcommand)]
+enum LessonsCommand {
+    /// List a deployment's held bullets, newest note first: short id, status, note, text and
+    /// why each was held back (as `sim-worker lessons held`).
+    Held {
+        /// Database URL (it must be migrated), e.g. postgres://postgres@127.0.0.1:5432/agents.
+        #[arg(long, env = "DATABASE_URL")]
+        db: String,
+        /// The deployment.
+        #[arg(long)]
+        deployment: Uuid,
+        /// Which bullets: pending, accepted, rejected or all.
+        #[arg(long, default_value = "pending")]
+        status: String,
+    },
+    /// Accept a held bullet: a new note — the lessons in force for its window with the bullet
+    /// appended — is in force from `--at`, never earlier.
+    Accept(LessonReview),
+    /// Reject a held bullet: it never reaches a prompt. Audited like an acceptance.
+    Reject(LessonReview),
+}
+
+#[derive(clap::Args)]
+struct LessonReview {
+    /// The held bullet: at least 8 hex digits of its id (`lessons held` prints them).
+    id: String,
+    /// Database URL (it must be migrated), e.g. postgres://postgres@127.0.0.1:5432/agents.
+    #[arg(long, env = "DATABASE_URL")]
+    db: String,
+    /// Who reviews it (1 to 100 characters), kept with the review.
+    #[arg(long)]
+    by: String,
+    /// When the review takes effect (RFC 3339). Default: now.
+    #[arg(long)]
+    at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum BrokerArg {
     /// Simulated fills at Hyperliquid prices (slippage and fees applied).
@@ -273,6 +310,12 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Review the bullets a reflection's lesson defences held back, one by one (as `sim-worker
+    /// lessons`). Bad input exits 2.
+    Lessons {
+        #[command(subcommand)]
+        command: LessonsCommand,
     },
     /// Promote a deployment's reflection note to its skill version (as `sim-worker
     /// promote-note`): the skill's other deployments without a note of their own see it from
@@ -657,6 +700,13 @@ async fn main() -> anyhow::Result<()> {
                 tick::memory_cmd::memory_stats(&store, &request).await?
             );
         }
+        Command::Lessons { command } => match lessons(command).await {
+            Ok(out) => print!("{out}"),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                std::process::exit(2);
+            }
+        },
         Command::PromoteNote { db, note, at } => {
             let store = db::open_existing(&db)
                 .await
@@ -924,6 +974,33 @@ fn hyperliquid_config(
         }
     }
     bail!("{}", problems.join("\n"))
+}
+
+/// `live-runner lessons …`: every failure is bad input (a flag, an id, a review the store
+/// refuses) or an unreachable database; the caller exits 2 on it.
+async fn lessons(command: LessonsCommand) -> anyhow::Result<String> {
+    use tick::lessons_cmd;
+    let open = |db: String| async move {
+        db::open_existing(&db)
+            .await
+            .with_context(|| format!("--db {}", db::redact_url(&db)))
+    };
+    let (review, decision) = match command {
+        LessonsCommand::Held {
+            db,
+            deployment,
+            status,
+        } => {
+            let status = lessons_cmd::parse_status(&status)?;
+            let store = open(db).await?;
+            return Ok(lessons_cmd::list_held(&store, deployment, status).await?);
+        }
+        LessonsCommand::Accept(review) => (review, db::HeldDecision::Accept),
+        LessonsCommand::Reject(review) => (review, db::HeldDecision::Reject),
+    };
+    let store = open(review.db).await?;
+    let at = review.at.unwrap_or_else(|| SystemClock.now());
+    Ok(lessons_cmd::review(&store, &review.id, decision, &review.by, at).await?)
 }
 
 /// The chat's focus on one of the user's deployments (not found — e.g. another user's, hidden

@@ -5,6 +5,7 @@ mod ab_cmd;
 mod ab_windows;
 mod bootstrap;
 mod ledger_cmd;
+mod lessons_cmd;
 mod memory_cmd;
 mod notes_cmd;
 mod placement;
@@ -65,6 +66,10 @@ enum Command {
     /// Promote a deployment's reflection note to its skill version: the skill's other
     /// deployments without a note of their own see it from the given time (ADR-0017).
     PromoteNote(notes_cmd::PromoteArgs),
+    /// Review the bullets a reflection's lesson defences held back, one by one: list them,
+    /// accept one (a new note with it is in force from then on) or reject it.
+    #[command(subcommand)]
+    Lessons(lessons_cmd::LessonsCommand),
     /// Work with skill files: validate them, export their JSON Schema, render their prompt.
     #[command(subcommand)]
     Skill(skill_cmd::SkillCommand),
@@ -123,6 +128,7 @@ fn main() -> ExitCode {
         Command::Notes(target) => notes_cmd::list(target),
         Command::AcceptNote(args) => notes_cmd::accept(args),
         Command::PromoteNote(args) => notes_cmd::promote(args),
+        Command::Lessons(cmd) => lessons_cmd::run(cmd),
         Command::Skill(cmd) => skill_cmd::run(cmd),
         Command::Ledger(cmd) => ledger_cmd::run(cmd),
         Command::Annotate(args) => memory_cmd::annotate(args),

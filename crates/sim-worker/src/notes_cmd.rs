@@ -195,7 +195,7 @@ pub(crate) fn list(target: Target) -> Result<String, Failure> {
 }
 
 /// The existing store at `url` (never created).
-async fn open_store(url: &str) -> Result<Store, Failure> {
+pub(crate) async fn open_store(url: &str) -> Result<Store, Failure> {
     db::open_existing(url)
         .await
         .map_err(|e| bad(format!("cannot open {}: {e}", db::redact_url(url))))

@@ -95,6 +95,7 @@
 pub mod backtest;
 mod broker;
 mod ids;
+pub mod lessons_cmd;
 pub mod memory_cmd;
 mod memory_tools;
 mod outcome_memory;

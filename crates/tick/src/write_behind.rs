@@ -62,8 +62,9 @@ use std::task::Poll;
 
 use chrono::{DateTime, Utc};
 use db::{
-    DbError, DecisionSnapshot, NewNote, NoteScope, NoteStore, PlannedTicks, ReflectionRun,
-    StoredRunnerState, TickOutcome, TickRecord, TickStore,
+    DbError, DecisionSnapshot, HeldDecision, HeldStatus, NewNote, NoteScope, NoteStore,
+    PlannedTicks, ReflectionRun, StoredHeldLesson, StoredRunnerState, TickOutcome, TickRecord,
+    TickStore,
 };
 use types::ReflectionNote;
 use uuid::Uuid;
@@ -708,6 +709,36 @@ where
         self.flush().await?;
         self.store.reflection_runs(scope, limit).await
     }
+
+    async fn held_lessons(
+        &self,
+        scope: NoteScope,
+        status: Option<HeldStatus>,
+        limit: u32,
+    ) -> Result<Vec<StoredHeldLesson>, DbError> {
+        self.flush().await?;
+        self.store.held_lessons(scope, status, limit).await
+    }
+
+    async fn held_lessons_by_prefix(
+        &self,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<StoredHeldLesson>, DbError> {
+        self.flush().await?;
+        self.store.held_lessons_by_prefix(prefix, limit).await
+    }
+
+    async fn review_held_lesson(
+        &self,
+        id: Uuid,
+        decision: HeldDecision,
+        by: &str,
+        at: DateTime<Utc>,
+    ) -> Result<StoredHeldLesson, DbError> {
+        self.flush().await?;
+        self.store.review_held_lesson(id, decision, by, at).await
+    }
 }
 
 #[cfg(test)]
@@ -794,6 +825,9 @@ mod tests {
         fn note_history(&self, scope: NoteScope, limit: u32) -> Vec<ReflectionNote>;
         fn record_reflection_run(&self, run: &ReflectionRun) -> ();
         fn reflection_runs(&self, scope: NoteScope, limit: u32) -> Vec<ReflectionRun>;
+        fn held_lessons(&self, scope: NoteScope, status: Option<HeldStatus>, limit: u32) -> Vec<StoredHeldLesson>;
+        fn held_lessons_by_prefix(&self, prefix: &str, limit: u32) -> Vec<StoredHeldLesson>;
+        fn review_held_lesson(&self, id: Uuid, decision: HeldDecision, by: &str, at: DateTime<Utc>) -> StoredHeldLesson;
     );
 
     /// A seeded in-memory store behind a gate with no permit yet, and its deployment.

@@ -53,6 +53,24 @@ pub(crate) fn validate_note(note: &crate::NewNote) -> Result<NoteCounts, crate::
         });
     }
     let c = &note.content;
+    if c.held.len() > crate::MAX_HELD_PER_NOTE {
+        return Err(crate::DbError::Bound {
+            field: "held lessons",
+            actual: c.held.len(),
+            min: 0,
+            max: crate::MAX_HELD_PER_NOTE,
+        });
+    }
+    for held in &c.held {
+        crate::codec::check_len("held lesson", &held.text, 1, types::MAX_LESSONS_CHARS)?;
+        crate::codec::check_len(
+            "held lesson reasons",
+            &serde_json::Value::from(held.reasons.clone()).to_string(),
+            0,
+            crate::MAX_HELD_REASONS_CHARS,
+        )?;
+    }
+    crate::codec::observations_json(c)?;
     let tokens = |what, v: Option<u64>| v.map(|v| crate::codec::u64_to_i64(what, v)).transpose();
     Ok((
         crate::codec::to_signed("trades_considered", c.trades_considered)?,
@@ -61,9 +79,85 @@ pub(crate) fn validate_note(note: &crate::NewNote) -> Result<NoteCounts, crate::
     ))
 }
 
+/// The note accepting `held` (a bullet of `source`) at `at` writes, given the scope's active
+/// note: the text descending from `source` — the active note when it has `source`'s window,
+/// none when the active note is older (`source` is pending review) — with the bullet appended.
+pub(crate) fn accepted_note(
+    held: &crate::StoredHeldLesson,
+    source: &types::ReflectionNote,
+    active: Option<&types::ReflectionNote>,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Result<crate::NewNote, crate::DbError> {
+    let invalid = |detail: String| crate::DbError::Invalid {
+        what: "held lesson",
+        detail,
+    };
+    let src = &source.content;
+    if at < source.generated_at {
+        return Err(invalid(format!(
+            "{} cannot be accepted at {at}, before its note {} was generated at {}",
+            held.id, source.id, source.generated_at
+        )));
+    }
+    let base = match active {
+        None => None,
+        Some(a) => {
+            let in_force = a.accepted_at.unwrap_or(a.generated_at);
+            let same_window = a.content.window_start == src.window_start
+                && a.content.window_end == src.window_end;
+            if !same_window
+                && (a.content.window_end > src.window_end || a.generated_at > source.generated_at)
+            {
+                return Err(invalid(format!(
+                    "{}: a newer reflection's note {} (window ending {}) replaced note {}; \
+                     the bullet can only be rejected",
+                    held.id, a.id, a.content.window_end, source.id
+                )));
+            }
+            if in_force > at {
+                return Err(invalid(format!(
+                    "{} cannot be accepted at {at}, before the note in force {} (from {in_force})",
+                    held.id, a.id
+                )));
+            }
+            same_window.then_some(a.content.lessons_text.as_str())
+        }
+    };
+    let lessons_text = match base {
+        Some(text) => format!("{}\n{}", text.trim_end(), held.text),
+        None => held.text.clone(),
+    };
+    let chars = lessons_text.chars().count();
+    if chars > types::MAX_LESSONS_CHARS {
+        return Err(invalid(format!(
+            "{}: the lessons with it would be {chars} characters, over {}",
+            held.id,
+            types::MAX_LESSONS_CHARS
+        )));
+    }
+    Ok(crate::NewNote {
+        id: crate::accepted_note_id(held.id),
+        skill_id: source.skill_id,
+        skill_version: source.skill_version,
+        deployment_id: source.deployment_id,
+        generated_at: at,
+        content: types::NoteContent {
+            lessons_text,
+            // A person's review called no model.
+            input_tokens: Some(0),
+            output_tokens: Some(0),
+            cost_usd: Some(rust_decimal::Decimal::ZERO),
+            held: Vec::new(),
+            ..src.clone()
+        },
+        lint: None,
+    })
+}
+
 macro_rules! impl_notes {
     ($store:ty, $db:ty, $enc:ident, $begin:literal) => {
-        use crate::imp::notes::{is_active_note_conflict, scope_filter, validate_note, NoteCounts, NOTE_INSERT_ATTEMPTS};
+        use crate::imp::notes::{accepted_note, is_active_note_conflict, scope_filter, validate_note, NoteCounts, NOTE_INSERT_ATTEMPTS};
+        use crate::{HeldDecision, HeldStatus, StoredHeldLesson};
 
         type Query<'q> = sqlx::query::Query<'q, $db, <$db as sqlx::Database>::Arguments<'q>>;
 
@@ -139,8 +233,9 @@ macro_rules! impl_notes {
                 sqlx::query(
                     "INSERT INTO reflection_notes (id, skill_id, skill_version, deployment_id, status, \
                      generated_at, window_start, window_end, trades_considered, lessons_text, model_used, \
-                     input_tokens, output_tokens, cost_usd, lint_flagged, lint_reason, created_at) \
-                     VALUES ($1, $2, $3, $4, $17, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+                     input_tokens, output_tokens, cost_usd, lint_flagged, lint_reason, created_at, \
+                     observations) \
+                     VALUES ($1, $2, $3, $4, $17, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $18)",
                 )
                 .bind($enc::id(note.id))
                 .bind($enc::id(note.skill_id))
@@ -159,9 +254,26 @@ macro_rules! impl_notes {
                 .bind(note.lint.as_ref().map(|l| l.reason.as_str()))
                 .bind($enc::ts(Utc::now()))
                 .bind(if pending { "pending_review" } else { "active" })
+                .bind(codec::observations_json(&note.content)?.map(Json))
                 .execute(&mut **tx)
                 .await
                 .map_err(ctx("inserting reflection note"))?;
+                let created = Utc::now();
+                for (position, held) in (0u32..).zip(&note.content.held) {
+                    sqlx::query(
+                        "INSERT INTO held_lessons (id, note_id, position, text, reasons, status, created_at) \
+                         VALUES ($1, $2, $3, $4, $5, 'pending', $6)",
+                    )
+                    .bind($enc::id(crate::held_lesson_id(note.id, position)))
+                    .bind($enc::id(note.id))
+                    .bind(codec::to_signed::<u32, i32>("position", position)?)
+                    .bind(&held.text)
+                    .bind(Json(&held.reasons))
+                    .bind($enc::ts(created))
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(ctx("inserting held lesson"))?;
+                }
 
                 for row in &old {
                     sqlx::query("UPDATE reflection_notes SET superseded_by = $1 WHERE id = $2")
@@ -187,6 +299,131 @@ macro_rules! impl_notes {
                     superseded_at: None,
                     superseded_by: None,
                     accepted_at: None,
+                })
+            }
+
+            /// `notes` with their held bullets (`content.held`, in position order), read in one
+            /// query.
+            async fn with_held(&self, mut notes: Vec<ReflectionNote>) -> Result<Vec<ReflectionNote>, DbError> {
+                if notes.is_empty() {
+                    return Ok(notes);
+                }
+                let params: Vec<String> = (1..=notes.len()).map(|i| format!("${i}")).collect();
+                let sql = format!(
+                    "SELECT note_id, text, reasons FROM held_lessons WHERE note_id IN ({}) \
+                     ORDER BY note_id, position",
+                    params.join(", ")
+                );
+                let mut q = sqlx::query(&sql);
+                for n in &notes {
+                    q = q.bind($enc::id(n.id));
+                }
+                let rows = q.fetch_all(&self.pool).await.map_err(ctx("reading held lessons"))?;
+                let mut held: HashMap<Uuid, Vec<types::HeldLesson>> = HashMap::new();
+                for row in &rows {
+                    use codec::RowExt as _;
+                    held.entry(row.uuid("note_id")?).or_default().push(types::HeldLesson {
+                        text: row.text("text")?,
+                        reasons: row.json("reasons")?,
+                    });
+                }
+                for n in &mut notes {
+                    n.content.held = held.remove(&n.id).unwrap_or_default();
+                }
+                Ok(notes)
+            }
+
+            /// One attempt at [`NoteStore::review_held_lesson`]; a concurrent note of the scope
+            /// makes it fail with the active-note unique violation, and the caller retries.
+            async fn try_review_held(
+                &self,
+                id: Uuid,
+                decision: HeldDecision,
+                by: &str,
+                at: DateTime<Utc>,
+            ) -> Result<StoredHeldLesson, DbError> {
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning held lesson review"))?;
+                let row = sqlx::query("SELECT * FROM held_lessons WHERE id = $1")
+                    .bind($enc::id(id))
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(ctx("reading held lesson"))?
+                    .ok_or_else(|| DbError::not_found("held lesson", id))?;
+                let held = codec::held_from_row(&row)?;
+                if held.status != HeldStatus::Pending {
+                    return Err(DbError::Invalid {
+                        what: "held lesson",
+                        detail: format!(
+                            "{id} was already {} by {} at {}",
+                            held.status.as_str(),
+                            held.reviewed_by.as_deref().unwrap_or("?"),
+                            held.reviewed_at.map(codec::time_text).unwrap_or_default()
+                        ),
+                    });
+                }
+                let status = match decision {
+                    HeldDecision::Accept => HeldStatus::Accepted,
+                    HeldDecision::Reject => HeldStatus::Rejected,
+                };
+                // Claims the row (its row lock on PostgreSQL): a concurrent review finds it done.
+                let claimed = sqlx::query(
+                    "UPDATE held_lessons SET status = $2, reviewed_at = $3, reviewed_by = $4 \
+                     WHERE id = $1 AND status = 'pending'",
+                )
+                .bind($enc::id(id))
+                .bind(status.as_str())
+                .bind($enc::ts(at))
+                .bind(by)
+                .execute(&mut *tx)
+                .await
+                .map_err(ctx("reviewing held lesson"))?;
+                if claimed.rows_affected() == 0 {
+                    return Err(DbError::Invalid {
+                        what: "held lesson",
+                        detail: format!("{id} was reviewed meanwhile"),
+                    });
+                }
+                let resulting_note_id = match decision {
+                    HeldDecision::Reject => None,
+                    HeldDecision::Accept => {
+                        let row = sqlx::query("SELECT * FROM reflection_notes WHERE id = $1")
+                            .bind($enc::id(held.note_id))
+                            .fetch_one(&mut *tx)
+                            .await
+                            .map_err(ctx("reading the held lesson's note"))?;
+                        let source = codec::note_from_row(&row)?;
+                        let scope = match source.deployment_id {
+                            Some(d) => NoteScope::Deployment(d),
+                            None => NoteScope::Skill { skill_id: source.skill_id, skill_version: source.skill_version },
+                        };
+                        let (filter, _) = scope_filter(scope);
+                        let active = format!("SELECT * FROM reflection_notes WHERE {filter} AND status = 'active'");
+                        let active = Self::bind_scope(sqlx::query(&active), scope)
+                            .fetch_optional(&mut *tx)
+                            .await
+                            .map_err(ctx("reading the active note"))?
+                            .as_ref()
+                            .map(codec::note_from_row)
+                            .transpose()?;
+                        let note = accepted_note(&held, &source, active.as_ref(), at)?;
+                        let counts = validate_note(&note)?;
+                        Self::insert_note_in(&mut tx, &note, counts).await?;
+                        sqlx::query("UPDATE held_lessons SET resulting_note_id = $1 WHERE id = $2")
+                            .bind($enc::id(note.id))
+                            .bind($enc::id(id))
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(ctx("linking the accepted note"))?;
+                        Some(note.id)
+                    }
+                };
+                tx.commit().await.map_err(ctx("committing held lesson review"))?;
+                Ok(StoredHeldLesson {
+                    status,
+                    reviewed_at: Some(at),
+                    reviewed_by: Some(by.to_owned()),
+                    resulting_note_id,
+                    ..held
                 })
             }
 
@@ -252,7 +489,8 @@ macro_rules! impl_notes {
                     .await
                     .map_err(ctx("reading note"))?
                     .ok_or_else(|| DbError::not_found("reflection note", id))?;
-                codec::note_from_row(&row)
+                self.with_held(vec![codec::note_from_row(&row)?]).await?.pop()
+                    .ok_or_else(|| DbError::not_found("reflection note", id))
             }
 
             async fn accept_note(&self, id: Uuid, at: DateTime<Utc>) -> Result<ReflectionNote, DbError> {
@@ -293,10 +531,11 @@ macro_rules! impl_notes {
                     .await
                     .map_err(ctx("accepting note"))?;
                 tx.commit().await.map_err(ctx("committing note accept"))?;
+                let mut accepted = self.with_held(vec![note]).await?;
                 Ok(ReflectionNote {
                     status: types::NoteStatus::Active,
                     accepted_at: Some(at),
-                    ..note
+                    ..accepted.remove(0)
                 })
             }
 
@@ -312,7 +551,8 @@ macro_rules! impl_notes {
                     .fetch_optional(&self.pool)
                     .await
                     .map_err(ctx("reading note in force"))?;
-                row.as_ref().map(codec::note_from_row).transpose()
+                let note = row.as_ref().map(codec::note_from_row).transpose()?;
+                Ok(self.with_held(note.into_iter().collect()).await?.pop())
             }
 
             async fn note_history(&self, scope: NoteScope, limit: u32) -> Result<Vec<ReflectionNote>, DbError> {
@@ -326,11 +566,83 @@ macro_rules! impl_notes {
                     .fetch_all(&self.pool)
                     .await
                     .map_err(ctx("reading note history"))?;
-                rows.iter().map(codec::note_from_row).collect()
+                let notes = rows.iter().map(codec::note_from_row).collect::<Result<Vec<_>, _>>()?;
+                self.with_held(notes).await
             }
 
             async fn record_reflection_run(&self, run: &ReflectionRun) -> Result<(), DbError> {
                 Self::insert_run_in(&self.pool, run).await
+            }
+
+            async fn held_lessons(
+                &self,
+                scope: NoteScope,
+                status: Option<HeldStatus>,
+                limit: u32,
+            ) -> Result<Vec<StoredHeldLesson>, DbError> {
+                let limit = check_limit("held lessons", limit, crate::MAX_HELD_READ)?;
+                let (filter, next) = scope_filter(scope);
+                let (status_filter, next) = match status {
+                    Some(_) => (format!(" AND h.status = ${next}"), next + 1),
+                    None => (String::new(), next),
+                };
+                // The scope's columns are the note's: `held_lessons` has none of those names.
+                let sql = format!(
+                    "SELECT h.* FROM held_lessons h JOIN reflection_notes n ON n.id = h.note_id \
+                     WHERE {filter}{status_filter} \
+                     ORDER BY n.generated_at DESC, n.created_at DESC, h.note_id, h.position LIMIT ${next}"
+                );
+                let mut q = Self::bind_scope(sqlx::query(&sql), scope);
+                if let Some(status) = status {
+                    q = q.bind(status.as_str());
+                }
+                let rows = q.bind(limit).fetch_all(&self.pool).await.map_err(ctx("reading held lessons"))?;
+                rows.iter().map(codec::held_from_row).collect()
+            }
+
+            async fn held_lessons_by_prefix(
+                &self,
+                prefix: &str,
+                limit: u32,
+            ) -> Result<Vec<StoredHeldLesson>, DbError> {
+                let limit = check_limit("held lessons", limit, crate::MAX_HELD_READ)?;
+                let uuid_chars = prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+                if prefix.is_empty() || prefix.len() > 36 || !uuid_chars {
+                    return Err(DbError::Invalid {
+                        what: "held lesson id",
+                        detail: format!("{prefix:?} is not the start of a uuid"),
+                    });
+                }
+                let rows = sqlx::query(
+                    "SELECT * FROM held_lessons WHERE CAST(id AS TEXT) LIKE $1 ORDER BY id LIMIT $2",
+                )
+                .bind(format!("{}%", prefix.to_ascii_lowercase()))
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(ctx("finding held lessons"))?;
+                rows.iter().map(codec::held_from_row).collect()
+            }
+
+            async fn review_held_lesson(
+                &self,
+                id: Uuid,
+                decision: HeldDecision,
+                by: &str,
+                at: DateTime<Utc>,
+            ) -> Result<StoredHeldLesson, DbError> {
+                let by = by.trim();
+                check_len("reviewed_by", by, 1, crate::MAX_REVIEWER_CHARS)?;
+                for _ in 0..NOTE_INSERT_ATTEMPTS {
+                    match self.try_review_held(id, decision, by, at).await {
+                        Err(e) if is_active_note_conflict(&e) => continue,
+                        other => return other,
+                    }
+                }
+                Err(DbError::Contention {
+                    context: "reviewing held lesson",
+                    attempts: NOTE_INSERT_ATTEMPTS,
+                })
             }
 
             async fn reflection_runs(&self, scope: NoteScope, limit: u32) -> Result<Vec<ReflectionRun>, DbError> {

@@ -6,6 +6,7 @@
 mod common;
 mod connect;
 mod contract;
+mod held_lessons;
 mod mock;
 mod outcome_memory;
 mod outcome_recall;

@@ -829,3 +829,74 @@ async fn prompt_lines_are_read_only_by_their_deployments_owner() {
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn held_lessons_are_read_only_by_their_notes_owner() {
+    let h = common::postgres().await;
+    let w = world(&h.store).await;
+    let pool = h.store.pool();
+    let held = |text: &str| types::HeldLesson {
+        text: text.into(),
+        reasons: vec!["names a price level".into()],
+    };
+    let mut notes = Vec::new();
+    for fx in [&w.a, &w.b] {
+        let mut deployment_note = sample_note(fx, at(20), "- deployment lesson");
+        deployment_note.content.held = vec![held("- deployment bullet")];
+        let mut skill_note = sample_note(fx, at(20), "- skill lesson");
+        skill_note.deployment_id = None;
+        skill_note.content.held = vec![held("- skill bullet")];
+        for note in [deployment_note, skill_note] {
+            h.store.insert_note(&note).await.unwrap();
+            notes.push((fx.user.id, note.id));
+        }
+    }
+    let everyone = sqlx::query("SELECT note_id FROM held_lessons")
+        .fetch_all(pool)
+        .await
+        .unwrap();
+    assert_eq!(everyone.len(), 4);
+    for fx in [&w.a, &w.b] {
+        let rows = as_user(pool, fx.user.id, "SELECT note_id FROM held_lessons")
+            .await
+            .unwrap();
+        let mut own: Vec<Uuid> = notes
+            .iter()
+            .filter(|(user, _)| *user == fx.user.id)
+            .map(|(_, note)| *note)
+            .collect();
+        own.sort();
+        assert_eq!(
+            ids(&rows, "note_id"),
+            own,
+            "the deployment's and the skill's rows"
+        );
+    }
+    let b_note = notes[2].1;
+    for sql in [
+        "UPDATE held_lessons SET status = 'accepted'".to_owned(),
+        "DELETE FROM held_lessons".to_owned(),
+        format!(
+            "INSERT INTO held_lessons (id, note_id, position, text, reasons) \
+             VALUES ('{}', '{b_note}', 9, '- injected', '[]')",
+            Uuid::new_v4()
+        ),
+    ] {
+        assert_permission_denied(as_user(pool, w.a.user.id, &sql).await, &sql);
+    }
+    let rows = as_role(pool, "anon", None, "SELECT note_id FROM held_lessons").await;
+    assert_permission_denied(rows, "anon reads no held lessons");
+    // The service role reviews them.
+    let rows = as_role(
+        pool,
+        "service_role",
+        None,
+        &format!(
+            "UPDATE held_lessons SET status = 'rejected', reviewed_at = now(), \
+             reviewed_by = 'ops' WHERE note_id = '{b_note}' RETURNING note_id"
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ids(&rows, "note_id"), vec![b_note]);
+}

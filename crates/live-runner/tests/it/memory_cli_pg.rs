@@ -1,5 +1,6 @@
-//! `live-runner annotate` and `live-runner memory-stats` over PostgreSQL: the same arguments and
-//! output as `sim-worker`'s (one implementation, `tick::memory_cmd`).
+//! `live-runner annotate`, `live-runner memory-stats` and `live-runner lessons` over PostgreSQL:
+//! the same arguments and output as `sim-worker`'s (one implementation each, `tick::memory_cmd`
+//! and `tick::lessons_cmd`).
 
 use std::process::Command;
 
@@ -153,4 +154,149 @@ async fn annotate_and_memory_stats_work_over_postgres() {
     .await;
     assert_ne!(code, 0);
     assert!(stderr.contains("no trade outcome has this id"), "{stderr}");
+}
+
+#[tokio::test]
+async fn held_lessons_are_reviewed_over_postgres() {
+    use db::test_support::sample_note;
+    use db::{HeldStatus, NoteScope, NoteStore};
+
+    let pg = postgres().await;
+    let url = pg.url();
+    let fx = seed(&pg.store).await.unwrap();
+    let mut note = sample_note(&fx, at(10), "- cut losers early");
+    note.content.held = ["- buy the dip at 60k", "- double the size"]
+        .iter()
+        .map(|text| types::HeldLesson {
+            text: (*text).into(),
+            reasons: vec!["names a price level".into()],
+        })
+        .collect();
+    pg.store.insert_note(&note).await.unwrap();
+    let (first, second) = (
+        db::held_lesson_id(note.id, 0),
+        db::held_lesson_id(note.id, 1),
+    );
+    let short = |id: uuid::Uuid| id.simple().to_string()[..8].to_owned();
+    let deployment = fx.deployment.id.to_string();
+
+    let (code, listed, stderr) = live(args(&[
+        "lessons",
+        "held",
+        "--db",
+        &url,
+        "--deployment",
+        &deployment,
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(listed.contains("2 pending lessons"), "{listed}");
+    assert!(listed.contains(&format!("{} pending note {} #2", short(second), note.id)));
+    assert!(listed.contains(
+        "  - double the size
+  held back: names a price level
+"
+    ));
+
+    let when = at(20).to_rfc3339();
+    let (code, out, stderr) = live(args(&[
+        "lessons",
+        "accept",
+        &short(first),
+        "--db",
+        &url,
+        "--by",
+        "ops",
+        "--at",
+        &when,
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(out.contains("accepted by ops"), "{out}");
+    let scope = NoteScope::Deployment(fx.deployment.id);
+    let active = pg.store.active_note(scope, at(20)).await.unwrap().unwrap();
+    assert_eq!(active.id, db::accepted_note_id(first));
+    assert_eq!(
+        active.content.lessons_text,
+        "- cut losers early\n- buy the dip at 60k"
+    );
+    assert_eq!(
+        pg.store
+            .active_note(scope, at(19))
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        note.id
+    );
+
+    let (code, _, stderr) = live(args(&[
+        "lessons",
+        "reject",
+        &short(second),
+        "--db",
+        &url,
+        "--by",
+        "ops",
+        "--at",
+        &when,
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stderr}");
+    let rejected = pg
+        .store
+        .held_lessons(scope, Some(HeldStatus::Rejected), 10)
+        .await
+        .unwrap();
+    assert_eq!(rejected.len(), 1);
+    assert_eq!(rejected[0].reviewed_by.as_deref(), Some("ops"));
+
+    // Bad input exits 2 and names the problem.
+    for (a, needle) in [
+        (
+            args(&[
+                "lessons",
+                "reject",
+                &short(second),
+                "--db",
+                &url,
+                "--by",
+                "ops",
+            ]),
+            "already rejected by ops",
+        ),
+        (
+            args(&["lessons", "accept", "xyz", "--db", &url, "--by", "ops"]),
+            "at least 8 hex digits",
+        ),
+        (
+            args(&[
+                "lessons",
+                "held",
+                "--db",
+                &url,
+                "--deployment",
+                &deployment,
+                "--status",
+                "x",
+            ]),
+            "--status",
+        ),
+        (
+            args(&[
+                "lessons",
+                "held",
+                "--db",
+                &url,
+                "--deployment",
+                &uuid::Uuid::new_v4().to_string(),
+            ]),
+            "--deployment",
+        ),
+    ] {
+        let (code, stdout, stderr) = live(a.clone()).await;
+        assert_eq!(code, 2, "{a:?}: {stderr}");
+        assert!(stdout.is_empty(), "{a:?}: {stdout}");
+        assert!(stderr.contains(needle), "{a:?}: {stderr}");
+    }
 }

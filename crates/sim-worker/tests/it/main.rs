@@ -11,6 +11,7 @@ mod cassette_cli;
 mod common;
 mod funding_cli;
 mod ledger_cli;
+mod lessons_cli;
 mod mcp_cli;
 mod mcp_serve;
 mod memory_cli;
