@@ -63,8 +63,8 @@ pub use recall::{
 };
 pub use score::{
     FirstHit, Grade, MARKS_HOURS, MAX_REASON_CHARS, OutcomeScore, OutcomeVerdict, PNL_DP,
-    TradeOutcome, direction_of, final_mark, grade, narrative, outcome_id, pnl_percent,
-    score_outcome,
+    TradeOutcome, direction_of, final_mark, grade, grade_of, hit_words, narrative, outcome_id,
+    pnl_percent, regrade, score_outcome,
 };
 pub use snapshot::{
     ADX_PERIOD, CORRELATION_WINDOW, DEFAULT_REFERENCE_SYMBOL, Indicators, MACD_PERIODS, MAX_BARS,
