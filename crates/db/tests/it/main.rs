@@ -9,6 +9,7 @@ mod contract;
 mod mock;
 mod outcome_memory;
 mod outcome_recall;
+mod outcome_regrade;
 mod prompt_lines;
 mod recall_migration;
 mod rls;
