@@ -831,7 +831,8 @@ pub trait OutcomeStore: Sync {
     ) -> impl Future<Output = Result<Vec<MemoryHit>, DbError>> + Send;
 
     /// Computes the grade and the narrative of every outcome scored in full again from its
-    /// stored figures ([`outcomes::regrade`]) and writes those that differ, in one transaction
+    /// stored figures and its market snapshot's indicators ([`outcomes::regrade`]) and writes
+    /// those that differ, in one transaction
     /// (the full-text index follows the narrative). Running it twice changes nothing the
     /// second time.
     ///

@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 use types::{Bar, Interval, OrderAction, ProposedAction, RegimeTag, Side};
 use uuid::Uuid;
 
+use crate::snapshot::Indicators;
+use crate::stats::setup_label;
+
 /// Decimals of the stored PnL percentages.
 pub const PNL_DP: u32 = 4;
 
@@ -252,11 +255,13 @@ pub fn final_mark(tick_at: DateTime<Utc>) -> DateTime<Utc> {
 /// data). Once `now` reaches `tick_at + 24h`, the path of the bars that closed in
 /// `(tick_at, tick_at + 24h]` gives the hits, which came first (both in one bar: the stop),
 /// the excursions and the grade, and `scored_at` is `now`; without any bar in that span there
-/// is no grade. The scores already in `outcome.score` are ignored: the result is a function of
-/// the outcome's decision-time columns, the bars and `now` only.
+/// is no grade. `indicators` are those of the outcome's market snapshot: the narrative's setup
+/// ([`narrative`]). The scores already in `outcome.score` are ignored: the result is a function
+/// of the outcome's decision-time columns, its indicators, the bars and `now` only.
 #[must_use]
 pub fn score_outcome(
     outcome: &TradeOutcome,
+    indicators: Option<&Indicators>,
     bars: &[Bar],
     interval: Interval,
     now: DateTime<Utc>,
@@ -332,7 +337,7 @@ pub fn score_outcome(
     score.max_adverse = Some(adverse);
     score.outcome_grade = grade_of(outcome, &score);
     score.scored_at = Some(now);
-    score.narrative = Some(narrative(outcome, &score));
+    score.narrative = Some(narrative(outcome, &score, indicators));
     score
 }
 
@@ -346,6 +351,7 @@ pub fn score_outcome(
 /// Hit: target first
 /// Grade: A
 /// Conditions: trending_down
+/// Setup: RSI oversold + volume spike + MACD bearish
 /// Reason: Oversold bounce at support
 /// ```
 ///
@@ -354,8 +360,14 @@ pub fn score_outcome(
 /// proposal gave one (its whitespace runs folded into single spaces, so it stays one line).
 /// The `Hit:` line ([`hit_words`]) names the stop and the target only when the price reached
 /// them, so a full-text search for "stop" or "target" finds exactly the outcomes that hit it.
+/// `Setup:` is [`setup_label`] of the market snapshot's `indicators` (the line is left out
+/// without them).
 #[must_use]
-pub fn narrative(outcome: &TradeOutcome, score: &OutcomeScore) -> String {
+pub fn narrative(
+    outcome: &TradeOutcome,
+    score: &OutcomeScore,
+    indicators: Option<&Indicators>,
+) -> String {
     use types::text::{push_price, push_signed_fixed, push_uint};
     let mut out = String::with_capacity(256);
     let grade = score.outcome_grade.map_or("none", Grade::as_str);
@@ -398,6 +410,10 @@ pub fn narrative(outcome: &TradeOutcome, score: &OutcomeScore) -> String {
     out.push_str(grade);
     out.push_str("\nConditions: ");
     out.push_str(outcome.market_condition.as_str());
+    if let Some(ind) = indicators {
+        out.push_str("\nSetup: ");
+        out.push_str(&setup_label(ind));
+    }
     if let Some(reason) = outcome.reason.as_deref().filter(|r| !r.trim().is_empty()) {
         out.push_str("\nReason:");
         for word in reason.split_whitespace() {
@@ -454,14 +470,15 @@ pub fn grade_of(outcome: &TradeOutcome, score: &OutcomeScore) -> Option<Grade> {
 }
 
 /// `outcome`'s stored score with its grade and narrative computed again from the stored
-/// figures ([`grade_of`], [`narrative`]): what a change of the grade table or of the narrative
-/// does to outcomes scored before it. An outcome not scored in full is returned as it is.
+/// figures and its market snapshot's `indicators` ([`grade_of`], [`narrative`]): what a change
+/// of the grade table or of the narrative does to outcomes scored before it. An outcome not
+/// scored in full is returned as it is.
 #[must_use]
-pub fn regrade(outcome: &TradeOutcome) -> OutcomeScore {
+pub fn regrade(outcome: &TradeOutcome, indicators: Option<&Indicators>) -> OutcomeScore {
     let mut score = outcome.score.clone();
     if score.is_final() {
         score.outcome_grade = grade_of(outcome, &score);
-        score.narrative = Some(narrative(outcome, &score));
+        score.narrative = Some(narrative(outcome, &score, indicators));
     }
     score
 }

@@ -663,23 +663,27 @@ macro_rules! impl_outcomes {
                 let mut after = Uuid::nil();
                 loop {
                     let rows = sqlx::query(
-                        "SELECT * FROM trade_outcomes WHERE scored_at IS NOT NULL AND id > $1 \
-                         ORDER BY id LIMIT $2",
+                        "SELECT o.*, m.rsi_15m, m.rsi_1h, m.rsi_4h, m.macd_signal, \
+                         m.volatility_percentile, m.volume_ratio, m.trend_strength, \
+                         m.btc_correlation, m.market_condition AS snapshot_market_condition \
+                         FROM trade_outcomes o JOIN market_snapshots m ON m.id = o.snapshot_id \
+                         WHERE o.scored_at IS NOT NULL AND o.id > $1 ORDER BY o.id LIMIT $2",
                     )
                     .bind($enc::id(after))
                     .bind(i64::from(MAX_OUTCOME_ROWS))
                     .fetch_all(&mut *tx)
                     .await
                     .map_err(ctx("reading scored outcomes"))?;
-                    let page: Vec<outcomes::TradeOutcome> =
-                        rows.iter().map(codec::outcome_from_row).collect::<Result<_, _>>()?;
+                    let page: Vec<outcomes::RecalledOutcome> =
+                        rows.iter().map(codec::recalled_from_row).collect::<Result<_, _>>()?;
                     let Some(last) = page.last() else { break };
-                    after = last.id;
+                    after = last.outcome.id;
                     report.scored += page.len() as u64;
                     let changed: Vec<(Uuid, Option<&'static str>, String)> = page
                         .iter()
-                        .filter_map(|o| {
-                            let s = outcomes::regrade(o);
+                        .filter_map(|r| {
+                            let o = &r.outcome;
+                            let s = outcomes::regrade(o, Some(&r.indicators));
                             let text = s.narrative.unwrap_or_default();
                             let same = s.outcome_grade == o.score.outcome_grade
                                 && o.score.narrative.as_deref() == Some(text.as_str());

@@ -90,7 +90,19 @@ mod cases {
         assert_eq!(now_stopped.score.outcome_grade, Some(Grade::F));
         assert_eq!(
             now_stopped.score.narrative.as_deref(),
-            Some(outcomes::narrative(&now_stopped, &now_stopped.score).as_str())
+            Some(
+                outcomes::narrative(
+                    &now_stopped,
+                    &now_stopped.score,
+                    Some(
+                        &s.market_snapshot(now_stopped.snapshot_id)
+                            .await
+                            .unwrap()
+                            .indicators
+                    )
+                )
+                .as_str()
+            )
         );
         assert_eq!(
             now_stopped.score.narrative.as_deref(),
@@ -98,6 +110,7 @@ mod cases {
                 "BTC long - Grade F\nSignal: long at 65,000 (conf: 70)\n\
                  Predicted: TP 66,500, SL 64,500\nActual 24h: 65,325 (+0.5%)\n\
                  Hit: stop first\nGrade: F\nConditions: trending_down\n\
+                 Setup: RSI oversold + volume spike + MACD bearish + strong trend\n\
                  Reason: Oversold bounce at support"
             )
         );

@@ -4,8 +4,8 @@
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use outcomes::{
-    FirstHit, Grade, OutcomeScore, OutcomeVerdict, PendingOutcomes, TradeOutcome, grade, hit_words,
-    narrative, pnl_percent, regrade, score_outcome,
+    FirstHit, Grade, Indicators, MacdState, OutcomeScore, OutcomeVerdict, PendingOutcomes,
+    TradeOutcome, grade, hit_words, narrative, pnl_percent, regrade, score_outcome,
 };
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
@@ -61,8 +61,30 @@ fn path(overrides: &[(i64, Decimal, Decimal, Decimal)]) -> Vec<Bar> {
         .collect()
 }
 
+/// The market snapshot's indicators of every outcome here: RSI 28 ≤ 30 (oversold), volume
+/// 2.25 × its mean ≥ 1.5 (a spike), MACD bearish, ADX 20 < 25 (no strong trend).
+fn indicators() -> Indicators {
+    Indicators {
+        rsi_15m: None,
+        rsi_1h: Some(28.0),
+        rsi_4h: None,
+        macd_signal: Some(MacdState::Bearish),
+        volatility_percentile: Some(50.0),
+        volume_ratio: Some(2.25),
+        trend_strength: Some(20.0),
+        btc_correlation: None,
+        market_condition: RegimeTag::Ranging,
+    }
+}
+
 fn final_score(o: &TradeOutcome, bars: &[Bar]) -> OutcomeScore {
-    score_outcome(o, bars, Interval::H1, t0() + Duration::hours(24))
+    score_outcome(
+        o,
+        Some(&indicators()),
+        bars,
+        Interval::H1,
+        t0() + Duration::hours(24),
+    )
 }
 
 #[test]
@@ -297,7 +319,11 @@ fn the_grade_table_a_f_b_c_d() {
             narrative: Some("old".into()),
             ..s.clone()
         };
-        assert_eq!(regrade(&stored), s, "row {n}: the re-grade");
+        assert_eq!(
+            regrade(&stored, Some(&indicators())),
+            s,
+            "row {n}: the re-grade"
+        );
     }
 }
 
@@ -334,8 +360,23 @@ fn marks_fill_in_as_time_passes_from_bar_closes_only() {
         (4, dec!(103), dec!(100), dec!(103)),
         (24, dec!(102), dec!(102), dec!(102)),
     ]);
-    let at = |h: i64| score_outcome(&long(), &bars, Interval::H1, t0() + Duration::hours(h));
-    let early = score_outcome(&long(), &bars, Interval::H1, t0() + Duration::minutes(59));
+    let ind = indicators();
+    let at = |h: i64| {
+        score_outcome(
+            &long(),
+            Some(&ind),
+            &bars,
+            Interval::H1,
+            t0() + Duration::hours(h),
+        )
+    };
+    let early = score_outcome(
+        &long(),
+        Some(&ind),
+        &bars,
+        Interval::H1,
+        t0() + Duration::minutes(59),
+    );
     assert_eq!(
         early,
         OutcomeScore::default(),
@@ -395,12 +436,17 @@ fn pending_outcomes_score_at_each_mark_then_leave() {
     let bars = path(&[(24, dec!(102), dec!(102), dec!(102))]);
     let mut pending = PendingOutcomes::new();
     pending.push(long());
+    let mut asked = Vec::new();
     let mut due = |h: i64, m: i64| {
         pending
             .score_due(
                 t0() + Duration::hours(h) + Duration::minutes(m),
                 Interval::H1,
                 |_| &bars,
+                |o| {
+                    asked.push(h);
+                    (o.id == long().id).then(indicators)
+                },
             )
             .len()
     };
@@ -415,6 +461,11 @@ fn pending_outcomes_score_at_each_mark_then_leave() {
     assert_eq!(due(23, 0), 0);
     assert_eq!(due(24, 0), 1);
     assert!(pending.is_empty());
+    assert_eq!(
+        asked,
+        vec![24],
+        "the indicators are read for the narrative only"
+    );
 }
 
 #[test]
@@ -435,11 +486,18 @@ fn the_final_scoring_writes_seed_003s_narrative_and_only_it() {
              Hit: target first\n\
              Grade: A\n\
              Conditions: ranging\n\
+             Setup: RSI oversold + volume spike + MACD bearish\n\
              Reason: Oversold bounce at support"
         )
     );
     // Before the 24h mark: marks only, no narrative.
-    let four = score_outcome(&long(), &bars, Interval::H1, t0() + Duration::hours(4));
+    let four = score_outcome(
+        &long(),
+        Some(&indicators()),
+        &bars,
+        Interval::H1,
+        t0() + Duration::hours(4),
+    );
     assert_eq!((four.narrative, four.scored_at), (None, None));
 }
 
@@ -459,7 +517,7 @@ fn a_narrative_names_what_is_missing_and_drops_an_absent_reason() {
         ..OutcomeScore::default()
     };
     assert_eq!(
-        narrative(&o, &scored),
+        narrative(&o, &scored, None),
         "ETH short - Grade D\n\
          Signal: short at 3,410.46 (conf: none)\n\
          Predicted: TP 65,432.1, SL none\n\
@@ -475,7 +533,7 @@ fn a_narrative_names_what_is_missing_and_drops_an_absent_reason() {
     };
     o.reason = Some("   ".into());
     assert_eq!(
-        narrative(&o, &blank),
+        narrative(&o, &blank, None),
         "ETH short - Grade none\n\
          Signal: short at 3,410.46 (conf: none)\n\
          Predicted: TP 65,432.1, SL none\n\
@@ -519,7 +577,7 @@ fn the_hit_line_names_a_level_only_when_the_price_reached_it() {
     ]);
     let text = final_score(&long(), &bars).narrative.unwrap();
     assert!(
-        text.contains("\nHit: stop first, target too\nGrade: F\nConditions: ranging\n"),
+        text.contains("\nHit: stop first, target too\nGrade: F\nConditions: ranging\nSetup: "),
         "{text}"
     );
 }

@@ -137,7 +137,20 @@ async fn score_outcomes_regrade_restores_grades_and_narratives_from_stored_figur
     // Exactly what the backtest's scorer wrote, which is `outcomes::regrade` of each row.
     let after = store.outcomes(d, 1000).await.unwrap();
     assert_eq!(after, before);
-    assert!(after.iter().all(|o| outcomes::regrade(o) == o.score));
+    for o in &after {
+        let snapshot = store.market_snapshot(o.snapshot_id).await.unwrap();
+        assert_eq!(outcomes::regrade(o, Some(&snapshot.indicators)), o.score);
+        if o.score.is_final() {
+            assert!(
+                o.score
+                    .narrative
+                    .as_deref()
+                    .is_some_and(|n| n.contains("\nSetup: ")),
+                "{:?}",
+                o.score.narrative
+            );
+        }
+    }
     let (code, stdout, _) = sim(&["score-outcomes", "--db", &url, "--regrade"]);
     assert_eq!(code, 0);
     assert_eq!(
