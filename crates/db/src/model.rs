@@ -593,3 +593,12 @@ pub struct NewsRecord {
     /// Importance in 0..=1.
     pub importance: Decimal,
 }
+
+/// What [`OutcomeStore::regrade_outcomes`](crate::OutcomeStore::regrade_outcomes) did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Regraded {
+    /// Outcomes scored in full, each read and graded again.
+    pub scored: u64,
+    /// Those whose grade or narrative changed (and were written).
+    pub changed: u64,
+}

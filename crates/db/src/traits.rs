@@ -874,6 +874,16 @@ pub trait OutcomeStore: Sync {
         scope: MemoryScope,
         query: &SearchQuery,
     ) -> impl Future<Output = Result<Vec<MemoryHit>, DbError>> + Send;
+
+    /// Computes the grade and the narrative of every outcome scored in full again from its
+    /// stored figures and its market snapshot's indicators ([`outcomes::regrade`]) and writes
+    /// those that differ, in one transaction
+    /// (the full-text index follows the narrative). Running it twice changes nothing the
+    /// second time.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure (nothing is written then).
+    fn regrade_outcomes(&self) -> impl Future<Output = Result<crate::Regraded, DbError>> + Send;
 }
 
 /// Every store at once, for code that needs the whole storage layer.

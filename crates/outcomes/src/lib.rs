@@ -41,7 +41,8 @@
 //!     Bar { time: at + Duration::hours(i), open: close, high: close, low: close, close,
 //!           volume: Decimal::ONE }
 //! }).collect();
-//! let score = score_outcome(&outcome, &bars, Interval::H1, at + Duration::hours(24));
+//! // Without the market snapshot's indicators the narrative has no `Setup:` line.
+//! let score = score_outcome(&outcome, None, &bars, Interval::H1, at + Duration::hours(24));
 //! assert_eq!(score.price_24h, Some(Decimal::new(1024, 1)));
 //! assert_eq!(score.pnl_percent_24h, Some(Decimal::new(24, 1))); // +2.4 % > 1 %: B
 //! assert_eq!(score.outcome_grade, Some(Grade::B));
@@ -63,8 +64,8 @@ pub use recall::{
 };
 pub use score::{
     FirstHit, Grade, MARKS_HOURS, MAX_REASON_CHARS, OutcomeScore, OutcomeVerdict, PNL_DP,
-    TradeOutcome, direction_of, final_mark, grade, narrative, outcome_id, pnl_percent,
-    score_outcome,
+    TradeOutcome, direction_of, final_mark, grade, grade_of, hit_words, narrative, outcome_id,
+    pnl_percent, regrade, score_outcome,
 };
 pub use snapshot::{
     ADX_PERIOD, CORRELATION_WINDOW, DEFAULT_REFERENCE_SYMBOL, Indicators, MACD_PERIODS, MAX_BARS,

@@ -4,7 +4,7 @@ use chrono::{DateTime, Duration, Utc};
 use types::{Bar, Interval};
 use uuid::Uuid;
 
-use crate::{MARKS_HOURS, OutcomeScore, TradeOutcome, score_outcome};
+use crate::{Indicators, MARKS_HOURS, OutcomeScore, TradeOutcome, score_outcome};
 
 /// Outcomes waiting for their marks, in the order recorded. [`PendingOutcomes::score_due`]
 /// scores each one when a mark (+1h, +4h, +24h) has passed, and drops it after the 24h one: a
@@ -42,12 +42,14 @@ impl PendingOutcomes {
 
     /// The scores due at `now`: for every outcome a mark of which passed since the last call,
     /// its score at `now` ([`score_outcome`] over `bars(symbol)`, the symbol's bars of
-    /// `interval`, oldest first). Outcomes scored at their 24h mark leave the list.
+    /// `interval`, oldest first; at the 24h mark with `indicators(outcome)`, its market
+    /// snapshot's, for the narrative). Outcomes scored at their 24h mark leave the list.
     pub fn score_due<'b>(
         &mut self,
         now: DateTime<Utc>,
         interval: Interval,
         mut bars: impl FnMut(&str) -> &'b [Bar],
+        mut indicators: impl FnMut(&TradeOutcome) -> Option<Indicators>,
     ) -> Vec<(Uuid, OutcomeScore)> {
         let mut due = Vec::new();
         self.items.retain_mut(|(outcome, done)| {
@@ -57,7 +59,11 @@ impl PendingOutcomes {
                 .count();
             if reached > *done {
                 *done = reached;
-                let score = score_outcome(outcome, bars(&outcome.symbol), interval, now);
+                let ind = (reached == MARKS_HOURS.len())
+                    .then(|| indicators(outcome))
+                    .flatten();
+                let score =
+                    score_outcome(outcome, ind.as_ref(), bars(&outcome.symbol), interval, now);
                 due.push((outcome.id, score));
             }
             reached < MARKS_HOURS.len()

@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 use types::{Bar, Interval, OrderAction, ProposedAction, RegimeTag, Side};
 use uuid::Uuid;
 
+use crate::snapshot::Indicators;
+use crate::stats::setup_label;
+
 /// Decimals of the stored PnL percentages.
 pub const PNL_DP: u32 = 4;
 
@@ -80,22 +83,28 @@ impl FirstHit {
 ///
 /// | Grade | Rule here |
 /// |-------|-----------|
-/// | A | the target was reached and the stop was not reached before it ([`FirstHit::Target`]) |
+/// | A | the target was reached before the stop ([`FirstHit::Target`]) |
+/// | F | the stop was reached first ([`FirstHit::Stop`]), or the worst price was more than 3 % against the entry |
 /// | B | PnL at 24h above +1 % (direction-signed: the direction was right) |
 /// | C | PnL at 24h within −1 % … +1 % |
-/// | D | a loss (below −1 %), the stop not reached and the adverse excursion at most 3 % |
-/// | F | the rest: the stop was reached, or the price moved more than 3 % against |
+/// | D | the rest: a loss below −1 %, the stop not reached, at most 3 % adverse |
+///
+/// Seed 003 reads A = "hit target, didn't hit stop", D = "loss but stop wasn't hit" and
+/// F = "hit stop loss or >3 % adverse move": a stop reached first is F whatever the price did
+/// afterwards, and a target reached first is A whatever it did afterwards (the stop reached
+/// later, or more than 3 % against: the position would have been closed at the target) and
+/// before (a move against that stayed short of the stop: the plan held).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Grade {
-    /// Hit target, didn't hit stop.
+    /// Hit the target before the stop.
     A,
-    /// Profitable at 24h (> 1 %).
+    /// Profitable at 24h (> 1 %), neither the stop first nor > 3 % adverse.
     B,
-    /// Small profit or loss (−1 % … +1 %).
+    /// Small profit or loss (−1 % … +1 %), neither the stop first nor > 3 % adverse.
     C,
-    /// Loss, but the stop wasn't hit.
+    /// A loss below −1 %, the stop not hit, at most 3 % adverse.
     D,
-    /// Hit the stop, or > 3 % adverse.
+    /// Hit the stop first, or > 3 % adverse.
     F,
 }
 
@@ -246,11 +255,13 @@ pub fn final_mark(tick_at: DateTime<Utc>) -> DateTime<Utc> {
 /// data). Once `now` reaches `tick_at + 24h`, the path of the bars that closed in
 /// `(tick_at, tick_at + 24h]` gives the hits, which came first (both in one bar: the stop),
 /// the excursions and the grade, and `scored_at` is `now`; without any bar in that span there
-/// is no grade. The scores already in `outcome.score` are ignored: the result is a function of
-/// the outcome's decision-time columns, the bars and `now` only.
+/// is no grade. `indicators` are those of the outcome's market snapshot: the narrative's setup
+/// ([`narrative`]). The scores already in `outcome.score` are ignored: the result is a function
+/// of the outcome's decision-time columns, its indicators, the bars and `now` only.
 #[must_use]
 pub fn score_outcome(
     outcome: &TradeOutcome,
+    indicators: Option<&Indicators>,
     bars: &[Bar],
     interval: Interval,
     now: DateTime<Utc>,
@@ -324,11 +335,9 @@ pub fn score_outcome(
     score.first_hit = Some(first);
     score.max_favorable = Some(favorable);
     score.max_adverse = Some(adverse);
-    score.outcome_grade = score
-        .pnl_percent_24h
-        .map(|pnl24| grade(first, hit_stop, pnl24, pnl_percent(outcome, adverse)));
+    score.outcome_grade = grade_of(outcome, &score);
     score.scored_at = Some(now);
-    score.narrative = Some(narrative(outcome, &score));
+    score.narrative = Some(narrative(outcome, &score, indicators));
     score
 }
 
@@ -339,16 +348,26 @@ pub fn score_outcome(
 /// Signal: long at 65,000 (conf: 70)
 /// Predicted: TP 66,500, SL 64,500
 /// Actual 24h: 66,000 (+1.5%)
+/// Hit: target first
 /// Grade: A
 /// Conditions: trending_down
+/// Setup: RSI oversold + volume spike + MACD bearish
 /// Reason: Oversold bounce at support
 /// ```
 ///
 /// Prices in the [`types::text::push_price`] style, the 24h PnL with its sign and one decimal;
 /// a value the outcome lacks reads `none`, and the `Reason:` line is there only when the
 /// proposal gave one (its whitespace runs folded into single spaces, so it stays one line).
+/// The `Hit:` line ([`hit_words`]) names the stop and the target only when the price reached
+/// them, so a full-text search for "stop" or "target" finds exactly the outcomes that hit it.
+/// `Setup:` is [`setup_label`] of the market snapshot's `indicators` (the line is left out
+/// without them).
 #[must_use]
-pub fn narrative(outcome: &TradeOutcome, score: &OutcomeScore) -> String {
+pub fn narrative(
+    outcome: &TradeOutcome,
+    score: &OutcomeScore,
+    indicators: Option<&Indicators>,
+) -> String {
     use types::text::{push_price, push_signed_fixed, push_uint};
     let mut out = String::with_capacity(256);
     let grade = score.outcome_grade.map_or("none", Grade::as_str);
@@ -385,10 +404,16 @@ pub fn narrative(outcome: &TradeOutcome, score: &OutcomeScore) -> String {
         push_signed_fixed(&mut out, pnl, 1);
         out.push_str("%)");
     }
+    out.push_str("\nHit: ");
+    out.push_str(hit_words(score));
     out.push_str("\nGrade: ");
     out.push_str(grade);
     out.push_str("\nConditions: ");
     out.push_str(outcome.market_condition.as_str());
+    if let Some(ind) = indicators {
+        out.push_str("\nSetup: ");
+        out.push_str(&setup_label(ind));
+    }
     if let Some(reason) = outcome.reason.as_deref().filter(|r| !r.trim().is_empty()) {
         out.push_str("\nReason:");
         for word in reason.split_whitespace() {
@@ -399,28 +424,63 @@ pub fn narrative(outcome: &TradeOutcome, score: &OutcomeScore) -> String {
     out
 }
 
-/// Seed 003's table, in its order (see [`Grade`]). `adverse_pnl` is the direction-signed PnL %
-/// at the worst price (negative when the price went against the trade).
+/// Which of the levels the price reached within 24 hours, first named first: `target first`,
+/// `target first, stop later`, `stop first`, `stop first, target too` (later or within the same
+/// bar), `neither`; `none` before the 24h scoring or when it found no bar.
 #[must_use]
-pub fn grade(
-    first: FirstHit,
-    hit_stop: bool,
-    pnl_24h: Decimal,
-    adverse_pnl: Option<Decimal>,
-) -> Grade {
+pub fn hit_words(score: &OutcomeScore) -> &'static str {
+    match (score.first_hit, score.hit_stop, score.hit_target) {
+        (Some(FirstHit::Target), Some(true), _) => "target first, stop later",
+        (Some(FirstHit::Target), _, _) => "target first",
+        (Some(FirstHit::Stop), _, Some(true)) => "stop first, target too",
+        (Some(FirstHit::Stop), _, _) => "stop first",
+        (Some(FirstHit::Neither), _, _) => "neither",
+        (None, _, _) => "none",
+    }
+}
+
+/// Seed 003's table, in the order of [`Grade`]: A, F, B, C, D. `adverse_pnl` is the
+/// direction-signed PnL % at the worst price (negative when the price went against the trade;
+/// `None` when unknown, which never makes an F).
+#[must_use]
+pub fn grade(first: FirstHit, pnl_24h: Decimal, adverse_pnl: Option<Decimal>) -> Grade {
     let one = Decimal::ONE;
     let three = Decimal::from(3);
     if first == FirstHit::Target {
         Grade::A
+    } else if first == FirstHit::Stop || adverse_pnl.is_some_and(|a| a < -three) {
+        Grade::F
     } else if pnl_24h > one {
         Grade::B
     } else if pnl_24h >= -one {
         Grade::C
-    } else if !hit_stop && adverse_pnl.is_none_or(|a| a >= -three) {
-        Grade::D
     } else {
-        Grade::F
+        Grade::D
     }
+}
+
+/// The grade of a scored outcome from its stored figures: which level came first, the PnL at
+/// 24h and the worst price ([`grade`]); `None` before the 24h scoring, or when it found no bar.
+#[must_use]
+pub fn grade_of(outcome: &TradeOutcome, score: &OutcomeScore) -> Option<Grade> {
+    let first = score.first_hit?;
+    let pnl_24h = score.pnl_percent_24h?;
+    let adverse = score.max_adverse.and_then(|a| pnl_percent(outcome, a));
+    Some(grade(first, pnl_24h, adverse))
+}
+
+/// `outcome`'s stored score with its grade and narrative computed again from the stored
+/// figures and its market snapshot's `indicators` ([`grade_of`], [`narrative`]): what a change
+/// of the grade table or of the narrative does to outcomes scored before it. An outcome not
+/// scored in full is returned as it is.
+#[must_use]
+pub fn regrade(outcome: &TradeOutcome, indicators: Option<&Indicators>) -> OutcomeScore {
+    let mut score = outcome.score.clone();
+    if score.is_final() {
+        score.outcome_grade = grade_of(outcome, &score);
+        score.narrative = Some(narrative(outcome, &score, indicators));
+    }
+    score
 }
 
 /// Direction-signed % change from the entry to `price`, [`PNL_DP`] decimals; `None` for a

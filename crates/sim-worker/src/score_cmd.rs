@@ -1,6 +1,8 @@
 //! `sim-worker score-outcomes`: the live scorer's path (`tick::score_due_outcomes`, as
 //! `live-runner score-outcomes` runs it) over an existing store, with bars from files instead
 //! of an exchange: every unscored outcome whose marks the bars cover is scored as of `--now`.
+//! With `--regrade`, no bars: the grade and narrative of every outcome scored in full are
+//! computed again from its stored figures (`OutcomeStore::regrade_outcomes`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -28,11 +30,20 @@ pub(crate) struct ScoreArgs {
     db: String,
     /// `SYMBOL=FILE`: a symbol's bars (CSV or Hyperliquid candle JSON), one interval per file;
     /// repeatable.
-    #[arg(long = "bars", required = true, value_name = "SYMBOL=FILE")]
+    #[arg(
+        long = "bars",
+        required_unless_present = "regrade",
+        value_name = "SYMBOL=FILE"
+    )]
     bars: Vec<String>,
     /// Score as of this time (RFC 3339); default the latest bar close of the files.
     #[arg(long)]
     now: Option<DateTime<Utc>>,
+    /// Instead of scoring: grade every outcome scored in full again from its stored figures
+    /// (first hit, 24h PnL, worst price) and rewrite its narrative; prints how many were read
+    /// and how many changed.
+    #[arg(long, conflicts_with_all = ["bars", "now"])]
+    regrade: bool,
 }
 
 fn bad(message: impl std::fmt::Display) -> Failure {
@@ -72,6 +83,9 @@ fn load(specs: &[String]) -> Result<(Preloaded, DateTime<Utc>), Failure> {
 
 /// Scores the store's due outcomes from the bars; prints what changed.
 pub(crate) fn score(args: ScoreArgs) -> Result<String, Failure> {
+    if args.regrade {
+        return regrade(&args.db);
+    }
     let (market, last_close) = load(&args.bars)?;
     let now = args.now.unwrap_or(last_close);
     crate::block_on(async move {
@@ -127,5 +141,22 @@ pub(crate) fn score(args: ScoreArgs) -> Result<String, Failure> {
             );
         }
         Ok(out)
+    })
+}
+
+/// `--regrade`: the store's scored outcomes graded again; prints how many were read and changed.
+fn regrade(db: &str) -> Result<String, Failure> {
+    crate::block_on(async move {
+        let store = db::open_existing(db)
+            .await
+            .map_err(|e| bad(format!("--db {}: {e}", db::redact_url(db))))?;
+        let done = store
+            .regrade_outcomes()
+            .await
+            .map_err(|e| bad(format!("regrading: {e}")))?;
+        Ok(format!(
+            "regraded {} scored outcomes: {} changed\n",
+            done.scored, done.changed
+        ))
     })
 }

@@ -424,10 +424,22 @@ where
         }
         // Outcomes whose marks passed by `at`, scored from the bars closed by then and written
         // with this tick, as a live scorer running every bar would.
-        state.outcome_scores = pending.score_due(at, interval, |symbol| {
-            let bars = input.market.all_bars(symbol, interval);
-            &bars[..bars.partition_point(|b| b.close_time(interval) <= at)]
-        });
+        state.outcome_scores = pending.score_due(
+            at,
+            interval,
+            |symbol| {
+                let bars = input.market.all_bars(symbol, interval);
+                &bars[..bars.partition_point(|b| b.close_time(interval) <= at)]
+            },
+            |o| {
+                crate::outcome_memory::snapshot_indicators(
+                    o,
+                    &skill.context.memory.reference_symbol,
+                    interval,
+                    &*input.market,
+                )
+            },
+        );
         let mut ctx = ToolContext::new(
             at,
             RunMode::Trade,

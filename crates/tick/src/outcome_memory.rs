@@ -171,6 +171,18 @@ impl SnapshotRows {
         )
     }
 
+    /// The indicators, the symbol's bars read from `market` as the tick read them.
+    fn compute(&self, market: &dyn MarketData) -> Result<outcomes::Indicators, DataError> {
+        let bars = agent_runtime::context::closed_bars_window_in(
+            market,
+            self.tick_at,
+            &self.symbol,
+            self.interval,
+            self.need,
+        )?;
+        Ok(self.indicators(&bars.bars, market))
+    }
+
     fn snapshot(self, indicators: outcomes::Indicators) -> MarketSnapshot {
         MarketSnapshot {
             id: self.id,
@@ -195,14 +207,7 @@ impl PendingSnapshot {
             PendingSnapshot::Computed(snapshot) => Ok(*snapshot),
             PendingSnapshot::Later(later) => {
                 let (rows, market) = *later;
-                let bars = agent_runtime::context::closed_bars_window_in(
-                    &*market,
-                    rows.tick_at,
-                    &rows.symbol,
-                    rows.interval,
-                    rows.need,
-                )?;
-                let indicators = rows.indicators(&bars.bars, &*market);
+                let indicators = rows.compute(&*market)?;
                 Ok(rows.snapshot(indicators))
             }
         }
@@ -232,6 +237,31 @@ impl PendingSnapshot {
     }
 }
 
+/// The indicators of `outcome`'s market snapshot computed again, as its tick computed them
+/// (the same bars from the same source, `reference_symbol` the skill's, `interval` its bars'):
+/// what the backtest's scorer gives the narrative at the 24h mark instead of waiting for the
+/// snapshot its writer computes. `None` when the source cannot serve those bars.
+pub(crate) fn snapshot_indicators(
+    outcome: &TradeOutcome,
+    reference_symbol: &str,
+    interval: Interval,
+    market: &dyn MarketData,
+) -> Option<outcomes::Indicators> {
+    SnapshotRows {
+        id: outcome.snapshot_id,
+        deployment_id: outcome.deployment_id,
+        decision_snapshot_id: outcome.decision_snapshot_id,
+        tick_at: outcome.tick_at,
+        symbol: outcome.symbol.clone(),
+        reference_symbol: reference_symbol.to_owned(),
+        interval,
+        need: bars_needed(interval),
+        market_condition: outcome.market_condition,
+    }
+    .compute(market)
+    .ok()
+}
+
 /// What one run of the live scorer did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScoreReport {
@@ -256,8 +286,9 @@ pub enum ScoreError {
 /// The live scorer, on its own schedule off the tick path: reads the outcomes whose marks have
 /// passed by `now` (at most `limit`), scores each from `market`'s bars closed by `now`
 /// ([`outcomes::score_outcome`]: the close of the bar at each mark, never the price when this
-/// runs), and writes the scores that changed in one transaction. Bars are read once per symbol
-/// and interval.
+/// runs; at the 24h mark with its market snapshot's indicators, read from the store, for the
+/// narrative), and writes the scores that changed in one transaction. Bars are read once per
+/// symbol and interval.
 ///
 /// `intervals` gives each deployment's bar interval (its skill's `barsInterval`): an outcome is
 /// scored from the bars its deployment ticks on, as the backtest scores it, so both record the
@@ -300,7 +331,13 @@ pub async fn score_due_outcomes<S: OutcomeStore>(
             });
         match series {
             Ok(series) => {
-                let score = score_outcome(o, series, interval, now);
+                // The narrative's setup: the market snapshot's indicators, at the 24h mark.
+                let indicators = if now >= outcomes::final_mark(o.tick_at) {
+                    Some(store.market_snapshot(o.snapshot_id).await?.indicators)
+                } else {
+                    None
+                };
+                let score = score_outcome(o, indicators.as_ref(), series, interval, now);
                 if score != o.score {
                     report.finished += usize::from(score.is_final());
                     scores.push((o.id, score));

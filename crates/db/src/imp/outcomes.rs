@@ -655,6 +655,65 @@ macro_rules! impl_outcomes {
                     .map_err(ctx("searching the outcome memory"))?;
                 rows.iter().map(codec::hit_from_row).collect()
             }
+
+            async fn regrade_outcomes(&self) -> Result<Regraded, DbError> {
+                use crate::imp::tick::{statement_slices, values_sql};
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning a regrade"))?;
+                let mut report = Regraded::default();
+                let mut after = Uuid::nil();
+                loop {
+                    let rows = sqlx::query(
+                        "SELECT o.*, m.rsi_15m, m.rsi_1h, m.rsi_4h, m.macd_signal, \
+                         m.volatility_percentile, m.volume_ratio, m.trend_strength, \
+                         m.btc_correlation, m.market_condition AS snapshot_market_condition \
+                         FROM trade_outcomes o JOIN market_snapshots m ON m.id = o.snapshot_id \
+                         WHERE o.scored_at IS NOT NULL AND o.id > $1 ORDER BY o.id LIMIT $2",
+                    )
+                    .bind($enc::id(after))
+                    .bind(i64::from(MAX_OUTCOME_ROWS))
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(ctx("reading scored outcomes"))?;
+                    let page: Vec<outcomes::RecalledOutcome> =
+                        rows.iter().map(codec::recalled_from_row).collect::<Result<_, _>>()?;
+                    let Some(last) = page.last() else { break };
+                    after = last.outcome.id;
+                    report.scored += page.len() as u64;
+                    let changed: Vec<(Uuid, Option<&'static str>, String)> = page
+                        .iter()
+                        .filter_map(|r| {
+                            let o = &r.outcome;
+                            let s = outcomes::regrade(o, Some(&r.indicators));
+                            let text = s.narrative.unwrap_or_default();
+                            let same = s.outcome_grade == o.score.outcome_grade
+                                && o.score.narrative.as_deref() == Some(text.as_str());
+                            (!same).then(|| (o.id, s.outcome_grade.map(|g| g.as_str()), text))
+                        })
+                        .collect();
+                    for chunk in statement_slices(changed.as_slice()) {
+                        let sql = format!(
+                            "UPDATE trade_outcomes SET outcome_grade = v.column2, \
+                             narrative = v.column3 FROM ({}) AS v \
+                             WHERE trade_outcomes.id = v.column1",
+                            values_sql("", 3, chunk.len(), $enc::NUMBERED_PARAMS, "").trim()
+                        );
+                        let mut query = sqlx::query(&sql);
+                        for (id, grade, text) in chunk {
+                            query = query.bind($enc::id(*id)).bind(*grade).bind(text.as_str());
+                        }
+                        report.changed += query
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(ctx("writing regraded outcomes"))?
+                            .rows_affected();
+                    }
+                    if page.len() < MAX_OUTCOME_ROWS as usize {
+                        break;
+                    }
+                }
+                tx.commit().await.map_err(ctx("committing a regrade"))?;
+                Ok(report)
+            }
         }
     };
 }

@@ -10,6 +10,7 @@ mod held_lessons;
 mod mock;
 mod outcome_memory;
 mod outcome_recall;
+mod outcome_regrade;
 mod prompt_lines;
 mod recall_migration;
 mod rls;

@@ -112,7 +112,21 @@ async fn live_ticks_record_outcomes_and_the_scorer_grades_them_from_candles() {
             score: OutcomeScore::default(),
             ..o.clone()
         };
-        assert_eq!(o.score, score_outcome(&fresh, &candles, Interval::H1, now));
+        let snapshot = pg
+            .store
+            .market_snapshot(o.snapshot_id)
+            .await
+            .expect("snapshot");
+        assert_eq!(
+            o.score,
+            score_outcome(
+                &fresh,
+                Some(&snapshot.indicators),
+                &candles,
+                Interval::H1,
+                now
+            )
+        );
         assert!(o.score.outcome_grade.is_some() && final_mark(o.tick_at) <= now);
     }
     // Scored in full: a second run finds nothing due.

@@ -4,8 +4,8 @@
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use outcomes::{
-    FirstHit, Grade, OutcomeScore, OutcomeVerdict, PendingOutcomes, TradeOutcome, narrative,
-    score_outcome,
+    FirstHit, Grade, Indicators, MacdState, OutcomeScore, OutcomeVerdict, PendingOutcomes,
+    TradeOutcome, grade, hit_words, narrative, pnl_percent, regrade, score_outcome,
 };
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
@@ -61,8 +61,30 @@ fn path(overrides: &[(i64, Decimal, Decimal, Decimal)]) -> Vec<Bar> {
         .collect()
 }
 
+/// The market snapshot's indicators of every outcome here: RSI 28 ≤ 30 (oversold), volume
+/// 2.25 × its mean ≥ 1.5 (a spike), MACD bearish, ADX 20 < 25 (no strong trend).
+fn indicators() -> Indicators {
+    Indicators {
+        rsi_15m: None,
+        rsi_1h: Some(28.0),
+        rsi_4h: None,
+        macd_signal: Some(MacdState::Bearish),
+        volatility_percentile: Some(50.0),
+        volume_ratio: Some(2.25),
+        trend_strength: Some(20.0),
+        btc_correlation: None,
+        market_condition: RegimeTag::Ranging,
+    }
+}
+
 fn final_score(o: &TradeOutcome, bars: &[Bar]) -> OutcomeScore {
-    score_outcome(o, bars, Interval::H1, t0() + Duration::hours(24))
+    score_outcome(
+        o,
+        Some(&indicators()),
+        bars,
+        Interval::H1,
+        t0() + Duration::hours(24),
+    )
 }
 
 #[test]
@@ -87,9 +109,9 @@ fn target_first_then_stop_is_a() {
 }
 
 #[test]
-fn stop_first_then_target_is_graded_by_the_24h_pnl() {
+fn stop_first_then_target_is_f() {
     // Bar 1's low 94 ≤ 95: the stop first; bar 3's high 112 ≥ 110 reaches the target later.
-    // Bar 24 closes at 104: +4 % > 1 % → B (not A: the stop came first).
+    // Bar 24 closes at 104: +4 % > 1 %, but the stop came first → F (not A, not B).
     let bars = path(&[
         (1, dec!(101), dec!(94), dec!(97)),
         (3, dec!(112), dec!(100), dec!(104)),
@@ -98,107 +120,211 @@ fn stop_first_then_target_is_graded_by_the_24h_pnl() {
     let s = final_score(&long(), &bars);
     assert_eq!(s.first_hit, Some(FirstHit::Stop));
     assert_eq!((s.hit_target, s.hit_stop), (Some(true), Some(true)));
-    assert_eq!(s.outcome_grade, Some(Grade::B));
+    assert_eq!(s.outcome_grade, Some(Grade::F));
 }
 
 #[test]
 fn both_in_one_bar_counts_the_stop_first() {
-    // Bar 4 spans 94..111: both levels inside one bar, the order inside it unknown → the stop
-    // (conservative). Bar 24 closes at 99.5: −0.5 %, within ±1 % → C.
+    // Bar 4 spans 97.5..111 with the stop at 98: both levels inside one bar, the order inside
+    // it unknown → the stop (conservative). The worst low 97.5 is −2.5 %, short of the 3 %, and
+    // bar 24 closes at 99.5: −0.5 %, within ±1 % — F all the same: the stop came first.
+    let tight = outcome(Side::Long, Some(dec!(98)), Some(dec!(110)));
     let bars = path(&[
-        (4, dec!(111), dec!(94), dec!(100)),
+        (4, dec!(111), dec!(97.5), dec!(100)),
         (24, dec!(99.5), dec!(99.5), dec!(99.5)),
     ]);
-    let s = final_score(&long(), &bars);
+    let s = final_score(&tight, &bars);
     assert_eq!(s.first_hit, Some(FirstHit::Stop));
     assert_eq!(s.pnl_percent_24h, Some(dec!(-0.5)));
-    assert_eq!(s.outcome_grade, Some(Grade::C));
+    assert_eq!(s.outcome_grade, Some(Grade::F));
 }
 
 #[test]
 fn neither_reached() {
-    // The path stays within 96..104; bar 24 closes at 100.5: +0.5 % → C.
+    // The path stays within 97..104 (the worst low 97: (97 − 100) = −3 %, not more than 3 %);
+    // bar 24 closes at 100.5: +0.5 % → C.
     let bars = path(&[
         (6, dec!(104), dec!(99), dec!(103)),
-        (12, dec!(100), dec!(96), dec!(97)),
+        (12, dec!(100), dec!(97), dec!(97)),
         (24, dec!(100.5), dec!(100.5), dec!(100.5)),
     ]);
     let s = final_score(&long(), &bars);
     assert_eq!(s.first_hit, Some(FirstHit::Neither));
     assert_eq!((s.hit_target, s.hit_stop), (Some(false), Some(false)));
     assert_eq!(s.max_favorable, Some(dec!(104)));
-    assert_eq!(s.max_adverse, Some(dec!(96)));
+    assert_eq!(s.max_adverse, Some(dec!(97)));
     assert_eq!(s.outcome_grade, Some(Grade::C));
 }
 
+/// One row of the grade table: an outcome entering at 100 and the path of its 24 hours.
+struct GradeRow {
+    side: Side,
+    stop: Option<Decimal>,
+    target: Option<Decimal>,
+    /// The bar (1–23) whose high (long) or low (short) reaches the target, if any.
+    target_at: Option<i64>,
+    /// The bar (1–23) whose low (long) or high (short) reaches the stop, if any.
+    stop_at: Option<i64>,
+    /// The worst price of the 24 hours and the bar (1–24) that reaches it.
+    worst: (Decimal, i64),
+    /// The close of bar 24 (the 24h price).
+    price_24h: Decimal,
+    first: FirstHit,
+    /// sign × (price_24h − 100) × 100 / 100.
+    pnl_24h: Decimal,
+    /// sign × (worst − 100) × 100 / 100.
+    adverse: Decimal,
+    grade: Grade,
+}
+
+impl GradeRow {
+    fn outcome(&self) -> TradeOutcome {
+        outcome(self.side, self.stop, self.target)
+    }
+
+    /// Flat bars at 100 but for the level bars, the worst bar and bar 24 (high = low = close
+    /// = the 24h price).
+    fn path(&self) -> Vec<Bar> {
+        let long = self.side == Side::Long;
+        // (high, low) of a bar that goes against the trade to `p`, or with it to `p`.
+        let against = |p: Decimal| if long { (dec!(100), p) } else { (p, dec!(100)) };
+        let with = |p: Decimal| if long { (p, dec!(100)) } else { (dec!(100), p) };
+        let mut over: Vec<(i64, Decimal, Decimal, Decimal)> =
+            vec![(24, self.price_24h, self.price_24h, self.price_24h)];
+        let mut put = |i: i64, (h, l): (Decimal, Decimal)| {
+            if let Some(o) = over.iter_mut().find(|o| o.0 == i) {
+                o.1 = o.1.max(h);
+                o.2 = o.2.min(l);
+            } else {
+                over.push((i, h, l, dec!(100)));
+            }
+        };
+        if let (Some(at), Some(t)) = (self.target_at, self.target) {
+            put(at, with(t));
+        }
+        if let (Some(at), Some(s)) = (self.stop_at, self.stop) {
+            put(at, against(s));
+        }
+        put(self.worst.1, against(self.worst.0));
+        path(&over)
+    }
+}
+
 #[test]
-fn each_grade() {
-    let grade = |o: &TradeOutcome, bars: &[Bar]| final_score(o, bars).outcome_grade;
-    // A: high 110 reaches the target exactly (≥), the low 99 stays above the stop.
-    assert_eq!(
-        grade(&long(), &path(&[(7, dec!(110), dec!(99), dec!(101))])),
-        Some(Grade::A)
-    );
-    // B: no level reached, bar 24 closes at 102: (102 − 100) × 100 / 100 = +2 % > 1 %.
-    assert_eq!(
-        grade(&long(), &path(&[(24, dec!(102), dec!(102), dec!(102))])),
-        Some(Grade::B)
-    );
-    // B's edge: exactly +1 % is not above 1 % → C.
-    assert_eq!(
-        grade(&long(), &path(&[(24, dec!(101), dec!(101), dec!(101))])),
-        Some(Grade::C)
-    );
-    // C: closes at 99 → −1 %, the lower edge of C.
-    assert_eq!(
-        grade(&long(), &path(&[(24, dec!(99), dec!(99), dec!(99))])),
-        Some(Grade::C)
-    );
-    // D: closes at 98 → −2 %; the worst low 97.5 is −2.5 % (≥ −3 %) and above the stop 95.
-    assert_eq!(
-        grade(
-            &long(),
-            &path(&[
-                (10, dec!(100), dec!(97.5), dec!(98)),
-                (24, dec!(98), dec!(98), dec!(98))
-            ])
-        ),
-        Some(Grade::D)
-    );
-    // F by the stop: low 94.9 ≤ 95, closes at 98 → −2 % and the stop was hit.
-    assert_eq!(
-        grade(
-            &long(),
-            &path(&[
-                (10, dec!(100), dec!(94.9), dec!(98)),
-                (24, dec!(98), dec!(98), dec!(98))
-            ])
-        ),
-        Some(Grade::F)
-    );
-    // F by the adverse move: no stop given; low 96.9 → −3.1 % < −3 %; closes at 98 → −2 %.
-    let no_stop = outcome(Side::Long, None, Some(dec!(110)));
-    assert_eq!(
-        grade(
-            &no_stop,
-            &path(&[
-                (10, dec!(100), dec!(96.9), dec!(98)),
-                (24, dec!(98), dec!(98), dec!(98))
-            ])
-        ),
-        Some(Grade::F)
-    );
-    // … while −3 % exactly (low 97) is still D.
-    assert_eq!(
-        grade(
-            &no_stop,
-            &path(&[
-                (10, dec!(100), dec!(97), dec!(98)),
-                (24, dec!(98), dec!(98), dec!(98))
-            ])
-        ),
-        Some(Grade::D)
-    );
+fn the_grade_table_a_f_b_c_d() {
+    use Side::{Long, Short};
+    let neither = FirstHit::Neither;
+    #[rustfmt::skip]
+    let rows = [
+        // A: the target 110 at bar 3, the stop 95 never; 24h (104 − 100) × 100 / 100 = +4;
+        // worst 99: (99 − 100) × 100 / 100 = −1.
+        GradeRow { side: Long, stop: Some(dec!(95)), target: Some(dec!(110)), target_at: Some(3),
+            stop_at: None, worst: (dec!(99), 5), price_24h: dec!(104),
+            first: FirstHit::Target, pnl_24h: dec!(4), adverse: dec!(-1), grade: Grade::A },
+        // A though the stop came later: target at bar 3, low 94 ≤ 95 at bar 8; 24h
+        // (96 − 100) = −4, worst (94 − 100) = −6: the target came first.
+        GradeRow { side: Long, stop: Some(dec!(95)), target: Some(dec!(110)), target_at: Some(3),
+            stop_at: Some(8), worst: (dec!(94), 8), price_24h: dec!(96),
+            first: FirstHit::Target, pnl_24h: dec!(-4), adverse: dec!(-6), grade: Grade::A },
+        // A though the price went 4 % against before the target (no stop set): worst 96 at bar
+        // 2, (96 − 100) = −4; target 110 at bar 6; 24h (101 − 100) = +1.
+        GradeRow { side: Long, stop: None, target: Some(dec!(110)), target_at: Some(6),
+            stop_at: None, worst: (dec!(96), 2), price_24h: dec!(101),
+            first: FirstHit::Target, pnl_24h: dec!(1), adverse: dec!(-4), grade: Grade::A },
+        // F by the stop first although the 24h PnL is small: stop 98 at bar 2 (worst 98:
+        // (98 − 100) = −2, not past 3 %); 24h (100.5 − 100) = +0.5, C by PnL alone.
+        GradeRow { side: Long, stop: Some(dec!(98)), target: Some(dec!(110)), target_at: None,
+            stop_at: Some(2), worst: (dec!(98), 2), price_24h: dec!(100.5),
+            first: FirstHit::Stop, pnl_24h: dec!(0.5), adverse: dec!(-2), grade: Grade::F },
+        // F by the stop first, the target later: stop 98 at bar 2, target 110 at bar 9; 24h
+        // (104 − 100) = +4, B by PnL alone.
+        GradeRow { side: Long, stop: Some(dec!(98)), target: Some(dec!(110)), target_at: Some(9),
+            stop_at: Some(2), worst: (dec!(98), 2), price_24h: dec!(104),
+            first: FirstHit::Stop, pnl_24h: dec!(4), adverse: dec!(-2), grade: Grade::F },
+        // F by the adverse move, no stop set: worst 96.9, (96.9 − 100) = −3.1 < −3; 24h
+        // (102 − 100) = +2, B by PnL alone.
+        GradeRow { side: Long, stop: None, target: Some(dec!(110)), target_at: None,
+            stop_at: None, worst: (dec!(96.9), 10), price_24h: dec!(102),
+            first: neither, pnl_24h: dec!(2), adverse: dec!(-3.1), grade: Grade::F },
+        // B: worst 97, (97 − 100) = −3 exactly (not more than 3 %); 24h (102 − 100) = +2 > 1.
+        GradeRow { side: Long, stop: Some(dec!(95)), target: Some(dec!(110)), target_at: None,
+            stop_at: None, worst: (dec!(97), 10), price_24h: dec!(102),
+            first: neither, pnl_24h: dec!(2), adverse: dec!(-3), grade: Grade::B },
+        // C at B's edge: 24h (101 − 100) = +1, not above 1; worst (99.5 − 100) = −0.5.
+        GradeRow { side: Long, stop: Some(dec!(95)), target: Some(dec!(110)), target_at: None,
+            stop_at: None, worst: (dec!(99.5), 10), price_24h: dec!(101),
+            first: neither, pnl_24h: dec!(1), adverse: dec!(-0.5), grade: Grade::C },
+        // C at its lower edge: 24h (99 − 100) = −1; worst 99 (bar 24 itself), −1.
+        GradeRow { side: Long, stop: Some(dec!(95)), target: Some(dec!(110)), target_at: None,
+            stop_at: None, worst: (dec!(99), 24), price_24h: dec!(99),
+            first: neither, pnl_24h: dec!(-1), adverse: dec!(-1), grade: Grade::C },
+        // D: 24h (98 − 100) = −2 < −1; worst 97.5, (97.5 − 100) = −2.5, the stop 95 not hit.
+        GradeRow { side: Long, stop: Some(dec!(95)), target: Some(dec!(110)), target_at: None,
+            stop_at: None, worst: (dec!(97.5), 10), price_24h: dec!(98),
+            first: neither, pnl_24h: dec!(-2), adverse: dec!(-2.5), grade: Grade::D },
+        // D at F's edge, no stop set: worst 97, (97 − 100) = −3 exactly; 24h (98 − 100) = −2.
+        GradeRow { side: Long, stop: None, target: Some(dec!(110)), target_at: None,
+            stop_at: None, worst: (dec!(97), 10), price_24h: dec!(98),
+            first: neither, pnl_24h: dec!(-2), adverse: dec!(-3), grade: Grade::D },
+        // Short A: target 90 (low) at bar 3, stop 105 (high) never; 24h −1 × (92 − 100) = +8;
+        // worst high 101, −1 × (101 − 100) = −1.
+        GradeRow { side: Short, stop: Some(dec!(105)), target: Some(dec!(90)), target_at: Some(3),
+            stop_at: None, worst: (dec!(101), 5), price_24h: dec!(92),
+            first: FirstHit::Target, pnl_24h: dec!(8), adverse: dec!(-1), grade: Grade::A },
+        // Short F by the stop first: stop 102 at bar 2, −1 × (102 − 100) = −2; 24h
+        // −1 × (99 − 100) = +1, C by PnL alone.
+        GradeRow { side: Short, stop: Some(dec!(102)), target: Some(dec!(90)), target_at: None,
+            stop_at: Some(2), worst: (dec!(102), 2), price_24h: dec!(99),
+            first: FirstHit::Stop, pnl_24h: dec!(1), adverse: dec!(-2), grade: Grade::F },
+        // Short F by the adverse move: no stop; worst high 103.5, −1 × (103.5 − 100) = −3.5;
+        // 24h −1 × (100 − 100) = 0.
+        GradeRow { side: Short, stop: None, target: Some(dec!(90)), target_at: None,
+            stop_at: None, worst: (dec!(103.5), 7), price_24h: dec!(100),
+            first: neither, pnl_24h: dec!(0), adverse: dec!(-3.5), grade: Grade::F },
+        // Short B: 24h −1 × (97 − 100) = +3 > 1; worst 101, −1.
+        GradeRow { side: Short, stop: Some(dec!(105)), target: Some(dec!(90)), target_at: None,
+            stop_at: None, worst: (dec!(101), 7), price_24h: dec!(97),
+            first: neither, pnl_24h: dec!(3), adverse: dec!(-1), grade: Grade::B },
+        // Short D: 24h −1 × (101.5 − 100) = −1.5 < −1; worst 102.5, −2.5; stop 105 not hit.
+        GradeRow { side: Short, stop: Some(dec!(105)), target: Some(dec!(90)), target_at: None,
+            stop_at: None, worst: (dec!(102.5), 7), price_24h: dec!(101.5),
+            first: neither, pnl_24h: dec!(-1.5), adverse: dec!(-2.5), grade: Grade::D },
+    ];
+    for (n, row) in rows.iter().enumerate() {
+        let o = row.outcome();
+        let s = final_score(&o, &row.path());
+        let adverse = s.max_adverse.and_then(|w| pnl_percent(&o, w));
+        assert_eq!(
+            (s.first_hit, s.max_adverse, s.price_24h),
+            (Some(row.first), Some(row.worst.0), Some(row.price_24h)),
+            "row {n}: the path"
+        );
+        assert_eq!(
+            (s.pnl_percent_24h, adverse),
+            (Some(row.pnl_24h), Some(row.adverse)),
+            "row {n}: the arithmetic"
+        );
+        assert_eq!(
+            (
+                s.outcome_grade,
+                grade(row.first, row.pnl_24h, Some(row.adverse))
+            ),
+            (Some(row.grade), row.grade),
+            "row {n}: the grade"
+        );
+        // Re-grading the stored row (whatever grade and text it had) gives the same.
+        let mut stored = o.clone();
+        stored.score = OutcomeScore {
+            outcome_grade: Some(Grade::C),
+            narrative: Some("old".into()),
+            ..s.clone()
+        };
+        assert_eq!(
+            regrade(&stored, Some(&indicators())),
+            s,
+            "row {n}: the re-grade"
+        );
+    }
 }
 
 #[test]
@@ -234,8 +360,23 @@ fn marks_fill_in_as_time_passes_from_bar_closes_only() {
         (4, dec!(103), dec!(100), dec!(103)),
         (24, dec!(102), dec!(102), dec!(102)),
     ]);
-    let at = |h: i64| score_outcome(&long(), &bars, Interval::H1, t0() + Duration::hours(h));
-    let early = score_outcome(&long(), &bars, Interval::H1, t0() + Duration::minutes(59));
+    let ind = indicators();
+    let at = |h: i64| {
+        score_outcome(
+            &long(),
+            Some(&ind),
+            &bars,
+            Interval::H1,
+            t0() + Duration::hours(h),
+        )
+    };
+    let early = score_outcome(
+        &long(),
+        Some(&ind),
+        &bars,
+        Interval::H1,
+        t0() + Duration::minutes(59),
+    );
     assert_eq!(
         early,
         OutcomeScore::default(),
@@ -295,12 +436,17 @@ fn pending_outcomes_score_at_each_mark_then_leave() {
     let bars = path(&[(24, dec!(102), dec!(102), dec!(102))]);
     let mut pending = PendingOutcomes::new();
     pending.push(long());
+    let mut asked = Vec::new();
     let mut due = |h: i64, m: i64| {
         pending
             .score_due(
                 t0() + Duration::hours(h) + Duration::minutes(m),
                 Interval::H1,
                 |_| &bars,
+                |o| {
+                    asked.push(h);
+                    (o.id == long().id).then(indicators)
+                },
             )
             .len()
     };
@@ -315,6 +461,11 @@ fn pending_outcomes_score_at_each_mark_then_leave() {
     assert_eq!(due(23, 0), 0);
     assert_eq!(due(24, 0), 1);
     assert!(pending.is_empty());
+    assert_eq!(
+        asked,
+        vec![24],
+        "the indicators are read for the narrative only"
+    );
 }
 
 #[test]
@@ -332,13 +483,21 @@ fn the_final_scoring_writes_seed_003s_narrative_and_only_it() {
              Signal: long at 100 (conf: 70)\n\
              Predicted: TP 110, SL 95\n\
              Actual 24h: 104.5 (+4.5%)\n\
+             Hit: target first\n\
              Grade: A\n\
              Conditions: ranging\n\
+             Setup: RSI oversold + volume spike + MACD bearish\n\
              Reason: Oversold bounce at support"
         )
     );
     // Before the 24h mark: marks only, no narrative.
-    let four = score_outcome(&long(), &bars, Interval::H1, t0() + Duration::hours(4));
+    let four = score_outcome(
+        &long(),
+        Some(&indicators()),
+        &bars,
+        Interval::H1,
+        t0() + Duration::hours(4),
+    );
     assert_eq!((four.narrative, four.scored_at), (None, None));
 }
 
@@ -358,11 +517,12 @@ fn a_narrative_names_what_is_missing_and_drops_an_absent_reason() {
         ..OutcomeScore::default()
     };
     assert_eq!(
-        narrative(&o, &scored),
+        narrative(&o, &scored, None),
         "ETH short - Grade D\n\
          Signal: short at 3,410.46 (conf: none)\n\
          Predicted: TP 65,432.1, SL none\n\
          Actual 24h: 3,450 (-1.2%)\n\
+         Hit: none\n\
          Grade: D\n\
          Conditions: trending_down"
     );
@@ -373,12 +533,51 @@ fn a_narrative_names_what_is_missing_and_drops_an_absent_reason() {
     };
     o.reason = Some("   ".into());
     assert_eq!(
-        narrative(&o, &blank),
+        narrative(&o, &blank, None),
         "ETH short - Grade none\n\
          Signal: short at 3,410.46 (conf: none)\n\
          Predicted: TP 65,432.1, SL none\n\
          Actual 24h: none\n\
+         Hit: none\n\
          Grade: none\n\
          Conditions: trending_down"
+    );
+}
+
+#[test]
+fn the_hit_line_names_a_level_only_when_the_price_reached_it() {
+    let hits = |first, stop, target| {
+        hit_words(&OutcomeScore {
+            first_hit: first,
+            hit_stop: stop,
+            hit_target: target,
+            ..OutcomeScore::default()
+        })
+    };
+    let (t, s, n) = (FirstHit::Target, FirstHit::Stop, FirstHit::Neither);
+    for (first, stop, target, words) in [
+        (Some(t), Some(false), Some(true), "target first"),
+        (Some(t), Some(true), Some(true), "target first, stop later"),
+        (Some(s), Some(true), Some(false), "stop first"),
+        (Some(s), Some(true), Some(true), "stop first, target too"),
+        (Some(n), Some(false), Some(false), "neither"),
+        (None, None, None, "none"),
+    ] {
+        assert_eq!(
+            hits(first, stop, target),
+            words,
+            "{first:?} {stop:?} {target:?}"
+        );
+    }
+    // The stop first, the target later in the day: both in the narrative, the stop first.
+    let bars = path(&[
+        (1, dec!(101), dec!(94), dec!(97)),
+        (3, dec!(112), dec!(100), dec!(104)),
+        (24, dec!(104), dec!(104), dec!(104)),
+    ]);
+    let text = final_score(&long(), &bars).narrative.unwrap();
+    assert!(
+        text.contains("\nHit: stop first, target too\nGrade: F\nConditions: ranging\nSetup: "),
+        "{text}"
     );
 }

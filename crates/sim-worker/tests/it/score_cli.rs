@@ -107,3 +107,72 @@ fn score_outcomes_names_a_malformed_bars_flag() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn score_outcomes_regrade_restores_grades_and_narratives_from_stored_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, deployment) = backtest_to(dir.path(), "2017-05-31");
+    let d: Uuid = deployment.parse().unwrap();
+    let store = db::open_existing(&url).await.unwrap();
+    let before = store.outcomes(d, 1000).await.unwrap();
+    let graded = before.iter().filter(|o| o.score.is_final()).count();
+    assert!(graded >= 3, "{graded} of {}", before.len());
+    // What an earlier scorer left: another grade and a text without the hit line.
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    sqlx::query(
+        "UPDATE trade_outcomes SET outcome_grade = 'C', narrative = 'EURUSD - Grade C' \
+         WHERE scored_at IS NOT NULL",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+
+    let (code, stdout, stderr) = sim(&["score-outcomes", "--db", &url, "--regrade"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout,
+        format!("regraded {graded} scored outcomes: {graded} changed\n")
+    );
+    // Exactly what the backtest's scorer wrote, which is `outcomes::regrade` of each row.
+    let after = store.outcomes(d, 1000).await.unwrap();
+    assert_eq!(after, before);
+    for o in &after {
+        let snapshot = store.market_snapshot(o.snapshot_id).await.unwrap();
+        assert_eq!(outcomes::regrade(o, Some(&snapshot.indicators)), o.score);
+        if o.score.is_final() {
+            assert!(
+                o.score
+                    .narrative
+                    .as_deref()
+                    .is_some_and(|n| n.contains("\nSetup: ")),
+                "{:?}",
+                o.score.narrative
+            );
+        }
+    }
+    let (code, stdout, _) = sim(&["score-outcomes", "--db", &url, "--regrade"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout,
+        format!("regraded {graded} scored outcomes: 0 changed\n")
+    );
+}
+
+#[test]
+fn score_outcomes_regrade_takes_no_bars() {
+    let (code, stdout, stderr) = sim(&[
+        "score-outcomes",
+        "--db",
+        "sqlite:///nonexistent.sqlite",
+        "--regrade",
+        "--bars",
+        "EURUSD=x.csv",
+    ]);
+    assert_eq!(code, 2);
+    assert!(stdout.is_empty());
+    assert!(
+        stderr.contains("--regrade") && stderr.contains("--bars"),
+        "{stderr}"
+    );
+}

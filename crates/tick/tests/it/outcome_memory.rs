@@ -132,7 +132,26 @@ async fn every_directional_proposal_gets_an_outcome_scored_unless_within_24h_of_
                 .find(|t| **t >= final_mark(o.tick_at))
                 .expect("a tick after the mark");
             assert_eq!(o.score.scored_at, Some(at), "outcome at {}", o.tick_at);
-            assert_eq!(o.score, score_outcome(&unscored(o), all, Interval::H1, at));
+            // The narrative's setup from the stored snapshot's indicators: the backtest's
+            // scorer computed the same ones again.
+            assert_eq!(
+                o.score,
+                score_outcome(
+                    &unscored(o),
+                    Some(&market.indicators),
+                    all,
+                    Interval::H1,
+                    at
+                )
+            );
+            assert!(
+                o.score
+                    .narrative
+                    .as_deref()
+                    .is_some_and(|n| n.contains("\nSetup: ")),
+                "{:?}",
+                o.score.narrative
+            );
             assert!(o.score.outcome_grade.is_some());
             scored += 1;
         } else {
