@@ -797,8 +797,8 @@ pub trait OutcomeStore: Sync {
         limit: u32,
     ) -> impl Future<Output = Result<Vec<Annotation>, DbError>> + Send;
 
-    /// The outcomes of `scope` decided before `query.as_of` (`tick_at < as_of`; and
-    /// `tick_at >= since`, the symbol and the market condition when the query names them),
+    /// The outcomes of `scope` decided at or before `query.as_of` (`tick_at <= as_of`; and
+    /// `tick_at > since`, the window convention of `outcomes::RecallQuery`; the symbol and the market condition when the query names them),
     /// newest tick first (ties by id), at most `query.limit`, each with its market snapshot's
     /// indicators and masked to what was known at `as_of` ([`TradeOutcome::as_of`]): a
     /// backtest at T never sees a score written after T. One query.

@@ -59,7 +59,7 @@ pub mod stats;
 pub use pending::PendingOutcomes;
 pub use recall::{
     HitKind, MAX_RECALL_ROWS, MAX_SEARCH_CHARS, MAX_SEARCH_HITS, MemoryHit, RecallQuery,
-    RecalledOutcome, SearchQuery,
+    RecalledOutcome, SearchQuery, window_start,
 };
 pub use score::{
     FirstHit, Grade, MARKS_HOURS, MAX_REASON_CHARS, OutcomeScore, OutcomeVerdict, PNL_DP,

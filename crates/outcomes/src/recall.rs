@@ -1,11 +1,17 @@
 //! What a reader of the outcome memory asks and gets back: the queries of the recall tools,
 //! the `<trading_memory>` block and the MCP server, and point-in-time masking.
 //!
-//! Point in time: a reader at `as_of` sees the outcomes decided before `as_of`
-//! (`tick_at < as_of`), each as it stood at `as_of` ([`TradeOutcome::as_of`]): a mark's price
+//! Point in time: a reader at `as_of` sees the outcomes decided at or before `as_of`
+//! (`tick_at ≤ as_of`), each as it stood at `as_of` ([`TradeOutcome::as_of`]): a mark's price
 //! and PnL only once the mark has passed, the 24h columns (hits, excursions, grade, narrative)
 //! only when `scored_at ≤ as_of`. A backtest at T therefore never sees an outcome scored after
 //! T, and a live reader sees what the scorer has written.
+//!
+//! **The window convention** (one for every reader: the `<trading_memory>` block, the recall
+//! tools, `memory-stats` and the MCP server): "the last N days" at T are the outcomes whose
+//! tick is in **(T − N d, T]** — left-open, right-closed, the DESIGN's "at or before T". A
+//! window's start is exclusive ([`RecallQuery::since`]), its end inclusive
+//! ([`RecallQuery::as_of`]); [`window_start`] is the one place the start is computed.
 
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
@@ -22,14 +28,22 @@ pub const MAX_SEARCH_HITS: u32 = 50;
 /// The longest search text accepted, in characters.
 pub const MAX_SEARCH_CHARS: usize = 200;
 
-/// A window of the outcome memory: outcomes decided before `as_of`, newest first.
+/// The start of the window of the last `days` days at `as_of` (exclusive: the window is
+/// `(as_of − days, as_of]`, see the module's window convention).
+#[must_use]
+pub fn window_start(as_of: DateTime<Utc>, days: i64) -> DateTime<Utc> {
+    as_of - Duration::days(days)
+}
+
+/// A window of the outcome memory: outcomes decided at or before `as_of` and after `since`,
+/// newest first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecallQuery {
     /// The reader's time (the tick time; the wall clock for an MCP client).
     pub as_of: DateTime<Utc>,
     /// Only this symbol.
     pub symbol: Option<String>,
-    /// Only outcomes decided at or after this time.
+    /// Only outcomes decided after this time (exclusive; [`window_start`]).
     pub since: Option<DateTime<Utc>>,
     /// Only outcomes whose market snapshot had this regime.
     pub market_condition: Option<RegimeTag>,
@@ -38,7 +52,7 @@ pub struct RecallQuery {
 }
 
 impl RecallQuery {
-    /// Every outcome decided before `as_of`, newest first, at most `limit`.
+    /// Every outcome decided at or before `as_of`, newest first, at most `limit`.
     #[must_use]
     pub const fn new(as_of: DateTime<Utc>, limit: u32) -> Self {
         Self {

@@ -592,7 +592,7 @@ macro_rules! impl_outcomes {
                      m.volatility_percentile, m.volume_ratio, m.trend_strength, m.btc_correlation, \
                      m.market_condition AS snapshot_market_condition \
                      FROM trade_outcomes o JOIN market_snapshots m ON m.id = o.snapshot_id \
-                     WHERE o.tick_at < $1 AND {}",
+                     WHERE o.tick_at <= $1 AND {}",
                     scope_sql("o", scope, 2)
                 );
                 let mut n = 3;
@@ -602,7 +602,7 @@ macro_rules! impl_outcomes {
                     c
                 };
                 if query.since.is_some() {
-                    sql.push_str(&next("o.tick_at >="));
+                    sql.push_str(&next("o.tick_at >"));
                 }
                 if query.symbol.is_some() {
                     sql.push_str(&next("o.symbol ="));

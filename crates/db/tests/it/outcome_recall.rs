@@ -114,8 +114,8 @@ mod cases {
         let q = |minutes: i64, limit: u32| RecallQuery::new(at(minutes), limit);
         let scope = MemoryScope::Deployment(d);
 
-        // Decided before as_of only (the tick at as_of is out), newest first.
-        let rows = s.recall_outcomes(scope, &q(120, 10)).await.unwrap();
+        // Decided at or before as_of (a tick a minute later is out), newest first.
+        let rows = s.recall_outcomes(scope, &q(119, 10)).await.unwrap();
         assert_eq!(ids(&rows), vec![eth60.id, btc0.id]);
         assert_eq!(
             rows[1].indicators, market.indicators,
@@ -126,8 +126,12 @@ mod cases {
             rows[1].outcome.reason.as_deref(),
             Some("Oversold bounce at support")
         );
-        let all = ids(&s.recall_outcomes(scope, &q(121, 10)).await.unwrap());
-        assert_eq!(all, vec![btc120.id, eth60.id, btc0.id]);
+        let all = ids(&s.recall_outcomes(scope, &q(120, 10)).await.unwrap());
+        assert_eq!(
+            all,
+            vec![btc120.id, eth60.id, btc0.id],
+            "the tick at as_of is in"
+        );
         assert_eq!(
             ids(&s.recall_outcomes(scope, &q(121, 2)).await.unwrap()),
             vec![btc120.id, eth60.id],
@@ -150,9 +154,10 @@ mod cases {
         since.since = Some(at(60));
         assert_eq!(
             ids(&s.recall_outcomes(scope, &since).await.unwrap()),
-            vec![btc120.id, eth60.id],
-            "since is inclusive"
+            vec![btc120.id],
+            "since is exclusive: the window is (since, as_of]"
         );
+        since.since = Some(at(59));
         since.symbol = Some("ETH".into());
         since.market_condition = Some(RegimeTag::Ranging);
         assert_eq!(

@@ -142,7 +142,7 @@ async fn each_recall_tool_at_t_sees_only_what_was_known_at_t() {
     let late = all[all.len() / 2].clone();
     let t = late.tick_at + Duration::hours(12);
     assert!(late.score.scored_at.is_some_and(|s| s > t));
-    let known = |o: &&TradeOutcome| o.tick_at < t;
+    let known = |o: &&TradeOutcome| o.tick_at <= t;
     let graded_by_t = |o: &&TradeOutcome| known(o) && o.score.scored_at.is_some_and(|s| s <= t);
     let ctx = ctx_at(&input, &store, t);
 
@@ -179,7 +179,7 @@ async fn each_recall_tool_at_t_sees_only_what_was_known_at_t() {
     let week: Vec<&TradeOutcome> = all
         .iter()
         .filter(known)
-        .filter(|o| o.tick_at >= t - Duration::days(7))
+        .filter(|o| o.tick_at > t - Duration::days(7))
         .collect();
     assert_eq!(recent["stats"]["outcomes"], week.len());
     assert_eq!(

@@ -22,7 +22,7 @@ fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 3, 20, 12, 0, 0).unwrap()
 }
 
-/// The store's contract, in memory: outcomes decided before `as_of`, filtered, newest first,
+/// The store's contract, in memory: outcomes decided in (`since`, `as_of`], filtered, newest first,
 /// masked with `TradeOutcome::as_of`.
 #[derive(Default)]
 struct Memory {
@@ -38,8 +38,8 @@ impl TradeMemory for Memory {
         let mut rows: Vec<RecalledOutcome> = self
             .rows
             .iter()
-            .filter(|r| r.outcome.tick_at < q.as_of)
-            .filter(|r| q.since.is_none_or(|s| r.outcome.tick_at >= s))
+            .filter(|r| r.outcome.tick_at <= q.as_of)
+            .filter(|r| q.since.is_none_or(|s| r.outcome.tick_at > s))
             .filter(|r| q.symbol.as_ref().is_none_or(|s| *s == r.outcome.symbol))
             .filter(|r| {
                 q.market_condition
