@@ -29,7 +29,7 @@ pub struct SymbolMemory {
     pub symbol: String,
     /// Its newest outcomes, newest first (at most [`RECENT_ROWS`] are shown).
     pub recent: Vec<RecalledOutcome>,
-    /// Its outcomes decided in the last [`STATS_DAYS`] days: ticks in (T − 30 d, T], the
+    /// Its outcomes decided in the last [`STATS_DAYS`] days: ticks in [T − 30 d, T), the
     /// window convention of [`crate::RecallQuery`].
     pub last_30_days: Vec<RecalledOutcome>,
     /// The regime of its bars now (`None` without bars: the section is left out).

@@ -53,6 +53,7 @@ pub mod indicators;
 mod pending;
 mod recall;
 mod score;
+pub mod search;
 mod snapshot;
 pub mod stats;
 
@@ -66,6 +67,7 @@ pub use score::{
     TradeOutcome, direction_of, final_mark, grade, narrative, outcome_id, pnl_percent,
     score_outcome,
 };
+pub use search::{SearchHits, SearchTerms, SearchTextError};
 pub use snapshot::{
     ADX_PERIOD, CORRELATION_WINDOW, DEFAULT_REFERENCE_SYMBOL, Indicators, MACD_PERIODS, MAX_BARS,
     MacdState, MarketSnapshot, RSI_BARS, RSI_PERIOD, VOLATILITY_LOOKBACK, VOLATILITY_WINDOW,

@@ -4,7 +4,7 @@
 //! serves ([`memory_scope`]). The binaries parse their flags and open the store; the checks, the
 //! reads and the output are here, once.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
 use db::{
     AnnotationTarget, DbError, MAX_ANNOTATION_CHARS, MAX_ANNOTATION_TAGS, MAX_TAG_CHARS,
     MemoryScope, NewAnnotation, OutcomeStore, RegistryStore,
@@ -325,7 +325,7 @@ pub async fn memory_stats<S: OutcomeStore + RegistryStore>(
                 })?
         }
     };
-    let from = outcomes::window_start(at, i64::from(args.days));
+    let from = at - Duration::days(i64::from(args.days));
     let rows = read_window(store, args.deployment, &args.symbol, from, at, MAX_ROWS).await?;
     let window: Vec<_> = rows.iter().collect();
     let s = summarise(&window, at);
