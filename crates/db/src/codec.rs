@@ -853,7 +853,8 @@ pub(crate) fn hit_from_row<R: RowExt>(r: &R) -> Result<outcomes::MemoryHit, DbEr
         symbol: r.opt_text("symbol")?,
         at: r.ts("at")?,
         text,
-        rank: r.opt_f64("score")?.unwrap_or(0.0),
+        // Ranked in Rust (`outcomes::search::rank`), never by the backend.
+        rank: 0.0,
     })
 }
 

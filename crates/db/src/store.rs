@@ -183,6 +183,6 @@ delegate!(OutcomeStore {
     fn annotate(&self, annotation: &NewAnnotation) -> Annotation;
     fn annotations(&self, deployment_id: Uuid, limit: u32) -> Vec<Annotation>;
     fn recall_outcomes(&self, scope: MemoryScope, query: &outcomes::RecallQuery) -> Vec<outcomes::RecalledOutcome>;
-    fn search_memory(&self, scope: MemoryScope, query: &outcomes::SearchQuery) -> Vec<outcomes::MemoryHit>;
+    fn search_memory(&self, scope: MemoryScope, query: &outcomes::SearchQuery) -> outcomes::SearchHits;
     fn regrade_outcomes(&self) -> crate::Regraded;
 });

@@ -15,8 +15,7 @@ use uuid::Uuid;
 use crate::model::NewsRecord;
 use crate::{DbError, HeldDecision, HeldStatus, PlannedTicks, StoredHeldLesson};
 use outcomes::{
-    MarketSnapshot, MemoryHit, OutcomeScore, RecallQuery, RecalledOutcome, SearchQuery,
-    TradeOutcome,
+    MarketSnapshot, OutcomeScore, RecallQuery, RecalledOutcome, SearchQuery, TradeOutcome,
 };
 
 use crate::model::{
@@ -843,7 +842,7 @@ pub trait OutcomeStore: Sync {
     ) -> impl Future<Output = Result<Vec<Annotation>, DbError>> + Send;
 
     /// The outcomes of `scope` decided before `query.as_of` (`tick_at < as_of`; and
-    /// `tick_at >= since`, the symbol and the market condition when the query names them),
+    /// `tick_at >= since`, the window convention of `outcomes::RecallQuery`; the symbol and the market condition when the query names them),
     /// newest tick first (ties by id), at most `query.limit`, each with its market snapshot's
     /// indicators and masked to what was known at `as_of` ([`TradeOutcome::as_of`]): a
     /// backtest at T never sees a score written after T. One query.
@@ -858,14 +857,16 @@ pub trait OutcomeStore: Sync {
     ) -> impl Future<Output = Result<Vec<RecalledOutcome>, DbError>> + Send;
 
     /// Full-text search of `scope`'s memory: the narratives of the outcomes scored by
-    /// `query.as_of` and the annotations (text and tags) written by then. The text's words
-    /// (runs of letters and digits; at most 16, the rest ignored) are matched stemmed, any of
-    /// them; nothing else in the text is interpreted (quotes, operators, `*`, `:` are
-    /// separators). Best first (higher [`MemoryHit::rank`]), ties by time (newest first) then
-    /// id, at most `query.limit`. An annotation on an outcome carries that outcome's symbol.
+    /// `query.as_of` and the annotations (text and tags) written by then. Every word of the
+    /// text must match, a quoted phrase as a phrase, and the matches are ranked in Rust
+    /// ([`outcomes::search`]: words, matching and ranking are defined there), ties by time
+    /// (newest first) then id, at most `query.limit`, with the count of every match: the same
+    /// hits in the same order on every backend. The backend only reads the candidates (the
+    /// newest [`MAX_CANDIDATES`](outcomes::search::MAX_CANDIDATES) whose lowercased text holds
+    /// every ASCII word). An annotation on an outcome carries that outcome's symbol.
     ///
     /// # Errors
-    /// [`DbError::Invalid`] for a text that is empty after trimming, longer than
+    /// [`DbError::Invalid`] for a text that is blank, longer than
     /// [`MAX_SEARCH_CHARS`](outcomes::MAX_SEARCH_CHARS) or without a word, and for a limit of
     /// 0 or above [`MAX_SEARCH_HITS`](outcomes::MAX_SEARCH_HITS); [`DbError::Backend`] on
     /// driver failure.
@@ -873,7 +874,7 @@ pub trait OutcomeStore: Sync {
         &self,
         scope: MemoryScope,
         query: &SearchQuery,
-    ) -> impl Future<Output = Result<Vec<MemoryHit>, DbError>> + Send;
+    ) -> impl Future<Output = Result<outcomes::SearchHits, DbError>> + Send;
 
     /// Computes the grade and the narrative of every outcome scored in full again from its
     /// stored figures and its market snapshot's indicators ([`outcomes::regrade`]) and writes

@@ -3,14 +3,13 @@
 //! Written into the caller's buffer with `types::text`'s styles; nothing here reads a clock or a
 //! store (the tick recalls the rows as of its time and passes them).
 
-use chrono::Duration;
 use rust_decimal::Decimal;
 use types::text::{push_date_minute, push_signed_fixed, push_uint};
 use types::{RegimeTag, Side};
 
 use crate::recall::RecalledOutcome;
 use crate::score::Grade;
-use crate::stats::{MIN_GROUP, OutcomeStats, best_setup, stats};
+use crate::stats::{MIN_GROUP, OutcomeStats, best_setup, stats_dp};
 
 /// Outcomes listed per symbol.
 pub const RECENT_ROWS: u32 = 5;
@@ -18,6 +17,8 @@ pub const RECENT_ROWS: u32 = 5;
 pub const STATS_DAYS: i64 = 30;
 /// Graded outcomes (any symbol) the "Similar Market Conditions" line summarises.
 pub const CONDITION_ROWS: u32 = 10;
+/// Decimals of every PnL % the block shows; means are rounded to them once ([`stats_dp`]).
+pub const BLOCK_PNL_DP: u32 = 2;
 /// Above this confidence a signal is "HIGH confidence" in the block's note.
 pub const HIGH_CONFIDENCE: u8 = 75;
 
@@ -28,7 +29,8 @@ pub struct SymbolMemory {
     pub symbol: String,
     /// Its newest outcomes, newest first (at most [`RECENT_ROWS`] are shown).
     pub recent: Vec<RecalledOutcome>,
-    /// Its outcomes decided in the last [`STATS_DAYS`] days.
+    /// Its outcomes decided in the last [`STATS_DAYS`] days: ticks in [T − 30 d, T), the
+    /// window convention of [`crate::RecallQuery`].
     pub last_30_days: Vec<RecalledOutcome>,
     /// The regime of its bars now (`None` without bars: the section is left out).
     pub condition: Option<RegimeTag>,
@@ -37,16 +39,10 @@ pub struct SymbolMemory {
     pub in_condition: Vec<RecalledOutcome>,
 }
 
-/// The window of [`SymbolMemory::last_30_days`].
-#[must_use]
-pub fn stats_window() -> Duration {
-    Duration::days(STATS_DAYS)
-}
-
 fn push_pnl(out: &mut String, pnl: Option<Decimal>) {
     match pnl {
         Some(p) => {
-            push_signed_fixed(out, p, 2);
+            push_signed_fixed(out, p, BLOCK_PNL_DP);
             out.push('%');
         }
         None => out.push_str("pending"),
@@ -117,7 +113,7 @@ fn write_symbol(out: &mut String, m: &SymbolMemory) {
     out.push_str(" Stats (");
     push_uint(out, STATS_DAYS.unsigned_abs());
     out.push_str(" days)\n");
-    let s = stats(&m.last_30_days);
+    let s = stats_dp(&m.last_30_days, BLOCK_PNL_DP);
     if s.outcomes == 0 {
         out.push_str("No outcomes in the last ");
         push_uint(out, STATS_DAYS.unsigned_abs());
@@ -158,7 +154,7 @@ fn write_symbol(out: &mut String, m: &SymbolMemory) {
         out.push_str("No graded trades in these conditions yet.\n");
         return;
     }
-    let s = stats(rows.iter().copied());
+    let s = stats_dp(rows.iter().copied(), BLOCK_PNL_DP);
     out.push_str("Past ");
     push_uint(out, u64::from(s.graded));
     out.push_str(" graded trades in these conditions: ");
@@ -166,15 +162,17 @@ fn write_symbol(out: &mut String, m: &SymbolMemory) {
     out.push_str(" win rate | Avg P&L 24h: ");
     push_pnl(out, s.avg_pnl_24h_pct);
     out.push('\n');
-    let high = stats(
+    let high = stats_dp(
         rows.iter()
             .copied()
             .filter(|r| r.outcome.confidence.is_some_and(|c| c > HIGH_CONFIDENCE)),
+        BLOCK_PNL_DP,
     );
-    let rest = stats(
+    let rest = stats_dp(
         rows.iter()
             .copied()
             .filter(|r| r.outcome.confidence.is_none_or(|c| c <= HIGH_CONFIDENCE)),
+        BLOCK_PNL_DP,
     );
     if high.graded >= MIN_GROUP
         && rest.graded >= MIN_GROUP

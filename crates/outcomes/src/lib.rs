@@ -54,19 +54,21 @@ pub mod indicators;
 mod pending;
 mod recall;
 mod score;
+pub mod search;
 mod snapshot;
 pub mod stats;
 
 pub use pending::PendingOutcomes;
 pub use recall::{
     HitKind, MAX_RECALL_ROWS, MAX_SEARCH_CHARS, MAX_SEARCH_HITS, MemoryHit, RecallQuery,
-    RecalledOutcome, SearchQuery,
+    RecalledOutcome, SearchQuery, window_start,
 };
 pub use score::{
     FirstHit, Grade, MARKS_HOURS, MAX_REASON_CHARS, OutcomeScore, OutcomeVerdict, PNL_DP,
     TradeOutcome, direction_of, final_mark, grade, grade_of, hit_words, narrative, outcome_id,
     pnl_percent, regrade, score_outcome,
 };
+pub use search::{SearchHits, SearchTerms, SearchTextError};
 pub use snapshot::{
     ADX_PERIOD, CORRELATION_WINDOW, DEFAULT_REFERENCE_SYMBOL, Indicators, MACD_PERIODS, MAX_BARS,
     MacdState, MarketSnapshot, RSI_BARS, RSI_PERIOD, VOLATILITY_LOOKBACK, VOLATILITY_WINDOW,

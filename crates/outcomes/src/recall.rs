@@ -6,6 +6,15 @@
 //! and PnL only once the mark has passed, the 24h columns (hits, excursions, grade, narrative)
 //! only when `scored_at ≤ as_of`. A backtest at T therefore never sees an outcome scored after
 //! T, and a live reader sees what the scorer has written.
+//!
+//! **The window convention** (one for every reader: the `<trading_memory>` block, the recall
+//! tools and the MCP server): "the last N days" at T are the outcomes whose tick is in
+//! **[T − N d, T)**. An outcome is a decision, and the decision of the tick at T is made after
+//! its prompt was shown: at T it does not exist yet, so it is out of every window ending at T,
+//! and a prompt recomputed later from the store as of T is the prompt the tick showed (the
+//! DESIGN's point in time: only what was known at T). A window's start is inclusive
+//! ([`RecallQuery::since`]), its end exclusive ([`RecallQuery::as_of`]); [`window_start`] is
+//! the one place the start is computed.
 
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
@@ -22,14 +31,22 @@ pub const MAX_SEARCH_HITS: u32 = 50;
 /// The longest search text accepted, in characters.
 pub const MAX_SEARCH_CHARS: usize = 200;
 
-/// A window of the outcome memory: outcomes decided before `as_of`, newest first.
+/// The start of the window of the last `days` days at `as_of` (inclusive: the window is
+/// `[as_of − days, as_of)`, see the module's window convention).
+#[must_use]
+pub fn window_start(as_of: DateTime<Utc>, days: i64) -> DateTime<Utc> {
+    as_of - Duration::days(days)
+}
+
+/// A window of the outcome memory: outcomes decided before `as_of` and at or after `since`,
+/// newest first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecallQuery {
     /// The reader's time (the tick time; the wall clock for an MCP client).
     pub as_of: DateTime<Utc>,
     /// Only this symbol.
     pub symbol: Option<String>,
-    /// Only outcomes decided at or after this time.
+    /// Only outcomes decided at or after this time (inclusive; [`window_start`]).
     pub since: Option<DateTime<Utc>>,
     /// Only outcomes whose market snapshot had this regime.
     pub market_condition: Option<RegimeTag>,
@@ -66,8 +83,8 @@ pub struct RecalledOutcome {
 pub struct SearchQuery {
     /// The reader's time: outcomes scored and annotations written after it are not searched.
     pub as_of: DateTime<Utc>,
-    /// Free text (1..=[`MAX_SEARCH_CHARS`] characters); its words are matched stemmed, any of
-    /// them, the documents with more and rarer matches first.
+    /// Free text (1..=[`MAX_SEARCH_CHARS`] characters): every word must match, a quoted phrase
+    /// as a phrase; ranked in Rust the same on every store ([`crate::search`]).
     pub text: String,
     /// At most this many hits (≤ [`MAX_SEARCH_HITS`]).
     pub limit: u32,
@@ -102,8 +119,8 @@ pub struct MemoryHit {
     pub at: DateTime<Utc>,
     /// The text matched: the narrative, or the annotation with its tags.
     pub text: String,
-    /// Relevance, higher is better; comparable within one result list only (each backend ranks
-    /// with its own function).
+    /// Relevance, higher is better ([`crate::search::rank`]: the same on every store);
+    /// comparable within one result list only.
     pub rank: f64,
 }
 

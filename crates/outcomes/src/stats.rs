@@ -48,9 +48,10 @@ pub struct OutcomeStats {
     pub wins: u32,
     /// `wins / graded` in %, 1 decimal; `None` without a graded outcome.
     pub win_rate_pct: Option<Decimal>,
-    /// Mean 24 h PnL % of the graded outcomes, [`PNL_DP`] decimals.
+    /// Mean 24 h PnL % of the graded outcomes, [`PNL_DP`] decimals ([`stats_dp`]: as asked).
     pub avg_pnl_24h_pct: Option<Decimal>,
-    /// Mean 4 h PnL % of the outcomes whose 4 h mark passed, [`PNL_DP`] decimals.
+    /// Mean 4 h PnL % of the outcomes whose 4 h mark passed, [`PNL_DP`] decimals ([`stats_dp`]:
+    /// as asked).
     pub avg_pnl_4h_pct: Option<Decimal>,
     /// Graded outcomes per grade, A to F.
     pub grades: BTreeMap<Grade, u32>,
@@ -80,9 +81,17 @@ pub fn is_win(o: &RecalledOutcome) -> bool {
     matches!(o.outcome.score.outcome_grade, Some(Grade::A | Grade::B))
 }
 
-/// The statistics of `rows`.
+/// The statistics of `rows`, means at [`PNL_DP`] decimals.
 #[must_use]
 pub fn stats<'a>(rows: impl IntoIterator<Item = &'a RecalledOutcome>) -> OutcomeStats {
+    stats_dp(rows, PNL_DP)
+}
+
+/// The statistics of `rows`, means rounded once, half away from zero, to `dp` decimals: a
+/// reader that shows fewer decimals than [`PNL_DP`] asks for them here rather than rounding a
+/// rounded mean again (−0.034968 is −0.03 at 2 decimals, not −0.0350 → −0.04).
+#[must_use]
+pub fn stats_dp<'a>(rows: impl IntoIterator<Item = &'a RecalledOutcome>, dp: u32) -> OutcomeStats {
     let mut s = OutcomeStats::default();
     let (mut pnl24, mut pnl4) = (Vec::new(), Vec::new());
     for r in rows {
@@ -103,8 +112,8 @@ pub fn stats<'a>(rows: impl IntoIterator<Item = &'a RecalledOutcome>) -> Outcome
         }
     }
     s.win_rate_pct = rate(s.wins, s.graded);
-    s.avg_pnl_24h_pct = mean(&pnl24, PNL_DP);
-    s.avg_pnl_4h_pct = mean(&pnl4, PNL_DP);
+    s.avg_pnl_24h_pct = mean(&pnl24, dp);
+    s.avg_pnl_4h_pct = mean(&pnl4, dp);
     s
 }
 

@@ -3,7 +3,7 @@
 //! (its SQLite file or memory), the live runner (PostgreSQL) and the MCP server.
 
 use db::{DbError, MemoryScope, OutcomeStore};
-use outcomes::{MemoryHit, RecallQuery, RecalledOutcome, SearchQuery};
+use outcomes::{RecallQuery, RecalledOutcome, SearchHits, SearchQuery};
 use tools::{DataError, MemoryFuture, TradeMemory};
 
 /// One deployment's (or one user's) outcome memory in `store`. Point in time is the store's:
@@ -42,7 +42,7 @@ where
         })
     }
 
-    fn search<'a>(&'a self, query: &'a SearchQuery) -> MemoryFuture<'a, Vec<MemoryHit>> {
+    fn search<'a>(&'a self, query: &'a SearchQuery) -> MemoryFuture<'a, SearchHits> {
         Box::pin(async move {
             self.store
                 .search_memory(self.scope, query)

@@ -63,6 +63,7 @@ mod propose;
 mod recall;
 mod registry;
 mod risk;
+mod tokens;
 
 pub use context::{
     BarsWindow, DataError, DerivativesData, EventCalendar, FundingRate, Lens, MarketData,
@@ -90,9 +91,9 @@ pub use propose::{
     push_one_line, validate_proposal,
 };
 pub use recall::{
-    Condition, MAX_LISTED, MemoryFuture, RECALL_TOOLS, RecallTool, RecentTradesArgs, RsiFrame,
-    SearchArgs, SignalAccuracyArgs, SimilarSetupsArgs, SymbolHistoryArgs, TradeMemory, Volatility,
-    WhatWorkedArgs,
+    Condition, MAX_GROUPS, MAX_TOKEN_CEILING, MemoryFuture, RECALL_ROWS, RECALL_TOOLS, RecallRows,
+    RecallTool, RecentTradesArgs, RsiFrame, SHORT_ID_CHARS, SearchArgs, SignalAccuracyArgs,
+    SimilarSetupsArgs, SymbolHistoryArgs, TOKEN_CEILING, TradeMemory, Volatility, WhatWorkedArgs,
 };
 pub use registry::{
     ArgsParser, ArgsSpec, Registry, Tool, ToolFuture, ToolOutput, ToolOutputFuture, args_schema,
@@ -101,6 +102,7 @@ pub use registry::{
 pub use risk::{
     GetPositionRisk, PositionRiskArgs, check_portfolio, distance_to_liquidation_pct, pct,
 };
+pub use tokens::count_tokens;
 
 /// The name of the proposing tool, whose last successful call is the tick's proposal.
 pub const PROPOSE_ORDER: &str = "propose_order";

@@ -3,7 +3,7 @@
 //! [`outcomes::block`].
 
 use outcomes::block::{
-    CONDITION_ROWS, RECENT_ROWS, SymbolMemory, stats_window, write_trading_memory,
+    CONDITION_ROWS, RECENT_ROWS, STATS_DAYS, SymbolMemory, write_trading_memory,
 };
 use outcomes::{MAX_RECALL_ROWS, RecallQuery};
 use skill_schema::Skill;
@@ -45,7 +45,7 @@ pub async fn trading_memory_block(
         let memory = &ctx.trade_memory;
         let recent = memory.recall(&base).await.map_err(err)?;
         let window = RecallQuery {
-            since: Some(ctx.now - stats_window()),
+            since: Some(outcomes::window_start(ctx.now, STATS_DAYS)),
             limit: MAX_RECALL_ROWS,
             ..base.clone()
         };

@@ -499,8 +499,8 @@ impl tools::TradeMemory for Outcomes {
     fn search<'a>(
         &'a self,
         _: &'a outcomes::SearchQuery,
-    ) -> tools::MemoryFuture<'a, Vec<outcomes::MemoryHit>> {
-        Box::pin(std::future::ready(Ok(Vec::new())))
+    ) -> tools::MemoryFuture<'a, outcomes::SearchHits> {
+        Box::pin(std::future::ready(Ok(outcomes::SearchHits::default())))
     }
 }
 

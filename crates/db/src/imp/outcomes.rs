@@ -96,9 +96,6 @@ pub(crate) fn validate_annotation(a: &crate::NewAnnotation) -> Result<(), DbErro
     Ok(())
 }
 
-/// At most this many words of a search text are matched; the rest are ignored.
-pub(crate) const MAX_SEARCH_WORDS: usize = 16;
-
 /// A limit of a recall or a search: 1..=`max`.
 pub(crate) fn check_read_limit(what: &'static str, limit: u32, max: u32) -> Result<i64, DbError> {
     if limit == 0 {
@@ -110,45 +107,16 @@ pub(crate) fn check_read_limit(what: &'static str, limit: u32, max: u32) -> Resu
     crate::codec::check_limit(what, limit, max)
 }
 
-/// The words of a search text: its runs of letters and digits, lowercased, each once, the
-/// first [`MAX_SEARCH_WORDS`]. Everything else (quotes, operators, `*`, `:`, punctuation)
-/// separates words and is never sent to the backend's query parser.
+/// The terms of a search text ([`outcomes::SearchTerms::parse`]), refused as `search text`.
 ///
 /// # Errors
 /// [`DbError::Invalid`] for a text that is empty after trimming, longer than
 /// [`outcomes::MAX_SEARCH_CHARS`] characters, or without a word.
-pub(crate) fn search_words(text: &str) -> Result<Vec<String>, DbError> {
-    let invalid = |detail: String| DbError::Invalid {
+pub(crate) fn search_terms(text: &str) -> Result<outcomes::SearchTerms, DbError> {
+    outcomes::SearchTerms::parse(text).map_err(|e| DbError::Invalid {
         what: "search text",
-        detail,
-    };
-    let trimmed = text.trim();
-    if trimmed.is_empty() {
-        return Err(invalid("empty after trimming".into()));
-    }
-    let chars = text.chars().count();
-    if chars > outcomes::MAX_SEARCH_CHARS {
-        return Err(invalid(format!(
-            "{chars} characters, more than {}",
-            outcomes::MAX_SEARCH_CHARS
-        )));
-    }
-    let mut words: Vec<String> = Vec::new();
-    for word in trimmed.split(|c: char| !c.is_alphanumeric()) {
-        let word = word.to_lowercase();
-        if !word.is_empty() && !words.contains(&word) {
-            words.push(word);
-            if words.len() == MAX_SEARCH_WORDS {
-                break;
-            }
-        }
-    }
-    if words.is_empty() {
-        return Err(invalid(format!(
-            "{trimmed:?} has no word (letters or digits) to search for"
-        )));
-    }
-    Ok(words)
+        detail: e.to_string(),
+    })
 }
 
 /// The condition that a row (`alias.deployment_id`) is in `scope`, the scope's id as `$param`.
@@ -168,79 +136,71 @@ pub(crate) fn scope_id(scope: crate::MemoryScope) -> uuid::Uuid {
     }
 }
 
-/// The search statement's columns, in both backends: `kind`, `id`, `deployment_id`,
-/// `outcome_id`, `trade_id`, `symbol`, `at`, `body`, `tags`, `score` (higher is better).
-/// Parameters: `$1` the search terms, `$2` `as_of`, `$3` the scope's id, `$4` the limit.
-const SEARCH_ORDER: &str = "ORDER BY score DESC, at DESC, id LIMIT $4";
+/// The search's candidate statement, in both backends: the scored narratives and the
+/// annotations of `scope` by `as_of` whose lowercased text contains each of `words`
+/// substrings (`contains(haystack, $n)` is the backend's substring test), the newest
+/// [`outcomes::search::MAX_CANDIDATES`] by time then id. Matching and ranking are Rust's
+/// (`outcomes::search::rank`), so the backends need to agree on this candidate set only, and
+/// they do: both test ASCII words against the same text.
+/// Columns: `kind`, `id`, `deployment_id`, `outcome_id`, `trade_id`, `symbol`, `at`, `body`,
+/// `tags`. Parameters: `$1` `as_of`, `$2` the scope's id, `$3`.. the words, then the limit.
+pub(crate) fn candidates_sql(
+    scope: crate::MemoryScope,
+    words: usize,
+    contains: fn(&str, usize) -> String,
+    annotation_text: &str,
+    null_uuid: &str,
+    null_tags: &str,
+) -> String {
+    let (of_outcome, of_annotation) = (scope_sql("o", scope, 2), scope_sql("a", scope, 2));
+    let all = |haystack: &str| -> String {
+        (0..words)
+            .map(|i| format!(" AND {}", contains(haystack, i + 3)))
+            .collect()
+    };
+    format!(
+        "SELECT * FROM ( \
+         SELECT 'outcome' AS kind, o.id AS id, o.deployment_id AS deployment_id, \
+         o.id AS outcome_id, {null_uuid} AS trade_id, o.symbol AS symbol, o.tick_at AS at, \
+         o.narrative AS body, {null_tags} AS tags \
+         FROM trade_outcomes o \
+         WHERE o.narrative IS NOT NULL AND o.scored_at <= $1 AND {of_outcome}{} \
+         UNION ALL \
+         SELECT 'annotation', a.id, a.deployment_id, a.outcome_id, a.trade_id, o.symbol, \
+         a.created_at, a.annotation, a.tags \
+         FROM trade_annotations a LEFT JOIN trade_outcomes o ON o.id = a.outcome_id \
+         WHERE a.created_at <= $1 AND {of_annotation}{} \
+         ) candidates ORDER BY at DESC, id LIMIT ${}",
+        all("o.narrative"),
+        all(annotation_text),
+        words + 3
+    )
+}
 
-/// SQLite: FTS5 over `trade_outcomes_fts` and `trade_annotations_fts` (`bm25()`, negated).
+/// SQLite: `instr(lower(…), $n)`; an annotation's text with its tags' JSON.
 pub(crate) mod lite {
-    /// `"w1" OR "w2" …`: every word a quoted string (its letters and digits only, so no
-    /// quote inside), so FTS5 reads none as an operator (`AND`, `NEAR`, …).
-    pub(crate) fn search_terms(words: &[String]) -> String {
-        words
-            .iter()
-            .map(|w| format!("\"{w}\""))
-            .collect::<Vec<_>>()
-            .join(" OR ")
-    }
-
-    /// The search statement (see [`super::SEARCH_ORDER`]).
-    pub(crate) fn search_sql(scope: crate::MemoryScope) -> String {
-        let (of_outcome, of_annotation) = (
-            super::scope_sql("o", scope, 3),
-            super::scope_sql("a", scope, 3),
-        );
-        format!(
-            "SELECT * FROM ( \
-             SELECT 'outcome' AS kind, o.id AS id, o.deployment_id AS deployment_id, \
-             o.id AS outcome_id, NULL AS trade_id, o.symbol AS symbol, o.tick_at AS at, \
-             o.narrative AS body, NULL AS tags, -bm25(trade_outcomes_fts) AS score \
-             FROM trade_outcomes_fts JOIN trade_outcomes o ON o.rowid = trade_outcomes_fts.rowid \
-             WHERE trade_outcomes_fts MATCH $1 AND o.scored_at <= $2 AND {of_outcome} \
-             UNION ALL \
-             SELECT 'annotation', a.id, a.deployment_id, a.outcome_id, a.trade_id, o.symbol, \
-             a.created_at, a.annotation, a.tags, -bm25(trade_annotations_fts) \
-             FROM trade_annotations_fts \
-             JOIN trade_annotations a ON a.rowid = trade_annotations_fts.rowid \
-             LEFT JOIN trade_outcomes o ON o.id = a.outcome_id \
-             WHERE trade_annotations_fts MATCH $1 AND a.created_at <= $2 AND {of_annotation} \
-             ) {}",
-            super::SEARCH_ORDER
+    pub(crate) fn search_sql(scope: crate::MemoryScope, words: usize) -> String {
+        super::candidates_sql(
+            scope,
+            words,
+            |h, n| format!("instr(lower({h}), ${n}) > 0"),
+            "(a.annotation || ' ' || coalesce(a.tags, ''))",
+            "NULL",
+            "NULL",
         )
     }
 }
 
-/// PostgreSQL: the generated `tsvector` columns (`ts_rank_cd`).
+/// PostgreSQL: `strpos(lower(…), $n)`; an annotation's text with its tags.
 pub(crate) mod pg {
-    /// `w1 | w2 …` for `to_tsquery('english', …)`: letters and digits only, so nothing in it is
-    /// a tsquery operator.
-    pub(crate) fn search_terms(words: &[String]) -> String {
-        words.join(" | ")
-    }
-
-    /// The search statement (see [`super::SEARCH_ORDER`]).
-    pub(crate) fn search_sql(scope: crate::MemoryScope) -> String {
-        let (of_outcome, of_annotation) = (
-            super::scope_sql("o", scope, 3),
-            super::scope_sql("a", scope, 3),
-        );
-        format!(
-            "WITH q AS (SELECT to_tsquery('english'::regconfig, $1) AS q) \
-             SELECT * FROM ( \
-             SELECT 'outcome' AS kind, o.id AS id, o.deployment_id AS deployment_id, \
-             o.id AS outcome_id, NULL::uuid AS trade_id, o.symbol AS symbol, o.tick_at AS at, \
-             o.narrative AS body, NULL::text[] AS tags, \
-             ts_rank_cd(o.narrative_tsv, q.q)::float8 AS score \
-             FROM trade_outcomes o, q \
-             WHERE o.narrative_tsv @@ q.q AND o.scored_at <= $2 AND {of_outcome} \
-             UNION ALL \
-             SELECT 'annotation', a.id, a.deployment_id, a.outcome_id, a.trade_id, o.symbol, \
-             a.created_at, a.annotation, a.tags, ts_rank_cd(a.search_tsv, q.q)::float8 \
-             FROM q, trade_annotations a LEFT JOIN trade_outcomes o ON o.id = a.outcome_id \
-             WHERE a.search_tsv @@ q.q AND a.created_at <= $2 AND {of_annotation} \
-             ) hits {}",
-            super::SEARCH_ORDER
+    pub(crate) fn search_sql(scope: crate::MemoryScope, words: usize) -> String {
+        super::candidates_sql(
+            scope,
+            words,
+            |h, n| format!("strpos(lower({h}), ${n}) > 0"),
+            "(a.annotation || ' ' || array_to_string(a.tags, ' '))",
+            "NULL::uuid",
+            "NULL::text[]",
         )
     }
 }
@@ -248,7 +208,7 @@ pub(crate) mod pg {
 macro_rules! impl_outcomes {
     ($store:ty, $db:ty, $enc:ident, $begin:literal) => {
         use crate::imp::outcomes::{
-            MAX_OUTCOME_ROWS, check_read_limit, scope_id, scope_sql, search_words,
+            MAX_OUTCOME_ROWS, check_read_limit, scope_id, scope_sql, search_terms,
             validate_annotation,
         };
 
@@ -641,19 +601,31 @@ macro_rules! impl_outcomes {
                 &self,
                 scope: MemoryScope,
                 query: &outcomes::SearchQuery,
-            ) -> Result<Vec<outcomes::MemoryHit>, DbError> {
-                let words = search_words(&query.text)?;
+            ) -> Result<outcomes::SearchHits, DbError> {
+                let terms = search_terms(&query.text)?;
                 let limit = check_read_limit("search limit", query.limit, outcomes::MAX_SEARCH_HITS)?;
-                let sql = crate::imp::outcomes::$enc::search_sql(scope);
-                let rows = sqlx::query(&sql)
-                    .bind(crate::imp::outcomes::$enc::search_terms(&words))
+                let words = terms.prefilter();
+                let sql = crate::imp::outcomes::$enc::search_sql(scope, words.len());
+                let mut q = sqlx::query(&sql)
                     .bind($enc::ts(query.as_of))
-                    .bind($enc::id(scope_id(scope)))
-                    .bind(limit)
+                    .bind($enc::id(scope_id(scope)));
+                for w in &words {
+                    q = q.bind(w.as_str());
+                }
+                let rows = q
+                    .bind(i64::from(outcomes::search::MAX_CANDIDATES))
                     .fetch_all(&self.pool)
                     .await
                     .map_err(ctx("searching the outcome memory"))?;
-                rows.iter().map(codec::hit_from_row).collect()
+                let candidates = rows
+                    .iter()
+                    .map(codec::hit_from_row)
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(outcomes::search::rank(
+                    &terms,
+                    candidates,
+                    usize::try_from(limit).unwrap_or(usize::MAX),
+                ))
             }
 
             async fn regrade_outcomes(&self) -> Result<Regraded, DbError> {
@@ -722,25 +694,8 @@ pub(crate) use impl_outcomes;
 
 #[cfg(test)]
 mod tests {
-    use super::{MAX_SEARCH_WORDS, lite, pg, search_words};
+    use super::search_terms;
     use crate::DbError;
-
-    fn words(text: &str) -> Vec<String> {
-        search_words(text).unwrap()
-    }
-
-    #[test]
-    fn search_words_are_runs_of_letters_and_digits_lowercased_once_each() {
-        assert_eq!(
-            words("  NEAR(a b) \"x\" c* d:e f' g; -- Breakout breakout "),
-            ["near", "a", "b", "x", "c", "d", "e", "f", "g", "breakout"]
-        );
-        assert_eq!(words("café 日本語 ½"), ["café", "日本語", "½"]);
-        let many: String = (0..20).map(|i| format!("w{i} ")).collect();
-        let w = words(&many);
-        assert_eq!(w.len(), MAX_SEARCH_WORDS);
-        assert_eq!(w.last().map(String::as_str), Some("w15"));
-    }
 
     #[test]
     fn search_texts_without_words_or_too_long_are_refused_by_name() {
@@ -749,7 +704,7 @@ mod tests {
             (" \t\n", "empty after trimming"),
             ("* \" : ( ) -", "has no word"),
         ] {
-            match search_words(text) {
+            match search_terms(text) {
                 Err(DbError::Invalid { what, detail }) => {
                     assert_eq!(what, "search text");
                     assert!(detail.contains(needle), "{text:?}: {detail}");
@@ -758,14 +713,28 @@ mod tests {
             }
         }
         let long = "é".repeat(outcomes::MAX_SEARCH_CHARS + 1);
-        assert!(matches!(search_words(&long), Err(DbError::Invalid { .. })));
-        assert!(search_words(&"é".repeat(outcomes::MAX_SEARCH_CHARS)).is_ok());
+        assert!(matches!(search_terms(&long), Err(DbError::Invalid { .. })));
+        assert!(search_terms(&"é".repeat(outcomes::MAX_SEARCH_CHARS)).is_ok());
     }
 
     #[test]
-    fn search_terms_quote_every_word_for_fts5_and_or_them_for_tsquery() {
-        let w = vec!["near".to_owned(), "and".to_owned(), "btc".to_owned()];
-        assert_eq!(lite::search_terms(&w), "\"near\" OR \"and\" OR \"btc\"");
-        assert_eq!(pg::search_terms(&w), "near | and | btc");
+    fn the_candidate_statements_test_each_word_as_a_substring_of_the_lowercased_text() {
+        let scope = crate::MemoryScope::Deployment(uuid::Uuid::nil());
+        let lite = super::lite::search_sql(scope, 2);
+        assert!(
+            lite.contains(
+                "instr(lower(o.narrative), $3) > 0 AND instr(lower(o.narrative), $4) > 0"
+            ),
+            "{lite}"
+        );
+        assert!(lite.ends_with("ORDER BY at DESC, id LIMIT $5"), "{lite}");
+        let pg = super::pg::search_sql(scope, 1);
+        assert!(
+            pg.contains(
+                "strpos(lower((a.annotation || ' ' || array_to_string(a.tags, ' '))), $3) > 0"
+            ),
+            "{pg}"
+        );
+        assert!(pg.ends_with("LIMIT $4"), "{pg}");
     }
 }

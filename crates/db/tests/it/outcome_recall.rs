@@ -151,7 +151,7 @@ mod cases {
         assert_eq!(
             ids(&s.recall_outcomes(scope, &since).await.unwrap()),
             vec![btc120.id, eth60.id],
-            "since is inclusive"
+            "since is inclusive: the window is [since, as_of)"
         );
         since.symbol = Some("ETH".into());
         since.market_condition = Some(RegimeTag::Ranging);
@@ -286,13 +286,33 @@ mod cases {
         let scope = MemoryScope::Deployment(d);
         let later = day + 180;
 
-        // Ranking: both words above one word; stemmed ("breakouts" finds "Breakout").
+        // Every word must match, any case, a plural `s` ignored ("breakouts" finds
+        // "Breakout"); a quoted phrase as a phrase.
         let hits = s
             .search_memory(scope, &search(later, "breakouts MOMENTUM", 10))
             .await
             .unwrap();
-        assert_eq!(hit_ids(&hits), vec![two.id, one.id]);
-        assert!(hits[0].rank > hits[1].rank, "{hits:?}");
+        assert_eq!(hits.matched, 1);
+        let hits = hits.hits;
+        assert_eq!(hit_ids(&hits), vec![two.id]);
+        let phrase = |text: &'static str| async move {
+            hit_ids(
+                &s.search_memory(scope, &search(later, text, 10))
+                    .await
+                    .unwrap()
+                    .hits,
+            )
+        };
+        assert_eq!(phrase("\"strong momentum\"").await, vec![two.id]);
+        assert_eq!(phrase("\"momentum strong\"").await, Vec::<Uuid>::new());
+        // Ranking: the same word once in a shorter text first.
+        let both = s
+            .search_memory(scope, &search(later, "breakout", 10))
+            .await
+            .unwrap()
+            .hits;
+        assert_eq!(hit_ids(&both), vec![one.id, two.id]);
+        assert!(both[0].rank > both[1].rank, "{both:?}");
         assert_eq!(hits[0].kind, HitKind::Outcome);
         assert_eq!(hits[0].outcome_id, Some(two.id));
         assert_eq!(hits[0].symbol.as_deref(), Some("BTC"));
@@ -301,21 +321,21 @@ mod cases {
             hits[0].text,
             "BTC long - Grade A\nBreakout with strong momentum"
         );
-        assert_eq!(
-            hit_ids(
-                &s.search_memory(scope, &search(later, "breakout", 1))
-                    .await
-                    .unwrap()
-            )
-            .len(),
-            1,
-            "at most `limit`"
-        );
-        // An annotation on an outcome: its symbol; matched by text or tag, stemmed.
-        let hits = s
-            .search_memory(scope, &search(later, "squeezed", 10))
+        let one_hit = s
+            .search_memory(scope, &search(later, "breakout", 1))
             .await
             .unwrap();
+        assert_eq!(
+            (hit_ids(&one_hit.hits), one_hit.matched),
+            (vec![one.id], 2),
+            "at most `limit`, every match counted"
+        );
+        // An annotation on an outcome: its symbol; matched by text or tag.
+        let hits = s
+            .search_memory(scope, &search(later, "Squeeze", 10))
+            .await
+            .unwrap()
+            .hits;
         assert_eq!(
             hits,
             vec![MemoryHit {
@@ -336,13 +356,15 @@ mod cases {
                 &s.search_memory(scope, &search(later, "news", 10))
                     .await
                     .unwrap()
+                    .hits
             ),
             vec![on_outcome.id]
         );
         let on_trade_hits = s
             .search_memory(scope, &search(later, "tight stops", 10))
             .await
-            .unwrap();
+            .unwrap()
+            .hits;
         assert_eq!(hit_ids(&on_trade_hits), vec![on_trade.id]);
         assert_eq!(
             (on_trade_hits[0].trade_id, on_trade_hits[0].symbol.clone()),
@@ -356,6 +378,7 @@ mod cases {
                 &s.search_memory(scope, &search(day, "breakout", 10))
                     .await
                     .unwrap()
+                    .hits
             ),
             vec![two.id],
             "ETH scored at 25h"
@@ -364,18 +387,21 @@ mod cases {
             s.search_memory(scope, &search(day - 1, "breakout", 10))
                 .await
                 .unwrap()
+                .hits
                 .is_empty()
         );
         assert!(
             s.search_memory(scope, &search(day + 119, "tight", 10))
                 .await
                 .unwrap()
+                .hits
                 .is_empty()
         );
         assert!(
             s.search_memory(scope, &search(99, "funding", 10))
                 .await
                 .unwrap()
+                .hits
                 .is_empty()
         );
 
@@ -386,7 +412,8 @@ mod cases {
                 &search(later, "breakout", 10),
             )
             .await
-            .unwrap(),
+            .unwrap()
+            .hits,
         );
         assert_eq!(users.len(), 3);
         assert!(users.contains(&elsewhere.id) && !users.contains(&theirs.id));
@@ -398,6 +425,7 @@ mod cases {
                 )
                 .await
                 .unwrap()
+                .hits
             ),
             vec![theirs.id]
         );
@@ -416,9 +444,12 @@ mod cases {
         let fx = seed(s).await.unwrap();
         let d = fx.deployment.id;
         let (_, o, _) = outcome(s, d, 0, "BTC", RegimeTag::TrendingUp, None).await;
-        s.score_outcomes(&[(o.id, full(at(60), "BTC long near the drop table"))])
-            .await
-            .unwrap();
+        s.score_outcomes(&[(
+            o.id,
+            full(at(60), "BTC long near the drop table of trade_outcomes"),
+        )])
+        .await
+        .unwrap();
         let scope = MemoryScope::Deployment(d);
         for text in [
             "\"",
@@ -447,13 +478,15 @@ mod cases {
         let hits = s
             .search_memory(scope, &search(120, "'; drop table trade_outcomes; --", 10))
             .await
-            .unwrap();
+            .unwrap()
+            .hits;
         assert_eq!(hit_ids(&hits), vec![o.id]);
         assert_eq!(
             hit_ids(
-                &s.search_memory(scope, &search(120, "NEAR(a b)", 10))
+                &s.search_memory(scope, &search(120, "NEAR(the table)", 10))
                     .await
                     .unwrap()
+                    .hits
             ),
             vec![o.id],
             "NEAR is a word here"
@@ -493,6 +526,7 @@ mod cases {
             s.search_memory(scope, &search(120, &many, 10))
                 .await
                 .unwrap()
+                .hits
                 .is_empty()
         );
     }
@@ -555,7 +589,7 @@ async fn postgres_users_recall_and_search_only_their_own_rows() {
             MemoryScope::User(*user),
             MemoryScope::Deployment(*deployment),
         ] {
-            let hits = me.search_memory(scope, &search).await.unwrap();
+            let hits = me.search_memory(scope, &search).await.unwrap().hits;
             assert_eq!(hits.len(), 2, "the narrative and the annotation");
             assert!(hits.iter().all(|h| h.deployment_id == *deployment));
             let rows = me.recall_outcomes(scope, &recall).await.unwrap();
@@ -566,8 +600,174 @@ async fn postgres_users_recall_and_search_only_their_own_rows() {
             MemoryScope::User(other_user),
             MemoryScope::Deployment(other_deployment),
         ] {
-            assert!(me.search_memory(scope, &search).await.unwrap().is_empty());
+            assert!(
+                me.search_memory(scope, &search)
+                    .await
+                    .unwrap()
+                    .hits
+                    .is_empty()
+            );
             assert!(me.recall_outcomes(scope, &recall).await.unwrap().is_empty());
         }
     }
+}
+
+use db::test_support::at;
+use db::{MemoryScope, OutcomeStore};
+use outcomes::SearchQuery;
+use types::RegimeTag;
+use uuid::Uuid;
+
+/// Writes the same outcome memory, ids included, into `s`: a user, a deployment and 48 hourly
+/// outcomes whose narratives follow the scorer's template (many alike, so ranks tie), scored
+/// 24h after their tick, and two annotations.
+async fn same_memory<S: db::Storage>(s: &S) -> MemoryScope {
+    use db::test_support::{
+        sample_deployment, sample_outcome_rows, sample_skill, sample_skill_version,
+        sample_snapshot, sample_user,
+    };
+    use db::{AnnotationTarget, NewAnnotation, OutcomeWrites, TickRecord};
+    use outcomes::{FirstHit, Grade, OutcomeScore};
+    let mut user = sample_user();
+    user.id = Uuid::from_u128(1);
+    let mut skill = sample_skill(user.id);
+    skill.id = Uuid::from_u128(2);
+    let version = sample_skill_version(skill.id, 1);
+    let mut deployment = sample_deployment(user.id, skill.id, 1);
+    deployment.id = Uuid::from_u128(4);
+    s.upsert_user(&user).await.unwrap();
+    s.create_skill(&skill).await.unwrap();
+    s.add_skill_version(&version).await.unwrap();
+    s.create_deployment(&deployment).await.unwrap();
+    let grades = [Grade::A, Grade::B, Grade::C, Grade::D, Grade::F, Grade::B];
+    let conditions = [
+        RegimeTag::Ranging,
+        RegimeTag::TrendingUp,
+        RegimeTag::Volatile,
+    ];
+    let mut scores = Vec::new();
+    let mut ids = Vec::new();
+    for n in 0..48_u32 {
+        let mut snapshot = sample_snapshot(deployment.id, at(i64::from(n) * 60));
+        snapshot.id = Uuid::from_u128(1000 + u128::from(n));
+        let (mut market, mut outcome) = sample_outcome_rows(&snapshot);
+        let condition = conditions[(n % 3) as usize];
+        let (symbol, long) = (if n % 4 == 0 { "GBPUSD" } else { "EURUSD" }, n % 5 != 1);
+        market.symbol = symbol.into();
+        market.indicators.market_condition = condition;
+        outcome.symbol = symbol.into();
+        outcome.market_condition = condition;
+        let g = grades[(n % 6) as usize];
+        let first = match g {
+            Grade::A => "target",
+            Grade::F => "stop",
+            _ => "neither",
+        };
+        let dir = if long { "long" } else { "short" };
+        let reason = if n % 7 == 0 {
+            "\nReason: Breakout over the Asian range high, stop hit risk low"
+        } else {
+            ""
+        };
+        let narrative = format!(
+            "{symbol} {dir} - Grade {g}\nSignal: {dir} at 1.0850 (conf: 70)\nPredicted: TP 1.0900, \
+             SL 1.0820\nActual 24h: 1.0875 (+0.23%)\nFirst hit: {first}\nGrade: {g}\n\
+             Conditions: {}{reason}",
+            condition.as_str(),
+            g = g.as_str()
+        );
+        scores.push((
+            outcome.id,
+            OutcomeScore {
+                outcome_grade: Some(g),
+                first_hit: Some(match g {
+                    Grade::A => FirstHit::Target,
+                    Grade::F => FirstHit::Stop,
+                    _ => FirstHit::Neither,
+                }),
+                scored_at: Some(at(i64::from(n) * 60 + 24 * 60)),
+                narrative: Some(narrative),
+                ..OutcomeScore::default()
+            },
+        ));
+        ids.push(outcome.id);
+        s.record_tick(&TickRecord {
+            snapshot,
+            fills: vec![],
+            trades: vec![],
+            links: vec![],
+            equity_usd: None,
+            runner_state: None,
+            outcomes: OutcomeWrites {
+                snapshots: vec![market],
+                outcomes: vec![outcome],
+                scores: vec![],
+            },
+        })
+        .await
+        .unwrap();
+    }
+    s.score_outcomes(&scores).await.unwrap();
+    for (n, (text, tags)) in [
+        (
+            "EURUSD long stopped out by the ECB headline",
+            vec!["news", "stop"],
+        ),
+        ("Grade B long: the breakout held", vec![]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        s.annotate(&NewAnnotation {
+            id: Uuid::from_u128(5000 + n as u128),
+            target: AnnotationTarget::Outcome(ids[n * 7]),
+            annotation: text.into(),
+            tags: tags.into_iter().map(str::to_owned).collect(),
+            created_at: at(30 * 60),
+        })
+        .await
+        .unwrap();
+    }
+    MemoryScope::Deployment(deployment.id)
+}
+
+/// A search answers the same on SQLite and PostgreSQL: the same ids in the same order, the same
+/// ranks and match counts, for the searches a model writes.
+#[tokio::test]
+async fn search_answers_the_same_on_sqlite_and_postgres() {
+    let lite = crate::common::sqlite().await;
+    let pg = crate::common::postgres().await;
+    let scope = same_memory(&lite.store).await;
+    assert_eq!(same_memory(&pg.store).await, scope);
+    let mut nonempty = 0;
+    for text in [
+        "EURUSD long",
+        "eurusd LONG grade",
+        "Grade B",
+        "\"first hit: stop\"",
+        "\"grade a\" ranging",
+        "short trending_up",
+        "breakout stop",
+        "stops",
+        "news",
+        "ECB",
+        "GBPUSD volatile",
+        "\"asian range\" breakout",
+        "nothing like this",
+    ] {
+        for as_of in [at(30 * 60), at(80 * 60)] {
+            let q = SearchQuery {
+                as_of,
+                text: text.into(),
+                limit: 20,
+            };
+            let a = lite.store.search_memory(scope, &q).await.unwrap();
+            let b = pg.store.search_memory(scope, &q).await.unwrap();
+            assert_eq!(a, b, "{text:?} as of {as_of}");
+            if a.hits.len() > 1 {
+                nonempty += 1;
+            }
+        }
+    }
+    assert!(nonempty >= 8, "{nonempty} searches with several hits");
 }

@@ -92,10 +92,10 @@ async fn check<S: OutcomeStore>(store: &S, old: &Old) {
         .search_memory(scope, &search("liquidations"))
         .await
         .unwrap();
-    assert_eq!(hits.len(), 1, "the old annotation is searchable");
-    assert_eq!(hits[0].id, old.annotation);
-    assert_eq!(hits[0].symbol.as_deref(), Some("BTC"));
-    assert_eq!(hits[0].text, "Liquidation cascade, ignore\nTags: news");
+    assert_eq!(hits.hits.len(), 1, "the old annotation is searchable");
+    assert_eq!(hits.hits[0].id, old.annotation);
+    assert_eq!(hits.hits[0].symbol.as_deref(), Some("BTC"));
+    assert_eq!(hits.hits[0].text, "Liquidation cascade, ignore\nTags: news");
     // Scoring the old outcome now indexes its narrative.
     let score = OutcomeScore {
         scored_at: Some(at(24 * 60)),
@@ -110,7 +110,11 @@ async fn check<S: OutcomeStore>(store: &S, old: &Old) {
         .search_memory(scope, &search("cascade"))
         .await
         .unwrap();
-    assert_eq!(hits.len(), 2, "the narrative and the annotation: {hits:?}");
+    assert_eq!(
+        hits.hits.len(),
+        2,
+        "the narrative and the annotation: {hits:?}"
+    );
 }
 
 #[tokio::test]
@@ -167,7 +171,7 @@ async fn check_as_user(store: &PgStore, old: &Old) {
         )
         .await
         .unwrap();
-    assert_eq!(hits.len(), 2);
+    assert_eq!(hits.hits.len(), 2);
     let stranger = store
         .as_user(Uuid::new_v4())
         .search_memory(
@@ -180,7 +184,7 @@ async fn check_as_user(store: &PgStore, old: &Old) {
         )
         .await
         .unwrap();
-    assert!(stranger.is_empty());
+    assert!(stranger.hits.is_empty());
 }
 
 /// SQLite: the FTS5 tables stay in step with their content tables through scoring, annotating
@@ -270,12 +274,13 @@ async fn sqlite_full_text_tables_stay_in_step_through_updates_and_cascades() {
         .search_memory(MemoryScope::User(kept.user.id), &search)
         .await
         .unwrap();
-    assert_eq!(hits.len(), 2, "{hits:?}");
+    assert_eq!(hits.hits.len(), 2, "{hits:?}");
     assert!(
         store
             .search_memory(MemoryScope::User(gone.user.id), &search)
             .await
             .unwrap()
+            .hits
             .is_empty()
     );
     let left: i64 = sqlx::query_scalar(

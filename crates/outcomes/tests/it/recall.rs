@@ -326,3 +326,34 @@ fn the_block_in_seed_003s_shape() {
     };
     insta::assert_snapshot!("trading_memory_block", block(&[memory, empty]));
 }
+
+#[test]
+fn the_block_rounds_a_mean_once() {
+    // Three graded outcomes whose 24h mean is −0.034968 %: at 2 decimals −0.03 %. Rounding the
+    // 4-decimal mean (−0.0350) again would show −0.04 %.
+    let now = t0() + Duration::days(10);
+    let pnls = [dec!(-0.1049), dec!(0.0), dec!(-0.000004)];
+    let rows: Vec<RecalledOutcome> = pnls
+        .into_iter()
+        .enumerate()
+        .map(|(n, p)| {
+            let at = now - Duration::days(n as i64 + 1);
+            outcome(40 + n as u128, at, Side::Long, 60, Some((Grade::C, p)))
+        })
+        .collect();
+    assert_eq!(stats(&rows).avg_pnl_24h_pct, Some(dec!(-0.0350)));
+    assert_eq!(
+        outcomes::stats::stats_dp(&rows, 2).avg_pnl_24h_pct,
+        Some(dec!(-0.03))
+    );
+    let memory = SymbolMemory {
+        symbol: "EURUSD".into(),
+        recent: rows.clone(),
+        last_30_days: rows.clone(),
+        condition: Some(RegimeTag::Ranging),
+        in_condition: rows,
+    };
+    let text = block(&[memory]);
+    assert!(text.contains("Avg P&L 24h: -0.03%"), "{text}");
+    assert!(!text.contains("-0.04%"), "{text}");
+}

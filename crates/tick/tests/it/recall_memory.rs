@@ -119,12 +119,24 @@ async fn call(ctx: &ToolContext, name: &str, args: Value) -> Value {
         .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
+/// The short ids (first 8 hex digits) of a result's rows.
 fn ids(v: &Value) -> BTreeSet<String> {
     v.as_array()
         .expect("a list")
         .iter()
-        .map(|o| o["id"].as_str().expect("id").to_owned())
+        .map(|o| {
+            o.as_str()
+                .expect("a row")
+                .split(" | ")
+                .next()
+                .expect("id")
+                .to_owned()
+        })
         .collect()
+}
+
+fn short(id: Uuid) -> String {
+    id.simple().to_string()[..tools::SHORT_ID_CHARS].to_owned()
 }
 
 #[tokio::test]
@@ -153,22 +165,27 @@ async fn each_recall_tool_at_t_sees_only_what_was_known_at_t() {
     )
     .await;
     let listed = ids(&history["outcomes"]);
+    // The newest rows that fit the ceiling of a 50-row answer; the rest counted.
+    let shown = listed.len();
+    let read = all.iter().filter(known).count().min(50);
+    assert_eq!(history["left_out"], read - shown, "{history}");
     let expected: BTreeSet<String> = all
         .iter()
         .filter(known)
         .rev()
-        .take(20) // the tools list at most 20 rows
-        .map(|o| o.id.to_string())
+        .take(shown)
+        .map(|o| short(o.id))
         .collect();
     assert_eq!(listed, expected);
     let row = history["outcomes"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|o| o["id"] == late.id.to_string())
+        .map(|o| o.as_str().unwrap())
+        .find(|o| o.starts_with(&short(late.id)))
         .expect("the late outcome is listed");
-    assert_eq!(row["grade"], "pending");
-    assert_eq!(row["pnl_24h_pct"], Value::Null);
+    // pnl_4h, pnl_24h, grade: the 24h PnL and the grade are not known at T.
+    assert!(row.contains(" | - | pending | "), "{row}");
     let last_50: Vec<&TradeOutcome> = all.iter().filter(known).rev().take(50).collect();
     assert_eq!(
         history["stats"]["graded"],
@@ -231,12 +248,18 @@ async fn each_recall_tool_at_t_sees_only_what_was_known_at_t() {
     let graded_ids: BTreeSet<String> = all
         .iter()
         .filter(graded_by_t)
-        .map(|o| o.id.to_string())
+        .map(|o| short(o.id))
         .collect();
     for h in hits {
         assert_eq!(h["kind"], "outcome");
         assert!(graded_ids.contains(h["id"].as_str().unwrap()), "{h}");
     }
+    let graded_count = graded_ids.len();
+    assert!(
+        found["matched"]
+            .as_u64()
+            .is_some_and(|m| m as usize <= graded_count)
+    );
     // An annotation written now (after every backtest time) is invisible at T and found later.
     store
         .annotate(&NewAnnotation {
@@ -253,6 +276,63 @@ async fn each_recall_tool_at_t_sees_only_what_was_known_at_t() {
     let later = ctx_at(&input, &store, Utc::now() + Duration::minutes(1));
     let found = call(&later, "search_trade_memory", json!({"query": "kangaroos"})).await;
     assert_eq!(found["hits"][0]["kind"], "annotation");
-    assert_eq!(found["hits"][0]["outcome_id"], late.id.to_string());
+    assert_eq!(found["hits"][0]["outcome"], short(late.id));
     assert_eq!(RECALL_TOOLS.len(), 6, "every recall tool is checked above");
+}
+
+/// The six recall tools at one tick of the README's example backtest, each called once with the
+/// arguments a model writes: every result within its token ceiling (o200k_base), the six
+/// together under 3,000 tokens, and asking for more rows stays within the larger ceiling.
+#[tokio::test]
+async fn the_six_recall_results_of_a_tick_fit_their_token_ceilings() {
+    let store = SqliteStore::connect("sqlite::memory:")
+        .await
+        .expect("store");
+    let input = backtest(&store).await;
+    let d = input.deployment.deployment_id;
+    let all: Vec<TradeOutcome> = store.outcomes(d, 1000).await.expect("outcomes");
+    let t = all.iter().map(|o| o.tick_at).max().expect("outcomes");
+    let ctx = ctx_at(&input, &store, t);
+    let calls = [
+        ("recall_symbol_history", json!({"symbol": "EURUSD"})),
+        ("recall_recent_trades", json!({"days": 7})),
+        (
+            "recall_signal_accuracy",
+            json!({"confidence_min": 60, "confidence_max": 80}),
+        ),
+        (
+            "recall_similar_setups",
+            json!({"rsi_min": 25, "rsi_max": 45, "rsi_timeframe": "1h", "trend": "trending_down", "volatility": "high"}),
+        ),
+        ("recall_what_worked", json!({"market_condition": "ranging"})),
+        ("search_trade_memory", json!({"query": "EURUSD long"})),
+    ];
+    let mut total = 0;
+    let mut report = String::new();
+    for (name, args) in calls {
+        let v = call(&ctx, name, args).await;
+        let n = tools::count_tokens(&v.to_string());
+        report.push_str(&format!("{name}: {n} tokens\n"));
+        assert!(n <= tools::TOKEN_CEILING, "{name}: {n} tokens\n{v}");
+        total += n;
+    }
+    assert!(total < 3000, "{total} tokens in all\n{report}");
+    // Not vacuous: the lists were full enough to need the ceiling.
+    let many = call(
+        &ctx,
+        "recall_symbol_history",
+        json!({"symbol": "EURUSD", "limit": 50}),
+    )
+    .await;
+    let n = tools::count_tokens(&many.to_string());
+    assert!(n <= tools::MAX_TOKEN_CEILING, "{n}\n{many}");
+    assert!(many["left_out"].as_u64().is_some_and(|l| l > 0), "{many}");
+    let hits = call(
+        &ctx,
+        "search_trade_memory",
+        json!({"query": "EURUSD", "limit": 20}),
+    )
+    .await;
+    assert!(tools::count_tokens(&hits.to_string()) <= tools::MAX_TOKEN_CEILING);
+    println!("{report}total: {total} tokens");
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use outcomes::{
     Grade, HitKind, Indicators, MacdState, MemoryHit, OutcomeScore, OutcomeVerdict, RecallQuery,
-    RecalledOutcome, SearchQuery, TradeOutcome,
+    RecalledOutcome, SearchHits, SearchQuery, TradeOutcome,
 };
 use rust_decimal_macros::dec;
 use serde_json::{Value, json};
@@ -22,7 +22,7 @@ fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 3, 20, 12, 0, 0).unwrap()
 }
 
-/// The store's contract, in memory: outcomes decided before `as_of`, filtered, newest first,
+/// The store's contract, in memory: outcomes decided in [`since`, `as_of`), filtered, newest first,
 /// masked with `TradeOutcome::as_of`.
 #[derive(Default)]
 struct Memory {
@@ -56,9 +56,13 @@ impl TradeMemory for Memory {
         Box::pin(std::future::ready(Ok(rows)))
     }
 
-    fn search<'a>(&'a self, q: &'a SearchQuery) -> MemoryFuture<'a, Vec<MemoryHit>> {
+    fn search<'a>(&'a self, q: &'a SearchQuery) -> MemoryFuture<'a, SearchHits> {
         self.searches.lock().unwrap().push(q.clone());
-        Box::pin(std::future::ready(Ok(self.hits.clone())))
+        let hits = self.hits.clone();
+        Box::pin(std::future::ready(Ok(SearchHits {
+            matched: hits.len(),
+            hits,
+        })))
     }
 }
 
@@ -78,6 +82,13 @@ fn ind(condition: RegimeTag, rsi_1h: f64) -> Indicators {
 
 /// An outcome decided `hours_ago` before [`now`], graded `grade` with 24h PnL `pnl`, scored 24h
 /// after its decision.
+///
+/// The id of outcome `n`: `n` in its first and last hex digit (`1000…0001`), as distinct in
+/// its first 8 digits as real ids.
+fn id(n: u128) -> Uuid {
+    Uuid::from_u128(n << 124 | n)
+}
+
 #[allow(clippy::too_many_arguments)] // one row of the table below per call
 fn row(
     n: u128,
@@ -92,7 +103,7 @@ fn row(
     let at = now() - Duration::hours(hours_ago);
     RecalledOutcome {
         outcome: TradeOutcome {
-            id: Uuid::from_u128(n),
+            id: id(n),
             deployment_id: Uuid::from_u128(99),
             decision_snapshot_id: Uuid::from_u128(100 + n),
             snapshot_id: Uuid::from_u128(200 + n),
@@ -194,7 +205,7 @@ fn memory() -> Arc<Memory> {
             kind: HitKind::Annotation,
             id: Uuid::from_u128(7),
             deployment_id: Uuid::from_u128(99),
-            outcome_id: Some(Uuid::from_u128(3)),
+            outcome_id: Some(id(3)),
             trade_id: None,
             symbol: Some("BTC".into()),
             at: now() - Duration::hours(30),
@@ -258,28 +269,38 @@ async fn symbol_history_is_as_of_the_tick() {
         .unwrap();
     // Every query is as of the tick.
     assert!(m.queries.lock().unwrap().iter().all(|q| q.as_of == now()));
-    let ids: Vec<&str> = out["outcomes"]
+    let columns: Vec<&str> = out["columns"].as_str().unwrap().split(" | ").collect();
+    let rows: Vec<Vec<&str>> = out["outcomes"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|o| o["id"].as_str().unwrap())
+        .map(|o| o.as_str().unwrap().split(" | ").collect())
         .collect();
-    // Newest first; the one decided after now is absent.
+    assert!(rows.iter().all(|r| r.len() == columns.len()), "{rows:?}");
+    let field =
+        |r: &Vec<&str>, name: &str| r[columns.iter().position(|c| *c == name).unwrap()].to_owned();
+    // Newest first; the one decided after now is absent; ids are 8 hex digits.
+    let ids: Vec<String> = rows.iter().map(|r| field(r, "id")).collect();
     assert_eq!(
         ids,
-        [5_u128, 3, 2, 1].map(|n| Uuid::from_u128(n).to_string())
+        [5_u128, 3, 2, 1].map(|n| id(n).simple().to_string()[..8].to_owned())
     );
     // Outcome 5 was graded after now: pending, its 24h PnL hidden.
-    assert_eq!(out["outcomes"][0]["grade"], "pending");
-    assert_eq!(out["outcomes"][0]["pnl_24h_pct"], Value::Null);
+    assert_eq!(field(&rows[0], "grade"), "pending");
+    assert_eq!(field(&rows[0], "pnl_24h"), "-");
+    assert_eq!(field(&rows[1], "pnl_24h"), "-3.50%");
+    assert_eq!(out["left_out"], 0);
     // 4 outcomes, 3 graded (A, B, F): 2 wins of 3 = 66.7 %; avg 24h PnL (3 + 1.5 − 3.5) / 3 =
-    // 1 / 3 = 0.3333.
+    // 1 / 3 = +0.33 %.
     assert_eq!(out["stats"]["outcomes"], 4);
     assert_eq!(out["stats"]["graded"], 3);
-    assert_eq!(out["stats"]["win_rate_pct"], "66.7");
-    assert_eq!(out["stats"]["avg_pnl_24h_pct"], "0.3333");
-    assert_eq!(out["best"]["id"], Uuid::from_u128(1).to_string());
-    assert_eq!(out["worst"]["id"], Uuid::from_u128(3).to_string());
+    assert_eq!(out["stats"]["win_rate"], "66.7%");
+    assert_eq!(out["stats"]["avg_pnl_24h"], "+0.33%");
+    assert_eq!(out["stats"]["grades"], "A:1 B:1 F:1");
+    assert_eq!(out["best"]["id"], ids[3]);
+    assert_eq!(out["worst"]["id"], ids[1]);
+    // No definitions in the result: they are in the description.
+    assert!(out.get("definitions").is_none());
 }
 
 #[tokio::test]
@@ -302,7 +323,7 @@ async fn recent_trades_signal_accuracy_similar_setups_and_what_worked() {
     .await
     .unwrap();
     assert_eq!(acc["sample_size"], 2);
-    assert_eq!(acc["band"]["win_rate_pct"], "100");
+    assert_eq!(acc["band"]["win_rate"], "100%");
     let bad = call(
         &m,
         "recall_signal_accuracy",
@@ -323,6 +344,30 @@ async fn recent_trades_signal_accuracy_similar_setups_and_what_worked() {
     .unwrap();
     assert_eq!(similar["matches"], 3);
     assert_eq!(similar["stats"]["wins"], 2);
+    // An inverted range is refused, naming both arguments, as a model wrote it.
+    let bad = call(
+        &m,
+        "recall_similar_setups",
+        json!({"rsi_min": 70, "rsi_max": 30.5, "rsi_timeframe": "1h"}),
+    )
+    .await;
+    match bad {
+        Err(ToolError::InvalidArguments { ref problems, .. }) => assert_eq!(
+            problems,
+            &["rsi_min (70) is above rsi_max (30.5): give the lower bound first"]
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        call(
+            &m,
+            "recall_similar_setups",
+            json!({"rsi_min": 30, "rsi_max": 30})
+        )
+        .await
+        .is_ok(),
+        "an empty-width range is a range"
+    );
 
     // Ranging: longs 1 (A), 2 (B) → 2 of 2; shorts 3 (F) → 0 of 1 (too few to rank).
     let worked = call(
@@ -359,6 +404,8 @@ async fn search_is_as_of_the_tick_and_refuses_blank_text() {
     .unwrap();
     assert_eq!(out["hits"][0]["kind"], "annotation");
     assert_eq!(out["hits"][0]["symbol"], "BTC");
+    assert_eq!(out["hits"][0]["outcome"], "30000000");
+    assert_eq!(out["matched"], 1);
     let q = m.searches.lock().unwrap()[0].clone();
     assert_eq!(
         (q.as_of, q.text.as_str(), q.limit),
@@ -384,5 +431,5 @@ async fn without_a_memory_every_recall_finds_nothing() {
         .await
         .unwrap();
     assert_eq!(out["stats"]["outcomes"], 0);
-    assert_eq!(out["stats"]["win_rate_pct"], Value::Null);
+    assert_eq!(out["stats"]["win_rate"], Value::Null);
 }
