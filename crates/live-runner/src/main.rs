@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use std::process::ExitCode;
+
+use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use live_runner::admin::{self, DeployRequest};
 use live_runner::hl_broker::HyperliquidConfig;
@@ -16,7 +18,7 @@ use live_runner::serve::model::resolve_chat_model;
 use live_runner::serve::{self, AppState, Auth};
 use live_runner::terminal;
 use rust_decimal::Decimal;
-use types::{Clock, SystemClock};
+use types::{BadInput, Clock, SystemClock};
 use uuid::Uuid;
 
 #[derive(Parser)]
@@ -405,8 +407,78 @@ enum Command {
     },
 }
 
+/// Refuses the command's input: returns a [`BadInput`] error (exit 2) saying why.
+macro_rules! refuse {
+    ($($arg:tt)*) => {
+        return Err(anyhow::Error::new(BadInput(format!($($arg)*))))
+    };
+}
+
+/// Marks an error as the input's fault (the process exits [`types::EXIT_BAD_INPUT`]).
+trait InputFault<T> {
+    fn bad_input(self) -> anyhow::Result<T>;
+}
+
+impl<T, E: Into<anyhow::Error>> InputFault<T> for Result<T, E> {
+    fn bad_input(self) -> anyhow::Result<T> {
+        self.map_err(|e| anyhow::Error::new(BadInput(format!("{:#}", e.into()))))
+    }
+}
+
+/// Whether `e` is the input's fault: marked [`BadInput`], or an error that names what the input
+/// got wrong — an id the store does not know, a database URL it cannot use or a database never
+/// migrated, a note that cannot be promoted, a skill or calendar file that does not load, a skill's MCP server that cannot
+/// start, a memory command's flag.
+fn is_bad_input(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause.is::<BadInput>()
+            || cause.is::<tick::memory_cmd::MemoryCommandError>()
+            || matches!(
+                cause.downcast_ref::<db::DbError>(),
+                Some(
+                    db::DbError::NotFound { .. }
+                        | db::DbError::UnsupportedUrl { .. }
+                        | db::DbError::NotMigrated { .. }
+                )
+            )
+            || matches!(
+                cause.downcast_ref::<tick::PromoteError>(),
+                Some(
+                    tick::PromoteError::Store(db::DbError::NotFound { .. })
+                        | tick::PromoteError::AlreadySkillScoped(_)
+                        | tick::PromoteError::PendingReview(_)
+                )
+            )
+            || matches!(
+                cause.downcast_ref::<admin::AdminError>(),
+                Some(
+                    admin::AdminError::Skill { .. }
+                        | admin::AdminError::Calendar(_)
+                        | admin::AdminError::Mcp(_)
+                )
+            )
+    })
+}
+
+/// Exit codes: 0 done; 2 bad input (a usage error, or what [`is_bad_input`] says; stderr names
+/// the problem); 1 any other failure (the database, the exchange, the network).
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            if is_bad_input(&e) {
+                ExitCode::from(types::EXIT_BAD_INPUT)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn run(cli: Cli) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -414,7 +486,6 @@ async fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
     match cli.command {
         Command::Migrate { db } => {
             let report = admin::migrate(&db).await.context("migrate")?;
@@ -443,13 +514,14 @@ async fn main() -> anyhow::Result<()> {
             meta_url,
         } => {
             let exchange_max_leverage = match (&meta, &meta_url) {
-                (Some(path), _) => {
-                    market_data::load_exchange_max_leverage(path).context("--meta")?
-                }
+                (Some(path), _) => market_data::load_exchange_max_leverage(path)
+                    .context("--meta")
+                    .bad_input()?,
                 (None, Some(url)) => {
                     let info =
                         hyperliquid::InfoClient::new(&hyperliquid::ClientConfig::new(url.clone()))
-                            .context("--meta-url")?;
+                            .context("--meta-url")
+                            .bad_input()?;
                     info.meta()
                         .await
                         .with_context(|| format!("--meta-url {url}: fetching `meta`"))?
@@ -468,7 +540,7 @@ async fn main() -> anyhow::Result<()> {
                     let given: Vec<&str> =
                         given.iter().filter(|(_, g)| *g).map(|(f, _)| *f).collect();
                     if !given.is_empty() {
-                        bail!("{} apply to --broker hyperliquid only", given.join(", "));
+                        refuse!("{} apply to --broker hyperliquid only", given.join(", "));
                     }
                     (
                         db::BrokerKind::Paper,
@@ -540,13 +612,15 @@ async fn main() -> anyhow::Result<()> {
             script,
             max_steps,
         } => {
-            let auth =
-                Auth::from_env(&types::process_env).context("the chat server's token secret")?;
+            let auth = Auth::from_env(&types::process_env)
+                .context("the chat server's token secret")
+                .bad_input()?;
             if max_steps == 0 {
-                bail!("--max-steps must be at least 1");
+                refuse!("--max-steps must be at least 1");
             }
             let model = resolve_chat_model(&model, script.as_deref(), &types::process_env)
-                .context("the chat model")?;
+                .context("the chat model")
+                .bad_input()?;
             let store = serve::connect_postgres(&db).await.context("serve")?;
             let mut state = AppState::new(
                 store,
@@ -571,8 +645,12 @@ async fn main() -> anyhow::Result<()> {
             ttl,
             base_url,
         } => {
-            let auth = Auth::from_env(&types::process_env).context("signing the token")?;
-            let ttl = serve::auth::parse_ttl(&ttl).map_err(anyhow::Error::msg)?;
+            let auth = Auth::from_env(&types::process_env)
+                .context("signing the token")
+                .bad_input()?;
+            let ttl = serve::auth::parse_ttl(&ttl)
+                .map_err(|e| anyhow::anyhow!("--ttl: {e}"))
+                .bad_input()?;
             let token = auth.mint(user, ttl, SystemClock.now())?;
             println!("{token}");
             println!("{}", serve::auth::login_link(&base_url, &token));
@@ -587,10 +665,11 @@ async fn main() -> anyhow::Result<()> {
             max_steps,
         } => {
             if max_steps == 0 {
-                bail!("--max-steps must be at least 1");
+                refuse!("--max-steps must be at least 1");
             }
             let model = resolve_chat_model(&model, script.as_deref(), &types::process_env)
-                .context("the chat model")?;
+                .context("the chat model")
+                .bad_input()?;
             let store = db::connect(&db)
                 .await
                 .context("connecting to the database")?;
@@ -666,7 +745,7 @@ async fn main() -> anyhow::Result<()> {
             let target = match (outcome, trade) {
                 (Some(id), None) => db::AnnotationTarget::Outcome(id),
                 (None, Some(id)) => db::AnnotationTarget::Trade(id),
-                _ => bail!("give exactly one of --outcome and --trade"),
+                _ => refuse!("give exactly one of --outcome and --trade"),
             };
             let request = tick::memory_cmd::AnnotateRequest { target, text, tags };
             request.check()?;
@@ -758,10 +837,10 @@ async fn main() -> anyhow::Result<()> {
                 news_timeout_secs,
             )?;
             if concurrency == 0 {
-                bail!("--concurrency must be at least 1");
+                refuse!("--concurrency must be at least 1");
             }
             if reflection_concurrency == 0 {
-                bail!("--reflection-concurrency must be at least 1");
+                refuse!("--reflection-concurrency must be at least 1");
             }
             let store = db::connect(&db)
                 .await
@@ -822,14 +901,15 @@ fn news_config(
 ) -> anyhow::Result<Option<runner::NewsFeeds>> {
     if let Some(file) = file {
         let text = std::fs::read_to_string(file)
-            .with_context(|| format!("reading --news-feeds-file {}", file.display()))?;
+            .with_context(|| format!("reading --news-feeds-file {}", file.display()))
+            .bad_input()?;
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
             if !(line.starts_with("http://") || line.starts_with("https://")) {
-                bail!(
+                refuse!(
                     "{}:{}: {line:?} is not an http:// or https:// feed URL",
                     file.display(),
                     n + 1
@@ -844,10 +924,11 @@ fn news_config(
         return Ok(None);
     }
     if every == 0 || timeout == 0 {
-        bail!("--news-every and --news-timeout-secs must be at least 1");
+        refuse!("--news-every and --news-timeout-secs must be at least 1");
     }
-    let poller =
-        news::FeedPoller::new(feeds, Duration::from_secs(timeout)).context("--news-feed")?;
+    let poller = news::FeedPoller::new(feeds, Duration::from_secs(timeout))
+        .context("--news-feed")
+        .bad_input()?;
     tracing::info!(feeds = poller.feeds().len(), every, "news feeds configured");
     Ok(Some(runner::NewsFeeds {
         poller,
@@ -890,7 +971,7 @@ async fn check_deploy_key(config: &HyperliquidConfig) -> anyhow::Result<()> {
             );
             return Ok(());
         }
-        Err(e) => return Err(e).context("--hl-key-env"),
+        Err(e) => return Err(e).context("--hl-key-env").bad_input(),
     };
     let info = hyperliquid::InfoClient::new(&hyperliquid::ClientConfig::new(config.api_url()))
         .with_context(|| format!("Hyperliquid client for {}", config.api_url()))?;
@@ -973,7 +1054,7 @@ fn hyperliquid_config(
             return Ok(config);
         }
     }
-    bail!("{}", problems.join("\n"))
+    refuse!("{}", problems.join("\n"))
 }
 
 /// `live-runner lessons …`: every failure is bad input (a flag, an id, a review the store

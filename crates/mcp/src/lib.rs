@@ -33,8 +33,10 @@
 
 mod client;
 mod error;
+mod gate;
 mod server;
 
 pub use client::{DEFAULT_START_TIMEOUT, McpServers, is_tool_name};
 pub use error::McpError;
-pub use server::{ServeInfo, serve, serve_stdio};
+pub use gate::{MAX_ECHO_CHARS, MAX_ID_CHARS, MAX_LINE_BYTES};
+pub use server::{MAX_TOOL_ERROR_CHARS, ServeInfo, serve, serve_stdio};

@@ -15,6 +15,11 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tools::{Registry, RunMode, Tool, ToolError};
 
 use crate::error::McpError;
+use crate::gate::{self, Gate, MAX_ECHO_CHARS, bounded};
+
+/// The most characters of a tool's error text a `tools/call` result carries; the rest is cut
+/// with a note (a tool's error may repeat an argument of any size).
+pub const MAX_TOOL_ERROR_CHARS: usize = 2000;
 
 /// Who the server says it is in the MCP handshake, and the mode its tools run in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,15 +81,23 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let handler = ToolServer::new(tools, info);
-    let running = handler
-        .serve((read, write))
+    let (out, lines) = tokio::sync::mpsc::unbounded_channel();
+    let writer = tokio::spawn(gate::write_lines(write, lines));
+    let served = match handler.serve(Gate::new(read, out)).await {
+        Ok(running) => running
+            .waiting()
+            .await
+            .map(drop)
+            .map_err(|e| McpError::Serve(format!("the connection's task failed: {e}"))),
+        Err(e) => Err(McpError::Serve(format!("the handshake failed: {e}"))),
+    };
+    // The transport (the writer's last sender) is gone with the service: every answer queued
+    // is written before this returns.
+    let written = writer
         .await
-        .map_err(|e| McpError::Serve(format!("the handshake failed: {e}")))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| McpError::Serve(format!("the connection's task failed: {e}")))?;
-    Ok(())
+        .map_err(|e| McpError::Serve(format!("the writer's task failed: {e}")))?;
+    served?;
+    written.map_err(|e| McpError::Serve(format!("writing to the client: {e}")))
 }
 
 /// The MCP handler over a registry of tools.
@@ -164,10 +177,18 @@ impl ServerHandler for ToolServer {
         match self.registry.call_async(&request.name, args).await {
             Ok(value) => Ok(result_of(value).into()),
             Err(ToolError::UnknownTool { name, available }) => Err(ErrorData::invalid_params(
-                format!("unknown tool {name:?}; available: {}", available.join(", ")),
+                format!(
+                    "unknown tool {:?}; available: {}",
+                    bounded(&name, MAX_ECHO_CHARS).as_ref(),
+                    available.join(", ")
+                ),
                 None,
             )),
-            Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into()),
+            // A tool's error may repeat its arguments: what the client reads is bounded.
+            Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(
+                bounded(&e.to_string(), MAX_TOOL_ERROR_CHARS).into_owned(),
+            )])
+            .into()),
         }
     }
 }

@@ -93,8 +93,8 @@ enum Command {
 }
 
 /// Bad input (an invalid skill, an unreadable file): exit 2 with every problem on stderr and
-/// nothing on stdout.
-pub(crate) const EXIT_BAD_INPUT: u8 = 2;
+/// nothing on stdout — the code `live-runner` exits with for bad input too.
+pub(crate) const EXIT_BAD_INPUT: u8 = types::EXIT_BAD_INPUT;
 
 /// `run`: more than [`MODEL_ERROR_MAX_PCT`] % of the ticks failed on the model (provider
 /// errors, garbage answers, the tick's deadline). Every output was written and the result is on

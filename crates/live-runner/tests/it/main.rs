@@ -9,6 +9,7 @@ mod cli;
 mod common;
 mod derivatives_pg;
 mod events_pg;
+mod exit_codes_pg;
 mod funding_example_pg;
 mod hl_broker;
 mod hyperliquid_pg;

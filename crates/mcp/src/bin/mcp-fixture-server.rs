@@ -1,10 +1,10 @@
 //! A tiny MCP server over stdio for the tests, built on `mcp::serve_stdio`.
 //!
 //! Tools: `echo` (its arguments back), `add` (`a + b` of two integers), `sleep_ms` (waits `ms`
-//! milliseconds; it can act), `fail` (always an `isError` result). Flags change its behaviour
+//! milliseconds; it can act), `fail` (always an `isError` result, repeating its `why` argument). Flags change its behaviour
 //! for the failure paths: `--exit-at-once CODE` writes a line to stderr and exits with `CODE`
 //! before the handshake, `--bad-name` also offers a tool whose name does not fit a model's tool
-//! name, `--silent` never answers (a start that times out).
+//! name, `--silent` never answers (a start that times out). Any other argument exits 2.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,10 +50,18 @@ impl Fixture {
                 tokio::time::sleep(Duration::from_millis(u64::try_from(ms).unwrap_or(0))).await;
                 Ok(json!(format!("slept {ms} ms")))
             }
-            _ => Err(ToolError::Data {
-                tool: self.name.to_owned(),
-                source: DataError::new("fixture", "this tool always fails"),
-            }),
+            _ => {
+                // `why`, when given, is repeated in the error (a tool echoing its input).
+                let why = args.get("why").and_then(Value::as_str);
+                let message = why.map_or_else(
+                    || "this tool always fails".to_owned(),
+                    |why| format!("this tool always fails: {why}"),
+                );
+                Err(ToolError::Data {
+                    tool: self.name.to_owned(),
+                    source: DataError::new("fixture", message),
+                })
+            }
         }
     }
 }
@@ -83,6 +91,22 @@ fn object(properties: Value, required: &[&str]) -> Value {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--exit-at-once" => {
+                rest.next();
+            }
+            "--bad-name" | "--silent" => {}
+            other => {
+                eprintln!(
+                    "fixture: unknown argument {other:?}; flags: --exit-at-once CODE, \
+                     --bad-name, --silent"
+                );
+                return std::process::ExitCode::from(2);
+            }
+        }
+    }
     if let Some(i) = args.iter().position(|a| a == "--exit-at-once") {
         let code = args.get(i + 1).and_then(|c| c.parse().ok()).unwrap_or(1);
         eprintln!("fixture: refusing to start (asked to exit with {code})");
@@ -115,7 +139,7 @@ async fn main() -> std::process::ExitCode {
         Arc::new(Fixture::new(
             "fail",
             "Always fails.",
-            object(json!({}), &[]),
+            object(json!({"why": {"type": "string"}}), &[]),
             false,
         )),
     ];

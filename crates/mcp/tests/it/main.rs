@@ -3,3 +3,4 @@
 mod backtest;
 mod client;
 mod server;
+mod stdio;
