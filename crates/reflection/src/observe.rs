@@ -350,8 +350,9 @@ pub fn supports(o: &Observation, f: &Figures) -> Result<(), String> {
         }
         Finding::SmallSample => s.trades < SMALL_SAMPLE,
         Finding::Mixed => {
-            !(s.net_pnl_usd > Decimal::ZERO && s.wins > s.losses)
-                && !(s.net_pnl_usd < Decimal::ZERO && s.losses > s.wins)
+            let won = s.net_pnl_usd > Decimal::ZERO && s.wins > s.losses;
+            let lost = s.net_pnl_usd < Decimal::ZERO && s.losses > s.wins;
+            !won && !lost
         }
     };
     if !ok {
