@@ -111,6 +111,14 @@ async fn remember_then_forget<S: ChatStore>(store: &S) {
     let fact_id = *fact_id;
     // The conversation so far: user, assistant(call), tool result, assistant(answer).
     assert_eq!(first.messages.len(), 4);
+    // The model got the fact's handle, the fact_id it shows beside the fact from now on.
+    let handle = types::FactHandle::of(fact_id).to_string();
+    assert!(
+        matches!(&first.messages[2], Message::Tool { content, .. }
+            if content.contains(&format!("\"fact_id\":\"{handle}\""))),
+        "{:?}",
+        first.messages[2]
+    );
 
     // Conversation 2: the fact is in the system prompt; the user corrects it, the coach forgets.
     let later = now() + Duration::days(3);
@@ -118,7 +126,7 @@ async fn remember_then_forget<S: ChatStore>(store: &S) {
         call(
             "c2",
             "forget",
-            serde_json::json!({"fact_id": fact_id, "reason": "user_corrected"}),
+            serde_json::json!({"fact_id": handle, "reason": "user_corrected"}),
         ),
         answer("Forgotten."),
     ]);
@@ -132,15 +140,18 @@ async fn remember_then_forget<S: ChatStore>(store: &S) {
     assert!(
         second
             .system_prompt
-            .contains(&format!("## What I know about you\n- [risk] {FACT}")),
+            .contains(&format!(
+                "## What I know about you\n- [risk] {FACT} (fact_id {handle})"
+            )),
         "{}",
         second.system_prompt
     );
     assert_eq!(second.facts_injected.len(), 1);
-    assert_eq!(second.facts_injected[0].last_referenced_at, Some(later));
-    // Bumped in the store, not only in the returned copy.
+    // Referenced when it was written; forgotten in the turn that showed it, so not marked
+    // again (in the returned copy or in the store).
+    assert_eq!(second.facts_injected[0].last_referenced_at, Some(now()));
     let stored = store.list_facts(user, true).await.unwrap();
-    assert_eq!(stored[0].last_referenced_at, Some(later));
+    assert_eq!(stored[0].last_referenced_at, Some(now()));
 
     // Conversation 3: the fact is gone from the prompt.
     let model = ScriptedModel::new(vec![answer("Hello again.")]);
