@@ -56,9 +56,9 @@ pub use json::{JsonText, push_json_string};
 pub use ledger::{CloseKind, TradeRecord, TradeStatus};
 pub use market::{Bar, RegimeTag, classify_regime};
 pub use memory::{
-    ArchiveReason, FactChange, FactChangeOp, FactConfidence, FactHandle, FactSource, MAX_FACT_CHARS,
-    MAX_FACT_TOPIC_CHARS, MAX_LESSONS_CHARS, MAX_LINT_REASON_CHARS, MAX_MEMORY_K, MIN_FACT_CHARS,
-    NoteContent, NoteLint, NoteStatus, ReflectionNote, UserFact,
+    ArchiveReason, FactChange, FactChangeOp, FactConfidence, FactHandle, FactSource,
+    MAX_FACT_CHARS, MAX_FACT_TOPIC_CHARS, MAX_LESSONS_CHARS, MAX_LINT_REASON_CHARS, MAX_MEMORY_K,
+    MIN_FACT_CHARS, NoteContent, NoteLint, NoteStatus, ReflectionNote, UserFact,
 };
 pub use trading::{
     Fill, FillTrigger, OrderAction, OrderSide, PortfolioSnapshot, Position, ProposedAction,

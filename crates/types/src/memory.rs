@@ -437,15 +437,31 @@ mod tests {
         let h = FactHandle::of(id);
         let text = h.to_string();
         assert_eq!(text.len(), 8);
-        assert!(text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        assert!(
+            text.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        );
         // A function of the id alone: pinned, so a change of the scheme breaks this test
         // before it breaks the handles users and models already hold.
         assert_eq!(text, FactHandle::of(id).to_string());
         assert_eq!(text, "902f4744");
-        for written in [text.clone(), text.to_uppercase(), format!("#{text}"), format!("  {text}\n")] {
+        for written in [
+            text.clone(),
+            text.to_uppercase(),
+            format!("#{text}"),
+            format!("  {text}\n"),
+        ] {
             assert_eq!(FactHandle::parse(&written), Some(h), "{written:?}");
         }
-        for bad in ["", "0a2bd6a", "0a2bd6a30", "0a2bd6ag", "0x2bd6a3", &id.to_string(), "+a2bd6a3"] {
+        for bad in [
+            "",
+            "0a2bd6a",
+            "0a2bd6a30",
+            "0a2bd6ag",
+            "0x2bd6a3",
+            &id.to_string(),
+            "+a2bd6a3",
+        ] {
             assert_eq!(FactHandle::parse(bad), None, "{bad:?}");
         }
     }
@@ -454,8 +470,9 @@ mod tests {
     fn fact_handles_spread_ids_that_share_their_leading_digits() {
         // Sequential ids (and UUID v7's timestamp prefix) share their leading hex digits; their
         // handles do not.
-        let handles: std::collections::BTreeSet<FactHandle> =
-            (1..=2000u128).map(|n| FactHandle::of(Uuid::from_u128(n))).collect();
+        let handles: std::collections::BTreeSet<FactHandle> = (1..=2000u128)
+            .map(|n| FactHandle::of(Uuid::from_u128(n)))
+            .collect();
         assert_eq!(handles.len(), 2000);
     }
 }

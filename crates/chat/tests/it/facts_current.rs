@@ -6,18 +6,18 @@
 //! deliver it, on SQLite, PostgreSQL and PostgreSQL as the user under row-level security.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use agent_runtime::{
-    FinishReason, Message, ModelError, ModelResponse, RunOptions, ScriptedModel, ToolCall, Usage,
+    FinishReason, Message, ModelError, ModelResponse, ScriptedModel, ToolCall, Usage,
 };
-use chat::{ChatStore, ChatTurn, ChatTurnOutput, DEFAULT_CHAT_MAX_STEPS, FactOp, run_chat_turn};
+use chat::{ChatStore, ChatTurn, ChatTurnOutput, FactOp};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use db::test_support::pg::TestDatabase;
-use prompt_compose::{ChatMode, MAX_INJECTED_FACTS, Tier};
-use tools::{Preloaded, RunMode};
+use prompt_compose::MAX_INJECTED_FACTS;
 use types::{ArchiveReason, FactHandle, UserFact};
 use uuid::Uuid;
+
+use crate::memory::{answer, run, turn};
 
 const BLOCK: &str = "## What I know about you\n";
 
@@ -53,35 +53,8 @@ fn calls(turn: u32, raw: &[(&str, &str)]) -> ModelResponse {
     }
 }
 
-fn answer(text: &str) -> ModelResponse {
-    ModelResponse {
-        text: Some(text.to_owned()),
-        tool_calls: Vec::new(),
-        finish: FinishReason::Stop,
-        usage: usage(),
-    }
-}
-
 fn chat_turn(user_id: Uuid, n: u32, text: &str, now: DateTime<Utc>) -> ChatTurn {
-    ChatTurn {
-        turn_id: Uuid::from_u128(0x7A00 + u128::from(n)),
-        user_id,
-        tier: Tier::Pro,
-        mode: ChatMode::Coach,
-        focus: None,
-        history: Vec::new(),
-        user_message: text.to_owned(),
-        now,
-        max_steps: DEFAULT_CHAT_MAX_STEPS,
-        run_mode: RunMode::Trade,
-        options: RunOptions::default(),
-    }
-}
-
-async fn run<S: ChatStore>(store: &S, model: &ScriptedModel, t: ChatTurn) -> ChatTurnOutput {
-    run_chat_turn(store, model, Arc::new(Preloaded::new()), t)
-        .await
-        .expect("turn")
+    turn(user_id, 0x7A00 + u128::from(n), Vec::new(), text, now)
 }
 
 /// The "## What I know about you" block of a system prompt, empty when it has none.
@@ -240,7 +213,10 @@ async fn facts_stay_current<S: ChatStore>(store: &S, user: Uuid) {
     // The facts of conversation 1, written first and shown no later than any other, drifted
     // out first.
     for (id, text) in &written[..3] {
-        assert!(!shows(&system, *id, text), "{text:?} should have drifted out");
+        assert!(
+            !shows(&system, *id, text),
+            "{text:?} should have drifted out"
+        );
     }
     insta::assert_snapshot!("facts_block_after_fifteen_writes", block(&system));
     now += Duration::days(1);
@@ -274,7 +250,10 @@ async fn facts_stay_current<S: ChatStore>(store: &S, user: Uuid) {
             8,
             &[(
                 "forget",
-                &format!(r#"{{"fact_id":"{}","reason":"user_deleted"}}"#, handle.to_uppercase()),
+                &format!(
+                    r#"{{"fact_id":"{}","reason":"user_deleted"}}"#,
+                    handle.to_uppercase()
+                ),
             )],
         ),
         answer("Done: I no longer assume you stop after two losses."),
@@ -302,7 +281,10 @@ async fn facts_stay_current<S: ChatStore>(store: &S, user: Uuid) {
         "{refused}"
     );
     let done = tool_result(&model, "toolu_08_0");
-    assert!(done.contains("forgotten") && done.contains(&handle), "{done}");
+    assert!(
+        done.contains("forgotten") && done.contains(&handle),
+        "{done}"
+    );
     assert_eq!(
         seventh.applied,
         vec![FactOp::Forget {
@@ -348,7 +330,10 @@ async fn facts_stay_current<S: ChatStore>(store: &S, user: Uuid) {
     )
     .await;
     assert!(eighth.run.error.is_none(), "{:?}", eighth.run.error);
-    assert!(shows(&eighth.system_prompt, dd_id, &dd_text), "a shown fact");
+    assert!(
+        shows(&eighth.system_prompt, dd_id, &dd_text),
+        "a shown fact"
+    );
     let [_, FactOp::Remember { id: fix_id, .. }] = eighth.applied.as_slice() else {
         panic!("{:?}", eighth.applied)
     };
@@ -380,7 +365,11 @@ async fn facts_stay_current<S: ChatStore>(store: &S, user: Uuid) {
     assert!(ninth.run.error.is_some());
     assert!(ninth.applied.is_empty());
     let ninth_block = block(&ninth.system_prompt);
-    assert!(shows(&ninth.system_prompt, fix_id, "maximum drawdown of 8%"));
+    assert!(shows(
+        &ninth.system_prompt,
+        fix_id,
+        "maximum drawdown of 8%"
+    ));
     assert!(!ninth_block.contains(&dd_text), "{ninth_block}");
     let after = store.list_facts(user, true).await.unwrap();
     assert_eq!(after, before, "a failed turn writes and marks nothing");

@@ -42,7 +42,7 @@ fn call(id: &str, name: &str, args: serde_json::Value) -> ModelResponse {
     }
 }
 
-fn answer(text: &str) -> ModelResponse {
+pub(crate) fn answer(text: &str) -> ModelResponse {
     ModelResponse {
         text: Some(text.to_owned()),
         tool_calls: Vec::new(),
@@ -56,7 +56,13 @@ fn answer(text: &str) -> ModelResponse {
     }
 }
 
-fn turn(user_id: Uuid, n: u128, history: Vec<Message>, text: &str, at: DateTime<Utc>) -> ChatTurn {
+pub(crate) fn turn(
+    user_id: Uuid,
+    n: u128,
+    history: Vec<Message>,
+    text: &str,
+    at: DateTime<Utc>,
+) -> ChatTurn {
     ChatTurn {
         turn_id: Uuid::from_u128(0xC0 + n),
         user_id,
@@ -72,7 +78,11 @@ fn turn(user_id: Uuid, n: u128, history: Vec<Message>, text: &str, at: DateTime<
     }
 }
 
-async fn run<S: ChatStore>(store: &S, model: &ScriptedModel, t: ChatTurn) -> ChatTurnOutput {
+pub(crate) async fn run<S: ChatStore>(
+    store: &S,
+    model: &ScriptedModel,
+    t: ChatTurn,
+) -> ChatTurnOutput {
     run_chat_turn(store, model, Arc::new(Preloaded::new()), t)
         .await
         .expect("turn")
@@ -138,11 +148,9 @@ async fn remember_then_forget<S: ChatStore>(store: &S) {
     .await;
     assert!(second.run.error.is_none(), "{:?}", second.run.error);
     assert!(
-        second
-            .system_prompt
-            .contains(&format!(
-                "## What I know about you\n- [risk] {FACT} (fact_id {handle})"
-            )),
+        second.system_prompt.contains(&format!(
+            "## What I know about you\n- [risk] {FACT} (fact_id {handle})"
+        )),
         "{}",
         second.system_prompt
     );

@@ -1710,7 +1710,10 @@ mod cases {
             confidence: Some(FactConfidence::Inferred),
             topic: None,
         };
-        let edited = s.edit_fact(u, f1.id, &edit, "profile", at(25)).await.unwrap();
+        let edited = s
+            .edit_fact(u, f1.id, &edit, "profile", at(25))
+            .await
+            .unwrap();
         assert_eq!(
             (edited.fact.as_str(), edited.confidence),
             ("Never above 3x leverage.", FactConfidence::Inferred)
@@ -1725,7 +1728,10 @@ mod cases {
             confidence: Some(FactConfidence::Asserted),
             topic: None,
         };
-        let promoted = s.edit_fact(u, f3.id, &promote, "profile", at(5)).await.unwrap();
+        let promoted = s
+            .edit_fact(u, f3.id, &promote, "profile", at(5))
+            .await
+            .unwrap();
         assert_eq!(promoted.last_referenced_at, Some(at(20)));
         let forget = Forget {
             reason: ArchiveReason::UserCorrected,
@@ -1809,10 +1815,22 @@ mod cases {
         let fx = seed(s).await.unwrap();
         let u = fx.user.id;
         let other = seed(s).await.unwrap().user.id;
-        let old = s.remember(&new_fact(u, "Never above 5x leverage."), at(0)).await.unwrap();
-        let later = s.remember(&new_fact(u, "Trades BTC and ETH only."), at(50)).await.unwrap();
-        let gone = s.remember(&new_fact(u, "US morning session."), at(1)).await.unwrap();
-        let theirs = s.remember(&new_fact(other, "Someone else's rule."), at(2)).await.unwrap();
+        let old = s
+            .remember(&new_fact(u, "Never above 5x leverage."), at(0))
+            .await
+            .unwrap();
+        let later = s
+            .remember(&new_fact(u, "Trades BTC and ETH only."), at(50))
+            .await
+            .unwrap();
+        let gone = s
+            .remember(&new_fact(u, "US morning session."), at(1))
+            .await
+            .unwrap();
+        let theirs = s
+            .remember(&new_fact(other, "Someone else's rule."), at(2))
+            .await
+            .unwrap();
         let forget = Forget {
             reason: ArchiveReason::AgentForget,
             at: at(3),
@@ -1820,17 +1838,34 @@ mod cases {
         };
         s.forget(u, gone.id, &forget).await.unwrap();
 
-        let ids = [old.id, later.id, gone.id, theirs.id, Uuid::from_u128(0xDEAD)];
+        let ids = [
+            old.id,
+            later.id,
+            gone.id,
+            theirs.id,
+            Uuid::from_u128(0xDEAD),
+        ];
         assert_eq!(s.mark_referenced(u, &ids, at(10)).await.unwrap(), 1);
         let stamp = |all: Vec<UserFact>, id: Uuid| {
-            all.into_iter().find(|f| f.id == id).unwrap().last_referenced_at
+            all.into_iter()
+                .find(|f| f.id == id)
+                .unwrap()
+                .last_referenced_at
         };
         let mine = s.list_facts(u, true).await.unwrap();
         assert_eq!(stamp(mine.clone(), old.id), Some(at(10)));
-        assert_eq!(stamp(mine.clone(), later.id), Some(at(50)), "never backwards");
+        assert_eq!(
+            stamp(mine.clone(), later.id),
+            Some(at(50)),
+            "never backwards"
+        );
         assert_eq!(stamp(mine, gone.id), Some(at(1)), "archived: untouched");
         let theirs_now = s.list_facts(other, false).await.unwrap();
-        assert_eq!(stamp(theirs_now, theirs.id), Some(at(2)), "another user's: untouched");
+        assert_eq!(
+            stamp(theirs_now, theirs.id),
+            Some(at(2)),
+            "another user's: untouched"
+        );
         assert_eq!(s.mark_referenced(u, &[], at(11)).await.unwrap(), 0);
         assert!(matches!(
             s.mark_referenced(u, &[old.id; 31], at(11)).await,
