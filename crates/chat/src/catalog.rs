@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tools::{ArgsSpec, MarketData, Registry, RunMode, Tool, ToolError};
 use types::{
-    ArchiveReason, FactConfidence, FactSource, MAX_FACT_CHARS, MAX_FACT_TOPIC_CHARS,
+    ArchiveReason, FactConfidence, FactHandle, FactSource, MAX_FACT_CHARS, MAX_FACT_TOPIC_CHARS,
     MIN_FACT_CHARS, MarketEvent, ReflectionNote, Side, TradeRecord, TradeStatus,
 };
 use uuid::Uuid;
@@ -708,7 +708,8 @@ impl Tool for Remember {
 
     fn description(&self) -> &'static str {
         "Remember a lasting fact about the user (preference, risk tolerance, goal, recurring \
-         constraint) for future conversations; returns its id. Not for ephemeral information."
+         constraint) for future conversations; returns its fact_id (8 hex digits, what forget \
+         takes). Not for ephemeral information."
     }
 
     fn parameters(&self) -> Arc<Value> {
@@ -757,7 +758,7 @@ impl Tool for Remember {
             confidence,
         });
         Ok(json!({
-            "fact_id": id,
+            "fact_id": FactHandle::of(id).to_string(),
             "status": "remembered",
             "source": FactSource::Chat,
             "confidence": confidence,
@@ -778,8 +779,9 @@ pub(crate) enum ReasonArg {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ForgetArgs {
-    /// The id of one of the user's active facts.
-    pub fact_id: Uuid,
+    /// The fact's fact_id as shown beside it under "What I know about you" or as remember
+    /// returned it: 8 hex digits, e.g. 3f9a1c0e.
+    pub fact_id: String,
     /// Why: user_deleted, user_corrected or agent_forget (default).
     #[serde(default)]
     pub reason: ReasonArg,
@@ -793,8 +795,9 @@ impl Tool for Forget {
     }
 
     fn description(&self) -> &'static str {
-        "Archive one of the user's facts when they correct or contradict it (kept for audit, \
-         never shown again)."
+        "Archive one of the user's facts when they correct, withdraw or contradict it (kept for \
+         audit, never shown again), by the fact_id shown beside it under \"What I know about \
+         you\" or returned by remember, from this conversation or an earlier one."
     }
 
     fn parameters(&self) -> Arc<Value> {
@@ -810,32 +813,85 @@ impl Tool for Forget {
         static ARGS: OnceLock<ArgsSpec> = OnceLock::new();
         let args: ForgetArgs = spec::<ForgetArgs>(&ARGS).parser.parse(FORGET, args)?;
         let ctx = &self.0;
-        let ops = ctx.journal.ops();
-        let forgotten = ops
-            .iter()
-            .any(|op| matches!(op, FactOp::Forget { id, .. } if *id == args.fact_id));
-        let known = ctx.data.facts.iter().any(|f| f.id == args.fact_id)
-            || ops
-                .iter()
-                .any(|op| matches!(op, FactOp::Remember { id, .. } if *id == args.fact_id));
-        if !known || forgotten {
-            return Err(invalid(
-                FORGET,
-                format!(
-                    "fact_id: {} is not one of the user's active facts",
-                    args.fact_id
-                ),
-            ));
-        }
+        let id = resolve_fact(ctx, &args.fact_id)?;
         let reason = match args.reason {
             ReasonArg::UserDeleted => ArchiveReason::UserDeleted,
             ReasonArg::UserCorrected => ArchiveReason::UserCorrected,
             ReasonArg::AgentForget => ArchiveReason::AgentForget,
         };
-        ctx.journal.push(FactOp::Forget {
-            id: args.fact_id,
-            reason,
-        });
-        Ok(json!({ "fact_id": args.fact_id, "status": "forgotten", "reason": reason }))
+        ctx.journal.push(FactOp::Forget { id, reason });
+        Ok(json!({
+            "fact_id": FactHandle::of(id).to_string(),
+            "status": "forgotten",
+            "reason": reason,
+        }))
+    }
+}
+
+/// Most characters of a refused `fact_id` repeated back to the model.
+const MAX_ECHOED_FACT_ID_CHARS: usize = 40;
+
+/// The caller's active fact `raw` names: its handle ([`FactHandle`], as the prompt shows it) or
+/// its full id, among the facts active when the turn began plus those remembered in the turn,
+/// less those the turn already forgot. Every fact of the caller is reachable, shown in this
+/// turn's prompt or not. An unknown, forgotten or malformed `fact_id` is refused with a message
+/// for the model; a handle two active facts share (odds in [`FactHandle`]'s docs) is refused
+/// with their full ids, which this also takes.
+fn resolve_fact(ctx: &ChatToolContext, raw: &str) -> Result<Uuid, ToolError> {
+    let ops = ctx.journal.ops();
+    let forgotten = |id: Uuid| {
+        ops.iter()
+            .any(|op| matches!(op, FactOp::Forget { id: f, .. } if *f == id))
+    };
+    let remembered = ops.iter().filter_map(|op| match op {
+        FactOp::Remember { id, fact, .. } => Some((*id, fact.as_str())),
+        FactOp::Forget { .. } => None,
+    });
+    let active: Vec<(Uuid, &str)> = ctx
+        .data
+        .facts
+        .iter()
+        .map(|f| (f.id, f.fact.as_str()))
+        .chain(remembered)
+        .filter(|(id, _)| !forgotten(*id))
+        .collect();
+    let shown = tools::one_line(types::cut_chars(raw, MAX_ECHOED_FACT_ID_CHARS).0);
+    let matches: Vec<(Uuid, &str)> = if let Ok(id) = Uuid::parse_str(raw.trim()) {
+        active.into_iter().filter(|(f, _)| *f == id).collect()
+    } else if let Some(handle) = FactHandle::parse(raw) {
+        active
+            .into_iter()
+            .filter(|(f, _)| FactHandle::of(*f) == handle)
+            .collect()
+    } else {
+        return Err(invalid(
+            FORGET,
+            format!(
+                "fact_id: {shown:?} is not a fact_id; give the 8 hex digits shown beside the \
+                 fact under \"What I know about you\" (e.g. 3f9a1c0e)"
+            ),
+        ));
+    };
+    match matches.as_slice() {
+        [(id, _)] => Ok(*id),
+        [] => Err(invalid(
+            FORGET,
+            format!(
+                "fact_id: {shown:?} is not one of the user's active facts (unknown, or \
+                 already forgotten)"
+            ),
+        )),
+        many => Err(invalid(
+            FORGET,
+            format!(
+                "fact_id: {shown:?} names {} of the user's facts; give the full id of the one \
+                 to forget: {}",
+                many.len(),
+                many.iter()
+                    .map(|(id, text)| format!("{id} ({text:?})"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
     }
 }

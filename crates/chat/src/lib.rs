@@ -5,10 +5,12 @@
 //!   with ADR-0020's `detail`, `get_upcoming_events` with `your_exposure`, `remember`,
 //!   `forget`) — a [`tools::Registry`] of its own, same [`tools::Tool`] trait, same read-only
 //!   guard, at most [`CHAT_TOOL_CAP`] tools;
-//! - [`chat_system_prompt`]: the top facts read and bumped in one transaction, rendered under
-//!   "## What I know about you" by `prompt-compose`;
+//! - [`chat_system_prompt`]: the 10 most recently referenced facts (a write references a fact),
+//!   read without marking them and rendered under "## What I know about you" by
+//!   `prompt-compose`, each with its handle ([`types::FactHandle`]) for `forget`;
 //! - [`run_chat_turn`]: one turn over `agent_runtime::run_tool_loop` (the trading agent's loop),
-//!   with the conversation history, usage and cost.
+//!   with the conversation history, usage and cost; only a turn that completed writes its fact
+//!   changes and marks the facts it showed referenced.
 //!
 //! Storage: generic over `db`'s store traits ([`ChatStore`]), like `tick`. Every read is keyed
 //! by the caller's user id or one of the caller's deployments. The tools are synchronous over

@@ -23,10 +23,11 @@ use crate::exposure::MoveWindow;
 pub const DEFAULT_CHAT_MAX_STEPS: u32 = 6;
 
 /// The chat system prompt of `user_id` at `now`: the top [`MAX_INJECTED_FACTS`] active facts
-/// (by `last_referenced_at`, never-referenced last, then newest; user-wide ones plus, when the
-/// focus is a skill, that skill's) are read and their `last_referenced_at` set to `now` in one
-/// transaction ([`FactStore::top_facts`]), then rendered by
-/// [`prompt_compose::compose_chat_system`]. Returns the prompt and the facts it shows.
+/// (by `last_referenced_at` — a fact is referenced when it is written, edited, or shown in a
+/// turn that completed —, then newest, then id; user-wide ones plus, when the focus is a skill,
+/// that skill's) read with [`FactStore::top_facts`] without marking them, each rendered with its
+/// handle ([`types::FactHandle`]) by [`prompt_compose::compose_chat_system`]. Returns the prompt
+/// and the facts it shows; [`run_chat_turn`] marks them referenced once the turn completed.
 ///
 /// # Errors
 /// [`ChatError::Store`] when the read fails, [`ChatError::Compose`] for a template bug.
@@ -40,7 +41,7 @@ pub async fn chat_system_prompt<S: FactStore + Sync>(
 ) -> Result<(String, Vec<UserFact>), ChatError> {
     let skill = focus.as_ref().filter(|f| f.kind == "skill").map(|f| f.id);
     let k = u32::try_from(MAX_INJECTED_FACTS).unwrap_or(types::MAX_MEMORY_K);
-    let facts = store.top_facts(user_id, skill, k, Some(now)).await?;
+    let facts = store.top_facts(user_id, skill, k, None).await?;
     let input = ChatSystemInput {
         tier,
         facts: facts.iter().map(chat_fact).collect(),
@@ -59,6 +60,7 @@ fn chat_fact(f: &UserFact) -> ChatFact {
             types::FactConfidence::Asserted => prompt_compose::FactConfidence::Asserted,
             types::FactConfidence::Inferred => prompt_compose::FactConfidence::Inferred,
         },
+        handle: f.handle().to_string(),
     }
 }
 
@@ -80,7 +82,8 @@ pub struct ChatTurn {
     pub history: Vec<Message>,
     /// What the user wrote this turn (data for the model, never instructions to the runtime).
     pub user_message: String,
-    /// The turn's time (UTC): reads are as of it and injected facts are bumped to it.
+    /// The turn's time (UTC): reads are as of it; facts the turn writes, and those it showed
+    /// once it completed, are referenced at it.
     pub now: DateTime<Utc>,
     /// Most model calls in the turn (at least 1 is made; [`DEFAULT_CHAT_MAX_STEPS`] is the usual).
     pub max_steps: u32,
@@ -95,7 +98,8 @@ pub struct ChatTurn {
 pub struct ChatTurnOutput {
     /// The chat system prompt the model got, byte for byte.
     pub system_prompt: String,
-    /// The facts the prompt showed (their reference bumped to the turn's time).
+    /// The facts the prompt showed; when the run completed, marked referenced at the turn's
+    /// time (in the store and here), else as they were read.
     pub facts_injected: Vec<UserFact>,
     /// The loop: steps, text, usage and cost (`agent_runtime::cost`'s rate table).
     pub run: RunResult,
@@ -106,10 +110,13 @@ pub struct ChatTurnOutput {
     pub applied: Vec<FactOp>,
 }
 
-/// Runs one chat turn for `turn.user_id`: the system prompt (facts bumped), the caller's data,
-/// the chat registry in `turn.run_mode`, `agent_runtime::run_tool_loop` over the history plus
-/// the user's message, then the turn's `remember` / `forget` calls written to the store in call
-/// order (each through the store's audit trail). A run that ends in error writes no fact change.
+/// Runs one chat turn for `turn.user_id`: the system prompt (its facts read, not yet marked),
+/// the caller's data, the chat registry in `turn.run_mode`, `agent_runtime::run_tool_loop` over
+/// the history plus the user's message; then, when the run completed, the turn's `remember` /
+/// `forget` calls written to the store in call order (each through the store's audit trail;
+/// a remembered fact is referenced at the turn's time) and the facts the prompt showed marked
+/// referenced at the turn's time ([`FactStore::mark_referenced`]). A run that ends in error
+/// writes no fact change and marks nothing: a failed turn leaves the facts as they were.
 ///
 /// # Errors
 /// [`ChatError::Store`] when a read or a fact write fails, [`ChatError::Compose`] for a template
@@ -152,10 +159,22 @@ pub async fn run_chat_turn<S: ChatStore>(
     )
     .await;
     let ops = ctx.journal.take();
+    let mut facts_injected = facts_injected;
     let applied = if run.error.is_some() {
         Vec::new()
     } else {
         apply(store, turn.user_id, turn.now, &ops).await?;
+        let shown: Vec<Uuid> = facts_injected.iter().map(|f| f.id).collect();
+        store
+            .mark_referenced(turn.user_id, &shown, turn.now)
+            .await?;
+        let forgotten = |id: Uuid| {
+            ops.iter()
+                .any(|op| matches!(op, FactOp::Forget { id: f, .. } if *f == id))
+        };
+        for f in facts_injected.iter_mut().filter(|f| !forgotten(f.id)) {
+            f.last_referenced_at = f.last_referenced_at.max(Some(turn.now));
+        }
         ops
     };
     messages.extend(transcript(&run.steps));

@@ -150,9 +150,10 @@ delegate!(NoteStore {
 
 delegate!(FactStore {
     fn remember(&self, fact: &NewFact, at: DateTime<Utc>) -> UserFact;
-    fn edit_fact(&self, user_id: Uuid, fact_id: Uuid, edit: &FactEdit, actor: &str) -> UserFact;
+    fn edit_fact(&self, user_id: Uuid, fact_id: Uuid, edit: &FactEdit, actor: &str, at: DateTime<Utc>) -> UserFact;
     fn forget(&self, user_id: Uuid, fact_id: Uuid, forget: &Forget) -> ();
     fn top_facts(&self, user_id: Uuid, skill_id: Option<Uuid>, k: u32, bump_at: Option<DateTime<Utc>>) -> Vec<UserFact>;
+    fn mark_referenced(&self, user_id: Uuid, fact_ids: &[Uuid], at: DateTime<Utc>) -> u64;
     fn list_facts(&self, user_id: Uuid, include_archived: bool) -> Vec<UserFact>;
     fn fact_changes(&self, fact_id: Uuid) -> Vec<FactChange>;
 });

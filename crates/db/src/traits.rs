@@ -586,7 +586,8 @@ pub trait NoteStore {
 /// User facts (ADR-0020) with their audit trail.
 #[cfg_attr(feature = "mock", mockall::automock)]
 pub trait FactStore {
-    /// Stores a new active fact created at `at`.
+    /// Stores a new active fact created at `at`. Writing a fact references it:
+    /// `last_referenced_at` is `at` too, so a new fact enters the top facts at once.
     ///
     /// # Errors
     /// [`DbError::Bound`] for a fact outside 4..=500 characters or a topic outside 1..=32;
@@ -597,7 +598,8 @@ pub trait FactStore {
         at: DateTime<Utc>,
     ) -> impl Future<Output = Result<UserFact, DbError>> + Send;
 
-    /// Edits an active fact of `user_id` (text, confidence, topic).
+    /// Edits an active fact of `user_id` (text, confidence, topic) at `at`. An edit references
+    /// the fact: `last_referenced_at` becomes `at` (unless it is already later).
     ///
     /// # Errors
     /// [`DbError::NotFound`] when the user has no active fact with this id; [`DbError::Bound`]
@@ -608,6 +610,7 @@ pub trait FactStore {
         fact_id: Uuid,
         edit: &FactEdit,
         actor: &str,
+        at: DateTime<Utc>,
     ) -> impl Future<Output = Result<UserFact, DbError>> + Send;
 
     /// Soft-archives a fact of `user_id`. Forgetting an archived fact changes nothing.
@@ -623,8 +626,9 @@ pub trait FactStore {
 
     /// The top `k` (≤ [`types::MAX_MEMORY_K`]) active facts of the user — user-wide ones plus,
     /// when `skill_id` is given, that skill's — by `last_referenced_at` desc (never-referenced
-    /// last), then newest. When `bump_at` is given their `last_referenced_at` is set to it in
-    /// the same transaction (they were injected into a prompt) and returned updated.
+    /// last), then newest, then id. When `bump_at` is given their `last_referenced_at` is set
+    /// to it in the same transaction and returned updated; the chat turn reads with `None` and
+    /// marks what it showed only once the turn completed ([`mark_referenced`](Self::mark_referenced)).
     ///
     /// # Errors
     /// [`DbError::Invalid`] for `k` above the cap.
@@ -635,6 +639,20 @@ pub trait FactStore {
         k: u32,
         bump_at: Option<DateTime<Utc>>,
     ) -> impl Future<Output = Result<Vec<UserFact>, DbError>> + Send;
+
+    /// Marks facts of `user_id` referenced at `at` (they were shown in a chat turn that
+    /// completed): `last_referenced_at` becomes `at` for each listed active fact of the user
+    /// whose reference is older, in one transaction. Ids of archived facts, of another user's
+    /// facts or of none are skipped. Returns how many rows changed. Not an audited change.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for more than [`types::MAX_MEMORY_K`] ids.
+    fn mark_referenced(
+        &self,
+        user_id: Uuid,
+        fact_ids: &[Uuid],
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<u64, DbError>> + Send;
 
     /// Every fact of the user (archived ones too when asked), newest first.
     ///

@@ -55,6 +55,9 @@ pub struct ChatFact {
     pub text: String,
     /// Whether the user said it or the agent inferred it.
     pub confidence: FactConfidence,
+    /// The fact's short stable handle (`types::FactHandle`), shown as its `fact_id` so the
+    /// model can `forget` it in any later conversation.
+    pub handle: String,
 }
 
 /// What the conversation is about.
@@ -164,6 +167,7 @@ pub fn compose_chat_system_segments(
                 topic: f.topic.as_deref().map(one_line),
                 text: one_line(&f.text),
                 confidence: f.confidence,
+                handle: one_line(&f.handle),
             })
         })
         .collect();

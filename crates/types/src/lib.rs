@@ -63,9 +63,9 @@ pub use lessons::{
 };
 pub use market::{Bar, RegimeTag, classify_regime};
 pub use memory::{
-    ArchiveReason, FactChange, FactChangeOp, FactConfidence, FactSource, MAX_FACT_CHARS,
-    MAX_FACT_TOPIC_CHARS, MAX_LESSONS_CHARS, MAX_LINT_REASON_CHARS, MAX_MEMORY_K, MIN_FACT_CHARS,
-    NoteContent, NoteLint, NoteStatus, ReflectionNote, UserFact,
+    ArchiveReason, FactChange, FactChangeOp, FactConfidence, FactHandle, FactSource,
+    MAX_FACT_CHARS, MAX_FACT_TOPIC_CHARS, MAX_LESSONS_CHARS, MAX_LINT_REASON_CHARS, MAX_MEMORY_K,
+    MIN_FACT_CHARS, NoteContent, NoteLint, NoteStatus, ReflectionNote, UserFact,
 };
 pub use trading::{
     Fill, FillTrigger, OrderAction, OrderSide, PortfolioSnapshot, Position, ProposedAction,

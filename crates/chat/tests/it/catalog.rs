@@ -92,3 +92,69 @@ fn remember_bounds_and_defaults() {
         matches!(&ops[..], [chat::FactOp::Remember { fact, confidence: types::FactConfidence::Inferred, .. }] if fact == "You like BTC.")
     );
 }
+
+fn stored_fact(id: Uuid, text: &str) -> types::UserFact {
+    types::UserFact {
+        id,
+        user_id: Uuid::from_u128(1),
+        skill_id: None,
+        fact: text.to_owned(),
+        source: types::FactSource::Chat,
+        confidence: types::FactConfidence::Asserted,
+        topic: None,
+        last_referenced_at: None,
+        created_at: Utc.with_ymd_and_hms(2025, 12, 1, 0, 0, 0).unwrap(),
+        archived_at: None,
+        archived_reason: None,
+    }
+}
+
+/// Two of a user's facts whose handles collide (found by search, as a user with enough facts
+/// could meet them): the shared handle is refused with both full ids, and a full id resolves.
+#[test]
+fn forget_refuses_a_shared_handle_and_takes_the_full_id() {
+    use std::collections::HashMap;
+    use types::FactHandle;
+
+    let mut seen: HashMap<FactHandle, Uuid> = HashMap::new();
+    let (a, b) = (1u128..)
+        .map(Uuid::from_u128)
+        .find_map(|id| {
+            seen.insert(FactHandle::of(id), id)
+                .map(|earlier| (earlier, id))
+        })
+        .expect("a collision of 32-bit handles");
+    let handle = FactHandle::of(a);
+    assert_eq!(handle, FactHandle::of(b));
+    let mut ctx = empty_ctx();
+    ctx.data = Arc::new(ChatData {
+        facts: vec![
+            stored_fact(a, "You never use leverage above 3x."),
+            stored_fact(b, "You trade BTC and ETH only."),
+        ],
+        ..(*ctx.data).clone()
+    });
+    let registry = chat_registry(&ctx, RunMode::Trade);
+    let err = registry
+        .call("forget", serde_json::json!({"fact_id": handle.to_string()}))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("names 2 of the user's facts")
+            && err.contains(&a.to_string())
+            && err.contains(&b.to_string()),
+        "{err}"
+    );
+    assert!(ctx.journal.take().is_empty());
+    let ok = registry
+        .call("forget", serde_json::json!({"fact_id": b.to_string()}))
+        .unwrap();
+    assert_eq!(ok["fact_id"], handle.to_string());
+    assert_eq!(
+        ctx.journal.take(),
+        [chat::FactOp::Forget {
+            id: b,
+            reason: types::ArchiveReason::AgentForget
+        }]
+    );
+}

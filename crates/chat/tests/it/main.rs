@@ -5,5 +5,6 @@
 
 mod catalog;
 mod exposure;
+mod facts_current;
 mod memory;
 mod trades_detail;

@@ -42,7 +42,7 @@ fn call(id: &str, name: &str, args: serde_json::Value) -> ModelResponse {
     }
 }
 
-fn answer(text: &str) -> ModelResponse {
+pub(crate) fn answer(text: &str) -> ModelResponse {
     ModelResponse {
         text: Some(text.to_owned()),
         tool_calls: Vec::new(),
@@ -56,7 +56,13 @@ fn answer(text: &str) -> ModelResponse {
     }
 }
 
-fn turn(user_id: Uuid, n: u128, history: Vec<Message>, text: &str, at: DateTime<Utc>) -> ChatTurn {
+pub(crate) fn turn(
+    user_id: Uuid,
+    n: u128,
+    history: Vec<Message>,
+    text: &str,
+    at: DateTime<Utc>,
+) -> ChatTurn {
     ChatTurn {
         turn_id: Uuid::from_u128(0xC0 + n),
         user_id,
@@ -72,7 +78,11 @@ fn turn(user_id: Uuid, n: u128, history: Vec<Message>, text: &str, at: DateTime<
     }
 }
 
-async fn run<S: ChatStore>(store: &S, model: &ScriptedModel, t: ChatTurn) -> ChatTurnOutput {
+pub(crate) async fn run<S: ChatStore>(
+    store: &S,
+    model: &ScriptedModel,
+    t: ChatTurn,
+) -> ChatTurnOutput {
     run_chat_turn(store, model, Arc::new(Preloaded::new()), t)
         .await
         .expect("turn")
@@ -111,6 +121,14 @@ async fn remember_then_forget<S: ChatStore>(store: &S) {
     let fact_id = *fact_id;
     // The conversation so far: user, assistant(call), tool result, assistant(answer).
     assert_eq!(first.messages.len(), 4);
+    // The model got the fact's handle, the fact_id it shows beside the fact from now on.
+    let handle = types::FactHandle::of(fact_id).to_string();
+    assert!(
+        matches!(&first.messages[2], Message::Tool { content, .. }
+            if content.contains(&format!("\"fact_id\":\"{handle}\""))),
+        "{:?}",
+        first.messages[2]
+    );
 
     // Conversation 2: the fact is in the system prompt; the user corrects it, the coach forgets.
     let later = now() + Duration::days(3);
@@ -118,7 +136,7 @@ async fn remember_then_forget<S: ChatStore>(store: &S) {
         call(
             "c2",
             "forget",
-            serde_json::json!({"fact_id": fact_id, "reason": "user_corrected"}),
+            serde_json::json!({"fact_id": handle, "reason": "user_corrected"}),
         ),
         answer("Forgotten."),
     ]);
@@ -130,17 +148,18 @@ async fn remember_then_forget<S: ChatStore>(store: &S) {
     .await;
     assert!(second.run.error.is_none(), "{:?}", second.run.error);
     assert!(
-        second
-            .system_prompt
-            .contains(&format!("## What I know about you\n- [risk] {FACT}")),
+        second.system_prompt.contains(&format!(
+            "## What I know about you\n- [risk] {FACT} (fact_id {handle})"
+        )),
         "{}",
         second.system_prompt
     );
     assert_eq!(second.facts_injected.len(), 1);
-    assert_eq!(second.facts_injected[0].last_referenced_at, Some(later));
-    // Bumped in the store, not only in the returned copy.
+    // Referenced when it was written; forgotten in the turn that showed it, so not marked
+    // again (in the returned copy or in the store).
+    assert_eq!(second.facts_injected[0].last_referenced_at, Some(now()));
     let stored = store.list_facts(user, true).await.unwrap();
-    assert_eq!(stored[0].last_referenced_at, Some(later));
+    assert_eq!(stored[0].last_referenced_at, Some(now()));
 
     // Conversation 3: the fact is gone from the prompt.
     let model = ScriptedModel::new(vec![answer("Hello again.")]);

@@ -16,7 +16,8 @@ macro_rules! impl_facts {
                 validate_fact_text(&fact.fact, fact.topic.as_deref())?;
                 sqlx::query(
                     "INSERT INTO user_facts (id, user_id, skill_id, fact, source, confidence, topic, \
-                     created_at, updated_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                     created_at, last_referenced_at, updated_by) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9)",
                 )
                 .bind($enc::id(fact.id))
                 .bind($enc::id(fact.user_id))
@@ -38,14 +39,14 @@ macro_rules! impl_facts {
                     source: fact.source,
                     confidence: fact.confidence,
                     topic: fact.topic.clone(),
-                    last_referenced_at: None,
+                    last_referenced_at: Some(at),
                     created_at: at,
                     archived_at: None,
                     archived_reason: None,
                 })
             }
 
-            async fn edit_fact(&self, user_id: Uuid, fact_id: Uuid, edit: &FactEdit, actor: &str) -> Result<UserFact, DbError> {
+            async fn edit_fact(&self, user_id: Uuid, fact_id: Uuid, edit: &FactEdit, actor: &str, at: DateTime<Utc>) -> Result<UserFact, DbError> {
                 let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning fact edit"))?;
                 let row = sqlx::query("SELECT * FROM user_facts WHERE id = $1 AND user_id = $2 AND archived_at IS NULL")
                     .bind($enc::id(fact_id))
@@ -65,15 +66,20 @@ macro_rules! impl_facts {
                     fact.topic = topic.clone();
                 }
                 validate_fact_text(&fact.fact, fact.topic.as_deref())?;
-                sqlx::query("UPDATE user_facts SET fact = $2, confidence = $3, topic = $4, updated_by = $5 WHERE id = $1")
-                    .bind($enc::id(fact_id))
-                    .bind(&fact.fact)
-                    .bind(fact.confidence.as_str())
-                    .bind(fact.topic.as_deref())
-                    .bind(actor)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(ctx("updating user fact"))?;
+                fact.last_referenced_at = fact.last_referenced_at.max(Some(at));
+                sqlx::query(
+                    "UPDATE user_facts SET fact = $2, confidence = $3, topic = $4, updated_by = $5, \
+                     last_referenced_at = $6 WHERE id = $1",
+                )
+                .bind($enc::id(fact_id))
+                .bind(&fact.fact)
+                .bind(fact.confidence.as_str())
+                .bind(fact.topic.as_deref())
+                .bind(actor)
+                .bind($enc::ots(fact.last_referenced_at))
+                .execute(&mut *tx)
+                .await
+                .map_err(ctx("updating user fact"))?;
                 tx.commit().await.map_err(ctx("committing fact edit"))?;
                 Ok(fact)
             }
@@ -133,6 +139,32 @@ macro_rules! impl_facts {
                 }
                 tx.commit().await.map_err(ctx("committing fact read"))?;
                 Ok(facts)
+            }
+
+            async fn mark_referenced(&self, user_id: Uuid, fact_ids: &[Uuid], at: DateTime<Utc>) -> Result<u64, DbError> {
+                let n = u32::try_from(fact_ids.len()).unwrap_or(u32::MAX);
+                check_limit("facts referenced", n, types::MAX_MEMORY_K)?;
+                if fact_ids.is_empty() {
+                    return Ok(0);
+                }
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning fact reference"))?;
+                let mut marked = 0;
+                for id in fact_ids {
+                    // Never moves a reference back: a later write keeps its later time.
+                    marked += sqlx::query(
+                        "UPDATE user_facts SET last_referenced_at = $3 WHERE id = $1 AND user_id = $2 \
+                         AND archived_at IS NULL AND (last_referenced_at IS NULL OR last_referenced_at < $3)",
+                    )
+                    .bind($enc::id(*id))
+                    .bind($enc::id(user_id))
+                    .bind($enc::ts(at))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(ctx("marking fact referenced"))?
+                    .rows_affected();
+                }
+                tx.commit().await.map_err(ctx("committing fact reference"))?;
+                Ok(marked)
             }
 
             async fn list_facts(&self, user_id: Uuid, include_archived: bool) -> Result<Vec<UserFact>, DbError> {

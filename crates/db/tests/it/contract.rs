@@ -19,7 +19,7 @@ mod cases {
     use rust_decimal_macros::dec;
     use types::{
         ArchiveReason, CloseKind, EventKind, FactChangeOp, FactConfidence, FactSource, MarketEvent,
-        NoteStatus, OrderSide, Side, TradeRecord,
+        NoteStatus, OrderSide, Side, TradeRecord, UserFact,
     };
     use uuid::Uuid;
 
@@ -1651,12 +1651,18 @@ mod cases {
         scoped.skill_id = Some(fx.skill.id);
         let f4 = s.remember(&scoped, at(3)).await.unwrap();
 
-        // Never referenced: newest first; skill-scoped facts only for that skill.
+        // Writing references: each fact's reference is its write; newest first, and
+        // skill-scoped facts only for that skill.
+        assert_eq!(
+            [&f1, &f2, &f3, &f4].map(|f| f.last_referenced_at),
+            [Some(at(0)), Some(at(1)), Some(at(2)), Some(at(3))]
+        );
         let top = s.top_facts(u, None, 10, None).await.unwrap();
         assert_eq!(
             top.iter().map(|f| f.id).collect::<Vec<_>>(),
             vec![f3.id, f2.id, f1.id]
         );
+        assert_eq!(top, vec![f3.clone(), f2.clone(), f1.clone()], "as stored");
         // Inject the top 2 at t=10: they are bumped and now rank above the rest.
         let injected = s.top_facts(u, None, 2, Some(at(10))).await.unwrap();
         assert_eq!(
@@ -1673,7 +1679,7 @@ mod cases {
         assert_eq!(
             top.iter().map(|f| f.id).collect::<Vec<_>>(),
             vec![f3.id, f2.id, f4.id, f1.id],
-            "referenced desc, never-referenced last (newest first)"
+            "last referenced first"
         );
         assert!(matches!(
             s.top_facts(u, None, 31, None).await,
@@ -1704,11 +1710,29 @@ mod cases {
             confidence: Some(FactConfidence::Inferred),
             topic: None,
         };
-        let edited = s.edit_fact(u, f1.id, &edit, "profile").await.unwrap();
+        let edited = s
+            .edit_fact(u, f1.id, &edit, "profile", at(25))
+            .await
+            .unwrap();
         assert_eq!(
             (edited.fact.as_str(), edited.confidence),
             ("Never above 3x leverage.", FactConfidence::Inferred)
         );
+        // The edit references the fact: the oldest one is now the most recent.
+        assert_eq!(edited.last_referenced_at, Some(at(25)));
+        let top = s.top_facts(u, None, 1, None).await.unwrap();
+        assert_eq!(top, vec![edited.clone()], "as stored");
+        // An edit stamped earlier than the fact's last reference keeps the later one.
+        let promote = FactEdit {
+            fact: None,
+            confidence: Some(FactConfidence::Asserted),
+            topic: None,
+        };
+        let promoted = s
+            .edit_fact(u, f3.id, &promote, "profile", at(5))
+            .await
+            .unwrap();
+        assert_eq!(promoted.last_referenced_at, Some(at(20)));
         let forget = Forget {
             reason: ArchiveReason::UserCorrected,
             at: at(30),
@@ -1737,7 +1761,7 @@ mod cases {
                 .all(|f| f.id != f1.id)
         );
         assert!(matches!(
-            s.edit_fact(u, f1.id, &edit, "profile").await,
+            s.edit_fact(u, f1.id, &edit, "profile", at(31)).await,
             Err(DbError::NotFound { .. })
         ));
 
@@ -1748,7 +1772,7 @@ mod cases {
             Err(DbError::NotFound { .. })
         ));
         assert!(matches!(
-            s.edit_fact(other, f2.id, &edit, "x").await,
+            s.edit_fact(other, f2.id, &edit, "x", at(31)).await,
             Err(DbError::NotFound { .. })
         ));
 
@@ -1780,9 +1804,75 @@ mod cases {
         assert_eq!(changes[2].reason.as_deref(), Some("user_corrected"));
         assert_eq!(
             s.fact_changes(f3.id).await.unwrap().len(),
-            1,
-            "two bumps, one insert row"
+            2,
+            "two bumps and a promotion: an insert row and an update row"
         );
+    }
+
+    /// A chat turn marks what it showed once it completed: only the caller's active facts
+    /// move, never backwards, and the store bounds the list.
+    pub(super) async fn facts_marked_referenced_move_forward_only<S: Storage + RawSql>(s: &S) {
+        let fx = seed(s).await.unwrap();
+        let u = fx.user.id;
+        let other = seed(s).await.unwrap().user.id;
+        let old = s
+            .remember(&new_fact(u, "Never above 5x leverage."), at(0))
+            .await
+            .unwrap();
+        let later = s
+            .remember(&new_fact(u, "Trades BTC and ETH only."), at(50))
+            .await
+            .unwrap();
+        let gone = s
+            .remember(&new_fact(u, "US morning session."), at(1))
+            .await
+            .unwrap();
+        let theirs = s
+            .remember(&new_fact(other, "Someone else's rule."), at(2))
+            .await
+            .unwrap();
+        let forget = Forget {
+            reason: ArchiveReason::AgentForget,
+            at: at(3),
+            actor: "chat-agent".into(),
+        };
+        s.forget(u, gone.id, &forget).await.unwrap();
+
+        let ids = [
+            old.id,
+            later.id,
+            gone.id,
+            theirs.id,
+            Uuid::from_u128(0xDEAD),
+        ];
+        assert_eq!(s.mark_referenced(u, &ids, at(10)).await.unwrap(), 1);
+        let stamp = |all: Vec<UserFact>, id: Uuid| {
+            all.into_iter()
+                .find(|f| f.id == id)
+                .unwrap()
+                .last_referenced_at
+        };
+        let mine = s.list_facts(u, true).await.unwrap();
+        assert_eq!(stamp(mine.clone(), old.id), Some(at(10)));
+        assert_eq!(
+            stamp(mine.clone(), later.id),
+            Some(at(50)),
+            "never backwards"
+        );
+        assert_eq!(stamp(mine, gone.id), Some(at(1)), "archived: untouched");
+        let theirs_now = s.list_facts(other, false).await.unwrap();
+        assert_eq!(
+            stamp(theirs_now, theirs.id),
+            Some(at(2)),
+            "another user's: untouched"
+        );
+        assert_eq!(s.mark_referenced(u, &[], at(11)).await.unwrap(), 0);
+        assert!(matches!(
+            s.mark_referenced(u, &[old.id; 31], at(11)).await,
+            Err(DbError::Invalid { .. })
+        ));
+        // A reference is not a change of the fact: the audit trail holds the insert only.
+        assert_eq!(s.fact_changes(old.id).await.unwrap().len(), 1);
     }
 
     fn news(feed: &str, guid: &str, minutes: i64, fetched: i64, symbols: &[&str]) -> NewsRecord {
@@ -2224,6 +2314,7 @@ crate::common::on_every_backend!(
     concurrent_reflections_leave_exactly_one_active,
     reflection_runs_record_failures_without_touching_the_note,
     facts_remember_forget_and_rank,
+    facts_marked_referenced_move_forward_only,
     facts_keep_to_their_owner_and_audit_every_actor,
     chat_turns_record_and_list,
     events_in_a_window,

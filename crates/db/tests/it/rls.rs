@@ -673,7 +673,7 @@ async fn a_user_scoped_store_cannot_reach_another_users_rows_even_by_id() {
         topic: None,
     };
     assert!(matches!(
-        as_a.edit_fact(b.user.id, w.b_fact.id, &edit, "profile")
+        as_a.edit_fact(b.user.id, w.b_fact.id, &edit, "profile", at(20))
             .await,
         Err(DbError::NotFound { .. })
     ));
@@ -699,6 +699,13 @@ async fn a_user_scoped_store_cannot_reach_another_users_rows_even_by_id() {
     assert!(
         as_a.remember(&planted, at(20)).await.is_err(),
         "RLS refuses the insert"
+    );
+    assert_eq!(
+        as_a.mark_referenced(b.user.id, &[w.b_fact.id], at(20))
+            .await
+            .unwrap(),
+        0,
+        "B's fact is not A's to mark referenced"
     );
     let turn = ChatTurnRecord {
         id: Uuid::new_v4(),
@@ -729,6 +736,12 @@ async fn a_user_scoped_store_cannot_reach_another_users_rows_even_by_id() {
     })
     .await
     .unwrap();
+    assert_eq!(
+        as_a.mark_referenced(a.user.id, &[w.a_fact.id], at(21))
+            .await
+            .unwrap(),
+        1
+    );
     let changes = as_a.fact_changes(planted.id).await.unwrap();
     assert_eq!(changes.len(), 1);
     assert_eq!(changes[0].db_role, "authenticated");

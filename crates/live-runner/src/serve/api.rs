@@ -571,7 +571,7 @@ async fn edit_fact(
     };
     Ok(axum::Json(
         store
-            .edit_fact(caller.user_id, id, &edit, PROFILE_ACTOR)
+            .edit_fact(caller.user_id, id, &edit, PROFILE_ACTOR, state.clock.now())
             .await?,
     ))
 }

@@ -418,7 +418,7 @@ async fn edit_fact(
     };
     match state
         .store_for(&caller)
-        .edit_fact(caller.user_id, id, &edit, PROFILE_ACTOR)
+        .edit_fact(caller.user_id, id, &edit, PROFILE_ACTOR, state.clock.now())
         .await
     {
         Ok(_) => see_other("/profile/facts?done=edited"),
@@ -444,7 +444,7 @@ async fn set_confidence(
     };
     match state
         .store_for(&caller)
-        .edit_fact(caller.user_id, id, &edit, PROFILE_ACTOR)
+        .edit_fact(caller.user_id, id, &edit, PROFILE_ACTOR, state.clock.now())
         .await
     {
         Ok(_) => see_other(done),

@@ -25,6 +25,15 @@ async fn add_edit_promote_demote_archive_each_audited_as_the_user() {
     assert_eq!(added["confidence"], "asserted");
     assert_eq!(added["user_id"], w.a.user().to_string());
     let id = added["id"].as_str().unwrap().to_owned();
+    // Adding a fact references it: it enters the coach's top facts at once.
+    let time = |v: &serde_json::Value| {
+        chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap_or_else(|| panic!("a time: {v}")))
+            .unwrap()
+    };
+    assert_eq!(
+        time(&added["last_referenced_at"]),
+        time(&added["created_at"])
+    );
 
     let (status, edited) = s
         .patch(
@@ -39,6 +48,8 @@ async fn add_edit_promote_demote_archive_each_audited_as_the_user() {
         "I close every position before Friday 20:00 UTC."
     );
     assert!(edited["topic"].is_null());
+    // So does editing it, at the edit's time.
+    assert!(time(&edited["last_referenced_at"]) >= time(&added["last_referenced_at"]));
 
     let (status, demoted) = s
         .patch(
