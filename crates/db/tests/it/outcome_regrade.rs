@@ -75,6 +75,7 @@ mod cases {
             s.search_memory(scope, &search("stop"))
                 .await
                 .unwrap()
+                .hits
                 .is_empty(),
             "the old narratives never say stop"
         );
@@ -135,11 +136,15 @@ mod cases {
         // the one that hit its target, each alone.
         let ids = |hits: Vec<outcomes::MemoryHit>| hits.iter().map(|h| h.id).collect::<Vec<_>>();
         assert_eq!(
-            ids(s.search_memory(scope, &search("stop")).await.unwrap()),
+            ids(s.search_memory(scope, &search("stop")).await.unwrap().hits),
             vec![stopped.id]
         );
         assert_eq!(
-            ids(s.search_memory(scope, &search("target")).await.unwrap()),
+            ids(s
+                .search_memory(scope, &search("target"))
+                .await
+                .unwrap()
+                .hits),
             vec![target.id]
         );
 

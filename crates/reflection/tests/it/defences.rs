@@ -448,7 +448,11 @@ async fn an_unclear_or_failed_check_holds_what_it_did_not_clear() {
     let text = "- ETH short in trending_down regime won 2 of 2 (n=2).\n- BTC long in ranging regime lost 2 of 3 (n=3).";
     // (the judge's answer, the reasons each bullet is held for: none = it goes in)
     let failed = "the check call failed: provider down";
-    let cases: Vec<(Result<model::ModelResponse, ModelError>, [Option<&str>; 2])> = vec![
+    type Case<'a> = (
+        Result<model::ModelResponse, ModelError>,
+        [Option<&'a str>; 2],
+    );
+    let cases: Vec<Case> = vec![
         (
             Ok(reply("1: ok", FinishReason::Stop)),
             [None, Some("the check gave no clear verdict")],

@@ -31,23 +31,26 @@ use types::{CloseKind, RegimeTag, Side, TradeRecord, text};
 
 use crate::common::{DEPLOYMENT, at, closed, thesis_skill};
 
+/// symbol, side, regime, gross, fees, MFE, MAE, hold minutes, why it closed.
+type Row = (
+    &'static str,
+    Side,
+    RegimeTag,
+    Decimal,
+    Decimal,
+    Decimal,
+    Decimal,
+    i64,
+    CloseKind,
+);
+
 /// The ledger: FX round trips of $1,000 notional (net = gross − fees).
 /// EURUSD long ranging: −0.64 / −1.00 net (MFE +0.72 on the first) · GBPUSD short
 /// trending_down: +2.10, +1.40, −0.90 · USDJPY long trending_up: +1.20, +0.85, +0.60, −1.10 ·
 /// EURUSD short volatile: −1.50 (stopped).
 fn ledger() -> Vec<TradeRecord> {
     // (symbol, side, regime, gross, fees, mfe, mae, hold minutes, close)
-    let rows: [(
-        &str,
-        Side,
-        RegimeTag,
-        Decimal,
-        Decimal,
-        Decimal,
-        Decimal,
-        i64,
-        CloseKind,
-    ); 10] = [
+    let rows: [Row; 10] = [
         (
             "EURUSD",
             Side::Long,
