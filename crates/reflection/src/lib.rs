@@ -4,23 +4,30 @@
 //!
 //! **Owns:**
 //! - the cadence decision ([`reflection_due`]): `off`, `per_n_trades`, `daily` at a UTC hour;
-//! - the reflection request ([`REFLECTION_SYSTEM_PROMPT`], [`reflection_request`]) and the job
-//!   ([`reflect`]) that turns a model's reply into a bounded, linted [`NoteDraft`] or a recorded
-//!   [`FailedReflection`];
-//! - `builtin/stats-reflection` ([`stats_lessons`], [`Reflector::Stats`]): lessons computed from
-//!   the ledger without any model;
+//! - the reflection request ([`REFLECTION_SYSTEM_PROMPT`], [`reflection_request`], with the
+//!   [`record_lessons_tool`]) and the job ([`reflect`]) that turns a model's answer into a
+//!   bounded [`NoteDraft`] or a recorded [`FailedReflection`];
+//! - typed lessons: a model's observations (setup, finding, direction, optional note) checked
+//!   against the ledger ([`scope_of`], [`Figures`], [`supports`]) and rendered with the
+//!   ledger's figures ([`render`]) — no figure of a lesson is the model's;
+//! - `builtin/stats-reflection` ([`stats_observations`], [`stats_lessons`],
+//!   [`Reflector::Stats`]): the same observations computed from the ledger without any model;
 //! - the bounds every lessons text obeys ([`bound_lessons`]: `- ` bullets, ≤ 2,000 characters);
-//! - the lesson defences, run by [`reflect`] on every note (any finding flags it: stored
-//!   pending review, never injected until a person accepts it):
+//! - the lesson defences, run by [`reflect`] on every bullet that carries the model's words (a
+//!   plain bullet, or an observation's note), one bullet at a time — a failing bullet is held
+//!   for a person's review alone, the others go in:
 //!   1. [`normalise`]: hidden characters removed, NFKC, TR39 confusables folded — every check
-//!      reads this text;
+//!      reads this text; headings and tags that are not plain lesson headings hold the bullets
+//!      under them;
 //!   2. the linter ([`lint_lessons`]): lessons contradicting the strategy's `avoid` rules (also
 //!      in other words: "averaging down" is adding) or carrying hostile patterns;
-//!   3. the grounding check ([`ground_lessons`]): each bullet must speak the closed lesson
-//!      vocabulary, name a setup of the window and state only figures the ledger shows;
-//!   4. for a real model (not `builtin/…`, [`is_real_model`]) whose note passed 1–3, a second,
-//!      separate call ([`judge_request`], [`JUDGE_SYSTEM_PROMPT`], [`parse_judge_reply`]) that
-//!      must clear every bullet against the avoid rules and the risk caps;
+//!   3. the grounding check ([`ground_bullet`]): each bullet must be English, name a setup of
+//!      the window and state only figures the ledger shows;
+//!   4. a deny layer: raised risk, undone safeguards, standing orders, avoid-rule words, a
+//!      sentence split across bullets;
+//!   5. for a real model (not `builtin/…`, [`is_real_model`]), a second, separate call
+//!      ([`judge_request`], [`JUDGE_SYSTEM_PROMPT`], [`judge_verdicts`]) that must clear each
+//!      bullet the other layers passed;
 //! - the point-in-time choice of the visible note ([`visible_note_at`]), its mapping to
 //!   [`prompt_compose::Lessons`] ([`to_lessons`]) and the explicit promotion to skill scope
 //!   ([`promote_to_skill_scope`]).
@@ -38,9 +45,10 @@
 //! 2. When due: `resolve_reflection_model(&config.model, |id| providers::resolve_model(id, …))`
 //!    (a resolve error is a failed run, like a model error) and
 //!    `reflect(ReflectionInput { skill, skill_id, deployment_id, trades: &ledger_rows, last, now, rates }, &reflector)`.
-//! 3. [`ReflectionOutcome::Note`]: store it; if `lint.flagged` is false (no layer of the lesson
-//!    defences found anything) it becomes the active note
-//!    (the previous one is superseded), otherwise it is stored inactive until a person accepts it.
+//! 3. [`ReflectionOutcome::Note`]: store it with its held bullets; if `lint.flagged` is false (at
+//!    least one bullet passed every layer) it becomes the active note (the previous one is
+//!    superseded), otherwise (every bullet was held) it is stored inactive until a person
+//!    accepts it.
 //!    [`ReflectionOutcome::Failed`]: record the attempt; the previous note stays active.
 //! 4. Each tick's prompt: `visible_note_at(&notes, tick_time).map(to_lessons)` → the LESSONS
 //!    segment of `prompt_compose::compose_system_prompt_segments`.
