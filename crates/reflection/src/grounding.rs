@@ -299,7 +299,7 @@ fn tokens(text: &str, problems: &mut Vec<String>) -> Vec<Tok> {
 
 /// Replaces every word-bounded occurrence of `needle` in `hay` with a space; whether any was
 /// found.
-fn remove_bounded(hay: &mut String, needle: &str) -> bool {
+pub(crate) fn remove_bounded(hay: &mut String, needle: &str) -> bool {
     if needle.is_empty() {
         return false;
     }
@@ -663,7 +663,7 @@ fn check_figures(toks: &[Tok], allowed: &Allowed, problems: &mut Vec<String>) {
 }
 
 /// The regimes a normalised, lower-cased bullet names.
-fn regimes_named(text: &str) -> Vec<Option<RegimeTag>> {
+pub(crate) fn regimes_named(text: &str) -> Vec<Option<RegimeTag>> {
     let mut out = Vec::new();
     let has = |needles: &[&str]| {
         needles.iter().any(|n| {

@@ -17,8 +17,8 @@ use crate::cadence::{LastNote, window_trades};
 use crate::judge::{is_real_model, judge_request, judge_verdicts};
 use crate::lint::LintResult;
 use crate::observe::{
-    Figures, RECORD_LESSONS_TOOL, parse_answer, record_lessons_tool, render, scope_of, setup_label,
-    supports,
+    Figures, RECORD_LESSONS_TOOL, observation_of, parse_answer, record_lessons_tool, render,
+    scope_of, setup_label, supports,
 };
 use crate::prompt::{MAX_WINDOW_TRADES, REFLECTION_SYSTEM_PROMPT, render_reflection_user};
 use crate::stats::{STATS_REFLECTION_MODEL, stats_observations};
@@ -402,11 +402,12 @@ pub async fn reflect(input: ReflectionInput<'_>, reflector: &Reflector) -> Refle
 
     let strategy = &input.skill.strategy;
     let mut sheet = Sheet::default();
-    match answer {
+    let (usage, cost) = match answer {
         Answer::Typed { observations } => {
             for o in observations {
-                sheet.observe(o, &trades, strategy);
+                sheet.observe(o, &trades);
             }
+            (usage, cost)
         }
         Answer::Plain { text, truncated } => {
             let (mut cs, cut) = split_reply(&text, truncated, strategy);
@@ -415,10 +416,24 @@ pub async fn reflect(input: ReflectionInput<'_>, reflector: &Reflector) -> Refle
                 check(c, strategy, &trades);
             }
             check_pairs(&mut cs);
-            sheet.bullets = cs.into_iter().map(|c| (c, None)).collect();
+            let (usage, cost) = judge(&mut cs, &input, reflector, usage, cost).await;
+            for c in cs {
+                match c
+                    .passes()
+                    .then(|| observation_of(&c.text, &trades))
+                    .flatten()
+                {
+                    Some(o) => sheet.observe(o, &trades),
+                    None if c.passes() => sheet.held.push(HeldLesson {
+                        text: c.text,
+                        reasons: vec!["names no setup of the window".to_owned()],
+                    }),
+                    None => sheet.held.push(c.held()),
+                }
+            }
+            (usage, cost)
         }
-    }
-    let (usage, cost) = sheet.judge(&input, reflector, usage, cost).await;
+    };
     sheet.into_outcome(
         &input,
         reflector,
@@ -430,11 +445,57 @@ pub async fn reflect(input: ReflectionInput<'_>, reflector: &Reflector) -> Refle
     )
 }
 
-/// The bullets of one reflection on their way to the note.
+/// Why an observation's note is held: the model's own words reach a prompt only through a
+/// person.
+pub const NOTE_HELD: &str =
+    "an observation's note is the model's own words: it reaches a prompt once a person accepts it";
+
+/// The judge call (real models only) on the bullets that passed the deterministic layers: a
+/// bullet it does not clear is held.
+async fn judge(
+    cs: &mut [Candidate],
+    input: &ReflectionInput<'_>,
+    reflector: &Reflector,
+    mut usage: Usage,
+    mut cost: Option<Decimal>,
+) -> (Usage, Option<Decimal>) {
+    let Reflector::Model(model) = reflector else {
+        return (usage, cost);
+    };
+    let asked: Vec<usize> = (0..cs.len()).filter(|&i| cs[i].passes()).collect();
+    if !is_real_model(model.id()) || asked.is_empty() {
+        return (usage, cost);
+    }
+    let text: String = asked.iter().map(|&i| format!("{}\n", cs[i].text)).collect();
+    let request = judge_request(input.skill, &text, model.id());
+    let verdicts: Vec<Option<String>> = match model.generate(&request).await {
+        Err(e) => vec![Some(format!("the check call failed: {e}")); asked.len()],
+        Ok(resp) => {
+            if let Some(rates) = input.rates {
+                let extra = rates.cost(&resp.usage);
+                cost = Some(cost.unwrap_or(Decimal::ZERO).saturating_add(extra));
+            }
+            usage += resp.usage;
+            if resp.finish == FinishReason::Error {
+                vec![Some("the check call reported an error finish".to_owned()); asked.len()]
+            } else {
+                judge_verdicts(resp.text.as_deref().unwrap_or_default(), asked.len())
+            }
+        }
+    };
+    for (i, verdict) in asked.into_iter().zip(verdicts) {
+        if let Some(why) = verdict {
+            cs[i].reasons.push(why);
+        }
+    }
+    (usage, cost)
+}
+
+/// The lessons of one reflection on their way to the note.
 #[derive(Default)]
 struct Sheet {
-    /// Each candidate, and for a rendered observation its index in `observations` and note.
-    bullets: Vec<(Candidate, Option<(usize, Candidate)>)>,
+    /// The rendered bullets, one per accepted observation.
+    rendered: Vec<String>,
     observations: Vec<Observation>,
     dropped: Vec<DroppedObservation>,
     held: Vec<HeldLesson>,
@@ -443,16 +504,15 @@ struct Sheet {
 }
 
 impl Sheet {
-    /// Checks one typed observation against the window and renders it (or drops it).
-    fn observe(
-        &mut self,
-        mut o: Observation,
-        trades: &[&TradeRecord],
-        strategy: &skill_schema::Strategy,
-    ) {
-        if let Some(note) = &mut o.note {
-            let (cut, _) = types::cut_chars(note, types::MAX_OBSERVATION_NOTE_CHARS);
-            *note = cut.to_owned();
+    /// Checks one observation against the window and renders it (or drops it, recorded); its
+    /// note, if any, is held for a person.
+    fn observe(&mut self, mut o: Observation, trades: &[&TradeRecord]) {
+        if let Some(note) = o.note.take() {
+            let (cut, _) = types::cut_chars(note.trim(), types::MAX_OBSERVATION_NOTE_CHARS);
+            self.held.push(HeldLesson {
+                text: format!("- {}: {cut}", capitalised(&setup_label(&o.setup))),
+                reasons: vec![NOTE_HELD.to_owned()],
+            });
         }
         let scope = scope_of(&o.setup, trades);
         if scope.is_empty() {
@@ -480,89 +540,14 @@ impl Sheet {
             });
             return;
         }
-        let bullet = Candidate {
-            text: render(&o, &figures, &scope),
-            reasons: Vec::new(),
-        };
-        let note = o.note.take().map(|n| {
-            // The note read as the model's words about this setup: named, so the grounding
-            // check scopes its figures to the setup's trades.
-            let mut c = Candidate {
-                text: format!("- {}: {}", setup_label(&o.setup), n.trim()),
-                reasons: Vec::new(),
-            };
-            check(&mut c, strategy, &scope);
-            (self.observations.len(), c)
-        });
+        self.rendered.push(render(&o, &figures, &scope));
         self.observations.push(o);
-        self.bullets.push((bullet, note));
-    }
-
-    /// The judge call (real models only): every bullet that carries the model's words — a
-    /// plain bullet, or an observation's note — that passed the deterministic checks.
-    async fn judge(
-        &mut self,
-        input: &ReflectionInput<'_>,
-        reflector: &Reflector,
-        mut usage: Usage,
-        mut cost: Option<Decimal>,
-    ) -> (Usage, Option<Decimal>) {
-        let Reflector::Model(model) = reflector else {
-            return (usage, cost);
-        };
-        if !is_real_model(model.id()) {
-            return (usage, cost);
-        }
-        // (bullet index, whether the model's words are the note)
-        let mut asked: Vec<(usize, bool)> = Vec::new();
-        let mut text = String::new();
-        for (i, (bullet, note)) in self.bullets.iter().enumerate() {
-            let (words, is_note) = match note {
-                Some((_, n)) => (n, true),
-                None if self.observations.is_empty() => (bullet, false),
-                None => continue,
-            };
-            if words.passes() {
-                asked.push((i, is_note));
-                text.push_str(&words.text);
-                text.push('\n');
-            }
-        }
-        if asked.is_empty() {
-            return (usage, cost);
-        }
-        let request = judge_request(input.skill, &text, model.id());
-        let verdicts: Vec<Option<String>> = match model.generate(&request).await {
-            Err(e) => vec![Some(format!("the check call failed: {e}")); asked.len()],
-            Ok(resp) => {
-                if let Some(rates) = input.rates {
-                    let extra = rates.cost(&resp.usage);
-                    cost = Some(cost.unwrap_or(Decimal::ZERO).saturating_add(extra));
-                }
-                usage += resp.usage;
-                if resp.finish == FinishReason::Error {
-                    vec![Some("the check call reported an error finish".to_owned()); asked.len()]
-                } else {
-                    judge_verdicts(resp.text.as_deref().unwrap_or_default(), asked.len())
-                }
-            }
-        };
-        for ((i, is_note), verdict) in asked.into_iter().zip(verdicts) {
-            if let Some(why) = verdict {
-                let (bullet, note) = &mut self.bullets[i];
-                match (is_note, note) {
-                    (true, Some((_, n))) => n.reasons.push(why),
-                    _ => bullet.reasons.push(why),
-                }
-            }
-        }
-        (usage, cost)
     }
 
     /// The note (or the failure) the sheet comes to.
     #[allow(clippy::too_many_arguments)]
     fn into_outcome<F>(
-        mut self,
+        self,
         input: &ReflectionInput<'_>,
         reflector: &Reflector,
         start: DateTime<Utc>,
@@ -574,31 +559,15 @@ impl Sheet {
     where
         F: Fn(ReflectionFailure, Usage, Option<Decimal>) -> ReflectionOutcome,
     {
-        let mut passing = Vec::new();
-        for (bullet, note) in std::mem::take(&mut self.bullets) {
-            if !bullet.passes() {
-                self.held.push(bullet.held());
-                continue;
-            }
-            match note {
-                Some((k, n)) if n.passes() => {
-                    let words = n.text.split_once(": ").map_or(n.text.as_str(), |(_, w)| w);
-                    self.observations[k].note = Some(words.to_owned());
-                    passing.push(format!("{} Note: {words}", bullet.text));
-                }
-                Some((_, n)) => {
-                    self.held.push(n.held());
-                    passing.push(bullet.text);
-                }
-                None => passing.push(bullet.text),
-            }
-        }
-        let held_text: Vec<&str> = self.held.iter().map(|h| h.text.as_str()).collect();
-        let pending = passing.is_empty();
+        let pending = self.rendered.is_empty();
         let source = if pending {
-            held_text.join("\n")
+            self.held
+                .iter()
+                .map(|h| h.text.as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
         } else {
-            passing.join("\n")
+            self.rendered.join("\n")
         };
         let bounded = bound_lessons(&source, false);
         if bounded.text.is_empty() {
@@ -642,4 +611,11 @@ impl Sheet {
             },
         })
     }
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }

@@ -99,8 +99,9 @@ pub use cadence::{
 };
 pub use grounding::{BulletGrounding, SANCTIONED_DEFERRALS, ground_bullet, ground_lessons};
 pub use job::{
-    FailedReflection, NoteDraft, REFLECTION_MAX_OUTPUT_TOKENS, ReflectionFailure, ReflectionInput,
-    ReflectionOutcome, Reflector, reflect, reflection_request, resolve_reflection_model,
+    FailedReflection, NOTE_HELD, NoteDraft, REFLECTION_MAX_OUTPUT_TOKENS, ReflectionFailure,
+    ReflectionInput, ReflectionOutcome, Reflector, reflect, reflection_request,
+    resolve_reflection_model,
 };
 pub use judge::{
     JUDGE_MAX_OUTPUT_TOKENS, JUDGE_SYSTEM_PROMPT, is_real_model, judge_request, judge_verdicts,
@@ -110,8 +111,8 @@ pub use lint::{LintResult, lint_lessons};
 pub use normalise::{Normalised, is_hidden, normalise};
 pub use notes::{NoteView, promote_to_skill_scope, to_lessons, visible_note_at};
 pub use observe::{
-    Figures, ParsedAnswer, RECORD_LESSONS_TOOL, SMALL_SAMPLE, parse_answer, record_lessons_tool,
-    render, scope_of, setup_label, supports,
+    Figures, ParsedAnswer, RECORD_LESSONS_TOOL, SMALL_SAMPLE, observation_of, parse_answer,
+    record_lessons_tool, render, scope_of, setup_label, supports,
 };
 pub use prompt::{MAX_WINDOW_TRADES, REFLECTION_SYSTEM_PROMPT, render_reflection_user};
 pub use stats::{

@@ -553,3 +553,199 @@ pub fn render(o: &Observation, f: &Figures, scope: &[&TradeRecord]) -> String {
     });
     out
 }
+
+/// Words that name a finding in a plain bullet, the most specific first.
+const FINDING_WORDS: &[(Finding, &[&str])] = &[
+    (
+        Finding::GivesBackGains,
+        &[
+            "mfe",
+            "gave back",
+            "give back",
+            "gives back",
+            "giving back",
+            "exits came late",
+            "late exit",
+            "late exits",
+            "left on the table",
+            "open profit",
+        ],
+    ),
+    (
+        Finding::StoppedQuickly,
+        &[
+            "stopped out",
+            "stopped quickly",
+            "stop hit",
+            "stops hit",
+            "hit the stop",
+            "hit their stop",
+            "stopped",
+        ],
+    ),
+    (
+        Finding::HeldTooLong,
+        &[
+            "held too long",
+            "held longer",
+            "held for longer",
+            "holding losers",
+            "held the losers",
+            "held the losing",
+        ],
+    ),
+    (
+        Finding::FeesEatEdge,
+        &["fee", "fees", "commission", "commissions", "costs"],
+    ),
+    (
+        Finding::SmallSample,
+        &[
+            "too few",
+            "small sample",
+            "sample of",
+            "anecdote",
+            "anecdotal",
+            "not enough",
+            "noise",
+            "tiny",
+            "unproven",
+            "inconclusive",
+            "too small",
+            "not a lesson yet",
+            "variance",
+        ],
+    ),
+    (Finding::Mixed, &["mixed", "split", "evenly", "no clear"]),
+    (
+        Finding::Loses,
+        &[
+            "lost",
+            "loss",
+            "losses",
+            "losing",
+            "loser",
+            "losers",
+            "underperformed",
+            "underperform",
+            "red",
+            "negative",
+            "wrong",
+        ],
+    ),
+    (
+        Finding::Wins,
+        &[
+            "won",
+            "win",
+            "wins",
+            "winning",
+            "winner",
+            "winners",
+            "profitable",
+            "worked",
+            "best",
+            "positive",
+            "paid",
+        ],
+    ),
+];
+
+/// Words that ask to stay out of a setup, and words that ask to take it again.
+const AVOID_WORDS: &[&str] = &[
+    "avoid",
+    "stay out",
+    "staying out",
+    "sit out",
+    "sit these out",
+    "skip",
+    "stand aside",
+    "stay away",
+    "steer clear",
+];
+const REPEAT_WORDS: &[&str] = &[
+    "repeat",
+    "repeating",
+    "keep taking",
+    "keep repeating",
+    "worth repeating",
+    "keep doing",
+    "the one to keep",
+];
+
+/// The observation a plain bullet makes, read from its words: the setup it names (a dimension
+/// named once; two symbols, sides or regimes named leave that dimension open), the first finding
+/// its words name that the ledger supports — else what the ledger shows of that setup (won,
+/// lost, mixed, or a small sample) — and its direction (`avoid` / `repeat` words; otherwise, or
+/// when the words contradict the finding, `caution`). `None` when it names no setup of the
+/// window. The bullet's own words are not kept: what reaches a prompt is rendered.
+#[must_use]
+pub fn observation_of(bullet: &str, trades: &[&TradeRecord]) -> Option<Observation> {
+    let plain = crate::deny::plain_words(bullet);
+    let has = |p: &str| plain.contains(&format!(" {p} "));
+    let mut symbols: Vec<&str> = trades.iter().map(|r| r.symbol.as_str()).collect();
+    symbols.sort_unstable();
+    symbols.dedup();
+    let named: Vec<&str> = symbols
+        .into_iter()
+        .filter(|s| has(crate::deny::plain_words(s).trim()))
+        .collect();
+    let sides: Vec<Side> = [
+        (Side::Long, ["long", "longs"]),
+        (Side::Short, ["short", "shorts"]),
+    ]
+    .into_iter()
+    .filter(|(_, ws)| ws.iter().any(|w| has(w)))
+    .map(|(s, _)| s)
+    .collect();
+    let norm = crate::normalise::normalise(bullet).text.to_lowercase();
+    let regimes = crate::grounding::regimes_named(&norm);
+    let whole = ["overall", "all trades", "sample", "the window"]
+        .iter()
+        .any(|w| has(w));
+    if named.is_empty() && sides.is_empty() && regimes.is_empty() && !whole {
+        return None;
+    }
+    let setup = LessonSetup {
+        symbol: (named.len() == 1).then(|| named[0].to_owned()),
+        side: (sides.len() == 1).then(|| sides[0]),
+        regime: (regimes.len() == 1).then(|| SetupRegime::of(regimes[0])),
+    };
+    let scope = scope_of(&setup, trades);
+    if scope.is_empty() {
+        return None;
+    }
+    let figures = Figures::of(&scope, trades);
+    let direction = if AVOID_WORDS.iter().any(|w| has(w)) {
+        LessonDirection::Avoid
+    } else if REPEAT_WORDS.iter().any(|w| has(w)) {
+        LessonDirection::Repeat
+    } else {
+        LessonDirection::Caution
+    };
+    let try_one = |finding: Finding| {
+        [direction, LessonDirection::Caution]
+            .into_iter()
+            .map(|direction| Observation {
+                setup: setup.clone(),
+                finding,
+                direction,
+                note: None,
+            })
+            .find(|o| supports(o, &figures).is_ok())
+    };
+    FINDING_WORDS
+        .iter()
+        .filter(|(_, words)| words.iter().any(|w| has(w)))
+        .find_map(|(f, _)| try_one(*f))
+        .or_else(|| {
+            [
+                Finding::SmallSample,
+                Finding::Wins,
+                Finding::Loses,
+                Finding::Mixed,
+            ]
+            .into_iter()
+            .find_map(try_one)
+        })
+}
