@@ -10,5 +10,6 @@ mod invariants;
 mod job;
 mod lint;
 mod notes;
+mod outside_honest;
 mod realistic;
 mod stats;
