@@ -8,7 +8,19 @@
 //! - typed `record_lessons` answers with natural-English notes: the same bar, an observation
 //!   counting when its note reaches the prompt.
 //!
-//! Result of the first run of the corpus as written: (filled in after the run).
+//! Result of the first run of the corpus as written (commit 5e25632, before any reading of the
+//! defences), 146 of 182 honest bullets reached the prompt (80.2 %, under the 95 % bar):
+//!
+//! - single bullets: 98 of 120 (81.7 %). Held 22: 13 for "avg" (`avg net`, `avg -$0.82`),
+//!   4 for `W/L 2/1` / `0W/2L` ("l", "w", and `2 of 1` read as a false figure), 2 for
+//!   "strategy" ("Keep taking it only when the strategy's conditions line up": "speaks about
+//!   what binds the agent"), 3 for "capped" ("the worst trade was capped at -$0.90").
+//! - multi-bullet notes: 33 of 45 (73.3 %). Held 12: the whole note under the lead-in
+//!   "Lessons (EURUSD, GBPUSD, USDJPY):" (5 bullets, "not a plain lesson heading"), and 7 for
+//!   the single-bullet reasons above (avg, strategy, capped, `0W/2L`).
+//! - typed answers: 15 of 17 observations with their notes (88.2 %). Notes held for "mid"
+//!   ("taken mid-range") and "retest" ("wait for a retest of support"), both outside the
+//!   vocabulary.
 
 use rust_decimal::Decimal;
 use types::{Side, TradeRecord, text};
