@@ -11,10 +11,12 @@
 //! Result of the first run of the corpus as written (commit 5e25632, before any reading of the
 //! defences), 146 of 182 honest bullets reached the prompt (80.2 %, under the 95 % bar):
 //!
-//! - single bullets: 98 of 120 (81.7 %). Held 22: 13 for "avg" (`avg net`, `avg -$0.82`),
-//!   4 for `W/L 2/1` / `0W/2L` ("l", "w", and `2 of 1` read as a false figure), 2 for
-//!   "strategy" ("Keep taking it only when the strategy's conditions line up": "speaks about
-//!   what binds the agent"), 3 for "capped" ("the worst trade was capped at -$0.90").
+//! - single bullets: 98 of 120 (81.7 %). Held 22: 9 for "avg" alone (`avg net -$0.82`,
+//!   `avg -$1.50`); 4 table-style `W/L 2/1, … avg +$0.87` ("avg", "l", "w", and on the two
+//!   winning setups `2 of 1` / `3 of 1` read as figures the ledger does not show); 4 for
+//!   `0W/2L` ("l"); 2 for "strategy" ("Keep taking it only when the strategy's conditions line
+//!   up": "speaks about what binds the agent"); 3 for "capped" ("the worst trade was capped at
+//!   -$0.90").
 //! - multi-bullet notes: 33 of 45 (73.3 %). Held 12: the whole note under the lead-in
 //!   "Lessons (EURUSD, GBPUSD, USDJPY):" (5 bullets, "not a plain lesson heading"), and 7 for
 //!   the single-bullet reasons above (avg, strategy, capped, `0W/2L`).
