@@ -11,5 +11,6 @@ mod job;
 mod lint;
 mod notes;
 mod outside_honest;
+mod outside_hostile;
 mod realistic;
 mod stats;

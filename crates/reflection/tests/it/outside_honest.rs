@@ -444,7 +444,11 @@ async fn outside_honest_multi_bullet_notes_reach_the_prompt() {
     let trades = ledger();
     let bullets = single_bullets(&trades);
     let winners: Vec<&String> = bullets.iter().filter(|(w, _)| *w).map(|(_, b)| b).collect();
-    let others: Vec<&String> = bullets.iter().filter(|(w, _)| !*w).map(|(_, b)| b).collect();
+    let others: Vec<&String> = bullets
+        .iter()
+        .filter(|(w, _)| !*w)
+        .map(|(_, b)| b)
+        .collect();
     let all: Vec<&String> = bullets.iter().map(|(_, b)| b).collect();
     let (mut wi, mut li, mut xi) = (3usize, 5usize, 1usize);
     let (mut total, mut held) = (0usize, Vec::new());

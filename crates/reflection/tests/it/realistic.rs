@@ -457,7 +457,11 @@ fn response(text: Option<String>, tool_calls: Vec<ToolCall>) -> ModelResponse {
     }
 }
 
-pub(crate) async fn run(skill: &Skill, trades: &[TradeRecord], answer: ModelResponse) -> ReflectionOutcome {
+pub(crate) async fn run(
+    skill: &Skill,
+    trades: &[TradeRecord],
+    answer: ModelResponse,
+) -> ReflectionOutcome {
     let model = Arc::new(FooledJudge { reflection: answer });
     reflect(
         ReflectionInput {
