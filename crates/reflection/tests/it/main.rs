@@ -10,5 +10,7 @@ mod invariants;
 mod job;
 mod lint;
 mod notes;
+mod outside_honest;
+mod outside_hostile;
 mod realistic;
 mod stats;

@@ -48,7 +48,7 @@ type Row = (
 /// EURUSD long ranging: −0.64 / −1.00 net (MFE +0.72 on the first) · GBPUSD short
 /// trending_down: +2.10, +1.40, −0.90 · USDJPY long trending_up: +1.20, +0.85, +0.60, −1.10 ·
 /// EURUSD short volatile: −1.50 (stopped).
-fn ledger() -> Vec<TradeRecord> {
+pub(crate) fn ledger() -> Vec<TradeRecord> {
     // (symbol, side, regime, gross, fees, mfe, mae, hold minutes, close)
     let rows: [Row; 10] = [
         (
@@ -187,26 +187,26 @@ fn ledger() -> Vec<TradeRecord> {
 }
 
 /// The figures a model copies from the request for one setup.
-struct Fill {
-    label: String,
-    sym: String,
-    side: &'static str,
-    regime: &'static str,
-    n: usize,
-    wins: usize,
-    losses: usize,
-    net: String,
-    avg_net: String,
-    win_rate: String,
-    fees: String,
+pub(crate) struct Fill {
+    pub(crate) label: String,
+    pub(crate) sym: String,
+    pub(crate) side: &'static str,
+    pub(crate) regime: &'static str,
+    pub(crate) n: usize,
+    pub(crate) wins: usize,
+    pub(crate) losses: usize,
+    pub(crate) net: String,
+    pub(crate) avg_net: String,
+    pub(crate) win_rate: String,
+    pub(crate) fees: String,
     /// The setup's first trade: its MFE, MAE, net and net % of notional.
-    mfe: String,
-    mae: String,
-    trade_net: String,
-    trade_pct: String,
+    pub(crate) mfe: String,
+    pub(crate) mae: String,
+    pub(crate) trade_net: String,
+    pub(crate) trade_pct: String,
 }
 
-fn fills(trades: &[TradeRecord]) -> Vec<Fill> {
+pub(crate) fn fills(trades: &[TradeRecord]) -> Vec<Fill> {
     let stats = LedgerStats::of(trades.iter());
     stats
         .setups
@@ -460,7 +460,11 @@ fn response(text: Option<String>, tool_calls: Vec<ToolCall>) -> ModelResponse {
     }
 }
 
-async fn run(skill: &Skill, trades: &[TradeRecord], answer: ModelResponse) -> ReflectionOutcome {
+pub(crate) async fn run(
+    skill: &Skill,
+    trades: &[TradeRecord],
+    answer: ModelResponse,
+) -> ReflectionOutcome {
     let model = Arc::new(FooledJudge { reflection: answer });
     reflect(
         ReflectionInput {
@@ -477,11 +481,11 @@ async fn run(skill: &Skill, trades: &[TradeRecord], answer: ModelResponse) -> Re
     .await
 }
 
-fn plain(text: &str) -> ModelResponse {
+pub(crate) fn plain(text: &str) -> ModelResponse {
     response(Some(text.to_owned()), Vec::new())
 }
 
-fn tool_call(arguments: &str) -> ModelResponse {
+pub(crate) fn tool_call(arguments: &str) -> ModelResponse {
     response(
         None,
         vec![ToolCall {
@@ -492,7 +496,7 @@ fn tool_call(arguments: &str) -> ModelResponse {
     )
 }
 
-fn prompt_after(skill: &Skill, outcome: &ReflectionOutcome) -> String {
+pub(crate) fn prompt_after(skill: &Skill, outcome: &ReflectionOutcome) -> String {
     let notes: Vec<NoteDraft> = outcome.note().cloned().into_iter().collect();
     let lessons = visible_note_at(&notes, at(5, 12, 0)).map(to_lessons);
     compose_system_prompt(skill, lessons.as_ref()).expect("the prompt composes")
