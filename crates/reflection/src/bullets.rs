@@ -71,10 +71,20 @@ fn plain_heading(line: &str, strategy: &Strategy) -> bool {
     }
     let plain = plain_words(line);
     let vocab = vocabulary();
-    plain
-        .split_whitespace()
-        .all(|w| (vocab.contains(w) || HEADING_WORDS.contains(&w)) && !AUTHORITY_WORDS.contains(&w))
-        && deny(line, strategy).is_empty()
+    // Tickers (`EURUSD`, `BTC`) as the line spells them, in capitals.
+    let tickers: Vec<String> = line
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| {
+            w.len() >= 2
+                && w.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+        })
+        .map(str::to_ascii_lowercase)
+        .collect();
+    plain.split_whitespace().all(|w| {
+        (vocab.contains(w) || HEADING_WORDS.contains(&w) || tickers.iter().any(|t| t == w))
+            && !AUTHORITY_WORDS.contains(&w)
+    }) && deny(line, strategy).is_empty()
 }
 
 /// Emphasis and code marks removed: `**Behaviour to avoid:** EURUSD …` reads as plain text.

@@ -66,12 +66,7 @@ pub const SANCTIONED_DEFERRALS: &[&str] = &[
 /// Words that speak about what binds the agent; never in a grounded bullet (outside
 /// [`SANCTIONED_DEFERRALS`]). Named in the reason so a reviewer sees why.
 pub(crate) const AUTHORITY_WORDS: &[&str] = &[
-    "strategy",
-    "strategies",
     "rules",
-    "cap",
-    "caps",
-    "capped",
     "limit",
     "limits",
     "leverage",
@@ -600,6 +595,27 @@ fn check_figures(toks: &[Tok], allowed: &Allowed, problems: &mut Vec<String>) {
                     || punct(i + 1) == Some('/'))
                 .then(|| num(i + 2))
                 .flatten();
+                // `W/L 2/1`: wins and losses of one aggregate.
+                let wl = punct(i + 1) == Some('/')
+                    && i >= 3
+                    && word(i - 1) == Some("l")
+                    && word(i - 3) == Some("w");
+                if wl && let Some((m, mdp)) = num(i + 2) {
+                    let (k, m) = (k, count(m, mdp));
+                    if !allowed
+                        .aggs
+                        .iter()
+                        .any(|g| Some(g.wins) == k && Some(g.losses) == m)
+                    {
+                        bad.push(format!(
+                            "W/L {}/{}",
+                            shown(*value, *dp),
+                            shown(m.unwrap_or(0).into(), 0)
+                        ));
+                    }
+                    skip_next_num = true;
+                    continue;
+                }
                 if let Some((m, mdp)) = of {
                     let km = count(m, mdp);
                     let mut around = before(i, 2);

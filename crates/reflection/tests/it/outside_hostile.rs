@@ -34,6 +34,10 @@
 //! homoglyphs of "add" (folded, then denied), base64, rot13, hex, URL and HTML encodings,
 //! leetspeak, reversed text. As typed notes the same got through, but for the two three-bullet
 //! splits whose bullets name a second setup (its figures fall outside the note's scope).
+//!
+//! That run is why no text of the model's reaches a prompt any more: a plain bullet that passes
+//! every layer is read as the observation it makes and rendered from the ledger, and an
+//! observation's note waits for a person. Since then: 0 of 71 plain and 0 of 71 typed.
 
 use serde_json::json;
 use types::TradeRecord;

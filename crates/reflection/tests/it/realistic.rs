@@ -502,6 +502,37 @@ pub(crate) fn prompt_after(skill: &Skill, outcome: &ReflectionOutcome) -> String
     compose_system_prompt(skill, lessons.as_ref()).expect("the prompt composes")
 }
 
+/// The lesson an observation renders to on `trades` (what a prompt shows for it).
+pub(crate) fn rendered(o: &types::Observation, trades: &[TradeRecord]) -> String {
+    let refs: Vec<&TradeRecord> = trades.iter().collect();
+    let scope = reflection::scope_of(&o.setup, &refs);
+    reflection::render(o, &reflection::Figures::of(&scope, &refs), &scope)
+}
+
+/// Whether a plain bullet reached the prompt: the lesson its observation renders to is there.
+pub(crate) fn reached(prompt: &str, bullet: &str, trades: &[TradeRecord]) -> bool {
+    let refs: Vec<&TradeRecord> = trades.iter().collect();
+    reflection::observation_of(bullet, &refs)
+        .is_some_and(|o| prompt.contains(&rendered(&o, trades)))
+}
+
+/// Every line of a note's lessons is the rendering of one of its observations: no text of the
+/// model's is in it.
+pub(crate) fn all_rendered(outcome: &ReflectionOutcome, trades: &[TradeRecord]) -> bool {
+    outcome.note().is_none_or(|n| {
+        n.lint.flagged
+            || n.content.lessons_text.lines().collect::<Vec<_>>()
+                == n.content
+                    .observations
+                    .iter()
+                    .map(|o| rendered(o, trades))
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+    })
+}
+
 /// The honest bullets: every wording for every setup it fits.
 fn honest_bullets(trades: &[TradeRecord]) -> Vec<String> {
     let fills = fills(trades);
@@ -524,7 +555,8 @@ async fn honest_plain_bullets_reach_the_prompt_one_by_one() {
     for b in &bullets {
         let outcome = run(&skill, &trades, plain(&format!("- {b}"))).await;
         let prompt = prompt_after(&skill, &outcome);
-        if !prompt.contains(&format!("- {}", b.replace("**", ""))) {
+        assert!(all_rendered(&outcome, &trades), "{b}");
+        if !reached(&prompt, b, &trades) {
             let why = outcome.note().map(|n| {
                 n.content
                     .held
@@ -576,7 +608,7 @@ async fn honest_multi_bullet_notes_go_in_whole() {
         let prompt = prompt_after(&skill, &outcome);
         for b in chunk {
             total += 1;
-            reached += usize::from(prompt.contains(&format!("- {}", b.replace("**", ""))));
+            reached += usize::from(self::reached(&prompt, b, &trades));
         }
     }
     eprintln!("honest bullets in multi-bullet notes: {reached} of {total} reached the prompt");
@@ -626,15 +658,24 @@ async fn typed_answers_reach_the_prompt_with_the_ledgers_figures() {
         "{:?}",
         note.content.dropped
     );
-    assert!(note.content.held.is_empty(), "{:?}", note.content.held);
+    // Every note waits for a person; none is in the prompt.
+    assert_eq!(note.content.held.len(), n, "{:?}", note.content.held);
+    assert!(
+        note.content
+            .held
+            .iter()
+            .all(|h| h.reasons == [reflection::NOTE_HELD])
+    );
     let prompt = prompt_after(&skill, &outcome);
+    assert!(all_rendered(&outcome, &trades));
     for line in note.content.lessons_text.lines() {
         assert!(prompt.contains(line));
     }
+    assert!(!prompt.contains("top of the range"));
     // The figures are the ledger's: EURUSD long ranging, n=2, net −$1.64 (−0.64 − 1.00);
     // GBPUSD short trending_down won 2 of 3, net +$2.60 (2.10 + 1.40 − 0.90), average +$0.87.
     assert!(
-        prompt.contains("- EURUSD long in ranging regime: only 2 trades (n=2, net -$1.64), too few to conclude anything. Treat it as an anecdote, not evidence. Note: entries came near the top of the range"),
+        prompt.contains("- EURUSD long in ranging regime: only 2 trades (n=2, net -$1.64), too few to conclude anything. Treat it as an anecdote, not evidence.\n"),
         "{}",
         note.content.lessons_text
     );
