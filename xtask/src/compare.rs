@@ -14,7 +14,7 @@
 //!    reading), one whole backtesting.py process (interpreter start, imports, reading the CSV,
 //!    one run, writing the trades) and one `sim-worker` process running the README's main
 //!    command (the example skill, `builtin/sma-cross:10:20`, every tick's snapshot persisted to
-//!    SQLite, the report written). Interleaved, so that a host whose speed drifts over the
+//!    SQLite, the report written) with `--pin-threads`. Interleaved, so that a host whose speed drifts over the
 //!    minutes (a shared VM's does, by tens of per cent) slows both sides alike.
 //!
 //! It prints both throughputs in bars per second (medians) and their ratios, and the median of
@@ -149,13 +149,16 @@ pub(crate) fn compare_backtesting_py(args: &[String]) -> Result<()> {
                 .arg("--trades")
                 .arg(&once),
         )?);
+        // Placed, as every comparison in the performance diary was measured (the command's
+        // default leaves the threads to the scheduler).
         let s = timed(
             Command::new(&sim_worker)
                 .current_dir(&root)
                 .args(["run", "--skill", SKILL, "--bars"])
                 .arg(format!("EURUSD={BARS}"))
                 .arg("--out")
-                .arg(&sim_out),
+                .arg(&sim_out)
+                .arg("--pin-threads"),
         )?;
         sim.push(s);
         ratios.push(run / s);
@@ -185,7 +188,7 @@ pub(crate) fn compare_backtesting_py(args: &[String]) -> Result<()> {
         seconds(&bt_process)
     );
     println!(
-        "sim-worker run (release), whole process, every snapshot persisted to SQLite, report written: {:.3} s = {:.0} bars/s (runs {})",
+        "sim-worker run --pin-threads (release), whole process, every snapshot persisted to SQLite, report written: {:.3} s = {:.0} bars/s (runs {})",
         sim_median,
         rate(sim_median),
         seconds(&sim)

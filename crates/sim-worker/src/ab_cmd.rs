@@ -116,7 +116,7 @@ pub(crate) fn run(args: AbArgs) -> Result<String, Failure> {
         max_cost: a.max_cost.clone(),
         // Both variants blind, or neither: a comparison across the disguise compares prompts.
         blind: a.blind,
-        no_pin_threads: a.no_pin_threads,
+        pin_threads: a.pin_threads,
         memory_off: b_memory == MemoryArg::Off,
         time_flags: a.time_flags,
     };

@@ -175,7 +175,7 @@ pub(crate) fn run(plan: &Plan, a: &RunArgs, b: &RunArgs, out: &Path) -> Result<S
             to: Some(to.to_rfc3339()),
             out: base.out.join(name(i)),
             // Windows run side by side would all pin to the same two CPUs.
-            no_pin_threads: base.no_pin_threads || plan.concurrency > 1,
+            pin_threads: base.pin_threads && plan.concurrency == 1,
             ..base.clone()
         }
     };

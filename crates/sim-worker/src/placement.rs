@@ -12,11 +12,13 @@
 //! backtest ran 15–19 % faster in wall time (median of 15–25 alternating runs, see the
 //! performance diary).
 //!
-//! Placement is asked for by `run` and `ab` (for one run at a time); `--no-pin-threads`
-//! leaves the threads to the scheduler, and so do `ab`'s windows run side by side (they would
-//! all land on the same two CPUs). It is a hint: where the process may use fewer than two CPUs,
-//! on a system other than Linux, or when the system refuses, the threads run where the
-//! scheduler puts them, as before. Nothing else changes: the same ticks, the same store.
+//! Placement is opt-in, for benchmarks: `run` and `ab` (for one run at a time) place only with
+//! `--pin-threads`. By default the threads are the scheduler's: a user running several
+//! backtests side by side would otherwise have each process pin to the CPU it started on.
+//! `ab`'s windows run side by side never pin (they would all land on the same two CPUs). It
+//! is a hint: where the process may use fewer than two CPUs, on a system other than Linux, or
+//! when the system refuses, the threads run where the scheduler puts them. Nothing else
+//! changes: the same ticks, the same store.
 
 /// The two CPUs of a placed backtest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -170,7 +170,7 @@ pub(crate) fn preview_tick(args: PreviewArgs) -> Result<PreviewedTick, Failure> 
         max_cost: None,
         blind: args.blind,
         // A preview replays in memory, on its own runtime: nothing to place.
-        no_pin_threads: true,
+        pin_threads: false,
         memory_off: false,
         time_flags: TimeFlags {
             to: "--at",

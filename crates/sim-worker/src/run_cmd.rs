@@ -118,11 +118,12 @@ pub(crate) struct RunArgs {
     /// stay in real symbols, times and prices; the stored prompts are what the model read.
     #[arg(long)]
     pub blind: bool,
-    /// Leave the backtest's threads where the scheduler puts them. By default the tick's
-    /// thread stays on its CPU and the store's threads share another (Linux, two or more CPUs):
-    /// faster for one run; give this flag when running many backtests side by side.
+    /// Pin the backtest's threads: the tick's thread to the CPU it runs on, the store's threads
+    /// together to another (Linux, two or more CPUs). For benchmarks: a few per cent faster for
+    /// one run alone on a two-core machine; backtests run side by side would each pin to the
+    /// CPU they started on. Without it the scheduler places every thread.
     #[arg(long)]
-    pub no_pin_threads: bool,
+    pub pin_threads: bool,
     /// Set by `ab --b-memory off`: run the skill with `context.memory.enabled: false`.
     #[arg(skip)]
     pub memory_off: bool,
@@ -156,7 +157,7 @@ impl RunArgs {
             cassette_mode: crate::spend::CassetteMode::Auto,
             max_cost: None,
             blind: false,
-            no_pin_threads: false,
+            pin_threads: false,
             memory_off: false,
             time_flags: TimeFlags::default(),
         }
@@ -712,10 +713,10 @@ fn too_many_model_errors(failed: u64, ticks: u64) -> bool {
 /// for the whole backtest (every tick's context carries their tools) and are stopped at its end.
 pub(crate) fn run_with_summary(args: RunArgs) -> Result<(String, serde_json::Value), Failure> {
     let mut prepared = prepare(&args)?;
-    let placement = if args.no_pin_threads {
-        None
-    } else {
+    let placement = if args.pin_threads {
         crate::placement::plan()
+    } else {
+        None
     };
     crate::block_on_placed(placement, async move {
         let servers = start_mcp_servers(&mut prepared.input).await?;

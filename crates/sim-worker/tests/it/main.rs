@@ -19,6 +19,8 @@ mod meta_cli;
 mod model_failures_cli;
 mod notes_cli;
 mod parity_cli;
+#[cfg(target_os = "linux")]
+mod placement_cli;
 mod run_cli;
 mod score_cli;
 mod skill_cli;

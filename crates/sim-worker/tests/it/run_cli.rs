@@ -663,8 +663,8 @@ async fn a_killed_run_leaves_no_summary_of_another_run_and_replay_refuses_to_pad
 
 #[test]
 fn pinned_threads_change_nothing_but_where_they_run() {
-    // The default places the tick's thread and the store's threads on CPUs of their own
-    // (Linux, two or more CPUs); `--no-pin-threads` leaves them to the scheduler. Past two
+    // `--pin-threads` places the tick's thread and the store's threads on CPUs of their own
+    // (Linux, two or more CPUs); the default leaves them to the scheduler. Past two
     // write-behind batches (256 ticks each), the outputs must be the same bytes.
     let dir = tempfile::tempdir().unwrap();
     let bars = eurusd();
@@ -686,8 +686,8 @@ fn pinned_threads_change_nothing_but_where_they_run() {
         assert_eq!(o.code, 0, "stderr: {}", o.stderr);
         ["summary.json", "trades.csv"].map(|f| std::fs::read(out.join(f)).unwrap())
     };
-    let pinned = files(&[], "pinned");
-    let free = files(&["--no-pin-threads"], "free");
+    let pinned = files(&["--pin-threads"], "pinned");
+    let free = files(&[], "free");
     let summary: serde_json::Value = serde_json::from_slice(&pinned[0]).unwrap();
     assert!(summary["ticks"].as_u64().unwrap() > 512, "{summary}");
     assert_eq!(pinned, free);
