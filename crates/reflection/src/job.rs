@@ -327,18 +327,20 @@ fn answer_of(resp: &model::ModelResponse) -> Answer {
 ///   the `record_lessons` tool; a model error → `Failed(Model)`.
 /// - **Typed answer** (a `record_lessons` call, or the same JSON as text): each observation's
 ///   setup is looked up in the window, its figures computed and its finding tested
-///   ([`crate::observe`]); one the ledger does not bear out is dropped and recorded
-///   (`content.dropped`), the others rendered. An observation's note is checked like a plain
-///   bullet: a note that fails is held for review and the bullet goes in without it.
-/// - **Plain bullets**: each bullet is checked alone ([`crate::bullets`]); a failing bullet is
-///   held (`content.held`) and the rest go in.
+///   (`crate::observe`); one the ledger does not bear out is dropped and recorded
+///   (`content.dropped`), the others rendered. An observation's note is held for a person
+///   ([`NOTE_HELD`]): no text of the model's reaches a prompt without one.
+/// - **Plain bullets**: each bullet is checked alone (`crate::bullets`); a failing bullet is
+///   held (`content.held`); one that passes is read as the observation it makes
+///   ([`crate::observation_of`]) and rendered like a typed one.
 /// - For a real model (not `builtin/…`, see [`crate::is_real_model`]), a second, separate call
-///   ([`crate::judge_request`]) must clear each bullet that carries the model's words; a bullet
-///   it does not clear is held (a note: dropped from its bullet and held). A failed check call
-///   holds them all. Its tokens and cost are added to the note's.
-/// - The bullets that pass become `lessons_text` (bounded by [`crate::bound_lessons`]); the note
-///   is then injectable. When every bullet was held, the note is stored pending review with the
-///   held bullets as its text; when nothing usable is left → `Failed(EmptyReply)`.
+///   ([`crate::judge_request`]) must clear each plain bullet that passed the deterministic
+///   layers; a bullet it does not clear is held, a failed check call holds them all. Its tokens
+///   and cost are added to the note's.
+/// - The rendered lessons become `lessons_text` (bounded by [`crate::bound_lessons`]); the note
+///   is then injectable. When nothing was rendered but bullets were held, the note is stored
+///   pending review with the held bullets as its text; when nothing usable is left →
+///   `Failed(EmptyReply)`.
 pub async fn reflect(input: ReflectionInput<'_>, reflector: &Reflector) -> ReflectionOutcome {
     let (trades, omitted, start) = select(&input);
     let trades_considered = u32::try_from(trades.len()).unwrap_or(u32::MAX);

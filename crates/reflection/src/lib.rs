@@ -13,9 +13,10 @@
 //! - `builtin/stats-reflection` ([`stats_observations`], [`stats_lessons`],
 //!   [`Reflector::Stats`]): the same observations computed from the ledger without any model;
 //! - the bounds every lessons text obeys ([`bound_lessons`]: `- ` bullets, ≤ 2,000 characters);
-//! - the lesson defences, run by [`reflect`] on every bullet that carries the model's words (a
-//!   plain bullet, or an observation's note), one bullet at a time — a failing bullet is held
-//!   for a person's review alone, the others go in:
+//! - the lesson defences, run by [`reflect`] on every plain bullet of a model's answer, one
+//!   bullet at a time — a failing bullet is held for a person's review alone, a passing one is
+//!   read as the observation it makes ([`observation_of`]) and rendered: no text of the model's
+//!   reaches a prompt without a person (an observation's note is always held, [`NOTE_HELD`]):
 //!   1. [`normalise`]: hidden characters removed, NFKC, TR39 confusables folded — every check
 //!      reads this text; headings and tags that are not plain lesson headings hold the bullets
 //!      under them;
