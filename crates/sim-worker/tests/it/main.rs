@@ -22,3 +22,4 @@ mod parity_cli;
 mod run_cli;
 mod score_cli;
 mod skill_cli;
+mod xbackend_cli;
