@@ -7,14 +7,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use assert_cmd::Command;
 use db::{DecisionSnapshot, OutcomeStore, RegistryStore, TickStore};
 use serde_json::{Value, json};
 use types::Uuid;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use crate::common::repo;
+use crate::common::{Run, repo, run_openai};
 
 /// Five days of hourly ticks: outcomes are graded from the second day on.
 const FROM: &str = "2017-04-19T10:00:00Z";
@@ -131,44 +130,14 @@ fn skill(dir: &Path) -> String {
     path.to_str().unwrap().to_owned()
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 fn run(skill: &str, base_url: Option<&str>, db: &str, out: &Path, extra: &[&str]) -> Run {
-    let mut cmd = Command::cargo_bin("sim-worker").unwrap();
-    cmd.args([
-        "run",
-        "--skill",
+    run_openai(
         skill,
-        "--bars",
-        &format!("EURUSD={}", repo("examples/data/EURUSD.csv")),
-        "--model",
-        "openai/gpt-4o-mini",
-        "--db",
-        db,
-        "--out",
-        out.to_str().unwrap(),
-        "--from",
-        FROM,
-        "--to",
-        TO,
-    ])
-    .args(extra)
-    .env_remove("OPENAI_API_KEY")
-    // Nothing listens on port 9 (discard): a request that escaped would fail loudly.
-    .env("OPENAI_BASE_URL", base_url.unwrap_or("http://127.0.0.1:9"));
-    if base_url.is_some() {
-        cmd.env("OPENAI_API_KEY", "sk-test");
-    }
-    let o = cmd.output().unwrap();
-    Run {
-        code: o.status.code().unwrap(),
-        stdout: String::from_utf8(o.stdout).unwrap(),
-        stderr: String::from_utf8(o.stderr).unwrap(),
-    }
+        base_url,
+        out,
+        (FROM, TO),
+        &[&["--db", db], extra].concat(),
+    )
 }
 
 fn read(p: &Path) -> String {

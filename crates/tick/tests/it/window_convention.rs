@@ -96,45 +96,31 @@ async fn every_reader_counts_the_same_half_open_window(store: &Store) {
             .await
             .expect("outcome");
     }
-    assert_eq!(block_count(store, d, t).await, 2, "the block at T");
-    assert_eq!(
-        recall_count(store, d, t).await,
-        2,
-        "recall_recent_trades at T"
-    );
-    assert_eq!(
-        stats_count(store, d, Some(t)).await,
-        2,
-        "memory-stats --at T"
-    );
-
+    all_count(store, d, t, 2).await;
     // An outcome exactly at T changes none of the counts at T.
     record_sample_outcome(store, d, t).await.expect("outcome");
-    assert_eq!(block_count(store, d, t).await, 2, "the block at T");
-    assert_eq!(
-        recall_count(store, d, t).await,
-        2,
-        "recall_recent_trades at T"
-    );
-    assert_eq!(
-        stats_count(store, d, Some(t)).await,
-        2,
-        "memory-stats --at T"
-    );
-
+    all_count(store, d, t, 2).await;
     // One microsecond later the outcome at T is in and the one at T − N d out: all agree.
-    let later = t + us;
-    assert_eq!(block_count(store, d, later).await, 2);
-    assert_eq!(recall_count(store, d, later).await, 2);
-    assert_eq!(stats_count(store, d, Some(later)).await, 2);
+    all_count(store, d, t + us, 2).await;
     // memory-stats without --at ends just after the latest outcome: the same window.
     assert_eq!(stats_count(store, d, None).await, 2);
-
     // One microsecond earlier the outcome just before the window is in, the one at T − 1 h too.
-    let earlier = t - us;
-    assert_eq!(block_count(store, d, earlier).await, 3);
-    assert_eq!(recall_count(store, d, earlier).await, 3);
-    assert_eq!(stats_count(store, d, Some(earlier)).await, 3);
+    all_count(store, d, t - us, 3).await;
+}
+
+/// The block, `recall_recent_trades` and `memory-stats` all count `n` outcomes at `now`.
+async fn all_count(store: &Store, d: types::Uuid, now: DateTime<Utc>, n: u64) {
+    assert_eq!(block_count(store, d, now).await, n, "the block at {now}");
+    assert_eq!(
+        recall_count(store, d, now).await,
+        n,
+        "recall_recent_trades at {now}"
+    );
+    assert_eq!(
+        stats_count(store, d, Some(now)).await,
+        n,
+        "memory-stats --at {now}"
+    );
 }
 
 #[tokio::test]
