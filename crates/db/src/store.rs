@@ -178,7 +178,7 @@ delegate!(OutcomeStore {
     fn unscored_outcomes(&self, now: DateTime<Utc>, limit: u32) -> Vec<outcomes::TradeOutcome>;
     fn score_outcomes(&self, scores: &[(Uuid, outcomes::OutcomeScore)]) -> u64;
     fn outcomes(&self, deployment_id: Uuid, limit: u32) -> Vec<outcomes::TradeOutcome>;
-    fn symbol_outcomes(&self, deployment_id: Option<Uuid>, symbol: &str, after: DateTime<Utc>, until: DateTime<Utc>, limit: u32) -> Vec<outcomes::TradeOutcome>;
+    fn symbol_outcomes(&self, deployment_id: Option<Uuid>, symbol: &str, from: DateTime<Utc>, until: DateTime<Utc>, limit: u32) -> Vec<outcomes::TradeOutcome>;
     fn outcome(&self, id: Uuid) -> outcomes::TradeOutcome;
     fn market_snapshot(&self, id: Uuid) -> outcomes::MarketSnapshot;
     fn annotate(&self, annotation: &NewAnnotation) -> Annotation;

@@ -808,9 +808,11 @@ pub trait OutcomeStore: Sync {
         limit: u32,
     ) -> impl Future<Output = Result<Vec<TradeOutcome>, DbError>> + Send;
 
-    /// The outcomes of `symbol` whose tick is in (`after`, `until`], of one deployment or (with
+    /// The outcomes of `symbol` whose tick is in [`from`, `until`), of one deployment or (with
     /// `None`) of every deployment, newest tick first (ties by id), at most `limit` (≤ 1000): a
-    /// window of the outcome memory, read in one query.
+    /// window of the outcome memory, read in one query. The window is half-open as every
+    /// reader's is (`outcomes::recall`'s window convention: the last N days at T are
+    /// [T − N d, T), `outcomes::window_start`).
     ///
     /// # Errors
     /// [`DbError::Invalid`] for a limit above 1000; [`DbError::Backend`] on driver failure.
@@ -818,7 +820,7 @@ pub trait OutcomeStore: Sync {
         &self,
         deployment_id: Option<Uuid>,
         symbol: &str,
-        after: DateTime<Utc>,
+        from: DateTime<Utc>,
         until: DateTime<Utc>,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<TradeOutcome>, DbError>> + Send;

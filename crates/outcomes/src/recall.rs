@@ -8,7 +8,8 @@
 //! T, and a live reader sees what the scorer has written.
 //!
 //! **The window convention** (one for every reader: the `<trading_memory>` block, the recall
-//! tools and the MCP server): "the last N days" at T are the outcomes whose tick is in
+//! tools, the MCP server and `memory-stats`, whose store read `symbol_outcomes` is half-open
+//! too): "the last N days" at T are the outcomes whose tick is in
 //! **[T − N d, T)**. An outcome is a decision, and the decision of the tick at T is made after
 //! its prompt was shown: at T it does not exist yet, so it is out of every window ending at T,
 //! and a prompt recomputed later from the store as of T is the prompt the tick showed (the

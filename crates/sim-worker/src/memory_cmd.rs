@@ -44,11 +44,12 @@ pub(crate) struct StatsArgs {
     /// The symbol.
     #[arg(long)]
     symbol: String,
-    /// The window: outcomes whose tick is in (at − DAYS days, at], 1 to 3650.
+    /// The window: outcomes whose tick is in [at − DAYS days, at), 1 to 3650.
     #[arg(long)]
     days: u32,
-    /// The window's end (RFC 3339); default the latest outcome's tick of the symbol. An outcome
-    /// scored after it counts as unscored.
+    /// The window's end (RFC 3339), exclusive: an outcome of this tick is out; default just
+    /// after the latest outcome's tick of the symbol (1 µs). An outcome scored after it counts
+    /// as unscored.
     #[arg(long)]
     at: Option<DateTime<Utc>>,
     /// Print JSON instead of text.

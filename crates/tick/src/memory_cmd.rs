@@ -51,9 +51,11 @@ pub struct StatsRequest {
     pub deployment: Option<Uuid>,
     /// The symbol.
     pub symbol: String,
-    /// The window: outcomes whose tick is in (at − days, at], 1 to 3650.
+    /// The window: outcomes whose tick is in [at − days, at), 1 to 3650 (the window
+    /// convention of every outcome-memory reader, `outcomes::recall`'s).
     pub days: u32,
-    /// The window's end; `None`: the latest outcome's tick of the symbol.
+    /// The window's end (exclusive); `None`: the instant after the latest outcome's tick of the
+    /// symbol (one microsecond, the stores' precision), so the window ends with that outcome.
     pub at: Option<DateTime<Utc>>,
     /// JSON instead of text.
     pub json: bool,
@@ -253,18 +255,18 @@ fn summarise(rows: &[&TradeOutcome], at: DateTime<Utc>) -> Stats {
     s
 }
 
-/// The outcomes of `symbol` with a tick in (`after`, `until`], failing rather than
+/// The outcomes of `symbol` with a tick in [`from`, `until`), failing rather than
 /// summarising a truncated read.
 async fn read_window<S: OutcomeStore>(
     store: &S,
     deployment: Option<Uuid>,
     symbol: &str,
-    after: DateTime<Utc>,
+    from: DateTime<Utc>,
     until: DateTime<Utc>,
     limit: u32,
 ) -> Result<Vec<TradeOutcome>, MemoryCommandError> {
     let rows = store
-        .symbol_outcomes(deployment, symbol, after, until, limit)
+        .symbol_outcomes(deployment, symbol, from, until, limit)
         .await
         .map_err(|e| bad(format!("reading the outcomes of {symbol}: {e}")))?;
     if limit == MAX_ROWS && rows.len() >= MAX_ROWS as usize {
@@ -315,7 +317,8 @@ pub async fn memory_stats<S: OutcomeStore + RegistryStore>(
             read_window(store, args.deployment, &args.symbol, first, last, 1)
                 .await?
                 .first()
-                .map(|o| o.tick_at)
+                // The window is half-open: its end is just after the latest outcome.
+                .map(|o| o.tick_at + Duration::microseconds(1))
                 .ok_or_else(|| {
                     bad(format!(
                         "--symbol {}: the store has no outcome of this symbol (give --at \
@@ -325,7 +328,7 @@ pub async fn memory_stats<S: OutcomeStore + RegistryStore>(
                 })?
         }
     };
-    let from = at - Duration::days(i64::from(args.days));
+    let from = outcomes::window_start(at, i64::from(args.days));
     let rows = read_window(store, args.deployment, &args.symbol, from, at, MAX_ROWS).await?;
     let window: Vec<_> = rows.iter().collect();
     let s = summarise(&window, at);
@@ -385,7 +388,7 @@ fn render_text(args: &StatsRequest, from: DateTime<Utc>, at: DateTime<Utc>, s: &
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{} outcomes in ({}, {}] ({} days)",
+        "{} outcomes in [{}, {}) ({} days)",
         args.symbol,
         db::time_text(from),
         db::time_text(at),

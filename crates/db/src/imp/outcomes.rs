@@ -439,19 +439,20 @@ macro_rules! impl_outcomes {
                 &self,
                 deployment_id: Option<Uuid>,
                 symbol: &str,
-                after: DateTime<Utc>,
+                from: DateTime<Utc>,
                 until: DateTime<Utc>,
                 limit: u32,
             ) -> Result<Vec<outcomes::TradeOutcome>, DbError> {
                 let limit = check_limit("symbol outcomes limit", limit, MAX_OUTCOME_ROWS)?;
                 let of_deployment = if deployment_id.is_some() { "AND deployment_id = $5 " } else { "" };
+                // [from, until): the window convention of every outcome-memory reader.
                 let sql = format!(
-                    "SELECT * FROM trade_outcomes WHERE symbol = $1 AND tick_at > $2 \
-                     AND tick_at <= $3 {of_deployment}ORDER BY tick_at DESC, id LIMIT $4"
+                    "SELECT * FROM trade_outcomes WHERE symbol = $1 AND tick_at >= $2 \
+                     AND tick_at < $3 {of_deployment}ORDER BY tick_at DESC, id LIMIT $4"
                 );
                 let mut q = sqlx::query(&sql)
                     .bind(symbol)
-                    .bind($enc::ts(after))
+                    .bind($enc::ts(from))
                     .bind($enc::ts(until))
                     .bind(limit);
                 if let Some(d) = deployment_id {

@@ -203,7 +203,9 @@ mod cases {
         assert!(s.list_snapshots(d, 10).await.unwrap().is_empty());
     }
 
-    pub(super) async fn symbol_outcomes_read_a_window_of_one_or_every_deployment<S: Storage>(
+    pub(super) async fn symbol_outcomes_read_a_half_open_window_of_one_or_every_deployment<
+        S: Storage,
+    >(
         s: &S,
     ) {
         let fx = seed(s).await.unwrap();
@@ -219,36 +221,50 @@ mod cases {
         let d = Some(fx.deployment.id);
         mine.reverse();
 
-        // (after, until]: the tick at `after` is out, the one at `until` in; newest first.
+        // [from, until): the tick at `from` is in, the one at `until` out; newest first.
         assert_eq!(
             s.symbol_outcomes(d, "BTC", at(0), at(120), 10)
-                .await
-                .unwrap(),
-            mine[..2].to_vec()
-        );
-        assert_eq!(
-            s.symbol_outcomes(d, "BTC", at(-1), at(119), 10)
                 .await
                 .unwrap(),
             mine[1..].to_vec()
         );
         assert_eq!(
-            s.symbol_outcomes(d, "BTC", at(-1), at(120), 2)
+            s.symbol_outcomes(d, "BTC", at(1), at(121), 10)
+                .await
+                .unwrap(),
+            mine[..2].to_vec()
+        );
+        assert_eq!(
+            s.symbol_outcomes(d, "BTC", at(0), at(121), 2)
                 .await
                 .unwrap(),
             mine[..2].to_vec(),
             "at most `limit`, the newest"
         );
+        // One microsecond (the stores' precision) either side of a tick decides.
+        let us = chrono::Duration::microseconds(1);
+        assert_eq!(
+            s.symbol_outcomes(d, "BTC", at(60) - us, at(60) + us, 10)
+                .await
+                .unwrap(),
+            vec![mine[1].clone()]
+        );
+        assert!(
+            s.symbol_outcomes(d, "BTC", at(60) + us, at(120), 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
         // Every deployment: the other deployment's outcome at 60 too (ties by id).
         let all = s
-            .symbol_outcomes(None, "BTC", at(30), at(90), 10)
+            .symbol_outcomes(None, "BTC", at(60), at(90), 10)
             .await
             .unwrap();
         let mut expected = vec![mine[1].clone(), theirs];
         expected.sort_by_key(|o| o.id);
         assert_eq!(all, expected);
         assert!(
-            s.symbol_outcomes(None, "ETH", at(-1), at(120), 10)
+            s.symbol_outcomes(None, "ETH", at(-1), at(121), 10)
                 .await
                 .unwrap()
                 .is_empty()
@@ -338,7 +354,7 @@ crate::common::on_every_backend!(
     a_batch_scores_an_outcome_of_its_own_earlier_tick,
     outcome_rows_of_another_tick_or_out_of_range_are_refused,
     annotations_attach_to_an_outcome_or_a_ledger_row,
-    symbol_outcomes_read_a_window_of_one_or_every_deployment,
+    symbol_outcomes_read_a_half_open_window_of_one_or_every_deployment,
 );
 
 /// PostgreSQL: the owner of a deployment reads its outcome rows and no one else's, and cannot

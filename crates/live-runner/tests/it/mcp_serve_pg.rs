@@ -76,15 +76,24 @@ async fn a_users_memory_server_sees_and_annotates_only_that_users_deployments() 
         1,
         "{history}"
     );
-    assert_eq!(history["outcomes"][0]["id"], hers.id.to_string());
-    assert_eq!(history["outcomes"][0]["grade"], "A");
+    // One line per outcome under `columns`: the short id first, the grade the ninth field.
+    let short = |id: types::Uuid| id.simple().to_string()[..tools::SHORT_ID_CHARS].to_owned();
+    let row: Vec<&str> = history["outcomes"][0]
+        .as_str()
+        .expect("a row")
+        .split(" | ")
+        .collect();
+    let columns: Vec<&str> = history["columns"].as_str().unwrap().split(" | ").collect();
+    assert_eq!(row[0], short(hers.id), "{history}");
+    let grade = columns.iter().position(|c| *c == "grade").unwrap();
+    assert_eq!(row[grade], "A", "{history}");
 
     let search = tool(&tools, "search_trade_memory");
     let found = search
         .call_async(json!({"query": "kangaroo"}))
         .await
         .unwrap();
-    assert_eq!(found["hits"][0]["id"], hers.id.to_string(), "{found}");
+    assert_eq!(found["hits"][0]["id"], short(hers.id), "{found}");
     let other = search.call_async(json!({"query": "wombat"})).await.unwrap();
     assert_eq!(
         other["hits"],

@@ -6,13 +6,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use assert_cmd::Command;
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use crate::common::repo;
+use crate::common::{Run, repo, run_openai};
 
 /// 30 hourly ticks of the example skill.
 const FROM: &str = "2017-04-19T10:00:00Z";
@@ -78,44 +77,8 @@ async fn trader() -> (MockServer, Arc<AtomicUsize>) {
     (server, calls)
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// `sim-worker run` of `skill` on `openai/gpt-4o-mini` at `base_url` (or at a closed port),
-/// with the key set only when a server is given.
 fn run(skill: &str, base_url: Option<&str>, out: &Path, extra: &[&str]) -> Run {
-    let mut cmd = Command::cargo_bin("sim-worker").unwrap();
-    cmd.args([
-        "run",
-        "--skill",
-        skill,
-        "--bars",
-        &format!("EURUSD={}", repo("examples/data/EURUSD.csv")),
-        "--model",
-        "openai/gpt-4o-mini",
-        "--out",
-        out.to_str().unwrap(),
-        "--from",
-        FROM,
-        "--to",
-        TO,
-    ])
-    .args(extra)
-    .env_remove("OPENAI_API_KEY")
-    // Nothing listens on port 9 (discard): a request that escaped would fail loudly.
-    .env("OPENAI_BASE_URL", base_url.unwrap_or("http://127.0.0.1:9"));
-    if base_url.is_some() {
-        cmd.env("OPENAI_API_KEY", "sk-test");
-    }
-    let o = cmd.output().unwrap();
-    Run {
-        code: o.status.code().unwrap(),
-        stdout: String::from_utf8(o.stdout).unwrap(),
-        stderr: String::from_utf8(o.stderr).unwrap(),
-    }
+    run_openai(skill, base_url, out, (FROM, TO), extra)
 }
 
 fn read(p: &Path) -> String {

@@ -28,6 +28,54 @@ pub(crate) fn sim(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// What a run of the binary printed.
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+/// Runs `sim-worker run` of `skill` on the EURUSD example bars from `from` to `to` on
+/// `openai/gpt-4o-mini` at `base_url` (or at a closed port), then `extra`; the key is set only
+/// when a server is given.
+pub(crate) fn run_openai(
+    skill: &str,
+    base_url: Option<&str>,
+    out: &Path,
+    (from, to): (&str, &str),
+    extra: &[&str],
+) -> Run {
+    let mut cmd = Command::cargo_bin("sim-worker").unwrap();
+    cmd.args([
+        "run",
+        "--skill",
+        skill,
+        "--bars",
+        &format!("EURUSD={}", repo("examples/data/EURUSD.csv")),
+        "--model",
+        "openai/gpt-4o-mini",
+        "--out",
+        out.to_str().unwrap(),
+        "--from",
+        from,
+        "--to",
+        to,
+    ])
+    .args(extra)
+    .env_remove("OPENAI_API_KEY")
+    // Nothing listens on port 9 (discard): a request that escaped would fail loudly.
+    .env("OPENAI_BASE_URL", base_url.unwrap_or("http://127.0.0.1:9"));
+    if base_url.is_some() {
+        cmd.env("OPENAI_API_KEY", "sk-test");
+    }
+    let o = cmd.output().unwrap();
+    Run {
+        code: o.status.code().unwrap(),
+        stdout: String::from_utf8(o.stdout).unwrap(),
+        stderr: String::from_utf8(o.stderr).unwrap(),
+    }
+}
+
 /// The README backtest up to `to` into `dir/run`; returns (store url, deployment id) as the
 /// result's `store:` line prints them.
 pub(crate) fn backtest_to(dir: &Path, to: &str) -> (String, String) {

@@ -24,3 +24,4 @@ mod placement_cli;
 mod run_cli;
 mod score_cli;
 mod skill_cli;
+mod xbackend_cli;

@@ -28,23 +28,25 @@ async fn memory_stats_match_sql_over_the_store_and_annotate_stores_a_note() {
     let (url, deployment) = backtest(dir.path());
     let lite = pool(&url).await;
 
-    // The window: 10 days up to the latest outcome's tick.
-    let at: String =
+    // The window: the 10 days [at − 10 d, at) ending just after the latest outcome's tick.
+    let latest: String =
         sqlx::query_scalar("SELECT max(tick_at) FROM trade_outcomes WHERE symbol = 'EURUSD'")
             .fetch_one(&lite)
             .await
             .unwrap();
-    let at_t: DateTime<Utc> = at.parse().unwrap();
+    let latest: DateTime<Utc> = latest.parse().unwrap();
+    let at_t = latest + Duration::microseconds(1);
+    let at = db::time_text(at_t);
     let from = db::time_text(at_t - Duration::days(10));
     let count: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM trade_outcomes WHERE symbol = 'EURUSD' AND tick_at > ? AND tick_at <= ?",
+        "SELECT count(*) FROM trade_outcomes WHERE symbol = 'EURUSD' AND tick_at >= ? AND tick_at < ?",
     )
     .bind(&from)
     .bind(&at)
     .fetch_one(&lite)
     .await
     .unwrap();
-    let scored_where = "symbol = 'EURUSD' AND tick_at > ?1 AND tick_at <= ?2 \
+    let scored_where = "symbol = 'EURUSD' AND tick_at >= ?1 AND tick_at < ?2 \
                         AND scored_at IS NOT NULL AND scored_at <= ?2";
     let (scored, hit_target, hit_stop, wins, mean_24h): (i64, i64, i64, i64, Option<f64>) =
         sqlx::query_as(&format!(
@@ -94,7 +96,10 @@ async fn memory_stats_match_sql_over_the_store_and_annotate_stores_a_note() {
     assert_eq!(code, 0, "{stderr}");
     let v: Value = serde_json::from_str(&stdout).unwrap();
     let at_out: DateTime<Utc> = v["at"].as_str().unwrap().parse().unwrap();
-    assert_eq!(at_out, at_t, "the default end is the latest outcome's tick");
+    assert_eq!(
+        at_out, at_t,
+        "the default end is just after the latest outcome's tick"
+    );
     assert_eq!(v["count"], count);
     assert_eq!(v["scored"], scored);
     assert_eq!(v["hit_target"], hit_target);
@@ -143,7 +148,7 @@ async fn memory_stats_match_sql_over_the_store_and_annotate_stores_a_note() {
     let (scored_then, total_then, scored_since): (i64, i64, i64) = sqlx::query_as(
         "SELECT coalesce(sum(scored_at IS NOT NULL AND scored_at <= ?2), 0), count(*), \
          coalesce(sum(scored_at > ?2), 0) \
-         FROM trade_outcomes WHERE symbol = 'EURUSD' AND tick_at > ?1 AND tick_at <= ?2",
+         FROM trade_outcomes WHERE symbol = 'EURUSD' AND tick_at >= ?1 AND tick_at < ?2",
     )
     .bind(db::time_text(at_t - Duration::days(4)))
     .bind(&earlier)

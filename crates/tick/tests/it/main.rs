@@ -16,3 +16,4 @@ mod outcome_memory;
 mod recall_memory;
 mod snapshot_text;
 mod stops;
+mod window_convention;
