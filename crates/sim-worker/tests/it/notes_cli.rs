@@ -53,7 +53,10 @@ fn notes_lists_the_history_and_reflect_adds_a_note_on_demand() {
         "{stdout}"
     );
     assert!(stdout.contains("3 closed trades"), "{stdout}");
-    assert!(stdout.contains("- Overall: n=3"), "{stdout}");
+    assert!(
+        stdout.contains("- All trades of the window: lost 3 of 3 (n=3,"),
+        "{stdout}"
+    );
     assert_eq!(
         count(&after, "active") + count(&after, "superseded"),
         notes_before + 1
