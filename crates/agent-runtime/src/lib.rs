@@ -9,7 +9,7 @@
 //! - [`run_tick`] does both around `prompt_compose::compose_system_prompt`.
 //! - [`builtin`] holds the offline models (`builtin/scripted`, `builtin/sma-cross:FAST:SLOW`).
 //! - The model interface ([`LanguageModel`], messages, [`Usage`], [`Rates`], the rate table
-//!   and [`estimate_cost`]) is the `agent-model` crate's, re-exported here for the runtime's
+//!   and [`estimate_cost`]) is the `model` crate's, re-exported here for the runtime's
 //!   users.
 //!
 //! What this crate must never do: touch a database, an exchange, an HTTP client or the wall

@@ -29,7 +29,7 @@
 //! - point in time: closed trades and notes are read "as of" a time, never past it; a news item
 //!   only once both its publication and its first fetch are at or before that time.
 //!
-//! Tests: `cargo test -p agent-db` runs one contract suite against SQLite and PostgreSQL (plus
+//! Tests: `cargo test -p db` runs one contract suite against SQLite and PostgreSQL (plus
 //! RLS tests). The PostgreSQL half needs a server at `TEST_DATABASE_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/postgres`); without one it fails and says how to start it
 //! (`pg_ctlcluster --skip-systemctl-redirect 15 main start`). See `migrations/README.md`.

@@ -14,7 +14,7 @@
 //! it on every snapshot and `db` depends on `types` only.
 //!
 //! **Never does:** I/O, HTTP, reading the clock or the environment; it knows no provider (the
-//! HTTP providers live in `model-providers`, the offline `builtin/*` models in
+//! HTTP providers live in `providers`, the offline `builtin/*` models in
 //! `agent-runtime`).
 //!
 //! The one cost formula, in dollars per million tokens, exact in decimals:

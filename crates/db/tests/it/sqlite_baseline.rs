@@ -125,7 +125,7 @@ async fn the_baseline_builds_what_the_migrations_build() {
     assert!(
         db::SQLITE_BASELINE == expected,
         "migrations/sqlite-baseline.sql is not what the migrations build: a migration was \
-         added or changed. Rewrite it with `UPDATE_SQLITE_BASELINE=1 cargo test -p agent-db \
+         added or changed. Rewrite it with `UPDATE_SQLITE_BASELINE=1 cargo test -p db \
          --test it sqlite_baseline` (then rebuild: the script is embedded) and commit it"
     );
 

@@ -1,4 +1,4 @@
-//! Integration tests of `trade-outcomes`: the indicators against reference values computed
+//! Integration tests of `outcomes`: the indicators against reference values computed
 //! independently (pandas + ta, `tests/fixtures/gen_reference.py`) and the scorer over
 //! hand-built bar paths.
 
