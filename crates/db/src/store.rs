@@ -180,6 +180,7 @@ delegate!(OutcomeStore {
     fn outcomes(&self, deployment_id: Uuid, limit: u32) -> Vec<outcomes::TradeOutcome>;
     fn symbol_outcomes(&self, deployment_id: Option<Uuid>, symbol: &str, from: DateTime<Utc>, until: DateTime<Utc>, limit: u32) -> Vec<outcomes::TradeOutcome>;
     fn outcome(&self, id: Uuid) -> outcomes::TradeOutcome;
+    fn outcome_ids_by_prefix(&self, scope: MemoryScope, prefix: &str, limit: u32) -> Vec<Uuid>;
     fn market_snapshot(&self, id: Uuid) -> outcomes::MarketSnapshot;
     fn annotate(&self, annotation: &NewAnnotation) -> Annotation;
     fn annotations(&self, deployment_id: Uuid, limit: u32) -> Vec<Annotation>;

@@ -831,6 +831,23 @@ pub trait OutcomeStore: Sync {
     /// [`DbError::NotFound`] when no outcome has this id.
     fn outcome(&self, id: Uuid) -> impl Future<Output = Result<TradeOutcome, DbError>> + Send;
 
+    /// The ids of `scope`'s outcomes whose UUID begins with the hex digits of `prefix` (1 to
+    /// 32 of them, any case, hyphens ignored), in id order, at most `limit` (≤ 1000): how a
+    /// short id that a recall tool listed resolves. One query on a range of the primary key;
+    /// another scope's outcome never matches (on PostgreSQL as a user, row-level security
+    /// hides it too).
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a prefix without hex digits, with more than 32 or with another
+    /// character than a hex digit or a hyphen, and for a limit of 0 or above 1000;
+    /// [`DbError::Backend`] on driver failure.
+    fn outcome_ids_by_prefix(
+        &self,
+        scope: MemoryScope,
+        prefix: &str,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<Uuid>, DbError>> + Send;
+
     /// One market snapshot.
     ///
     /// # Errors

@@ -121,9 +121,11 @@ where
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnnotateArgs {
-    /// The outcome to annotate (its id, as the recall tools list it). Give this or `trade_id`.
+    /// The outcome to annotate: its id exactly as the recall tools list it (the short id, its
+    /// first 8 hex digits) or the full UUID; hyphens optional. Give this or `trade_id`.
     #[serde(default)]
-    pub outcome_id: Option<Uuid>,
+    #[schemars(length(min = 8, max = 36), regex(pattern = r"^[0-9A-Fa-f-]+$"))]
+    pub outcome_id: Option<String>,
     /// The ledger row (closed or open trade) to annotate. Give this or `outcome_id`.
     #[serde(default)]
     pub trade_id: Option<Uuid>,
@@ -135,6 +137,12 @@ pub struct AnnotateArgs {
     #[schemars(length(max = 16))]
     pub tags: Vec<String>,
 }
+
+/// Fewest hex digits an outcome id may be given with: a recall tool's short id.
+const MIN_ID_DIGITS: usize = tools::SHORT_ID_CHARS;
+
+/// Most full ids an ambiguous short id's error lists.
+const AMBIGUOUS_LISTED: u32 = 5;
 
 /// `annotate`: a note on an outcome or a ledger row of the scope.
 struct Annotate<S> {
@@ -181,10 +189,55 @@ where
         })
     }
 
+    /// The outcome `given` names: a full UUID, or a prefix of at least [`MIN_ID_DIGITS`] hex
+    /// digits (the short id the recall tools list) that exactly one outcome of the scope has.
+    async fn outcome_id(&self, given: &str) -> Result<Uuid, ToolError> {
+        let digits = given.chars().filter(|c| *c != '-').count();
+        if digits < MIN_ID_DIGITS || !given.chars().all(|c| c == '-' || c.is_ascii_hexdigit()) {
+            return Err(invalid(format!(
+                "outcome_id: {given:?} is neither an outcome id as the recall tools list it \
+                 ({MIN_ID_DIGITS} hex digits) nor a full UUID"
+            )));
+        }
+        if digits == 32 {
+            return Uuid::parse_str(given)
+                .map_err(|e| invalid(format!("outcome_id: {given:?}: {e}")));
+        }
+        let ids = self
+            .store
+            .outcome_ids_by_prefix(self.scope, given, AMBIGUOUS_LISTED + 1)
+            .await
+            .map_err(|e| match e {
+                DbError::Invalid { .. } => invalid(format!("outcome_id: {e}")),
+                other => data(&other),
+            })?;
+        match ids.as_slice() {
+            [] => Err(invalid(format!(
+                "outcome_id: no outcome {given} in this memory"
+            ))),
+            [id] => Ok(*id),
+            [..] => {
+                let mut listed: Vec<String> = ids
+                    .iter()
+                    .take(AMBIGUOUS_LISTED as usize)
+                    .map(Uuid::to_string)
+                    .collect();
+                if ids.len() > AMBIGUOUS_LISTED as usize {
+                    listed.push("…".into());
+                }
+                Err(invalid(format!(
+                    "outcome_id: {given} is ambiguous, outcomes {} share it; pass the full id",
+                    listed.join(", ")
+                )))
+            }
+        }
+    }
+
     async fn run(&self, args: Value) -> Result<Value, ToolError> {
         let a: AnnotateArgs = spec().parser.parse(ANNOTATE, args)?;
         let (target, deployment) = match (a.outcome_id, a.trade_id) {
-            (Some(id), None) => {
+            (Some(given), None) => {
+                let id = self.outcome_id(&given).await?;
                 let o = self.store.outcome(id).await;
                 (AnnotationTarget::Outcome(id), o.map(|o| o.deployment_id))
             }
@@ -247,7 +300,8 @@ where
 
     fn description(&self) -> &str {
         "Attach a note (and tags) to one of your outcomes or ledger trades, e.g. \"news-driven, \
-         ignore the pattern\"; search_trade_memory finds it afterwards."
+         ignore the pattern\"; search_trade_memory finds it afterwards. Pass outcome_id exactly \
+         as the recall tools list it (the 8-digit id) or as a full UUID."
     }
 
     fn parameters(&self) -> Arc<Value> {

@@ -107,6 +107,41 @@ pub(crate) fn check_read_limit(what: &'static str, limit: u32, max: u32) -> Resu
     crate::codec::check_limit(what, limit, max)
 }
 
+/// The smallest and the largest UUID that begin with the hex digits of `prefix` (hyphens
+/// ignored): the id range an outcome id prefix matches. Both backends order ids as their hex
+/// digits (PostgreSQL's uuid bytewise, SQLite's lowercase hyphenated text, hyphens at the same
+/// places), so `id BETWEEN lo AND hi` is the prefix test, on the primary key's index.
+///
+/// # Errors
+/// [`DbError::Invalid`] for a prefix without hex digits, with more than 32, or with another
+/// character than a hex digit or a hyphen.
+pub(crate) fn id_prefix_range(prefix: &str) -> Result<(uuid::Uuid, uuid::Uuid), DbError> {
+    let invalid = |detail: String| DbError::Invalid {
+        what: "outcome id prefix",
+        detail,
+    };
+    let digits: String = prefix
+        .chars()
+        .filter(|c| *c != '-')
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    if let Some(c) = digits.chars().find(|c| !c.is_ascii_hexdigit()) {
+        return Err(invalid(format!("{prefix:?}: {c:?} is not a hex digit")));
+    }
+    if digits.is_empty() || digits.len() > 32 {
+        return Err(invalid(format!(
+            "{prefix:?}: {} hex digits, not 1 to 32",
+            digits.len()
+        )));
+    }
+    let pad = |fill: char| {
+        let mut full = digits.clone();
+        full.extend(std::iter::repeat_n(fill, 32 - digits.len()));
+        uuid::Uuid::parse_str(&full).map_err(|e| invalid(format!("{prefix:?}: {e}")))
+    };
+    Ok((pad('0')?, pad('f')?))
+}
+
 /// The terms of a search text ([`outcomes::SearchTerms::parse`]), refused as `search text`.
 ///
 /// # Errors
@@ -473,6 +508,30 @@ macro_rules! impl_outcomes {
                     .map_err(ctx("reading trade outcome"))?
                     .ok_or_else(|| DbError::not_found("trade outcome", id))?;
                 codec::outcome_from_row(&row)
+            }
+
+            async fn outcome_ids_by_prefix(
+                &self,
+                scope: MemoryScope,
+                prefix: &str,
+                limit: u32,
+            ) -> Result<Vec<Uuid>, DbError> {
+                let (lo, hi) = crate::imp::outcomes::id_prefix_range(prefix)?;
+                let limit = check_read_limit("outcome id prefix limit", limit, MAX_OUTCOME_ROWS)?;
+                let sql = format!(
+                    "SELECT o.id FROM trade_outcomes o WHERE o.id BETWEEN $1 AND $2 AND {} \
+                     ORDER BY o.id LIMIT $4",
+                    scope_sql("o", scope, 3)
+                );
+                let rows = sqlx::query(&sql)
+                    .bind($enc::id(lo))
+                    .bind($enc::id(hi))
+                    .bind($enc::id(scope_id(scope)))
+                    .bind(limit)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(ctx("resolving an outcome id prefix"))?;
+                rows.iter().map(|r| codec::RowExt::uuid(r, "id")).collect()
             }
 
             async fn market_snapshot(&self, id: Uuid) -> Result<outcomes::MarketSnapshot, DbError> {

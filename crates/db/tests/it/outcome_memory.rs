@@ -346,6 +346,97 @@ mod cases {
         ));
         assert_eq!(s.annotations(d, 10).await.unwrap().len(), 2);
     }
+
+    pub(super) async fn outcome_ids_resolve_by_prefix_within_their_scope<S: Storage>(s: &S) {
+        use db::MemoryScope;
+        let fx = seed(s).await.unwrap();
+        let other = seed(s).await.unwrap();
+        // Ids sharing a random 8-digit prefix `p` (another run's rows never match), one of them
+        // sharing only its first 7 digits, and the last UUID of the range `p…`.
+        let base = Uuid::new_v4().simple().to_string();
+        let p = &base[..8];
+        let last = if p.ends_with('0') { '1' } else { '0' };
+        let p7 = format!("{}{last}", &base[..7]);
+        let id = |text: String| Uuid::parse_str(&text).unwrap();
+        let first = id(format!("{p}-0000-4000-8000-000000000001"));
+        let second = id(format!("{p}-0000-4000-8000-000000000002"));
+        let top = id(format!("{p}-ffff-ffff-ffff-ffffffffffff"));
+        let near = id(format!("{p7}-0000-4000-8000-000000000001"));
+        let theirs = id(format!("{p}-0000-4000-8000-000000000003"));
+        for (f, outcome_id, minutes) in [
+            (&fx, first, 0),
+            (&fx, second, 60),
+            (&fx, top, 120),
+            (&fx, near, 180),
+            (&other, theirs, 0),
+        ] {
+            let (mut record, _, _) = tick_with_outcome(f, minutes);
+            record.outcomes.outcomes[0].id = outcome_id;
+            s.record_tick(&record).await.unwrap();
+        }
+        let mine = MemoryScope::Deployment(fx.deployment.id);
+        let resolve =
+            async |scope, prefix: &str, limit| s.outcome_ids_by_prefix(scope, prefix, limit).await;
+
+        assert_eq!(
+            resolve(mine, p, 10).await.unwrap(),
+            vec![first, second, top],
+            "the scope's outcomes of the prefix, in id order, the range's ends included"
+        );
+        assert_eq!(resolve(mine, p, 2).await.unwrap(), vec![first, second]);
+        let upper = format!("{}-0000-4000-8000-00000000000", p.to_uppercase());
+        assert_eq!(
+            resolve(mine, &upper, 10).await.unwrap(),
+            vec![first, second],
+            "any case, hyphens ignored"
+        );
+        assert_eq!(
+            resolve(mine, &first.simple().to_string(), 10)
+                .await
+                .unwrap(),
+            vec![first]
+        );
+        assert_eq!(resolve(mine, &p7, 10).await.unwrap(), vec![near]);
+        assert_eq!(
+            resolve(MemoryScope::User(fx.user.id), p, 10).await.unwrap(),
+            vec![first, second, top]
+        );
+        // Another user's outcome of the same prefix is never listed, and is found in its own
+        // scope.
+        assert_eq!(
+            resolve(mine, &theirs.to_string(), 10).await.unwrap(),
+            Vec::<Uuid>::new()
+        );
+        assert_eq!(
+            resolve(MemoryScope::User(other.user.id), p, 10)
+                .await
+                .unwrap(),
+            vec![theirs]
+        );
+        assert_eq!(
+            resolve(MemoryScope::Deployment(other.deployment.id), &p7, 10)
+                .await
+                .unwrap(),
+            Vec::<Uuid>::new()
+        );
+
+        for (prefix, limit) in [
+            ("", 10),
+            ("--", 10),
+            ("abcdefg1", 10),
+            ("0123456789abcdef0123456789abcdef0", 10),
+            (p, 0),
+            (p, 1001),
+        ] {
+            assert!(
+                matches!(
+                    resolve(mine, prefix, limit).await,
+                    Err(DbError::Invalid { .. })
+                ),
+                "{prefix:?} / {limit}"
+            );
+        }
+    }
 }
 
 crate::common::on_every_backend!(
@@ -355,6 +446,7 @@ crate::common::on_every_backend!(
     outcome_rows_of_another_tick_or_out_of_range_are_refused,
     annotations_attach_to_an_outcome_or_a_ledger_row,
     symbol_outcomes_read_a_half_open_window_of_one_or_every_deployment,
+    outcome_ids_resolve_by_prefix_within_their_scope,
 );
 
 /// PostgreSQL: the owner of a deployment reads its outcome rows and no one else's, and cannot

@@ -1,6 +1,7 @@
 //! `live-runner mcp-serve` over PostgreSQL, driven by an MCP client (rmcp, through the `mcp`
 //! crate) with the server in its own process: a user's server recalls and searches that user's
-//! deployments only, and cannot annotate another user's outcome.
+//! deployments only, annotates an outcome by the short id a recall tool lists, and cannot
+//! annotate another user's outcome, by its full or its short id.
 
 use std::sync::Arc;
 
@@ -76,14 +77,14 @@ async fn a_users_memory_server_sees_and_annotates_only_that_users_deployments() 
         1,
         "{history}"
     );
-    // One line per outcome under `columns`: the short id first, the grade the ninth field.
-    let short = |id: types::Uuid| id.simple().to_string()[..tools::SHORT_ID_CHARS].to_owned();
+    // Rows are `id | at | symbol | … | grade | …` under a `columns` header, the id short.
+    let short = |id: uuid::Uuid| id.simple().to_string()[..8].to_owned();
+    let columns: Vec<&str> = history["columns"].as_str().unwrap().split(" | ").collect();
     let row: Vec<&str> = history["outcomes"][0]
         .as_str()
-        .expect("a row")
+        .unwrap()
         .split(" | ")
         .collect();
-    let columns: Vec<&str> = history["columns"].as_str().unwrap().split(" | ").collect();
     assert_eq!(row[0], short(hers.id), "{history}");
     let grade = columns.iter().position(|c| *c == "grade").unwrap();
     assert_eq!(row[grade], "A", "{history}");
@@ -108,11 +109,37 @@ async fn a_users_memory_server_sees_and_annotates_only_that_users_deployments() 
         )
         .await
         .expect("her own outcome");
-    let refused = annotate
-        .call_async(json!({"outcome_id": his.id, "text": "not mine"}))
+    // By the id exactly as the recall row lists it.
+    annotate
+        .call_async(json!({"outcome_id": row[0], "text": "by its short id"}))
         .await
-        .expect_err("another user's outcome");
-    assert!(refused.to_string().contains("no outcome"), "{refused}");
+        .expect("her own outcome by its short id");
+    assert_eq!(
+        pg.store
+            .annotations(hers.deployment_id, 10)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    for given in [his.id.to_string(), short(his.id)] {
+        let refused = annotate
+            .call_async(json!({"outcome_id": given, "text": "not mine"}))
+            .await
+            .expect_err("another user's outcome");
+        assert!(
+            refused.to_string().contains(&format!("no outcome {given}")),
+            "{refused}"
+        );
+    }
+    let unknown = annotate
+        .call_async(json!({"outcome_id": "0badf00d", "text": "x"}))
+        .await
+        .expect_err("an unknown short id");
+    assert!(
+        unknown.to_string().contains("no outcome 0badf00d"),
+        "{unknown}"
+    );
     assert!(
         pg.store
             .annotations(his.deployment_id, 10)

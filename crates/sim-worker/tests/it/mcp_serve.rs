@@ -54,12 +54,20 @@ async fn an_mcp_client_lists_recalls_searches_and_annotates_a_backtest_store() {
         .expect("recall");
     let outcomes = history["outcomes"].as_array().expect("outcomes");
     assert_eq!(outcomes.len(), 5, "{history}");
+    // Rows are `id | at | symbol | … | grade | …` under a `columns` header.
+    let columns: Vec<&str> = history["columns"].as_str().unwrap().split(" | ").collect();
+    let column = |name: &str| columns.iter().position(|c| *c == name).unwrap();
+    let rows: Vec<Vec<&str>> = outcomes
+        .iter()
+        .map(|o| o.as_str().unwrap().split(" | ").collect())
+        .collect();
     // Read now, every outcome is graded but those within 24h of the backtest's end.
-    for o in outcomes {
-        let recent = o["tick_at"].as_str().unwrap() > "2017-07-14";
-        assert_eq!(o["grade"] == "pending", recent, "{o}");
+    for r in &rows {
+        let recent = r[column("at")] > "2017-07-14";
+        assert_eq!(r[column("grade")] == "pending", recent, "{r:?}");
     }
-    let first = outcomes[0]["id"].as_str().unwrap().to_owned();
+    // The id as the row lists it: annotate takes it as it is.
+    let first = rows[0][column("id")].to_owned();
 
     // Narratives are searchable.
     let found = tool(&tools, "search_trade_memory")
@@ -84,7 +92,7 @@ async fn an_mcp_client_lists_recalls_searches_and_annotates_a_backtest_store() {
         .await
         .expect("search");
     assert_eq!(found["hits"][0]["kind"], "annotation", "{found}");
-    assert_eq!(found["hits"][0]["outcome_id"], Value::String(first));
+    assert_eq!(found["hits"][0]["outcome"], Value::String(first));
     assert!(
         found["hits"][0]["text"]
             .as_str()

@@ -6,6 +6,7 @@
 
 mod absurd_account;
 mod account_reads;
+mod annotate_tool;
 mod backtest;
 mod blind;
 mod carry_and_reflect;
