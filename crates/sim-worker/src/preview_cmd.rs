@@ -12,10 +12,10 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
-use types::{DateTime, Utc};
 use db::TickStore;
 use tick::backtest::{register, run_backtest};
 use tick::snapshot_id;
+use types::{DateTime, Utc};
 
 use crate::Failure;
 use crate::run_cmd::{

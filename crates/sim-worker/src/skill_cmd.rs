@@ -142,12 +142,14 @@ fn estimate_tokens(
     let at = match at {
         Some(at) => at,
         // The last tick the bars allow, as `run` would end.
-        None => crate::run_cmd::prepare(&crate::run_cmd::RunArgs::for_bars(
-            file.clone(),
-            bars.clone(),
-            model.clone(),
-        ))?
-        .report_tick,
+        None => {
+            crate::run_cmd::prepare(&crate::run_cmd::RunArgs::for_bars(
+                file.clone(),
+                bars.clone(),
+                model.clone(),
+            ))?
+            .report_tick
+        }
     };
     let tick = crate::preview_cmd::preview_tick(preview(at))?;
     if let Some(warning) = tick.budget_warning() {

@@ -104,9 +104,18 @@ mod tests {
         ] {
             assert_eq!(parse_time(form).ok(), midnight, "{form}");
         }
-        for bad in ["", "yesterday", "2017-13-01", "10/05/2017", "2017-05-10 25:00"] {
+        for bad in [
+            "",
+            "yesterday",
+            "2017-13-01",
+            "10/05/2017",
+            "2017-05-10 25:00",
+        ] {
             let e = parse_time(bad).unwrap_err();
-            assert!(e.contains("RFC 3339") && e.contains(&format!("{bad:?}")), "{e}");
+            assert!(
+                e.contains("RFC 3339") && e.contains(&format!("{bad:?}")),
+                "{e}"
+            );
         }
     }
 
@@ -121,9 +130,24 @@ mod tests {
             ("45", 45),
             (" 5s ", 5),
         ] {
-            assert_eq!(parse_duration(text), Ok(Duration::from_secs(secs)), "{text}");
+            assert_eq!(
+                parse_duration(text),
+                Ok(Duration::from_secs(secs)),
+                "{text}"
+            );
         }
-        for bad in ["", "s", "0", "0s", "-1s", "1.5h", "1w", "h1", "1hh", "99999999999999999999d"] {
+        for bad in [
+            "",
+            "s",
+            "0",
+            "0s",
+            "-1s",
+            "1.5h",
+            "1w",
+            "h1",
+            "1hh",
+            "99999999999999999999d",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }

@@ -193,15 +193,7 @@ async fn migrate_deploy_run_once_and_list_through_the_binary_then_sigterm_stops_
     // A long-running runner serves its endpoints and stops on SIGTERM.
     let port = free_port();
     let mut child = bin()
-        .args([
-            "run",
-            "--db",
-            &url,
-            "--hl-url",
-            &hl.uri(),
-            "--poll",
-            "1s",
-        ])
+        .args(["run", "--db", &url, "--hl-url", &hl.uri(), "--poll", "1s"])
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -58,23 +58,61 @@ fn every_time_flag_takes_the_same_forms_and_refuses_a_bad_one_with_exit_2() {
     }
     cases.extend([
         (
-            vec!["skill", "validate", &skill, "--bars", &bars, "--model", "nope/x"],
+            vec![
+                "skill", "validate", &skill, "--bars", &bars, "--model", "nope/x",
+            ],
             "--at",
             true,
         ),
-        (vec!["reflect", "--db", NO_DB, "--deployment", ID], "--at", false),
-        (vec!["accept-note", "--db", NO_DB, "--note", ID], "--at", false),
-        (vec!["promote-note", "--db", NO_DB, "--note", ID], "--at", false),
-        (vec!["lessons", "accept", "--db", NO_DB, "--by", "me", ID], "--at", false),
-        (vec!["lessons", "reject", "--db", NO_DB, "--by", "me", ID], "--at", false),
         (
-            vec!["memory-stats", "--db", NO_DB, "--symbol", "EURUSD", "--days", "7"],
+            vec!["reflect", "--db", NO_DB, "--deployment", ID],
             "--at",
             false,
         ),
-        (vec!["score-outcomes", "--db", NO_DB, "--bars", &bars], "--at", false),
+        (
+            vec!["accept-note", "--db", NO_DB, "--note", ID],
+            "--at",
+            false,
+        ),
+        (
+            vec!["promote-note", "--db", NO_DB, "--note", ID],
+            "--at",
+            false,
+        ),
+        (
+            vec!["lessons", "accept", "--db", NO_DB, "--by", "me", ID],
+            "--at",
+            false,
+        ),
+        (
+            vec!["lessons", "reject", "--db", NO_DB, "--by", "me", ID],
+            "--at",
+            false,
+        ),
+        (
+            vec![
+                "memory-stats",
+                "--db",
+                NO_DB,
+                "--symbol",
+                "EURUSD",
+                "--days",
+                "7",
+            ],
+            "--at",
+            false,
+        ),
+        (
+            vec!["score-outcomes", "--db", NO_DB, "--bars", &bars],
+            "--at",
+            false,
+        ),
         // The old name of score-outcomes' --at.
-        (vec!["score-outcomes", "--db", NO_DB, "--bars", &bars], "--now", false),
+        (
+            vec!["score-outcomes", "--db", NO_DB, "--bars", &bars],
+            "--now",
+            false,
+        ),
     ]);
     for (head, flag, exits_2_later) in &cases {
         for time in GOOD_TIMES {
@@ -108,11 +146,21 @@ fn every_time_flag_takes_the_same_forms_and_refuses_a_bad_one_with_exit_2() {
 #[test]
 fn a_bad_time_is_a_usage_error() {
     let (code, stderr) = sim(&[
-        "memory-stats", "--db", NO_DB, "--symbol", "BTC", "--days", "7", "--at", "yesterday",
+        "memory-stats",
+        "--db",
+        NO_DB,
+        "--symbol",
+        "BTC",
+        "--days",
+        "7",
+        "--at",
+        "yesterday",
     ]);
     assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.contains("error: invalid value 'yesterday' for '--at <TIME>': \"yesterday\" is not a time"),
+        stderr.contains(
+            "error: invalid value 'yesterday' for '--at <TIME>': \"yesterday\" is not a time"
+        ),
         "{stderr}"
     );
 }
