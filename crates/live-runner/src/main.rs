@@ -85,8 +85,8 @@ struct LessonReview {
     /// Who reviews it (1 to 100 characters), kept with the review.
     #[arg(long)]
     by: String,
-    /// When the review takes effect (RFC 3339). Default: now.
-    #[arg(long)]
+    /// When the review takes effect (UTC). Default: now.
+    #[arg(long, value_name = "TIME", value_parser = types::cli::parse_time)]
     at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
@@ -142,8 +142,8 @@ enum Command {
         /// Skill file (YAML, JSON or TOML); it is validated and stored as JSON.
         #[arg(long)]
         skill: PathBuf,
-        /// The owner's user id (UUID).
-        #[arg(long)]
+        /// The owner's user id (UUID). `--owner` is its old name.
+        #[arg(long = "user", alias = "owner", value_name = "UUID")]
         owner: Uuid,
         /// Where orders go: the paper broker, or a Hyperliquid account (real orders).
         #[arg(long, value_enum, default_value = "paper")]
@@ -225,8 +225,8 @@ enum Command {
         #[arg(long)]
         user: Uuid,
         /// How long the token is valid: 90s, 30m, 1h, 7d.
-        #[arg(long, default_value = "1h")]
-        ttl: String,
+        #[arg(long, default_value = "1h", value_parser = types::cli::parse_duration)]
+        ttl: Duration,
         /// The server's base URL, for the login link.
         #[arg(long, default_value = "http://127.0.0.1:8080")]
         base_url: String,
@@ -306,9 +306,9 @@ enum Command {
         /// The window: outcomes whose tick is in [at − DAYS days, at), 1 to 3650.
         #[arg(long)]
         days: u32,
-        /// The window's end (RFC 3339), exclusive: an outcome of this tick is out; default
+        /// The window's end (UTC), exclusive: an outcome of this tick is out; default
         /// just after the latest outcome's tick of the symbol (1 µs).
-        #[arg(long)]
+        #[arg(long, value_name = "TIME", value_parser = types::cli::parse_time)]
         at: Option<chrono::DateTime<chrono::Utc>>,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -330,8 +330,8 @@ enum Command {
         /// The note (active or superseded; one pending review is accepted first).
         #[arg(long)]
         note: Uuid,
-        /// When the promotion takes effect (RFC 3339). Default: now.
-        #[arg(long)]
+        /// When the promotion takes effect (UTC). Default: now.
+        #[arg(long, value_name = "TIME", value_parser = types::cli::parse_time)]
         at: Option<chrono::DateTime<chrono::Utc>>,
     },
     /// Serve the outcome memory of one deployment (or of every deployment a user owns) over MCP
@@ -372,22 +372,24 @@ enum Command {
         /// Process what is due now, wait for it, and exit.
         #[arg(long)]
         once: bool,
-        /// Budget of one tick in seconds: the model loop's deadline (a model that has not
+        /// Budget of one tick (e.g. 120s, 2m): the model loop's deadline (a model that has not
         /// answered by then makes the tick a `model_error`); a lease lasts twice this and is
         /// extended every third of it while the tick runs, and a tick still running at twice
         /// the budget is abandoned as failed and retried.
-        #[arg(long, default_value_t = 120)]
-        tick_budget_secs: u64,
-        /// How often to look for due deployments when idle, in seconds.
-        #[arg(long, default_value_t = 5)]
-        poll_secs: u64,
+        /// `--tick-budget-secs` is its old name.
+        #[arg(long, value_name = "DURATION", default_value = "120s", alias = "tick-budget-secs", value_parser = types::cli::parse_duration)]
+        tick_budget: Duration,
+        /// How often to look for due deployments when idle (e.g. 5s). `--poll-secs` is its old
+        /// name.
+        #[arg(long, value_name = "DURATION", default_value = "5s", alias = "poll-secs", value_parser = types::cli::parse_duration)]
+        poll: Duration,
         /// Address of the /healthz and /metrics endpoint.
         #[arg(long, default_value = "127.0.0.1:9464")]
         listen: SocketAddr,
-        /// Also score the due outcomes (as `score-outcomes`) every this many seconds, on a
-        /// task of its own off the tick path. Off by default (run `score-outcomes` from cron).
-        #[arg(long, value_name = "SECS")]
-        score_outcomes_every: Option<u64>,
+        /// Also score the due outcomes (as `score-outcomes`) this often (e.g. 15m), on a task of
+        /// its own off the tick path. Off by default (run `score-outcomes` from cron).
+        #[arg(long, value_name = "DURATION", value_parser = types::cli::parse_duration)]
+        score_outcomes_every: Option<Duration>,
         /// An RSS 2.0 / Atom 1.0 feed to poll for headlines (repeatable). With at least one
         /// feed (here or in --news-feeds-file) every tick's News section and
         /// `fetch_news_sentiment` show the stored headlines, point in time; without, they say
@@ -398,13 +400,13 @@ enum Command {
         /// --news-feed.
         #[arg(long, value_name = "FILE")]
         news_feeds_file: Option<PathBuf>,
-        /// Poll the feeds every this many seconds (and once at start), off the tick path.
-        #[arg(long, value_name = "SECS", default_value_t = 300)]
-        news_every: u64,
-        /// Give up on a feed that has not answered in this many seconds (logged and skipped
-        /// until the next poll).
-        #[arg(long, value_name = "SECS", default_value_t = 10)]
-        news_timeout_secs: u64,
+        /// Poll the feeds this often (e.g. 5m; and once at start), off the tick path.
+        #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = types::cli::parse_duration)]
+        news_every: Duration,
+        /// Give up on a feed that has not answered in this long (e.g. 10s; logged and skipped
+        /// until the next poll). `--news-timeout-secs` is its old name.
+        #[arg(long, value_name = "DURATION", default_value = "10s", alias = "news-timeout-secs", value_parser = types::cli::parse_duration)]
+        news_timeout: Duration,
     },
 }
 
@@ -649,7 +651,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let auth = Auth::from_env(&types::process_env)
                 .context("signing the token")
                 .bad_input()?;
-            let ttl = serve::auth::parse_ttl(&ttl)
+            let ttl = chrono::Duration::from_std(ttl)
                 .map_err(|e| anyhow::anyhow!("--ttl: {e}"))
                 .bad_input()?;
             let token = auth.mint(user, ttl, SystemClock.now())?;
@@ -822,20 +824,20 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             reflection_concurrency,
             hl_url,
             once,
-            tick_budget_secs,
-            poll_secs,
+            tick_budget,
+            poll,
             listen,
             score_outcomes_every,
             news_feeds,
             news_feeds_file,
             news_every,
-            news_timeout_secs,
+            news_timeout,
         } => {
             let news = news_config(
                 news_feeds,
                 news_feeds_file.as_deref(),
                 news_every,
-                news_timeout_secs,
+                news_timeout,
             )?;
             if concurrency == 0 {
                 refuse!("--concurrency must be at least 1");
@@ -858,17 +860,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             config.concurrency = concurrency;
             config.reflection_concurrency = reflection_concurrency;
             config.once = once;
-            config.poll = Duration::from_secs(poll_secs.max(1));
-            let budget = i64::try_from(tick_budget_secs.max(1)).unwrap_or(120);
-            config.lease_for = chrono::Duration::seconds(budget * 2);
-            config.tick_budget = Duration::from_secs(tick_budget_secs.max(1));
+            config.poll = poll;
+            let budget = i64::try_from(tick_budget.as_secs()).unwrap_or(120);
+            config.lease_for = chrono::Duration::seconds(budget.saturating_mul(2));
+            config.tick_budget = tick_budget;
             tracing::info!(owner = %config.owner, concurrency, "live-runner starting");
-            let scorer = score_outcomes_every.map(|secs| {
-                tokio::spawn(score_outcomes_forever(
-                    store.clone(),
-                    info.clone(),
-                    Duration::from_secs(secs.max(1)),
-                ))
+            let scorer = score_outcomes_every.map(|every| {
+                tokio::spawn(score_outcomes_forever(store.clone(), info.clone(), every))
             });
             let runner = Arc::new(
                 Runner::new(
@@ -897,8 +895,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 fn news_config(
     mut feeds: Vec<String>,
     file: Option<&std::path::Path>,
-    every: u64,
-    timeout: u64,
+    every: Duration,
+    timeout: Duration,
 ) -> anyhow::Result<Option<runner::NewsFeeds>> {
     if let Some(file) = file {
         let text = std::fs::read_to_string(file)
@@ -924,17 +922,11 @@ fn news_config(
     if feeds.is_empty() {
         return Ok(None);
     }
-    if every == 0 || timeout == 0 {
-        refuse!("--news-every and --news-timeout-secs must be at least 1");
-    }
-    let poller = news::FeedPoller::new(feeds, Duration::from_secs(timeout))
+    let poller = news::FeedPoller::new(feeds, timeout)
         .context("--news-feed")
         .bad_input()?;
-    tracing::info!(feeds = poller.feeds().len(), every, "news feeds configured");
-    Ok(Some(runner::NewsFeeds {
-        poller,
-        every: Duration::from_secs(every),
-    }))
+    tracing::info!(feeds = poller.feeds().len(), every = ?every, "news feeds configured");
+    Ok(Some(runner::NewsFeeds { poller, every }))
 }
 
 /// `run --score-outcomes-every`: the outcome scorer on its own schedule, off the tick path; a

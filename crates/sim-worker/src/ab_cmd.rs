@@ -99,8 +99,8 @@ pub(crate) fn run(args: AbArgs) -> Result<String, Failure> {
         model: b_model.or_else(|| a.model.clone()),
         db: None,
         out: out.join("b"),
-        from: a.from.clone(),
-        to: a.to.clone(),
+        from: a.from,
+        to: a.to,
         equity: a.equity.clone(),
         fee_bps: a.fee_bps.clone(),
         slippage_bps: a.slippage_bps.clone(),
@@ -108,7 +108,7 @@ pub(crate) fn run(args: AbArgs) -> Result<String, Failure> {
         events: a.events.clone(),
         funding: a.funding.clone(),
         meta: a.meta.clone(),
-        report_tick: a.report_tick.clone(),
+        report_tick: a.report_tick,
         // One cassette serves both variants (a request's fingerprint names its model), and
         // the cost cap applies to each variant's run.
         cassette: a.cassette.clone(),

@@ -171,8 +171,8 @@ pub(crate) fn run(plan: &Plan, a: &RunArgs, b: &RunArgs, out: &Path) -> Result<S
         let (i, base) = (j / 2, if j.is_multiple_of(2) { a } else { b });
         let (from, to) = spans[i];
         RunArgs {
-            from: Some(from.to_rfc3339()),
-            to: Some(to.to_rfc3339()),
+            from: Some(from),
+            to: Some(to),
             out: base.out.join(name(i)),
             // Windows run side by side would all pin to the same two CPUs.
             pin_threads: base.pin_threads && plan.concurrency == 1,

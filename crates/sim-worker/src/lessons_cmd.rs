@@ -45,8 +45,8 @@ pub(crate) struct ReviewArgs {
     /// Who reviews it (1 to 100 characters), kept with the review.
     #[arg(long)]
     by: String,
-    /// When the review takes effect (RFC 3339). Default: now.
-    #[arg(long)]
+    /// When the review takes effect (UTC). Default: now.
+    #[arg(long, value_name = "TIME", value_parser = types::cli::parse_time)]
     at: Option<DateTime<Utc>>,
 }
 

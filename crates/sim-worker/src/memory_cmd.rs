@@ -47,10 +47,10 @@ pub(crate) struct StatsArgs {
     /// The window: outcomes whose tick is in [at − DAYS days, at), 1 to 3650.
     #[arg(long)]
     days: u32,
-    /// The window's end (RFC 3339), exclusive: an outcome of this tick is out; default just
+    /// The window's end (UTC), exclusive: an outcome of this tick is out; default just
     /// after the latest outcome's tick of the symbol (1 µs). An outcome scored after it counts
     /// as unscored.
-    #[arg(long)]
+    #[arg(long, value_name = "TIME", value_parser = types::cli::parse_time)]
     at: Option<DateTime<Utc>>,
     /// Print JSON instead of text.
     #[arg(long)]

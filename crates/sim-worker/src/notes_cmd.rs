@@ -33,9 +33,9 @@ pub(crate) struct ReflectArgs {
     /// The reflection model; default the skill's `context.memory.reflection.model`.
     #[arg(long)]
     model: Option<String>,
-    /// The reflection's time (RFC 3339): trades closed after the last note and up to this
+    /// The reflection's time (UTC): trades closed after the last note and up to this
     /// instant are considered. Default: now.
-    #[arg(long)]
+    #[arg(long, value_name = "TIME", value_parser = types::cli::parse_time)]
     at: Option<DateTime<Utc>>,
 }
 
@@ -209,9 +209,9 @@ pub(crate) struct AcceptArgs {
     /// The id of a note waiting for review (`sim-worker notes` lists them as `pending_review`).
     #[arg(long)]
     note: Uuid,
-    /// When the acceptance takes effect (RFC 3339); the note is in force from then on, never
+    /// When the acceptance takes effect (UTC); the note is in force from then on, never
     /// earlier. Default: now.
-    #[arg(long)]
+    #[arg(long, value_name = "TIME", value_parser = types::cli::parse_time)]
     at: Option<DateTime<Utc>>,
 }
 
@@ -238,9 +238,9 @@ pub(crate) struct PromoteArgs {
     /// first, with `accept-note`).
     #[arg(long)]
     note: Uuid,
-    /// When the promotion takes effect (RFC 3339): the skill's other deployments see the note
+    /// When the promotion takes effect (UTC): the skill's other deployments see the note
     /// from then on, never earlier. Default: now.
-    #[arg(long)]
+    #[arg(long, value_name = "TIME", value_parser = types::cli::parse_time)]
     at: Option<DateTime<Utc>>,
 }
 

@@ -15,10 +15,11 @@ use clap::Args;
 use db::TickStore;
 use tick::backtest::{register, run_backtest};
 use tick::snapshot_id;
+use types::{DateTime, Utc};
 
 use crate::Failure;
 use crate::run_cmd::{
-    DEFAULT_EQUITY, DEFAULT_FEE_BPS, DEFAULT_SLIPPAGE_BPS, RunArgs, TimeFlags, parse_time, prepare,
+    DEFAULT_EQUITY, DEFAULT_FEE_BPS, DEFAULT_SLIPPAGE_BPS, RunArgs, TimeFlags, prepare,
 };
 
 #[derive(Debug, Args)]
@@ -30,14 +31,14 @@ pub(crate) struct PreviewArgs {
     #[arg(long = "bars", value_name = "SYMBOL=PATH", required = true)]
     pub bars: Vec<String>,
     /// The tick to show (UTC): the close time of a bar of the skill's interval.
-    #[arg(long, value_name = "TIME")]
-    pub at: String,
+    #[arg(long, value_name = "TIME", value_parser = types::cli::parse_time)]
+    pub at: DateTime<Utc>,
     /// The model, overriding the skill's. Every tick before `--at` runs with it.
     #[arg(long)]
     pub model: Option<String>,
     /// First tick of the replay leading up to `--at`.
-    #[arg(long, value_name = "TIME")]
-    pub from: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = types::cli::parse_time)]
+    pub from: Option<DateTime<Utc>>,
     #[arg(long, value_name = "USD", default_value = DEFAULT_EQUITY)]
     pub equity: String,
     #[arg(long, value_name = "N", default_value = DEFAULT_FEE_BPS)]
@@ -148,7 +149,7 @@ impl PreviewedTick {
 
 /// Replays the backtest up to `--at` and renders that tick, with its token budget line.
 pub(crate) fn preview_tick(args: PreviewArgs) -> Result<PreviewedTick, Failure> {
-    let at = parse_time("--at", &args.at)?;
+    let at = args.at;
     let run_args = RunArgs {
         skill: args.skill,
         bars: args.bars,
@@ -156,7 +157,7 @@ pub(crate) fn preview_tick(args: PreviewArgs) -> Result<PreviewedTick, Failure> 
         db: None,
         out: PathBuf::new(),
         from: args.from,
-        to: Some(args.at.clone()),
+        to: Some(at),
         equity: args.equity,
         fee_bps: args.fee_bps,
         slippage_bps: args.slippage_bps,
@@ -164,7 +165,7 @@ pub(crate) fn preview_tick(args: PreviewArgs) -> Result<PreviewedTick, Failure> 
         events: args.events,
         funding: args.funding,
         meta: args.meta,
-        report_tick: Some(args.at),
+        report_tick: Some(at),
         cassette: args.cassette,
         cassette_mode: args.cassette_mode,
         max_cost: None,

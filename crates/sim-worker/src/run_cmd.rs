@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_runtime::{LanguageModel, ModelError, builtin_model};
 use anyhow::Context;
-use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use chrono::{DateTime, Utc};
 use clap::Args;
 use db::{RegistryStore, Store, TickStore};
 use execution_engine::PaperBrokerConfig;
@@ -57,12 +57,12 @@ pub(crate) struct RunArgs {
     /// Where summary.json, trades.csv and report.html go.
     #[arg(long, value_name = "DIR", default_value = "out")]
     pub out: PathBuf,
-    /// First tick time (UTC; `2017-05-01`, `2017-05-01 09:00`, or RFC 3339).
-    #[arg(long, value_name = "TIME")]
-    pub from: Option<String>,
+    /// First tick time (UTC; `2017-05-01`, `2017-05-01 09:00`, `2017-05-01T09:00`, or RFC 3339).
+    #[arg(long, value_name = "TIME", value_parser = types::cli::parse_time)]
+    pub from: Option<DateTime<Utc>>,
     /// Last tick time (UTC).
-    #[arg(long, value_name = "TIME")]
-    pub to: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = types::cli::parse_time)]
+    pub to: Option<DateTime<Utc>>,
     /// Starting equity in USD.
     #[arg(long, value_name = "USD", default_value = DEFAULT_EQUITY)]
     pub equity: String,
@@ -92,8 +92,8 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub meta: Option<PathBuf>,
     /// The tick whose exact system prompt and user message the report shows (default: the last).
-    #[arg(long, value_name = "TIME")]
-    pub report_tick: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = types::cli::parse_time)]
+    pub report_tick: Option<DateTime<Utc>>,
     /// Recorded model responses: a SQLite file keyed by each request's fingerprint (provider,
     /// model, every message, tool schemas, sampling parameters). A re-run of a recorded
     /// backtest is byte-identical and sends nothing. Not `--model builtin/replay:…`, which
@@ -184,32 +184,6 @@ impl Default for TimeFlags {
 
 fn bad(message: impl Into<String>) -> Failure {
     Failure::bad_input(format!("error: {}", message.into()))
-}
-
-/// Parses a UTC time: `YYYY-MM-DD`, `YYYY-MM-DD HH:MM[:SS]`, `YYYY-MM-DDTHH:MM[:SS]`, or RFC 3339.
-pub(crate) fn parse_time(flag: &str, text: &str) -> Result<DateTime<Utc>, Failure> {
-    let t = text.trim();
-    if let Ok(d) = DateTime::parse_from_rfc3339(t) {
-        return Ok(d.with_timezone(&Utc));
-    }
-    for fmt in [
-        "%Y-%m-%d %H:%M:%S",
-        "%Y-%m-%d %H:%M",
-        "%Y-%m-%dT%H:%M:%S",
-        "%Y-%m-%dT%H:%M",
-    ] {
-        if let Ok(n) = NaiveDateTime::parse_from_str(t, fmt) {
-            return Ok(n.and_utc());
-        }
-    }
-    if let Ok(d) = NaiveDate::parse_from_str(t, "%Y-%m-%d")
-        && let Some(n) = d.and_hms_opt(0, 0, 0)
-    {
-        return Ok(n.and_utc());
-    }
-    Err(bad(format!(
-        "{flag}: {text:?} is not a UTC time (use 2017-05-01, 2017-05-01 09:00 or RFC 3339)"
-    )))
 }
 
 fn parse_decimal(flag: &str, text: &str, min: Decimal) -> Result<Decimal, Failure> {
@@ -327,16 +301,7 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
         market.insert_bars(symbol, interval, bars.clone());
     }
 
-    let from = args
-        .from
-        .as_deref()
-        .map(|t| parse_time("--from", t))
-        .transpose()?;
-    let to = args
-        .to
-        .as_deref()
-        .map(|t| parse_time(args.time_flags.to, t))
-        .transpose()?;
+    let (from, to) = (args.from, args.to);
     let times = tick_times(&market, &skill.context.symbols, interval, from, to);
     let (Some(&first_tick), Some(&last_tick)) = (times.first(), times.last()) else {
         return Err(bad(format!(
@@ -345,11 +310,16 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
             coverage(&series, interval)
         )));
     };
-    let report_tick = match args.report_tick.as_deref() {
+    let report_tick = match args.report_tick {
         None => last_tick,
-        Some(t) => {
+        Some(at) => {
             let flag = args.time_flags.report_tick;
-            let at = parse_time(flag, t)?;
+            // As typed in the usual form: `2017-05-01 09:00`.
+            let t = if at.timestamp() % 60 == 0 {
+                at.format("%Y-%m-%d %H:%M")
+            } else {
+                at.format("%Y-%m-%d %H:%M:%S")
+            };
             if times.binary_search(&at).is_err() {
                 return Err(bad(format!(
                     "{flag} {t}: no tick at that time; ticks are at the close of each \

@@ -1,6 +1,6 @@
 //! `sim-worker score-outcomes`: the live scorer's path (`tick::score_due_outcomes`, as
 //! `live-runner score-outcomes` runs it) over an existing store, with bars from files instead
-//! of an exchange: every unscored outcome whose marks the bars cover is scored as of `--now`.
+//! of an exchange: every unscored outcome whose marks the bars cover is scored as of `--at`.
 //! With `--regrade`, no bars: the grade and narrative of every outcome scored in full are
 //! computed again from its stored figures (`OutcomeStore::regrade_outcomes`).
 
@@ -36,13 +36,14 @@ pub(crate) struct ScoreArgs {
         value_name = "SYMBOL=FILE"
     )]
     bars: Vec<String>,
-    /// Score as of this time (RFC 3339); default the latest bar close of the files.
-    #[arg(long)]
-    now: Option<DateTime<Utc>>,
+    /// Score as of this time (UTC); default the latest bar close of the files. `--now` is its
+    /// old name.
+    #[arg(long, value_name = "TIME", alias = "now", value_parser = types::cli::parse_time)]
+    at: Option<DateTime<Utc>>,
     /// Instead of scoring: grade every outcome scored in full again from its stored figures
     /// (first hit, 24h PnL, worst price) and rewrite its narrative; prints how many were read
     /// and how many changed.
-    #[arg(long, conflicts_with_all = ["bars", "now"])]
+    #[arg(long, conflicts_with_all = ["bars", "at"])]
     regrade: bool,
 }
 
@@ -87,7 +88,7 @@ pub(crate) fn score(args: ScoreArgs) -> Result<String, Failure> {
         return regrade(&args.db);
     }
     let (market, last_close) = load(&args.bars)?;
-    let now = args.now.unwrap_or(last_close);
+    let now = args.at.unwrap_or(last_close);
     crate::block_on(async move {
         let store = db::open_existing(&args.db)
             .await

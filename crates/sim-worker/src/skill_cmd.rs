@@ -23,8 +23,8 @@ pub(crate) enum SkillCommand {
         #[arg(long = "bars", value_name = "SYMBOL=PATH")]
         bars: Vec<String>,
         /// With --bars: the tick to estimate (default: the last).
-        #[arg(long, value_name = "TIME", requires = "bars")]
-        at: Option<String>,
+        #[arg(long, value_name = "TIME", requires = "bars", value_parser = types::cli::parse_time)]
+        at: Option<types::DateTime<types::Utc>>,
         /// With --bars: the offline model the replay runs (`builtin/…`, e.g.
         /// `builtin/sma-cross:10:20` or `builtin/replay:…`; default the skill's when it is one).
         /// Validate never calls a paid model.
@@ -110,7 +110,7 @@ fn validate(file: &Path) -> Result<String, Failure> {
 fn estimate_tokens(
     file: PathBuf,
     bars: Vec<String>,
-    at: Option<String>,
+    at: Option<types::DateTime<types::Utc>>,
     model: Option<String>,
 ) -> Result<String, Failure> {
     let skill = load(&file)?.skill;
@@ -122,7 +122,7 @@ fn estimate_tokens(
              never calls a paid model"
         )));
     }
-    let preview = |at: String| crate::preview_cmd::PreviewArgs {
+    let preview = |at: types::DateTime<types::Utc>| crate::preview_cmd::PreviewArgs {
         skill: file.clone(),
         bars: bars.clone(),
         at,
@@ -142,13 +142,14 @@ fn estimate_tokens(
     let at = match at {
         Some(at) => at,
         // The last tick the bars allow, as `run` would end.
-        None => crate::run_cmd::prepare(&crate::run_cmd::RunArgs::for_bars(
-            file.clone(),
-            bars.clone(),
-            model.clone(),
-        ))?
-        .report_tick
-        .to_rfc3339(),
+        None => {
+            crate::run_cmd::prepare(&crate::run_cmd::RunArgs::for_bars(
+                file.clone(),
+                bars.clone(),
+                model.clone(),
+            ))?
+            .report_tick
+        }
     };
     let tick = crate::preview_cmd::preview_tick(preview(at))?;
     if let Some(warning) = tick.budget_warning() {

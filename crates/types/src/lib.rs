@@ -31,6 +31,7 @@
 //! # Ok::<(), types::ParseIntervalError>(())
 //! ```
 
+pub mod cli;
 mod clock;
 mod decimal;
 mod env;

@@ -245,30 +245,6 @@ where
     }
 }
 
-/// A token lifetime such as `90s`, `30m`, `1h`, `7d` (a positive whole number and a unit).
-///
-/// # Errors
-/// A message naming the accepted forms.
-pub fn parse_ttl(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let bad =
-        || format!("--ttl {text:?}: expected a positive whole number with s, m, h or d (e.g. 1h)");
-    let split = text.len().checked_sub(1).ok_or_else(bad)?;
-    let (number, unit) = text.split_at(split);
-    let n: i64 = number.parse().map_err(|_| bad())?;
-    if n <= 0 {
-        return Err(bad());
-    }
-    let d = match unit {
-        "s" => Duration::try_seconds(n),
-        "m" => Duration::try_minutes(n),
-        "h" => Duration::try_hours(n),
-        "d" => Duration::try_days(n),
-        _ => None,
-    };
-    d.ok_or_else(bad)
-}
-
 /// The login link of the pages for `token` on a server at `base` (e.g. `http://127.0.0.1:8080`).
 #[must_use]
 pub fn login_link(base: &str, token: &str) -> String {
@@ -280,16 +256,6 @@ mod tests {
     use super::*;
 
     const SECRET: &str = "0123456789abcdef0123456789abcdef";
-
-    #[test]
-    fn ttls_parse_and_bad_ones_are_named() {
-        assert_eq!(parse_ttl("1h"), Ok(Duration::hours(1)));
-        assert_eq!(parse_ttl("90s"), Ok(Duration::seconds(90)));
-        assert_eq!(parse_ttl("7d"), Ok(Duration::days(7)));
-        for bad in ["", "h", "0h", "-1h", "1w", "1.5h"] {
-            assert!(parse_ttl(bad).unwrap_err().contains("--ttl"), "{bad}");
-        }
-    }
 
     #[test]
     fn minted_tokens_verify_and_others_do_not() {

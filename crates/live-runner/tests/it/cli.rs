@@ -85,7 +85,7 @@ async fn migrate_deploy_run_once_and_list_through_the_binary_then_sigterm_stops_
     assert!(text(&refused.stdout).is_empty());
     let refused = output({
         let mut c = bin();
-        c.args(["deploy", "--db", &url, "--skill", skill, "--owner", owner]);
+        c.args(["deploy", "--db", &url, "--skill", skill, "--user", owner]);
         c.args(["--broker", "hyperliquid", "--hl-account", "0x1234"]);
         c.args(["--hl-network", "testnet", "--hl-key-env", "HL KEY"]);
         c
@@ -99,7 +99,7 @@ async fn migrate_deploy_run_once_and_list_through_the_binary_then_sigterm_stops_
     );
     let refused = output({
         let mut c = bin();
-        c.args(["deploy", "--db", &url, "--skill", skill, "--owner", owner]);
+        c.args(["deploy", "--db", &url, "--skill", skill, "--user", owner]);
         c.args(["--broker", "paper", "--hl-key-env", "HL_KEY"]);
         c
     })
@@ -116,7 +116,7 @@ async fn migrate_deploy_run_once_and_list_through_the_binary_then_sigterm_stops_
     let hl_uri = hl.uri();
     let out = output({
         let mut c = bin();
-        c.args(["deploy", "--db", &url, "--skill", skill, "--owner", owner]);
+        c.args(["deploy", "--db", &url, "--skill", skill, "--user", owner]);
         c.args(["--broker", "hyperliquid", "--hl-account", &account]);
         c.args(["--hl-network", "testnet", "--hl-key-env", "HL_CLI_TEST_KEY"]);
         c.args(["--hl-url", &hl_uri]);
@@ -132,7 +132,7 @@ async fn migrate_deploy_run_once_and_list_through_the_binary_then_sigterm_stops_
 
     let out = output({
         let mut c = bin();
-        c.args(["deploy", "--db", &url, "--skill", skill, "--owner", owner]);
+        c.args(["deploy", "--db", &url, "--skill", skill, "--user", owner]);
         c.args(["--broker", "paper", "--equity", "5000"]);
         c
     })
@@ -193,15 +193,7 @@ async fn migrate_deploy_run_once_and_list_through_the_binary_then_sigterm_stops_
     // A long-running runner serves its endpoints and stops on SIGTERM.
     let port = free_port();
     let mut child = bin()
-        .args([
-            "run",
-            "--db",
-            &url,
-            "--hl-url",
-            &hl.uri(),
-            "--poll-secs",
-            "1",
-        ])
+        .args(["run", "--db", &url, "--hl-url", &hl.uri(), "--poll", "1s"])
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -285,7 +277,7 @@ async fn deploy_refuses_an_agent_key_the_account_has_not_approved() {
     let deploy = || {
         let mut c = bin();
         c.args(["deploy", "--db", &url, "--skill", &skill]);
-        c.args(["--owner", "00000000-0000-0000-0000-0000000a11ce"]);
+        c.args(["--user", "00000000-0000-0000-0000-0000000a11ce"]);
         c.args(["--broker", "hyperliquid", "--hl-account", &master]);
         c.args(["--hl-network", "testnet", "--hl-key-env", "HL_AGENT_KEY"]);
         c.args(["--hl-url", &hl.uri()]);
@@ -352,7 +344,7 @@ async fn deploy_margins_a_paper_account_as_the_exchange_does() {
     let deploy = |extra: &[&str]| {
         let mut c = bin();
         c.args(["deploy", "--db", &url, "--skill", &skill]);
-        c.args(["--owner", "00000000-0000-0000-0000-0000000a11ce"]);
+        c.args(["--user", "00000000-0000-0000-0000-0000000a11ce"]);
         c.args(extra);
         c
     };

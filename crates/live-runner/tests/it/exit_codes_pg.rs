@@ -67,7 +67,7 @@ async fn bad_input_of_every_kind_exits_2_and_names_the_problem() {
         ),
         (
             vec![
-                "deploy", "--db", &url, "--skill", &bad_skill, "--owner", owner,
+                "deploy", "--db", &url, "--skill", &bad_skill, "--user", owner,
             ],
             &[],
             "skill file",
@@ -79,7 +79,7 @@ async fn bad_input_of_every_kind_exits_2_and_names_the_problem() {
                 &url,
                 "--skill",
                 "/nonexistent/skill.yaml",
-                "--owner",
+                "--user",
                 owner,
             ],
             &[],
@@ -92,7 +92,7 @@ async fn bad_input_of_every_kind_exits_2_and_names_the_problem() {
                 &url,
                 "--skill",
                 skill,
-                "--owner",
+                "--user",
                 owner,
                 "--hl-network",
                 "mainnet",
@@ -102,7 +102,7 @@ async fn bad_input_of_every_kind_exits_2_and_names_the_problem() {
         ),
         (
             vec![
-                "deploy", "--db", &url, "--skill", skill, "--owner", owner, "--meta", &bad_meta,
+                "deploy", "--db", &url, "--skill", skill, "--user", owner, "--meta", &bad_meta,
             ],
             &[],
             "--meta",
@@ -114,7 +114,7 @@ async fn bad_input_of_every_kind_exits_2_and_names_the_problem() {
                 &url,
                 "--skill",
                 skill,
-                "--owner",
+                "--user",
                 owner,
                 "--broker",
                 "hyperliquid",

@@ -10,6 +10,7 @@ mod common;
 mod derivatives_pg;
 mod events_pg;
 mod exit_codes_pg;
+mod flag_forms;
 mod funding_example_pg;
 mod hl_broker;
 mod hyperliquid_pg;

@@ -9,6 +9,7 @@ mod blind_cli;
 mod budget_cli;
 mod cassette_cli;
 mod common;
+mod flag_forms_cli;
 mod funding_cli;
 mod ledger_cli;
 mod lessons_cli;

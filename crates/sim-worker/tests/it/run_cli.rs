@@ -256,7 +256,7 @@ fn bad_input_exits_2_naming_the_problem_with_nothing_on_stdout() {
         ),
         (
             vec!["--bars", &bars, "--from", "yesterday"],
-            "is not a UTC time",
+            "'--from <TIME>': \"yesterday\" is not a time",
         ),
         (
             vec!["--bars", &bars, "--model", "nope/x"],
@@ -553,7 +553,7 @@ fn preview_errors_speak_of_the_at_flag_the_user_gave() {
             "--at 2017-06-01 10:30: no tick at that time",
         ),
         ("2010-01-01 00:00", "between --from and --at"),
-        ("soon", "--at: \"soon\" is not a UTC time"),
+        ("soon", "'--at <TIME>': \"soon\" is not a time"),
     ] {
         let o = run(&["preview", "--skill", &skill(), "--bars", &bars, "--at", at]);
         assert_eq!(o.code, 2, "{at}: {}", o.stderr);

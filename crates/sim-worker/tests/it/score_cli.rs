@@ -51,7 +51,7 @@ async fn score_outcomes_rescores_a_backtest_store_as_its_loop_did() {
         &url,
         "--bars",
         &bars,
-        "--now",
+        "--at",
         &last_tick,
     ]);
     assert_eq!(code, 0, "{stderr}");
@@ -77,7 +77,7 @@ async fn score_outcomes_rescores_a_backtest_store_as_its_loop_did() {
         assert_eq!(without_time(&a.score), without_time(&b.score), "{}", a.id);
         assert_eq!(a.score.scored_at.is_some(), b.score.scored_at.is_some());
     }
-    // A second run finds nothing to change.
+    // A second run (under the old name of the flag) finds nothing to change.
     let (code, stdout, _) = sim(&[
         "score-outcomes",
         "--db",
