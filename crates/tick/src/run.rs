@@ -6,8 +6,7 @@ use std::sync::Arc;
 use agent_runtime::{LanguageModel, SymbolBars, TickOutput, TickView, Usage};
 use chrono::{DateTime, Utc};
 use db::{
-    DecisionSnapshot, FillTradeLink, JsonText, OutcomeWrites, TickOutcome as StoreOutcome,
-    TickRecord, TickStore,
+    DecisionSnapshot, FillTradeLink, JsonText, OutcomeWrites, RecordOutcome, TickRecord, TickStore,
 };
 use execution_engine::{OrderTag, validate};
 use memory_ledger::{FillLeg, LedgerChanges, ProposalInfo, Proposals, TickInput};
@@ -239,7 +238,7 @@ pub(crate) trait Recorder: Sync {
         &self,
         record: TickRecord,
         pending: Option<PendingSnapshot>,
-    ) -> impl Future<Output = Result<StoreOutcome, db::DbError>> + Send;
+    ) -> impl Future<Output = Result<RecordOutcome, db::DbError>> + Send;
 }
 
 /// A store as a [`Recorder`]: the tick computes the market snapshot, and the record goes to
@@ -253,7 +252,7 @@ impl<S: TickStore> Recorder for Direct<'_, S> {
         &self,
         mut record: TickRecord,
         pending: Option<PendingSnapshot>,
-    ) -> Result<StoreOutcome, db::DbError> {
+    ) -> Result<RecordOutcome, db::DbError> {
         PendingSnapshot::finish_into(pending, &mut record)?;
         self.0.record_tick_owned(record).await
     }
@@ -625,8 +624,8 @@ where
     // bytes) goes to the store by value.
     let (outcome_fills, outcome_trades) = (record.fills.clone(), record.trades.clone());
     let recorded = match recorder.record(record, pending_snapshot).await {
-        Ok(StoreOutcome::Recorded { .. }) => true,
-        Ok(StoreOutcome::AlreadyRecorded { .. }) => false,
+        Ok(RecordOutcome::Recorded { .. }) => true,
+        Ok(RecordOutcome::AlreadyRecorded { .. }) => false,
         Err(e) => return Err(TickError::Record(e)),
     };
 
