@@ -11,7 +11,7 @@
 //! 2. assembles the user message and composes the system prompt — LESSONS from the latest
 //!    injectable (not flagged) note generated at or before the tick time
 //!    ([`reflection::visible_note_at`]), the memory sections from the ledger as of the tick;
-//! 3. runs the model loop ([`agent_runtime::run_tick`]);
+//! 3. runs the model loop ([`agent_runtime::run_agent_tick`]);
 //! 4. asks the engine for a verdict ([`execution_engine::validate`]) and, when executed, sends
 //!    the order to the broker at the mark — the close of the symbol's latest closed bar (the
 //!    broker applies slippage and fees). A broker refusal turns the verdict into a rejection

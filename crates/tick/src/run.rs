@@ -137,7 +137,7 @@ pub enum TickError {
     },
     /// The runtime could not assemble the context or run the model loop.
     #[error(transparent)]
-    Runtime(#[from] agent_runtime::TickError),
+    Runtime(#[from] agent_runtime::AgentTickError),
     /// The ledger materializer refused the fills or positions.
     #[error("ledger: {0}")]
     Ledger(#[from] memory_ledger::LedgerError),
@@ -445,7 +445,7 @@ where
         system_prompt,
         context,
         run,
-    } = agent_runtime::run_tick_with(
+    } = agent_runtime::run_agent_tick_with(
         view_skill,
         &tick_ctx,
         &view,
