@@ -25,7 +25,8 @@ use uuid::Uuid;
 use crate::outcome_memory::PendingSnapshot;
 use crate::reflect::check_reflection;
 use crate::{
-    Broker, BrokerUnavailable, Deployment, ExecuteError, ReflectionCheck, TickState, snapshot_id,
+    Broker, BrokerUnavailable, ExecuteError, ReflectionCheck, TickDeployment, TickState,
+    snapshot_id,
 };
 
 /// Bars fetched per symbol for the ledger's MFE/MAE when the caller never ticked before.
@@ -179,7 +180,7 @@ impl PortfolioView for SnapshotView {
 /// steps cannot be serialised ([`TickError::Steps`]), or the store cannot record the tick.
 /// Reflection is not run here (see [`ReflectionCheck`]).
 pub async fn run_tick<B, S>(
-    deployment: &Deployment,
+    deployment: &TickDeployment,
     ctx: &ToolContext,
     model: &dyn LanguageModel,
     broker: &mut B,
@@ -209,7 +210,7 @@ pub type CarryState<'a, B> =
 /// [`db::DbError::StaleState`] when the stored state is of this or a later tick (another runner
 /// moved the deployment on: nothing was written).
 pub async fn run_tick_carrying<B, S>(
-    deployment: &Deployment,
+    deployment: &TickDeployment,
     ctx: &ToolContext,
     model: &dyn LanguageModel,
     broker: &mut B,
@@ -260,7 +261,7 @@ impl<S: TickStore> Recorder for Direct<'_, S> {
 
 /// [`run_tick_carrying`] with its record going to `recorder`.
 pub(crate) async fn run_tick_recording<B, R>(
-    deployment: &Deployment,
+    deployment: &TickDeployment,
     ctx: &ToolContext,
     model: &dyn LanguageModel,
     broker: &mut B,
