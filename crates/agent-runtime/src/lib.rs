@@ -6,7 +6,7 @@
 //! - [`run_skill`] runs up to `maxSteps` model calls with the skill's whitelisted tools and
 //!   returns the text, every step, the last successful `propose_order` as the proposal, usage
 //!   and cost.
-//! - [`run_tick`] does both around `prompt_compose::compose_system_prompt`.
+//! - [`run_agent_tick`] does both around `prompt_compose::compose_system_prompt`.
 //! - [`builtin`] holds the offline models (`builtin/scripted`, `builtin/sma-cross:FAST:SLOW`).
 //! - The model interface ([`LanguageModel`], messages, [`Usage`], [`Rates`], the rate table
 //!   and [`estimate_cost`]) is the `model` crate's, re-exported here for the runtime's
@@ -19,7 +19,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use agent_runtime::{FinishReason, ModelResponse, RenderCache, ScriptedModel, ToolCall, run_tick};
+//! use agent_runtime::{FinishReason, ModelResponse, RenderCache, ScriptedModel, ToolCall, run_agent_tick};
 //! use chrono::{Duration, TimeZone, Utc};
 //! use rust_decimal::Decimal;
 //! use tools::{Preloaded, RunMode, ToolContext};
@@ -63,7 +63,7 @@
 //! ]);
 //!
 //! let rt = tokio::runtime::Builder::new_current_thread().build()?;
-//! let out = rt.block_on(run_tick(&skill, &ctx, &model, None, None, &mut RenderCache::default()))?;
+//! let out = rt.block_on(run_agent_tick(&skill, &ctx, &model, None, None, &mut RenderCache::default()))?;
 //! assert!(out.context.text.contains("## Market context"));
 //! assert_eq!(out.run.proposed_action.expect("proposed").symbol, "EURUSD");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -108,7 +108,7 @@ pub struct TickOutput {
 
 /// Why a tick could not start. (Failures once the model loop runs are in [`RunResult`].)
 #[derive(Debug, thiserror::Error)]
-pub enum TickError {
+pub enum AgentTickError {
     /// A data source of the context failed.
     #[error(transparent)]
     Context(#[from] ContextError),
@@ -124,18 +124,18 @@ pub enum TickError {
 /// Pass a fresh [`RenderCache`] for a one-off tick; the texts are identical either way.
 ///
 /// # Errors
-/// [`TickError`] when the context cannot be assembled (a data source failed) or the system
+/// [`AgentTickError`] when the context cannot be assembled (a data source failed) or the system
 /// prompt cannot be composed; the model is not called then.
-pub async fn run_tick(
+pub async fn run_agent_tick(
     skill: &Skill,
     ctx: &ToolContext,
     model: &dyn LanguageModel,
     lessons: Option<&Lessons>,
     last_decision: Option<&LastDecisionSnapshot>,
     cache: &mut RenderCache,
-) -> Result<TickOutput, TickError> {
+) -> Result<TickOutput, AgentTickError> {
     let view = TickView::read(skill, ctx)?;
-    run_tick_with(
+    run_agent_tick_with(
         skill,
         ctx,
         &view,
@@ -148,16 +148,16 @@ pub async fn run_tick(
     .await
 }
 
-/// [`run_tick`] over what the caller already read ([`TickView`]): the context renders from
+/// [`run_agent_tick`] over what the caller already read ([`TickView`]): the context renders from
 /// `view` ([`context::render_context`]); `ctx` serves the model's tool calls (and the news and
 /// events sections); `options` are the model loop's ([`run_skill_with`]: output tokens, the
 /// tick's deadline).
 ///
 /// # Errors
-/// As [`run_tick`].
+/// As [`run_agent_tick`].
 // Each input is borrowed from a different owner (the tick's state, its view, the skill).
 #[allow(clippy::too_many_arguments)]
-pub async fn run_tick_with(
+pub async fn run_agent_tick_with(
     skill: &Skill,
     ctx: &ToolContext,
     view: &TickView<'_>,
@@ -166,7 +166,7 @@ pub async fn run_tick_with(
     last_decision: Option<&LastDecisionSnapshot>,
     cache: &mut RenderCache,
     options: RunOptions,
-) -> Result<TickOutput, TickError> {
+) -> Result<TickOutput, AgentTickError> {
     let mut context = context::render_context(skill, ctx, view, last_decision, cache)?;
     let mut system_prompt = match &cache.system_prompt {
         Some((cached_lessons, text)) if cached_lessons.as_ref() == lessons => text.clone(),

@@ -56,10 +56,7 @@ fn chat_fact(f: &UserFact) -> ChatFact {
     ChatFact {
         topic: f.topic.clone(),
         text: f.fact.clone(),
-        confidence: match f.confidence {
-            types::FactConfidence::Asserted => prompt_compose::FactConfidence::Asserted,
-            types::FactConfidence::Inferred => prompt_compose::FactConfidence::Inferred,
-        },
+        confidence: f.confidence,
         handle: f.handle().to_string(),
     }
 }

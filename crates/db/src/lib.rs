@@ -92,8 +92,8 @@ pub use model::{
     DeploymentStatus, FactEdit, FillTradeLink, Forget, MAX_ANNOTATION_CHARS, MAX_ANNOTATION_TAGS,
     MAX_CHAT_TURN_ERROR_CHARS, MAX_NEWS_KEY_CHARS, MAX_NEWS_READ, MAX_NEWS_SOURCE_CHARS,
     MAX_NEWS_SUMMARY_CHARS, MAX_NEWS_TITLE_CHARS, MAX_TAG_CHARS, MemoryScope, NewAnnotation,
-    NewFact, NewNote, NewsRecord, NoteScope, OutcomeWrites, ReflectionRun, Regraded, RunOutcome,
-    SentimentSource, Skill, SkillVersion, StoredFill, StoredRunnerState, TickAttempt, TickOutcome,
+    NewFact, NewNote, NewsRecord, NoteScope, OutcomeWrites, RecordOutcome, ReflectionRun, Regraded,
+    RunOutcome, SentimentSource, Skill, SkillVersion, StoredFill, StoredRunnerState, TickAttempt,
     TickRecord, User,
 };
 pub use postgres::{POSTGRES_MIGRATOR, PgStore};

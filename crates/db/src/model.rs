@@ -339,7 +339,7 @@ pub struct TickAttempt {
 
 /// What [`TickStore::record_tick`](crate::TickStore::record_tick) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TickOutcome {
+pub enum RecordOutcome {
     /// The tick was written.
     Recorded {
         /// The id of the snapshot written.

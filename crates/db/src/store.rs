@@ -15,8 +15,8 @@ use uuid::Uuid;
 use crate::model::{Annotation, MemoryScope, NewAnnotation, NewsRecord};
 use crate::model::{
     ChatTurnRecord, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget, NewFact,
-    NewNote, NoteScope, ReflectionRun, Skill, SkillVersion, StoredFill, StoredRunnerState,
-    TickAttempt, TickOutcome, TickRecord, User,
+    NewNote, NoteScope, RecordOutcome, ReflectionRun, Skill, SkillVersion, StoredFill,
+    StoredRunnerState, TickAttempt, TickRecord, User,
 };
 use crate::traits::{
     ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NewsStore, NoteStore,
@@ -111,10 +111,10 @@ delegate!(LeaseStore {
 });
 
 delegate!(TickStore {
-    fn record_tick(&self, tick: &TickRecord) -> TickOutcome;
-    fn record_ticks(&self, ticks: &[TickRecord]) -> Vec<TickOutcome>;
-    fn record_ticks_and_reflections(&self, ticks: &[TickRecord], reflections: &[(Option<NewNote>, ReflectionRun)]) -> Vec<TickOutcome>;
-    fn record_planned(&self, batch: &PlannedTicks, reflections: &[(Option<NewNote>, ReflectionRun)]) -> Vec<TickOutcome>;
+    fn record_tick(&self, tick: &TickRecord) -> RecordOutcome;
+    fn record_ticks(&self, ticks: &[TickRecord]) -> Vec<RecordOutcome>;
+    fn record_ticks_and_reflections(&self, ticks: &[TickRecord], reflections: &[(Option<NewNote>, ReflectionRun)]) -> Vec<RecordOutcome>;
+    fn record_planned(&self, batch: &PlannedTicks, reflections: &[(Option<NewNote>, ReflectionRun)]) -> Vec<RecordOutcome>;
     fn get_snapshot(&self, id: Uuid) -> DecisionSnapshot;
     fn last_snapshot_before(&self, deployment_id: Uuid, before: DateTime<Utc>) -> Option<DecisionSnapshot>;
     fn runner_state(&self, deployment_id: Uuid) -> Option<StoredRunnerState>;

@@ -20,8 +20,8 @@ use outcomes::{
 
 use crate::model::{
     Annotation, ChatTurnRecord, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget,
-    MemoryScope, NewAnnotation, NewFact, NewNote, NoteScope, ReflectionRun, Skill, SkillVersion,
-    StoredFill, StoredRunnerState, TickAttempt, TickOutcome, TickRecord, User,
+    MemoryScope, NewAnnotation, NewFact, NewNote, NoteScope, RecordOutcome, ReflectionRun, Skill,
+    SkillVersion, StoredFill, StoredRunnerState, TickAttempt, TickRecord, User,
 };
 
 /// Users, skills, skill versions and deployments.
@@ -233,7 +233,7 @@ pub trait TickStore: Sync {
     /// when given, the runner state ([`TickRecord::runner_state`], stored at the snapshot's
     /// `tick_at`). Idempotent: when a snapshot for the same deployment and `tick_at` (or the same
     /// id) exists, nothing is written — the stored runner state included — and
-    /// [`TickOutcome::AlreadyRecorded`] is returned. On any error nothing is written.
+    /// [`RecordOutcome::AlreadyRecorded`] is returned. On any error nothing is written.
     ///
     /// # Errors
     /// [`DbError::Invalid`] when a fill or trade belongs to another deployment, a trade row
@@ -245,7 +245,7 @@ pub trait TickStore: Sync {
     fn record_tick(
         &self,
         tick: &TickRecord,
-    ) -> impl Future<Output = Result<TickOutcome, DbError>> + Send;
+    ) -> impl Future<Output = Result<RecordOutcome, DbError>> + Send;
 
     /// As [`TickStore::record_tick`], taking the record by value: a writer that buffers ticks
     /// keeps it without copying its snapshot. The default writes it at once.
@@ -255,12 +255,12 @@ pub trait TickStore: Sync {
     fn record_tick_owned(
         &self,
         tick: TickRecord,
-    ) -> impl Future<Output = Result<TickOutcome, DbError>> + Send {
+    ) -> impl Future<Output = Result<RecordOutcome, DbError>> + Send {
         async move { self.record_tick(&tick).await }
     }
 
     /// Writes several ticks in ONE transaction, each exactly as [`TickStore::record_tick`] would
-    /// (one already recorded is skipped and reported [`TickOutcome::AlreadyRecorded`]; the
+    /// (one already recorded is skipped and reported [`RecordOutcome::AlreadyRecorded`]; the
     /// others are still written), in order; a deployment's equity is the last recorded tick's.
     /// On any error nothing of the batch is written. For a writer that owns its deployment (a
     /// backtest): one commit per batch instead of one per tick.
@@ -270,7 +270,7 @@ pub trait TickStore: Sync {
     fn record_ticks(
         &self,
         ticks: &[TickRecord],
-    ) -> impl Future<Output = Result<Vec<TickOutcome>, DbError>> + Send;
+    ) -> impl Future<Output = Result<Vec<RecordOutcome>, DbError>> + Send;
 
     /// [`TickStore::record_ticks`], and in the same transaction, after the ticks, the
     /// reflections that ran after them, in order: each one's note as
@@ -287,7 +287,7 @@ pub trait TickStore: Sync {
         &self,
         ticks: &[TickRecord],
         reflections: &[(Option<NewNote>, ReflectionRun)],
-    ) -> impl Future<Output = Result<Vec<TickOutcome>, DbError>> + Send;
+    ) -> impl Future<Output = Result<Vec<RecordOutcome>, DbError>> + Send;
 
     /// [`TickStore::record_ticks_and_reflections`] of ticks whose prompt lines were planned
     /// ahead ([`PlannedTicks::new`], on any thread): the same rows, byte for byte, without
@@ -299,7 +299,7 @@ pub trait TickStore: Sync {
         &self,
         batch: &PlannedTicks,
         reflections: &[(Option<NewNote>, ReflectionRun)],
-    ) -> impl Future<Output = Result<Vec<TickOutcome>, DbError>> + Send;
+    ) -> impl Future<Output = Result<Vec<RecordOutcome>, DbError>> + Send;
 
     /// The decision snapshot with this id.
     ///

@@ -3,6 +3,7 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use minijinja::context;
 use serde::{Deserialize, Serialize};
+use types::FactConfidence;
 use uuid::Uuid;
 
 use crate::system::{join, minute};
@@ -33,16 +34,6 @@ pub enum ChatMode {
     Coach,
     /// Operating deployments: status, halts, rejections by rule code, costs.
     Ops,
-}
-
-/// Whether the user said it or the agent inferred it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FactConfidence {
-    /// The user stated the fact.
-    Asserted,
-    /// The agent inferred the fact from the conversation.
-    Inferred,
 }
 
 /// One remembered fact about the user, as the prompt shows it.

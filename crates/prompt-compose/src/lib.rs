@@ -45,8 +45,8 @@ use std::sync::LazyLock;
 use minijinja::Environment;
 
 pub use chat::{
-    ChatFact, ChatMode, ChatSegment, ChatSegmentName, ChatSystemInput, FactConfidence, Focus,
-    MAX_INJECTED_FACTS, Tier, compose_chat_system, compose_chat_system_segments,
+    ChatFact, ChatMode, ChatSegment, ChatSegmentName, ChatSystemInput, Focus, MAX_INJECTED_FACTS,
+    Tier, compose_chat_system, compose_chat_system_segments,
 };
 pub use system::{
     LESSONS_HEADER, Lessons, Segment, SegmentName, compose_system_prompt,

@@ -4,9 +4,9 @@ use std::path::Path;
 
 use chrono::{TimeZone, Utc};
 use prompt_compose::{
-    ChatFact, ChatMode, ChatSegmentName, ChatSystemInput, FactConfidence, Focus, LESSONS_HEADER,
-    Lessons, SegmentName, Tier, compose_chat_system, compose_chat_system_segments,
-    compose_system_prompt, compose_system_prompt_segments,
+    ChatFact, ChatMode, ChatSegmentName, ChatSystemInput, Focus, LESSONS_HEADER, Lessons,
+    SegmentName, Tier, compose_chat_system, compose_chat_system_segments, compose_system_prompt,
+    compose_system_prompt_segments,
 };
 use skill_schema::{Leash, Skill, StrategyMode, load_skill};
 use uuid::Uuid;
@@ -201,25 +201,25 @@ fn facts() -> Vec<ChatFact> {
         f(
             "risk",
             "You don't take leverage above 5x.",
-            FactConfidence::Asserted,
+            types::FactConfidence::Asserted,
             "902f4744",
         ),
         f(
             "symbols",
             "You trade BTC and ETH only, no alts.",
-            FactConfidence::Asserted,
+            types::FactConfidence::Asserted,
             "07c1d2e3",
         ),
         f(
             "session",
             "You usually trade during the US morning (UTC 13:00-17:00).",
-            FactConfidence::Inferred,
+            types::FactConfidence::Inferred,
             "5b6a7f80",
         ),
         f(
             "goal",
             "You want to grow this account 2x in 6 months without drawdowns over 15%.",
-            FactConfidence::Asserted,
+            types::FactConfidence::Asserted,
             "e4d3c2b1",
         ),
     ]
@@ -273,7 +273,7 @@ fn chat_facts_are_capped_and_cannot_forge_lines() {
         .map(|i| ChatFact {
             topic: Some("note".into()),
             text: format!("fact number {i}"),
-            confidence: FactConfidence::Asserted,
+            confidence: types::FactConfidence::Asserted,
             handle: format!("{i:08x}"),
         })
         .collect();

@@ -10,7 +10,7 @@ use clap::Args;
 use db::{LedgerStore, NoteScope, NoteStore, RegistryStore, Store};
 use reflection::{LastNote, ReflectionInput, reflect, resolve_reflection_model};
 use skill_schema::{Format, Skill, parse_skill};
-use tick::{Deployment, ReflectionReport, store_reflection};
+use tick::{ReflectionReport, TickDeployment, store_reflection};
 use types::Uuid;
 
 use crate::Failure;
@@ -110,14 +110,7 @@ pub(crate) fn reflect_now(args: ReflectArgs) -> Result<String, Failure> {
             &reflector,
         )
         .await;
-        let tick_deployment = Deployment {
-            user_id: deployment.user_id,
-            deployment_id: deployment.id,
-            skill_id: deployment.skill_id,
-            skill_version: deployment.skill_version,
-            skill: Arc::new(skill),
-            reflector: Ok(reflector),
-        };
+        let tick_deployment = TickDeployment::for_row(&deployment, Arc::new(skill), Ok(reflector));
         match store_reflection(&store, &tick_deployment, &outcome, now).await {
             ReflectionReport::Note { flagged, .. } => {
                 let note = outcome.note().context("a stored note has its draft")?;

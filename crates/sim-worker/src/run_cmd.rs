@@ -22,7 +22,7 @@ use tick::backtest::{
     BacktestError, BacktestInput, Registration, Summary, register, run_backtest_writing_last,
     tick_times,
 };
-use tick::{Deployment, ID_NAMESPACE, snapshot_id};
+use tick::{ID_NAMESPACE, TickDeployment, snapshot_id};
 use tools::{NewsItem, Preloaded};
 use types::{Interval, Uuid};
 
@@ -490,7 +490,7 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
     let has_funding = !market.funding.is_empty();
     let market = Arc::new(market);
     let input = BacktestInput {
-        deployment: Deployment {
+        deployment: TickDeployment {
             user_id: Uuid::new_v5(&ID_NAMESPACE, b"sim-worker user"),
             deployment_id,
             skill_id,

@@ -11,7 +11,7 @@ use db::LedgerStore;
 use execution_engine::{Order, OrderTag, PaperBrokerConfig};
 use rust_decimal::Decimal;
 use tick::backtest::{BacktestInput, register};
-use tick::{Broker, BrokerUnavailable, Deployment, ExecuteError, TickState, run_tick};
+use tick::{Broker, BrokerUnavailable, ExecuteError, TickDeployment, TickState, run_tick};
 use tools::{DataError, MarketData, Preloaded, RunMode, ToolContext};
 use types::{Bar, Fill, Interval, OrderSide, PortfolioSnapshot, Position, Side, Uuid, Verdict};
 
@@ -92,7 +92,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let reflector = Err("no reflection here".into());
     let skill_version = 1;
-    let deployment = Deployment {
+    let deployment = TickDeployment {
         user_id: id,
         deployment_id: id,
         skill_id: id,

@@ -45,15 +45,15 @@ use crate::reflect::reflect_due;
 use crate::run::run_tick_recording;
 use crate::write_behind::WriteBehind;
 use crate::{
-    BlindRun, Deployment, ReflectionCheck, ReflectionReport, StoreMemory, TickError, TickOutcome,
-    TickState,
+    BlindRun, ReflectionCheck, ReflectionReport, StoreMemory, TickDeployment, TickError,
+    TickOutcome, TickState,
 };
 
 /// What a backtest runs over.
 #[derive(Clone)]
 pub struct BacktestInput {
     /// The deployment to tick (ids, skill, reflector); its ids key every stored row.
-    pub deployment: Deployment,
+    pub deployment: TickDeployment,
     /// Bars of every symbol at the skill's interval and at its higher timeframes.
     pub market: Arc<Preloaded>,
     /// Headlines (none = the News section says there are none).

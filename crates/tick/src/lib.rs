@@ -1,7 +1,7 @@
 //! THE per-tick function: what one tick of a deployment does, shared byte for byte by
 //! `sim-worker` (a backtest) and `live-runner` (paper or an exchange).
 //!
-//! [`run_tick`] takes the deployment ([`Deployment`]), the tick's data sources (a
+//! [`run_tick`] takes the deployment ([`TickDeployment`]), the tick's data sources (a
 //! [`tools::ToolContext`] whose `now` is the tick time), the model, a [`Broker`], the state the
 //! caller carries between ticks ([`TickState`]: engine risk state, ledger, last decision, notes)
 //! and a store, and in this order:
@@ -11,7 +11,7 @@
 //! 2. assembles the user message and composes the system prompt — LESSONS from the latest
 //!    injectable (not flagged) note generated at or before the tick time
 //!    ([`reflection::visible_note_at`]), the memory sections from the ledger as of the tick;
-//! 3. runs the model loop ([`agent_runtime::run_tick`]);
+//! 3. runs the model loop ([`agent_runtime::run_agent_tick`]);
 //! 4. asks the engine for a verdict ([`execution_engine::validate`]) and, when executed, sends
 //!    the order to the broker at the mark — the close of the symbol's latest closed bar (the
 //!    broker applies slippage and fees). A broker refusal turns the verdict into a rejection
@@ -57,7 +57,7 @@
 //! use std::sync::Arc;
 //! use execution_engine::PaperBrokerConfig;
 //! use rust_decimal::Decimal;
-//! use tick::Deployment;
+//! use tick::TickDeployment;
 //! use tick::backtest::{BacktestInput, register, run_backtest};
 //! use tools::Preloaded;
 //! use types::{Interval, Uuid};
@@ -70,7 +70,7 @@
 //! let model = agent_runtime::builtin_model(&skill.model, &skill).expect("an offline model");
 //! let id = Uuid::from_u128(1);
 //! let input = BacktestInput {
-//!     deployment: Deployment {
+//!     deployment: TickDeployment {
 //!         user_id: id, deployment_id: id, skill_id: id, skill_version: 1,
 //!         skill: Arc::new(skill.clone()),
 //!         reflector: Err("no reflection in this example".into()),
@@ -129,9 +129,10 @@ pub use state::{
 };
 pub use store_memory::StoreMemory;
 
-/// The deployment a tick belongs to.
+/// The deployment a tick belongs to, as a tick needs it: the ids from its stored row
+/// ([`db::Deployment`]) with the skill version parsed and the reflection model resolved.
 #[derive(Clone)]
-pub struct Deployment {
+pub struct TickDeployment {
     /// The user who owns the deployment (and its notes and facts).
     pub user_id: Uuid,
     /// The deployment's id: keys its rows and seeds its tick, note and run ids.
@@ -148,9 +149,29 @@ pub struct Deployment {
     pub reflector: Result<Reflector, String>,
 }
 
-impl std::fmt::Debug for Deployment {
+impl TickDeployment {
+    /// The tick's view of the stored deployment `row`, running `skill` (the parsed document
+    /// of `row.skill_version`) with `reflector` writing its notes.
+    #[must_use]
+    pub fn for_row(
+        row: &db::Deployment,
+        skill: Arc<Skill>,
+        reflector: Result<Reflector, String>,
+    ) -> Self {
+        Self {
+            user_id: row.user_id,
+            deployment_id: row.id,
+            skill_id: row.skill_id,
+            skill_version: row.skill_version,
+            skill,
+            reflector,
+        }
+    }
+}
+
+impl std::fmt::Debug for TickDeployment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Deployment")
+        f.debug_struct("TickDeployment")
             .field("deployment_id", &self.deployment_id)
             .field("skill_id", &self.skill_id)
             .field("skill_version", &self.skill_version)

@@ -18,7 +18,7 @@ use tools::{DataError, MarketData, ToolContext};
 use types::{Bar, Interval, ProposedAction, RegimeTag, Verdict, classify_regime};
 use uuid::Uuid;
 
-use crate::{Deployment, TickError};
+use crate::{TickDeployment, TickError};
 
 // The stored reason is the proposal's: one bound for both.
 const _: () = assert!(outcomes::MAX_REASON_CHARS == tools::MAX_REASON_CHARS);
@@ -37,7 +37,7 @@ const _: () = assert!(outcomes::MAX_REASON_CHARS == tools::MAX_REASON_CHARS);
 /// depends on them, and the backtest's write-behind computes them on its writer's thread.
 #[allow(clippy::too_many_arguments)] // the tick's values it reads, and where the work goes
 pub(crate) fn decision_rows(
-    deployment: &Deployment,
+    deployment: &TickDeployment,
     ctx: &ToolContext,
     decision_snapshot_id: Uuid,
     proposal: Option<&ProposedAction>,

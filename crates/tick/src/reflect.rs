@@ -14,7 +14,7 @@ use serde::Serialize;
 use types::TradeRecord;
 use uuid::Uuid;
 
-use crate::{Deployment, TickState, note_id, run_id};
+use crate::{TickDeployment, TickState, note_id, run_id};
 
 /// What a reflection did ([`run_due_reflection`], [`store_reflection`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -117,7 +117,7 @@ impl ReflectionDone {
 
 /// The cadence decision after a tick: pure, no store, no model.
 pub(crate) fn check_reflection(
-    deployment: &Deployment,
+    deployment: &TickDeployment,
     state: &TickState,
     now: DateTime<Utc>,
 ) -> ReflectionCheck {
@@ -161,7 +161,7 @@ pub(crate) fn check_reflection(
 /// ([`ReflectionReport::AlreadyDone`]). Apply the result to the caller's state with
 /// [`ReflectionDone::apply`].
 pub async fn run_due_reflection<S>(
-    deployment: &Deployment,
+    deployment: &TickDeployment,
     due: &DueReflection,
     store: &S,
 ) -> ReflectionDone
@@ -194,7 +194,7 @@ where
 /// stored) and those writes. [`run_due_reflection`] writes them at once; a backtest, which
 /// owns a fresh deployment (nothing to be idempotent against), writes them behind its ticks.
 pub(crate) async fn reflect_due(
-    deployment: &Deployment,
+    deployment: &TickDeployment,
     due: &DueReflection,
 ) -> (ReflectionDone, ReflectionWrites) {
     let now = due.at;
@@ -240,7 +240,7 @@ pub(crate) async fn reflect_due(
 /// The reflection itself: `reflector` over the rows `due` saw (a blind run's disguise on them,
 /// its skill and, for a model reflector, its prompt).
 async fn run_reflector(
-    deployment: &Deployment,
+    deployment: &TickDeployment,
     due: &DueReflection,
     reflector: &Reflector,
 ) -> ReflectionOutcome {
@@ -278,7 +278,7 @@ async fn run_reflector(
 
 /// The `reflection_runs` row of a deployment's reflection at `now` (usage added by the caller).
 fn run_row(
-    deployment: &Deployment,
+    deployment: &TickDeployment,
     now: DateTime<Utc>,
     outcome: RunOutcome,
     model: &str,
@@ -331,7 +331,7 @@ where
 /// Used by [`run_due_reflection`] and by `sim-worker reflect`.
 pub async fn store_reflection<S>(
     store: &S,
-    deployment: &Deployment,
+    deployment: &TickDeployment,
     outcome: &ReflectionOutcome,
     now: DateTime<Utc>,
 ) -> ReflectionReport
@@ -367,7 +367,7 @@ pub(crate) struct ReflectionWrites {
 
 /// The writes of a reflection's outcome (see [`store_reflection`]).
 fn reflection_writes(
-    deployment: &Deployment,
+    deployment: &TickDeployment,
     outcome: &ReflectionOutcome,
     now: DateTime<Utc>,
 ) -> ReflectionWrites {

@@ -6,8 +6,7 @@ use std::sync::Arc;
 use agent_runtime::{LanguageModel, SymbolBars, TickOutput, TickView, Usage};
 use chrono::{DateTime, Utc};
 use db::{
-    DecisionSnapshot, FillTradeLink, JsonText, OutcomeWrites, TickOutcome as StoreOutcome,
-    TickRecord, TickStore,
+    DecisionSnapshot, FillTradeLink, JsonText, OutcomeWrites, RecordOutcome, TickRecord, TickStore,
 };
 use execution_engine::{OrderTag, validate};
 use memory_ledger::{FillLeg, LedgerChanges, ProposalInfo, Proposals, TickInput};
@@ -26,7 +25,8 @@ use uuid::Uuid;
 use crate::outcome_memory::PendingSnapshot;
 use crate::reflect::check_reflection;
 use crate::{
-    Broker, BrokerUnavailable, Deployment, ExecuteError, ReflectionCheck, TickState, snapshot_id,
+    Broker, BrokerUnavailable, ExecuteError, ReflectionCheck, TickDeployment, TickState,
+    snapshot_id,
 };
 
 /// Bars fetched per symbol for the ledger's MFE/MAE when the caller never ticked before.
@@ -138,7 +138,7 @@ pub enum TickError {
     },
     /// The runtime could not assemble the context or run the model loop.
     #[error(transparent)]
-    Runtime(#[from] agent_runtime::TickError),
+    Runtime(#[from] agent_runtime::AgentTickError),
     /// The ledger materializer refused the fills or positions.
     #[error("ledger: {0}")]
     Ledger(#[from] memory_ledger::LedgerError),
@@ -180,7 +180,7 @@ impl PortfolioView for SnapshotView {
 /// steps cannot be serialised ([`TickError::Steps`]), or the store cannot record the tick.
 /// Reflection is not run here (see [`ReflectionCheck`]).
 pub async fn run_tick<B, S>(
-    deployment: &Deployment,
+    deployment: &TickDeployment,
     ctx: &ToolContext,
     model: &dyn LanguageModel,
     broker: &mut B,
@@ -210,7 +210,7 @@ pub type CarryState<'a, B> =
 /// [`db::DbError::StaleState`] when the stored state is of this or a later tick (another runner
 /// moved the deployment on: nothing was written).
 pub async fn run_tick_carrying<B, S>(
-    deployment: &Deployment,
+    deployment: &TickDeployment,
     ctx: &ToolContext,
     model: &dyn LanguageModel,
     broker: &mut B,
@@ -239,7 +239,7 @@ pub(crate) trait Recorder: Sync {
         &self,
         record: TickRecord,
         pending: Option<PendingSnapshot>,
-    ) -> impl Future<Output = Result<StoreOutcome, db::DbError>> + Send;
+    ) -> impl Future<Output = Result<RecordOutcome, db::DbError>> + Send;
 }
 
 /// A store as a [`Recorder`]: the tick computes the market snapshot, and the record goes to
@@ -253,7 +253,7 @@ impl<S: TickStore> Recorder for Direct<'_, S> {
         &self,
         mut record: TickRecord,
         pending: Option<PendingSnapshot>,
-    ) -> Result<StoreOutcome, db::DbError> {
+    ) -> Result<RecordOutcome, db::DbError> {
         PendingSnapshot::finish_into(pending, &mut record)?;
         self.0.record_tick_owned(record).await
     }
@@ -261,7 +261,7 @@ impl<S: TickStore> Recorder for Direct<'_, S> {
 
 /// [`run_tick_carrying`] with its record going to `recorder`.
 pub(crate) async fn run_tick_recording<B, R>(
-    deployment: &Deployment,
+    deployment: &TickDeployment,
     ctx: &ToolContext,
     model: &dyn LanguageModel,
     broker: &mut B,
@@ -446,7 +446,7 @@ where
         system_prompt,
         context,
         run,
-    } = agent_runtime::run_tick_with(
+    } = agent_runtime::run_agent_tick_with(
         view_skill,
         &tick_ctx,
         &view,
@@ -625,8 +625,8 @@ where
     // bytes) goes to the store by value.
     let (outcome_fills, outcome_trades) = (record.fills.clone(), record.trades.clone());
     let recorded = match recorder.record(record, pending_snapshot).await {
-        Ok(StoreOutcome::Recorded { .. }) => true,
-        Ok(StoreOutcome::AlreadyRecorded { .. }) => false,
+        Ok(RecordOutcome::Recorded { .. }) => true,
+        Ok(RecordOutcome::AlreadyRecorded { .. }) => false,
         Err(e) => return Err(TickError::Record(e)),
     };
 

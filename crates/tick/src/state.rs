@@ -15,7 +15,7 @@ use tools::{LastDecisionSnapshot, to_last_decision_snapshot};
 use types::{TradeRecord, TradeStatus, Verdict};
 use uuid::Uuid;
 
-use crate::Deployment;
+use crate::TickDeployment;
 #[cfg(doc)]
 use crate::promote_note;
 
@@ -73,7 +73,7 @@ impl TickState {
     /// The state of a deployment that has never ticked: flat ledger, risk tracking from
     /// `equity` at `at`.
     #[must_use]
-    pub fn new(deployment: &Deployment, equity: Decimal, at: DateTime<Utc>) -> Self {
+    pub fn new(deployment: &TickDeployment, equity: Decimal, at: DateTime<Utc>) -> Self {
         TickState {
             risk: RiskState::new(equity, at),
             ledger: LedgerState::new(memory_ledger::LedgerScope {
@@ -272,7 +272,7 @@ pub enum RestoreError {
 /// [`RestoreError`] when the store cannot be read or its open rows are inconsistent.
 pub async fn restore_state<S>(
     store: &S,
-    deployment: &Deployment,
+    deployment: &TickDeployment,
     equity: Decimal,
     at: DateTime<Utc>,
 ) -> Result<TickState, RestoreError>
@@ -302,7 +302,7 @@ pub struct Carried {
 /// As [`restore_state`].
 pub async fn restore_state_carried<S>(
     store: &S,
-    deployment: &Deployment,
+    deployment: &TickDeployment,
     equity: Decimal,
     at: DateTime<Utc>,
     carried: Option<Carried>,
@@ -374,7 +374,7 @@ where
 /// deployment with 100,000 closed trades reads about as much as one with 100.
 async fn load_trades<S>(
     store: &S,
-    deployment: &Deployment,
+    deployment: &TickDeployment,
     state: &mut TickState,
     at: DateTime<Utc>,
 ) -> Result<(), db::DbError>
@@ -437,7 +437,7 @@ where
 /// [`db::DbError`] when the store cannot be read.
 pub async fn load_reflection_state<S>(
     store: &S,
-    deployment: &Deployment,
+    deployment: &TickDeployment,
     state: &mut TickState,
     at: DateTime<Utc>,
 ) -> Result<(), db::DbError>
@@ -451,7 +451,7 @@ where
 /// `load_trades` to set against the rows it reads (no count over the whole ledger).
 async fn load_reflection_side<S>(
     store: &S,
-    deployment: &Deployment,
+    deployment: &TickDeployment,
     state: &mut TickState,
     at: DateTime<Utc>,
     count_total: bool,

@@ -3,7 +3,7 @@
 //! written while the next one is being ticked.
 //!
 //! A backtest owns its deployment (registered fresh, no other writer), so nothing can have
-//! recorded its ticks before: a buffered tick is reported [`TickOutcome::Recorded`] at once and
+//! recorded its ticks before: a buffered tick is reported [`RecordOutcome::Recorded`] at once and
 //! the batch is checked when it is written — a tick the store already held is an error then.
 //! A batch goes to the store as [`PlannedTicks`] ([`TickStore::record_planned`]): its market
 //! snapshots computed and its prompt lines planned, by the writer, or by the tick's thread when
@@ -63,7 +63,7 @@ use std::task::Poll;
 use chrono::{DateTime, Utc};
 use db::{
     DbError, DecisionSnapshot, HeldDecision, HeldStatus, NewNote, NoteScope, NoteStore,
-    PlannedTicks, ReflectionRun, StoredHeldLesson, StoredRunnerState, TickOutcome, TickRecord,
+    PlannedTicks, RecordOutcome, ReflectionRun, StoredHeldLesson, StoredRunnerState, TickRecord,
     TickStore,
 };
 use types::ReflectionNote;
@@ -224,7 +224,7 @@ where
             .ticks()
             .iter()
             .zip(&outcomes)
-            .find(|(_, o)| matches!(o, TickOutcome::AlreadyRecorded { .. }))
+            .find(|(_, o)| matches!(o, RecordOutcome::AlreadyRecorded { .. }))
         {
             Some((tick, _)) => Err(DbError::Invalid {
                 what: "backtest tick",
@@ -416,7 +416,7 @@ where
         &self,
         tick: TickRecord,
         snapshot: Option<PendingSnapshot>,
-    ) -> Result<TickOutcome, DbError> {
+    ) -> Result<RecordOutcome, DbError> {
         let snapshot_id = tick.snapshot.id;
         // The write in flight is looked at once per tick (a polled one moves on by a
         // statement); its failure is this tick's.
@@ -441,7 +441,7 @@ where
         if full {
             self.write_pending_behind().await?;
         }
-        Ok(TickOutcome::Recorded { snapshot_id })
+        Ok(RecordOutcome::Recorded { snapshot_id })
     }
 
     /// Starts writing `batch` behind the ticks (nothing may be in flight).
@@ -512,7 +512,7 @@ where
         &self,
         record: TickRecord,
         pending: Option<PendingSnapshot>,
-    ) -> impl Future<Output = Result<TickOutcome, DbError>> + Send {
+    ) -> impl Future<Output = Result<RecordOutcome, DbError>> + Send {
         self.buffer(record, pending)
     }
 }
@@ -594,15 +594,15 @@ impl<S> TickStore for WriteBehind<S>
 where
     S: TickStore + NoteStore + Clone + Send + Sync + 'static,
 {
-    async fn record_tick(&self, tick: &TickRecord) -> Result<TickOutcome, DbError> {
+    async fn record_tick(&self, tick: &TickRecord) -> Result<RecordOutcome, DbError> {
         self.record_tick_owned(tick.clone()).await
     }
 
-    async fn record_tick_owned(&self, tick: TickRecord) -> Result<TickOutcome, DbError> {
+    async fn record_tick_owned(&self, tick: TickRecord) -> Result<RecordOutcome, DbError> {
         self.buffer(tick, None).await
     }
 
-    async fn record_ticks(&self, ticks: &[TickRecord]) -> Result<Vec<TickOutcome>, DbError> {
+    async fn record_ticks(&self, ticks: &[TickRecord]) -> Result<Vec<RecordOutcome>, DbError> {
         self.flush().await?;
         self.store.record_ticks(ticks).await
     }
@@ -611,7 +611,7 @@ where
         &self,
         ticks: &[TickRecord],
         reflections: &[(Option<NewNote>, ReflectionRun)],
-    ) -> Result<Vec<TickOutcome>, DbError> {
+    ) -> Result<Vec<RecordOutcome>, DbError> {
         self.flush().await?;
         self.store
             .record_ticks_and_reflections(ticks, reflections)
@@ -622,7 +622,7 @@ where
         &self,
         batch: &PlannedTicks,
         reflections: &[(Option<NewNote>, ReflectionRun)],
-    ) -> Result<Vec<TickOutcome>, DbError> {
+    ) -> Result<Vec<RecordOutcome>, DbError> {
         self.flush().await?;
         self.store.record_planned(batch, reflections).await
     }
@@ -786,7 +786,7 @@ mod tests {
             &self,
             batch: &PlannedTicks,
             reflections: &[(Option<NewNote>, ReflectionRun)],
-        ) -> Result<Vec<TickOutcome>, DbError> {
+        ) -> Result<Vec<RecordOutcome>, DbError> {
             let n = self.started.fetch_add(1, Ordering::SeqCst);
             self.permits
                 .acquire()
@@ -808,9 +808,9 @@ mod tests {
             self.store.record_planned(batch, reflections).await
         }
     }
-        fn record_tick(&self, tick: &TickRecord) -> TickOutcome;
-        fn record_ticks(&self, ticks: &[TickRecord]) -> Vec<TickOutcome>;
-        fn record_ticks_and_reflections(&self, ticks: &[TickRecord], reflections: &[(Option<NewNote>, ReflectionRun)]) -> Vec<TickOutcome>;
+        fn record_tick(&self, tick: &TickRecord) -> RecordOutcome;
+        fn record_ticks(&self, ticks: &[TickRecord]) -> Vec<RecordOutcome>;
+        fn record_ticks_and_reflections(&self, ticks: &[TickRecord], reflections: &[(Option<NewNote>, ReflectionRun)]) -> Vec<RecordOutcome>;
         fn get_snapshot(&self, id: Uuid) -> DecisionSnapshot;
         fn last_snapshot_before(&self, deployment_id: Uuid, before: DateTime<Utc>) -> Option<DecisionSnapshot>;
         fn runner_state(&self, deployment_id: Uuid) -> Option<StoredRunnerState>;

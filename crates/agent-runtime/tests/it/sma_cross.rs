@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use agent_runtime::builtin::{Cross, parse_context, sma_cross};
-use agent_runtime::{FinishReason, ToolOutcome, builtin_model, run_tick};
+use agent_runtime::{FinishReason, ToolOutcome, builtin_model, run_agent_tick};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
@@ -124,7 +124,7 @@ async fn tick_with(
     );
     let skill = skill();
     let model = builtin_model(&skill.model, &skill).expect("the example skill names sma-cross");
-    run_tick(&skill, &ctx, model.as_ref(), None, None, cache)
+    run_agent_tick(&skill, &ctx, model.as_ref(), None, None, cache)
         .await
         .unwrap()
 }

@@ -12,7 +12,7 @@ use db::LedgerStore;
 use execution_engine::PaperBrokerConfig;
 use reflection::resolve_reflection_model;
 use rust_decimal::Decimal;
-use tick::Deployment;
+use tick::TickDeployment;
 use tick::backtest::{BacktestInput, register, run_backtest};
 use tools::{Preloaded, RunMode};
 use types::{Interval, TradeStatus, Uuid};
@@ -39,7 +39,7 @@ async fn trades_detail_is_the_ledger() {
     })
     .map_err(|e| e.to_string());
     let input = BacktestInput {
-        deployment: Deployment {
+        deployment: TickDeployment {
             user_id: Uuid::from_u128(1),
             deployment_id: Uuid::from_u128(2),
             skill_id: Uuid::from_u128(3),

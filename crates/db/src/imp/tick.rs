@@ -1025,11 +1025,11 @@ macro_rules! impl_tick {
                 cache: &lines::LineCache,
                 update: &mut lines::CacheUpdate,
                 tick: &TickRecord,
-            ) -> Result<TickOutcome, DbError> {
+            ) -> Result<RecordOutcome, DbError> {
                 let s = &tick.snapshot;
                 if Self::insert_snapshots(tx, cache, update, &[s], None).await?.is_empty() {
                     let snapshot_id = Self::replayed_snapshot_id(tx, s).await?;
-                    return Ok(TickOutcome::AlreadyRecorded { snapshot_id });
+                    return Ok(RecordOutcome::AlreadyRecorded { snapshot_id });
                 }
                 if let Some(state) = &tick.runner_state {
                     Self::write_runner_state(tx, s, state).await?;
@@ -1046,7 +1046,7 @@ macro_rules! impl_tick {
                 // A tick's scores are of earlier ticks' outcomes: written after its own rows.
                 Self::insert_outcome_rows(tx, &[&tick.outcomes], &mut HashMap::new()).await?;
                 Self::write_scores(tx, &last_scores([&tick.outcomes])).await?;
-                Ok(TickOutcome::Recorded { snapshot_id: s.id })
+                Ok(RecordOutcome::Recorded { snapshot_id: s.id })
             }
 
             /// [`TickStore::record_ticks`]'s writes in `tx`; the caller commits, then remembers
@@ -1057,7 +1057,7 @@ macro_rules! impl_tick {
                 update: &mut lines::CacheUpdate,
                 ticks: &[TickRecord],
                 plans: Option<&SnapshotPlans>,
-            ) -> Result<Vec<TickOutcome>, DbError> {
+            ) -> Result<Vec<RecordOutcome>, DbError> {
                 let snapshots: Vec<&DecisionSnapshot> = ticks.iter().map(|t| &t.snapshot).collect();
                 let inserted = Self::insert_snapshots(tx, cache, update, &snapshots, plans).await?;
                 let mut outcomes = Vec::with_capacity(ticks.len());
@@ -1069,7 +1069,7 @@ macro_rules! impl_tick {
                     let s = &tick.snapshot;
                     if !inserted.contains(&s.id) {
                         let snapshot_id = Self::replayed_snapshot_id(tx, s).await?;
-                        outcomes.push(TickOutcome::AlreadyRecorded { snapshot_id });
+                        outcomes.push(RecordOutcome::AlreadyRecorded { snapshot_id });
                         continue;
                     }
                     if let Some(state) = &tick.runner_state {
@@ -1083,7 +1083,7 @@ macro_rules! impl_tick {
                             None => equity.push((s.deployment_id, e)),
                         }
                     }
-                    outcomes.push(TickOutcome::Recorded { snapshot_id: s.id });
+                    outcomes.push(RecordOutcome::Recorded { snapshot_id: s.id });
                 }
                 // Every fill of the batch in a few statements, before the rows they link to.
                 Self::insert_fills(tx, &fills).await?;
@@ -1091,7 +1091,7 @@ macro_rules! impl_tick {
                 let recorded: Vec<&TickRecord> = ticks
                     .iter()
                     .zip(&outcomes)
-                    .filter(|(_, o)| matches!(o, TickOutcome::Recorded { .. }))
+                    .filter(|(_, o)| matches!(o, RecordOutcome::Recorded { .. }))
                     .map(|(t, _)| t)
                     .collect();
                 Self::link_fills(tx, &batch_links(recorded.iter().copied())).await?;
@@ -1119,7 +1119,7 @@ macro_rules! impl_tick {
                 ticks: &[TickRecord],
                 plans: Option<&SnapshotPlans>,
                 reflections: &[(Option<NewNote>, ReflectionRun)],
-            ) -> Result<Vec<TickOutcome>, DbError> {
+            ) -> Result<Vec<RecordOutcome>, DbError> {
                 validate_batch(ticks)?;
                 let counts = reflections
                     .iter()
@@ -1155,17 +1155,17 @@ macro_rules! impl_tick {
         }
 
         impl TickStore for $store {
-            async fn record_tick(&self, tick: &TickRecord) -> Result<TickOutcome, DbError> {
+            async fn record_tick(&self, tick: &TickRecord) -> Result<RecordOutcome, DbError> {
                 validate_tick(tick)?;
                 let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning tick"))?;
                 let mut update = lines::CacheUpdate::default();
                 let outcome = Self::write_tick(&mut tx, &self.lines, &mut update, tick).await?;
                 match (outcome, tick.equity_usd) {
-                    (TickOutcome::Recorded { .. }, Some(equity)) => {
+                    (RecordOutcome::Recorded { .. }, Some(equity)) => {
                         Self::write_equity(&mut tx, tick.snapshot.deployment_id, equity).await?;
                     }
-                    (TickOutcome::Recorded { .. }, None) => {}
-                    (TickOutcome::AlreadyRecorded { .. }, _) => {
+                    (RecordOutcome::Recorded { .. }, None) => {}
+                    (RecordOutcome::AlreadyRecorded { .. }, _) => {
                         tx.rollback().await.map_err(ctx("ending replayed tick"))?;
                         return Ok(outcome);
                     }
@@ -1175,7 +1175,7 @@ macro_rules! impl_tick {
                 Ok(outcome)
             }
 
-            async fn record_ticks(&self, ticks: &[TickRecord]) -> Result<Vec<TickOutcome>, DbError> {
+            async fn record_ticks(&self, ticks: &[TickRecord]) -> Result<Vec<RecordOutcome>, DbError> {
                 self.record_ticks_and_reflections(ticks, &[]).await
             }
 
@@ -1183,7 +1183,7 @@ macro_rules! impl_tick {
                 &self,
                 ticks: &[TickRecord],
                 reflections: &[(Option<NewNote>, ReflectionRun)],
-            ) -> Result<Vec<TickOutcome>, DbError> {
+            ) -> Result<Vec<RecordOutcome>, DbError> {
                 self.record_batch(ticks, None, reflections).await
             }
 
@@ -1191,7 +1191,7 @@ macro_rules! impl_tick {
                 &self,
                 batch: &PlannedTicks,
                 reflections: &[(Option<NewNote>, ReflectionRun)],
-            ) -> Result<Vec<TickOutcome>, DbError> {
+            ) -> Result<Vec<RecordOutcome>, DbError> {
                 self.record_batch(batch.ticks(), Some(batch.plans()), reflections).await
             }
 

@@ -12,8 +12,8 @@ mod cases {
     };
     use db::{
         ConstraintKind, DbError, DeploymentStatus, FactEdit, FillTradeLink, Forget, NewFact,
-        NewsRecord, NoteScope, ReflectionRun, RunOutcome, SentimentSource, Storage, TickAttempt,
-        TickOutcome, TickRecord,
+        NewsRecord, NoteScope, RecordOutcome, ReflectionRun, RunOutcome, SentimentSource, Storage,
+        TickAttempt, TickRecord,
     };
     use rust_decimal::Decimal;
     use rust_decimal_macros::dec;
@@ -409,7 +409,7 @@ mod cases {
         let out = s.record_tick(&t).await.unwrap();
         assert_eq!(
             out,
-            TickOutcome::Recorded {
+            RecordOutcome::Recorded {
                 snapshot_id: t.snapshot.id
             }
         );
@@ -452,7 +452,7 @@ mod cases {
         let again = s.record_tick(&t).await.unwrap();
         assert_eq!(
             again,
-            TickOutcome::AlreadyRecorded {
+            RecordOutcome::AlreadyRecorded {
                 snapshot_id: t.snapshot.id
             }
         );
@@ -464,13 +464,13 @@ mod cases {
             .push(sample_fill("f-2", dec!(0.01), dec!(65300), at(0)));
         assert_eq!(
             s.record_tick(&retried).await.unwrap(),
-            TickOutcome::AlreadyRecorded {
+            RecordOutcome::AlreadyRecorded {
                 snapshot_id: t.snapshot.id
             }
         );
         assert_eq!(
             first,
-            TickOutcome::Recorded {
+            RecordOutcome::Recorded {
                 snapshot_id: t.snapshot.id
             }
         );
@@ -487,7 +487,7 @@ mod cases {
             .push(sample_fill("f-1", dec!(0.01), dec!(65200), at(0)));
         assert!(matches!(
             s.record_tick(&next).await.unwrap(),
-            TickOutcome::Recorded { .. }
+            RecordOutcome::Recorded { .. }
         ));
         assert_eq!(count_rows(s, "fills", fx.deployment.id).await, 1);
         assert_eq!(
@@ -524,7 +524,7 @@ mod cases {
         t0.runner_state = Some(state_of(0));
         assert!(matches!(
             s.record_tick(&t0).await.unwrap(),
-            TickOutcome::Recorded { .. }
+            RecordOutcome::Recorded { .. }
         ));
         let stored = s.runner_state(d).await.unwrap().expect("state stored");
         assert_eq!(
@@ -547,7 +547,7 @@ mod cases {
         rerun.runner_state = Some(state_of(99));
         assert!(matches!(
             s.record_tick(&rerun).await.unwrap(),
-            TickOutcome::AlreadyRecorded { .. }
+            RecordOutcome::AlreadyRecorded { .. }
         ));
         assert_eq!(
             s.runner_state(d).await.unwrap().map(|r| r.state),
@@ -557,7 +557,7 @@ mod cases {
         // A tick without a state (a backtest) leaves the stored one alone.
         assert!(matches!(
             s.record_tick(&tick(&fx, 60)).await.unwrap(),
-            TickOutcome::Recorded { .. }
+            RecordOutcome::Recorded { .. }
         ));
         assert_eq!(
             s.runner_state(d).await.unwrap().map(|r| r.tick_at),
@@ -749,13 +749,13 @@ mod cases {
         assert_eq!(
             outcomes,
             vec![
-                TickOutcome::AlreadyRecorded {
+                RecordOutcome::AlreadyRecorded {
                     snapshot_id: t0.snapshot.id
                 },
-                TickOutcome::Recorded {
+                RecordOutcome::Recorded {
                     snapshot_id: t1.snapshot.id
                 },
-                TickOutcome::Recorded {
+                RecordOutcome::Recorded {
                     snapshot_id: t2.snapshot.id
                 },
             ]
@@ -899,7 +899,7 @@ mod cases {
         assert_eq!(planned.ticks(), ticks_b.as_slice());
         let outcomes = s.record_planned(&planned, &[]).await.unwrap();
         assert!(outcomes.iter().zip(&ticks_b).all(|(o, t)| *o
-            == TickOutcome::Recorded {
+            == RecordOutcome::Recorded {
                 snapshot_id: t.snapshot.id
             }));
         let (da, db_) = (a.deployment.id, b.deployment.id);
@@ -957,7 +957,7 @@ mod cases {
         assert!(
             replayed
                 .iter()
-                .all(|o| matches!(o, TickOutcome::AlreadyRecorded { .. }))
+                .all(|o| matches!(o, RecordOutcome::AlreadyRecorded { .. }))
         );
         assert_eq!(count_rows(s, "decision_snapshots", db_).await, 40);
     }
@@ -1011,7 +1011,7 @@ mod cases {
         assert!(
             outcomes
                 .iter()
-                .all(|o| matches!(o, TickOutcome::Recorded { .. }))
+                .all(|o| matches!(o, RecordOutcome::Recorded { .. }))
         );
         for (fx, closed, open) in [(&a, &closed_a, &open_a), (&b, &closed_b, &open_b)] {
             let d = fx.deployment.id;
@@ -1078,7 +1078,7 @@ mod cases {
         let outcomes = s.record_ticks(&many).await.unwrap();
         assert_eq!(outcomes.len(), 200);
         assert!(outcomes.iter().zip(&many).all(|(o, t)| *o
-            == TickOutcome::Recorded {
+            == RecordOutcome::Recorded {
                 snapshot_id: t.snapshot.id
             }));
         assert_eq!(
@@ -1087,7 +1087,7 @@ mod cases {
         );
         let replayed = s.record_ticks(&many[150..]).await.unwrap();
         assert!(replayed.iter().zip(&many[150..]).all(|(o, t)| *o
-            == TickOutcome::AlreadyRecorded {
+            == RecordOutcome::AlreadyRecorded {
                 snapshot_id: t.snapshot.id
             }));
 

@@ -6,7 +6,7 @@ mod cases {
         Fixture, at, sample_open_trade, sample_outcome_rows, sample_snapshot, seed,
     };
     use db::{
-        AnnotationTarget, DbError, NewAnnotation, OutcomeWrites, Storage, TickOutcome, TickRecord,
+        AnnotationTarget, DbError, NewAnnotation, OutcomeWrites, RecordOutcome, Storage, TickRecord,
     };
     use outcomes::{FirstHit, Grade, OutcomeScore};
     use rust_decimal_macros::dec;
@@ -73,7 +73,7 @@ mod cases {
         // A replayed tick writes nothing again.
         assert!(matches!(
             s.record_tick(&record).await.unwrap(),
-            TickOutcome::AlreadyRecorded { .. }
+            RecordOutcome::AlreadyRecorded { .. }
         ));
         assert_eq!(s.outcomes(d, 10).await.unwrap().len(), 1);
 

@@ -102,14 +102,7 @@ impl Runner {
             .map_err(|e| e.to_string());
         // The skill's MCP servers: started at the deployment's first tick, then kept.
         let external = self.mcp_tools(d, &skill).await?;
-        let deployment = tick::Deployment {
-            user_id: d.user_id,
-            deployment_id: d.id,
-            skill_id: d.skill_id,
-            skill_version: d.skill_version,
-            skill: skill.clone(),
-            reflector,
-        };
+        let deployment = tick::TickDeployment::for_row(d, skill.clone(), reflector);
         let symbols = deployment.skill.context.symbols.clone();
 
         match d.broker {
@@ -210,7 +203,7 @@ impl Runner {
     #[allow(clippy::too_many_arguments)]
     async fn run_with<B: Broker + CarriedBroker + Sync>(
         &self,
-        deployment: tick::Deployment,
+        deployment: tick::TickDeployment,
         model: &TimedModel,
         broker: &mut B,
         saved: Option<RunnerState>,

@@ -15,7 +15,7 @@ use super::Runner;
 #[derive(Debug)]
 pub struct ReflectionJob {
     /// The deployment to reflect on (with its resolved reflector).
-    pub deployment: tick::Deployment,
+    pub deployment: tick::TickDeployment,
     /// What the tick found due, with the ledger as of the tick.
     pub due: DueReflection,
 }

@@ -89,7 +89,7 @@ async fn live_ticks_and_a_backtest_of_the_same_bars_send_identical_prompts() {
         })
         .map_err(|e| e.to_string());
     let input = BacktestInput {
-        deployment: tick::Deployment {
+        deployment: tick::TickDeployment {
             user_id: Uuid::from_u128(0x0a11ce),
             deployment_id: Uuid::from_u128(0xb4c),
             skill_id: Uuid::from_u128(0x5c1),

@@ -9,7 +9,7 @@ use db::TickStore;
 use execution_engine::PaperBrokerConfig;
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
-use tick::Deployment;
+use tick::TickDeployment;
 use tick::backtest::{BacktestInput, register, run_backtest};
 use tools::Preloaded;
 use types::{Bar, Interval};
@@ -72,7 +72,7 @@ async fn a_scripted_model_calls_an_mcp_tool_and_the_snapshot_holds_the_call_and_
     let bars = bars();
     let at = bars[29].close_time(Interval::H1);
     let input = BacktestInput {
-        deployment: Deployment {
+        deployment: TickDeployment {
             user_id: Uuid::from_u128(1),
             deployment_id: Uuid::from_u128(2),
             skill_id: Uuid::from_u128(3),

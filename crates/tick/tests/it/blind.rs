@@ -14,7 +14,7 @@ use execution_engine::PaperBrokerConfig;
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 use serde_json::json;
-use tick::Deployment;
+use tick::TickDeployment;
 use tick::backtest::{BacktestInput, register, run_backtest};
 use tools::{FundingRate, NewsItem, OpenInterestPoint, Preloaded};
 use types::{Bar, EventKind, Interval, MarketEvent};
@@ -138,7 +138,7 @@ async fn a_blind_run_shows_no_real_market_and_trades_in_real_terms() {
     let first = btc[23].close_time(Interval::H1);
     let last = btc[26].close_time(Interval::H1);
     let input = BacktestInput {
-        deployment: Deployment {
+        deployment: TickDeployment {
             user_id: Uuid::from_u128(1),
             deployment_id: Uuid::from_u128(2),
             skill_id: Uuid::from_u128(3),

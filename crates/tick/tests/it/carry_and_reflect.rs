@@ -235,11 +235,11 @@ async fn a_promoted_note_reaches_the_skills_other_deployments_from_its_promotion
         .create_deployment(&row)
         .await
         .expect("second deployment");
-    let other = tick::Deployment {
+    let other = tick::TickDeployment {
         deployment_id: row.id,
         ..d.clone()
     };
-    let notes_of = async |dep: &tick::Deployment, at| {
+    let notes_of = async |dep: &tick::TickDeployment, at| {
         let mut s = TickState::new(dep, Decimal::from(10_000), at);
         load_reflection_state(&store, dep, &mut s, at)
             .await

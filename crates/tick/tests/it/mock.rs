@@ -7,7 +7,7 @@ use agent_runtime::MockLanguageModel;
 use chrono::{TimeZone, Utc};
 use db::MockTickStore;
 use rust_decimal::Decimal;
-use tick::{BrokerUnavailable, Deployment, MockBroker, TickError, TickState, run_tick};
+use tick::{BrokerUnavailable, MockBroker, TickDeployment, TickError, TickState, run_tick};
 use tools::{MockMarketData, MockPortfolioView, RunMode, ToolContext};
 use types::Uuid;
 
@@ -19,7 +19,7 @@ async fn an_unreadable_account_fails_the_tick_before_the_model_and_the_store() {
         .unwrap()
         .skill;
     let id = Uuid::from_u128(1);
-    let deployment = Deployment {
+    let deployment = TickDeployment {
         user_id: id,
         deployment_id: id,
         skill_id: id,

@@ -11,7 +11,7 @@ use execution_engine::PaperBrokerConfig;
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 use serde_json::json;
-use tick::Deployment;
+use tick::TickDeployment;
 use tick::backtest::{BacktestInput, register, run_backtest};
 use tools::Preloaded;
 use types::{Bar, CloseKind, FillTrigger, Interval, TradeStatus};
@@ -66,7 +66,7 @@ async fn a_proposed_stop_closes_the_position_in_the_ledger_at_the_stop() {
     let first = bars[24].close_time(Interval::H1);
     let last = bars[26].close_time(Interval::H1);
     let input = BacktestInput {
-        deployment: Deployment {
+        deployment: TickDeployment {
             user_id: Uuid::from_u128(1),
             deployment_id: Uuid::from_u128(2),
             skill_id: Uuid::from_u128(3),

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use execution_engine::PaperBrokerConfig;
 use reflection::resolve_reflection_model;
 use rust_decimal::Decimal;
-use tick::Deployment;
+use tick::TickDeployment;
 use tick::backtest::BacktestInput;
 use tools::Preloaded;
 use tools::{RunMode, ToolContext};
@@ -50,7 +50,7 @@ pub(crate) fn eurusd_input(bars: &[Bar], fee_bps: Decimal, slippage_bps: Decimal
     broker.taker_fee_bps = fee_bps;
     broker.slippage_bps = slippage_bps;
     BacktestInput {
-        deployment: Deployment {
+        deployment: TickDeployment {
             user_id: Uuid::from_u128(1),
             deployment_id: Uuid::from_u128(2),
             skill_id: Uuid::from_u128(3),
