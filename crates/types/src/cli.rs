@@ -40,9 +40,8 @@ pub fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
     Err(format!("{text:?} is not a time; use {TIME_FORMS}"))
 }
 
-/// Parses a duration flag: one or more whole numbers each followed by `s`, `m`, `h` or `d`
-/// (`30s`, `15m`, `2h`, `1h30m`, `7d`). A bare whole number is seconds, as the flags that once
-/// took seconds read it. Zero is refused.
+/// Parses a duration flag with humantime (`30s`, `15m`, `2h`, `1h30m`, `1.5h`, `7d`, `1w`). A bare
+/// whole number is seconds, as the flags that once took seconds read it. Zero is refused.
 ///
 /// # Errors
 /// A message quoting the text and listing [`DURATION_FORMS`]; clap prefixes the flag's name.
@@ -52,35 +51,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if t.is_empty() {
         return Err(bad());
     }
-    let mut secs: u64 = 0;
-    if t.bytes().all(|b| b.is_ascii_digit()) {
-        secs = t.parse().map_err(|_| bad())?;
+    // A bare whole number is seconds; anything else is humantime's (`30s`, `15m`, `1h30m`, `7d`).
+    let d = if t.bytes().all(|b| b.is_ascii_digit()) {
+        Duration::from_secs(t.parse().map_err(|_| bad())?)
     } else {
-        let mut rest = t;
-        while !rest.is_empty() {
-            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-            if digits == 0 {
-                return Err(bad());
-            }
-            let n: u64 = rest[..digits].parse().map_err(|_| bad())?;
-            let unit = match rest.as_bytes().get(digits) {
-                Some(b's') => 1,
-                Some(b'm') => 60,
-                Some(b'h') => 3_600,
-                Some(b'd') => 86_400,
-                _ => return Err(bad()),
-            };
-            secs = n
-                .checked_mul(unit)
-                .and_then(|s| secs.checked_add(s))
-                .ok_or_else(bad)?;
-            rest = &rest[digits + 1..];
-        }
-    }
-    if secs == 0 {
+        humantime::parse_duration(t).map_err(|_| bad())?
+    };
+    if d.is_zero() {
         return Err(format!("{text:?}: a duration must be longer than zero"));
     }
-    Ok(Duration::from_secs(secs))
+    Ok(d)
 }
 
 #[cfg(test)]
@@ -127,6 +107,8 @@ mod tests {
             ("2h", 7_200),
             ("1h30m", 5_400),
             ("7d", 604_800),
+            ("1w", 604_800),
+            ("1.5h", 5_400),
             ("45", 45),
             (" 5s ", 5),
         ] {
@@ -142,8 +124,6 @@ mod tests {
             "0",
             "0s",
             "-1s",
-            "1.5h",
-            "1w",
             "h1",
             "1hh",
             "99999999999999999999d",
