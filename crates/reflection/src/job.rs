@@ -17,8 +17,8 @@ use crate::cadence::{LastNote, window_trades};
 use crate::judge::{is_real_model, judge_request, judge_verdicts};
 use crate::lint::LintResult;
 use crate::observe::{
-    Figures, RECORD_LESSONS_TOOL, observation_of, parse_answer, record_lessons_tool, render,
-    scope_of, setup_label, supports,
+    Figures, RECORD_LESSONS_TOOL, capitalise, observation_of, parse_answer, record_lessons_tool,
+    render, scope_of, setup_label, supports,
 };
 use crate::prompt::{MAX_WINDOW_TRADES, REFLECTION_SYSTEM_PROMPT, render_reflection_user};
 use crate::stats::{STATS_REFLECTION_MODEL, stats_observations};
@@ -512,7 +512,7 @@ impl Sheet {
         if let Some(note) = o.note.take() {
             let (cut, _) = types::cut_chars(note.trim(), types::MAX_OBSERVATION_NOTE_CHARS);
             self.held.push(HeldLesson {
-                text: format!("- {}: {cut}", capitalised(&setup_label(&o.setup))),
+                text: format!("- {}: {cut}", capitalise(&setup_label(&o.setup))),
                 reasons: vec![NOTE_HELD.to_owned()],
             });
         }
@@ -613,11 +613,4 @@ impl Sheet {
             },
         })
     }
-}
-
-fn capitalised(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
 }

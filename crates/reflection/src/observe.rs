@@ -229,14 +229,6 @@ pub fn scope_of<'a>(setup: &LessonSetup, trades: &[&'a TradeRecord]) -> Vec<&'a 
         .collect()
 }
 
-fn hold_minutes(r: &TradeRecord) -> Decimal {
-    r.holding_minutes.unwrap_or_else(|| {
-        r.exit_tick_at.map_or(Decimal::ZERO, |exit| {
-            Decimal::from((exit - r.entry_tick_at).num_minutes().max(0))
-        })
-    })
-}
-
 fn net(r: &TradeRecord) -> Decimal {
     r.realized_pnl_usd - r.fees_usd
 }
@@ -287,7 +279,7 @@ impl Figures {
         for r in scope {
             stats.add(r);
         }
-        let window_hold: Decimal = window.iter().map(|r| hold_minutes(r)).sum();
+        let window_hold: Decimal = window.iter().map(|r| crate::stats::hold_minutes(r)).sum();
         let quick = avg(window_hold, window.len()) / Decimal::TWO;
         let profit: Vec<&&TradeRecord> =
             scope.iter().filter(|r| r.mfe_usd > Decimal::ZERO).collect();
@@ -300,7 +292,7 @@ impl Figures {
             .iter()
             .filter(|r| {
                 matches!(r.close_kind, Some(CloseKind::Stop | CloseKind::Liquidation))
-                    || hold_minutes(r) < quick
+                    || crate::stats::hold_minutes(r) < quick
             })
             .count();
         let winners: Vec<&&TradeRecord> =
@@ -313,12 +305,12 @@ impl Figures {
             avg_loser_mae_usd: avg(losers.iter().map(|r| r.mae_usd).sum(), losers.len()),
             quick_minutes: minutes(quick),
             loser_hold_minutes: minutes(avg(
-                losers.iter().map(|r| hold_minutes(r)).sum(),
+                losers.iter().map(|r| crate::stats::hold_minutes(r)).sum(),
                 losers.len(),
             )),
             winner_hold_minutes: (!winners.is_empty()).then(|| {
                 minutes(avg(
-                    winners.iter().map(|r| hold_minutes(r)).sum(),
+                    winners.iter().map(|r| crate::stats::hold_minutes(r)).sum(),
                     winners.len(),
                 ))
             }),
@@ -433,7 +425,7 @@ pub fn setup_label(setup: &LessonSetup) -> String {
     }
 }
 
-fn capitalise(s: &str) -> String {
+pub(crate) fn capitalise(s: &str) -> String {
     let mut c = s.chars();
     c.next()
         .map(|f| f.to_uppercase().chain(c).collect())

@@ -61,6 +61,15 @@ impl SetupKey {
     }
 }
 
+/// A closed trade's holding time in minutes: the row's `holding_minutes`, else exit − entry.
+pub(crate) fn hold_minutes(r: &TradeRecord) -> Decimal {
+    r.holding_minutes.unwrap_or_else(|| {
+        r.exit_tick_at.map_or(Decimal::ZERO, |exit| {
+            Decimal::from((exit - r.entry_tick_at).num_minutes().max(0))
+        })
+    })
+}
+
 /// Aggregates of a set of closed trades. Net PnL = `realized_pnl_usd` (gross) − `fees_usd`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SetupStats {
@@ -92,11 +101,7 @@ impl SetupStats {
         self.net_pnl_usd += net;
         self.gross_pnl_usd += r.realized_pnl_usd;
         self.fees_usd += r.fees_usd;
-        let minutes = r.holding_minutes.unwrap_or_else(|| {
-            r.exit_tick_at.map_or(Decimal::ZERO, |exit| {
-                Decimal::from((exit - r.entry_tick_at).num_minutes().max(0))
-            })
-        });
+        let minutes = hold_minutes(r);
         self.holding_minutes += minutes;
     }
 
