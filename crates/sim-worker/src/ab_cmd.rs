@@ -7,7 +7,10 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+use rust_decimal::Decimal;
+
 use crate::Failure;
+use crate::ab_windows::Unit;
 use crate::run_cmd::{RunArgs, run_with_summary};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -47,27 +50,60 @@ pub(crate) struct AbArgs {
     pub seed: u64,
 }
 
-/// The summary fields compared, with their JSON pointers.
-const ROWS: [(&str, &str); 12] = [
-    ("closed trades", "/trades"),
-    ("win rate %", "/win_rate_pct"),
-    ("net PnL $", "/pnl/net_usd"),
-    ("gross PnL $", "/pnl/gross_usd"),
-    ("fees $", "/pnl/fees_usd"),
-    ("final equity $", "/final_equity_usd"),
-    ("max drawdown %", "/max_drawdown_pct"),
-    ("Sharpe", "/sharpe"),
-    ("time in market %", "/exposure_time_pct"),
-    ("tokens in", "/tokens/input"),
-    ("cost $", "/cost_usd"),
-    ("notes", "/notes"),
+/// How a compared summary field prints.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// A count, as is.
+    Count,
+    /// A value in one of the text styles.
+    Styled(Unit),
+    /// A model cost ([`types::text::cost`]).
+    Cost,
+}
+
+/// The summary fields compared, with their JSON pointers and how they print.
+const ROWS: [(&str, &str, Kind); 12] = [
+    ("closed trades", "/trades", Kind::Count),
+    ("win rate", "/win_rate_pct", Kind::Styled(Unit::Percent)),
+    ("net PnL", "/pnl/net_usd", Kind::Styled(Unit::Dollars)),
+    ("gross PnL", "/pnl/gross_usd", Kind::Styled(Unit::Dollars)),
+    ("fees", "/pnl/fees_usd", Kind::Styled(Unit::Dollars)),
+    (
+        "final equity",
+        "/final_equity_usd",
+        Kind::Styled(Unit::Dollars),
+    ),
+    (
+        "max drawdown",
+        "/max_drawdown_pct",
+        Kind::Styled(Unit::Percent),
+    ),
+    ("Sharpe", "/sharpe", Kind::Styled(Unit::Ratio)),
+    (
+        "time in market",
+        "/exposure_time_pct",
+        Kind::Styled(Unit::Percent),
+    ),
+    ("tokens in", "/tokens/input", Kind::Count),
+    ("cost", "/cost_usd", Kind::Cost),
+    ("notes", "/notes", Kind::Count),
 ];
 
-fn cell(v: Option<&serde_json::Value>) -> String {
-    match v {
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(serde_json::Value::Null) | None => "n/a".to_owned(),
-        Some(other) => other.to_string(),
+/// One cell of the table: the summary's value in its kind's style, `n/a` when absent.
+fn cell(v: Option<&serde_json::Value>, kind: Kind) -> String {
+    let decimal = match v {
+        Some(serde_json::Value::String(s)) => s.parse::<Decimal>().ok(),
+        Some(serde_json::Value::Number(n)) => n.to_string().parse::<Decimal>().ok(),
+        _ => None,
+    };
+    match (kind, decimal) {
+        (Kind::Styled(unit), Some(d)) => unit.show(d),
+        (Kind::Cost, Some(d)) => types::text::cost(d),
+        (Kind::Count, _) | (_, None) => match v {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(serde_json::Value::Null) | None => "n/a".to_owned(),
+            Some(other) => other.to_string(),
+        },
     }
 }
 
@@ -150,12 +186,12 @@ pub(crate) fn run(args: AbArgs) -> Result<String, Failure> {
 
     let mut table = String::new();
     let _ = writeln!(table, "{:<18} {:>22} {:>22}", "", "A", "B");
-    for (label, ptr) in ROWS {
+    for (label, ptr, kind) in ROWS {
         let _ = writeln!(
             table,
             "{label:<18} {:>22} {:>22}",
-            cell(sa.pointer(ptr)),
-            cell(sb.pointer(ptr))
+            cell(sa.pointer(ptr), kind),
+            cell(sb.pointer(ptr), kind)
         );
     }
     let json = serde_json::json!({ "a": sa, "b": sb });

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chrono::{DateTime, Duration, Utc};
 use rust_decimal::Decimal;
-use types::Interval;
+use types::{Interval, text};
 
 use crate::Failure;
 use crate::bootstrap::{self, Interval as Ci};
@@ -39,44 +39,71 @@ pub(crate) struct Plan {
 /// Confidence of every interval, in percent.
 const CONFIDENCE_PCT: u32 = 95;
 
-/// A compared metric: label, JSON pointer into summary.json, statistic over the windows,
-/// whether lower is better, and the unit it prints with.
+/// How a compared value prints: money, a percentage, or a ratio with two decimals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unit {
+    /// [`text::money`].
+    Dollars,
+    /// [`text::pct`].
+    Percent,
+    /// Two decimals ([`text::grouped_fixed`]), e.g. a Sharpe ratio.
+    Ratio,
+}
+
+impl Unit {
+    /// `d` in this unit's text style.
+    pub(crate) fn show(self, d: Decimal) -> String {
+        match self {
+            Unit::Dollars => text::money(d),
+            Unit::Percent => text::pct(d),
+            Unit::Ratio => text::grouped_fixed(d, 2),
+        }
+    }
+}
+
+/// A compared metric: label (its key in ab.json), name in the sentence, JSON pointer into
+/// summary.json, statistic over the windows, whether lower is better, and its unit.
 struct Metric {
     label: &'static str,
+    name: &'static str,
     pointer: &'static str,
     sum: bool,
     lower_is_better: bool,
-    dollars: bool,
+    unit: Unit,
 }
 
 const METRICS: [Metric; 4] = [
     Metric {
         label: "net PnL",
+        name: "net PnL",
         pointer: "/pnl/net_usd",
         sum: true,
         lower_is_better: false,
-        dollars: true,
+        unit: Unit::Dollars,
     },
     Metric {
         label: "Sharpe",
+        name: "Sharpe",
         pointer: "/sharpe",
         sum: false,
         lower_is_better: false,
-        dollars: false,
+        unit: Unit::Ratio,
     },
     Metric {
         label: "max drawdown %",
+        name: "max drawdown",
         pointer: "/max_drawdown_pct",
         sum: false,
         lower_is_better: true,
-        dollars: false,
+        unit: Unit::Percent,
     },
     Metric {
         label: "win rate %",
+        name: "win rate",
         pointer: "/win_rate_pct",
         sum: false,
         lower_is_better: false,
-        dollars: false,
+        unit: Unit::Percent,
     },
 ];
 
@@ -111,18 +138,9 @@ fn value(summary: &serde_json::Value, pointer: &str) -> Option<Decimal> {
     }
 }
 
-fn amount(d: Decimal, dollars: bool) -> String {
-    let d = d.round_dp(2);
-    match (dollars, d.is_sign_negative()) {
-        (true, true) => format!("-${:.2}", -d),
-        (true, false) => format!("${d:.2}"),
-        (false, _) => d.normalize().to_string(),
-    }
-}
-
 /// "B's net PnL is higher by $X (95% CI [$a, $b]); the interval includes 0: no evidence of a
 /// difference".
-pub(crate) fn sentence(m_label: &str, dollars: bool, lower_is_better: bool, ci: &Ci) -> String {
+pub(crate) fn sentence(name: &str, unit: Unit, lower_is_better: bool, ci: &Ci) -> String {
     let direction = match ci.estimate.cmp(&Decimal::ZERO) {
         std::cmp::Ordering::Greater => "higher",
         std::cmp::Ordering::Less => "lower",
@@ -131,7 +149,7 @@ pub(crate) fn sentence(m_label: &str, dollars: bool, lower_is_better: bool, ci: 
     let size = if ci.estimate.is_zero() {
         String::new()
     } else {
-        format!(" by {}", amount(ci.estimate.abs(), dollars))
+        format!(" by {}", unit.show(ci.estimate.abs()))
     };
     let verdict = if ci.includes_zero() {
         "the interval includes 0: no evidence of a difference".to_owned()
@@ -143,9 +161,9 @@ pub(crate) fn sentence(m_label: &str, dollars: bool, lower_is_better: bool, ci: 
         )
     };
     format!(
-        "B's {m_label} is {direction}{size} ({CONFIDENCE_PCT}% CI [{}, {}]); {verdict}",
-        amount(ci.low, dollars),
-        amount(ci.high, dollars)
+        "B's {name} is {direction}{size} ({CONFIDENCE_PCT}% CI [{}, {}]); {verdict}",
+        unit.show(ci.low),
+        unit.show(ci.high)
     )
 }
 
@@ -229,22 +247,21 @@ pub(crate) fn run(plan: &Plan, a: &RunArgs, b: &RunArgs, out: &Path) -> Result<S
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "{} walk-forward windows from {} to {}, each a fresh account of ${} for A and for B \
+        "{} walk-forward windows from {} to {}, each a fresh account of {} for A and for B \
          on the same bars",
         results.len(),
         plan.first_tick,
         plan.last_tick,
-        plan.initial_equity
+        text::money(plan.initial_equity)
     );
     let _ = writeln!(
         text,
         "{:<6} {:<17} {:<17} {:>12} {:>12} {:>12}",
-        "window", "from", "to", "A net $", "B net $", "B − A"
+        "window", "from", "to", "A net", "B net", "B − A"
     );
     for (i, w) in results.iter().enumerate() {
         let (na, nb) = (value(&w.a, "/pnl/net_usd"), value(&w.b, "/pnl/net_usd"));
-        let cell =
-            |d: Option<Decimal>| d.map_or_else(|| "n/a".to_owned(), |d| d.round_dp(2).to_string());
+        let cell = |d: Option<Decimal>| d.map_or_else(|| "n/a".to_owned(), text::money);
         let _ = writeln!(
             text,
             "{:<6} {:<17} {:<17} {:>12} {:>12} {:>12}",
@@ -275,7 +292,7 @@ pub(crate) fn run(plan: &Plan, a: &RunArgs, b: &RunArgs, out: &Path) -> Result<S
         };
         match bootstrap::mean_interval(&diffs, scale, plan.resamples, plan.seed, CONFIDENCE_PCT) {
             Some(ci) if diffs.len() >= 2 => {
-                let line = sentence(m.label, m.dollars, m.lower_is_better, &ci);
+                let line = sentence(m.name, m.unit, m.lower_is_better, &ci);
                 let _ = writeln!(text, "- {line} [{} windows]", diffs.len());
                 intervals.insert(
                     m.label.to_owned(),
@@ -397,21 +414,32 @@ fn html(text: &str, plan: &Plan, curves: &[(&str, Curve); 2]) -> String {
     } else {
         (lo, hi)
     };
+    // The axis labels: the exact decimals between the lowest and highest equity, as money.
+    let equities = || curves.iter().flat_map(|(_, c)| c.iter().map(|&(_, e)| e));
+    let lo_usd = equities().min().unwrap_or(plan.initial_equity);
+    let hi_usd = equities().max().unwrap_or(plan.initial_equity);
+    let (lo_usd, hi_usd) = if lo_usd == hi_usd {
+        (lo_usd - Decimal::ONE, hi_usd + Decimal::ONE)
+    } else {
+        (lo_usd, hi_usd)
+    };
     let x = |t: DateTime<Utc>| PAD + (W - 2.0 * PAD) * (t.timestamp() as f64 - t0) / (t1 - t0);
     let y = |e: f64| 10.0 + (H - 40.0) * (hi - e) / (hi - lo);
     let mut svg = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" \
          role=\"img\" aria-label=\"realized equity of A and B\">"
     );
-    for k in 0..=4 {
+    for k in 0..=4u8 {
         let v = lo + (hi - lo) * f64::from(k) / 4.0;
+        let label = lo_usd + (hi_usd - lo_usd) * Decimal::from(k) / Decimal::from(4);
         let _ = write!(
             svg,
             "<line x1=\"{PAD}\" x2=\"{:.1}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eef\"/>\
-             <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\" fill=\"#667\">{v:.0}</text>",
+             <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\" fill=\"#667\">{}</text>",
             W - PAD,
             PAD - 4.0,
             y(v) + 3.0,
+            text::money(label),
             yy = y(v)
         );
     }
@@ -476,22 +504,32 @@ mod tests {
         assert_eq!(
             sentence(
                 "net PnL",
-                true,
+                Unit::Dollars,
                 false,
-                &ci(dec!(12.3), dec!(-5.1), dec!(30))
+                &ci(dec!(1234.5), dec!(-5.1), dec!(3000))
             ),
-            "B's net PnL is higher by $12.30 (95% CI [-$5.10, $30.00]); the interval includes 0: \
-             no evidence of a difference"
+            "B's net PnL is higher by $1,234.50 (95% CI [-$5.10, $3,000.00]); the interval \
+             includes 0: no evidence of a difference"
         );
         assert_eq!(
             sentence(
-                "max drawdown %",
-                false,
+                "max drawdown",
+                Unit::Percent,
                 true,
                 &ci(dec!(-2.5), dec!(-4), dec!(-1))
             ),
-            "B's max drawdown % is lower by 2.5 (95% CI [-4, -1]); the interval excludes 0: \
+            "B's max drawdown is lower by 2.5% (95% CI [-4%, -1%]); the interval excludes 0: \
              evidence that B's is lower (better for B)"
+        );
+        assert_eq!(
+            sentence(
+                "Sharpe",
+                Unit::Ratio,
+                false,
+                &ci(dec!(3.368), dec!(2.2), dec!(4.5))
+            ),
+            "B's Sharpe is higher by 3.37 (95% CI [2.20, 4.50]); the interval excludes 0: \
+             evidence that B's is higher (better for B)"
         );
     }
 }

@@ -8,7 +8,7 @@ use db::{LedgerStore, RegistryStore, TickStore};
 use market_data::{FillsFormat, detect_interval, load_bars, load_fills};
 use memory_ledger::{LedgerChanges, LedgerScope, LedgerState, ProposalInfo, Proposals};
 use rust_decimal::Decimal;
-use types::{Bar, Fill, Position, Side, TradeRecord, Uuid};
+use types::{Bar, Fill, Position, Side, TradeRecord, Uuid, text};
 
 use crate::Failure;
 
@@ -110,14 +110,14 @@ fn from_fills(
     let fees: Decimal = trades.iter().map(|t| t.fees_usd).sum();
     let _ = writeln!(
         std::io::stderr(),
-        "{}: {} fills → {} trades ({closed} closed, {} open); realized PnL ${} gross, fees ${}, net ${}{}",
+        "{}: {} fills → {} trades ({closed} closed, {} open); realized PnL {} gross, fees {}, net {}{}",
         path.display(),
         loaded.fills.len(),
         trades.len(),
         trades.len() - closed,
-        gross.round_dp(8).normalize(),
-        fees.round_dp(8).normalize(),
-        (gross - fees).round_dp(8).normalize(),
+        text::money(gross),
+        text::money(fees),
+        text::money(gross - fees),
         if loaded.skipped > 0 {
             format!(
                 "; skipped {} fills of positions opened before the file starts",

@@ -10,9 +10,10 @@ use std::fmt::Write as _;
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
-use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
 use skill_schema::Skill;
 use tick::backtest::{BacktestResult, Summary};
+use types::text::{self, money, pct, price};
 use types::{Side, TradeRecord, TradeStatus, Uuid};
 
 use crate::Failure;
@@ -120,13 +121,10 @@ pub(crate) fn esc(s: &str) -> String {
     out
 }
 
-fn money(d: Decimal) -> String {
-    let r = d.round_dp(2);
-    if r.is_sign_negative() && !r.is_zero() {
-        format!("-${:.2}", -r)
-    } else {
-        format!("${r:.2}")
-    }
+/// A Sharpe ratio as text: two decimals (`-5.26`), `n/a` without one.
+pub(crate) fn sharpe(v: Option<f64>) -> String {
+    v.and_then(Decimal::from_f64)
+        .map_or_else(|| "n/a".to_owned(), |d| text::grouped_fixed(d, 2))
 }
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1200px;\
@@ -166,7 +164,6 @@ pub(crate) fn render_head(r: &ReportInput<'_>) -> String {
 
     // summary
     h.push_str("<h2>Summary</h2><table class=\"kv\">");
-    let pct = |d: Decimal| format!("{d}%");
     let rows: Vec<(&str, String)> = vec![
         ("Starting equity", money(s.initial_equity_usd)),
         ("Final equity", money(s.final_equity_usd)),
@@ -207,11 +204,7 @@ pub(crate) fn render_head(r: &ReportInput<'_>) -> String {
                 pct(s.max_drawdown_pct)
             ),
         ),
-        (
-            "Sharpe (annualised per-tick returns)",
-            s.sharpe
-                .map_or_else(|| "n/a".to_owned(), |v| format!("{v}")),
-        ),
+        ("Sharpe (annualised per-tick returns)", sharpe(s.sharpe)),
         (
             "Time in market / average exposure",
             format!("{} / {}", pct(s.exposure_time_pct), pct(s.avg_exposure_pct)),
@@ -231,7 +224,7 @@ pub(crate) fn render_head(r: &ReportInput<'_>) -> String {
                 s.tokens.input, s.tokens.output, s.tokens.cache_read, s.tokens.cache_write
             ),
         ),
-        ("Model cost", format!("${}", s.cost_usd.round_dp(4))),
+        ("Model cost", text::cost(s.cost_usd)),
         (
             "Reflection notes",
             format!("{} ({} failed runs)", s.notes, s.reflection_failures),
@@ -294,10 +287,10 @@ pub(crate) fn render_head(r: &ReportInput<'_>) -> String {
             esc(&t.symbol),
             t.side,
             time(t.entry_tick_at),
-            t.entry_price,
+            price(t.entry_price),
             money(t.entry_size_usd),
             t.exit_tick_at.map_or_else(|| "open".to_owned(), time),
-            t.exit_price.map(|p| p.to_string()).unwrap_or_default(),
+            t.exit_price.map(price).unwrap_or_default(),
             t.close_kind.map(|k| k.to_string()).unwrap_or_default(),
             money(t.realized_pnl_usd),
             money(t.fees_usd),
@@ -393,6 +386,20 @@ fn f(d: Decimal) -> f64 {
     d.to_f64().unwrap_or(0.0)
 }
 
+/// The deepest fall of the per-tick equity from its running peak (the initial equity counts),
+/// in percent of that peak: zero or negative.
+fn deepest_drawdown_pct(r: &BacktestResult) -> Decimal {
+    let mut peak = r.initial_equity_usd;
+    let mut deepest = Decimal::ZERO;
+    for p in &r.points {
+        peak = peak.max(p.equity_usd);
+        if peak > Decimal::ZERO {
+            deepest = deepest.min((p.equity_usd - peak) * Decimal::ONE_HUNDRED / peak);
+        }
+    }
+    deepest
+}
+
 /// The equity curve with entry (▲ long / ▼ short) and exit (●) markers, and the drawdown below.
 pub(crate) fn charts(r: &BacktestResult) -> String {
     let pts = &r.points;
@@ -422,6 +429,19 @@ pub(crate) fn charts(r: &BacktestResult) -> String {
         (lo, hi)
     };
     let dd_min = dd.iter().copied().fold(0.0_f64, f64::min).min(-0.01);
+    // The axis labels are the exact decimals, in the text styles: the lowest and highest
+    // equity, and the deepest drawdown (at least 0.01 %, the chart's floor).
+    let (lo_usd, hi_usd) = pts
+        .iter()
+        .fold((pts[0].equity_usd, pts[0].equity_usd), |(a, b), p| {
+            (a.min(p.equity_usd), b.max(p.equity_usd))
+        });
+    let (lo_usd, hi_usd) = if lo_usd == hi_usd {
+        (lo_usd - Decimal::ONE, hi_usd + Decimal::ONE)
+    } else {
+        (lo_usd, hi_usd)
+    };
+    let dd_label = deepest_drawdown_pct(r).min(Decimal::new(-1, 2));
     #[allow(clippy::cast_precision_loss)]
     let x = |i: usize| PAD_L + (W - PAD_L - PAD_R) * i as f64 / (n - 1) as f64;
     let y_eq = |v: f64| PAD_T + (H_EQ - PAD_T - PAD_B) * (hi - v) / (hi - lo);
@@ -443,16 +463,18 @@ pub(crate) fn charts(r: &BacktestResult) -> String {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H_EQ}\" \
          viewBox=\"0 0 {W} {H_EQ}\" role=\"img\" aria-label=\"equity curve\">"
     );
-    for k in 0..=4 {
+    for k in 0..=4u8 {
         let v = lo + (hi - lo) * f64::from(k) / 4.0;
         let yy = y_eq(v);
+        let label = lo_usd + (hi_usd - lo_usd) * Decimal::from(k) / Decimal::from(4);
         let _ = write!(
             svg,
             "<line x1=\"{PAD_L}\" x2=\"{:.1}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eef\"/>\
-             <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\" fill=\"#667\">{v:.0}</text>",
+             <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\" fill=\"#667\">{}</text>",
             W - PAD_R,
             PAD_L - 4.0,
-            yy + 3.0
+            yy + 3.0,
+            money(label)
         );
     }
     let _ = write!(
@@ -473,7 +495,7 @@ pub(crate) fn charts(r: &BacktestResult) -> String {
             esc(&t.symbol),
             t.side,
             time(t.entry_tick_at),
-            t.entry_price
+            price(t.entry_price)
         );
         if let Some(exit) = t.exit_tick_at {
             let j = index_of(exit);
@@ -506,12 +528,13 @@ pub(crate) fn charts(r: &BacktestResult) -> String {
          <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H_DD}\" \
          viewBox=\"0 0 {W} {H_DD}\" role=\"img\" aria-label=\"drawdown\">\
          <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\" fill=\"#667\">0%</text>\
-         <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\" fill=\"#667\">{dd_min:.2}%</text>\
+         <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\" fill=\"#667\">{}</text>\
          <polygon fill=\"#f3c5c0\" stroke=\"#b3261e\" stroke-width=\"0.8\" points=\"{PAD_L},{PAD_T} {}{:.1},{PAD_T}\"/></svg>",
         PAD_L - 4.0,
         PAD_T + 3.0,
         PAD_L - 4.0,
         y_dd(dd_min) + 3.0,
+        pct(dd_label),
         line(&|i| y_dd(dd[i])),
         W - PAD_R
     );

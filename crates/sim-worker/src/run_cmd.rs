@@ -24,7 +24,7 @@ use tick::backtest::{
 };
 use tick::{ID_NAMESPACE, TickDeployment, snapshot_id};
 use tools::{NewsItem, Preloaded};
-use types::{Interval, Uuid};
+use types::{Interval, Uuid, text};
 
 use crate::Failure;
 use crate::spend::{CassetteMode, CassetteSpec, Guard, Stop};
@@ -986,10 +986,13 @@ async fn simulate(
     {
         return Err(Failure {
             message: format!(
-                "stopped: --max-cost ${cap}: ${spent} spent after {ticks_run} of {} ticks; the \
-                 next could cost ${costliest_tick} (the costliest so far) and pass the cap. \
+                "stopped: --max-cost {}: {} spent after {ticks_run} of {} ticks; the \
+                 next could cost {} (the costliest so far) and pass the cap. \
                  The ticks run are stored and summarised (`stopped` in summary.json)\n",
-                p.ticks
+                text::cost(cap),
+                text::cost(spent),
+                p.ticks,
+                text::cost(costliest_tick)
             ),
             code: crate::EXIT_COST_CAP,
             stdout: text,
@@ -1065,20 +1068,19 @@ fn write_outputs(
 
     let s = summary;
     let text = format!(
-        "{} ticks {} .. {} · {} trades (win rate {}) · net PnL ${} (gross ${}, fees ${}) · \
-         max drawdown {}% · Sharpe {} · {} notes{}\n\
+        "{} ticks {} .. {} · {} trades (win rate {}) · net PnL {} (gross {}, fees {}) · \
+         max drawdown {} · Sharpe {} · {} notes{}\n\
          summary: {}\ntrades:  {}\nstore:   {url} (deployment {})\nreport:  {}\n",
         s.ticks,
         s.first_tick.map(|t| t.to_string()).unwrap_or_default(),
         s.last_tick.map(|t| t.to_string()).unwrap_or_default(),
         s.trades,
-        s.win_rate_pct
-            .map_or_else(|| "n/a".to_owned(), |w| format!("{w}%")),
-        s.pnl.net_usd.round_dp(2),
-        s.pnl.gross_usd.round_dp(2),
-        s.pnl.fees_usd.round_dp(2),
-        s.max_drawdown_pct,
-        s.sharpe.map_or_else(|| "n/a".to_owned(), |v| v.to_string()),
+        s.win_rate_pct.map_or_else(|| "n/a".to_owned(), text::pct),
+        text::money(s.pnl.net_usd),
+        text::money(s.pnl.gross_usd),
+        text::money(s.pnl.fees_usd),
+        text::pct(s.max_drawdown_pct),
+        crate::report::sharpe(s.sharpe),
         s.notes,
         match s.model_errors() {
             0 => String::new(),
@@ -1135,9 +1137,9 @@ impl Progress {
             self.notes.set(self.notes.get() + 1);
         }
         let msg = || {
-            let pnl = (outcome.equity_usd - self.initial).round_dp(2);
+            let pnl = text::signed_money(outcome.equity_usd - self.initial);
             format!(
-                "{} trades · PnL ${pnl} · {} notes",
+                "{} trades · PnL {pnl} · {} notes",
                 state.closed_trades(),
                 self.notes.get()
             )

@@ -15,6 +15,7 @@ use cassette::{Cassette, Mode};
 use clap::ValueEnum;
 use model::{Metered, Rates, Spend, rates_for};
 use rust_decimal::Decimal;
+use types::text;
 
 use crate::Failure;
 
@@ -173,14 +174,17 @@ impl<'a> Guard<'a> {
         }
         let text = match self.rates {
             Some(r) => format!(
-                "cost: {} at ${}/${} per million tokens in/out (cache read ${}); the first \
+                "cost: {} at {}/{} per million tokens in/out (cache read {}); the first \
                  tick that calls it gives the estimate{}\n",
                 self.model_id,
-                r.input,
-                r.output,
-                r.cache_read,
+                text::cost(r.input),
+                text::cost(r.output),
+                text::cost(r.cache_read),
                 self.cap
-                    .map(|c| format!("; --max-cost ${c} stops the run before it spends more"))
+                    .map(|c| format!(
+                        "; --max-cost {} stops the run before it spends more",
+                        text::cost(c)
+                    ))
                     .unwrap_or_default()
             ),
             None => format!(
@@ -207,12 +211,13 @@ impl<'a> Guard<'a> {
             let ticks = Decimal::from(self.ticks);
             let _ = writeln!(
                 std::io::stderr(),
-                "cost: tick {} cost ${tick} ({} tokens in, {} out so far): ≈ ${} for the run's \
+                "cost: tick {} cost {} ({} tokens in, {} out so far): ≈ {} for the run's \
                  {} ticks at that rate",
                 self.done,
+                text::cost(tick),
                 totals.usage.input + totals.usage.cache_read + totals.usage.cache_write,
                 totals.usage.output,
-                (tick * ticks).round_dp(4).normalize(),
+                text::cost(tick * ticks),
                 self.ticks,
             );
         }
@@ -248,8 +253,8 @@ pub(crate) fn result_lines(model_id: &str, spend: &Spend, cassettes: &[Arc<Casse
     if !model_id.starts_with("builtin/") || !cassettes.is_empty() {
         let t = spend.totals();
         out.push_str(&format!(
-            "spent:   ${} at the provider ({} calls, {} tokens in, {} out){}\n",
-            t.usd,
+            "spent:   {} at the provider ({} calls, {} tokens in, {} out){}\n",
+            text::cost(t.usd),
             t.calls,
             t.usage.input + t.usage.cache_read + t.usage.cache_write,
             t.usage.output,

@@ -36,7 +36,7 @@ fn ab_windows_reports_intervals_and_each_window_is_a_run_of_its_own() {
         stdout.starts_with("3 walk-forward windows from 2017-04-19 10:00:00 UTC"),
         "{stdout}"
     );
-    for label in ["net PnL", "Sharpe", "max drawdown %", "win rate %"] {
+    for label in ["net PnL", "Sharpe", "max drawdown", "win rate"] {
         let line = stdout
             .lines()
             .find(|l| l.starts_with(&format!("- B's {label} is ")))

@@ -133,8 +133,8 @@ async fn a_recorded_backtest_replays_byte_identical_with_no_server_and_a_changed
     );
     assert!(
         r.stdout.contains(&format!(
-            "spent:   ${} at the provider ({sent} calls",
-            cost.normalize()
+            "spent:   {} at the provider ({sent} calls",
+            types::text::cost(cost)
         )),
         "{}",
         r.stdout
@@ -170,7 +170,7 @@ async fn a_recorded_backtest_replays_byte_identical_with_no_server_and_a_changed
         r.stdout
     );
     assert!(
-        r.stdout.contains("spent:   $0 at the provider (0 calls"),
+        r.stdout.contains("spent:   $0.00 at the provider (0 calls"),
         "{}",
         r.stdout
     );

@@ -64,7 +64,7 @@ fn from_fills_splits_a_flip_and_keeps_partial_closes_on_the_row() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("realized PnL $6 gross, fees $1.1565, net $4.8435"),
+        stderr.contains("realized PnL $6.00 gross, fees $1.16, net $4.84"),
         "{stderr}"
     );
 }

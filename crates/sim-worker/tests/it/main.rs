@@ -25,4 +25,5 @@ mod placement_cli;
 mod run_cli;
 mod score_cli;
 mod skill_cli;
+mod text_styles_cli;
 mod xbackend_cli;

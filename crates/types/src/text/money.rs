@@ -1,5 +1,6 @@
 //! Money: US dollars with cents and thousands separators, the one style of every amount in a
-//! prompt (sizes, equity, margin, fees, caps, PnL).
+//! prompt (sizes, equity, margin, fees, caps, PnL); model costs, which are mostly fractions of a
+//! cent, in the same style with the sub-cent digits kept.
 
 use rust_decimal::Decimal;
 
@@ -40,5 +41,31 @@ pub fn push_signed_money(out: &mut String, d: Decimal) {
     } else {
         "+$"
     });
+    r.push_digits(out, true);
+}
+
+/// Most decimals a [`cost`] keeps.
+const COST_MAX_DP: u32 = 6;
+
+/// A model cost or rate in dollars: [`money`]'s style with the digits below the cent kept up
+/// to six decimals (rounded half away from zero, trailing zeros past the cents dropped):
+/// `$0.00`, `$2.00`, `$0.000336`, `$0.01008`, `$1,234.50`.
+#[must_use]
+pub fn cost(d: Decimal) -> String {
+    let mut out = String::with_capacity(16);
+    push_cost(&mut out, d);
+    out
+}
+
+/// Appends [`cost`]`(d)`.
+pub fn push_cost(out: &mut String, d: Decimal) {
+    let rounded = d
+        .round_dp_with_strategy(
+            COST_MAX_DP,
+            rust_decimal::RoundingStrategy::MidpointAwayFromZero,
+        )
+        .normalize();
+    let r = Rounded::of(d, rounded.scale().max(2));
+    out.push_str(if r.negative { "-$" } else { "$" });
     r.push_digits(out, true);
 }

@@ -43,6 +43,42 @@ fn money_style_table() {
     }
 }
 
+/// Costs: money's style, the sub-cent digits kept to six decimals.
+#[test]
+fn cost_style_table() {
+    for (value, want) in [
+        (dec!(0), "$0.00"),
+        (dec!(2), "$2.00"),
+        (dec!(0.15), "$0.15"),
+        (dec!(0.000336), "$0.000336"),
+        (dec!(0.01008), "$0.01008"),
+        (dec!(0.0000004), "$0.00"),
+        (dec!(0.00000051), "$0.000001"),
+        (dec!(1234.5), "$1,234.50"),
+        (dec!(-0.0042), "-$0.0042"),
+    ] {
+        assert_eq!(cost(value), want, "{value}");
+    }
+}
+
+/// Holding times for a person: two units from an hour on.
+#[test]
+fn span_style_table() {
+    for (minutes, want) in [
+        (-5, "0m"),
+        (0, "0m"),
+        (45, "45m"),
+        (60, "1h 0m"),
+        (150, "2h 30m"),
+        (1380, "23h 0m"),
+        (1439, "23h 59m"),
+        (1440, "1d 0h"),
+        (8880, "6d 4h"),
+    ] {
+        assert_eq!(span(minutes), want, "{minutes}");
+    }
+}
+
 #[test]
 fn prices_keep_their_scale() {
     assert_eq!(price(dec!(65200)), "65,200");

@@ -187,6 +187,29 @@ pub fn push_duration_minutes(out: &mut String, minutes: i64) {
     }
 }
 
+/// Whole minutes as a person reads a holding time, in two units from an hour on: `45m`,
+/// `23h 0m`, `6d 4h` (negative is `0m`). The prompts keep [`duration_minutes`]'s
+/// token-frugal `1380m`; pages and command output use this one.
+#[must_use]
+pub fn span(minutes: i64) -> String {
+    let mut out = String::with_capacity(8);
+    push_span(&mut out, minutes);
+    out
+}
+
+/// Appends [`span`]`(minutes)`.
+pub fn push_span(out: &mut String, minutes: i64) {
+    let m = minutes.max(0).unsigned_abs();
+    if (60..1440).contains(&m) {
+        push_uint(out, m / 60);
+        out.push_str("h ");
+        push_uint(out, m % 60);
+        out.push('m');
+    } else {
+        push_duration_minutes(out, minutes);
+    }
+}
+
 /// Appends a time until something: `6h`, `2h30m`, `45m` (negative is `0m`).
 pub fn push_duration(out: &mut String, d: Duration) {
     let minutes = d.num_minutes().max(0).unsigned_abs();
