@@ -391,7 +391,7 @@ pub async fn list(store: &Store) -> Result<Vec<DeploymentRow>, AdminError> {
 pub fn render_table(rows: &[DeploymentRow]) -> String {
     let mut out = format!(
         "{:<36}  {:<36}  {:<32}  {:<7}  {:<11}  {:<20}  {:>4}  {:>14}  {}\n",
-        "ID", "OWNER", "SKILL", "STATUS", "BROKER", "LAST TICK", "OPEN", "REALIZED USD", "ACCOUNT"
+        "ID", "OWNER", "SKILL", "STATUS", "BROKER", "LAST TICK", "OPEN", "REALIZED", "ACCOUNT"
     );
     for r in rows {
         let last = r
@@ -408,7 +408,7 @@ pub fn render_table(rows: &[DeploymentRow]) -> String {
             r.broker,
             last,
             r.open_positions,
-            r.realized_pnl_usd.round_dp(2),
+            types::text::money(r.realized_pnl_usd),
             r.account.as_deref().unwrap_or("-")
         ));
     }

@@ -14,14 +14,15 @@
 //! | `GET /api/deployments` | the caller's deployments |
 //! | `GET /api/deployments/{id}/memory` | closed trades, notes history, what the agent sees |
 //!
-//! Stored rows (facts, trades, notes, audit entries) are sent as their `serde` shape
-//! (snake_case fields); the envelopes this module defines are camelCase.
+//! Every body and event is one of the camelCase wire types of [`super::wire`], built from the
+//! store's rows; a request body accepts one spelling per field and refuses any other field
+//! with a 422 naming it.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use agent_runtime::{LanguageModel, Message, ModelError, ModelRequest, ModelResponse, Step};
+use agent_runtime::{LanguageModel, Message, ModelError, ModelRequest, ModelResponse};
 use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -29,7 +30,6 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, patch, post};
 use chat::{ChatError, ChatStore, ChatTurn, ChatTurnOutput};
-use chrono::{DateTime, Utc};
 use db::{
     ChatTurnRecord, ChatTurnStore, Deployment, FactEdit, FactStore, Forget, LedgerStore, NewFact,
     NoteScope, NoteStore, RegistryStore, TickStore,
@@ -41,13 +41,17 @@ use serde::{Deserialize, Deserializer, Serialize};
 use tokio::sync::mpsc;
 use tools::{MarketData, RunMode};
 use types::{
-    ArchiveReason, FactChange, FactConfidence, FactSource, MAX_FACT_CHARS, MAX_FACT_TOPIC_CHARS,
-    MIN_FACT_CHARS, ReflectionNote, TradeRecord, TradeStatus, Usage, UserFact,
+    ArchiveReason, FactConfidence, FactSource, MAX_FACT_CHARS, MAX_FACT_TOPIC_CHARS,
+    MIN_FACT_CHARS, ReflectionNote, TradeRecord, TradeStatus, Usage,
 };
 use uuid::Uuid;
 use validator::Validate;
 
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery};
+use super::wire::{
+    CallEvent, ChatResponse, Fact, FactChangeEntry, Me, Memory, PromptView, StepEvent,
+    ToolResultEvent, WireDeployment, WireStep,
+};
 use super::{AppState, Caller};
 
 /// Most messages one chat request may carry (history + the new one).
@@ -77,13 +81,6 @@ pub fn router() -> Router<AppState> {
         .route("/facts/{id}/changes", get(fact_changes))
         .route("/deployments", get(deployments))
         .route("/deployments/{id}/memory", get(memory))
-}
-
-/// `GET /api/me`.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Me {
-    user_id: Uuid,
 }
 
 async fn me(caller: Caller) -> axum::Json<Me> {
@@ -134,30 +131,8 @@ pub struct ChatRequest {
     #[serde(default)]
     pub mode: Option<ChatMode>,
     /// A deployment of the caller's the conversation is about.
-    #[serde(default, alias = "deployment_id")]
+    #[serde(default)]
     pub deployment_id: Option<Uuid>,
-}
-
-/// What a chat turn answers (the JSON response, and the SSE `answer` event).
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ChatResponse {
-    /// The turn's id (its row in `chat_turns`; ids of facts it remembered derive from it).
-    pub turn_id: Uuid,
-    /// The assistant's answer: every text it wrote this turn.
-    pub answer: String,
-    /// The model loop's steps: text, tool calls with their arguments and outcomes, usage.
-    pub steps: Vec<Step>,
-    /// The model that answered.
-    pub model: String,
-    /// Tokens of the turn.
-    pub usage: Usage,
-    /// What the turn cost (USD; zero for offline models and models not in the rate table).
-    pub cost_usd: Decimal,
-    /// How many facts the system prompt showed.
-    pub facts_injected: usize,
-    /// Why the turn ended in error (a model failure), if it did.
-    pub error: Option<String>,
 }
 
 impl ChatResponse {
@@ -165,9 +140,9 @@ impl ChatResponse {
         Self {
             turn_id,
             answer: out.run.text.clone(),
-            steps: out.run.steps.clone(),
+            steps: out.run.steps.iter().map(WireStep::from).collect(),
             model: model.to_owned(),
-            usage: out.run.usage,
+            usage: out.run.usage.into(),
             cost_usd: out.run.cost_usd,
             facts_injected: out.facts_injected.len(),
             error: out.run.error.as_ref().map(ToString::to_string),
@@ -317,34 +292,8 @@ async fn chat(
     Ok((status, axum::Json(body)).into_response())
 }
 
-/// A model step as it happens (SSE event `step`).
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct StepEvent<'a> {
-    index: u32,
-    text: Option<&'a str>,
-    tool_calls: Vec<CallEvent<'a>>,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct CallEvent<'a> {
-    id: &'a str,
-    name: &'a str,
-    arguments: serde_json::Value,
-}
-
-/// A tool's result as the loop sent it back to the model (SSE event `tool_result`).
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ToolResultEvent<'a> {
-    call_id: &'a str,
-    name: &'a str,
-    content: &'a str,
-}
-
 /// The model wrapped so each step is sent as it happens: a `step` event when the model
-/// answers, the `tool_result` events of the previous step when the loop calls it again.
+/// answers, the `toolResult` events of the previous step when the loop calls it again.
 struct StreamingModel {
     inner: Arc<dyn LanguageModel>,
     events: mpsc::UnboundedSender<Event>,
@@ -381,7 +330,7 @@ impl LanguageModel for StreamingModel {
                 } = m
                 {
                     let _ = self.events.send(json_event(
-                        "tool_result",
+                        "toolResult",
                         &ToolResultEvent {
                             call_id,
                             name,
@@ -398,12 +347,7 @@ impl LanguageModel for StreamingModel {
             tool_calls: response
                 .tool_calls
                 .iter()
-                .map(|c| CallEvent {
-                    id: &c.id,
-                    name: &c.name,
-                    arguments: serde_json::from_str(&c.arguments)
-                        .unwrap_or_else(|_| serde_json::Value::String(c.arguments.clone())),
-                })
+                .map(|c| CallEvent::new(&c.id, &c.name, &c.arguments))
                 .collect(),
         };
         let _ = self.events.send(json_event("step", &step));
@@ -411,7 +355,7 @@ impl LanguageModel for StreamingModel {
     }
 }
 
-/// The turn as server-sent events: `step` (each model answer, as it happens), `tool_result`
+/// The turn as server-sent events: `step` (each model answer, as it happens), `toolResult`
 /// (each tool result sent back to the model), then `answer` (the [`ChatResponse`]) or `error`
 /// (`{"error": ...}`), then `done`.
 fn chat_events(
@@ -465,11 +409,10 @@ async fn list_facts(
     State(state): State<AppState>,
     caller: Caller,
     ApiQuery(q): ApiQuery<FactsQuery>,
-) -> Result<axum::Json<Vec<UserFact>>, ApiError> {
+) -> Result<axum::Json<Vec<Fact>>, ApiError> {
     let store = state.store_for(&caller);
-    Ok(axum::Json(
-        store.list_facts(caller.user_id, q.archived).await?,
-    ))
+    let facts = store.list_facts(caller.user_id, q.archived).await?;
+    Ok(axum::Json(facts.into_iter().map(Fact::from).collect()))
 }
 
 /// `POST /api/facts`: a fact the user states themselves (`source = profile`).
@@ -496,7 +439,7 @@ async fn add_fact(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(body): ApiJson<NewFactBody>,
-) -> Result<(StatusCode, axum::Json<UserFact>), ApiError> {
+) -> Result<(StatusCode, axum::Json<Fact>), ApiError> {
     let store = state.store_for(&caller);
     let new = NewFact {
         id: Uuid::new_v4(),
@@ -509,7 +452,7 @@ async fn add_fact(
         actor: PROFILE_ACTOR.to_owned(),
     };
     let fact = store.remember(&new, state.clock.now()).await?;
-    Ok((StatusCode::CREATED, axum::Json(fact)))
+    Ok((StatusCode::CREATED, axum::Json(fact.into())))
 }
 
 /// `Some(None)` for an explicit `null`, `None` when the field is absent.
@@ -547,7 +490,7 @@ async fn edit_fact(
     caller: Caller,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<EditFactBody>,
-) -> Result<axum::Json<UserFact>, ApiError> {
+) -> Result<axum::Json<Fact>, ApiError> {
     if body.fact.is_none() && body.topic.is_none() && body.confidence.is_none() {
         return Err(ApiError::invalid(
             "body",
@@ -569,11 +512,10 @@ async fn edit_fact(
         confidence: body.confidence,
         topic: body.topic,
     };
-    Ok(axum::Json(
-        store
-            .edit_fact(caller.user_id, id, &edit, PROFILE_ACTOR, state.clock.now())
-            .await?,
-    ))
+    let fact = store
+        .edit_fact(caller.user_id, id, &edit, PROFILE_ACTOR, state.clock.now())
+        .await?;
+    Ok(axum::Json(fact.into()))
 }
 
 /// Why the user archives a fact.
@@ -599,7 +541,7 @@ async fn archive_fact(
     caller: Caller,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<ArchiveBody>,
-) -> Result<axum::Json<UserFact>, ApiError> {
+) -> Result<axum::Json<Fact>, ApiError> {
     let store = state.store_for(&caller);
     let forget = Forget {
         reason: match body.reason {
@@ -616,55 +558,31 @@ async fn archive_fact(
         .into_iter()
         .find(|f| f.id == id)
         .ok_or_else(|| ApiError::not_found(format!("fact {id} not found")))?;
-    Ok(axum::Json(fact))
+    Ok(axum::Json(fact.into()))
 }
 
 async fn fact_changes(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<Uuid>,
-) -> Result<axum::Json<Vec<FactChange>>, ApiError> {
+) -> Result<axum::Json<Vec<FactChangeEntry>>, ApiError> {
     let store = state.store_for(&caller);
     let changes = store.fact_changes(id).await?;
     // Every fact has at least its insert; none visible means not the caller's (or unknown).
     if changes.is_empty() {
         return Err(ApiError::not_found(format!("fact {id} not found")));
     }
-    Ok(axum::Json(changes))
+    Ok(axum::Json(
+        changes.into_iter().map(FactChangeEntry::from).collect(),
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------
 // Deployment memory
 
-/// What the agent of a deployment sees: the system prompt and user message of its latest
-/// recorded tick, with exact token counts.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PromptView {
-    /// Where the text comes from: always `latest_decision_snapshot` (a fresh context needs
-    /// live market data; the stored snapshot is the exact text of the last tick).
-    pub source: &'static str,
-    /// The tick the snapshot is of: the prompt as of that time, not now.
-    pub as_of: DateTime<Utc>,
-    /// The snapshot's id.
-    pub snapshot_id: Uuid,
-    /// The model of that tick.
-    pub model: String,
-    /// The system prompt, exactly as sent.
-    pub system_prompt: String,
-    /// Its `o200k_base` token count.
-    pub system_prompt_tokens: usize,
-    /// The user message (assembled context), exactly as sent.
-    pub user_message: String,
-    /// Its `o200k_base` token count.
-    pub user_message_tokens: usize,
-    /// The tokenizer of the counts.
-    pub tokenizer: &'static str,
-}
-
-/// `GET /api/deployments/{id}/memory`.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// A deployment's memory as the server reads it (the route sends it as [`Memory`], the page
+/// renders it).
+#[derive(Debug, Clone)]
 pub struct MemoryView {
     /// The deployment.
     pub deployment: Deployment,
@@ -681,12 +599,28 @@ pub struct MemoryView {
     pub prompt: Option<PromptView>,
 }
 
+impl From<MemoryView> for Memory {
+    fn from(m: MemoryView) -> Self {
+        Self {
+            deployment: m.deployment.into(),
+            skill_name: m.skill_name,
+            closed_trades: m.closed_trades.into_iter().map(Into::into).collect(),
+            open_trades: m.open_trades.into_iter().map(Into::into).collect(),
+            notes: m.notes.into_iter().map(Into::into).collect(),
+            prompt: m.prompt,
+        }
+    }
+}
+
 async fn deployments(
     State(state): State<AppState>,
     caller: Caller,
-) -> Result<axum::Json<Vec<Deployment>>, ApiError> {
+) -> Result<axum::Json<Vec<WireDeployment>>, ApiError> {
     let store = state.store_for(&caller);
-    Ok(axum::Json(store.user_deployments(caller.user_id).await?))
+    let deployments = store.user_deployments(caller.user_id).await?;
+    Ok(axum::Json(
+        deployments.into_iter().map(WireDeployment::from).collect(),
+    ))
 }
 
 /// Exact `o200k_base` token count (the tokenizer `sim-worker preview` counts with).
@@ -701,8 +635,10 @@ async fn memory(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<Uuid>,
-) -> Result<axum::Json<MemoryView>, ApiError> {
-    Ok(axum::Json(deployment_memory(&state, &caller, id).await?))
+) -> Result<axum::Json<Memory>, ApiError> {
+    Ok(axum::Json(
+        deployment_memory(&state, &caller, id).await?.into(),
+    ))
 }
 
 /// The memory view of deployment `id` as `caller` (the route's body; the pages render it).

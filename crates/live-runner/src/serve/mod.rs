@@ -19,6 +19,7 @@ pub mod auth;
 pub mod error;
 pub mod model;
 pub mod pages;
+pub mod wire;
 
 use std::future::Future;
 use std::sync::Arc;

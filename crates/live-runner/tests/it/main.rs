@@ -31,3 +31,4 @@ mod serve_facts;
 mod serve_isolation;
 mod serve_memory;
 mod serve_validation;
+mod serve_wire;

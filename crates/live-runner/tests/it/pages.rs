@@ -565,13 +565,14 @@ async fn memory_page_shows_trades_lessons_and_the_prompt_with_token_counts() {
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    // Trades: money in the prompt style, newest exit first, net = gross − fees.
+    // Trades: money in the text style, newest exit first, net = gross − fees.
     assert!(body.contains("Closed trades (3)"), "{body}");
     assert!(body.contains("$652.00"));
     assert!(body.contains("+$6.81"), "7.40 − 0.59013");
     assert!(body.contains("-$22.79"), "−21.25 − 1.54");
-    // Prices in the prompt's price style (every significant digit), sizes and PnL as money.
-    assert!(body.contains("$65,200<") && body.contains("$3,412.5<") && body.contains("$3,455<"));
+    // Prices in the prompt's price style (six significant digits, no dollar sign), sizes and
+    // PnL as money, holding times in two units (`memory_page_cells_read_in_the_text_styles`).
+    assert!(body.contains(">65,200<") && body.contains(">3,412.5<") && body.contains(">3,455<"));
     assert!(body.contains("1d 1h"), "25 hours of holding: {body}");
     assert!(body.contains("ranging") && body.contains("trending_up"));
     let eth = body.find("-$22.79").unwrap();
@@ -607,4 +608,85 @@ async fn memory_page_shows_trades_lessons_and_the_prompt_with_token_counts() {
     assert!(body.contains(&format!(
         r#"<strong id="user-tokens">{user_tokens}</strong>"#
     )));
+}
+
+/// The cells of each row of the memory page's trade table, tags stripped.
+fn trade_rows(body: &str) -> Vec<Vec<String>> {
+    let table = &body[body.find("<table id=\"trades\">").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    let tbody = &table[table.find("<tbody>").unwrap()..];
+    tbody
+        .split("<tr>")
+        .skip(1)
+        .map(|row| {
+            row.split("<td")
+                .skip(1)
+                .map(|cell| {
+                    let text = &cell[cell.find('>').unwrap() + 1..];
+                    text[..text.find("</td>").unwrap()].to_owned()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Each closed trade's row, cell for cell: times in UTC, size as money, prices in the price
+/// style, net PnL as signed money, the holding time in two units.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_page_cells_read_in_the_text_styles() {
+    let s = page_server().await;
+    let fx = seed_memory(&s.store).await;
+    let token = s
+        .auth
+        .mint(fx.user.id, Duration::hours(1), Utc::now())
+        .unwrap();
+    let (status, body) = get_page(
+        &s,
+        &format!("/deployments/{}/memory", fx.deployment.id),
+        &token,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let rows = trade_rows(&body);
+    // symbol, side, entry, exit, size, entry price, exit price, net PnL, holding (the regime and
+    // reasons follow).
+    let want: [[&str; 9]; 3] = [
+        [
+            "BTC",
+            "long",
+            "2026-06-06 02:00",
+            "2026-06-06 02:45",
+            "$652.00",
+            "65,200",
+            "65,200",
+            "$0.00",
+            "45m",
+        ],
+        [
+            "ETH",
+            "short",
+            "2026-06-05 16:00",
+            "2026-06-05 22:00",
+            "$1,706.25",
+            "3,412.5",
+            "3,455",
+            "-$22.79",
+            "6h 0m",
+        ],
+        [
+            "BTC",
+            "long",
+            "2026-06-04 11:00",
+            "2026-06-05 12:00",
+            "$652.00",
+            "65,200",
+            "65,940",
+            "+$6.81",
+            "1d 1h",
+        ],
+    ];
+    assert_eq!(rows.len(), want.len(), "{body}");
+    for (row, want) in rows.iter().zip(want) {
+        assert_eq!(&row[..9], want, "{row:?}");
+    }
 }

@@ -10,7 +10,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use crate::common::serve::{server, world};
+use crate::common::serve::{events, server, world};
 
 fn remember(fact: &str) -> ModelResponse {
     ModelResponse {
@@ -74,9 +74,9 @@ async fn a_scripted_chat_remembers_through_the_api_and_records_the_turn() {
     assert!(body["error"].is_null(), "{body}");
     let steps = body["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 2, "{body}");
-    assert_eq!(steps[0]["tool_calls"][0]["name"], "remember");
+    assert_eq!(steps[0]["toolCalls"][0]["name"], "remember");
     assert_eq!(
-        steps[0]["tool_calls"][0]["outcome"]["status"], "ok",
+        steps[0]["toolCalls"][0]["outcome"]["status"], "ok",
         "{body}"
     );
     assert_eq!(body["usage"]["input"], 2500);
@@ -105,8 +105,8 @@ async fn a_scripted_chat_remembers_through_the_api_and_records_the_turn() {
     assert_eq!(changes.as_array().unwrap().len(), 1);
     assert_eq!(changes[0]["op"], "insert");
     assert_eq!(changes[0]["actor"], "chat-agent");
-    assert_eq!(changes[0]["db_role"], "authenticated");
-    assert_eq!(changes[0]["jwt_sub"], w.a.user().to_string());
+    assert_eq!(changes[0]["dbRole"], "authenticated");
+    assert_eq!(changes[0]["jwtSub"], w.a.user().to_string());
     // B does not see it.
     let (_, b_facts) = s.get("/api/facts", &w.b.token).await;
     assert!(!b_facts.to_string().contains(FACT));
@@ -178,26 +178,6 @@ async fn a_scripted_chat_remembers_through_the_api_and_records_the_turn() {
     assert_eq!(b_turns, 0);
 }
 
-/// `event:` / `data:` pairs of a server-sent event stream, in order.
-fn events(text: &str) -> Vec<(String, String)> {
-    text.split("\n\n")
-        .filter(|block| !block.trim().is_empty())
-        .filter_map(|block| {
-            let mut name = None;
-            let mut data = Vec::new();
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("event:") {
-                    name = Some(v.trim().to_owned());
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    data.push(v.strip_prefix(' ').unwrap_or(v).to_owned());
-                }
-            }
-            // Keep-alive comments have neither.
-            name.map(|n| (n, data.join("\n")))
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_turn_streams_its_steps_and_final_text_as_server_sent_events() {
     let model = Arc::new(ScriptedModel::new(vec![remember(FACT), say("Noted.")]));
@@ -225,7 +205,7 @@ async fn the_turn_streams_its_steps_and_final_text_as_server_sent_events() {
     let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
-        ["step", "tool_result", "step", "answer", "done"],
+        ["step", "toolResult", "step", "answer", "done"],
         "{text}"
     );
 

@@ -23,17 +23,14 @@ async fn add_edit_promote_demote_archive_each_audited_as_the_user() {
     assert_eq!(status, StatusCode::CREATED, "{added}");
     assert_eq!(added["source"], "profile");
     assert_eq!(added["confidence"], "asserted");
-    assert_eq!(added["user_id"], w.a.user().to_string());
+    assert_eq!(added["userId"], w.a.user().to_string());
     let id = added["id"].as_str().unwrap().to_owned();
     // Adding a fact references it: it enters the coach's top facts at once.
     let time = |v: &serde_json::Value| {
         chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap_or_else(|| panic!("a time: {v}")))
             .unwrap()
     };
-    assert_eq!(
-        time(&added["last_referenced_at"]),
-        time(&added["created_at"])
-    );
+    assert_eq!(time(&added["lastReferencedAt"]), time(&added["createdAt"]));
 
     let (status, edited) = s
         .patch(
@@ -49,7 +46,7 @@ async fn add_edit_promote_demote_archive_each_audited_as_the_user() {
     );
     assert!(edited["topic"].is_null());
     // So does editing it, at the edit's time.
-    assert!(time(&edited["last_referenced_at"]) >= time(&added["last_referenced_at"]));
+    assert!(time(&edited["lastReferencedAt"]) >= time(&added["lastReferencedAt"]));
 
     let (status, demoted) = s
         .patch(
@@ -84,8 +81,8 @@ async fn add_edit_promote_demote_archive_each_audited_as_the_user() {
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{archived}");
-    assert_eq!(archived["archived_reason"], "user_corrected");
-    assert!(archived["archived_at"].is_string());
+    assert_eq!(archived["archivedReason"], "user_corrected");
+    assert!(archived["archivedAt"].is_string());
 
     let (_, active) = s.get("/api/facts", t).await;
     assert_eq!(active.as_array().unwrap().len(), 1);
@@ -113,12 +110,12 @@ async fn add_edit_promote_demote_archive_each_audited_as_the_user() {
         .collect();
     assert_eq!(ops, ["insert", "update", "update", "update", "archive"]);
     for c in changes.as_array().unwrap() {
-        assert_eq!(c["db_role"], "authenticated", "{c}");
-        assert_eq!(c["jwt_sub"], w.a.user().to_string(), "{c}");
+        assert_eq!(c["dbRole"], "authenticated", "{c}");
+        assert_eq!(c["jwtSub"], w.a.user().to_string(), "{c}");
         assert_eq!(c["actor"], "profile", "{c}");
     }
     assert_eq!(
-        changes[1]["old_fact"],
+        changes[1]["oldFact"],
         "I never hold a position over the weekend."
     );
     assert_eq!(changes[4]["reason"], "user_corrected");

@@ -91,7 +91,7 @@ async fn every_route_with_the_other_users_ids_is_404_or_empty() {
     let (status, body) = s.get("/api/facts", &b.token).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body[0]["fact"], b.fact.fact.as_str());
-    assert!(body[0]["archived_at"].is_null());
+    assert!(body[0]["archivedAt"].is_null());
     let (status, body) = s
         .get(&format!("/api/facts/{b_fact}/changes"), &b.token)
         .await;

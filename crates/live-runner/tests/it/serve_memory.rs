@@ -33,9 +33,9 @@ async fn memory_shows_trades_notes_and_the_latest_prompt_with_token_counts() {
 
     let notes = body["notes"].as_array().unwrap();
     assert_eq!(notes.len(), 2, "{body}");
-    assert_eq!(notes[0]["lessons_text"], "- second lesson");
+    assert_eq!(notes[0]["lessonsText"], "- second lesson");
     assert_eq!(notes[0]["status"], "active");
-    assert_eq!(notes[1]["lessons_text"], "- first lesson");
+    assert_eq!(notes[1]["lessonsText"], "- first lesson");
     assert_eq!(notes[1]["status"], "superseded");
 
     let latest = s

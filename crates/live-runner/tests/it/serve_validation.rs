@@ -166,6 +166,15 @@ async fn bad_bodies_are_400_or_422_naming_the_field() {
             StatusCode::UNPROCESSABLE_ENTITY,
             "deploymentId",
         ),
+        // One spelling per field: the snake_case one is an unknown field.
+        (
+            "POST",
+            "/api/chat".into(),
+            json!({"messages": [{"role": "user", "content": "hi"}],
+                   "deployment_id": "00000000-0000-0000-0000-000000000000"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "deployment_id",
+        ),
     ];
     for (method, path, body, want, want_field) in cases {
         let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();

@@ -1,5 +1,5 @@
-//! What the pages show, as text: every value a template prints is written here (money in
-//! `types::text`'s style, times in UTC), so the templates hold no formatting of their own and
+//! What the pages show, as text: every value a template prints is written here (money, prices
+//! and holding times in `types::text`'s styles, times in UTC), so the templates hold no formatting of their own and
 //! print nothing but escaped strings.
 
 use chrono::{DateTime, Utc};
@@ -80,12 +80,6 @@ pub(crate) struct TradeView {
     pub(crate) exit_reason: String,
 }
 
-fn price(p: Decimal) -> String {
-    let mut out = String::with_capacity(16);
-    text::push_price_usd(&mut out, p);
-    out
-}
-
 impl From<&TradeRecord> for TradeView {
     fn from(t: &TradeRecord) -> Self {
         let net = t.realized_pnl_usd - t.fees_usd;
@@ -93,7 +87,7 @@ impl From<&TradeRecord> for TradeView {
             || "—".to_owned(),
             |m| {
                 let whole = m.trunc();
-                i64::try_from(whole).map_or_else(|_| whole.to_string(), text::duration_minutes)
+                i64::try_from(whole).map_or_else(|_| whole.to_string(), text::span)
             },
         );
         Self {
@@ -102,8 +96,8 @@ impl From<&TradeRecord> for TradeView {
             entry_at: when(Some(t.entry_tick_at)),
             exit_at: when(t.exit_tick_at),
             size: text::money(t.entry_size_usd),
-            entry_price: price(t.entry_price),
-            exit_price: t.exit_price.map_or_else(|| "—".to_owned(), price),
+            entry_price: text::price(t.entry_price),
+            exit_price: t.exit_price.map_or_else(|| "—".to_owned(), text::price),
             net_pnl: text::signed_money(net),
             pnl_class: if net > Decimal::ZERO {
                 "pos"

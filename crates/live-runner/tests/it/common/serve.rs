@@ -157,11 +157,78 @@ pub(crate) async fn world(s: &Server) -> World {
     }
 }
 
-/// A response's status and JSON body (`Value::Null` when the body is not JSON).
+/// The keys of `v` with a `_` (the API's keys are camelCase), as JSON paths. A tool call's
+/// `arguments` and `result` are the tool's own JSON (its parameters, what the model read) and
+/// are not walked.
+pub(crate) fn snake_case_keys(v: &Value) -> Vec<String> {
+    fn walk(v: &Value, path: &str, out: &mut Vec<String>) {
+        match v {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    let at = format!("{path}.{k}");
+                    if k.contains('_') {
+                        out.push(at.clone());
+                    }
+                    if !matches!(k.as_str(), "arguments" | "result") {
+                        walk(v, &at, out);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    walk(v, &format!("{path}[{i}]"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, "$", &mut out);
+    out
+}
+
+/// A response's status and JSON body (`Value::Null` when the body is not JSON). Every JSON body
+/// the API tests receive passes here, and each must have camelCase keys only.
 pub(crate) async fn answer(r: reqwest::Response) -> (StatusCode, Value) {
     let status = r.status();
     let text = r.text().await.expect("body");
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+    let snake = snake_case_keys(&body);
+    assert!(snake.is_empty(), "snake_case keys {snake:?} in {body}");
+    (status, body)
+}
+
+/// `event:` / `data:` pairs of a server-sent event stream, in order; every event name and JSON
+/// data must be camelCase.
+pub(crate) fn events(text: &str) -> Vec<(String, String)> {
+    let events: Vec<(String, String)> = text
+        .split("\n\n")
+        .filter(|block| !block.trim().is_empty())
+        .filter_map(|block| {
+            let mut name = None;
+            let mut data = Vec::new();
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("event:") {
+                    name = Some(v.trim().to_owned());
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push(v.strip_prefix(' ').unwrap_or(v).to_owned());
+                }
+            }
+            // Keep-alive comments have neither.
+            name.map(|n| (n, data.join("\n")))
+        })
+        .collect();
+    for (name, data) in &events {
+        assert!(!name.contains('_'), "event name {name:?}");
+        if let Ok(value) = serde_json::from_str::<Value>(data) {
+            let snake = snake_case_keys(&value);
+            assert!(
+                snake.is_empty(),
+                "snake_case keys {snake:?} in event {name}: {data}"
+            );
+        }
+    }
+    events
 }
 
 impl Server {

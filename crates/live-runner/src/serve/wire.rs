@@ -1,0 +1,593 @@
+//! The API's wire types: what every JSON body and server-sent event of `/api` carries. Each is
+//! built from the store's rows or the model loop's records, field by field, with camelCase
+//! keys; no row is sent in its own (snake_case, storage) shape. Values keep their stored
+//! vocabulary (`user_deleted`, `trending_down`, `latest_decision_snapshot`); amounts keep their
+//! exact decimals as strings.
+//!
+//! A tool call's `arguments` and `result` are the tool's own JSON, as the model sent and read it
+//! (their keys are the tool's parameters, not the API's).
+
+use agent_runtime::{FinishReason, Step, StepCut, ToolCallRecord, ToolOutcome};
+use chrono::{DateTime, Utc};
+use db::{BrokerKind, Deployment, DeploymentStatus};
+use rust_decimal::Decimal;
+use serde::Serialize;
+use types::{
+    ArchiveReason, CloseKind, FactChange, FactChangeOp, FactConfidence, FactSource, NoteStatus,
+    ReflectionNote, RegimeTag, Side, TradeRecord, TradeStatus, Usage, UserFact,
+};
+use uuid::Uuid;
+
+/// `GET /api/me`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Me {
+    /// The caller.
+    pub user_id: Uuid,
+}
+
+/// Tokens of a model call or a turn.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireUsage {
+    /// Uncached input tokens.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+    /// Input tokens read from the provider's prompt cache.
+    pub cache_read: u64,
+    /// Input tokens written to it.
+    pub cache_write: u64,
+}
+
+impl From<Usage> for WireUsage {
+    fn from(u: Usage) -> Self {
+        Self {
+            input: u.input,
+            output: u.output,
+            cache_read: u.cache_read,
+            cache_write: u.cache_write,
+        }
+    }
+}
+
+/// A tool call's arguments as JSON: the model's text parsed, or the text itself as a string
+/// when it is not JSON.
+fn arguments(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_owned()))
+}
+
+/// What a tool call did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "status", rename_all = "camelCase")]
+pub enum WireOutcome {
+    /// The tool's result, as sent back to the model.
+    Ok {
+        /// The result's JSON.
+        result: serde_json::Value,
+    },
+    /// The tool refused or failed.
+    Error {
+        /// The error as the model saw it.
+        message: String,
+        /// Whether it went back to the model (else it ended the turn).
+        recoverable: bool,
+    },
+}
+
+impl From<&ToolOutcome> for WireOutcome {
+    fn from(o: &ToolOutcome) -> Self {
+        match o {
+            ToolOutcome::Ok { result } => Self::Ok {
+                result: result.to_value().unwrap_or(serde_json::Value::Null),
+            },
+            ToolOutcome::Error {
+                message,
+                recoverable,
+            } => Self::Error {
+                message: message.clone(),
+                recoverable: *recoverable,
+            },
+        }
+    }
+}
+
+/// One tool call of a step, with its outcome.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireToolCall {
+    /// The call id the model gave.
+    pub id: String,
+    /// The tool.
+    pub name: String,
+    /// Its arguments (the tool's parameters).
+    pub arguments: serde_json::Value,
+    /// What it did.
+    pub outcome: WireOutcome,
+}
+
+impl From<&ToolCallRecord> for WireToolCall {
+    fn from(c: &ToolCallRecord) -> Self {
+        Self {
+            id: c.id.clone(),
+            name: c.name.clone(),
+            arguments: arguments(&c.arguments),
+            outcome: WireOutcome::from(&c.outcome),
+        }
+    }
+}
+
+/// What a step left out by the stored bounds.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireStepCut {
+    /// Tool calls refused past the per-response cap.
+    pub refused_tool_calls: u64,
+    /// Characters of text cut.
+    pub text_chars: u64,
+    /// Characters of tool call ids, names and arguments cut.
+    pub argument_chars: u64,
+    /// Bytes of tool results cut.
+    pub result_bytes: u64,
+    /// Tool calls not recorded.
+    pub unrecorded_tool_calls: u64,
+    /// Whether the turn's budget ran out.
+    pub over_tick_budget: bool,
+}
+
+impl From<&StepCut> for WireStepCut {
+    fn from(c: &StepCut) -> Self {
+        Self {
+            refused_tool_calls: c.refused_tool_calls,
+            text_chars: c.text_chars,
+            argument_chars: c.argument_chars,
+            result_bytes: c.result_bytes,
+            unrecorded_tool_calls: c.unrecorded_tool_calls,
+            over_tick_budget: c.over_tick_budget,
+        }
+    }
+}
+
+/// One model call of a turn and the tool calls it asked for.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireStep {
+    /// 0-based.
+    pub index: u32,
+    /// The text the model wrote in this call.
+    pub text: Option<String>,
+    /// The tool calls, in order, with their outcomes.
+    pub tool_calls: Vec<WireToolCall>,
+    /// Tokens of this call.
+    pub usage: WireUsage,
+    /// Why the model stopped.
+    pub finish: FinishReason,
+    /// What was cut; absent when nothing was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut: Option<WireStepCut>,
+}
+
+impl From<&Step> for WireStep {
+    fn from(s: &Step) -> Self {
+        Self {
+            index: s.index,
+            text: s.text.clone(),
+            tool_calls: s.tool_calls.iter().map(WireToolCall::from).collect(),
+            usage: s.usage.into(),
+            finish: s.finish,
+            cut: s.cut.as_ref().map(WireStepCut::from),
+        }
+    }
+}
+
+/// What a chat turn answers (the JSON response, and the SSE `answer` event).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatResponse {
+    /// The turn's id (its row in `chat_turns`).
+    pub turn_id: Uuid,
+    /// The assistant's answer: every text it wrote this turn.
+    pub answer: String,
+    /// The model loop's steps.
+    pub steps: Vec<WireStep>,
+    /// The model that answered.
+    pub model: String,
+    /// Tokens of the turn.
+    pub usage: WireUsage,
+    /// What the turn cost (USD; zero for offline models and models not in the rate table).
+    pub cost_usd: Decimal,
+    /// How many facts the system prompt showed.
+    pub facts_injected: usize,
+    /// Why the turn ended in error (a model failure), if it did.
+    pub error: Option<String>,
+}
+
+/// A model step as it happens (SSE event `step`): the calls it asks for, before they run.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepEvent<'a> {
+    /// 0-based.
+    pub index: u32,
+    /// The text the model wrote.
+    pub text: Option<&'a str>,
+    /// The calls it asks for.
+    pub tool_calls: Vec<CallEvent<'a>>,
+}
+
+/// A tool call as the model asks for it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallEvent<'a> {
+    /// The call id.
+    pub id: &'a str,
+    /// The tool.
+    pub name: &'a str,
+    /// Its arguments (the tool's parameters).
+    pub arguments: serde_json::Value,
+}
+
+impl<'a> CallEvent<'a> {
+    /// The event of a call whose arguments are `text`.
+    pub fn new(id: &'a str, name: &'a str, text: &str) -> Self {
+        Self {
+            id,
+            name,
+            arguments: arguments(text),
+        }
+    }
+}
+
+/// A tool's result as the loop sent it back to the model (SSE event `toolResult`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultEvent<'a> {
+    /// The call it answers.
+    pub call_id: &'a str,
+    /// The tool.
+    pub name: &'a str,
+    /// The result's text, as the model read it.
+    pub content: &'a str,
+}
+
+/// A fact about the user.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Fact {
+    /// Its id.
+    pub id: Uuid,
+    /// Whose.
+    pub user_id: Uuid,
+    /// The skill it is about, if any.
+    pub skill_id: Option<Uuid>,
+    /// The text.
+    pub fact: String,
+    /// Who stated it (`profile`, `chat`, ...).
+    pub source: FactSource,
+    /// `asserted` or `inferred`.
+    pub confidence: FactConfidence,
+    /// A short tag.
+    pub topic: Option<String>,
+    /// When a prompt last showed it.
+    pub last_referenced_at: Option<DateTime<Utc>>,
+    /// When it was stored.
+    pub created_at: DateTime<Utc>,
+    /// When it was archived.
+    pub archived_at: Option<DateTime<Utc>>,
+    /// Why.
+    pub archived_reason: Option<ArchiveReason>,
+}
+
+impl From<UserFact> for Fact {
+    fn from(f: UserFact) -> Self {
+        Self {
+            id: f.id,
+            user_id: f.user_id,
+            skill_id: f.skill_id,
+            fact: f.fact,
+            source: f.source,
+            confidence: f.confidence,
+            topic: f.topic,
+            last_referenced_at: f.last_referenced_at,
+            created_at: f.created_at,
+            archived_at: f.archived_at,
+            archived_reason: f.archived_reason,
+        }
+    }
+}
+
+/// One entry of a fact's audit trail.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FactChangeEntry {
+    /// The entry's id.
+    pub id: i64,
+    /// The fact.
+    pub fact_id: Uuid,
+    /// Its user.
+    pub user_id: Uuid,
+    /// What changed.
+    pub op: FactChangeOp,
+    /// Who changed it (`profile`, a chat turn, ...).
+    pub actor: Option<String>,
+    /// The database role of the change.
+    pub db_role: String,
+    /// The token subject of the change.
+    pub jwt_sub: Option<Uuid>,
+    /// When.
+    pub changed_at: DateTime<Utc>,
+    /// The text before.
+    pub old_fact: Option<String>,
+    /// The text after.
+    pub new_fact: Option<String>,
+    /// Why, when archived.
+    pub reason: Option<String>,
+}
+
+impl From<FactChange> for FactChangeEntry {
+    fn from(c: FactChange) -> Self {
+        Self {
+            id: c.id,
+            fact_id: c.fact_id,
+            user_id: c.user_id,
+            op: c.op,
+            actor: c.actor,
+            db_role: c.db_role,
+            jwt_sub: c.jwt_sub,
+            changed_at: c.changed_at,
+            old_fact: c.old_fact,
+            new_fact: c.new_fact,
+            reason: c.reason,
+        }
+    }
+}
+
+/// A deployment of the caller's (its runner lease and broker configuration stay server-side).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireDeployment {
+    /// Its id.
+    pub id: Uuid,
+    /// Its owner.
+    pub user_id: Uuid,
+    /// The skill it runs.
+    pub skill_id: Uuid,
+    /// The skill's version.
+    pub skill_version: i32,
+    /// `paper` or `hyperliquid`.
+    pub broker: BrokerKind,
+    /// `active`, `paused`, ...
+    pub status: DeploymentStatus,
+    /// Equity at the start, USD.
+    pub initial_equity_usd: Decimal,
+    /// Equity now, USD.
+    pub equity_usd: Decimal,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When it ticks next.
+    pub next_tick_at: Option<DateTime<Utc>>,
+}
+
+impl From<Deployment> for WireDeployment {
+    fn from(d: Deployment) -> Self {
+        Self {
+            id: d.id,
+            user_id: d.user_id,
+            skill_id: d.skill_id,
+            skill_version: d.skill_version,
+            broker: d.broker,
+            status: d.status,
+            initial_equity_usd: d.initial_equity_usd,
+            equity_usd: d.equity_usd,
+            created_at: d.created_at,
+            next_tick_at: d.next_tick_at,
+        }
+    }
+}
+
+/// A round trip of the closed-trade ledger.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Trade {
+    /// Its id.
+    pub id: Uuid,
+    /// The deployment.
+    pub deployment_id: Uuid,
+    /// The skill.
+    pub skill_id: Uuid,
+    /// The skill's version.
+    pub skill_version: i32,
+    /// The symbol.
+    pub symbol: String,
+    /// `long` or `short`.
+    pub side: Side,
+    /// `open` or `closed`.
+    pub status: TradeStatus,
+    /// The tick that opened it.
+    pub entry_tick_at: DateTime<Utc>,
+    /// Average entry price.
+    pub entry_price: Decimal,
+    /// Notional opened, USD.
+    pub entry_size_usd: Decimal,
+    /// Leverage at entry.
+    pub entry_leverage: Option<Decimal>,
+    /// The agent's reason to open.
+    pub entry_reason: Option<String>,
+    /// The decision snapshot that opened it.
+    pub entry_snapshot_id: Option<Uuid>,
+    /// The regime at entry.
+    pub entry_regime_tag: Option<RegimeTag>,
+    /// Quantity opened.
+    pub opened_qty: Decimal,
+    /// Quantity still open.
+    pub open_qty: Decimal,
+    /// The tick that closed it.
+    pub exit_tick_at: Option<DateTime<Utc>>,
+    /// Average exit price.
+    pub exit_price: Option<Decimal>,
+    /// Notional closed, USD.
+    pub exit_size_usd: Decimal,
+    /// The agent's reason to close.
+    pub exit_reason: Option<String>,
+    /// The decision snapshot that closed it.
+    pub exit_snapshot_id: Option<Uuid>,
+    /// Why it ended (`signal`, `stop`, `liquidation`, ...).
+    pub close_kind: Option<CloseKind>,
+    /// Minutes held.
+    pub holding_minutes: Option<Decimal>,
+    /// Realized PnL before fees, USD.
+    pub realized_pnl_usd: Decimal,
+    /// Fees, USD.
+    pub fees_usd: Decimal,
+    /// Best open PnL, USD.
+    pub mfe_usd: Decimal,
+    /// Worst open PnL, USD.
+    pub mae_usd: Decimal,
+    /// Whether it was reconciled against the broker's positions.
+    pub broker_reconciled: bool,
+}
+
+impl From<TradeRecord> for Trade {
+    fn from(t: TradeRecord) -> Self {
+        Self {
+            id: t.id,
+            deployment_id: t.deployment_id,
+            skill_id: t.skill_id,
+            skill_version: t.skill_version,
+            symbol: t.symbol,
+            side: t.side,
+            status: t.status,
+            entry_tick_at: t.entry_tick_at,
+            entry_price: t.entry_price,
+            entry_size_usd: t.entry_size_usd,
+            entry_leverage: t.entry_leverage,
+            entry_reason: t.entry_reason,
+            entry_snapshot_id: t.entry_snapshot_id,
+            entry_regime_tag: t.entry_regime_tag,
+            opened_qty: t.opened_qty,
+            open_qty: t.open_qty,
+            exit_tick_at: t.exit_tick_at,
+            exit_price: t.exit_price,
+            exit_size_usd: t.exit_size_usd,
+            exit_reason: t.exit_reason,
+            exit_snapshot_id: t.exit_snapshot_id,
+            close_kind: t.close_kind,
+            holding_minutes: t.holding_minutes,
+            realized_pnl_usd: t.realized_pnl_usd,
+            fees_usd: t.fees_usd,
+            mfe_usd: t.mfe_usd,
+            mae_usd: t.mae_usd,
+            broker_reconciled: t.broker_reconciled,
+        }
+    }
+}
+
+/// A reflection note: the lessons and what they were drawn from.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Note {
+    /// Its id.
+    pub id: Uuid,
+    /// The skill.
+    pub skill_id: Uuid,
+    /// The skill's version.
+    pub skill_version: i32,
+    /// The deployment it reflects on.
+    pub deployment_id: Option<Uuid>,
+    /// `active`, `superseded`, `pending_review`, ...
+    pub status: NoteStatus,
+    /// When it was written.
+    pub generated_at: DateTime<Utc>,
+    /// The first exit it considered.
+    pub window_start: DateTime<Utc>,
+    /// The last.
+    pub window_end: DateTime<Utc>,
+    /// How many closed trades it considered.
+    pub trades_considered: u32,
+    /// The lessons.
+    pub lessons_text: String,
+    /// The model that wrote them.
+    pub model_used: String,
+    /// Input tokens of the reflection.
+    pub input_tokens: Option<u64>,
+    /// Output tokens.
+    pub output_tokens: Option<u64>,
+    /// What it cost, USD.
+    pub cost_usd: Option<Decimal>,
+    /// Why the linter flagged it, when it did.
+    pub lint_reason: Option<String>,
+    /// When a newer note replaced it.
+    pub superseded_at: Option<DateTime<Utc>>,
+    /// The note that did.
+    pub superseded_by: Option<Uuid>,
+    /// When a reviewer accepted it.
+    pub accepted_at: Option<DateTime<Utc>>,
+}
+
+impl From<ReflectionNote> for Note {
+    fn from(n: ReflectionNote) -> Self {
+        Self {
+            id: n.id,
+            skill_id: n.skill_id,
+            skill_version: n.skill_version,
+            deployment_id: n.deployment_id,
+            status: n.status,
+            generated_at: n.generated_at,
+            window_start: n.content.window_start,
+            window_end: n.content.window_end,
+            trades_considered: n.content.trades_considered,
+            lessons_text: n.content.lessons_text,
+            model_used: n.content.model_used,
+            input_tokens: n.content.input_tokens,
+            output_tokens: n.content.output_tokens,
+            cost_usd: n.content.cost_usd,
+            lint_reason: n.lint.map(|l| l.reason),
+            superseded_at: n.superseded_at,
+            superseded_by: n.superseded_by,
+            accepted_at: n.accepted_at,
+        }
+    }
+}
+
+/// What the agent of a deployment sees: the system prompt and user message of its latest
+/// recorded tick, with exact token counts.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptView {
+    /// Where the text comes from: always `latest_decision_snapshot` (a fresh context needs
+    /// live market data; the stored snapshot is the exact text of the last tick).
+    pub source: &'static str,
+    /// The tick the snapshot is of: the prompt as of that time, not now.
+    pub as_of: DateTime<Utc>,
+    /// The snapshot's id.
+    pub snapshot_id: Uuid,
+    /// The model of that tick.
+    pub model: String,
+    /// The system prompt, exactly as sent.
+    pub system_prompt: String,
+    /// Its `o200k_base` token count.
+    pub system_prompt_tokens: usize,
+    /// The user message (assembled context), exactly as sent.
+    pub user_message: String,
+    /// Its `o200k_base` token count.
+    pub user_message_tokens: usize,
+    /// The tokenizer of the counts.
+    pub tokenizer: &'static str,
+}
+
+/// `GET /api/deployments/{id}/memory`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Memory {
+    /// The deployment.
+    pub deployment: WireDeployment,
+    /// Its skill's name.
+    pub skill_name: String,
+    /// Closed round trips, newest exit first.
+    pub closed_trades: Vec<Trade>,
+    /// Open ones.
+    pub open_trades: Vec<Trade>,
+    /// The deployment's reflection notes, newest first.
+    pub notes: Vec<Note>,
+    /// What the agent saw at its latest tick; `null` before the first tick.
+    pub prompt: Option<PromptView>,
+}
