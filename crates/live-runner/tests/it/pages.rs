@@ -550,8 +550,8 @@ pub(crate) async fn seed_memory(store: &PgStore) -> Fixture {
     fx
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn memory_page_shows_trades_lessons_and_the_prompt_with_token_counts() {
+/// The memory page of [`seed_memory`]'s deployment as its owner sees it.
+async fn seeded_memory_page() -> (Server, Fixture, String) {
     let s = page_server().await;
     let fx = seed_memory(&s.store).await;
     let token = s
@@ -565,6 +565,12 @@ async fn memory_page_shows_trades_lessons_and_the_prompt_with_token_counts() {
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{body}");
+    (s, fx, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_page_shows_trades_lessons_and_the_prompt_with_token_counts() {
+    let (s, fx, body) = seeded_memory_page().await;
     // Trades: money in the text style, newest exit first, net = gross − fees.
     assert!(body.contains("Closed trades (3)"), "{body}");
     assert!(body.contains("$652.00"));
@@ -634,19 +640,7 @@ fn trade_rows(body: &str) -> Vec<Vec<String>> {
 /// style, net PnL as signed money, the holding time in two units.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_page_cells_read_in_the_text_styles() {
-    let s = page_server().await;
-    let fx = seed_memory(&s.store).await;
-    let token = s
-        .auth
-        .mint(fx.user.id, Duration::hours(1), Utc::now())
-        .unwrap();
-    let (status, body) = get_page(
-        &s,
-        &format!("/deployments/{}/memory", fx.deployment.id),
-        &token,
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, _, body) = seeded_memory_page().await;
     let rows = trade_rows(&body);
     // symbol, side, entry, exit, size, entry price, exit price, net PnL, holding (the regime and
     // reasons follow).

@@ -12,7 +12,7 @@ use sqlx::Row;
 
 use crate::common::serve::{events, server, world};
 
-fn remember(fact: &str) -> ModelResponse {
+pub(crate) fn remember(fact: &str) -> ModelResponse {
     ModelResponse {
         text: None,
         tool_calls: vec![ToolCall {
@@ -30,7 +30,7 @@ fn remember(fact: &str) -> ModelResponse {
     }
 }
 
-fn say(text: &str) -> ModelResponse {
+pub(crate) fn say(text: &str) -> ModelResponse {
     ModelResponse {
         text: Some(text.into()),
         tool_calls: vec![],

@@ -4,38 +4,14 @@
 
 use std::sync::Arc;
 
-use agent_runtime::{FinishReason, LanguageModel, ModelResponse, ScriptedModel, ToolCall, Usage};
+use agent_runtime::{LanguageModel, ScriptedModel};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::common::serve::{events, server, snake_case_keys, world};
+use crate::serve_chat::{remember, say};
 
-fn remember() -> ModelResponse {
-    ModelResponse {
-        text: None,
-        tool_calls: vec![ToolCall {
-            id: "call_1".into(),
-            name: "remember".into(),
-            arguments: json!({"fact": "I never hold over a weekend.", "topic": "risk"}).to_string(),
-        }],
-        finish: FinishReason::ToolCalls,
-        usage: Usage {
-            input: 900,
-            output: 30,
-            cache_read: 0,
-            cache_write: 0,
-        },
-    }
-}
-
-fn say(text: &str) -> ModelResponse {
-    ModelResponse {
-        text: Some(text.into()),
-        tool_calls: vec![],
-        finish: FinishReason::Stop,
-        usage: Usage::default(),
-    }
-}
+const FACT: &str = "I never hold over a weekend.";
 
 /// The JSON pointer `at` of `body` is present (not null).
 fn has(body: &Value, at: &str) -> bool {
@@ -45,16 +21,16 @@ fn has(body: &Value, at: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_route_answers_camel_case_keys() {
     let model = Arc::new(ScriptedModel::new(vec![
-        remember(),
+        remember(FACT),
         say("Noted."),
-        remember(),
+        remember(FACT),
         say("Noted again."),
     ]));
     let s = server(model as Arc<dyn LanguageModel>).await;
     let w = world(&s).await;
     let t = &w.a.token;
     let chat = json!({
-        "messages": [{"role": "user", "content": "I never hold over a weekend."}],
+        "messages": [{"role": "user", "content": FACT}],
         "deploymentId": w.a.deployment(),
     });
 
