@@ -410,3 +410,34 @@ async fn deploy_margins_a_paper_account_as_the_exchange_does() {
     );
     assert_eq!(pg.count("SELECT count(*) FROM deployments").await, 2);
 }
+
+/// The `deployments` table's realized PnL, one row per amount: money at cents with separators.
+#[test]
+fn the_deployments_table_prints_realized_pnl_as_money() {
+    use live_runner::admin::{DeploymentRow, render_table};
+    use rust_decimal::Decimal;
+
+    for (realized, want) in [
+        (Decimal::new(-123_450, 2), "-$1,234.50"),
+        (Decimal::new(19_058, 2), "$190.58"),
+        (Decimal::new(-4, 3), "$0.00"),
+        (Decimal::new(125_000_004, 4), "$12,500.00"),
+    ] {
+        let row = DeploymentRow {
+            id: uuid::Uuid::nil(),
+            owner: uuid::Uuid::nil(),
+            skill: "btc-breakout v1".into(),
+            status: "active",
+            broker: "paper",
+            last_tick: None,
+            open_positions: 0,
+            realized_pnl_usd: realized,
+            account: None,
+        };
+        let table = render_table(&[row]);
+        let line = table.lines().nth(1).unwrap();
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cells[cells.len() - 2], want, "{line}");
+        assert!(table.starts_with("ID "), "{table}");
+    }
+}
