@@ -157,11 +157,18 @@ async fn wait_driver_ready(url: &str) {
     }
 }
 
-/// `docs/images/NAME` in the workspace.
+/// Where a screenshot goes: `docs/images/NAME` in the workspace when `UPDATE_DOCS_IMAGES` is
+/// set (regenerating the documentation's pictures on purpose), otherwise a directory under the
+/// system's temporary directory, so a test run never writes into the source tree.
 pub(crate) fn docs_image(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../docs/images")
-        .join(name)
+    let dir = if std::env::var_os("UPDATE_DOCS_IMAGES").is_some() {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/images")
+    } else {
+        let dir = std::env::temp_dir().join("live-runner-browser-screenshots");
+        std::fs::create_dir_all(&dir).expect("creating the screenshot directory");
+        dir
+    };
+    dir.join(name)
 }
 
 /// Waits for an element matching the XPath `xpath` (e.g. a message with its exact text: the
