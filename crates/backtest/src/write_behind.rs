@@ -1,11 +1,11 @@
 //! The backtest's store adapter: ticks are written in batches, one transaction per
-//! [`BATCH_TICKS`] ticks ([`TickStore::record_planned`]), instead of one per tick, and a batch is
+//! [`BATCH_TICKS`] ticks ([`TickStore::record_ticks`]), instead of one per tick, and a batch is
 //! written while the next one is being ticked.
 //!
 //! A backtest owns its deployment (registered fresh, no other writer), so nothing can have
 //! recorded its ticks before: a buffered tick is reported [`RecordOutcome::Recorded`] at once and
 //! the batch is checked when it is written — a tick the store already held is an error then.
-//! A batch goes to the store as [`PlannedTicks`] ([`TickStore::record_planned`]): its market
+//! A batch goes to the store as [`PlannedTicks`] ([`TickStore::record_ticks`]): its market
 //! snapshots computed and its prompt lines planned, by the writer, or by the tick's thread when
 //! it would otherwise wait for the store (see `write_pending_behind`).
 //!
@@ -33,7 +33,7 @@
 //! store ([`tick::reflect_due`]: it owns a fresh deployment, so there is nothing to
 //! be idempotent against) and buffers its note and run (`WriteBehind::defer_reflection`); they
 //! go to the store with the batch they fall in, after its ticks, in the order they ran, in the
-//! batch's transaction ([`TickStore::record_ticks_and_reflections`]). The tick's thread makes
+//! batch's transaction ([`TickStore::record_ticks`]). The tick's thread makes
 //! no round trip to the store for it, and a reflection does not cut a batch short: the
 //! README's backtest writes 20 batches instead of 72, and SQLite rewrites its indexes' pages
 //! (whose snapshot ids are random) about a quarter as often; nor does it commit on its own
@@ -186,7 +186,7 @@ where
     }
 
     /// Writes `batch`: its ticks and then its reflections' notes and runs, in one transaction
-    /// ([`TickStore::record_ticks_and_reflections`]: a commit per reflection cost the README
+    /// ([`TickStore::record_ticks`]: a commit per reflection cost the README
     /// backtest ≈10 % of its wall time). Returns the written records, for the tick's thread
     /// to free: it allocated them (≈1.2M instructions a batch the writer would spend).
     ///
@@ -210,7 +210,7 @@ where
             .into_iter()
             .map(|r| (r.note, r.run))
             .collect();
-        let outcomes = store.record_planned(&ticks, &reflections).await?;
+        let outcomes = store.record_ticks(&ticks, &reflections).await?;
         match ticks
             .ticks()
             .iter()
@@ -595,7 +595,7 @@ mod tests {
 
     use super::*;
 
-    /// A store whose batch writes ([`TickStore::record_planned`]) each wait for a permit, so
+    /// A store whose batch writes ([`TickStore::record_ticks`]) each wait for a permit, so
     /// a test decides when a write in flight ends; the first one fails instead of writing when
     /// `fail_first`. Everything else goes to the inner store.
     #[derive(Clone)]
@@ -624,7 +624,7 @@ mod tests {
     }
 
     forward!(TickStore {
-        async fn record_planned(
+        async fn record_ticks(
             &self,
             batch: &PlannedTicks,
             reflections: &[(Option<NewNote>, ReflectionRun)],
@@ -647,12 +647,10 @@ mod tests {
                     detail: "the first write fails".to_owned(),
                 });
             }
-            self.store.record_planned(batch, reflections).await
+            self.store.record_ticks(batch, reflections).await
         }
     }
         fn record_tick(&self, tick: &TickRecord) -> RecordOutcome;
-        fn record_ticks(&self, ticks: &[TickRecord]) -> Vec<RecordOutcome>;
-        fn record_ticks_and_reflections(&self, ticks: &[TickRecord], reflections: &[(Option<NewNote>, ReflectionRun)]) -> Vec<RecordOutcome>;
         fn get_snapshot(&self, id: Uuid) -> DecisionSnapshot;
         fn last_snapshot_before(&self, deployment_id: Uuid, before: DateTime<Utc>) -> Option<DecisionSnapshot>;
         fn runner_state(&self, deployment_id: Uuid) -> Option<StoredRunnerState>;

@@ -14,7 +14,7 @@ mod common;
 use chrono::Duration;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use db::test_support::sample_snapshot;
-use db::{NewNote, NoteStore, OutcomeWrites, TickRecord, TickStore};
+use db::{NewNote, NoteStore, OutcomeWrites, PlannedTicks, TickRecord, TickStore};
 use rust_decimal::Decimal;
 use types::{CloseKind, RegimeTag, Side, TradeRecord, TradeStatus, Uuid};
 
@@ -104,7 +104,10 @@ fn store_with(
                 outcomes: OutcomeWrites::default(),
             });
         }
-        store.record_ticks(&records).await.unwrap();
+        store
+            .record_ticks(&PlannedTicks::new(records), &[])
+            .await
+            .unwrap();
         let end = start + Duration::hours(n as i64 + 1);
         store
             .insert_note(&NewNote {
