@@ -151,7 +151,7 @@ impl SqliteStore {
     /// opened and nothing created yet (no I/O here), and [`migrate`](Self::migrate), which
     /// opens the file (creating it), gives it the schema and converts what an older build
     /// wrote. Nothing else may use the store before `migrate` has returned `Ok`: a backtest
-    /// runs its first ticks meanwhile (`tick::backtest::run_backtest_until_ready`).
+    /// runs its first ticks meanwhile (`backtest::RunOptions::store_ready`).
     ///
     /// # Errors
     /// [`DbError::Invalid`](crate::DbError::Invalid) for a malformed URL.

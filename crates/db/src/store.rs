@@ -112,9 +112,7 @@ delegate!(LeaseStore {
 
 delegate!(TickStore {
     fn record_tick(&self, tick: &TickRecord) -> RecordOutcome;
-    fn record_ticks(&self, ticks: &[TickRecord]) -> Vec<RecordOutcome>;
-    fn record_ticks_and_reflections(&self, ticks: &[TickRecord], reflections: &[(Option<NewNote>, ReflectionRun)]) -> Vec<RecordOutcome>;
-    fn record_planned(&self, batch: &PlannedTicks, reflections: &[(Option<NewNote>, ReflectionRun)]) -> Vec<RecordOutcome>;
+    fn record_ticks(&self, batch: &PlannedTicks, reflections: &[(Option<NewNote>, ReflectionRun)]) -> Vec<RecordOutcome>;
     fn get_snapshot(&self, id: Uuid) -> DecisionSnapshot;
     fn last_snapshot_before(&self, deployment_id: Uuid, before: DateTime<Utc>) -> Option<DecisionSnapshot>;
     fn runner_state(&self, deployment_id: Uuid) -> Option<StoredRunnerState>;

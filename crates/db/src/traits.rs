@@ -247,55 +247,22 @@ pub trait TickStore: Sync {
         tick: &TickRecord,
     ) -> impl Future<Output = Result<RecordOutcome, DbError>> + Send;
 
-    /// As [`TickStore::record_tick`], taking the record by value: a writer that buffers ticks
-    /// keeps it without copying its snapshot. The default writes it at once.
+    /// Writes a batch of ticks in ONE transaction, each exactly as [`TickStore::record_tick`]
+    /// would (one already recorded is skipped and reported [`RecordOutcome::AlreadyRecorded`];
+    /// the others are still written), in order — a deployment's equity is the last recorded
+    /// tick's —, and after them, in the same transaction, the reflections that ran after them,
+    /// in order: each one's note as [`NoteStore::insert_note`] writes it (`None`: the run wrote
+    /// none) and its run as [`NoteStore::record_reflection_run`] does. For a writer that owns
+    /// its deployment (a backtest): one commit per batch instead of one per tick and per
+    /// reflection. The ticks' prompt lines were planned ahead ([`PlannedTicks::new`], on any
+    /// thread); the rows are byte for byte those `record_tick` would write. On any error
+    /// nothing of the batch is written.
     ///
     /// # Errors
-    /// As [`TickStore::record_tick`].
-    fn record_tick_owned(
-        &self,
-        tick: TickRecord,
-    ) -> impl Future<Output = Result<RecordOutcome, DbError>> + Send {
-        async move { self.record_tick(&tick).await }
-    }
-
-    /// Writes several ticks in ONE transaction, each exactly as [`TickStore::record_tick`] would
-    /// (one already recorded is skipped and reported [`RecordOutcome::AlreadyRecorded`]; the
-    /// others are still written), in order; a deployment's equity is the last recorded tick's.
-    /// On any error nothing of the batch is written. For a writer that owns its deployment (a
-    /// backtest): one commit per batch instead of one per tick.
-    ///
-    /// # Errors
-    /// As [`TickStore::record_tick`], for any tick of the batch.
+    /// As [`TickStore::record_tick`], for any tick of the batch; as `insert_note` (a note the
+    /// store refuses, e.g. a second active note of the scope written by another writer
+    /// meanwhile: not retried here) and `record_reflection_run`.
     fn record_ticks(
-        &self,
-        ticks: &[TickRecord],
-    ) -> impl Future<Output = Result<Vec<RecordOutcome>, DbError>> + Send;
-
-    /// [`TickStore::record_ticks`], and in the same transaction, after the ticks, the
-    /// reflections that ran after them, in order: each one's note as
-    /// [`NoteStore::insert_note`] writes it (`None`: the run wrote none) and its run as
-    /// [`NoteStore::record_reflection_run`] does. One commit for a backtest's batch and the
-    /// reflections that fall in it (a commit each cost more than their rows); on any error
-    /// nothing of it is written.
-    ///
-    /// # Errors
-    /// As `record_ticks`, `insert_note` (a note the store refuses, e.g. a second active note of
-    /// the scope written by another writer meanwhile: not retried here) and
-    /// `record_reflection_run`.
-    fn record_ticks_and_reflections(
-        &self,
-        ticks: &[TickRecord],
-        reflections: &[(Option<NewNote>, ReflectionRun)],
-    ) -> impl Future<Output = Result<Vec<RecordOutcome>, DbError>> + Send;
-
-    /// [`TickStore::record_ticks_and_reflections`] of ticks whose prompt lines were planned
-    /// ahead ([`PlannedTicks::new`], on any thread): the same rows, byte for byte, without
-    /// planning them again here.
-    ///
-    /// # Errors
-    /// As [`TickStore::record_ticks_and_reflections`].
-    fn record_planned(
         &self,
         batch: &PlannedTicks,
         reflections: &[(Option<NewNote>, ReflectionRun)],

@@ -169,7 +169,7 @@ fn write_stdout(text: &str) -> std::io::Result<()> {
 
 /// Runs an async command on the calling thread, with one worker thread beside it: a
 /// backtest's store batches are written there while this thread ticks
-/// (`tick::write_behind`), and the runtime's I/O and timers are driven there.
+/// (`backtest::write_behind`), and the runtime's I/O and timers are driven there.
 pub(crate) fn block_on<T>(
     fut: impl std::future::Future<Output = Result<T, Failure>>,
 ) -> Result<T, Failure> {

@@ -11,9 +11,9 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use backtest::{RunOptions, register};
 use clap::Args;
 use db::TickStore;
-use tick::backtest::{register, run_backtest};
 use tick::snapshot_id;
 use types::{DateTime, Utc};
 
@@ -216,9 +216,14 @@ async fn preview(
         register(&store, &p.input, p.skill_body.clone(), p.first_tick)
             .await
             .map_err(|e| bad(e.to_string()))?;
-        let result = run_backtest(&p.input, p.model.as_ref(), &store, |_, _| {})
-            .await
-            .map_err(|e| bad(e.to_string()));
+        let result = async {
+            backtest::run(&p.input, p.model.as_ref(), &store, RunOptions::default())
+                .await?
+                .stored()
+                .await
+        }
+        .await
+        .map_err(|e| bad(e.to_string()));
         for c in &p.cassettes {
             c.close().await;
         }
@@ -242,8 +247,7 @@ async fn preview(
             .rfind(|n| n.generated_at < at)
             .map(reflection::to_lessons);
         // A blind run's model read the skill as disguised, through the lens of the tick.
-        let blind =
-            tick::backtest::blind_run(&p.input, p.first_tick).map_err(|e| bad(e.to_string()))?;
+        let blind = backtest::blind_run(&p.input, p.first_tick).map_err(|e| bad(e.to_string()))?;
         let skill = blind
             .as_ref()
             .map_or(&p.input.deployment.skill, |b| &b.skill);

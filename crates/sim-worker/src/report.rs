@@ -8,11 +8,11 @@
 use std::fmt::Write as _;
 
 use anyhow::Context;
+use backtest::{BacktestResult, Summary};
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
 use skill_schema::Skill;
-use tick::backtest::{BacktestResult, Summary};
 use types::text::{self, money, pct, price};
 use types::{Side, TradeRecord, TradeStatus, Uuid};
 

@@ -9,6 +9,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_runtime::{LanguageModel, ModelError, builtin_model};
 use anyhow::Context;
+use backtest::{
+    BacktestError, BacktestInput, Registration, RunOptions, Summary, register, tick_times,
+};
 use chrono::{DateTime, Utc};
 use clap::Args;
 use db::{RegistryStore, Store, TickStore};
@@ -18,10 +21,6 @@ use market_data::{detect_interval, load_bars, resample};
 use reflection::resolve_reflection_model;
 use rust_decimal::Decimal;
 use skill_schema::Skill;
-use tick::backtest::{
-    BacktestError, BacktestInput, Registration, Summary, register, run_backtest_writing_last,
-    tick_times,
-};
 use tick::{ID_NAMESPACE, TickDeployment, snapshot_id};
 use tools::{NewsItem, Preloaded};
 use types::{Interval, Uuid, text};
@@ -602,7 +601,7 @@ async fn load_replay(
             recorded(proposals.last_key_value()),
         )));
     }
-    Ok(Arc::new(tick::replay::ReplayModel::new(
+    Ok(Arc::new(backtest::replay::ReplayModel::new(
         model_id, proposals,
     )))
 }
@@ -863,7 +862,11 @@ async fn simulate(
     // thread is pinned for the ticks only: the MCP servers started before (child processes
     // inherit their parent thread's CPUs), and the report after, keep every CPU.
     let pinned = placement.map(crate::placement::Placement::pin_tick_thread);
-    let run = run_backtest_writing_last(&p.input, p.model.as_ref(), &store, ready, on_tick).await;
+    let mut options = RunOptions::default().on_tick(on_tick);
+    if let Some(ready) = ready {
+        options = options.store_ready(ready);
+    }
+    let run = backtest::run(&p.input, p.model.as_ref(), &store, options).await;
     drop(pinned);
     progress.finish();
     let ticks_run = guard.done();
@@ -879,7 +882,7 @@ async fn simulate(
             .take();
         bad(prepared.unwrap_or_else(|| format!("{e:#}")))
     };
-    let (result, last_write) = run.map_err(failed)?;
+    let (result, last_write) = run.map_err(failed)?.into_parts();
     if let Some(Stop::CassetteMiss(miss)) = &stop {
         // The run is not complete: no summary. The store keeps the ticks that ran.
         last_write.finish().await.map_err(failed)?;

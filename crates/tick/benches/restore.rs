@@ -14,27 +14,24 @@ mod common;
 use chrono::Duration;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use db::test_support::sample_snapshot;
-use db::{NewNote, NoteStore, OutcomeWrites, TickRecord, TickStore};
+use db::{NewNote, NoteStore, OutcomeWrites, PlannedTicks, TickRecord, TickStore};
 use rust_decimal::Decimal;
-use tick::backtest::{BacktestInput, register};
 use types::{CloseKind, RegimeTag, Side, TradeRecord, TradeStatus, Uuid};
 
 /// `n` closed round trips of the example deployment, one hour apart, and a note whose window
 /// ends after the last; returns the store and the time after them.
 fn store_with(
     rt: &tokio::runtime::Runtime,
-    input: &BacktestInput,
+    example: &common::Example,
     n: usize,
 ) -> (db::Store, chrono::DateTime<chrono::Utc>) {
     // On the benchmark's runtime: the in-memory database lives as long as its connection.
     rt.block_on(async {
         let store = db::connect("sqlite::memory:").await.unwrap();
-        let d = &input.deployment;
-        let start =
-            input.market.all_bars("EURUSD", types::Interval::H1)[0].close_time(types::Interval::H1);
-        register(&store, input, serde_json::json!({}), start)
-            .await
-            .unwrap();
+        let d = &example.deployment;
+        let start = example.market.all_bars("EURUSD", types::Interval::H1)[0]
+            .close_time(types::Interval::H1);
+        common::register(&store, d).await;
         let row = |i: usize| {
             let entry = start + Duration::hours(i as i64);
             TradeRecord {
@@ -107,7 +104,10 @@ fn store_with(
                 outcomes: OutcomeWrites::default(),
             });
         }
-        store.record_ticks(&records).await.unwrap();
+        store
+            .record_ticks(&PlannedTicks::new(records), &[])
+            .await
+            .unwrap();
         let end = start + Duration::hours(n as i64 + 1);
         store
             .insert_note(&NewNote {
@@ -138,21 +138,21 @@ fn store_with(
 }
 
 fn restore(c: &mut Criterion) {
-    let input = common::eurusd_input(&common::eurusd(200), Decimal::new(45, 1), Decimal::ONE);
+    let example = common::eurusd_example(&common::eurusd(200), Decimal::new(45, 1), Decimal::ONE);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let mut group = c.benchmark_group("restore_state");
     for n in [100_usize, 100_000] {
-        let (store, at) = store_with(&rt, &input, n);
+        let (store, at) = store_with(&rt, &example, n);
         group.bench_function(format!("{n} closed trades"), |b| {
             b.iter_batched(
                 || (),
                 |()| {
                     rt.block_on(tick::restore_state_carried(
                         &store,
-                        &input.deployment,
+                        &example.deployment,
                         Decimal::from(10_000),
                         at,
                         None,
@@ -165,7 +165,7 @@ fn restore(c: &mut Criterion) {
         let state = rt
             .block_on(tick::restore_state_carried(
                 &store,
-                &input.deployment,
+                &example.deployment,
                 Decimal::from(10_000),
                 at,
                 None,

@@ -1,16 +1,17 @@
 //! A service running ticks with its own market data, its own broker and the store it chooses
 //! (SQLite in memory), on the example skill's offline model. `cargo run -p tick --example embed`
 //!
-//! The two adapters are kept dense (`rustfmt::skip`): they are the part a service writes.
+//! The two adapters and the registration are kept dense (`rustfmt::skip`): they are the part a
+//! service writes.
 
 use std::future::{Future, ready};
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use db::LedgerStore;
-use execution_engine::{Order, OrderTag, PaperBrokerConfig};
+use db::{LedgerStore, RegistryStore};
+use execution_engine::{Order, OrderTag};
 use rust_decimal::Decimal;
-use tick::backtest::{BacktestInput, register};
+use skill_schema::Skill;
 use tick::{Broker, BrokerUnavailable, ExecuteError, TickDeployment, TickState, run_tick};
 use tools::{DataError, MarketData, Preloaded, RunMode, ToolContext};
 use types::{Bar, Fill, Interval, OrderSide, PortfolioSnapshot, Position, Side, Uuid, Verdict};
@@ -81,6 +82,24 @@ impl Broker for Desk {
     }
 }
 
+/// The service's registration: a user, the skill, its version 1 and a paper deployment, one id
+/// for all four, dated `at`.
+#[rustfmt::skip]
+async fn register(store: &db::Store, skill: &Skill, id: Uuid, equity: Decimal, at: DateTime<Utc>)
+    -> Result<(), Box<dyn std::error::Error>> {
+    store.upsert_user(&db::User { id, email: None }).await?;
+    store.create_skill(&db::Skill { id, user_id: id, name: skill.name.clone(), created_at: at }).await?;
+    let (body, model) = (serde_json::to_value(skill)?, skill.model.clone());
+    store.add_skill_version(&db::SkillVersion { skill_id: id, version: 1, body, model, created_at: at }).await?;
+    store.create_deployment(&db::Deployment {
+        id, user_id: id, skill_id: id, skill_version: 1, broker: db::BrokerKind::Paper,
+        status: db::DeploymentStatus::Active, initial_equity_usd: equity, equity_usd: equity,
+        config: serde_json::json!({ "symbols": skill.context.symbols }), created_at: at,
+        next_tick_at: None, lease_owner: None, lease_expires_at: None,
+    }).await?;
+    Ok(())
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let yaml = include_str!("../../../examples/skills/eurusd-sma-cross.yaml");
@@ -101,22 +120,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         reflector,
     };
     let equity = Decimal::from(10_000);
-    // The store is the service's choice; the tick needs the deployment registered in it.
+    // The store is the service's choice; the tick needs the deployment's rows stored in it.
     let store = db::connect("sqlite::memory:").await?;
-    let (market, broker) = (Arc::new(Preloaded::new()), PaperBrokerConfig::new(equity));
-    let input = BacktestInput {
-        deployment: deployment.clone(),
-        market,
-        news: None,
-        events: None,
-        derivatives: None,
-        from: None,
-        to: None,
-        broker,
-        external_tools: std::sync::Arc::new([]),
-        blind: None,
-    };
-    register(&store, &input, serde_json::to_value(&*skill)?, start).await?;
+    register(&store, &skill, id, equity, start).await?;
 
     let (feed, nothing) = (Arc::new(Feed(start)), Arc::new(Preloaded::new()));
     let mut desk = Desk {

@@ -30,7 +30,7 @@
 //!
 //! A due reflection runs the same way for both callers: the backtest right after the tick, in
 //! order (so the next tick sees its note, deterministically), storing the note behind its ticks
-//! (`write_behind`: a backtest owns a fresh deployment, so it skips the idempotence reads); the
+//! ([`reflect_due`]: a backtest owns a fresh deployment, so it skips the idempotence reads); the
 //! live runner with [`run_due_reflection`], on a bounded worker of its own, so a slow reflection
 //! never delays a tick. Both run [`reflection::reflect`] and store what [`store_reflection`]
 //! stores: a note is stored with `insert_note` (it
@@ -49,50 +49,49 @@
 //! the network itself (the model and the broker are traits the caller hands in), or decide what
 //! trades (the execution engine does).
 //!
-//! A backtest ([`backtest::run_backtest`]) is [`run_tick`] at every bar close with the paper
-//! broker; a service with its own data, broker and store calls [`run_tick`] itself, as
-//! `examples/embed.rs` does (`cargo run -p tick --example embed`).
+//! A backtest (the `backtest` crate) is [`run_tick`] at every bar close with the paper broker,
+//! its records going to a [`Recorder`] that writes them in batches
+//! ([`run_tick_recording`]); a service with its own data, broker and store calls [`run_tick`]
+//! itself, as `examples/embed.rs` does (`cargo run -p tick --example embed`).
 //!
 //! ```
 //! use std::sync::Arc;
-//! use execution_engine::PaperBrokerConfig;
+//! use execution_engine::{PaperBroker, PaperBrokerConfig};
 //! use rust_decimal::Decimal;
-//! use tick::TickDeployment;
-//! use tick::backtest::{BacktestInput, register, run_backtest};
-//! use tools::Preloaded;
-//! use types::{Interval, Uuid};
+//! use tick::{TickDeployment, TickState, run_tick};
+//! use tools::{Preloaded, RunMode, ToolContext};
+//! use types::Interval;
 //!
 //! let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 //! let skill = skill_schema::load_skill(format!("{repo}/examples/skills/eurusd-sma-cross.yaml").as_ref())?.skill;
 //! let mut bars = market_data::load_bars(format!("{repo}/examples/data/EURUSD.csv").as_ref())?;
 //! bars.truncate(120);
-//! let created_at = bars[0].time; // no wall clock: registry rows are dated by the data
 //! let model = agent_runtime::builtin_model(&skill.model, &skill).expect("an offline model");
-//! let id = Uuid::from_u128(1);
-//! let input = BacktestInput {
-//!     deployment: TickDeployment {
-//!         user_id: id, deployment_id: id, skill_id: id, skill_version: 1,
-//!         skill: Arc::new(skill.clone()),
-//!         reflector: Err("no reflection in this example".into()),
-//!     },
-//!     market: Arc::new(Preloaded::new().with_bars("EURUSD", Interval::H1, bars)),
-//!     news: None, events: None, derivatives: None, from: None, to: None,
-//!     broker: PaperBrokerConfig::new(Decimal::from(10_000)),
-//!     external_tools: Arc::new([]),
-//!     blind: None,
-//! };
+//! let market = Arc::new(Preloaded::new().with_bars("EURUSD", Interval::H1, bars.clone()));
 //! tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 //!     let store = db::connect("sqlite::memory:").await?;
-//!     register(&store, &input, serde_json::to_value(&skill)?, created_at).await?;
-//!     let result = run_backtest(&input, model.as_ref(), &store, |_, _| {}).await?;
-//!     assert_eq!(result.points.len(), 120); // one tick per closed bar
-//!     assert!(!result.trades.is_empty());
+//!     // A stored deployment (here the test fixtures' user, skill and paper deployment).
+//!     let row = db::test_support::seed(&store).await?.deployment;
+//!     let deployment = TickDeployment::for_row(&row, Arc::new(skill), Err("no reflection".into()));
+//!     let mut broker = PaperBroker::new(PaperBrokerConfig::new(Decimal::from(10_000)))?;
+//!     let first = bars[0].close_time(Interval::H1);
+//!     let mut state = TickState::new(&deployment, Decimal::from(10_000), first);
+//!     let mut orders = 0;
+//!     for bar in &bars {
+//!         let now = bar.close_time(Interval::H1);
+//!         broker.apply_bar("EURUSD", bar, now)?;
+//!         let symbols = deployment.skill.context.symbols.clone();
+//!         let ctx = ToolContext::new(now, RunMode::Trade, symbols, market.clone(), market.clone());
+//!         let out = run_tick(&deployment, &ctx, model.as_ref(), &mut broker, &mut state, &store).await?;
+//!         assert!(out.recorded); // one transaction a tick, idempotent
+//!         orders += out.fills.len();
+//!     }
+//!     assert!(orders > 0);
 //!     Ok::<(), Box<dyn std::error::Error>>(())
 //! })?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod backtest;
 mod broker;
 mod ids;
 pub mod lessons_cmd;
@@ -100,11 +99,9 @@ pub mod memory_cmd;
 mod memory_tools;
 mod outcome_memory;
 mod reflect;
-pub mod replay;
 mod run;
 mod state;
 mod store_memory;
-pub mod write_behind;
 
 use std::sync::Arc;
 
@@ -117,12 +114,18 @@ pub use broker::MockBroker;
 pub use broker::{Broker, BrokerRefusal, BrokerUnavailable, ExecuteError};
 pub use ids::{ID_NAMESPACE, note_id, run_id, snapshot_id};
 pub use memory_tools::{ANNOTATE, AnnotateArgs, MEMORY_SERVER_INSTRUCTIONS, memory_tools};
-pub use outcome_memory::{ScoreError, ScoreReport, score_due_outcomes};
-pub use reflect::{
-    DueReflection, PromoteError, ReflectionCheck, ReflectionDone, ReflectionReport, promote_note,
-    promoted_note_id, promoted_note_line, run_due_reflection, store_reflection,
+pub use outcome_memory::{
+    PendingSnapshot, ScoreError, ScoreReport, score_due_outcomes, snapshot_indicators,
 };
-pub use run::{CarryState, OutcomeKind, TickError, TickOutcome, run_tick, run_tick_carrying};
+pub use reflect::{
+    DueReflection, PromoteError, ReflectionCheck, ReflectionDone, ReflectionReport,
+    ReflectionWrites, promote_note, promoted_note_id, promoted_note_line, reflect_due,
+    run_due_reflection, store_reflection,
+};
+pub use run::{
+    CarryState, OutcomeKind, Recorder, TickError, TickOutcome, run_tick, run_tick_carrying,
+    run_tick_recording,
+};
 pub use state::{
     APPLIED_FILLS_WINDOW, BlindRun, Carried, RECENT_CLOSED_KEPT, RestoreError, TickState,
     load_reflection_state, restore_state, restore_state_carried,

@@ -1,8 +1,7 @@
 //! The outcome memory of seed 003 on the tick's side: the rows a directional proposal writes at
 //! decision time ([`decision_rows`], inside [`run_tick`](crate::run_tick)), and the live
-//! scorer's driver ([`score_due_outcomes`], off the tick path). The backtest scores inside its
-//! loop instead ([`run_backtest`](crate::backtest::run_backtest)), with the same
-//! [`outcomes::score_outcome`].
+//! scorer's driver ([`score_due_outcomes`], off the tick path). The backtest (the `backtest`
+//! crate) scores inside its loop instead, with the same [`outcomes::score_outcome`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,7 +31,7 @@ const _: () = assert!(outcomes::MAX_REASON_CHARS == tools::MAX_REASON_CHARS);
 /// symbol (`context.memory.referenceSymbol`), closed by the tick; `market_condition` is the
 /// regime tag the tick computed for the symbol (the one the prompt shows). The symbol's bars
 /// are read here, on the tick's path, either way (a failing read fails the tick before any
-/// order goes out). With `later`, the indicators are left to [`PendingSnapshot::finish`],
+/// order goes out). With `later`, the indicators are left to [`PendingSnapshot::finish_into`],
 /// which reads the same bars again from the same source: nothing the tick or a later one reads
 /// depends on them, and the backtest's write-behind computes them on its writer's thread.
 #[allow(clippy::too_many_arguments)] // the tick's values it reads, and where the work goes
@@ -88,12 +87,12 @@ pub(crate) fn decision_rows(
         market_condition,
     };
     let snapshot_id = rows.id;
-    let snapshot = if later {
-        PendingSnapshot::Later(Box::new((rows, Arc::clone(&ctx.market))))
+    let snapshot = PendingSnapshot(if later {
+        Pending::Later(Box::new((rows, Arc::clone(&ctx.market))))
     } else {
         let indicators = rows.indicators(&bars.bars, &*ctx.market);
-        PendingSnapshot::Computed(Box::new(rows.snapshot(indicators)))
-    };
+        Pending::Computed(Box::new(rows.snapshot(indicators)))
+    });
     let outcome = TradeOutcome {
         id: outcome_id(decision_snapshot_id),
         deployment_id: deployment.deployment_id,
@@ -114,9 +113,14 @@ pub(crate) fn decision_rows(
     Ok(Some((snapshot, outcome)))
 }
 
-/// A tick's market snapshot: computed, or its indicators still to be computed from the
-/// market-data source the tick read ([`decision_rows`] with `later`).
-pub(crate) enum PendingSnapshot {
+/// The market snapshot of a tick's directional decision, as the tick hands it to its
+/// [`Recorder`](crate::Recorder) with the tick's record: computed, or — for a recorder that
+/// defers them ([`Recorder::DEFER_SNAPSHOTS`](crate::Recorder::DEFER_SNAPSHOTS)) — its
+/// indicators still to be computed from the market-data source the tick read. The record is
+/// complete once [`PendingSnapshot::finish_into`] has run.
+pub struct PendingSnapshot(Pending);
+
+enum Pending {
     /// The snapshot, indicators and all.
     Computed(Box<MarketSnapshot>),
     /// Its rows, and the source to read the same bars from again (an in-memory source's
@@ -127,9 +131,9 @@ pub(crate) enum PendingSnapshot {
 
 impl std::fmt::Debug for PendingSnapshot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PendingSnapshot::Computed(s) => f.debug_tuple("Computed").field(s).finish(),
-            PendingSnapshot::Later(later) => f.debug_tuple("Later").field(&later.0).finish(),
+        match &self.0 {
+            Pending::Computed(s) => f.debug_tuple("Computed").field(s).finish(),
+            Pending::Later(later) => f.debug_tuple("Later").field(&later.0).finish(),
         }
     }
 }
@@ -202,10 +206,10 @@ impl PendingSnapshot {
     ///
     /// # Errors
     /// [`DataError`] when the source fails to serve the bars it served at the tick.
-    pub(crate) fn finish(self) -> Result<MarketSnapshot, DataError> {
-        match self {
-            PendingSnapshot::Computed(snapshot) => Ok(*snapshot),
-            PendingSnapshot::Later(later) => {
+    fn finish(self) -> Result<MarketSnapshot, DataError> {
+        match self.0 {
+            Pending::Computed(snapshot) => Ok(*snapshot),
+            Pending::Later(later) => {
                 let (rows, market) = *later;
                 let indicators = rows.compute(&*market)?;
                 Ok(rows.snapshot(indicators))
@@ -217,12 +221,9 @@ impl PendingSnapshot {
     /// market snapshot of `pending`.
     ///
     /// # Errors
-    /// [`DbError::Invalid`] naming the snapshot when [`PendingSnapshot::finish`] fails: the
-    /// record is not written.
-    pub(crate) fn finish_into(
-        pending: Option<Self>,
-        record: &mut TickRecord,
-    ) -> Result<(), db::DbError> {
+    /// [`db::DbError::Invalid`] naming the snapshot when its bars cannot be read again from the
+    /// source the tick read them from: the record is not written.
+    pub fn finish_into(pending: Option<Self>, record: &mut TickRecord) -> Result<(), db::DbError> {
         if let Some(pending) = pending {
             let snapshot = pending.finish().map_err(|e| db::DbError::Invalid {
                 what: "market snapshot",
@@ -241,7 +242,8 @@ impl PendingSnapshot {
 /// (the same bars from the same source, `reference_symbol` the skill's, `interval` its bars'):
 /// what the backtest's scorer gives the narrative at the 24h mark instead of waiting for the
 /// snapshot its writer computes. `None` when the source cannot serve those bars.
-pub(crate) fn snapshot_indicators(
+#[must_use]
+pub fn snapshot_indicators(
     outcome: &TradeOutcome,
     reference_symbol: &str,
     interval: Interval,

@@ -193,7 +193,7 @@ where
 /// Runs a due reflection without the store: what it did (its report as once its writes are
 /// stored) and those writes. [`run_due_reflection`] writes them at once; a backtest, which
 /// owns a fresh deployment (nothing to be idempotent against), writes them behind its ticks.
-pub(crate) async fn reflect_due(
+pub async fn reflect_due(
     deployment: &TickDeployment,
     due: &DueReflection,
 ) -> (ReflectionDone, ReflectionWrites) {
@@ -356,13 +356,17 @@ where
 }
 
 /// What a reflection stores — its note, when it wrote one, and its run, failed or not — and
-/// what it reports once they are stored. Decided without the store ([`reflection_writes`]),
-/// written by [`write_reflection`].
+/// what it reports once they are stored. Decided without the store ([`reflect_due`]); the note
+/// first, then the run, is the order they are stored in.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ReflectionWrites {
-    pub(crate) note: Option<NewNote>,
-    pub(crate) run: ReflectionRun,
-    pub(crate) report: ReflectionReport,
+pub struct ReflectionWrites {
+    /// The note, when the reflection wrote one (stored as [`db::NoteStore::insert_note`]
+    /// stores it).
+    pub note: Option<NewNote>,
+    /// The `reflection_runs` row, failed or not.
+    pub run: ReflectionRun,
+    /// What the reflection reports once both are stored.
+    pub report: ReflectionReport,
 }
 
 /// The writes of a reflection's outcome (see [`store_reflection`]).

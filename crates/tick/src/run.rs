@@ -22,11 +22,10 @@ use types::{
 };
 use uuid::Uuid;
 
-use crate::outcome_memory::PendingSnapshot;
 use crate::reflect::check_reflection;
 use crate::{
-    Broker, BrokerUnavailable, ExecuteError, ReflectionCheck, TickDeployment, TickState,
-    snapshot_id,
+    Broker, BrokerUnavailable, ExecuteError, PendingSnapshot, ReflectionCheck, TickDeployment,
+    TickState, snapshot_id,
 };
 
 /// Bars fetched per symbol for the ledger's MFE/MAE when the caller never ticked before.
@@ -225,16 +224,22 @@ where
     run_tick_recording(deployment, ctx, model, broker, state, &Direct(store), carry).await
 }
 
-/// Where a tick's record goes: a store takes it whole ([`Direct`]); the backtest's
-/// write-behind buffers it with what only the store reads still to be computed
-/// ([`PendingSnapshot`]), and computes that on its writer thread.
-pub(crate) trait Recorder: Sync {
+/// Where a tick's record goes. A store takes it whole and writes it at once ([`run_tick`],
+/// [`run_tick_carrying`]: one `record_tick` transaction); a recorder of the caller's
+/// ([`run_tick_recording`]) may buffer it and compute the part only the store reads — a
+/// directional decision's market snapshot ([`PendingSnapshot`]) — elsewhere: the backtest's
+/// write-behind (the `backtest` crate) does that on its writer thread.
+pub trait Recorder: Sync {
     /// Whether a directional decision's market snapshot is left for the recorder to compute
-    /// ([`PendingSnapshot::Later`]); otherwise the tick computes it.
-    const LATER: bool;
+    /// (its indicators read again from the tick's market data by
+    /// [`PendingSnapshot::finish_into`]); otherwise the tick computes it before it records.
+    const DEFER_SNAPSHOTS: bool;
 
     /// Records `record`, completed with `pending` ([`PendingSnapshot::finish_into`]) before
-    /// anything of it is written.
+    /// anything of it is written. The outcome is the tick's `recorded` flag.
+    ///
+    /// # Errors
+    /// The store's [`db::DbError`]: the tick fails with [`TickError::Record`].
     fn record(
         &self,
         record: TickRecord,
@@ -247,7 +252,7 @@ pub(crate) trait Recorder: Sync {
 struct Direct<'a, S>(&'a S);
 
 impl<S: TickStore> Recorder for Direct<'_, S> {
-    const LATER: bool = false;
+    const DEFER_SNAPSHOTS: bool = false;
 
     async fn record(
         &self,
@@ -255,12 +260,16 @@ impl<S: TickStore> Recorder for Direct<'_, S> {
         pending: Option<PendingSnapshot>,
     ) -> Result<RecordOutcome, db::DbError> {
         PendingSnapshot::finish_into(pending, &mut record)?;
-        self.0.record_tick_owned(record).await
+        self.0.record_tick(&record).await
     }
 }
 
-/// [`run_tick_carrying`] with its record going to `recorder`.
-pub(crate) async fn run_tick_recording<B, R>(
+/// [`run_tick_carrying`] with its record going to `recorder` instead of a store: the tick
+/// itself is the same, step for step (see the crate docs).
+///
+/// # Errors
+/// As [`run_tick_carrying`]; [`TickError::Record`] with the recorder's error.
+pub async fn run_tick_recording<B, R>(
     deployment: &TickDeployment,
     ctx: &ToolContext,
     model: &dyn LanguageModel,
@@ -502,7 +511,7 @@ where
         &verdict,
         &account.marks,
         &regimes,
-        R::LATER,
+        R::DEFER_SNAPSHOTS,
     )?;
     let mut sent_order = false;
     if let Some(order) = &decision.order {

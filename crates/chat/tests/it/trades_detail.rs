@@ -4,16 +4,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_runtime::{ModelError, builtin_model};
+use agent_runtime::builtin_model;
+use backtest::{BacktestInput, RunOptions, register};
 use chat::{
     ChatToolContext, Journal, TradeRow, chat_registry, exposure::MoveWindow, load_chat_data,
 };
 use db::LedgerStore;
-use execution_engine::PaperBrokerConfig;
-use reflection::resolve_reflection_model;
-use rust_decimal::Decimal;
-use tick::TickDeployment;
-use tick::backtest::{BacktestInput, register, run_backtest};
 use tools::{Preloaded, RunMode};
 use types::{Interval, TradeStatus, Uuid};
 
@@ -34,38 +30,19 @@ async fn trades_detail_is_the_ledger() {
     for h in skill.context.effective_higher_timeframes() {
         market.insert_bars("EURUSD", h, market_data::resample(&bars, h));
     }
-    let reflector = resolve_reflection_model(&skill.context.memory.reflection.model, |id| {
-        builtin_model(id, &skill).ok_or_else(|| ModelError::UnknownModel(id.to_owned()))
-    })
-    .map_err(|e| e.to_string());
-    let input = BacktestInput {
-        deployment: TickDeployment {
-            user_id: Uuid::from_u128(1),
-            deployment_id: Uuid::from_u128(2),
-            skill_id: Uuid::from_u128(3),
-            skill_version: 1,
-            skill: Arc::new(skill.clone()),
-            reflector,
-        },
-        market: Arc::new(market),
-        news: None,
-        events: None,
-        derivatives: None,
-        from: None,
-        to: None,
-        broker: PaperBrokerConfig::new(Decimal::from(10_000)),
-        external_tools: std::sync::Arc::new([]),
-        blind: None,
-    };
+    let input = BacktestInput::for_test(skill.clone(), market).with_offline_reflection();
     let store = db::connect("sqlite::memory:").await.expect("store");
     let first = bars[0].close_time(Interval::H1);
     register(&store, &input, serde_json::json!({"name": "eurusd"}), first)
         .await
         .expect("register");
     let model = builtin_model(&skill.model, &skill).expect("builtin model");
-    run_backtest(&input, model.as_ref(), &store, |_, _| {})
+    backtest::run(&input, model.as_ref(), &store, RunOptions::default())
         .await
-        .expect("backtest");
+        .expect("backtest")
+        .stored()
+        .await
+        .expect("stored");
     let end = bars.last().unwrap().close_time(Interval::H1);
 
     // The ledger, read back independently: every closed row, newest entry first, the last 30.

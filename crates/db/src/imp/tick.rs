@@ -340,7 +340,7 @@ pub(crate) fn snapshot_texts<'a>(
 
 /// A batch of ticks whose prompt lines are planned ahead: which lines repeat within the batch
 /// and which are new to it, the store's most expensive step before it writes
-/// ([`TickStore::record_planned`](crate::TickStore::record_planned)). Planning is CPU work
+/// ([`TickStore::record_ticks`](crate::TickStore::record_ticks)). Planning is CPU work
 /// without the store, so it can run on any thread — a backtest does it on the tick's thread
 /// while the batch before is still being written. It owns its ticks, so the plan always
 /// matches their texts.
@@ -1056,10 +1056,10 @@ macro_rules! impl_tick {
                 cache: &lines::LineCache,
                 update: &mut lines::CacheUpdate,
                 ticks: &[TickRecord],
-                plans: Option<&SnapshotPlans>,
+                plans: &SnapshotPlans,
             ) -> Result<Vec<RecordOutcome>, DbError> {
                 let snapshots: Vec<&DecisionSnapshot> = ticks.iter().map(|t| &t.snapshot).collect();
-                let inserted = Self::insert_snapshots(tx, cache, update, &snapshots, plans).await?;
+                let inserted = Self::insert_snapshots(tx, cache, update, &snapshots, Some(plans)).await?;
                 let mut outcomes = Vec::with_capacity(ticks.len());
                 let mut trades = BatchTrades::default();
                 let mut fills: Vec<(Uuid, &Fill)> = Vec::new();
@@ -1112,33 +1112,6 @@ macro_rules! impl_tick {
                 Ok(outcomes)
             }
 
-            /// [`TickStore::record_ticks_and_reflections`], with `ticks`' plans when they were
-            /// made ahead ([`PlannedTicks`]).
-            async fn record_batch(
-                &self,
-                ticks: &[TickRecord],
-                plans: Option<&SnapshotPlans>,
-                reflections: &[(Option<NewNote>, ReflectionRun)],
-            ) -> Result<Vec<RecordOutcome>, DbError> {
-                validate_batch(ticks)?;
-                let counts = reflections
-                    .iter()
-                    .map(|(note, _)| note.as_ref().map(crate::imp::notes::validate_note).transpose())
-                    .collect::<Result<Vec<_>, _>>()?;
-                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning ticks"))?;
-                let mut update = lines::CacheUpdate::default();
-                let outcomes = Self::record_ticks_in(&mut tx, &self.lines, &mut update, ticks, plans).await?;
-                for ((note, run), counts) in reflections.iter().zip(counts) {
-                    if let (Some(note), Some(counts)) = (note, counts) {
-                        Self::insert_note_in(&mut tx, note, counts).await?;
-                    }
-                    Self::insert_run_in(&mut *tx, run).await?;
-                }
-                tx.commit().await.map_err(ctx("committing ticks"))?;
-                self.lines.remember(update);
-                Ok(outcomes)
-            }
-
             async fn write_equity(
                 tx: &mut sqlx::Transaction<'static, $db>,
                 deployment_id: Uuid,
@@ -1175,24 +1148,30 @@ macro_rules! impl_tick {
                 Ok(outcome)
             }
 
-            async fn record_ticks(&self, ticks: &[TickRecord]) -> Result<Vec<RecordOutcome>, DbError> {
-                self.record_ticks_and_reflections(ticks, &[]).await
-            }
-
-            async fn record_ticks_and_reflections(
-                &self,
-                ticks: &[TickRecord],
-                reflections: &[(Option<NewNote>, ReflectionRun)],
-            ) -> Result<Vec<RecordOutcome>, DbError> {
-                self.record_batch(ticks, None, reflections).await
-            }
-
-            async fn record_planned(
+            async fn record_ticks(
                 &self,
                 batch: &PlannedTicks,
                 reflections: &[(Option<NewNote>, ReflectionRun)],
             ) -> Result<Vec<RecordOutcome>, DbError> {
-                self.record_batch(batch.ticks(), Some(batch.plans()), reflections).await
+                let ticks = batch.ticks();
+                validate_batch(ticks)?;
+                let counts = reflections
+                    .iter()
+                    .map(|(note, _)| note.as_ref().map(crate::imp::notes::validate_note).transpose())
+                    .collect::<Result<Vec<_>, _>>()?;
+                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning ticks"))?;
+                let mut update = lines::CacheUpdate::default();
+                let outcomes =
+                    Self::record_ticks_in(&mut tx, &self.lines, &mut update, ticks, batch.plans()).await?;
+                for ((note, run), counts) in reflections.iter().zip(counts) {
+                    if let (Some(note), Some(counts)) = (note, counts) {
+                        Self::insert_note_in(&mut tx, note, counts).await?;
+                    }
+                    Self::insert_run_in(&mut *tx, run).await?;
+                }
+                tx.commit().await.map_err(ctx("committing ticks"))?;
+                self.lines.remember(update);
+                Ok(outcomes)
             }
 
             async fn get_snapshot(&self, id: Uuid) -> Result<DecisionSnapshot, DbError> {

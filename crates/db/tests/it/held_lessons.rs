@@ -150,9 +150,12 @@ mod cases {
             output_tokens: None,
             cost_usd: None,
         };
-        s.record_ticks_and_reflections(&[], &[(Some(batched.clone()), run)])
-            .await
-            .unwrap();
+        s.record_ticks(
+            &db::PlannedTicks::new(vec![]),
+            &[(Some(batched.clone()), run)],
+        )
+        .await
+        .unwrap();
         assert_eq!(
             s.get_note(batched.id).await.unwrap().content,
             batched.content

@@ -138,12 +138,15 @@ mod cases {
         // One batch: the outcome, its 1h score, then its full score.
         let (first, _, outcome) = tick_with_outcome(&fx, 0);
         let (second, _, other) = tick_with_outcome(&fx, 30);
-        s.record_ticks(&[
-            first,
-            second,
-            scoring(60, vec![(outcome.id, one_hour())]),
-            scoring(24 * 60, vec![(outcome.id, full(at(24 * 60)))]),
-        ])
+        s.record_ticks(
+            &db::PlannedTicks::new(vec![
+                first,
+                second,
+                scoring(60, vec![(outcome.id, one_hour())]),
+                scoring(24 * 60, vec![(outcome.id, full(at(24 * 60)))]),
+            ]),
+            &[],
+        )
         .await
         .unwrap();
         let stored = s.outcomes(d, 10).await.unwrap();
@@ -158,10 +161,13 @@ mod cases {
         // A later batch scores the stored one; the full score of the first stays as it was.
         let mut late = full(at(25 * 60));
         late.outcome_grade = Some(Grade::F);
-        s.record_ticks(&[scoring(
-            25 * 60,
-            vec![(other.id, one_hour()), (outcome.id, late)],
-        )])
+        s.record_ticks(
+            &db::PlannedTicks::new(vec![scoring(
+                25 * 60,
+                vec![(other.id, one_hour()), (outcome.id, late)],
+            )]),
+            &[],
+        )
         .await
         .unwrap();
         let stored = s.outcomes(d, 10).await.unwrap();

@@ -79,7 +79,9 @@ mod cases {
         // A batch, then single ticks (these reuse the lines the batch stored), then another
         // batch.
         let first: Vec<TickRecord> = (0..10).map(|n| tick(snapshot(&fx, n))).collect();
-        s.record_ticks(&first).await.unwrap();
+        s.record_ticks(&db::PlannedTicks::new(first.to_vec()), &[])
+            .await
+            .unwrap();
         let after_batch = scope_lines(s, &fx).await;
         for n in 10..12 {
             s.record_tick(&tick(snapshot(&fx, n))).await.unwrap();
@@ -90,7 +92,9 @@ mod cases {
             "a tick adds its time line and its newest bar row, nothing else"
         );
         let second: Vec<TickRecord> = (12..20).map(|n| tick(snapshot(&fx, n))).collect();
-        s.record_ticks(&second).await.unwrap();
+        s.record_ticks(&db::PlannedTicks::new(second.to_vec()), &[])
+            .await
+            .unwrap();
 
         let mut listed = s.list_snapshots(fx.deployment.id, 100).await.unwrap();
         listed.sort_by_key(|x| x.tick_at);
@@ -164,7 +168,9 @@ mod cases {
                 tick(x)
             })
             .collect();
-        s.record_ticks(&ticks).await.unwrap();
+        s.record_ticks(&db::PlannedTicks::new(ticks.to_vec()), &[])
+            .await
+            .unwrap();
         for (t, (sp, cx)) in ticks.iter().zip(texts) {
             let got = s.get_snapshot(t.snapshot.id).await.unwrap();
             assert_eq!((got.system_prompt.as_str(), got.context.as_str()), (sp, cx));
@@ -181,9 +187,12 @@ mod cases {
             types::JsonText::from_text("[\n {\"a\": \"x\\ny\"},\n 1\n]".to_owned()).unwrap();
         let mut without = sample_snapshot(fx.deployment.id, at(1));
         without.proposal = None;
-        s.record_ticks(&[tick(with.clone()), tick(without.clone())])
-            .await
-            .unwrap();
+        s.record_ticks(
+            &db::PlannedTicks::new(vec![tick(with.clone()), tick(without.clone())]),
+            &[],
+        )
+        .await
+        .unwrap();
         assert_eq!(s.get_snapshot(with.id).await.unwrap(), with);
         assert_eq!(s.get_snapshot(without.id).await.unwrap(), without);
         assert_eq!(

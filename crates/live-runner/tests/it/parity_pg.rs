@@ -5,16 +5,14 @@
 
 use crate::common;
 
-use std::sync::Arc;
-
-use agent_runtime::{ModelError, builtin_model};
+use agent_runtime::builtin_model;
+use backtest::{BacktestInput, RunOptions, register};
 use chrono::Duration;
 use common::{hyperliquid_mock, mock_bars, postgres, runner, t};
 use db::{LedgerStore, NoteScope, NoteStore, TickStore};
 use execution_engine::PaperBrokerConfig;
 use live_runner::admin::{self, DeployRequest};
 use rust_decimal::Decimal;
-use tick::backtest::{BacktestInput, register, run_backtest};
 use tools::Preloaded;
 use types::{CloseKind, Interval, TradeStatus};
 use uuid::Uuid;
@@ -83,30 +81,15 @@ async fn live_ticks_and_a_backtest_of_the_same_bars_send_identical_prompts() {
     for h in skill.context.effective_higher_timeframes() {
         market.insert_bars("BTC", h, mock_bars(h, from, to));
     }
-    let reflector =
-        reflection::resolve_reflection_model(&skill.context.memory.reflection.model, |id| {
-            builtin_model(id, &skill).ok_or_else(|| ModelError::UnknownModel(id.to_owned()))
-        })
-        .map_err(|e| e.to_string());
-    let input = BacktestInput {
-        deployment: tick::TickDeployment {
-            user_id: Uuid::from_u128(0x0a11ce),
-            deployment_id: Uuid::from_u128(0xb4c),
-            skill_id: Uuid::from_u128(0x5c1),
-            skill_version: 1,
-            skill: Arc::new(skill.clone()),
-            reflector,
-        },
-        market: Arc::new(market),
-        news: None,
-        events: None,
-        from: Some(first),
-        to: Some(first + Duration::hours(TICKS - 1)),
-        broker: PaperBrokerConfig::for_skill(equity, &skill, &exchange).expect("broker"),
-        external_tools: Arc::new([]),
-        blind: None,
-        derivatives: None,
-    };
+    let input = BacktestInput::for_test(skill.clone(), market)
+        .with_ids(
+            Uuid::from_u128(0x0a11ce),
+            Uuid::from_u128(0xb4c),
+            Uuid::from_u128(0x5c1),
+        )
+        .with_offline_reflection()
+        .with_range(first, first + Duration::hours(TICKS - 1))
+        .with_broker(PaperBrokerConfig::for_skill(equity, &skill, &exchange).expect("broker"));
     let sim = db::connect("sqlite::memory:").await.expect("store");
     register(
         &sim,
@@ -117,9 +100,12 @@ async fn live_ticks_and_a_backtest_of_the_same_bars_send_identical_prompts() {
     .await
     .expect("register");
     let model = builtin_model(&skill.model, &skill).expect("model");
-    run_backtest(&input, model.as_ref(), &sim, |_, _| {})
+    backtest::run(&input, model.as_ref(), &sim, RunOptions::default())
         .await
-        .expect("backtest");
+        .expect("backtest")
+        .stored()
+        .await
+        .expect("stored");
     let mut simulated = sim
         .list_snapshots(input.deployment.deployment_id, 1000)
         .await

@@ -1,16 +1,12 @@
 //! A backtest of a skill listing the fixture server: the scripted model calls an MCP tool and
 //! the tick's decision snapshot holds the call and its result.
 
-use std::sync::Arc;
-
 use agent_runtime::{FinishReason, ModelResponse, ScriptedModel, ToolCall, Usage};
+use backtest::{BacktestInput, RunOptions, register};
 use chrono::{Duration, TimeZone, Utc};
 use db::TickStore;
-use execution_engine::PaperBrokerConfig;
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
-use tick::TickDeployment;
-use tick::backtest::{BacktestInput, register, run_backtest};
 use tools::Preloaded;
 use types::{Bar, Interval};
 use uuid::Uuid;
@@ -71,25 +67,10 @@ async fn a_scripted_model_calls_an_mcp_tool_and_the_snapshot_holds_the_call_and_
         .unwrap();
     let bars = bars();
     let at = bars[29].close_time(Interval::H1);
-    let input = BacktestInput {
-        deployment: TickDeployment {
-            user_id: Uuid::from_u128(1),
-            deployment_id: Uuid::from_u128(2),
-            skill_id: Uuid::from_u128(3),
-            skill_version: 1,
-            skill: Arc::new(skill),
-            reflector: Err("no reflection here".into()),
-        },
-        market: Arc::new(Preloaded::new().with_bars("BTC", Interval::H1, bars)),
-        news: None,
-        events: None,
-        derivatives: None,
-        from: Some(at),
-        to: Some(at),
-        broker: PaperBrokerConfig::new(Decimal::from(10_000)),
-        external_tools: servers.tools(),
-        blind: None,
-    };
+    let input =
+        BacktestInput::for_test(skill, Preloaded::new().with_bars("BTC", Interval::H1, bars))
+            .with_range(at, at)
+            .with_external_tools(servers.tools());
     let model = ScriptedModel::new(vec![
         ModelResponse {
             text: None,
@@ -111,7 +92,10 @@ async fn a_scripted_model_calls_an_mcp_tool_and_the_snapshot_holds_the_call_and_
     register(&store, &input, json!({"name": "mcp backtest"}), at)
         .await
         .unwrap();
-    let result = run_backtest(&input, &model, &store, |_, _| {})
+    let result = backtest::run(&input, &model, &store, RunOptions::default())
+        .await
+        .unwrap()
+        .stored()
         .await
         .unwrap();
     assert_eq!(result.points.len(), 1);

@@ -9,7 +9,6 @@ use chrono::{DateTime, Utc};
 use db::TickStore;
 use execution_engine::{Order, OrderTag};
 use rust_decimal::Decimal;
-use tick::backtest::register;
 use tick::{Broker, BrokerUnavailable, ExecuteError, TickError, TickState, run_tick};
 use types::{Fill, Interval, PortfolioSnapshot, Position, Side};
 
@@ -69,16 +68,13 @@ impl Broker for Corrupt {
 #[tokio::test]
 async fn an_account_that_overflows_fails_the_tick_and_records_nothing() {
     let bars = common::eurusd(60);
-    let input = common::eurusd_input(&bars, Decimal::ZERO, Decimal::ZERO);
-    let d = &input.deployment;
+    let example = common::eurusd_example(&bars, Decimal::ZERO, Decimal::ZERO);
+    let d = &example.deployment;
     let store = db::connect("sqlite::memory:").await.expect("store");
-    let first = bars[0].close_time(Interval::H1);
-    register(&store, &input, serde_json::json!({}), first)
-        .await
-        .expect("register");
+    common::register(&store, d).await;
     let model = builtin_model(&d.skill.model, &d.skill).expect("model");
     let at = bars[59].close_time(Interval::H1);
-    let ctx = common::trade_ctx(&input, at);
+    let ctx = common::trade_ctx(d, &example.market, at);
     let mut state = TickState::new(d, Decimal::from(10_000), at);
     let mut broker = Corrupt { reads: 0 };
     let err = run_tick(d, &ctx, model.as_ref(), &mut broker, &mut state, &store)

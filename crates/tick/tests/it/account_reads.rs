@@ -9,7 +9,6 @@ use chrono::{DateTime, Utc};
 use db::TickStore;
 use execution_engine::{Order, OrderTag, PaperBroker};
 use rust_decimal::Decimal;
-use tick::backtest::register;
 use tick::{Broker, BrokerUnavailable, ExecuteError, TickState, run_tick};
 use types::{Fill, Interval, PortfolioSnapshot};
 
@@ -50,11 +49,11 @@ impl<const ONCE: bool> Broker for Counted<ONCE> {
 #[tokio::test]
 async fn a_tick_without_an_order_reads_a_paper_account_once_and_ticks_the_same() {
     let bars = common::eurusd(240);
-    let input = common::eurusd_input(&bars, Decimal::new(45, 1), Decimal::ONE);
-    let d = &input.deployment;
+    let example = common::eurusd_example(&bars, Decimal::new(45, 1), Decimal::ONE);
+    let d = &example.deployment;
     let first = bars[0].close_time(Interval::H1);
     let model = builtin_model(&d.skill.model, &d.skill).expect("model");
-    let paper = || PaperBroker::new(input.broker.clone()).expect("broker");
+    let paper = || PaperBroker::new(example.broker.clone()).expect("broker");
     let mut once = Counted::<true> {
         paper: paper(),
         reads: 0,
@@ -70,18 +69,16 @@ async fn a_tick_without_an_order_reads_a_paper_account_once_and_ticks_the_same()
         db::connect("sqlite::memory:").await.expect("store"),
     );
     for store in [&store_once, &store_twice] {
-        register(store, &input, serde_json::json!({}), first)
-            .await
-            .expect("register");
+        common::register(store, d).await;
     }
-    let mut state_once = TickState::new(d, input.broker.initial_equity_usd, first);
-    let mut state_twice = TickState::new(d, input.broker.initial_equity_usd, first);
+    let mut state_once = TickState::new(d, example.broker.initial_equity_usd, first);
+    let mut state_twice = TickState::new(d, example.broker.initial_equity_usd, first);
     let ticks = 200;
     for bar in &bars[40..40 + ticks] {
         let at = bar.close_time(Interval::H1);
         once.paper.apply_bar("EURUSD", bar, at).expect("bar");
         twice.paper.apply_bar("EURUSD", bar, at).expect("bar");
-        let ctx = common::trade_ctx(&input, at);
+        let ctx = common::trade_ctx(d, &example.market, at);
         let a = run_tick(
             d,
             &ctx,

@@ -1,21 +1,17 @@
-//! The backtest input the tick tests and the `sim` bench share: the shipped EURUSD hourly bars
-//! (with their higher timeframes resampled) and the example skill, whose model and reflection
-//! model are the offline built-ins.
+//! What the tick tests and the `restore` bench share (and the `backtest` crate's tests, which
+//! include this file): the shipped EURUSD hourly bars, the example skill's deployment over them
+//! (its offline model) and that deployment's rows in a store.
 
 #![allow(dead_code)] // each test binary uses a different subset
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_runtime::{ModelError, builtin_model};
 use chrono::{DateTime, Utc};
 use execution_engine::PaperBrokerConfig;
-use reflection::resolve_reflection_model;
 use rust_decimal::Decimal;
 use tick::TickDeployment;
-use tick::backtest::BacktestInput;
-use tools::Preloaded;
-use tools::{RunMode, ToolContext};
+use tools::{Preloaded, RunMode, ToolContext};
 use types::{Bar, Interval, Uuid};
 
 /// A path relative to the repository root.
@@ -32,9 +28,19 @@ pub(crate) fn eurusd(n: usize) -> Vec<Bar> {
     bars
 }
 
-/// The example skill over `bars`, $10,000 of paper equity at these fees and slippage; fixed ids
-/// (user 1, deployment 2, skill 3).
-pub(crate) fn eurusd_input(bars: &[Bar], fee_bps: Decimal, slippage_bps: Decimal) -> BacktestInput {
+/// The example skill's deployment over some EURUSD bars, and its paper account.
+pub(crate) struct Example {
+    /// Fixed ids (user 1, deployment 2, skill 3), version 1, no reflection model.
+    pub(crate) deployment: TickDeployment,
+    /// The bars at 1h and at the skill's higher timeframes.
+    pub(crate) market: Arc<Preloaded>,
+    /// $10,000 of paper equity at the fees and slippage asked for.
+    pub(crate) broker: PaperBrokerConfig,
+}
+
+/// The example skill over `bars` (and their higher timeframes, resampled), $10,000 of paper
+/// equity at these fees and slippage.
+pub(crate) fn eurusd_example(bars: &[Bar], fee_bps: Decimal, slippage_bps: Decimal) -> Example {
     let skill = skill_schema::load_skill(&repo("examples/skills/eurusd-sma-cross.yaml"))
         .expect("skill")
         .skill;
@@ -42,42 +48,63 @@ pub(crate) fn eurusd_input(bars: &[Bar], fee_bps: Decimal, slippage_bps: Decimal
     for h in skill.context.effective_higher_timeframes() {
         market.insert_bars("EURUSD", h, market_data::resample(bars, h));
     }
-    let reflector = resolve_reflection_model(&skill.context.memory.reflection.model, |id| {
-        builtin_model(id, &skill).ok_or_else(|| ModelError::UnknownModel(id.to_owned()))
-    })
-    .map_err(|e| e.to_string());
     let mut broker = PaperBrokerConfig::new(Decimal::from(10_000));
     broker.taker_fee_bps = fee_bps;
     broker.slippage_bps = slippage_bps;
-    BacktestInput {
+    Example {
         deployment: TickDeployment {
             user_id: Uuid::from_u128(1),
             deployment_id: Uuid::from_u128(2),
             skill_id: Uuid::from_u128(3),
             skill_version: 1,
             skill: Arc::new(skill),
-            reflector,
+            reflector: Err("no reflection in these tests".into()),
         },
         market: Arc::new(market),
-        news: None,
-        events: None,
-        derivatives: None,
-        from: None,
-        to: None,
         broker,
-        external_tools: std::sync::Arc::new([]),
-        blind: None,
     }
 }
 
-/// A trading tick's context at `at` over `input`'s bars (market data and portfolio view both
-/// the preloaded bars), for the skill's symbols.
-pub(crate) fn trade_ctx(input: &BacktestInput, at: DateTime<Utc>) -> ToolContext {
+/// A trading tick's context at `at` for `d`'s symbols over `market` (market data and portfolio
+/// view both).
+pub(crate) fn trade_ctx(
+    d: &TickDeployment,
+    market: &Arc<Preloaded>,
+    at: DateTime<Utc>,
+) -> ToolContext {
     ToolContext::new(
         at,
         RunMode::Trade,
-        input.deployment.skill.context.symbols.clone(),
-        input.market.clone(),
-        input.market.clone(),
+        d.skill.context.symbols.clone(),
+        market.clone(),
+        market.clone(),
     )
+}
+
+/// Stores `d`'s user, skill, skill version and an active paper deployment under its ids (the
+/// `db` test fixtures' rows otherwise): what a tick needs stored before it records.
+pub(crate) async fn register<S: db::RegistryStore>(store: &S, d: &TickDeployment) {
+    use db::test_support::{sample_deployment, sample_skill, sample_skill_version, sample_user};
+    let user = db::User {
+        id: d.user_id,
+        ..sample_user()
+    };
+    let skill = db::Skill {
+        id: d.skill_id,
+        ..sample_skill(d.user_id)
+    };
+    let deployment = db::Deployment {
+        id: d.deployment_id,
+        ..sample_deployment(d.user_id, d.skill_id, d.skill_version)
+    };
+    store.upsert_user(&user).await.expect("user");
+    store.create_skill(&skill).await.expect("skill");
+    store
+        .add_skill_version(&sample_skill_version(d.skill_id, d.skill_version))
+        .await
+        .expect("skill version");
+    store
+        .create_deployment(&deployment)
+        .await
+        .expect("deployment");
 }

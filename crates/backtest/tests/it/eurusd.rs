@@ -8,7 +8,9 @@ use agent_runtime::builtin_model;
 use chrono::{DateTime, Utc};
 use db::{LedgerStore, NoteScope, NoteStore, Store, TickStore};
 use rust_decimal::Decimal;
-use tick::backtest::{BacktestInput, BacktestResult, Summary, register, run_backtest};
+use std::ops::ControlFlow;
+
+use backtest::{BacktestInput, BacktestResult, RunOptions, Summary, register};
 use tick::snapshot_id;
 use types::text::{fixed, short_time};
 use types::{Bar, Interval, Uuid};
@@ -27,7 +29,7 @@ async fn run(input: &BacktestInput) -> (Store, BacktestResult) {
         .expect("register");
     let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
         .expect("builtin model");
-    let result = run_backtest(input, model.as_ref(), &store, |_, _| {})
+    let result = common::run_stored(input, model.as_ref(), &store)
         .await
         .expect("backtest");
     (store, result)
@@ -258,7 +260,7 @@ async fn replaying_the_recorded_proposals_reproduces_the_ledger_exactly() {
         .into_iter()
         .map(|s| (s.tick_at, s.proposal))
         .collect();
-    let replay = tick::replay::ReplayModel::new("builtin/replay:test", proposals);
+    let replay = backtest::replay::ReplayModel::new("builtin/replay:test", proposals);
     assert_eq!(replay.len(), 300);
 
     let again = db::connect("sqlite::memory:").await.expect("store");
@@ -270,7 +272,7 @@ async fn replaying_the_recorded_proposals_reproduces_the_ledger_exactly() {
     )
     .await
     .expect("register");
-    let replayed = run_backtest(&input, &replay, &again, |_, _| {})
+    let replayed = common::run_stored(&input, &replay, &again)
         .await
         .expect("replay");
     assert!(original.trades.len() >= 5);
@@ -302,11 +304,13 @@ async fn the_state_restored_from_the_store_is_the_state_the_run_ended_with() {
     let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
         .expect("builtin model");
     let mut last_state = None;
-    let result = run_backtest(&input, model.as_ref(), &store, |_, state| {
+    let options = RunOptions::default().on_tick(|_, state| {
         last_state = Some(state.clone());
-    })
-    .await
-    .expect("backtest");
+        ControlFlow::Continue(())
+    });
+    let result = common::run_stored_with(&input, model.as_ref(), &store, options)
+        .await
+        .expect("backtest");
     let end = last_state.expect("ticks ran");
     let at = result.points.last().expect("points").tick_at;
     let equity = result.points.last().expect("points").equity_usd;
@@ -367,7 +371,7 @@ async fn a_tick_another_writer_stored_fails_the_backtest_and_keeps_the_others() 
 
     let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
         .expect("builtin model");
-    let err = run_backtest(&input, model.as_ref(), &store, |_, _| {})
+    let err = common::run_stored(&input, model.as_ref(), &store)
         .await
         .expect_err("the store already held a tick of this deployment");
     let message = err.to_string();
@@ -404,16 +408,17 @@ async fn a_run_ended_early_by_its_callback_stores_and_reports_exactly_the_ticks_
     let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
         .expect("builtin model");
     let mut seen = 0;
-    let result = tick::backtest::run_backtest_until(&input, model.as_ref(), &store, |_, _| {
+    let options = RunOptions::default().on_tick(|_, _| {
         seen += 1;
         if seen == 120 {
-            std::ops::ControlFlow::Break(())
+            ControlFlow::Break(())
         } else {
-            std::ops::ControlFlow::Continue(())
+            ControlFlow::Continue(())
         }
-    })
-    .await
-    .expect("backtest");
+    });
+    let result = common::run_stored_with(&input, model.as_ref(), &store, options)
+        .await
+        .expect("backtest");
     assert_eq!(seen, 120, "no tick after the break");
     assert_eq!(result.points.len(), 120);
     assert_eq!(
@@ -437,7 +442,7 @@ async fn a_run_ended_early_by_its_callback_stores_and_reports_exactly_the_ticks_
 /// ends exactly as on a current-thread runtime, where the tick's thread polls the write.
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_backtest_whose_batches_a_task_writes_stores_what_a_polled_one_stores() {
-    use tick::write_behind::BATCH_TICKS;
+    use backtest::write_behind::BATCH_TICKS;
     let bars = common::eurusd(BATCH_TICKS * 2 + 100);
     let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
     let d = input.deployment.deployment_id;
@@ -498,7 +503,7 @@ async fn a_note_the_store_refuses_fails_the_backtest() {
         .expect("the other writer's note");
     let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
         .expect("builtin model");
-    let err = run_backtest(&input, model.as_ref(), &store, |_, _| {})
+    let err = common::run_stored(&input, model.as_ref(), &store)
         .await
         .expect_err("the store refuses the run's first note");
     // Found by a later tick (or the final flush): the store's error, naming the note.
@@ -511,7 +516,7 @@ async fn a_note_the_store_refuses_fails_the_backtest() {
     // `BATCH_TICKS` ticks) is written in one transaction with it: none of its ticks is stored,
     // and none of a later batch.
     assert!(
-        whole.points[..tick::write_behind::BATCH_TICKS]
+        whole.points[..backtest::write_behind::BATCH_TICKS]
             .iter()
             .any(|p| p.tick_at == at),
         "the first note is reflected in the first batch"
@@ -542,7 +547,7 @@ async fn a_batch_a_task_writes_fails_the_run_without_any_later_tick() {
 }
 
 async fn a_failing_batch_fails_the_run_without_any_later_tick() {
-    use tick::write_behind::BATCH_TICKS;
+    use backtest::write_behind::BATCH_TICKS;
     let bars = common::eurusd(BATCH_TICKS * 2 + 40);
     let input = without_costs_or_reflection(&bars);
     let d = input.deployment.deployment_id;
@@ -558,7 +563,11 @@ async fn a_failing_batch_fails_the_run_without_any_later_tick() {
     let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
         .expect("builtin model");
     let mut ticked = 0;
-    let err = run_backtest(&input, model.as_ref(), &store, |_, _| ticked += 1)
+    let options = RunOptions::default().on_tick(|_, _| {
+        ticked += 1;
+        ControlFlow::Continue(())
+    });
+    let err = common::run_stored_with(&input, model.as_ref(), &store, options)
         .await
         .expect_err("the store already held a tick of the first batch");
     let message = err.to_string();
@@ -674,8 +683,8 @@ async fn stored(
 /// holding exactly what the same run stores on a store prepared before it started.
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_backtest_beside_its_store_preparation_stores_what_a_prepared_store_stores() {
-    use tick::backtest::{Registration, run_backtest_until_ready};
-    use tick::write_behind::BATCH_TICKS;
+    use backtest::Registration;
+    use backtest::write_behind::BATCH_TICKS;
     let bars = common::eurusd(BATCH_TICKS + 100);
     let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
     let d = input.deployment.deployment_id;
@@ -699,7 +708,7 @@ async fn a_backtest_beside_its_store_preparation_stores_what_a_prepared_store_st
     )
     .await
     .expect("register");
-    let reference = run_backtest(&input, model.as_ref(), &prepared, |_, _| {})
+    let reference = common::run_stored(&input, model.as_ref(), &prepared)
         .await
         .expect("backtest");
 
@@ -721,11 +730,10 @@ async fn a_backtest_beside_its_store_preparation_stores_what_a_prepared_store_st
             })
         })
     };
-    let result = run_backtest_until_ready(&input, model.as_ref(), &lazy, ready, |_, _| {
-        std::ops::ControlFlow::Continue(())
-    })
-    .await
-    .expect("backtest");
+    let options = RunOptions::default().store_ready(ready);
+    let result = common::run_stored_with(&input, model.as_ref(), &lazy, options)
+        .await
+        .expect("backtest");
 
     assert_eq!(result.points.len(), reference.points.len());
     assert_eq!(result.trades, reference.trades);
@@ -747,7 +755,7 @@ async fn a_backtest_beside_its_store_preparation_stores_what_a_prepared_store_st
 /// holds the deployment) fails the run with its error, and nothing of the run is written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_failed_store_preparation_fails_the_backtest_and_writes_none_of_its_ticks() {
-    use tick::backtest::{BacktestError, Registration, run_backtest_until_ready};
+    use backtest::{BacktestError, Registration};
     let bars = common::eurusd(60);
     let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
     let d = input.deployment.deployment_id;
@@ -764,11 +772,10 @@ async fn a_failed_store_preparation_fails_the_backtest_and_writes_none_of_its_ti
         let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || runtime.block_on(registration.store(&store)))
     };
-    let err = run_backtest_until_ready(&input, model.as_ref(), &store, ready, |_, _| {
-        std::ops::ControlFlow::Continue(())
-    })
-    .await
-    .expect_err("the preparation failed");
+    let options = RunOptions::default().store_ready(ready);
+    let err = common::run_stored_with(&input, model.as_ref(), &store, options)
+        .await
+        .expect_err("the preparation failed");
     assert!(matches!(err, BacktestError::Store(_)), "{err:?}");
     assert!(
         snapshots(&store, d).await.is_empty(),
@@ -776,14 +783,13 @@ async fn a_failed_store_preparation_fails_the_backtest_and_writes_none_of_its_ti
     );
 }
 
-/// `run_backtest_writing_last` returns when the last tick has run, with the last batch still
-/// to be stored: once `LastWrite::finish` returns, the store holds exactly what `run_backtest`
-/// stores, on a multi-threaded runtime (a task writes it) and on a current-thread one (the
-/// write runs when awaited); before it, the last ticks need not be there.
+/// `backtest::run` returns when the last tick has run, with the last batch still to be stored:
+/// the caller who takes the last write (`Run::into_parts`) and finishes it has the store hold
+/// exactly what `Run::stored` leaves, on a multi-threaded runtime (a task writes it) and on a
+/// current-thread one (the write runs when awaited).
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-async fn the_last_write_behind_stores_what_a_flushed_run_stores() {
-    use tick::backtest::run_backtest_writing_last;
-    use tick::write_behind::BATCH_TICKS;
+async fn the_last_write_left_to_the_caller_stores_what_a_stored_run_stores() {
+    use backtest::write_behind::BATCH_TICKS;
     let bars = common::eurusd(BATCH_TICKS + 100);
     let input = input(&bars, Decimal::new(45, 1), Decimal::ONE);
     let d = input.deployment.deployment_id;
@@ -799,12 +805,10 @@ async fn the_last_write_behind_stores_what_a_flushed_run_stores() {
             .expect("register");
         let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
             .expect("builtin model");
-        let (result, last) =
-            run_backtest_writing_last(&input, model.as_ref(), &store, None, |_, _| {
-                std::ops::ControlFlow::Continue(())
-            })
+        let (result, last) = backtest::run(&input, model.as_ref(), &store, RunOptions::default())
             .await
-            .expect("backtest");
+            .expect("backtest")
+            .into_parts();
         last.finish().await.expect("the last write");
         (result, stored(&store, d).await)
     };
@@ -818,10 +822,9 @@ async fn the_last_write_behind_stores_what_a_flushed_run_stores() {
 }
 
 /// The last write's failure is the run's: a store that already holds a tick of the last batch
-/// (another writer's) refuses it, and `LastWrite::finish` says so as `run_backtest` would.
+/// (another writer's) refuses it, and `LastWrite::finish` says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_last_write_the_store_refuses_is_the_runs_error() {
-    use tick::backtest::run_backtest_writing_last;
     let bars = common::eurusd(60);
     let input = without_costs_or_reflection(&bars);
     let d = input.deployment.deployment_id;
@@ -831,11 +834,10 @@ async fn a_last_write_the_store_refuses_is_the_runs_error() {
     let store = with_another_writers_tick(&input, &reference, last_at, 98).await;
     let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
         .expect("builtin model");
-    let (result, last) = run_backtest_writing_last(&input, model.as_ref(), &store, None, |_, _| {
-        std::ops::ControlFlow::Continue(())
-    })
-    .await
-    .expect("every tick ran");
+    let (result, last) = backtest::run(&input, model.as_ref(), &store, RunOptions::default())
+        .await
+        .expect("every tick ran")
+        .into_parts();
     assert_eq!(result.points.len(), bars.len());
     let err = last
         .finish()

@@ -2,17 +2,15 @@
 //! the position at the stop, and the ledger says so (`close_kind` `stop`) at the hand-computed
 //! price and PnL.
 
-use std::sync::Arc;
+use crate::common;
 
 use agent_runtime::{FinishReason, ModelResponse, ScriptedModel, ToolCall, Usage};
+use backtest::{BacktestInput, register};
 use chrono::{Duration, TimeZone, Utc};
 use db::LedgerStore;
-use execution_engine::PaperBrokerConfig;
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 use serde_json::json;
-use tick::TickDeployment;
-use tick::backtest::{BacktestInput, register, run_backtest};
 use tools::Preloaded;
 use types::{Bar, CloseKind, FillTrigger, Interval, TradeStatus};
 use uuid::Uuid;
@@ -65,26 +63,9 @@ async fn a_proposed_stop_closes_the_position_in_the_ledger_at_the_stop() {
     bars.push(bar(26, dec!(99), dec!(99.5), dec!(96), dec!(96.5)));
     let first = bars[24].close_time(Interval::H1);
     let last = bars[26].close_time(Interval::H1);
-    let input = BacktestInput {
-        deployment: TickDeployment {
-            user_id: Uuid::from_u128(1),
-            deployment_id: Uuid::from_u128(2),
-            skill_id: Uuid::from_u128(3),
-            skill_version: 1,
-            skill: Arc::new(skill()),
-            reflector: Err("no reflection here".into()),
-        },
-        market: Arc::new(Preloaded::new().with_bars("BTC", Interval::H1, bars)),
-        news: None,
-        events: None,
-        from: Some(first),
-        to: Some(last),
-        // 4.5 bps taker fee, 1 bp slippage.
-        broker: PaperBrokerConfig::new(Decimal::from(10_000)),
-        external_tools: Arc::new([]),
-        blind: None,
-        derivatives: None,
-    };
+    // 4.5 bps taker fee, 1 bp slippage.
+    let market = Preloaded::new().with_bars("BTC", Interval::H1, bars);
+    let input = BacktestInput::for_test(skill(), market).with_range(first, last);
     // Tick 1 (close of bar 24): open long $1,000 with stop 97 and target 110; ticks 2 and 3 hold.
     let model = ScriptedModel::new(vec![
         ModelResponse {
@@ -105,9 +86,7 @@ async fn a_proposed_stop_closes_the_position_in_the_ledger_at_the_stop() {
     register(&store, &input, json!({"name": "stop test"}), first)
         .await
         .unwrap();
-    let result = run_backtest(&input, &model, &store, |_, _| {})
-        .await
-        .unwrap();
+    let result = common::run_stored(&input, &model, &store).await.unwrap();
     assert_eq!(result.points.len(), 3);
     assert_eq!(model.remaining(), 0);
 

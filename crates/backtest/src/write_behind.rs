@@ -1,11 +1,11 @@
 //! The backtest's store adapter: ticks are written in batches, one transaction per
-//! [`BATCH_TICKS`] ticks ([`TickStore::record_planned`]), instead of one per tick, and a batch is
+//! [`BATCH_TICKS`] ticks ([`TickStore::record_ticks`]), instead of one per tick, and a batch is
 //! written while the next one is being ticked.
 //!
 //! A backtest owns its deployment (registered fresh, no other writer), so nothing can have
 //! recorded its ticks before: a buffered tick is reported [`RecordOutcome::Recorded`] at once and
 //! the batch is checked when it is written — a tick the store already held is an error then.
-//! A batch goes to the store as [`PlannedTicks`] ([`TickStore::record_planned`]): its market
+//! A batch goes to the store as [`PlannedTicks`] ([`TickStore::record_ticks`]): its market
 //! snapshots computed and its prompt lines planned, by the writer, or by the tick's thread when
 //! it would otherwise wait for the store (see `write_pending_behind`).
 //!
@@ -15,8 +15,8 @@
 //! while the tick's thread goes on ticking and only looks whether it has finished
 //! ([`tokio::task::JoinHandle::is_finished`]: no waker, no wake-up of the tick's thread). On a
 //! current-thread runtime, or none, it is a future owned here, polled once by every later tick
-//! (in [`TickStore::record_tick_owned`], with the tick's waker), so the store's driver executes
-//! one statement while the tick thread computes the next tick.
+//! (when the tick hands its record over, [`tick::Recorder::record`], with the tick's waker), so
+//! the store's driver executes one statement while the tick thread computes the next tick.
 //!
 //! **Queue.** A spawned write may have one batch queued behind it: a batch that fills while
 //! the one before is still being written goes to a task that waits for that write, then makes
@@ -30,25 +30,25 @@
 //! full.
 //!
 //! A reflection that ran after a tick is stored the same way: the backtest runs it without the
-//! store (`reflect::reflect_due`: it owns a fresh deployment, so there is nothing to
+//! store ([`tick::reflect_due`]: it owns a fresh deployment, so there is nothing to
 //! be idempotent against) and buffers its note and run (`WriteBehind::defer_reflection`); they
 //! go to the store with the batch they fall in, after its ticks, in the order they ran, in the
-//! batch's transaction ([`TickStore::record_ticks_and_reflections`]). The tick's thread makes
+//! batch's transaction ([`TickStore::record_ticks`]). The tick's thread makes
 //! no round trip to the store for it, and a reflection does not cut a batch short: the
 //! README's backtest writes 20 batches instead of 72, and SQLite rewrites its indexes' pages
 //! (whose snapshot ids are random) about a quarter as often; nor does it commit on its own
 //! (two commits a reflection had cost ≈10 % of the run's wall time).
 //!
 //! A store still being prepared (a new file's schema and the deployment's registration, a task
-//! of the caller's: [`crate::backtest::run_backtest_until_ready`]) is waited for by the first
-//! write and by any read, never by a tick that only buffers: the first batch fills while it
-//! runs. Its failure is that write's (or read's), reported as a batch's is.
+//! of the caller's: [`RunOptions::store_ready`](crate::RunOptions::store_ready)) is waited for
+//! by the first write and by any flush, never by a tick that only buffers: the first batch
+//! fills while it runs. Its failure is that write's (or flush's), reported as a batch's is.
 //!
-//! Every other call (snapshot and note reads, a note written directly) first finishes the write
-//! in flight and writes what is buffered, so every read sees every write made before it (a
-//! buffered reflection's note is the only write that may land after ticks that ran after it,
-//! in the same batch; nothing stored refers from a tick to a note). The caller flushes at the
-//! end, and on an error, so the store holds every tick that ran. A write that fails — a tick
+//! Before the backtest reads the store (a skill that recalls its outcome memory), it flushes:
+//! the write in flight is finished and what is buffered written, so every read sees every write
+//! made before it (a buffered reflection's note is the only write that may land after ticks
+//! that ran after it, in the same batch; nothing stored refers from a tick to a note). The
+//! backtest flushes at the end, and on an error, so the store holds every tick that ran. A write that fails — a tick
 //! the store already held, a note it refused (nothing of its batch is written then) — is
 //! reported by the tick that finds it finished, or by the flush, and fails the run; what was
 //! buffered after it is dropped then, so the store never holds a later tick without an
@@ -60,19 +60,10 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
 
-use chrono::{DateTime, Utc};
-use db::{
-    DbError, DecisionSnapshot, HeldDecision, HeldStatus, NewNote, NoteScope, NoteStore,
-    PlannedTicks, RecordOutcome, ReflectionRun, StoredHeldLesson, StoredRunnerState, TickRecord,
-    TickStore,
-};
-use types::ReflectionNote;
-use uuid::Uuid;
+use db::{DbError, PlannedTicks, RecordOutcome, TickRecord, TickStore};
+use tick::{PendingSnapshot, Recorder, ReflectionWrites};
 
-use crate::backtest::StoreReady;
-use crate::outcome_memory::PendingSnapshot;
-use crate::reflect::ReflectionWrites;
-use crate::run::Recorder;
+use crate::StoreReady;
 
 /// Ticks per transaction: a few megabytes of snapshots.
 pub const BATCH_TICKS: usize = 256;
@@ -159,7 +150,7 @@ fn take<T: Default>(lock: &Mutex<T>) -> T {
 
 impl<S> WriteBehind<S>
 where
-    S: TickStore + NoteStore + Clone + Send + Sync + 'static,
+    S: TickStore + Clone + Send + Sync + 'static,
 {
     /// Writes to a clone of `store` (the handle a write in flight owns). With `ready`, the
     /// store is still being prepared (its schema, the deployment's registration): the ticks
@@ -195,7 +186,7 @@ where
     }
 
     /// Writes `batch`: its ticks and then its reflections' notes and runs, in one transaction
-    /// ([`TickStore::record_ticks_and_reflections`]: a commit per reflection cost the README
+    /// ([`TickStore::record_ticks`]: a commit per reflection cost the README
     /// backtest ≈10 % of its wall time). Returns the written records, for the tick's thread
     /// to free: it allocated them (≈1.2M instructions a batch the writer would spend).
     ///
@@ -219,7 +210,7 @@ where
             .into_iter()
             .map(|r| (r.note, r.run))
             .collect();
-        let outcomes = store.record_planned(&ticks, &reflections).await?;
+        let outcomes = store.record_ticks(&ticks, &reflections).await?;
         match ticks
             .ticks()
             .iter()
@@ -504,9 +495,9 @@ where
 
 impl<S> Recorder for WriteBehind<S>
 where
-    S: TickStore + NoteStore + Clone + Send + Sync + 'static,
+    S: TickStore + Clone + Send + Sync + 'static,
 {
-    const LATER: bool = true;
+    const DEFER_SNAPSHOTS: bool = true;
 
     fn record(
         &self,
@@ -590,170 +581,21 @@ fn ended<T>(
     }
 }
 
-impl<S> TickStore for WriteBehind<S>
-where
-    S: TickStore + NoteStore + Clone + Send + Sync + 'static,
-{
-    async fn record_tick(&self, tick: &TickRecord) -> Result<RecordOutcome, DbError> {
-        self.record_tick_owned(tick.clone()).await
-    }
-
-    async fn record_tick_owned(&self, tick: TickRecord) -> Result<RecordOutcome, DbError> {
-        self.buffer(tick, None).await
-    }
-
-    async fn record_ticks(&self, ticks: &[TickRecord]) -> Result<Vec<RecordOutcome>, DbError> {
-        self.flush().await?;
-        self.store.record_ticks(ticks).await
-    }
-
-    async fn record_ticks_and_reflections(
-        &self,
-        ticks: &[TickRecord],
-        reflections: &[(Option<NewNote>, ReflectionRun)],
-    ) -> Result<Vec<RecordOutcome>, DbError> {
-        self.flush().await?;
-        self.store
-            .record_ticks_and_reflections(ticks, reflections)
-            .await
-    }
-
-    async fn record_planned(
-        &self,
-        batch: &PlannedTicks,
-        reflections: &[(Option<NewNote>, ReflectionRun)],
-    ) -> Result<Vec<RecordOutcome>, DbError> {
-        self.flush().await?;
-        self.store.record_planned(batch, reflections).await
-    }
-
-    async fn get_snapshot(&self, id: Uuid) -> Result<DecisionSnapshot, DbError> {
-        self.flush().await?;
-        self.store.get_snapshot(id).await
-    }
-
-    async fn last_snapshot_before(
-        &self,
-        deployment_id: Uuid,
-        before: DateTime<Utc>,
-    ) -> Result<Option<DecisionSnapshot>, DbError> {
-        self.flush().await?;
-        self.store.last_snapshot_before(deployment_id, before).await
-    }
-
-    async fn runner_state(
-        &self,
-        deployment_id: Uuid,
-    ) -> Result<Option<StoredRunnerState>, DbError> {
-        self.flush().await?;
-        self.store.runner_state(deployment_id).await
-    }
-
-    async fn list_snapshots(
-        &self,
-        deployment_id: Uuid,
-        limit: u32,
-    ) -> Result<Vec<DecisionSnapshot>, DbError> {
-        self.flush().await?;
-        self.store.list_snapshots(deployment_id, limit).await
-    }
-}
-
-impl<S> NoteStore for WriteBehind<S>
-where
-    S: TickStore + NoteStore + Clone + Send + Sync + 'static,
-{
-    async fn insert_note(&self, note: &NewNote) -> Result<ReflectionNote, DbError> {
-        self.flush().await?;
-        self.store.insert_note(note).await
-    }
-
-    async fn get_note(&self, id: Uuid) -> Result<ReflectionNote, DbError> {
-        self.flush().await?;
-        self.store.get_note(id).await
-    }
-
-    async fn accept_note(&self, id: Uuid, at: DateTime<Utc>) -> Result<ReflectionNote, DbError> {
-        self.flush().await?;
-        self.store.accept_note(id, at).await
-    }
-
-    async fn active_note(
-        &self,
-        scope: NoteScope,
-        as_of: DateTime<Utc>,
-    ) -> Result<Option<ReflectionNote>, DbError> {
-        self.flush().await?;
-        self.store.active_note(scope, as_of).await
-    }
-
-    async fn note_history(
-        &self,
-        scope: NoteScope,
-        limit: u32,
-    ) -> Result<Vec<ReflectionNote>, DbError> {
-        self.flush().await?;
-        self.store.note_history(scope, limit).await
-    }
-
-    async fn record_reflection_run(&self, run: &ReflectionRun) -> Result<(), DbError> {
-        self.flush().await?;
-        self.store.record_reflection_run(run).await
-    }
-
-    async fn reflection_runs(
-        &self,
-        scope: NoteScope,
-        limit: u32,
-    ) -> Result<Vec<ReflectionRun>, DbError> {
-        self.flush().await?;
-        self.store.reflection_runs(scope, limit).await
-    }
-
-    async fn held_lessons(
-        &self,
-        scope: NoteScope,
-        status: Option<HeldStatus>,
-        limit: u32,
-    ) -> Result<Vec<StoredHeldLesson>, DbError> {
-        self.flush().await?;
-        self.store.held_lessons(scope, status, limit).await
-    }
-
-    async fn held_lessons_by_prefix(
-        &self,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<StoredHeldLesson>, DbError> {
-        self.flush().await?;
-        self.store.held_lessons_by_prefix(prefix, limit).await
-    }
-
-    async fn review_held_lesson(
-        &self,
-        id: Uuid,
-        decision: HeldDecision,
-        by: &str,
-        at: DateTime<Utc>,
-    ) -> Result<StoredHeldLesson, DbError> {
-        self.flush().await?;
-        self.store.review_held_lesson(id, decision, by, at).await
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
+    use chrono::{DateTime, Utc};
     use db::test_support::{at, sample_snapshot, seed};
-    use db::{OutcomeWrites, Store};
+    use db::{DecisionSnapshot, NewNote, OutcomeWrites, ReflectionRun, Store, StoredRunnerState};
     use tokio::sync::Semaphore;
+    use uuid::Uuid;
 
     use super::*;
 
-    /// A store whose batch writes ([`TickStore::record_planned`]) each wait for a permit, so
+    /// A store whose batch writes ([`TickStore::record_ticks`]) each wait for a permit, so
     /// a test decides when a write in flight ends; the first one fails instead of writing when
     /// `fail_first`. Everything else goes to the inner store.
     #[derive(Clone)]
@@ -782,7 +624,7 @@ mod tests {
     }
 
     forward!(TickStore {
-        async fn record_planned(
+        async fn record_ticks(
             &self,
             batch: &PlannedTicks,
             reflections: &[(Option<NewNote>, ReflectionRun)],
@@ -805,29 +647,14 @@ mod tests {
                     detail: "the first write fails".to_owned(),
                 });
             }
-            self.store.record_planned(batch, reflections).await
+            self.store.record_ticks(batch, reflections).await
         }
     }
         fn record_tick(&self, tick: &TickRecord) -> RecordOutcome;
-        fn record_ticks(&self, ticks: &[TickRecord]) -> Vec<RecordOutcome>;
-        fn record_ticks_and_reflections(&self, ticks: &[TickRecord], reflections: &[(Option<NewNote>, ReflectionRun)]) -> Vec<RecordOutcome>;
         fn get_snapshot(&self, id: Uuid) -> DecisionSnapshot;
         fn last_snapshot_before(&self, deployment_id: Uuid, before: DateTime<Utc>) -> Option<DecisionSnapshot>;
         fn runner_state(&self, deployment_id: Uuid) -> Option<StoredRunnerState>;
         fn list_snapshots(&self, deployment_id: Uuid, limit: u32) -> Vec<DecisionSnapshot>;
-    );
-
-    forward!(NoteStore {}
-        fn insert_note(&self, note: &NewNote) -> ReflectionNote;
-        fn get_note(&self, id: Uuid) -> ReflectionNote;
-        fn accept_note(&self, id: Uuid, at: DateTime<Utc>) -> ReflectionNote;
-        fn active_note(&self, scope: NoteScope, as_of: DateTime<Utc>) -> Option<ReflectionNote>;
-        fn note_history(&self, scope: NoteScope, limit: u32) -> Vec<ReflectionNote>;
-        fn record_reflection_run(&self, run: &ReflectionRun) -> ();
-        fn reflection_runs(&self, scope: NoteScope, limit: u32) -> Vec<ReflectionRun>;
-        fn held_lessons(&self, scope: NoteScope, status: Option<HeldStatus>, limit: u32) -> Vec<StoredHeldLesson>;
-        fn held_lessons_by_prefix(&self, prefix: &str, limit: u32) -> Vec<StoredHeldLesson>;
-        fn review_held_lesson(&self, id: Uuid, decision: HeldDecision, by: &str, at: DateTime<Utc>) -> StoredHeldLesson;
     );
 
     /// A seeded in-memory store behind a gate with no permit yet, and its deployment.

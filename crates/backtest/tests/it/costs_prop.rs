@@ -5,17 +5,17 @@
 use crate::common;
 
 use agent_runtime::builtin_model;
+use backtest::{Summary, register};
 use execution_engine::{PRICE_DP, USD_DP};
 use proptest::prelude::*;
 use rust_decimal::{Decimal, RoundingStrategy};
-use tick::backtest::{Summary, register, run_backtest};
 use types::{Bar, Interval, OrderSide};
 
 fn all_bars() -> Vec<Bar> {
     common::eurusd(usize::MAX)
 }
 
-fn backtest(bars: &[Bar], fee: Decimal, slip: Decimal) -> tick::backtest::BacktestResult {
+fn backtest(bars: &[Bar], fee: Decimal, slip: Decimal) -> backtest::BacktestResult {
     let input = common::eurusd_input(bars, fee, slip);
     let skill = &input.deployment.skill;
     let model = builtin_model(&skill.model, skill).expect("model");
@@ -28,7 +28,7 @@ fn backtest(bars: &[Bar], fee: Decimal, slip: Decimal) -> tick::backtest::Backte
         register(&store, &input, serde_json::json!({}), bars[0].time)
             .await
             .expect("register");
-        run_backtest(&input, model.as_ref(), &store, |_, _| {})
+        common::run_stored(&input, model.as_ref(), &store)
             .await
             .expect("backtest")
     })

@@ -8,9 +8,9 @@ use std::sync::Mutex;
 use agent_runtime::{
     LanguageModel, Message, ModelError, ModelRequest, ModelResponse, builtin_model,
 };
+use backtest::register;
 use db::TickStore;
 use rust_decimal::Decimal;
-use tick::backtest::{register, run_backtest};
 use types::Interval;
 
 use crate::common;
@@ -56,9 +56,7 @@ async fn every_stored_snapshot_is_the_text_the_model_was_given() {
         inner: inner.as_ref(),
         seen: Mutex::new(Vec::new()),
     };
-    run_backtest(&input, &model, &store, |_, _| {})
-        .await
-        .unwrap();
+    common::run_stored(&input, &model, &store).await.unwrap();
     let seen = model.seen.into_inner().unwrap();
 
     let mut stored = store

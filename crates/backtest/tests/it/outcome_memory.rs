@@ -5,6 +5,7 @@
 use crate::common;
 
 use agent_runtime::builtin_model;
+use backtest::{BacktestInput, register};
 use chrono::{DateTime, Duration, Utc};
 use db::{OutcomeStore, SqliteStore, TickStore};
 use outcomes::{
@@ -12,7 +13,6 @@ use outcomes::{
     score_outcome,
 };
 use rust_decimal::Decimal;
-use tick::backtest::{BacktestInput, register, run_backtest};
 use tick::score_due_outcomes;
 use types::{Interval, OrderAction, Verdict};
 
@@ -26,7 +26,7 @@ async fn run(input: &BacktestInput, store: &SqliteStore) -> Vec<DateTime<Utc>> {
         .expect("register");
     let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
         .expect("builtin model");
-    let result = run_backtest(input, model.as_ref(), store, |_, _| {})
+    let result = common::run_stored(input, model.as_ref(), store)
         .await
         .expect("backtest");
     result.points.iter().map(|p| p.tick_at).collect()
@@ -265,7 +265,7 @@ async fn a_ticks_market_snapshots_are_the_same_computed_by_the_tick_or_by_the_wr
     for bar in &bars {
         let at = bar.close_time(Interval::H1);
         broker.apply_bar("EURUSD", bar, at).expect("bar");
-        let ctx = common::trade_ctx(&input, at);
+        let ctx = common::trade_ctx(&input.deployment, &input.market, at);
         run_tick(d, &ctx, model.as_ref(), &mut broker, &mut state, &by_tick)
             .await
             .expect("tick");

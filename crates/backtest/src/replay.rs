@@ -51,8 +51,7 @@ impl ReplayModel {
 }
 
 /// The tick time from a user message's `## Time` section.
-#[must_use]
-pub fn tick_time(message: &str) -> Option<DateTime<Utc>> {
+fn tick_time(message: &str) -> Option<DateTime<Utc>> {
     let mut lines = message.lines();
     lines.find(|l| *l == "## Time")?;
     let first = lines.next()?.split_whitespace().next()?;

@@ -4,18 +4,18 @@
 //! a weekday, a month name or a raw price; its neutral names and rescaled levels reach the
 //! engine, the ledger and the store in real terms.
 
+use crate::common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use agent_runtime::{FinishReason, Message, ModelResponse, ScriptedModel, ToolCall, Usage};
+use backtest::{BacktestInput, register};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use db::{LedgerStore, TickStore};
-use execution_engine::PaperBrokerConfig;
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 use serde_json::json;
-use tick::TickDeployment;
-use tick::backtest::{BacktestInput, register, run_backtest};
 use tools::{FundingRate, NewsItem, OpenInterestPoint, Preloaded};
 use types::{Bar, EventKind, Interval, MarketEvent};
 use uuid::Uuid;
@@ -137,25 +137,12 @@ async fn a_blind_run_shows_no_real_market_and_trades_in_real_terms() {
     let market = Arc::new(market);
     let first = btc[23].close_time(Interval::H1);
     let last = btc[26].close_time(Interval::H1);
-    let input = BacktestInput {
-        deployment: TickDeployment {
-            user_id: Uuid::from_u128(1),
-            deployment_id: Uuid::from_u128(2),
-            skill_id: Uuid::from_u128(3),
-            skill_version: 1,
-            skill: Arc::new(skill()),
-            reflector: Err("no reflection here".into()),
-        },
-        news: Some(market.clone()),
-        events: Some(market.clone()),
-        derivatives: Some(market.clone()),
-        market,
-        from: Some(first),
-        to: Some(last),
-        broker: PaperBrokerConfig::new(Decimal::from(10_000)),
-        external_tools: Arc::new([]),
-        blind: Some(0),
-    };
+    let input = BacktestInput::for_test(skill(), market.clone())
+        .with_news(market.clone())
+        .with_events(market.clone())
+        .with_derivatives(market)
+        .with_range(first, last)
+        .with_blind(0);
     // The disguise the run builds: factors from each symbol's first close, day 0 the first tick.
     let disguise = blind::Blind::new(
         &["BTC".to_owned(), "ETH".to_owned()],
@@ -201,9 +188,7 @@ async fn a_blind_run_shows_no_real_market_and_trades_in_real_terms() {
     register(&store, &input, json!({"name": "blind test"}), first)
         .await
         .unwrap();
-    let result = run_backtest(&input, &model, &store, |_, _| {})
-        .await
-        .unwrap();
+    let result = common::run_stored(&input, &model, &store).await.unwrap();
     assert_eq!(result.points.len(), 4);
     assert_eq!(model.remaining(), 0, "every scripted response was used");
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use agent_runtime::builtin_model;
 use agent_runtime::context::closed_bars_window;
+use backtest::{BacktestInput, register};
 use chrono::{DateTime, Duration, Utc};
 use db::{AnnotationTarget, MemoryScope, NewAnnotation, OutcomeStore, SqliteStore, TickStore};
 use outcomes::TradeOutcome;
@@ -17,7 +18,6 @@ use rust_decimal::Decimal;
 use serde_json::{Value, json};
 use skill_schema::ToolSpec;
 use tick::StoreMemory;
-use tick::backtest::{BacktestInput, register, run_backtest};
 use tools::{RECALL_TOOLS, ToolContext, build_tools};
 use types::{Interval, classify_regime};
 use uuid::Uuid;
@@ -38,17 +38,19 @@ async fn backtest(store: &SqliteStore) -> BacktestInput {
         .expect("register");
     let model = builtin_model(&input.deployment.skill.model, &input.deployment.skill)
         .expect("builtin model");
-    run_backtest(&input, model.as_ref(), store, |_, _| {})
+    common::run_stored(&input, model.as_ref(), store)
         .await
         .expect("backtest");
     input
 }
 
 fn ctx_at(input: &BacktestInput, store: &SqliteStore, at: DateTime<Utc>) -> ToolContext {
-    common::trade_ctx(input, at).with_trade_memory(Arc::new(StoreMemory::new(
-        store.clone(),
-        MemoryScope::Deployment(input.deployment.deployment_id),
-    )))
+    common::trade_ctx(&input.deployment, &input.market, at).with_trade_memory(Arc::new(
+        StoreMemory::new(
+            store.clone(),
+            MemoryScope::Deployment(input.deployment.deployment_id),
+        ),
+    ))
 }
 
 fn block_of(context: &str) -> &str {

@@ -5,11 +5,11 @@
 use crate::common;
 
 use agent_runtime::builtin_model;
+use backtest::{BacktestInput, register};
 use chrono::{DateTime, Utc};
 use db::{LedgerStore, NoteScope, NoteStore, RegistryStore, Store, TickStore};
 use execution_engine::{PaperBroker, PaperBrokerConfig};
 use rust_decimal::Decimal;
-use tick::backtest::{BacktestInput, register, run_backtest};
 use tick::{
     DueReflection, ReflectionCheck, ReflectionReport, TickState, load_reflection_state,
     restore_state, run_due_reflection, run_tick_carrying,
@@ -39,7 +39,7 @@ async fn the_runner_state_is_the_state_after_the_tick_and_commits_with_it() {
     let store = registered(&input).await;
     let d = &input.deployment;
     let at = input.market.all_bars("EURUSD", Interval::H1)[40].close_time(Interval::H1);
-    let ctx = common::trade_ctx(&input, at);
+    let ctx = common::trade_ctx(&input.deployment, &input.market, at);
     let model = builtin_model(&d.skill.model, &d.skill).expect("model");
     let mut broker = PaperBroker::new(input.broker.clone()).expect("broker");
     let mut state = TickState::new(d, input.broker.initial_equity_usd, at);
@@ -99,7 +99,11 @@ async fn a_due_reflection_runs_once_per_tick_time_and_is_read_back_from_the_stor
     let d = &input.deployment;
     let model = builtin_model(&d.skill.model, &d.skill).expect("model");
     let mut end = None;
-    let result = run_backtest(&input, model.as_ref(), &store, |_, s| end = Some(s.clone()))
+    let options = backtest::RunOptions::default().on_tick(|_, s| {
+        end = Some(s.clone());
+        std::ops::ControlFlow::Continue(())
+    });
+    let result = common::run_stored_with(&input, model.as_ref(), &store, options)
         .await
         .expect("backtest");
     let end = end.expect("ticks ran");
@@ -218,7 +222,7 @@ async fn a_promoted_note_reaches_the_skills_other_deployments_from_its_promotion
     let store = registered(&input).await;
     let d = &input.deployment;
     let model = builtin_model(&d.skill.model, &d.skill).expect("model");
-    let result = run_backtest(&input, model.as_ref(), &store, |_, _| {})
+    let result = common::run_stored(&input, model.as_ref(), &store)
         .await
         .expect("backtest");
     let last_at = result.points.last().expect("points").tick_at;

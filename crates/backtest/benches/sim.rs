@@ -8,9 +8,9 @@
 mod common;
 
 use agent_runtime::builtin_model;
+use backtest::{BacktestInput, RunOptions, register};
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use rust_decimal::Decimal;
-use tick::backtest::{BacktestInput, register, run_backtest};
 use types::Interval;
 
 #[global_allocator]
@@ -55,9 +55,13 @@ fn full_sim(c: &mut Criterion) {
                     register(&store, &input, serde_json::json!({}), first)
                         .await
                         .expect("register");
-                    let result = run_backtest(&input, model.as_ref(), &store, |_, _| {})
-                        .await
-                        .expect("backtest");
+                    let result =
+                        backtest::run(&input, model.as_ref(), &store, RunOptions::default())
+                            .await
+                            .expect("backtest")
+                            .stored()
+                            .await
+                            .expect("stored");
                     assert_eq!(result.points.len() as u64, ticks);
                     store.close().await.expect("close");
                 });
