@@ -24,7 +24,7 @@ use uuid::Uuid;
 use crate::DbError;
 use crate::model::{
     Annotation, AnnotationTarget, BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus,
-    ReflectionRun, RunOutcome, Skill, SkillVersion, StoredFill,
+    ReflectionRun, RunOutcome, SkillRecord, SkillVersion, StoredFill,
 };
 
 /// SQLite's text form of a time: RFC 3339, UTC, exactly six fractional digits, `Z`. Fixed width,
@@ -344,8 +344,8 @@ fn i64_to_u64(c: &str, v: i64) -> Result<u64, DbError> {
 
 // ---- row decoders --------------------------------------------------------------------------
 
-pub(crate) fn skill_from_row<R: RowExt>(r: &R) -> Result<Skill, DbError> {
-    Ok(Skill {
+pub(crate) fn skill_from_row<R: RowExt>(r: &R) -> Result<SkillRecord, DbError> {
+    Ok(SkillRecord {
         id: r.uuid("id")?,
         user_id: r.uuid("user_id")?,
         name: r.text("name")?,

@@ -16,7 +16,7 @@ macro_rules! impl_registry {
                 Ok(())
             }
 
-            async fn create_skill(&self, skill: &Skill) -> Result<(), DbError> {
+            async fn create_skill(&self, skill: &SkillRecord) -> Result<(), DbError> {
                 check_len("skill name", &skill.name, 1, 200)?;
                 sqlx::query("INSERT INTO skills (id, user_id, name, created_at) VALUES ($1, $2, $3, $4)")
                     .bind($enc::id(skill.id))
@@ -29,7 +29,7 @@ macro_rules! impl_registry {
                 Ok(())
             }
 
-            async fn get_skill(&self, id: Uuid) -> Result<Skill, DbError> {
+            async fn get_skill(&self, id: Uuid) -> Result<SkillRecord, DbError> {
                 let row = sqlx::query("SELECT * FROM skills WHERE id = $1")
                     .bind($enc::id(id))
                     .fetch_optional(&self.pool)
