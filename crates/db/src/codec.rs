@@ -10,10 +10,10 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use rust_decimal::Decimal;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
 use sqlx::types::Json;
+use sqlx::{Decode, Postgres, Row, Sqlite, Type};
 use types::{
     ArchiveReason, CloseKind, EventKind, FactChange, FactChangeOp, FactConfidence, FactSource,
     Fill, FillTrigger, MarketEvent, NoteContent, NoteLint, NoteStatus, OrderSide, ReflectionNote,
@@ -105,24 +105,63 @@ fn decode_err(column: &str, e: impl std::fmt::Display) -> DbError {
     }
 }
 
-/// Typed column access over both backends' rows.
+/// A type a column is read as that both backends decode (integers, booleans, floats, text,
+/// bytes, JSON, and their options): [`RowExt::col`] reads it the same way from either row.
+pub(crate) trait Col<'r>:
+    Decode<'r, Sqlite> + Type<Sqlite> + Decode<'r, Postgres> + Type<Postgres>
+{
+}
+
+impl<'r, T> Col<'r> for T where
+    T: Decode<'r, Sqlite> + Type<Sqlite> + Decode<'r, Postgres> + Type<Postgres>
+{
+}
+
+/// Typed column access over both backends' rows. Each row type gives [`col`](Self::col) and
+/// the four reads the backends store differently (uuid, decimal and time are TEXT on SQLite, a
+/// symbol list JSON text there and `text[]` on PostgreSQL); every other read is written once
+/// here over `col`.
 pub(crate) trait RowExt {
-    fn text(&self, c: &str) -> Result<String, DbError>;
-    fn opt_text(&self, c: &str) -> Result<Option<String>, DbError>;
-    fn int(&self, c: &str) -> Result<i32, DbError>;
-    fn big(&self, c: &str) -> Result<i64, DbError>;
-    fn opt_big(&self, c: &str) -> Result<Option<i64>, DbError>;
-    fn flag(&self, c: &str) -> Result<bool, DbError>;
-    fn opt_flag(&self, c: &str) -> Result<Option<bool>, DbError>;
-    fn opt_int(&self, c: &str) -> Result<Option<i32>, DbError>;
-    fn opt_f64(&self, c: &str) -> Result<Option<f64>, DbError>;
+    /// Column `c` as a `T` both backends decode alike.
+    fn col<'r, T: Col<'r>>(&'r self, c: &str) -> Result<T, DbError>;
     fn opt_uuid(&self, c: &str) -> Result<Option<Uuid>, DbError>;
     fn opt_dec(&self, c: &str) -> Result<Option<Decimal>, DbError>;
     fn opt_ts(&self, c: &str) -> Result<Option<DateTime<Utc>>, DbError>;
-    fn opt_json<T: DeserializeOwned>(&self, c: &str) -> Result<Option<T>, DbError>;
-    fn opt_blob(&self, c: &str) -> Result<Option<Vec<u8>>, DbError>;
     fn symbols(&self, c: &str) -> Result<Vec<String>, DbError>;
 
+    fn text(&self, c: &str) -> Result<String, DbError> {
+        self.col(c)
+    }
+    fn opt_text(&self, c: &str) -> Result<Option<String>, DbError> {
+        self.col(c)
+    }
+    fn int(&self, c: &str) -> Result<i32, DbError> {
+        self.col(c)
+    }
+    fn big(&self, c: &str) -> Result<i64, DbError> {
+        self.col(c)
+    }
+    fn opt_big(&self, c: &str) -> Result<Option<i64>, DbError> {
+        self.col(c)
+    }
+    fn flag(&self, c: &str) -> Result<bool, DbError> {
+        self.col(c)
+    }
+    fn opt_flag(&self, c: &str) -> Result<Option<bool>, DbError> {
+        self.col(c)
+    }
+    fn opt_int(&self, c: &str) -> Result<Option<i32>, DbError> {
+        self.col(c)
+    }
+    fn opt_f64(&self, c: &str) -> Result<Option<f64>, DbError> {
+        self.col(c)
+    }
+    fn opt_json<T: DeserializeOwned>(&self, c: &str) -> Result<Option<T>, DbError> {
+        Ok(self.col::<Option<Json<T>>>(c)?.map(|j| j.0))
+    }
+    fn opt_blob(&self, c: &str) -> Result<Option<Vec<u8>>, DbError> {
+        self.col(c)
+    }
     fn uuid(&self, c: &str) -> Result<Uuid, DbError> {
         self.opt_uuid(c)?
             .ok_or_else(|| decode_err(c, "unexpected null"))
@@ -145,55 +184,10 @@ pub(crate) trait RowExt {
     }
 }
 
-macro_rules! common_row_ext {
-    () => {
-        fn text(&self, c: &str) -> Result<String, DbError> {
-            self.try_get::<String, _>(c).map_err(|e| decode_err(c, e))
-        }
-        fn opt_text(&self, c: &str) -> Result<Option<String>, DbError> {
-            self.try_get::<Option<String>, _>(c)
-                .map_err(|e| decode_err(c, e))
-        }
-        fn int(&self, c: &str) -> Result<i32, DbError> {
-            self.try_get::<i32, _>(c).map_err(|e| decode_err(c, e))
-        }
-        fn big(&self, c: &str) -> Result<i64, DbError> {
-            self.try_get::<i64, _>(c).map_err(|e| decode_err(c, e))
-        }
-        fn opt_big(&self, c: &str) -> Result<Option<i64>, DbError> {
-            self.try_get::<Option<i64>, _>(c)
-                .map_err(|e| decode_err(c, e))
-        }
-        fn flag(&self, c: &str) -> Result<bool, DbError> {
-            self.try_get::<bool, _>(c).map_err(|e| decode_err(c, e))
-        }
-        fn opt_flag(&self, c: &str) -> Result<Option<bool>, DbError> {
-            self.try_get::<Option<bool>, _>(c)
-                .map_err(|e| decode_err(c, e))
-        }
-        fn opt_int(&self, c: &str) -> Result<Option<i32>, DbError> {
-            self.try_get::<Option<i32>, _>(c)
-                .map_err(|e| decode_err(c, e))
-        }
-        fn opt_f64(&self, c: &str) -> Result<Option<f64>, DbError> {
-            self.try_get::<Option<f64>, _>(c)
-                .map_err(|e| decode_err(c, e))
-        }
-        fn opt_json<T: DeserializeOwned>(&self, c: &str) -> Result<Option<T>, DbError> {
-            self.try_get::<Option<Json<T>>, _>(c)
-                .map(|v| v.map(|j| j.0))
-                .map_err(|e| decode_err(c, e))
-        }
-        fn opt_blob(&self, c: &str) -> Result<Option<Vec<u8>>, DbError> {
-            self.try_get::<Option<Vec<u8>>, _>(c)
-                .map_err(|e| decode_err(c, e))
-        }
-    };
-}
-
 impl RowExt for SqliteRow {
-    common_row_ext!();
-
+    fn col<'r, T: Col<'r>>(&'r self, c: &str) -> Result<T, DbError> {
+        self.try_get::<T, _>(c).map_err(|e| decode_err(c, e))
+    }
     fn opt_uuid(&self, c: &str) -> Result<Option<Uuid>, DbError> {
         self.opt_text(c)?
             .map(|s| Uuid::parse_str(&s).map_err(|e| decode_err(c, e)))
@@ -219,8 +213,9 @@ impl RowExt for SqliteRow {
 }
 
 impl RowExt for PgRow {
-    common_row_ext!();
-
+    fn col<'r, T: Col<'r>>(&'r self, c: &str) -> Result<T, DbError> {
+        self.try_get::<T, _>(c).map_err(|e| decode_err(c, e))
+    }
     fn opt_uuid(&self, c: &str) -> Result<Option<Uuid>, DbError> {
         self.try_get::<Option<Uuid>, _>(c)
             .map_err(|e| decode_err(c, e))
