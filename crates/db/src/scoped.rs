@@ -192,3 +192,22 @@ impl<'p> Executor<'p> for &'_ ScopedPool {
 }
 
 crate::imp::impl_user_stores!(UserScoped, sqlx::Postgres, pg, "auth.users", "BEGIN");
+
+impl crate::imp::Backend for UserScoped {
+    type Db = Postgres;
+
+    fn pool(&self) -> impl crate::imp::On<'_, Postgres> {
+        &self.pool
+    }
+
+    fn begin(
+        &self,
+    ) -> impl std::future::Future<Output = Result<Transaction<'static, Postgres>, sqlx::Error>> + Send
+    {
+        self.pool.begin_with("BEGIN")
+    }
+
+    fn lines(&self) -> &crate::imp::prompt_lines::LineCache {
+        &self.lines
+    }
+}

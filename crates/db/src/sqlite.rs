@@ -1,10 +1,13 @@
 //! The embedded SQLite store (a file created on first use).
 
+use std::future::Future;
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::SqlitePool;
 use sqlx::migrate::Migrator;
+use sqlx::{Sqlite, SqlitePool, Transaction};
+
+use crate::imp::{Backend, Dialect, Leases, On, Plain, SqlxQuery};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 /// The SQLite schema, embedded at compile time from `migrations/sqlite`.
@@ -289,3 +292,69 @@ crate::imp::impl_stores!(
     "BEGIN IMMEDIATE",
     ""
 );
+
+/// SQLite binds uuids, decimals and times as TEXT (times fixed-width, see
+/// [`time_text`](crate::time_text)) and a symbol list as JSON text; one writer at a time, so no
+/// row locks, and write transactions take the write lock when they begin.
+impl Dialect for Sqlite {
+    /// Generated multi-row statements use anonymous `?` parameters: the driver looks a numbered
+    /// one up by name, a linear scan per parameter in SQLite (quadratic in a long `VALUES`).
+    const NUMBERED_PARAMS: bool = crate::codec::lite::NUMBERED_PARAMS;
+    const USERS: &'static str = "users";
+    const BEGIN: &'static str = "BEGIN IMMEDIATE";
+    const SKIP_LOCKED: &'static str = "";
+
+    type Id = String;
+    type OptId = Option<String>;
+    type Dec = String;
+    type OptDec = Option<String>;
+    type Ts = String;
+    type OptTs = Option<String>;
+    type Symbols = String;
+
+    fn id(v: Uuid) -> String {
+        crate::codec::lite::id(v)
+    }
+    fn oid(v: Option<Uuid>) -> Option<String> {
+        crate::codec::lite::oid(v)
+    }
+    fn dec(v: Decimal) -> String {
+        crate::codec::lite::dec(v)
+    }
+    fn odec(v: Option<Decimal>) -> Option<String> {
+        crate::codec::lite::odec(v)
+    }
+    fn ts(v: DateTime<Utc>) -> String {
+        crate::codec::lite::ts(v)
+    }
+    fn ots(v: Option<DateTime<Utc>>) -> Option<String> {
+        crate::codec::lite::ots(v)
+    }
+    fn symbols(v: &[String]) -> String {
+        crate::codec::lite::symbols(v)
+    }
+
+    fn bind_plain<'q, T: Plain<'q>>(q: SqlxQuery<'q, Self>, v: T) -> SqlxQuery<'q, Self> {
+        q.bind(v)
+    }
+}
+
+impl Backend for SqliteStore {
+    type Db = Sqlite;
+
+    fn pool(&self) -> impl On<'_, Sqlite> {
+        &self.pool
+    }
+
+    fn begin(
+        &self,
+    ) -> impl Future<Output = Result<Transaction<'static, Sqlite>, sqlx::Error>> + Send {
+        self.pool.begin_with(Sqlite::BEGIN)
+    }
+
+    fn lines(&self) -> &crate::imp::prompt_lines::LineCache {
+        &self.lines
+    }
+}
+
+impl Leases for SqliteStore {}
