@@ -311,7 +311,6 @@ macro_rules! impl_stores {
         crate::imp::facts::impl_facts!($store, $enc, $begin);
         crate::imp::events::impl_events!($store, $enc, $begin);
         crate::imp::news::impl_news!($store, $enc, $begin);
-        crate::imp::chat_turns::impl_chat_turns!($store, $enc);
         crate::imp::outcomes::impl_outcomes!($store, $db, $enc, $begin);
     };
 }
@@ -328,7 +327,6 @@ macro_rules! impl_user_stores {
         crate::imp::facts::impl_facts!($store, $enc, $begin);
         crate::imp::events::impl_events!($store, $enc, $begin);
         crate::imp::news::impl_news!($store, $enc, $begin);
-        crate::imp::chat_turns::impl_chat_turns!($store, $enc);
         crate::imp::outcomes::impl_outcomes!($store, $db, $enc, $begin);
     };
 }
