@@ -172,7 +172,7 @@ impl<'q, T: 'q + Send + Encode<'q, Postgres> + Type<Postgres>> Param<'q, Postgre
 impl Backend for PgStore {
     type Db = Postgres;
 
-    fn pool(&self) -> impl On<'_, Postgres> {
+    fn pool(&self) -> impl On<Postgres> {
         &self.pool
     }
 

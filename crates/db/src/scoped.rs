@@ -196,7 +196,7 @@ crate::imp::impl_user_stores!(UserScoped, sqlx::Postgres, pg, "auth.users", "BEG
 impl crate::imp::Backend for UserScoped {
     type Db = Postgres;
 
-    fn pool(&self) -> impl crate::imp::On<'_, Postgres> {
+    fn pool(&self) -> impl crate::imp::On<Postgres> {
         &self.pool
     }
 

@@ -342,7 +342,7 @@ impl Dialect for Sqlite {
 impl Backend for SqliteStore {
     type Db = Sqlite;
 
-    fn pool(&self) -> impl On<'_, Sqlite> {
+    fn pool(&self) -> impl On<Sqlite> {
         &self.pool
     }
 

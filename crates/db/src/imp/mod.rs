@@ -109,7 +109,7 @@ pub(crate) trait Backend: Sync {
 
     /// Where a statement of its own runs: the pool, or for [`crate::UserScoped`] a
     /// transaction as the user around it.
-    fn pool(&self) -> impl On<'_, Self::Db>;
+    fn pool(&self) -> impl On<Self::Db>;
 
     /// A write transaction, opened with [`Dialect::BEGIN`] (for [`crate::UserScoped`]: as the
     /// user).
@@ -199,23 +199,31 @@ impl Conn for PgConnection {
 
 /// Where a statement of database `D` runs: a pool (`&pool`, [`Backend::pool`]) or a
 /// transaction's connection (`&mut *tx`).
-pub(crate) trait On<'c, D: Database>: Send {
-    /// As sqlx's executor.
-    fn executor(self) -> impl Executor<'c, Database = D>;
+pub(crate) trait On<D: Database>: Send {
+    /// As sqlx's executor, for as long as `self` lives.
+    fn executor<'e>(self) -> impl Executor<'e, Database = D>
+    where
+        Self: 'e;
 }
 
-impl<'c, C: Conn> On<'c, C::Db> for &'c mut C {
-    fn executor(self) -> impl Executor<'c, Database = C::Db> {
+impl<C: Conn> On<C::Db> for &mut C {
+    fn executor<'e>(self) -> impl Executor<'e, Database = C::Db>
+    where
+        Self: 'e,
+    {
         self.exec()
     }
 }
 
 /// A pool, or another shared executor (a [`crate::scoped::ScopedPool`]).
-impl<'p, T: Sync> On<'p, <&'p T as Executor<'p>>::Database> for &'p T
+impl<T: Sync, D: Database> On<D> for &T
 where
-    &'p T: Executor<'p>,
+    for<'e> Self: Executor<'e, Database = D>,
 {
-    fn executor(self) -> impl Executor<'p, Database = <&'p T as Executor<'p>>::Database> {
+    fn executor<'e>(self) -> impl Executor<'e, Database = D>
+    where
+        Self: 'e,
+    {
         self
     }
 }
@@ -228,6 +236,10 @@ pub(crate) fn query<D: Database>(sql: &str) -> Query<'_, D> {
     Query(sqlx::query(sql))
 }
 
+/// The runs return `impl Future + Send` rather than being `async fn`s: a store method's future
+/// must be `Send`, and rustc does not carry an `async fn`'s `Send` into a generic caller that
+/// runs it on a transaction's connection ("lifetime bound not satisfied",
+/// rust-lang/rust#100013); declared on the returned future, it is proven here once.
 impl<'q, D: Dialect> Query<'q, D> {
     /// Binds the next parameter.
     pub(crate) fn bind(self, value: impl Param<'q, D>) -> Self {
@@ -235,35 +247,47 @@ impl<'q, D: Dialect> Query<'q, D> {
     }
 
     /// Runs the statement; how many rows it changed.
-    pub(crate) async fn execute<'c>(
+    pub(crate) fn execute<'e>(
         self,
-        on: impl On<'c, D>,
-    ) -> Result<<D as Database>::QueryResult, sqlx::Error> {
-        self.0.execute(on.executor()).await
+        on: impl On<D> + 'e,
+    ) -> impl Future<Output = Result<<D as Database>::QueryResult, sqlx::Error>> + Send + 'e
+    where
+        'q: 'e,
+    {
+        async move { self.0.execute(on.executor()).await }
     }
 
     /// Runs the statement; every row it returns.
-    pub(crate) async fn fetch_all<'c>(
+    pub(crate) fn fetch_all<'e>(
         self,
-        on: impl On<'c, D>,
-    ) -> Result<Vec<<D as Database>::Row>, sqlx::Error> {
-        self.0.fetch_all(on.executor()).await
+        on: impl On<D> + 'e,
+    ) -> impl Future<Output = Result<Vec<<D as Database>::Row>, sqlx::Error>> + Send + 'e
+    where
+        'q: 'e,
+    {
+        async move { self.0.fetch_all(on.executor()).await }
     }
 
     /// Runs the statement; its one row (an error when it returns none).
-    pub(crate) async fn fetch_one<'c>(
+    pub(crate) fn fetch_one<'e>(
         self,
-        on: impl On<'c, D>,
-    ) -> Result<<D as Database>::Row, sqlx::Error> {
-        self.0.fetch_one(on.executor()).await
+        on: impl On<D> + 'e,
+    ) -> impl Future<Output = Result<<D as Database>::Row, sqlx::Error>> + Send + 'e
+    where
+        'q: 'e,
+    {
+        async move { self.0.fetch_one(on.executor()).await }
     }
 
     /// Runs the statement; its first row, if any.
-    pub(crate) async fn fetch_optional<'c>(
+    pub(crate) fn fetch_optional<'e>(
         self,
-        on: impl On<'c, D>,
-    ) -> Result<Option<<D as Database>::Row>, sqlx::Error> {
-        self.0.fetch_optional(on.executor()).await
+        on: impl On<D> + 'e,
+    ) -> impl Future<Output = Result<Option<<D as Database>::Row>, sqlx::Error>> + Send + 'e
+    where
+        'q: 'e,
+    {
+        async move { self.0.fetch_optional(on.executor()).await }
     }
 }
 
@@ -309,7 +333,6 @@ macro_rules! impl_stores {
         crate::imp::ledger::impl_ledger!($store, $enc);
         crate::imp::notes::impl_notes!($store, $db, $enc, $begin);
         crate::imp::facts::impl_facts!($store, $enc, $begin);
-        crate::imp::events::impl_events!($store, $enc, $begin);
         crate::imp::news::impl_news!($store, $enc, $begin);
         crate::imp::outcomes::impl_outcomes!($store, $db, $enc, $begin);
     };
@@ -325,7 +348,6 @@ macro_rules! impl_user_stores {
         crate::imp::ledger::impl_ledger!($store, $enc);
         crate::imp::notes::impl_notes!($store, $db, $enc, $begin);
         crate::imp::facts::impl_facts!($store, $enc, $begin);
-        crate::imp::events::impl_events!($store, $enc, $begin);
         crate::imp::news::impl_news!($store, $enc, $begin);
         crate::imp::outcomes::impl_outcomes!($store, $db, $enc, $begin);
     };
