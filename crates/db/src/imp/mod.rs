@@ -333,7 +333,6 @@ macro_rules! impl_stores {
         crate::imp::ledger::impl_ledger!($store, $enc);
         crate::imp::notes::impl_notes!($store, $db, $enc, $begin);
         crate::imp::facts::impl_facts!($store, $enc, $begin);
-        crate::imp::news::impl_news!($store, $enc, $begin);
         crate::imp::outcomes::impl_outcomes!($store, $db, $enc, $begin);
     };
 }
@@ -348,7 +347,6 @@ macro_rules! impl_user_stores {
         crate::imp::ledger::impl_ledger!($store, $enc);
         crate::imp::notes::impl_notes!($store, $db, $enc, $begin);
         crate::imp::facts::impl_facts!($store, $enc, $begin);
-        crate::imp::news::impl_news!($store, $enc, $begin);
         crate::imp::outcomes::impl_outcomes!($store, $db, $enc, $begin);
     };
 }
