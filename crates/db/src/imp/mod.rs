@@ -331,7 +331,6 @@ macro_rules! impl_stores {
         crate::imp::tick::impl_tick!($store, $db, $enc, $begin);
         crate::imp::tick::impl_convert!($store, $enc, $begin);
         crate::imp::notes::impl_notes!($store, $db, $enc, $begin);
-        crate::imp::facts::impl_facts!($store, $enc, $begin);
         crate::imp::outcomes::impl_outcomes!($store, $db, $enc, $begin);
     };
 }
@@ -344,7 +343,6 @@ macro_rules! impl_user_stores {
         crate::imp::store_imports!($enc);
         crate::imp::tick::impl_tick!($store, $db, $enc, $begin);
         crate::imp::notes::impl_notes!($store, $db, $enc, $begin);
-        crate::imp::facts::impl_facts!($store, $enc, $begin);
         crate::imp::outcomes::impl_outcomes!($store, $db, $enc, $begin);
     };
 }
