@@ -327,7 +327,6 @@ macro_rules! store_imports {
 macro_rules! impl_stores {
     ($store:ty, $db:ty, $enc:ident, $users:literal, $begin:literal, $skip_locked:literal) => {
         crate::imp::store_imports!($enc);
-        crate::imp::lease::impl_lease!($store, $db, $enc, $skip_locked);
         crate::imp::tick::impl_tick!($store, $db, $enc, $begin);
         crate::imp::tick::impl_convert!($store, $enc, $begin);
         crate::imp::notes::impl_notes!($store, $db, $enc, $begin);
