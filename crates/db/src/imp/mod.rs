@@ -329,7 +329,6 @@ macro_rules! impl_stores {
         crate::imp::store_imports!($enc);
         crate::imp::tick::impl_tick!($store, $db, $enc, $begin);
         crate::imp::tick::impl_convert!($store, $enc, $begin);
-        crate::imp::notes::impl_notes!($store, $db, $enc, $begin);
         crate::imp::outcomes::impl_outcomes!($store, $db, $enc, $begin);
     };
 }
@@ -341,7 +340,6 @@ macro_rules! impl_user_stores {
     ($store:ty, $db:ty, $enc:ident, $users:literal, $begin:literal) => {
         crate::imp::store_imports!($enc);
         crate::imp::tick::impl_tick!($store, $db, $enc, $begin);
-        crate::imp::notes::impl_notes!($store, $db, $enc, $begin);
         crate::imp::outcomes::impl_outcomes!($store, $db, $enc, $begin);
     };
 }

@@ -1130,9 +1130,9 @@ macro_rules! impl_tick {
                 let outcomes = Self::record_ticks_in(&mut tx, &self.lines, &mut update, ticks, plans).await?;
                 for ((note, run), counts) in reflections.iter().zip(counts) {
                     if let (Some(note), Some(counts)) = (note, counts) {
-                        Self::insert_note_in(&mut tx, note, counts).await?;
+                        crate::imp::notes::insert_note_in(&mut tx, note, counts).await?;
                     }
-                    Self::insert_run_in(&mut *tx, run).await?;
+                    crate::imp::notes::insert_run_in(&mut *tx, run).await?;
                 }
                 tx.commit().await.map_err(ctx("committing ticks"))?;
                 self.lines.remember(update);
