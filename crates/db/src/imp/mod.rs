@@ -329,7 +329,6 @@ macro_rules! impl_stores {
         crate::imp::store_imports!($enc);
         crate::imp::tick::impl_tick!($store, $db, $enc, $begin);
         crate::imp::tick::impl_convert!($store, $enc, $begin);
-        crate::imp::outcomes::impl_outcomes!($store, $db, $enc, $begin);
     };
 }
 
@@ -340,7 +339,6 @@ macro_rules! impl_user_stores {
     ($store:ty, $db:ty, $enc:ident, $users:literal, $begin:literal) => {
         crate::imp::store_imports!($enc);
         crate::imp::tick::impl_tick!($store, $db, $enc, $begin);
-        crate::imp::outcomes::impl_outcomes!($store, $db, $enc, $begin);
     };
 }
 

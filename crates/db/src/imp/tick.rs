@@ -1044,8 +1044,8 @@ macro_rules! impl_tick {
                 Self::upsert_trades(tx, &trades.last_versions(), now).await?;
                 Self::link_fills(tx, &batch_links([tick])).await?;
                 // A tick's scores are of earlier ticks' outcomes: written after its own rows.
-                Self::insert_outcome_rows(tx, &[&tick.outcomes], &mut HashMap::new()).await?;
-                Self::write_scores(tx, &last_scores([&tick.outcomes])).await?;
+                crate::imp::outcomes::insert_outcome_rows(tx, &[&tick.outcomes], &mut HashMap::new()).await?;
+                crate::imp::outcomes::write_scores(tx, &last_scores([&tick.outcomes])).await?;
                 Ok(RecordOutcome::Recorded { snapshot_id: s.id })
             }
 
@@ -1103,9 +1103,9 @@ macro_rules! impl_tick {
                 let scores = last_scores(writes.iter().copied());
                 let mut last: HashMap<Uuid, &outcomes::OutcomeScore> =
                     scores.iter().copied().collect();
-                Self::insert_outcome_rows(tx, &writes, &mut last).await?;
+                crate::imp::outcomes::insert_outcome_rows(tx, &writes, &mut last).await?;
                 let updates: Vec<_> = scores.into_iter().filter(|(id, _)| last.contains_key(id)).collect();
-                Self::write_scores(tx, &updates).await?;
+                crate::imp::outcomes::write_scores(tx, &updates).await?;
                 for (d, e) in equity {
                     Self::write_equity(tx, d, e).await?;
                 }
