@@ -87,7 +87,9 @@ impl PgStore {
                 source,
             })?;
         // Snapshots an older build wrote keep their texts until converted to line lists.
-        self.convert_legacy_snapshots().await.map(|_| ())
+        crate::imp::tick::convert_legacy_snapshots(self)
+            .await
+            .map(|_| ())
     }
 
     /// Closes every connection (waiting for those in use); calls made afterwards fail.

@@ -184,7 +184,9 @@ impl SqliteStore {
                 source,
             })?;
         // Snapshots an older build wrote keep their texts until converted to line lists.
-        self.convert_legacy_snapshots().await.map(|_| ())
+        crate::imp::tick::convert_legacy_snapshots(self)
+            .await
+            .map(|_| ())
     }
 
     /// The connection and pool options of a store at `url` with `durability`.

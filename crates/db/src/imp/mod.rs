@@ -327,8 +327,6 @@ macro_rules! store_imports {
 macro_rules! impl_stores {
     ($store:ty, $db:ty, $enc:ident, $users:literal, $begin:literal, $skip_locked:literal) => {
         crate::imp::store_imports!($enc);
-        crate::imp::tick::impl_tick!($store, $db, $enc, $begin);
-        crate::imp::tick::impl_convert!($store, $enc, $begin);
     };
 }
 
@@ -338,7 +336,6 @@ macro_rules! impl_stores {
 macro_rules! impl_user_stores {
     ($store:ty, $db:ty, $enc:ident, $users:literal, $begin:literal) => {
         crate::imp::store_imports!($enc);
-        crate::imp::tick::impl_tick!($store, $db, $enc, $begin);
     };
 }
 
