@@ -1,8 +1,8 @@
 //! Value mapping between Rust and the two dialects, and the row decoders both backends share.
 //!
 //! Decoding goes through [`RowExt`], implemented once per backend row type; every `*_from_row`
-//! function below is therefore written once. Encoding goes through the `lite` / `pg` modules,
-//! whose functions have the same names so the backend-generic store code can call `$enc::dec(x)`.
+//! function below is therefore written once. Encoding is each database's
+//! [`Dialect`](crate::imp::Dialect) (`D::dec(x)` in the generic store code).
 
 use std::str::FromStr;
 
@@ -34,68 +34,6 @@ pub fn time_text(t: DateTime<Utc>) -> String {
     let mut out = String::with_capacity(27);
     types::text::push_rfc3339(&mut out, t, SecondsFormat::Micros);
     out
-}
-
-/// Encoders for SQLite: uuid, decimal and time become TEXT.
-pub(crate) mod lite {
-    use super::{DateTime, Decimal, Utc, Uuid, time_text};
-
-    /// Generated multi-row statements use anonymous `?` parameters: the driver looks a numbered
-    /// one up by name, a linear scan per parameter in SQLite (quadratic in a long `VALUES`).
-    pub(crate) const NUMBERED_PARAMS: bool = false;
-
-    pub(crate) fn id(v: Uuid) -> String {
-        v.to_string()
-    }
-    pub(crate) fn oid(v: Option<Uuid>) -> Option<String> {
-        v.map(id)
-    }
-    pub(crate) fn dec(v: Decimal) -> String {
-        v.to_string()
-    }
-    pub(crate) fn odec(v: Option<Decimal>) -> Option<String> {
-        v.map(dec)
-    }
-    pub(crate) fn ts(v: DateTime<Utc>) -> String {
-        time_text(v)
-    }
-    pub(crate) fn ots(v: Option<DateTime<Utc>>) -> Option<String> {
-        v.map(ts)
-    }
-    pub(crate) fn symbols(v: &[String]) -> String {
-        // Serialising a list of strings cannot fail.
-        serde_json::to_string(v).unwrap_or_else(|_| "[]".to_owned())
-    }
-}
-
-/// Encoders for PostgreSQL: native uuid, numeric, timestamptz and text[].
-pub(crate) mod pg {
-    use super::{DateTime, Decimal, Utc, Uuid};
-
-    /// PostgreSQL has only numbered `$n` parameters.
-    pub(crate) const NUMBERED_PARAMS: bool = true;
-
-    pub(crate) fn id(v: Uuid) -> Uuid {
-        v
-    }
-    pub(crate) fn oid(v: Option<Uuid>) -> Option<Uuid> {
-        v
-    }
-    pub(crate) fn dec(v: Decimal) -> Decimal {
-        v
-    }
-    pub(crate) fn odec(v: Option<Decimal>) -> Option<Decimal> {
-        v
-    }
-    pub(crate) fn ts(v: DateTime<Utc>) -> DateTime<Utc> {
-        v
-    }
-    pub(crate) fn ots(v: Option<DateTime<Utc>>) -> Option<DateTime<Utc>> {
-        v
-    }
-    pub(crate) fn symbols(v: &[String]) -> Vec<String> {
-        v.to_vec()
-    }
 }
 
 fn decode_err(column: &str, e: impl std::fmt::Display) -> DbError {
@@ -956,7 +894,7 @@ mod tests {
         #[test]
         fn decimal_text_round_trips_exactly(m in proptest::num::i64::ANY, scale in 0u32..=28) {
             let d = Decimal::new(m, scale);
-            let back = Decimal::from_str(&lite::dec(d)).unwrap();
+            let back = Decimal::from_str(&<Sqlite as crate::imp::Dialect>::dec(d)).unwrap();
             proptest::prop_assert_eq!(back, d);
             proptest::prop_assert_eq!(back.scale(), d.scale());
         }

@@ -3,9 +3,12 @@
 use std::future::Future;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
 use sqlx::migrate::Migrator;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{Encode, PgPool, Postgres, Transaction, Type};
+use uuid::Uuid;
 
 use crate::imp::{Backend, Dialect, Leases, On, Param, Plain, SqlxQuery};
 
@@ -108,20 +111,11 @@ impl PgStore {
     }
 }
 
-crate::imp::impl_stores!(
-    PgStore,
-    sqlx::Postgres,
-    pg,
-    "auth.users",
-    "BEGIN",
-    " FOR UPDATE SKIP LOCKED"
-);
-
 /// PostgreSQL binds uuids, decimals, times and symbol lists natively (`uuid`, `numeric`,
 /// `timestamptz`, `text[]`); a lease claim locks the rows it chooses.
 impl Dialect for Postgres {
     /// PostgreSQL has only numbered `$n` parameters.
-    const NUMBERED_PARAMS: bool = crate::codec::pg::NUMBERED_PARAMS;
+    const NUMBERED_PARAMS: bool = true;
     const USERS: &'static str = "auth.users";
     const BEGIN: &'static str = "BEGIN";
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";

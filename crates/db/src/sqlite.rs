@@ -4,8 +4,11 @@ use std::future::Future;
 use std::str::FromStr;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
 use sqlx::migrate::Migrator;
 use sqlx::{Sqlite, SqlitePool, Transaction};
+use uuid::Uuid;
 
 use crate::imp::{Backend, Dialect, Leases, On, Plain, SqlxQuery};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -286,22 +289,13 @@ impl SqliteStore {
     }
 }
 
-crate::imp::impl_stores!(
-    SqliteStore,
-    sqlx::Sqlite,
-    lite,
-    "users",
-    "BEGIN IMMEDIATE",
-    ""
-);
-
 /// SQLite binds uuids, decimals and times as TEXT (times fixed-width, see
 /// [`time_text`](crate::time_text)) and a symbol list as JSON text; one writer at a time, so no
 /// row locks, and write transactions take the write lock when they begin.
 impl Dialect for Sqlite {
     /// Generated multi-row statements use anonymous `?` parameters: the driver looks a numbered
     /// one up by name, a linear scan per parameter in SQLite (quadratic in a long `VALUES`).
-    const NUMBERED_PARAMS: bool = crate::codec::lite::NUMBERED_PARAMS;
+    const NUMBERED_PARAMS: bool = false;
     const USERS: &'static str = "users";
     const BEGIN: &'static str = "BEGIN IMMEDIATE";
     const SKIP_LOCKED: &'static str = "";
@@ -315,25 +309,26 @@ impl Dialect for Sqlite {
     type Symbols = String;
 
     fn id(v: Uuid) -> String {
-        crate::codec::lite::id(v)
+        v.to_string()
     }
     fn oid(v: Option<Uuid>) -> Option<String> {
-        crate::codec::lite::oid(v)
+        v.map(Self::id)
     }
     fn dec(v: Decimal) -> String {
-        crate::codec::lite::dec(v)
+        v.to_string()
     }
     fn odec(v: Option<Decimal>) -> Option<String> {
-        crate::codec::lite::odec(v)
+        v.map(Self::dec)
     }
     fn ts(v: DateTime<Utc>) -> String {
-        crate::codec::lite::ts(v)
+        crate::time_text(v)
     }
     fn ots(v: Option<DateTime<Utc>>) -> Option<String> {
-        crate::codec::lite::ots(v)
+        v.map(Self::ts)
     }
     fn symbols(v: &[String]) -> String {
-        crate::codec::lite::symbols(v)
+        // Serialising a list of strings cannot fail.
+        serde_json::to_string(v).unwrap_or_else(|_| "[]".to_owned())
     }
 
     fn bind_plain<'q, T: Plain<'q>>(q: SqlxQuery<'q, Self>, v: T) -> SqlxQuery<'q, Self> {

@@ -148,7 +148,7 @@ impl<S: Leases<Db = D>, D: AttemptSql> LeaseStore for S {
             .iter()
             .map(codec::deployment_from_row)
             .collect::<Result<Vec<_>, _>>()?;
-        claimed.sort_by(|a, b| (a.next_tick_at, a.id).cmp(&(b.next_tick_at, b.id)));
+        claimed.sort_by_key(|d| (d.next_tick_at, d.id));
         Ok(claimed)
     }
 

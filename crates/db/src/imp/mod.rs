@@ -8,12 +8,17 @@
 //! shared `*_from_row` functions through [`crate::codec::RowExt`]. Write transactions open with
 //! [`Dialect::BEGIN`]: `BEGIN IMMEDIATE` on SQLite (take the write lock up front, so a
 //! read-then-write transaction waits for a concurrent writer instead of failing with
-//! `SQLITE_BUSY`), plain `BEGIN` on PostgreSQL. The `Any` driver is not used: it cannot carry
-//! decimals, uuids, times or JSON.
+//! `SQLITE_BUSY`), plain `BEGIN` on PostgreSQL. Two statements differ whole and are a trait
+//! per database next to their store trait: recording a tick attempt ([`lease::AttemptSql`])
+//! and the memory search's candidates ([`outcomes::SearchSql`]). The `Any` driver is not used:
+//! it cannot carry decimals, uuids, times or JSON.
 //!
-//! One file per store trait: each holds that trait's helpers and its implementation for every
-//! [`Backend`] (`impl<S: Backend> RegistryStore for S`), so the SQLite store, the PostgreSQL
-//! store and the user-scoped PostgreSQL store run the same functions.
+//! One file per store trait: each holds that trait's helpers (free functions generic over the
+//! dialect or the store) and its implementation for every [`Backend`]
+//! (`impl<S: Backend<Db = D>, D: Dialect> RegistryStore for S`), so the SQLite store, the
+//! PostgreSQL store and the user-scoped PostgreSQL store run the same functions, each
+//! monomorphised for its store. The dialects are implemented in `sqlite.rs` and `postgres.rs`,
+//! the backends there and in `scoped.rs`.
 //!
 //! Statements are built with [`query`] rather than `sqlx::query`: sqlx's `bind` needs
 //! `T: Encode<'q, DB> + Type<DB>` for each bound type, which generic code over `DB` could only
@@ -240,6 +245,7 @@ pub(crate) fn query<D: Database>(sql: &str) -> Query<'_, D> {
 /// must be `Send`, and rustc does not carry an `async fn`'s `Send` into a generic caller that
 /// runs it on a transaction's connection ("lifetime bound not satisfied",
 /// rust-lang/rust#100013); declared on the returned future, it is proven here once.
+#[allow(clippy::manual_async_fn)] // an `async fn` here is what does not compile in the callers
 impl<'q, D: Dialect> Query<'q, D> {
     /// Binds the next parameter.
     pub(crate) fn bind(self, value: impl Param<'q, D>) -> Self {
@@ -290,55 +296,3 @@ impl<'q, D: Dialect> Query<'q, D> {
         async move { self.0.fetch_optional(on.executor()).await }
     }
 }
-
-/// The imports every store implementation's macros use.
-macro_rules! store_imports {
-    ($enc:ident) => {
-        #[allow(unused_imports)]
-        use std::collections::{BTreeSet, HashMap, HashSet};
-
-        #[allow(unused_imports)]
-        use chrono::{DateTime, Utc};
-        #[allow(unused_imports)]
-        use rust_decimal::Decimal;
-        #[allow(unused_imports)]
-        use sqlx::types::Json;
-        #[allow(unused_imports)]
-        use types::{
-            FactChange, Fill, MarketEvent, ReflectionNote, TradeRecord, TradeStatus, UserFact,
-        };
-        #[allow(unused_imports)]
-        use uuid::Uuid;
-
-        #[allow(unused_imports)]
-        use crate::DbError;
-        #[allow(unused_imports)]
-        use crate::codec::{self, check_len, check_limit, u64_to_i64, $enc};
-        #[allow(unused_imports)]
-        use crate::error::ctx;
-        #[allow(unused_imports)]
-        use crate::model::*;
-        #[allow(unused_imports)]
-        use crate::traits::*;
-    };
-}
-
-/// Every store trait for a backend's store type (`self.pool` a sqlx pool).
-macro_rules! impl_stores {
-    ($store:ty, $db:ty, $enc:ident, $users:literal, $begin:literal, $skip_locked:literal) => {
-        crate::imp::store_imports!($enc);
-    };
-}
-
-/// The store traits an end user's requests use, for [`crate::UserScoped`] (`self.pool` a
-/// [`crate::scoped::ScopedPool`]: every statement in a transaction as the user). Not
-/// `LeaseStore`: leasing deployments is the runners' business, never a user's.
-macro_rules! impl_user_stores {
-    ($store:ty, $db:ty, $enc:ident, $users:literal, $begin:literal) => {
-        crate::imp::store_imports!($enc);
-    };
-}
-
-pub(crate) use impl_stores;
-pub(crate) use impl_user_stores;
-pub(crate) use store_imports;
