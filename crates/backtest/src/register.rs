@@ -31,7 +31,7 @@ pub async fn register<S: db::RegistryStore>(
 #[derive(Debug, Clone)]
 pub struct Registration {
     user: db::User,
-    skill: db::Skill,
+    skill: db::SkillRecord,
     version: db::SkillVersion,
     deployment: db::Deployment,
 }
@@ -64,7 +64,7 @@ impl Registration {
                 id: d.user_id,
                 email: None,
             },
-            skill: db::Skill {
+            skill: db::SkillRecord {
                 id: d.skill_id,
                 user_id: d.user_id,
                 name: skill.name.chars().take(200).collect(),

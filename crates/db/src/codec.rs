@@ -1,8 +1,8 @@
 //! Value mapping between Rust and the two dialects, and the row decoders both backends share.
 //!
 //! Decoding goes through [`RowExt`], implemented once per backend row type; every `*_from_row`
-//! function below is therefore written once. Encoding goes through the `lite` / `pg` modules,
-//! whose functions have the same names so the backend-generic store code can call `$enc::dec(x)`.
+//! function below is therefore written once. Encoding is each database's
+//! [`Dialect`](crate::imp::Dialect) (`D::dec(x)` in the generic store code).
 
 use std::str::FromStr;
 
@@ -10,10 +10,10 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use rust_decimal::Decimal;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
 use sqlx::types::Json;
+use sqlx::{Decode, Postgres, Row, Sqlite, Type};
 use types::{
     ArchiveReason, CloseKind, EventKind, FactChange, FactChangeOp, FactConfidence, FactSource,
     Fill, FillTrigger, MarketEvent, NoteContent, NoteLint, NoteStatus, OrderSide, ReflectionNote,
@@ -24,7 +24,7 @@ use uuid::Uuid;
 use crate::DbError;
 use crate::model::{
     Annotation, AnnotationTarget, BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus,
-    ReflectionRun, RunOutcome, Skill, SkillVersion, StoredFill,
+    ReflectionRun, RunOutcome, SkillRecord, SkillVersion, StoredFill,
 };
 
 /// SQLite's text form of a time: RFC 3339, UTC, exactly six fractional digits, `Z`. Fixed width,
@@ -36,68 +36,6 @@ pub fn time_text(t: DateTime<Utc>) -> String {
     out
 }
 
-/// Encoders for SQLite: uuid, decimal and time become TEXT.
-pub(crate) mod lite {
-    use super::{DateTime, Decimal, Utc, Uuid, time_text};
-
-    /// Generated multi-row statements use anonymous `?` parameters: the driver looks a numbered
-    /// one up by name, a linear scan per parameter in SQLite (quadratic in a long `VALUES`).
-    pub(crate) const NUMBERED_PARAMS: bool = false;
-
-    pub(crate) fn id(v: Uuid) -> String {
-        v.to_string()
-    }
-    pub(crate) fn oid(v: Option<Uuid>) -> Option<String> {
-        v.map(id)
-    }
-    pub(crate) fn dec(v: Decimal) -> String {
-        v.to_string()
-    }
-    pub(crate) fn odec(v: Option<Decimal>) -> Option<String> {
-        v.map(dec)
-    }
-    pub(crate) fn ts(v: DateTime<Utc>) -> String {
-        time_text(v)
-    }
-    pub(crate) fn ots(v: Option<DateTime<Utc>>) -> Option<String> {
-        v.map(ts)
-    }
-    pub(crate) fn symbols(v: &[String]) -> String {
-        // Serialising a list of strings cannot fail.
-        serde_json::to_string(v).unwrap_or_else(|_| "[]".to_owned())
-    }
-}
-
-/// Encoders for PostgreSQL: native uuid, numeric, timestamptz and text[].
-pub(crate) mod pg {
-    use super::{DateTime, Decimal, Utc, Uuid};
-
-    /// PostgreSQL has only numbered `$n` parameters.
-    pub(crate) const NUMBERED_PARAMS: bool = true;
-
-    pub(crate) fn id(v: Uuid) -> Uuid {
-        v
-    }
-    pub(crate) fn oid(v: Option<Uuid>) -> Option<Uuid> {
-        v
-    }
-    pub(crate) fn dec(v: Decimal) -> Decimal {
-        v
-    }
-    pub(crate) fn odec(v: Option<Decimal>) -> Option<Decimal> {
-        v
-    }
-    pub(crate) fn ts(v: DateTime<Utc>) -> DateTime<Utc> {
-        v
-    }
-    pub(crate) fn ots(v: Option<DateTime<Utc>>) -> Option<DateTime<Utc>> {
-        v
-    }
-    pub(crate) fn symbols(v: &[String]) -> Vec<String> {
-        v.to_vec()
-    }
-}
-
 fn decode_err(column: &str, e: impl std::fmt::Display) -> DbError {
     DbError::Decode {
         column: column.to_owned(),
@@ -105,24 +43,63 @@ fn decode_err(column: &str, e: impl std::fmt::Display) -> DbError {
     }
 }
 
-/// Typed column access over both backends' rows.
+/// A type a column is read as that both backends decode (integers, booleans, floats, text,
+/// bytes, JSON, and their options): [`RowExt::col`] reads it the same way from either row.
+pub(crate) trait Col<'r>:
+    Decode<'r, Sqlite> + Type<Sqlite> + Decode<'r, Postgres> + Type<Postgres>
+{
+}
+
+impl<'r, T> Col<'r> for T where
+    T: Decode<'r, Sqlite> + Type<Sqlite> + Decode<'r, Postgres> + Type<Postgres>
+{
+}
+
+/// Typed column access over both backends' rows. Each row type gives [`col`](Self::col) and
+/// the four reads the backends store differently (uuid, decimal and time are TEXT on SQLite, a
+/// symbol list JSON text there and `text[]` on PostgreSQL); every other read is written once
+/// here over `col`.
 pub(crate) trait RowExt {
-    fn text(&self, c: &str) -> Result<String, DbError>;
-    fn opt_text(&self, c: &str) -> Result<Option<String>, DbError>;
-    fn int(&self, c: &str) -> Result<i32, DbError>;
-    fn big(&self, c: &str) -> Result<i64, DbError>;
-    fn opt_big(&self, c: &str) -> Result<Option<i64>, DbError>;
-    fn flag(&self, c: &str) -> Result<bool, DbError>;
-    fn opt_flag(&self, c: &str) -> Result<Option<bool>, DbError>;
-    fn opt_int(&self, c: &str) -> Result<Option<i32>, DbError>;
-    fn opt_f64(&self, c: &str) -> Result<Option<f64>, DbError>;
+    /// Column `c` as a `T` both backends decode alike.
+    fn col<'r, T: Col<'r>>(&'r self, c: &str) -> Result<T, DbError>;
     fn opt_uuid(&self, c: &str) -> Result<Option<Uuid>, DbError>;
     fn opt_dec(&self, c: &str) -> Result<Option<Decimal>, DbError>;
     fn opt_ts(&self, c: &str) -> Result<Option<DateTime<Utc>>, DbError>;
-    fn opt_json<T: DeserializeOwned>(&self, c: &str) -> Result<Option<T>, DbError>;
-    fn opt_blob(&self, c: &str) -> Result<Option<Vec<u8>>, DbError>;
     fn symbols(&self, c: &str) -> Result<Vec<String>, DbError>;
 
+    fn text(&self, c: &str) -> Result<String, DbError> {
+        self.col(c)
+    }
+    fn opt_text(&self, c: &str) -> Result<Option<String>, DbError> {
+        self.col(c)
+    }
+    fn int(&self, c: &str) -> Result<i32, DbError> {
+        self.col(c)
+    }
+    fn big(&self, c: &str) -> Result<i64, DbError> {
+        self.col(c)
+    }
+    fn opt_big(&self, c: &str) -> Result<Option<i64>, DbError> {
+        self.col(c)
+    }
+    fn flag(&self, c: &str) -> Result<bool, DbError> {
+        self.col(c)
+    }
+    fn opt_flag(&self, c: &str) -> Result<Option<bool>, DbError> {
+        self.col(c)
+    }
+    fn opt_int(&self, c: &str) -> Result<Option<i32>, DbError> {
+        self.col(c)
+    }
+    fn opt_f64(&self, c: &str) -> Result<Option<f64>, DbError> {
+        self.col(c)
+    }
+    fn opt_json<T: DeserializeOwned>(&self, c: &str) -> Result<Option<T>, DbError> {
+        Ok(self.col::<Option<Json<T>>>(c)?.map(|j| j.0))
+    }
+    fn opt_blob(&self, c: &str) -> Result<Option<Vec<u8>>, DbError> {
+        self.col(c)
+    }
     fn uuid(&self, c: &str) -> Result<Uuid, DbError> {
         self.opt_uuid(c)?
             .ok_or_else(|| decode_err(c, "unexpected null"))
@@ -145,55 +122,10 @@ pub(crate) trait RowExt {
     }
 }
 
-macro_rules! common_row_ext {
-    () => {
-        fn text(&self, c: &str) -> Result<String, DbError> {
-            self.try_get::<String, _>(c).map_err(|e| decode_err(c, e))
-        }
-        fn opt_text(&self, c: &str) -> Result<Option<String>, DbError> {
-            self.try_get::<Option<String>, _>(c)
-                .map_err(|e| decode_err(c, e))
-        }
-        fn int(&self, c: &str) -> Result<i32, DbError> {
-            self.try_get::<i32, _>(c).map_err(|e| decode_err(c, e))
-        }
-        fn big(&self, c: &str) -> Result<i64, DbError> {
-            self.try_get::<i64, _>(c).map_err(|e| decode_err(c, e))
-        }
-        fn opt_big(&self, c: &str) -> Result<Option<i64>, DbError> {
-            self.try_get::<Option<i64>, _>(c)
-                .map_err(|e| decode_err(c, e))
-        }
-        fn flag(&self, c: &str) -> Result<bool, DbError> {
-            self.try_get::<bool, _>(c).map_err(|e| decode_err(c, e))
-        }
-        fn opt_flag(&self, c: &str) -> Result<Option<bool>, DbError> {
-            self.try_get::<Option<bool>, _>(c)
-                .map_err(|e| decode_err(c, e))
-        }
-        fn opt_int(&self, c: &str) -> Result<Option<i32>, DbError> {
-            self.try_get::<Option<i32>, _>(c)
-                .map_err(|e| decode_err(c, e))
-        }
-        fn opt_f64(&self, c: &str) -> Result<Option<f64>, DbError> {
-            self.try_get::<Option<f64>, _>(c)
-                .map_err(|e| decode_err(c, e))
-        }
-        fn opt_json<T: DeserializeOwned>(&self, c: &str) -> Result<Option<T>, DbError> {
-            self.try_get::<Option<Json<T>>, _>(c)
-                .map(|v| v.map(|j| j.0))
-                .map_err(|e| decode_err(c, e))
-        }
-        fn opt_blob(&self, c: &str) -> Result<Option<Vec<u8>>, DbError> {
-            self.try_get::<Option<Vec<u8>>, _>(c)
-                .map_err(|e| decode_err(c, e))
-        }
-    };
-}
-
 impl RowExt for SqliteRow {
-    common_row_ext!();
-
+    fn col<'r, T: Col<'r>>(&'r self, c: &str) -> Result<T, DbError> {
+        self.try_get::<T, _>(c).map_err(|e| decode_err(c, e))
+    }
     fn opt_uuid(&self, c: &str) -> Result<Option<Uuid>, DbError> {
         self.opt_text(c)?
             .map(|s| Uuid::parse_str(&s).map_err(|e| decode_err(c, e)))
@@ -219,8 +151,9 @@ impl RowExt for SqliteRow {
 }
 
 impl RowExt for PgRow {
-    common_row_ext!();
-
+    fn col<'r, T: Col<'r>>(&'r self, c: &str) -> Result<T, DbError> {
+        self.try_get::<T, _>(c).map_err(|e| decode_err(c, e))
+    }
     fn opt_uuid(&self, c: &str) -> Result<Option<Uuid>, DbError> {
         self.try_get::<Option<Uuid>, _>(c)
             .map_err(|e| decode_err(c, e))
@@ -344,8 +277,8 @@ fn i64_to_u64(c: &str, v: i64) -> Result<u64, DbError> {
 
 // ---- row decoders --------------------------------------------------------------------------
 
-pub(crate) fn skill_from_row<R: RowExt>(r: &R) -> Result<Skill, DbError> {
-    Ok(Skill {
+pub(crate) fn skill_from_row<R: RowExt>(r: &R) -> Result<SkillRecord, DbError> {
+    Ok(SkillRecord {
         id: r.uuid("id")?,
         user_id: r.uuid("user_id")?,
         name: r.text("name")?,
@@ -961,7 +894,7 @@ mod tests {
         #[test]
         fn decimal_text_round_trips_exactly(m in proptest::num::i64::ANY, scale in 0u32..=28) {
             let d = Decimal::new(m, scale);
-            let back = Decimal::from_str(&lite::dec(d)).unwrap();
+            let back = Decimal::from_str(&<Sqlite as crate::imp::Dialect>::dec(d)).unwrap();
             proptest::prop_assert_eq!(back, d);
             proptest::prop_assert_eq!(back.scale(), d.scale());
         }

@@ -41,7 +41,7 @@
 //!
 //! ```
 //! use chrono::{TimeZone, Utc};
-//! use db::{DbError, RegistryStore, Skill, User};
+//! use db::{DbError, RegistryStore, SkillRecord, User};
 //! use uuid::Uuid;
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -49,7 +49,7 @@
 //! let store = db::connect("sqlite::memory:").await?;
 //! let user = User { id: Uuid::from_u128(1), email: None };
 //! store.upsert_user(&user).await?;
-//! let skill = Skill {
+//! let skill = SkillRecord {
 //!     id: Uuid::from_u128(2),
 //!     user_id: user.id,
 //!     name: "BTC breakout".into(),
@@ -59,7 +59,7 @@
 //! assert_eq!(store.get_skill(skill.id).await?, skill);
 //!
 //! // Bounds are enforced on every write path: a skill needs a name.
-//! let nameless = Skill { id: Uuid::from_u128(3), name: String::new(), ..skill };
+//! let nameless = SkillRecord { id: Uuid::from_u128(3), name: String::new(), ..skill };
 //! assert!(matches!(store.create_skill(&nameless).await, Err(DbError::Bound { .. })));
 //! # Ok::<(), DbError>(())
 //! # }).unwrap();
@@ -93,8 +93,8 @@ pub use model::{
     MAX_CHAT_TURN_ERROR_CHARS, MAX_NEWS_KEY_CHARS, MAX_NEWS_READ, MAX_NEWS_SOURCE_CHARS,
     MAX_NEWS_SUMMARY_CHARS, MAX_NEWS_TITLE_CHARS, MAX_TAG_CHARS, MemoryScope, NewAnnotation,
     NewFact, NewNote, NewsRecord, NoteScope, OutcomeWrites, RecordOutcome, ReflectionRun, Regraded,
-    RunOutcome, SentimentSource, Skill, SkillVersion, StoredFill, StoredRunnerState, TickAttempt,
-    TickRecord, User,
+    RunOutcome, SentimentSource, SkillRecord, SkillVersion, StoredFill, StoredRunnerState,
+    TickAttempt, TickRecord, User,
 };
 pub use postgres::{POSTGRES_MIGRATOR, PgStore};
 pub use scoped::{USER_ROLE, UserScoped};

@@ -18,9 +18,10 @@ pub struct User {
     pub email: Option<String>,
 }
 
-/// A skill (the strategy a user authors); its content lives in [`SkillVersion`]s.
+/// A skill (the strategy a user authors) as its `skills` row; its content, the skill document
+/// (`skill_schema::Skill`), lives in [`SkillVersion`]s.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Skill {
+pub struct SkillRecord {
     /// The skill's id.
     pub id: Uuid,
     /// The author who owns it.

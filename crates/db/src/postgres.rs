@@ -1,10 +1,16 @@
 //! The production PostgreSQL store (row-level security; the runner writes as the service role).
 
+use std::future::Future;
 use std::time::Duration;
 
-use sqlx::PgPool;
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
 use sqlx::migrate::Migrator;
 use sqlx::postgres::PgPoolOptions;
+use sqlx::{Encode, PgPool, Postgres, Transaction, Type};
+use uuid::Uuid;
+
+use crate::imp::{Backend, Dialect, Leases, On, Param, Plain, SqlxQuery};
 
 /// The PostgreSQL schema (auth shim, tables, RLS), embedded at compile time from
 /// `migrations/postgres`.
@@ -84,7 +90,9 @@ impl PgStore {
                 source,
             })?;
         // Snapshots an older build wrote keep their texts until converted to line lists.
-        self.convert_legacy_snapshots().await.map(|_| ())
+        crate::imp::tick::convert_legacy_snapshots(self)
+            .await
+            .map(|_| ())
     }
 
     /// Closes every connection (waiting for those in use); calls made afterwards fail.
@@ -103,11 +111,76 @@ impl PgStore {
     }
 }
 
-crate::imp::impl_stores!(
-    PgStore,
-    sqlx::Postgres,
-    pg,
-    "auth.users",
-    "BEGIN",
-    " FOR UPDATE SKIP LOCKED"
-);
+/// PostgreSQL binds uuids, decimals, times and symbol lists natively (`uuid`, `numeric`,
+/// `timestamptz`, `text[]`); a lease claim locks the rows it chooses.
+impl Dialect for Postgres {
+    /// PostgreSQL has only numbered `$n` parameters.
+    const NUMBERED_PARAMS: bool = true;
+    const USERS: &'static str = "auth.users";
+    const BEGIN: &'static str = "BEGIN";
+    const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+
+    type Id = Native<Uuid>;
+    type OptId = Native<Option<Uuid>>;
+    type Dec = Native<Decimal>;
+    type OptDec = Native<Option<Decimal>>;
+    type Ts = Native<DateTime<Utc>>;
+    type OptTs = Native<Option<DateTime<Utc>>>;
+    type Symbols = Native<Vec<String>>;
+
+    fn id(v: Uuid) -> Native<Uuid> {
+        Native(v)
+    }
+    fn oid(v: Option<Uuid>) -> Native<Option<Uuid>> {
+        Native(v)
+    }
+    fn dec(v: Decimal) -> Native<Decimal> {
+        Native(v)
+    }
+    fn odec(v: Option<Decimal>) -> Native<Option<Decimal>> {
+        Native(v)
+    }
+    fn ts(v: DateTime<Utc>) -> Native<DateTime<Utc>> {
+        Native(v)
+    }
+    fn ots(v: Option<DateTime<Utc>>) -> Native<Option<DateTime<Utc>>> {
+        Native(v)
+    }
+    fn symbols(v: &[String]) -> Native<Vec<String>> {
+        Native(v.to_vec())
+    }
+
+    fn bind_plain<'q, T: Plain<'q>>(q: SqlxQuery<'q, Self>, v: T) -> SqlxQuery<'q, Self> {
+        q.bind(v)
+    }
+}
+
+/// A value PostgreSQL binds as its own type (`uuid`, `numeric`, `timestamptz`, `text[]`) where
+/// SQLite binds text: what [`Dialect`]'s encoders give for PostgreSQL.
+pub(crate) struct Native<T>(T);
+
+impl<'q, T: 'q + Send + Encode<'q, Postgres> + Type<Postgres>> Param<'q, Postgres> for Native<T> {
+    fn bind_to(self, q: SqlxQuery<'q, Postgres>) -> SqlxQuery<'q, Postgres> {
+        q.bind(self.0)
+    }
+}
+
+impl Backend for PgStore {
+    type Db = Postgres;
+
+    fn pool(&self) -> impl On<Postgres> {
+        &self.pool
+    }
+
+    fn begin(
+        &self,
+    ) -> impl Future<Output = Result<Transaction<'static, Postgres>, sqlx::Error>> + Send {
+        self.pool.begin_with(Postgres::BEGIN)
+    }
+
+    fn lines(&self) -> &crate::imp::prompt_lines::LineCache {
+        &self.lines
+    }
+}
+
+impl Leases for PgStore {}

@@ -5,8 +5,8 @@
 //! `SELECT set_config('request.jwt.claims', '{"sub": "<user id>", "role": "authenticated"}', true)`
 //! — what PostgREST does for a Supabase request. The policies of `migrations/postgres/*_rls.sql`
 //! then decide what the statement sees and may write: a user's own rows only. The store methods
-//! are the same code as [`PgStore`]'s (one implementation of the SQL, expanded for this type);
-//! only where a statement's connection comes from differs:
+//! are the same code as [`PgStore`]'s (the store traits are implemented once for every
+//! `Backend`, see `imp/mod.rs`); only where a statement's connection comes from differs:
 //! - a method that opens a transaction (`edit_fact`, `top_facts`, ...) gets one that starts
 //!   with the role and the claims;
 //! - a method that sends a single statement gets a transaction of its own around it (the
@@ -27,6 +27,7 @@ use futures_util::future::BoxFuture;
 use futures_util::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use sqlx::postgres::{PgQueryResult, PgRow, PgStatement, PgTypeInfo};
 use sqlx::{Describe, Either, Execute, Executor, PgPool, Postgres, Transaction};
+use uuid::Uuid;
 
 use crate::PgStore;
 
@@ -93,7 +94,7 @@ impl UserScoped {
     /// connecting role may not `SET ROLE authenticated`.
     pub async fn begin(&self) -> Result<Transaction<'static, Postgres>, crate::DbError> {
         self.pool
-            .begin_with("BEGIN")
+            .begin()
             .await
             .map_err(crate::error::ctx("beginning a transaction as the user"))
     }
@@ -101,12 +102,7 @@ impl UserScoped {
 
 impl ScopedPool {
     /// A transaction that did `SET LOCAL ROLE authenticated` and set the claims (both local to it).
-    /// `_begin` is the backend's `BEGIN` statement (the store macros pass it; PostgreSQL's is
-    /// plain `BEGIN`).
-    pub(crate) async fn begin_with(
-        &self,
-        _begin: &'static str,
-    ) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
+    pub(crate) async fn begin(&self) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
         let mut tx = self.pool.begin().await?;
         // `set_config('role', …, true)` is `SET LOCAL ROLE` (as PostgREST does it): one round
         // trip for the role and the claims, both undone when the transaction ends.
@@ -135,7 +131,7 @@ impl<'p> Executor<'p> for &'_ ScopedPool {
     {
         let scoped = self.clone();
         let all = async move {
-            let mut tx = scoped.begin_with("BEGIN").await?;
+            let mut tx = scoped.begin().await?;
             let out: Vec<Either<PgQueryResult, PgRow>> =
                 (&mut *tx).fetch_many(query).try_collect().await?;
             tx.commit().await?;
@@ -156,7 +152,7 @@ impl<'p> Executor<'p> for &'_ ScopedPool {
     {
         let scoped = self.clone();
         Box::pin(async move {
-            let mut tx = scoped.begin_with("BEGIN").await?;
+            let mut tx = scoped.begin().await?;
             let row = (&mut *tx).fetch_optional(query).await?;
             tx.commit().await?;
             Ok(row)
@@ -170,7 +166,7 @@ impl<'p> Executor<'p> for &'_ ScopedPool {
     ) -> BoxFuture<'e, Result<PgStatement<'q>, sqlx::Error>> {
         let scoped = self.clone();
         Box::pin(async move {
-            let mut tx = scoped.begin_with("BEGIN").await?;
+            let mut tx = scoped.begin().await?;
             let statement = (&mut *tx).prepare_with(sql, parameters).await?;
             tx.commit().await?;
             Ok(statement)
@@ -183,7 +179,7 @@ impl<'p> Executor<'p> for &'_ ScopedPool {
     ) -> BoxFuture<'e, Result<Describe<Postgres>, sqlx::Error>> {
         let scoped = self.clone();
         Box::pin(async move {
-            let mut tx = scoped.begin_with("BEGIN").await?;
+            let mut tx = scoped.begin().await?;
             let described = (&mut *tx).describe(sql).await?;
             tx.commit().await?;
             Ok(described)
@@ -191,4 +187,21 @@ impl<'p> Executor<'p> for &'_ ScopedPool {
     }
 }
 
-crate::imp::impl_user_stores!(UserScoped, sqlx::Postgres, pg, "auth.users", "BEGIN");
+impl crate::imp::Backend for UserScoped {
+    type Db = Postgres;
+
+    fn pool(&self) -> impl crate::imp::On<Postgres> {
+        &self.pool
+    }
+
+    fn begin(
+        &self,
+    ) -> impl std::future::Future<Output = Result<Transaction<'static, Postgres>, sqlx::Error>> + Send
+    {
+        self.pool.begin()
+    }
+
+    fn lines(&self) -> &crate::imp::prompt_lines::LineCache {
+        &self.lines
+    }
+}

@@ -1,10 +1,16 @@
 //! The embedded SQLite store (a file created on first use).
 
+use std::future::Future;
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::SqlitePool;
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
 use sqlx::migrate::Migrator;
+use sqlx::{Sqlite, SqlitePool, Transaction};
+use uuid::Uuid;
+
+use crate::imp::{Backend, Dialect, Leases, On, Plain, SqlxQuery};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 /// The SQLite schema, embedded at compile time from `migrations/sqlite`.
@@ -181,7 +187,9 @@ impl SqliteStore {
                 source,
             })?;
         // Snapshots an older build wrote keep their texts until converted to line lists.
-        self.convert_legacy_snapshots().await.map(|_| ())
+        crate::imp::tick::convert_legacy_snapshots(self)
+            .await
+            .map(|_| ())
     }
 
     /// The connection and pool options of a store at `url` with `durability`.
@@ -281,11 +289,69 @@ impl SqliteStore {
     }
 }
 
-crate::imp::impl_stores!(
-    SqliteStore,
-    sqlx::Sqlite,
-    lite,
-    "users",
-    "BEGIN IMMEDIATE",
-    ""
-);
+/// SQLite binds uuids, decimals and times as TEXT (times fixed-width, see
+/// [`time_text`](crate::time_text)) and a symbol list as JSON text; one writer at a time, so no
+/// row locks, and write transactions take the write lock when they begin.
+impl Dialect for Sqlite {
+    /// Generated multi-row statements use anonymous `?` parameters: the driver looks a numbered
+    /// one up by name, a linear scan per parameter in SQLite (quadratic in a long `VALUES`).
+    const NUMBERED_PARAMS: bool = false;
+    const USERS: &'static str = "users";
+    const BEGIN: &'static str = "BEGIN IMMEDIATE";
+    const SKIP_LOCKED: &'static str = "";
+
+    type Id = String;
+    type OptId = Option<String>;
+    type Dec = String;
+    type OptDec = Option<String>;
+    type Ts = String;
+    type OptTs = Option<String>;
+    type Symbols = String;
+
+    fn id(v: Uuid) -> String {
+        v.to_string()
+    }
+    fn oid(v: Option<Uuid>) -> Option<String> {
+        v.map(Self::id)
+    }
+    fn dec(v: Decimal) -> String {
+        v.to_string()
+    }
+    fn odec(v: Option<Decimal>) -> Option<String> {
+        v.map(Self::dec)
+    }
+    fn ts(v: DateTime<Utc>) -> String {
+        crate::time_text(v)
+    }
+    fn ots(v: Option<DateTime<Utc>>) -> Option<String> {
+        v.map(Self::ts)
+    }
+    fn symbols(v: &[String]) -> String {
+        // Serialising a list of strings cannot fail.
+        serde_json::to_string(v).unwrap_or_else(|_| "[]".to_owned())
+    }
+
+    fn bind_plain<'q, T: Plain<'q>>(q: SqlxQuery<'q, Self>, v: T) -> SqlxQuery<'q, Self> {
+        q.bind(v)
+    }
+}
+
+impl Backend for SqliteStore {
+    type Db = Sqlite;
+
+    fn pool(&self) -> impl On<Sqlite> {
+        &self.pool
+    }
+
+    fn begin(
+        &self,
+    ) -> impl Future<Output = Result<Transaction<'static, Sqlite>, sqlx::Error>> + Send {
+        self.pool.begin_with(Sqlite::BEGIN)
+    }
+
+    fn lines(&self) -> &crate::imp::prompt_lines::LineCache {
+        &self.lines
+    }
+}
+
+impl Leases for SqliteStore {}

@@ -15,7 +15,7 @@ use uuid::Uuid;
 use crate::model::{Annotation, MemoryScope, NewAnnotation, NewsRecord};
 use crate::model::{
     ChatTurnRecord, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget, NewFact,
-    NewNote, NoteScope, RecordOutcome, ReflectionRun, Skill, SkillVersion, StoredFill,
+    NewNote, NoteScope, RecordOutcome, ReflectionRun, SkillRecord, SkillVersion, StoredFill,
     StoredRunnerState, TickAttempt, TickRecord, User,
 };
 use crate::traits::{
@@ -87,8 +87,8 @@ macro_rules! delegate {
 
 delegate!(RegistryStore {
     fn upsert_user(&self, user: &User) -> ();
-    fn create_skill(&self, skill: &Skill) -> ();
-    fn get_skill(&self, id: Uuid) -> Skill;
+    fn create_skill(&self, skill: &SkillRecord) -> ();
+    fn get_skill(&self, id: Uuid) -> SkillRecord;
     fn add_skill_version(&self, version: &SkillVersion) -> ();
     fn get_skill_version(&self, skill_id: Uuid, version: i32) -> SkillVersion;
     fn latest_skill_version(&self, skill_id: Uuid) -> SkillVersion;

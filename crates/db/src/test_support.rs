@@ -11,7 +11,8 @@ use uuid::Uuid;
 
 use crate::DbError;
 use crate::model::{
-    BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, NewNote, Skill, SkillVersion, User,
+    BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, NewNote, SkillRecord, SkillVersion,
+    User,
 };
 use crate::traits::{RegistryStore, TickStore};
 
@@ -35,7 +36,7 @@ pub struct Fixture {
     /// The user (fresh id, email `{id}@example.test`).
     pub user: User,
     /// Their skill "BTC breakout".
-    pub skill: Skill,
+    pub skill: SkillRecord,
     /// Its version 1, model `builtin/scripted`.
     pub version: SkillVersion,
     /// An active paper deployment of version 1 with $10,000 of equity.
@@ -54,8 +55,8 @@ pub fn sample_user() -> User {
 
 /// A skill "BTC breakout" of `user_id`, fresh id, created at [`t0`] (not stored).
 #[must_use]
-pub fn sample_skill(user_id: Uuid) -> Skill {
-    Skill {
+pub fn sample_skill(user_id: Uuid) -> SkillRecord {
+    SkillRecord {
         id: Uuid::new_v4(),
         user_id,
         name: "BTC breakout".into(),

@@ -20,8 +20,8 @@ use outcomes::{
 
 use crate::model::{
     Annotation, ChatTurnRecord, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget,
-    MemoryScope, NewAnnotation, NewFact, NewNote, NoteScope, RecordOutcome, ReflectionRun, Skill,
-    SkillVersion, StoredFill, StoredRunnerState, TickAttempt, TickRecord, User,
+    MemoryScope, NewAnnotation, NewFact, NewNote, NoteScope, RecordOutcome, ReflectionRun,
+    SkillRecord, SkillVersion, StoredFill, StoredRunnerState, TickAttempt, TickRecord, User,
 };
 
 /// Users, skills, skill versions and deployments.
@@ -38,13 +38,14 @@ pub trait RegistryStore {
     /// # Errors
     /// [`DbError::Bound`] for a name outside 1..=200 characters; [`DbError::Constraint`] for an
     /// unknown user or a duplicate id.
-    fn create_skill(&self, skill: &Skill) -> impl Future<Output = Result<(), DbError>> + Send;
+    fn create_skill(&self, skill: &SkillRecord)
+    -> impl Future<Output = Result<(), DbError>> + Send;
 
     /// The skill with this id.
     ///
     /// # Errors
     /// [`DbError::NotFound`] when no skill has this id.
-    fn get_skill(&self, id: Uuid) -> impl Future<Output = Result<Skill, DbError>> + Send;
+    fn get_skill(&self, id: Uuid) -> impl Future<Output = Result<SkillRecord, DbError>> + Send;
 
     /// Adds an immutable version. Versions are never overwritten.
     ///

@@ -212,7 +212,7 @@ pub async fn deploy(
         Ok(_) => {}
         Err(db::DbError::NotFound { .. }) => {
             store
-                .create_skill(&db::Skill {
+                .create_skill(&db::SkillRecord {
                     id: skill_id,
                     user_id: req.owner,
                     name: skill.name.chars().take(200).collect(),

@@ -88,7 +88,7 @@ impl Broker for Desk {
 async fn register(store: &db::Store, skill: &Skill, id: Uuid, equity: Decimal, at: DateTime<Utc>)
     -> Result<(), Box<dyn std::error::Error>> {
     store.upsert_user(&db::User { id, email: None }).await?;
-    store.create_skill(&db::Skill { id, user_id: id, name: skill.name.clone(), created_at: at }).await?;
+    store.create_skill(&db::SkillRecord { id, user_id: id, name: skill.name.clone(), created_at: at }).await?;
     let (body, model) = (serde_json::to_value(skill)?, skill.model.clone());
     store.add_skill_version(&db::SkillVersion { skill_id: id, version: 1, body, model, created_at: at }).await?;
     store.create_deployment(&db::Deployment {

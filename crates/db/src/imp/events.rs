@@ -1,15 +1,26 @@
 //! `EventStore`: market events.
+
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use types::MarketEvent;
+
+use super::{Backend, Dialect, Query, query};
+use crate::DbError;
+use crate::codec;
+use crate::error::ctx;
+use crate::traits::EventStore;
+
 /// The event's bounds ([`types::MarketEvent::check`]) as the store's errors.
-pub(crate) fn validate_event(e: &types::MarketEvent) -> Result<(), crate::DbError> {
+fn validate_event(e: &MarketEvent) -> Result<(), DbError> {
     match e.check() {
         Ok(()) => Ok(()),
-        Err(types::InvalidEvent::Title { chars }) => Err(crate::DbError::Bound {
+        Err(types::InvalidEvent::Title { chars }) => Err(DbError::Bound {
             field: "market event title",
             actual: chars,
             min: 1,
             max: types::MAX_EVENT_TITLE_CHARS,
         }),
-        Err(types::InvalidEvent::Importance(v)) => Err(crate::DbError::Invalid {
+        Err(types::InvalidEvent::Importance(v)) => Err(DbError::Invalid {
             what: "market event importance",
             detail: format!("{v} is outside 0..=1"),
         }),
@@ -18,87 +29,73 @@ pub(crate) fn validate_event(e: &types::MarketEvent) -> Result<(), crate::DbErro
 
 /// The upsert of one event, `$1`..`$7` = id, kind, title, symbols, scheduled_at, importance,
 /// source.
-pub(crate) const UPSERT_EVENT: &str = "INSERT INTO market_events \
+const UPSERT_EVENT: &str = "INSERT INTO market_events \
      (id, kind, title, symbols, scheduled_at, importance, source) \
      VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO UPDATE SET \
      kind = excluded.kind, title = excluded.title, symbols = excluded.symbols, \
      scheduled_at = excluded.scheduled_at, importance = excluded.importance, \
      source = excluded.source";
 
-macro_rules! impl_events {
-    ($store:ty, $enc:ident, $begin:literal) => {
-        use crate::imp::events::{UPSERT_EVENT, validate_event};
-
-        impl $store {
-            /// [`UPSERT_EVENT`] with `e`'s values.
-            fn upsert_event_query(e: &MarketEvent) -> Query<'_> {
-                sqlx::query(UPSERT_EVENT)
-                    .bind($enc::id(e.id))
-                    .bind(e.kind.as_str())
-                    .bind(&e.title)
-                    .bind($enc::symbols(&e.symbols))
-                    .bind($enc::ts(e.scheduled_at))
-                    .bind($enc::dec(e.importance))
-                    .bind(&e.source)
-            }
-        }
-
-        impl EventStore for $store {
-            async fn upsert_event(&self, e: &MarketEvent) -> Result<(), DbError> {
-                validate_event(e)?;
-                Self::upsert_event_query(e)
-                    .execute(&self.pool)
-                    .await
-                    .map_err(ctx("upserting market event"))?;
-                Ok(())
-            }
-
-            async fn upsert_events(&self, events: &[MarketEvent]) -> Result<(), DbError> {
-                for e in events {
-                    validate_event(e)?;
-                }
-                let mut tx = self
-                    .pool
-                    .begin_with($begin)
-                    .await
-                    .map_err(ctx("beginning event import"))?;
-                for e in events {
-                    Self::upsert_event_query(e)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(ctx("upserting market event"))?;
-                }
-                tx.commit().await.map_err(ctx("committing event import"))?;
-                Ok(())
-            }
-
-            async fn events_between(
-                &self,
-                from: DateTime<Utc>,
-                to: DateTime<Utc>,
-                min_importance: Option<Decimal>,
-            ) -> Result<Vec<MarketEvent>, DbError> {
-                let rows = sqlx::query(
-                    "SELECT * FROM market_events WHERE scheduled_at >= $1 AND scheduled_at <= $2 \
-                     ORDER BY scheduled_at, id",
-                )
-                .bind($enc::ts(from))
-                .bind($enc::ts(to))
-                .fetch_all(&self.pool)
-                .await
-                .map_err(ctx("reading market events"))?;
-                // Importance is compared in Rust: SQLite stores it as text.
-                let events = rows
-                    .iter()
-                    .map(codec::event_from_row)
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(events
-                    .into_iter()
-                    .filter(|e| min_importance.is_none_or(|m| e.importance >= m))
-                    .collect())
-            }
-        }
-    };
+/// [`UPSERT_EVENT`] with `e`'s values.
+fn upsert_event_query<D: Dialect>(e: &MarketEvent) -> Query<'_, D> {
+    query(UPSERT_EVENT)
+        .bind(D::id(e.id))
+        .bind(e.kind.as_str())
+        .bind(&e.title)
+        .bind(D::symbols(&e.symbols))
+        .bind(D::ts(e.scheduled_at))
+        .bind(D::dec(e.importance))
+        .bind(&e.source)
 }
 
-pub(crate) use impl_events;
+impl<S: Backend<Db = D>, D: Dialect> EventStore for S {
+    async fn upsert_event(&self, e: &MarketEvent) -> Result<(), DbError> {
+        validate_event(e)?;
+        upsert_event_query(e)
+            .execute(self.pool())
+            .await
+            .map_err(ctx("upserting market event"))?;
+        Ok(())
+    }
+
+    async fn upsert_events(&self, events: &[MarketEvent]) -> Result<(), DbError> {
+        for e in events {
+            validate_event(e)?;
+        }
+        let mut tx = self.begin().await.map_err(ctx("beginning event import"))?;
+        for e in events {
+            upsert_event_query(e)
+                .execute(&mut *tx)
+                .await
+                .map_err(ctx("upserting market event"))?;
+        }
+        tx.commit().await.map_err(ctx("committing event import"))?;
+        Ok(())
+    }
+
+    async fn events_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        min_importance: Option<Decimal>,
+    ) -> Result<Vec<MarketEvent>, DbError> {
+        let rows = query(
+            "SELECT * FROM market_events WHERE scheduled_at >= $1 AND scheduled_at <= $2 \
+             ORDER BY scheduled_at, id",
+        )
+        .bind(D::ts(from))
+        .bind(D::ts(to))
+        .fetch_all(self.pool())
+        .await
+        .map_err(ctx("reading market events"))?;
+        // Importance is compared in Rust: SQLite stores it as text.
+        let events = rows
+            .iter()
+            .map(codec::event_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(events
+            .into_iter()
+            .filter(|e| min_importance.is_none_or(|m| e.importance >= m))
+            .collect())
+    }
+}

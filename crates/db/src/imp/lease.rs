@@ -1,27 +1,33 @@
 //! `LeaseStore`: which runner holds which deployment (claim, heartbeat, release) and which
 //! runner last started which tick.
 //!
-//! The claim locks the due rows `FOR UPDATE SKIP LOCKED` on PostgreSQL (`$skip_locked`; SQLite
-//! has one writer at a time). Recording an attempt reads the attempt it replaces: on PostgreSQL
+//! The claim locks the due rows `FOR UPDATE SKIP LOCKED` on PostgreSQL
+//! ([`Dialect::SKIP_LOCKED`]; SQLite has one writer at a time). Recording an attempt reads the attempt it replaces: on PostgreSQL
 //! in one statement (a CTE reads the row as it was before the upsert), on SQLite — whose CTEs
 //! are evaluated lazily, after the upsert — as a read and an upsert in one `BEGIN IMMEDIATE`
 //! transaction ([`AttemptSql`]).
 
+use std::future::Future;
+
 use chrono::{DateTime, Utc};
+use sqlx::{Postgres, Sqlite};
 use uuid::Uuid;
 
-use crate::codec::{self, RowExt};
+use super::{Affected as _, Backend, Dialect, Leases, query};
+use crate::codec::{self, RowExt, check_limit};
 use crate::error::ctx;
+use crate::model::Deployment;
+use crate::traits::LeaseStore;
 use crate::{DbError, TickAttempt};
 
-/// A backend's way to record a tick attempt and return the one it replaces.
-pub(crate) trait AttemptSql: sqlx::Database {
-    async fn mark_attempt(
-        pool: &sqlx::Pool<Self>,
+/// A database's way to record a tick attempt and return the one it replaces.
+pub(crate) trait AttemptSql: Dialect {
+    fn mark_attempt<S: Backend<Db = Self>>(
+        store: &S,
         deployment_id: Uuid,
         owner: &str,
         tick_at: DateTime<Utc>,
-    ) -> Result<Option<TickAttempt>, DbError>;
+    ) -> impl Future<Output = Result<Option<TickAttempt>, DbError>> + Send;
 }
 
 fn attempt(owner: Option<String>, tick_at: Option<DateTime<Utc>>) -> Option<TickAttempt> {
@@ -30,15 +36,15 @@ fn attempt(owner: Option<String>, tick_at: Option<DateTime<Utc>>) -> Option<Tick
         .map(|(owner, tick_at)| TickAttempt { owner, tick_at })
 }
 
-impl AttemptSql for sqlx::Postgres {
-    async fn mark_attempt(
-        pool: &sqlx::PgPool,
+impl AttemptSql for Postgres {
+    async fn mark_attempt<S: Backend<Db = Self>>(
+        store: &S,
         deployment_id: Uuid,
         owner: &str,
         tick_at: DateTime<Utc>,
     ) -> Result<Option<TickAttempt>, DbError> {
         // The CTE reads the row as it was before the upsert.
-        let row = sqlx::query(
+        let row = query(
             "WITH prev AS (SELECT attempt_owner, attempt_tick_at FROM live_runner_state \
                            WHERE deployment_id = $1) \
              INSERT INTO live_runner_state (deployment_id, attempt_owner, attempt_tick_at) \
@@ -48,31 +54,28 @@ impl AttemptSql for sqlx::Postgres {
              RETURNING (SELECT attempt_owner FROM prev) AS owner, \
                        (SELECT attempt_tick_at FROM prev) AS tick_at",
         )
-        .bind(codec::pg::id(deployment_id))
+        .bind(Self::id(deployment_id))
         .bind(owner)
-        .bind(codec::pg::ts(tick_at))
-        .fetch_one(pool)
+        .bind(Self::ts(tick_at))
+        .fetch_one(store.pool())
         .await
         .map_err(ctx("marking tick attempt"))?;
         Ok(attempt(row.opt_text("owner")?, row.opt_ts("tick_at")?))
     }
 }
 
-impl AttemptSql for sqlx::Sqlite {
-    async fn mark_attempt(
-        pool: &sqlx::SqlitePool,
+impl AttemptSql for Sqlite {
+    async fn mark_attempt<S: Backend<Db = Self>>(
+        store: &S,
         deployment_id: Uuid,
         owner: &str,
         tick_at: DateTime<Utc>,
     ) -> Result<Option<TickAttempt>, DbError> {
-        let mut tx = pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(ctx("beginning tick attempt"))?;
-        let prev = sqlx::query(
+        let mut tx = store.begin().await.map_err(ctx("beginning tick attempt"))?;
+        let prev = query(
             "SELECT attempt_owner, attempt_tick_at FROM live_runner_state WHERE deployment_id = $1",
         )
-        .bind(codec::lite::id(deployment_id))
+        .bind(Self::id(deployment_id))
         .fetch_optional(&mut *tx)
         .await
         .map_err(ctx("reading tick attempt"))?;
@@ -83,16 +86,16 @@ impl AttemptSql for sqlx::Sqlite {
             ),
             None => None,
         };
-        sqlx::query(
+        query(
             "INSERT INTO live_runner_state (deployment_id, attempt_owner, attempt_tick_at, updated_at) \
              VALUES ($1, $2, $3, $4) ON CONFLICT (deployment_id) DO UPDATE \
              SET attempt_owner = excluded.attempt_owner, attempt_tick_at = excluded.attempt_tick_at, \
                  updated_at = excluded.updated_at",
         )
-            .bind(codec::lite::id(deployment_id))
+            .bind(Self::id(deployment_id))
             .bind(owner)
-            .bind(codec::lite::ts(tick_at))
-            .bind(codec::lite::ts(Utc::now()))
+            .bind(Self::ts(tick_at))
+            .bind(Self::ts(Utc::now()))
             .execute(&mut *tx)
             .await
             .map_err(ctx("marking tick attempt"))?;
@@ -101,158 +104,157 @@ impl AttemptSql for sqlx::Sqlite {
     }
 }
 
-macro_rules! impl_lease {
-    ($store:ty, $db:ty, $enc:ident, $skip_locked:literal) => {
-        use crate::imp::lease::AttemptSql;
-
-        impl LeaseStore for $store {
-            async fn claim_due_deployments(
-                &self,
-                owner: &str,
-                now: DateTime<Utc>,
-                lease_for: chrono::Duration,
-                limit: u32,
-            ) -> Result<Vec<Deployment>, DbError> {
-                if lease_for <= chrono::Duration::zero() {
-                    return Err(DbError::Invalid {
-                        what: "lease duration",
-                        detail: format!("{lease_for} is not positive"),
-                    });
-                }
-                let limit = check_limit("claim limit", limit, 1000)?;
-                // On PostgreSQL the due rows are locked `FOR UPDATE SKIP LOCKED`: concurrent
-                // claimers never wait on each other's rows (so they cannot deadlock) and each
-                // row goes to one of them. The choice is a MATERIALIZED CTE so it runs once (a
-                // subquery in `IN (...)` may be re-run by the planner and lock more than LIMIT
-                // rows). The UPDATE repeats the availability test. SQLite runs the statement
-                // alone (one writer at a time).
-                let rows = sqlx::query(concat!(
-                    "WITH due AS MATERIALIZED (SELECT id FROM deployments WHERE status = 'active' \
-                         AND (next_tick_at IS NULL OR next_tick_at <= $2) \
-                         AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
-                         ORDER BY next_tick_at NULLS FIRST, id LIMIT $4",
-                    $skip_locked,
-                    ") UPDATE deployments SET lease_owner = $1, lease_expires_at = $3 \
-                     WHERE id IN (SELECT id FROM due) \
-                     AND status = 'active' AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
-                     RETURNING *",
-                ))
-                .bind(owner)
-                .bind($enc::ts(now))
-                .bind($enc::ts(now + lease_for))
-                .bind(limit)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(ctx("claiming due deployments"))?;
-                let mut claimed = rows.iter().map(codec::deployment_from_row).collect::<Result<Vec<_>, _>>()?;
-                claimed.sort_by(|a, b| (a.next_tick_at, a.id).cmp(&(b.next_tick_at, b.id)));
-                Ok(claimed)
-            }
-
-            async fn release_deployment(
-                &self,
-                id: Uuid,
-                owner: &str,
-                next_tick_at: Option<DateTime<Utc>>,
-            ) -> Result<(), DbError> {
-                let done = sqlx::query(
-                    "UPDATE deployments SET lease_owner = NULL, lease_expires_at = NULL, next_tick_at = $3 \
-                     WHERE id = $1 AND lease_owner = $2",
-                )
-                .bind($enc::id(id))
-                .bind(owner)
-                .bind($enc::ots(next_tick_at))
-                .execute(&self.pool)
-                .await
-                .map_err(ctx("releasing deployment lease"))?;
-                if done.rows_affected() == 0 {
-                    return Err(DbError::not_found("deployment leased to", format!("{owner}: {id}")));
-                }
-                Ok(())
-            }
-
-            async fn extend_lease(
-                &self,
-                id: Uuid,
-                owner: &str,
-                until: DateTime<Utc>,
-            ) -> Result<bool, DbError> {
-                let done = sqlx::query(
-                    "UPDATE deployments SET lease_expires_at = $3 WHERE id = $1 AND lease_owner = $2",
-                )
-                .bind($enc::id(id))
-                .bind(owner)
-                .bind($enc::ts(until))
-                .execute(&self.pool)
-                .await
-                .map_err(ctx("extending deployment lease"))?;
-                Ok(done.rows_affected() == 1)
-            }
-
-            async fn claim_reflection(
-                &self,
-                deployment_id: Uuid,
-                owner: &str,
-                now: DateTime<Utc>,
-                until: DateTime<Utc>,
-            ) -> Result<bool, DbError> {
-                let claimed = sqlx::query(
-                    "INSERT INTO live_runner_state (deployment_id, reflection_owner, reflection_lease_until) \
-                     VALUES ($1, $2, $3) \
-                     ON CONFLICT (deployment_id) DO UPDATE SET \
-                     reflection_owner = excluded.reflection_owner, \
-                     reflection_lease_until = excluded.reflection_lease_until \
-                     WHERE live_runner_state.reflection_lease_until IS NULL \
-                     OR live_runner_state.reflection_lease_until <= $4 \
-                     OR live_runner_state.reflection_owner = $2 \
-                     RETURNING deployment_id",
-                )
-                .bind($enc::id(deployment_id))
-                .bind(owner)
-                .bind($enc::ts(until))
-                .bind($enc::ts(now))
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(ctx("claiming the deployment's reflection"))?;
-                Ok(claimed.is_some())
-            }
-
-            async fn release_reflection(&self, deployment_id: Uuid, owner: &str) -> Result<(), DbError> {
-                sqlx::query(
-                    "UPDATE live_runner_state SET reflection_owner = NULL, reflection_lease_until = NULL \
-                     WHERE deployment_id = $1 AND reflection_owner = $2",
-                )
-                .bind($enc::id(deployment_id))
-                .bind(owner)
-                .execute(&self.pool)
-                .await
-                .map_err(ctx("releasing the deployment's reflection"))?;
-                Ok(())
-            }
-
-            async fn claimable_count(&self, now: DateTime<Utc>) -> Result<u64, DbError> {
-                let row = sqlx::query(
-                    "SELECT count(*) AS n FROM deployments WHERE status = 'active' \
-                     AND (next_tick_at IS NULL OR next_tick_at <= $1) \
-                     AND (lease_expires_at IS NULL OR lease_expires_at <= $1)",
-                )
-                .bind($enc::ts(now))
-                .fetch_one(&self.pool)
-                .await
-                .map_err(ctx("counting claimable deployments"))?;
-                codec::RowExt::count(&row, "n")
-            }
-
-            async fn mark_attempt(
-                &self,
-                deployment_id: Uuid,
-                owner: &str,
-                tick_at: DateTime<Utc>,
-            ) -> Result<Option<TickAttempt>, DbError> {
-                <$db as AttemptSql>::mark_attempt(&self.pool, deployment_id, owner, tick_at).await
-            }
+impl<S: Leases<Db = D>, D: AttemptSql> LeaseStore for S {
+    async fn claim_due_deployments(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        lease_for: chrono::Duration,
+        limit: u32,
+    ) -> Result<Vec<Deployment>, DbError> {
+        if lease_for <= chrono::Duration::zero() {
+            return Err(DbError::Invalid {
+                what: "lease duration",
+                detail: format!("{lease_for} is not positive"),
+            });
         }
-    };
-}
+        let limit = check_limit("claim limit", limit, 1000)?;
+        // On PostgreSQL the due rows are locked `FOR UPDATE SKIP LOCKED`: concurrent
+        // claimers never wait on each other's rows (so they cannot deadlock) and each
+        // row goes to one of them. The choice is a MATERIALIZED CTE so it runs once (a
+        // subquery in `IN (...)` may be re-run by the planner and lock more than LIMIT
+        // rows). The UPDATE repeats the availability test. SQLite runs the statement
+        // alone (one writer at a time).
+        let sql = format!(
+            "WITH due AS MATERIALIZED (SELECT id FROM deployments WHERE status = 'active' \
+                 AND (next_tick_at IS NULL OR next_tick_at <= $2) \
+                 AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
+                 ORDER BY next_tick_at NULLS FIRST, id LIMIT $4{}\
+             ) UPDATE deployments SET lease_owner = $1, lease_expires_at = $3 \
+             WHERE id IN (SELECT id FROM due) \
+             AND status = 'active' AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
+             RETURNING *",
+            D::SKIP_LOCKED
+        );
+        let rows = query(&sql)
+            .bind(owner)
+            .bind(D::ts(now))
+            .bind(D::ts(now + lease_for))
+            .bind(limit)
+            .fetch_all(self.pool())
+            .await
+            .map_err(ctx("claiming due deployments"))?;
+        let mut claimed = rows
+            .iter()
+            .map(codec::deployment_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        claimed.sort_by_key(|d| (d.next_tick_at, d.id));
+        Ok(claimed)
+    }
 
-pub(crate) use impl_lease;
+    async fn release_deployment(
+        &self,
+        id: Uuid,
+        owner: &str,
+        next_tick_at: Option<DateTime<Utc>>,
+    ) -> Result<(), DbError> {
+        let done = query(
+            "UPDATE deployments SET lease_owner = NULL, lease_expires_at = NULL, next_tick_at = $3 \
+             WHERE id = $1 AND lease_owner = $2",
+        )
+        .bind(D::id(id))
+        .bind(owner)
+        .bind(D::ots(next_tick_at))
+        .execute(self.pool())
+        .await
+        .map_err(ctx("releasing deployment lease"))?;
+        if done.rows_affected() == 0 {
+            return Err(DbError::not_found(
+                "deployment leased to",
+                format!("{owner}: {id}"),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn extend_lease(
+        &self,
+        id: Uuid,
+        owner: &str,
+        until: DateTime<Utc>,
+    ) -> Result<bool, DbError> {
+        let done = query(
+            "UPDATE deployments SET lease_expires_at = $3 WHERE id = $1 AND lease_owner = $2",
+        )
+        .bind(D::id(id))
+        .bind(owner)
+        .bind(D::ts(until))
+        .execute(self.pool())
+        .await
+        .map_err(ctx("extending deployment lease"))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn claim_reflection(
+        &self,
+        deployment_id: Uuid,
+        owner: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<bool, DbError> {
+        let claimed = query(
+            "INSERT INTO live_runner_state (deployment_id, reflection_owner, reflection_lease_until) \
+             VALUES ($1, $2, $3) \
+             ON CONFLICT (deployment_id) DO UPDATE SET \
+             reflection_owner = excluded.reflection_owner, \
+             reflection_lease_until = excluded.reflection_lease_until \
+             WHERE live_runner_state.reflection_lease_until IS NULL \
+             OR live_runner_state.reflection_lease_until <= $4 \
+             OR live_runner_state.reflection_owner = $2 \
+             RETURNING deployment_id",
+        )
+        .bind(D::id(deployment_id))
+        .bind(owner)
+        .bind(D::ts(until))
+        .bind(D::ts(now))
+        .fetch_optional(self.pool())
+        .await
+        .map_err(ctx("claiming the deployment's reflection"))?;
+        Ok(claimed.is_some())
+    }
+
+    async fn release_reflection(&self, deployment_id: Uuid, owner: &str) -> Result<(), DbError> {
+        query(
+            "UPDATE live_runner_state SET reflection_owner = NULL, reflection_lease_until = NULL \
+             WHERE deployment_id = $1 AND reflection_owner = $2",
+        )
+        .bind(D::id(deployment_id))
+        .bind(owner)
+        .execute(self.pool())
+        .await
+        .map_err(ctx("releasing the deployment's reflection"))?;
+        Ok(())
+    }
+
+    async fn claimable_count(&self, now: DateTime<Utc>) -> Result<u64, DbError> {
+        let row = query(
+            "SELECT count(*) AS n FROM deployments WHERE status = 'active' \
+             AND (next_tick_at IS NULL OR next_tick_at <= $1) \
+             AND (lease_expires_at IS NULL OR lease_expires_at <= $1)",
+        )
+        .bind(D::ts(now))
+        .fetch_one(self.pool())
+        .await
+        .map_err(ctx("counting claimable deployments"))?;
+        codec::RowExt::count(&row, "n")
+    }
+
+    async fn mark_attempt(
+        &self,
+        deployment_id: Uuid,
+        owner: &str,
+        tick_at: DateTime<Utc>,
+    ) -> Result<Option<TickAttempt>, DbError> {
+        D::mark_attempt(self, deployment_id, owner, tick_at).await
+    }
+}

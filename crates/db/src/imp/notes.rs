@@ -1,4 +1,20 @@
 //! `NoteStore`: reflection notes (one active per scope, history kept) and reflection runs.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use sqlx::Transaction;
+use sqlx::types::Json;
+use types::ReflectionNote;
+use uuid::Uuid;
+
+use super::{Affected as _, Backend, Dialect, On, Query, query};
+use crate::codec::{self, check_len, check_limit};
+use crate::error::ctx;
+use crate::model::{NewNote, NoteScope, ReflectionRun, RunOutcome};
+use crate::traits::NoteStore;
+use crate::{DbError, HeldDecision, HeldStatus, StoredHeldLesson};
+
 /// Builds `WHERE`-clause text for a note scope; the next free parameter number is returned.
 pub(crate) fn scope_filter(scope: crate::NoteScope) -> (&'static str, u32) {
     match scope {
@@ -154,511 +170,544 @@ pub(crate) fn accepted_note(
     })
 }
 
-macro_rules! impl_notes {
-    ($store:ty, $db:ty, $enc:ident, $begin:literal) => {
-        use crate::imp::notes::{accepted_note, is_active_note_conflict, scope_filter, validate_note, NoteCounts, NOTE_INSERT_ATTEMPTS};
-        use crate::{HeldDecision, HeldStatus, StoredHeldLesson};
-
-        type Query<'q> = sqlx::query::Query<'q, $db, <$db as sqlx::Database>::Arguments<'q>>;
-
-        impl $store {
-            /// Binds a note scope's parameters (`$1`, and `$2` for a skill scope; see
-            /// [`scope_filter`]).
-            fn bind_scope(q: Query<'_>, scope: NoteScope) -> Query<'_> {
-                match scope {
-                    NoteScope::Deployment(d) => q.bind($enc::id(d)),
-                    NoteScope::Skill { skill_id, skill_version } => {
-                        q.bind($enc::id(skill_id)).bind(skill_version)
-                    }
-                }
-            }
-
-            /// One attempt at insert-and-supersede; a concurrent winner makes it fail with the
-            /// active-note unique violation, and the caller retries.
-            async fn try_insert_note(&self, note: &NewNote, counts: NoteCounts) -> Result<ReflectionNote, DbError> {
-                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning note insert"))?;
-                let stored = Self::insert_note_in(&mut tx, note, counts).await?;
-                tx.commit().await.map_err(ctx("committing reflection note"))?;
-                Ok(stored)
-            }
-
-            /// Inserts `note` in `tx`, superseding the scope's active note (see
-            /// [`NoteStore::insert_note`]); the caller commits.
-            pub(crate) async fn insert_note_in(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                note: &NewNote,
-                counts: NoteCounts,
-            ) -> Result<ReflectionNote, DbError> {
-                let (trades_considered, input_tokens, output_tokens) = counts;
-                let scope = note.scope();
-                let (filter, next) = scope_filter(scope);
-                // A flagged note waits for review and displaces nothing.
-                let pending = note.lint.is_some();
-
-                // Write first (takes the write lock on SQLite, the row lock on PostgreSQL).
-                let supersede = format!(
-                    "UPDATE reflection_notes SET status = 'superseded', superseded_at = ${next} \
-                     WHERE {filter} AND status = 'active' AND generated_at <= ${next} RETURNING id"
-                );
-                let old = if pending {
-                    Vec::new()
-                } else {
-                    Self::bind_scope(sqlx::query(&supersede), scope)
-                        .bind($enc::ts(note.generated_at))
-                        .fetch_all(&mut **tx)
-                        .await
-                        .map_err(ctx("superseding active note"))?
-                };
-                if old.is_empty() && !pending {
-                    let newer = format!(
-                        "SELECT id FROM reflection_notes WHERE {filter} AND status = 'active' \
-                         AND generated_at > ${next}"
-                    );
-                    let newer = Self::bind_scope(sqlx::query(&newer), scope)
-                        .bind($enc::ts(note.generated_at))
-                        .fetch_optional(&mut **tx)
-                        .await
-                        .map_err(ctx("checking for a newer note"))?;
-                    if let Some(row) = newer {
-                        return Err(DbError::Invalid {
-                            what: "reflection note",
-                            detail: format!(
-                                "generated at {} but the active note {} is newer",
-                                note.generated_at,
-                                codec::RowExt::uuid(&row, "id")?
-                            ),
-                        });
-                    }
-                }
-                sqlx::query(
-                    "INSERT INTO reflection_notes (id, skill_id, skill_version, deployment_id, status, \
-                     generated_at, window_start, window_end, trades_considered, lessons_text, model_used, \
-                     input_tokens, output_tokens, cost_usd, lint_flagged, lint_reason, created_at, \
-                     observations) \
-                     VALUES ($1, $2, $3, $4, $17, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $18)",
-                )
-                .bind($enc::id(note.id))
-                .bind($enc::id(note.skill_id))
-                .bind(note.skill_version)
-                .bind($enc::oid(note.deployment_id))
-                .bind($enc::ts(note.generated_at))
-                .bind($enc::ts(note.content.window_start))
-                .bind($enc::ts(note.content.window_end))
-                .bind(trades_considered)
-                .bind(&note.content.lessons_text)
-                .bind(&note.content.model_used)
-                .bind(input_tokens)
-                .bind(output_tokens)
-                .bind($enc::odec(note.content.cost_usd))
-                .bind(note.lint.is_some())
-                .bind(note.lint.as_ref().map(|l| l.reason.as_str()))
-                .bind($enc::ts(Utc::now()))
-                .bind(if pending { "pending_review" } else { "active" })
-                .bind(codec::observations_json(&note.content)?.map(Json))
-                .execute(&mut **tx)
-                .await
-                .map_err(ctx("inserting reflection note"))?;
-                let created = Utc::now();
-                for (position, held) in (0u32..).zip(&note.content.held) {
-                    sqlx::query(
-                        "INSERT INTO held_lessons (id, note_id, position, text, reasons, status, created_at) \
-                         VALUES ($1, $2, $3, $4, $5, 'pending', $6)",
-                    )
-                    .bind($enc::id(crate::held_lesson_id(note.id, position)))
-                    .bind($enc::id(note.id))
-                    .bind(codec::to_signed::<u32, i32>("position", position)?)
-                    .bind(&held.text)
-                    .bind(Json(&held.reasons))
-                    .bind($enc::ts(created))
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(ctx("inserting held lesson"))?;
-                }
-
-                for row in &old {
-                    sqlx::query("UPDATE reflection_notes SET superseded_by = $1 WHERE id = $2")
-                        .bind($enc::id(note.id))
-                        .bind($enc::id(codec::RowExt::uuid(row, "id")?))
-                        .execute(&mut **tx)
-                        .await
-                        .map_err(ctx("linking superseded note"))?;
-                }
-                Ok(ReflectionNote {
-                    id: note.id,
-                    skill_id: note.skill_id,
-                    skill_version: note.skill_version,
-                    deployment_id: note.deployment_id,
-                    status: if pending {
-                        types::NoteStatus::PendingReview
-                    } else {
-                        types::NoteStatus::Active
-                    },
-                    generated_at: note.generated_at,
-                    content: note.content.clone(),
-                    lint: note.lint.clone(),
-                    superseded_at: None,
-                    superseded_by: None,
-                    accepted_at: None,
-                })
-            }
-
-            /// `notes` with their held bullets (`content.held`, in position order), read in one
-            /// query.
-            async fn with_held(&self, mut notes: Vec<ReflectionNote>) -> Result<Vec<ReflectionNote>, DbError> {
-                if notes.is_empty() {
-                    return Ok(notes);
-                }
-                let params: Vec<String> = (1..=notes.len()).map(|i| format!("${i}")).collect();
-                let sql = format!(
-                    "SELECT note_id, text, reasons FROM held_lessons WHERE note_id IN ({}) \
-                     ORDER BY note_id, position",
-                    params.join(", ")
-                );
-                let mut q = sqlx::query(&sql);
-                for n in &notes {
-                    q = q.bind($enc::id(n.id));
-                }
-                let rows = q.fetch_all(&self.pool).await.map_err(ctx("reading held lessons"))?;
-                let mut held: HashMap<Uuid, Vec<types::HeldLesson>> = HashMap::new();
-                for row in &rows {
-                    use codec::RowExt as _;
-                    held.entry(row.uuid("note_id")?).or_default().push(types::HeldLesson {
-                        text: row.text("text")?,
-                        reasons: row.json("reasons")?,
-                    });
-                }
-                for n in &mut notes {
-                    n.content.held = held.remove(&n.id).unwrap_or_default();
-                }
-                Ok(notes)
-            }
-
-            /// One attempt at [`NoteStore::review_held_lesson`]; a concurrent note of the scope
-            /// makes it fail with the active-note unique violation, and the caller retries.
-            async fn try_review_held(
-                &self,
-                id: Uuid,
-                decision: HeldDecision,
-                by: &str,
-                at: DateTime<Utc>,
-            ) -> Result<StoredHeldLesson, DbError> {
-                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning held lesson review"))?;
-                let row = sqlx::query("SELECT * FROM held_lessons WHERE id = $1")
-                    .bind($enc::id(id))
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(ctx("reading held lesson"))?
-                    .ok_or_else(|| DbError::not_found("held lesson", id))?;
-                let held = codec::held_from_row(&row)?;
-                if held.status != HeldStatus::Pending {
-                    return Err(DbError::Invalid {
-                        what: "held lesson",
-                        detail: format!(
-                            "{id} was already {} by {} at {}",
-                            held.status.as_str(),
-                            held.reviewed_by.as_deref().unwrap_or("?"),
-                            held.reviewed_at.map(codec::time_text).unwrap_or_default()
-                        ),
-                    });
-                }
-                let status = match decision {
-                    HeldDecision::Accept => HeldStatus::Accepted,
-                    HeldDecision::Reject => HeldStatus::Rejected,
-                };
-                // Claims the row (its row lock on PostgreSQL): a concurrent review finds it done.
-                let claimed = sqlx::query(
-                    "UPDATE held_lessons SET status = $2, reviewed_at = $3, reviewed_by = $4 \
-                     WHERE id = $1 AND status = 'pending'",
-                )
-                .bind($enc::id(id))
-                .bind(status.as_str())
-                .bind($enc::ts(at))
-                .bind(by)
-                .execute(&mut *tx)
-                .await
-                .map_err(ctx("reviewing held lesson"))?;
-                if claimed.rows_affected() == 0 {
-                    return Err(DbError::Invalid {
-                        what: "held lesson",
-                        detail: format!("{id} was reviewed meanwhile"),
-                    });
-                }
-                let resulting_note_id = match decision {
-                    HeldDecision::Reject => None,
-                    HeldDecision::Accept => {
-                        let row = sqlx::query("SELECT * FROM reflection_notes WHERE id = $1")
-                            .bind($enc::id(held.note_id))
-                            .fetch_one(&mut *tx)
-                            .await
-                            .map_err(ctx("reading the held lesson's note"))?;
-                        let source = codec::note_from_row(&row)?;
-                        let scope = match source.deployment_id {
-                            Some(d) => NoteScope::Deployment(d),
-                            None => NoteScope::Skill { skill_id: source.skill_id, skill_version: source.skill_version },
-                        };
-                        let (filter, _) = scope_filter(scope);
-                        let active = format!("SELECT * FROM reflection_notes WHERE {filter} AND status = 'active'");
-                        let active = Self::bind_scope(sqlx::query(&active), scope)
-                            .fetch_optional(&mut *tx)
-                            .await
-                            .map_err(ctx("reading the active note"))?
-                            .as_ref()
-                            .map(codec::note_from_row)
-                            .transpose()?;
-                        let note = accepted_note(&held, &source, active.as_ref(), at)?;
-                        let counts = validate_note(&note)?;
-                        Self::insert_note_in(&mut tx, &note, counts).await?;
-                        sqlx::query("UPDATE held_lessons SET resulting_note_id = $1 WHERE id = $2")
-                            .bind($enc::id(note.id))
-                            .bind($enc::id(id))
-                            .execute(&mut *tx)
-                            .await
-                            .map_err(ctx("linking the accepted note"))?;
-                        Some(note.id)
-                    }
-                };
-                tx.commit().await.map_err(ctx("committing held lesson review"))?;
-                Ok(StoredHeldLesson {
-                    status,
-                    reviewed_at: Some(at),
-                    reviewed_by: Some(by.to_owned()),
-                    resulting_note_id,
-                    ..held
-                })
-            }
-
-            /// Inserts `run` through `conn` (the pool, or a transaction's connection): see
-            /// [`NoteStore::record_reflection_run`].
-            pub(crate) async fn insert_run_in<'c, E>(conn: E, run: &ReflectionRun) -> Result<(), DbError>
-            where
-                E: sqlx::Executor<'c, Database = $db>,
-            {
-                let (outcome, error, note_id) = match &run.outcome {
-                    RunOutcome::Succeeded { note_id } => ("succeeded", None, *note_id),
-                    RunOutcome::Failed { error } => (
-                        "failed",
-                        Some(codec::truncate_chars(error, types::MAX_STORED_ERROR_CHARS)),
-                        None,
-                    ),
-                };
-                sqlx::query(
-                    "INSERT INTO reflection_runs (id, skill_id, skill_version, deployment_id, started_at, \
-                     finished_at, outcome, error, note_id, model, input_tokens, output_tokens, cost_usd) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-                )
-                .bind($enc::id(run.id))
-                .bind($enc::id(run.skill_id))
-                .bind(run.skill_version)
-                .bind($enc::oid(run.deployment_id))
-                .bind($enc::ts(run.started_at))
-                .bind($enc::ts(run.finished_at))
-                .bind(outcome)
-                .bind(error)
-                .bind($enc::oid(note_id))
-                .bind(&run.model)
-                .bind(run.input_tokens)
-                .bind(run.output_tokens)
-                .bind($enc::odec(run.cost_usd))
-                .execute(conn)
-                .await
-                .map_err(ctx("inserting reflection run"))?;
-                Ok(())
-            }
-
-        }
-
-        impl NoteStore for $store {
-            async fn insert_note(&self, note: &NewNote) -> Result<ReflectionNote, DbError> {
-                let counts = validate_note(note)?;
-                for _ in 0..NOTE_INSERT_ATTEMPTS {
-                    match self.try_insert_note(note, counts).await {
-                        Err(e) if is_active_note_conflict(&e) => continue,
-                        other => return other,
-                    }
-                }
-                Err(DbError::Contention {
-                    context: "inserting reflection note",
-                    attempts: NOTE_INSERT_ATTEMPTS,
-                })
-            }
-
-            async fn get_note(&self, id: Uuid) -> Result<ReflectionNote, DbError> {
-                let row = sqlx::query("SELECT * FROM reflection_notes WHERE id = $1")
-                    .bind($enc::id(id))
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(ctx("reading note"))?
-                    .ok_or_else(|| DbError::not_found("reflection note", id))?;
-                self.with_held(vec![codec::note_from_row(&row)?]).await?.pop()
-                    .ok_or_else(|| DbError::not_found("reflection note", id))
-            }
-
-            async fn accept_note(&self, id: Uuid, at: DateTime<Utc>) -> Result<ReflectionNote, DbError> {
-                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning note accept"))?;
-                let row = sqlx::query("SELECT * FROM reflection_notes WHERE id = $1")
-                    .bind($enc::id(id))
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(ctx("reading note"))?
-                    .ok_or_else(|| DbError::not_found("reflection note", id))?;
-                let note = codec::note_from_row(&row)?;
-                if note.status != types::NoteStatus::PendingReview {
-                    return Err(DbError::Invalid {
-                        what: "reflection note",
-                        detail: format!("{id} is {}, not pending review", note.status.as_str()),
-                    });
-                }
-                let scope = match note.deployment_id {
-                    Some(d) => NoteScope::Deployment(d),
-                    None => NoteScope::Skill { skill_id: note.skill_id, skill_version: note.skill_version },
-                };
-                let (filter, next) = scope_filter(scope);
-                let supersede = format!(
-                    "UPDATE reflection_notes SET status = 'superseded', superseded_at = ${next}, \
-                     superseded_by = ${} WHERE {filter} AND status = 'active'",
-                    next + 1
-                );
-                Self::bind_scope(sqlx::query(&supersede), scope)
-                    .bind($enc::ts(at))
-                    .bind($enc::id(id))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(ctx("superseding active note"))?;
-                sqlx::query("UPDATE reflection_notes SET status = 'active', accepted_at = $1 WHERE id = $2")
-                    .bind($enc::ts(at))
-                    .bind($enc::id(id))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(ctx("accepting note"))?;
-                tx.commit().await.map_err(ctx("committing note accept"))?;
-                let mut accepted = self.with_held(vec![note]).await?;
-                Ok(ReflectionNote {
-                    status: types::NoteStatus::Active,
-                    accepted_at: Some(at),
-                    ..accepted.remove(0)
-                })
-            }
-
-            async fn active_note(&self, scope: NoteScope, as_of: DateTime<Utc>) -> Result<Option<ReflectionNote>, DbError> {
-                let (filter, next) = scope_filter(scope);
-                let sql = format!(
-                    "SELECT * FROM reflection_notes WHERE {filter} AND status <> 'pending_review' \
-                     AND COALESCE(accepted_at, generated_at) <= ${next} \
-                     ORDER BY COALESCE(accepted_at, generated_at) DESC, created_at DESC LIMIT 1"
-                );
-                let row = Self::bind_scope(sqlx::query(&sql), scope)
-                    .bind($enc::ts(as_of))
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(ctx("reading note in force"))?;
-                let note = row.as_ref().map(codec::note_from_row).transpose()?;
-                Ok(self.with_held(note.into_iter().collect()).await?.pop())
-            }
-
-            async fn note_history(&self, scope: NoteScope, limit: u32) -> Result<Vec<ReflectionNote>, DbError> {
-                let (filter, next) = scope_filter(scope);
-                let sql = format!(
-                    "SELECT * FROM reflection_notes WHERE {filter} \
-                     ORDER BY generated_at DESC, created_at DESC LIMIT ${next}"
-                );
-                let rows = Self::bind_scope(sqlx::query(&sql), scope)
-                    .bind(i64::from(limit))
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(ctx("reading note history"))?;
-                let notes = rows.iter().map(codec::note_from_row).collect::<Result<Vec<_>, _>>()?;
-                self.with_held(notes).await
-            }
-
-            async fn record_reflection_run(&self, run: &ReflectionRun) -> Result<(), DbError> {
-                Self::insert_run_in(&self.pool, run).await
-            }
-
-            async fn held_lessons(
-                &self,
-                scope: NoteScope,
-                status: Option<HeldStatus>,
-                limit: u32,
-            ) -> Result<Vec<StoredHeldLesson>, DbError> {
-                let limit = check_limit("held lessons", limit, crate::MAX_HELD_READ)?;
-                let (filter, next) = scope_filter(scope);
-                let (status_filter, next) = match status {
-                    Some(_) => (format!(" AND h.status = ${next}"), next + 1),
-                    None => (String::new(), next),
-                };
-                // The scope's columns are the note's: `held_lessons` has none of those names.
-                let sql = format!(
-                    "SELECT h.* FROM held_lessons h JOIN reflection_notes n ON n.id = h.note_id \
-                     WHERE {filter}{status_filter} \
-                     ORDER BY n.generated_at DESC, n.created_at DESC, h.note_id, h.position LIMIT ${next}"
-                );
-                let mut q = Self::bind_scope(sqlx::query(&sql), scope);
-                if let Some(status) = status {
-                    q = q.bind(status.as_str());
-                }
-                let rows = q.bind(limit).fetch_all(&self.pool).await.map_err(ctx("reading held lessons"))?;
-                rows.iter().map(codec::held_from_row).collect()
-            }
-
-            async fn held_lessons_by_prefix(
-                &self,
-                prefix: &str,
-                limit: u32,
-            ) -> Result<Vec<StoredHeldLesson>, DbError> {
-                let limit = check_limit("held lessons", limit, crate::MAX_HELD_READ)?;
-                let uuid_chars = prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
-                if prefix.is_empty() || prefix.len() > 36 || !uuid_chars {
-                    return Err(DbError::Invalid {
-                        what: "held lesson id",
-                        detail: format!("{prefix:?} is not the start of a uuid"),
-                    });
-                }
-                let rows = sqlx::query(
-                    "SELECT * FROM held_lessons WHERE CAST(id AS TEXT) LIKE $1 ORDER BY id LIMIT $2",
-                )
-                .bind(format!("{}%", prefix.to_ascii_lowercase()))
-                .bind(limit)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(ctx("finding held lessons"))?;
-                rows.iter().map(codec::held_from_row).collect()
-            }
-
-            async fn review_held_lesson(
-                &self,
-                id: Uuid,
-                decision: HeldDecision,
-                by: &str,
-                at: DateTime<Utc>,
-            ) -> Result<StoredHeldLesson, DbError> {
-                let by = by.trim();
-                check_len("reviewed_by", by, 1, crate::MAX_REVIEWER_CHARS)?;
-                for _ in 0..NOTE_INSERT_ATTEMPTS {
-                    match self.try_review_held(id, decision, by, at).await {
-                        Err(e) if is_active_note_conflict(&e) => continue,
-                        other => return other,
-                    }
-                }
-                Err(DbError::Contention {
-                    context: "reviewing held lesson",
-                    attempts: NOTE_INSERT_ATTEMPTS,
-                })
-            }
-
-            async fn reflection_runs(&self, scope: NoteScope, limit: u32) -> Result<Vec<ReflectionRun>, DbError> {
-                let (filter, next) = scope_filter(scope);
-                let sql = format!(
-                    "SELECT * FROM reflection_runs WHERE {filter} ORDER BY started_at DESC, id LIMIT ${next}"
-                );
-                let rows = Self::bind_scope(sqlx::query(&sql), scope)
-                    .bind(i64::from(limit))
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(ctx("reading reflection runs"))?;
-                rows.iter().map(codec::run_from_row).collect()
-            }
-        }
-    };
+/// Binds a note scope's parameters (`$1`, and `$2` for a skill scope; see
+/// [`scope_filter`]).
+fn bind_scope<D: Dialect>(q: Query<'_, D>, scope: NoteScope) -> Query<'_, D> {
+    match scope {
+        NoteScope::Deployment(d) => q.bind(D::id(d)),
+        NoteScope::Skill {
+            skill_id,
+            skill_version,
+        } => q.bind(D::id(skill_id)).bind(skill_version),
+    }
 }
 
-pub(crate) use impl_notes;
+/// One attempt at insert-and-supersede; a concurrent winner makes it fail with the
+/// active-note unique violation, and the caller retries.
+async fn try_insert_note<S: Backend<Db = D>, D: Dialect>(
+    store: &S,
+    note: &NewNote,
+    counts: NoteCounts,
+) -> Result<ReflectionNote, DbError> {
+    let mut tx = store.begin().await.map_err(ctx("beginning note insert"))?;
+    let stored = insert_note_in(&mut tx, note, counts).await?;
+    tx.commit()
+        .await
+        .map_err(ctx("committing reflection note"))?;
+    Ok(stored)
+}
+
+/// Inserts `note` in `tx`, superseding the scope's active note (see
+/// [`NoteStore::insert_note`]); the caller commits.
+pub(crate) async fn insert_note_in<D: Dialect>(
+    tx: &mut Transaction<'static, D>,
+    note: &NewNote,
+    counts: NoteCounts,
+) -> Result<ReflectionNote, DbError> {
+    let (trades_considered, input_tokens, output_tokens) = counts;
+    let scope = note.scope();
+    let (filter, next) = scope_filter(scope);
+    // A flagged note waits for review and displaces nothing.
+    let pending = note.lint.is_some();
+
+    // Write first (takes the write lock on SQLite, the row lock on PostgreSQL).
+    let supersede = format!(
+        "UPDATE reflection_notes SET status = 'superseded', superseded_at = ${next} \
+         WHERE {filter} AND status = 'active' AND generated_at <= ${next} RETURNING id"
+    );
+    let old = if pending {
+        Vec::new()
+    } else {
+        bind_scope(query(&supersede), scope)
+            .bind(D::ts(note.generated_at))
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(ctx("superseding active note"))?
+    };
+    if old.is_empty() && !pending {
+        let newer = format!(
+            "SELECT id FROM reflection_notes WHERE {filter} AND status = 'active' \
+             AND generated_at > ${next}"
+        );
+        let newer = bind_scope(query(&newer), scope)
+            .bind(D::ts(note.generated_at))
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(ctx("checking for a newer note"))?;
+        if let Some(row) = newer {
+            return Err(DbError::Invalid {
+                what: "reflection note",
+                detail: format!(
+                    "generated at {} but the active note {} is newer",
+                    note.generated_at,
+                    codec::RowExt::uuid(&row, "id")?
+                ),
+            });
+        }
+    }
+    query(
+        "INSERT INTO reflection_notes (id, skill_id, skill_version, deployment_id, status, \
+         generated_at, window_start, window_end, trades_considered, lessons_text, model_used, \
+         input_tokens, output_tokens, cost_usd, lint_flagged, lint_reason, created_at, \
+         observations) \
+         VALUES ($1, $2, $3, $4, $17, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $18)",
+    )
+    .bind(D::id(note.id))
+    .bind(D::id(note.skill_id))
+    .bind(note.skill_version)
+    .bind(D::oid(note.deployment_id))
+    .bind(D::ts(note.generated_at))
+    .bind(D::ts(note.content.window_start))
+    .bind(D::ts(note.content.window_end))
+    .bind(trades_considered)
+    .bind(&note.content.lessons_text)
+    .bind(&note.content.model_used)
+    .bind(input_tokens)
+    .bind(output_tokens)
+    .bind(D::odec(note.content.cost_usd))
+    .bind(note.lint.is_some())
+    .bind(note.lint.as_ref().map(|l| l.reason.as_str()))
+    .bind(D::ts(Utc::now()))
+    .bind(if pending { "pending_review" } else { "active" })
+    .bind(codec::observations_json(&note.content)?.map(Json))
+    .execute(&mut **tx)
+    .await
+    .map_err(ctx("inserting reflection note"))?;
+    let created = Utc::now();
+    for (position, held) in (0u32..).zip(&note.content.held) {
+        query(
+            "INSERT INTO held_lessons (id, note_id, position, text, reasons, status, created_at) \
+             VALUES ($1, $2, $3, $4, $5, 'pending', $6)",
+        )
+        .bind(D::id(crate::held_lesson_id(note.id, position)))
+        .bind(D::id(note.id))
+        .bind(codec::to_signed::<u32, i32>("position", position)?)
+        .bind(&held.text)
+        .bind(Json(&held.reasons))
+        .bind(D::ts(created))
+        .execute(&mut **tx)
+        .await
+        .map_err(ctx("inserting held lesson"))?;
+    }
+
+    for row in &old {
+        query("UPDATE reflection_notes SET superseded_by = $1 WHERE id = $2")
+            .bind(D::id(note.id))
+            .bind(D::id(codec::RowExt::uuid(row, "id")?))
+            .execute(&mut **tx)
+            .await
+            .map_err(ctx("linking superseded note"))?;
+    }
+    Ok(ReflectionNote {
+        id: note.id,
+        skill_id: note.skill_id,
+        skill_version: note.skill_version,
+        deployment_id: note.deployment_id,
+        status: if pending {
+            types::NoteStatus::PendingReview
+        } else {
+            types::NoteStatus::Active
+        },
+        generated_at: note.generated_at,
+        content: note.content.clone(),
+        lint: note.lint.clone(),
+        superseded_at: None,
+        superseded_by: None,
+        accepted_at: None,
+    })
+}
+
+/// `notes` with their held bullets (`content.held`, in position order), read in one
+/// query.
+async fn with_held<S: Backend<Db = D>, D: Dialect>(
+    store: &S,
+    mut notes: Vec<ReflectionNote>,
+) -> Result<Vec<ReflectionNote>, DbError> {
+    if notes.is_empty() {
+        return Ok(notes);
+    }
+    let params: Vec<String> = (1..=notes.len()).map(|i| format!("${i}")).collect();
+    let sql = format!(
+        "SELECT note_id, text, reasons FROM held_lessons WHERE note_id IN ({}) \
+         ORDER BY note_id, position",
+        params.join(", ")
+    );
+    let mut q = query(&sql);
+    for n in &notes {
+        q = q.bind(D::id(n.id));
+    }
+    let rows = q
+        .fetch_all(store.pool())
+        .await
+        .map_err(ctx("reading held lessons"))?;
+    let mut held: HashMap<Uuid, Vec<types::HeldLesson>> = HashMap::new();
+    for row in &rows {
+        use codec::RowExt as _;
+        held.entry(row.uuid("note_id")?)
+            .or_default()
+            .push(types::HeldLesson {
+                text: row.text("text")?,
+                reasons: row.json("reasons")?,
+            });
+    }
+    for n in &mut notes {
+        n.content.held = held.remove(&n.id).unwrap_or_default();
+    }
+    Ok(notes)
+}
+
+/// One attempt at [`NoteStore::review_held_lesson`]; a concurrent note of the scope
+/// makes it fail with the active-note unique violation, and the caller retries.
+async fn try_review_held<S: Backend<Db = D>, D: Dialect>(
+    store: &S,
+    id: Uuid,
+    decision: HeldDecision,
+    by: &str,
+    at: DateTime<Utc>,
+) -> Result<StoredHeldLesson, DbError> {
+    let mut tx = store
+        .begin()
+        .await
+        .map_err(ctx("beginning held lesson review"))?;
+    let row = query("SELECT * FROM held_lessons WHERE id = $1")
+        .bind(D::id(id))
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(ctx("reading held lesson"))?
+        .ok_or_else(|| DbError::not_found("held lesson", id))?;
+    let held = codec::held_from_row(&row)?;
+    if held.status != HeldStatus::Pending {
+        return Err(DbError::Invalid {
+            what: "held lesson",
+            detail: format!(
+                "{id} was already {} by {} at {}",
+                held.status.as_str(),
+                held.reviewed_by.as_deref().unwrap_or("?"),
+                held.reviewed_at.map(codec::time_text).unwrap_or_default()
+            ),
+        });
+    }
+    let status = match decision {
+        HeldDecision::Accept => HeldStatus::Accepted,
+        HeldDecision::Reject => HeldStatus::Rejected,
+    };
+    // Claims the row (its row lock on PostgreSQL): a concurrent review finds it done.
+    let claimed = query(
+        "UPDATE held_lessons SET status = $2, reviewed_at = $3, reviewed_by = $4 \
+         WHERE id = $1 AND status = 'pending'",
+    )
+    .bind(D::id(id))
+    .bind(status.as_str())
+    .bind(D::ts(at))
+    .bind(by)
+    .execute(&mut *tx)
+    .await
+    .map_err(ctx("reviewing held lesson"))?;
+    if claimed.rows_affected() == 0 {
+        return Err(DbError::Invalid {
+            what: "held lesson",
+            detail: format!("{id} was reviewed meanwhile"),
+        });
+    }
+    let resulting_note_id = match decision {
+        HeldDecision::Reject => None,
+        HeldDecision::Accept => {
+            let row = query("SELECT * FROM reflection_notes WHERE id = $1")
+                .bind(D::id(held.note_id))
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(ctx("reading the held lesson's note"))?;
+            let source = codec::note_from_row(&row)?;
+            let scope = match source.deployment_id {
+                Some(d) => NoteScope::Deployment(d),
+                None => NoteScope::Skill {
+                    skill_id: source.skill_id,
+                    skill_version: source.skill_version,
+                },
+            };
+            let (filter, _) = scope_filter(scope);
+            let active =
+                format!("SELECT * FROM reflection_notes WHERE {filter} AND status = 'active'");
+            let active = bind_scope(query(&active), scope)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(ctx("reading the active note"))?
+                .as_ref()
+                .map(codec::note_from_row)
+                .transpose()?;
+            let note = accepted_note(&held, &source, active.as_ref(), at)?;
+            let counts = validate_note(&note)?;
+            insert_note_in(&mut tx, &note, counts).await?;
+            query("UPDATE held_lessons SET resulting_note_id = $1 WHERE id = $2")
+                .bind(D::id(note.id))
+                .bind(D::id(id))
+                .execute(&mut *tx)
+                .await
+                .map_err(ctx("linking the accepted note"))?;
+            Some(note.id)
+        }
+    };
+    tx.commit()
+        .await
+        .map_err(ctx("committing held lesson review"))?;
+    Ok(StoredHeldLesson {
+        status,
+        reviewed_at: Some(at),
+        reviewed_by: Some(by.to_owned()),
+        resulting_note_id,
+        ..held
+    })
+}
+
+/// Inserts `run` through `conn` (the pool, or a transaction's connection): see
+/// [`NoteStore::record_reflection_run`].
+pub(crate) async fn insert_run_in<D: Dialect>(
+    conn: impl On<D>,
+    run: &ReflectionRun,
+) -> Result<(), DbError> {
+    let (outcome, error, note_id) = match &run.outcome {
+        RunOutcome::Succeeded { note_id } => ("succeeded", None, *note_id),
+        RunOutcome::Failed { error } => (
+            "failed",
+            Some(codec::truncate_chars(error, types::MAX_STORED_ERROR_CHARS)),
+            None,
+        ),
+    };
+    query(
+        "INSERT INTO reflection_runs (id, skill_id, skill_version, deployment_id, started_at, \
+         finished_at, outcome, error, note_id, model, input_tokens, output_tokens, cost_usd) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+    )
+    .bind(D::id(run.id))
+    .bind(D::id(run.skill_id))
+    .bind(run.skill_version)
+    .bind(D::oid(run.deployment_id))
+    .bind(D::ts(run.started_at))
+    .bind(D::ts(run.finished_at))
+    .bind(outcome)
+    .bind(error)
+    .bind(D::oid(note_id))
+    .bind(&run.model)
+    .bind(run.input_tokens)
+    .bind(run.output_tokens)
+    .bind(D::odec(run.cost_usd))
+    .execute(conn)
+    .await
+    .map_err(ctx("inserting reflection run"))?;
+    Ok(())
+}
+
+impl<S: Backend<Db = D>, D: Dialect> NoteStore for S {
+    async fn insert_note(&self, note: &NewNote) -> Result<ReflectionNote, DbError> {
+        let counts = validate_note(note)?;
+        for _ in 0..NOTE_INSERT_ATTEMPTS {
+            match try_insert_note(self, note, counts).await {
+                Err(e) if is_active_note_conflict(&e) => continue,
+                other => return other,
+            }
+        }
+        Err(DbError::Contention {
+            context: "inserting reflection note",
+            attempts: NOTE_INSERT_ATTEMPTS,
+        })
+    }
+
+    async fn get_note(&self, id: Uuid) -> Result<ReflectionNote, DbError> {
+        let row = query("SELECT * FROM reflection_notes WHERE id = $1")
+            .bind(D::id(id))
+            .fetch_optional(self.pool())
+            .await
+            .map_err(ctx("reading note"))?
+            .ok_or_else(|| DbError::not_found("reflection note", id))?;
+        with_held(self, vec![codec::note_from_row(&row)?])
+            .await?
+            .pop()
+            .ok_or_else(|| DbError::not_found("reflection note", id))
+    }
+
+    async fn accept_note(&self, id: Uuid, at: DateTime<Utc>) -> Result<ReflectionNote, DbError> {
+        let mut tx = self.begin().await.map_err(ctx("beginning note accept"))?;
+        let row = query("SELECT * FROM reflection_notes WHERE id = $1")
+            .bind(D::id(id))
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(ctx("reading note"))?
+            .ok_or_else(|| DbError::not_found("reflection note", id))?;
+        let note = codec::note_from_row(&row)?;
+        if note.status != types::NoteStatus::PendingReview {
+            return Err(DbError::Invalid {
+                what: "reflection note",
+                detail: format!("{id} is {}, not pending review", note.status.as_str()),
+            });
+        }
+        let scope = match note.deployment_id {
+            Some(d) => NoteScope::Deployment(d),
+            None => NoteScope::Skill {
+                skill_id: note.skill_id,
+                skill_version: note.skill_version,
+            },
+        };
+        let (filter, next) = scope_filter(scope);
+        let supersede = format!(
+            "UPDATE reflection_notes SET status = 'superseded', superseded_at = ${next}, \
+             superseded_by = ${} WHERE {filter} AND status = 'active'",
+            next + 1
+        );
+        bind_scope(query(&supersede), scope)
+            .bind(D::ts(at))
+            .bind(D::id(id))
+            .execute(&mut *tx)
+            .await
+            .map_err(ctx("superseding active note"))?;
+        query("UPDATE reflection_notes SET status = 'active', accepted_at = $1 WHERE id = $2")
+            .bind(D::ts(at))
+            .bind(D::id(id))
+            .execute(&mut *tx)
+            .await
+            .map_err(ctx("accepting note"))?;
+        tx.commit().await.map_err(ctx("committing note accept"))?;
+        let mut accepted = with_held(self, vec![note]).await?;
+        Ok(ReflectionNote {
+            status: types::NoteStatus::Active,
+            accepted_at: Some(at),
+            ..accepted.remove(0)
+        })
+    }
+
+    async fn active_note(
+        &self,
+        scope: NoteScope,
+        as_of: DateTime<Utc>,
+    ) -> Result<Option<ReflectionNote>, DbError> {
+        let (filter, next) = scope_filter(scope);
+        let sql = format!(
+            "SELECT * FROM reflection_notes WHERE {filter} AND status <> 'pending_review' \
+             AND COALESCE(accepted_at, generated_at) <= ${next} \
+             ORDER BY COALESCE(accepted_at, generated_at) DESC, created_at DESC LIMIT 1"
+        );
+        let row = bind_scope(query(&sql), scope)
+            .bind(D::ts(as_of))
+            .fetch_optional(self.pool())
+            .await
+            .map_err(ctx("reading note in force"))?;
+        let note = row.as_ref().map(codec::note_from_row).transpose()?;
+        Ok(with_held(self, note.into_iter().collect()).await?.pop())
+    }
+
+    async fn note_history(
+        &self,
+        scope: NoteScope,
+        limit: u32,
+    ) -> Result<Vec<ReflectionNote>, DbError> {
+        let (filter, next) = scope_filter(scope);
+        let sql = format!(
+            "SELECT * FROM reflection_notes WHERE {filter} \
+             ORDER BY generated_at DESC, created_at DESC LIMIT ${next}"
+        );
+        let rows = bind_scope(query(&sql), scope)
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await
+            .map_err(ctx("reading note history"))?;
+        let notes = rows
+            .iter()
+            .map(codec::note_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        with_held(self, notes).await
+    }
+
+    async fn record_reflection_run(&self, run: &ReflectionRun) -> Result<(), DbError> {
+        insert_run_in(self.pool(), run).await
+    }
+
+    async fn held_lessons(
+        &self,
+        scope: NoteScope,
+        status: Option<HeldStatus>,
+        limit: u32,
+    ) -> Result<Vec<StoredHeldLesson>, DbError> {
+        let limit = check_limit("held lessons", limit, crate::MAX_HELD_READ)?;
+        let (filter, next) = scope_filter(scope);
+        let (status_filter, next) = match status {
+            Some(_) => (format!(" AND h.status = ${next}"), next + 1),
+            None => (String::new(), next),
+        };
+        // The scope's columns are the note's: `held_lessons` has none of those names.
+        let sql = format!(
+            "SELECT h.* FROM held_lessons h JOIN reflection_notes n ON n.id = h.note_id \
+             WHERE {filter}{status_filter} \
+             ORDER BY n.generated_at DESC, n.created_at DESC, h.note_id, h.position LIMIT ${next}"
+        );
+        let mut q = bind_scope(query(&sql), scope);
+        if let Some(status) = status {
+            q = q.bind(status.as_str());
+        }
+        let rows = q
+            .bind(limit)
+            .fetch_all(self.pool())
+            .await
+            .map_err(ctx("reading held lessons"))?;
+        rows.iter().map(codec::held_from_row).collect()
+    }
+
+    async fn held_lessons_by_prefix(
+        &self,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<StoredHeldLesson>, DbError> {
+        let limit = check_limit("held lessons", limit, crate::MAX_HELD_READ)?;
+        let uuid_chars = prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+        if prefix.is_empty() || prefix.len() > 36 || !uuid_chars {
+            return Err(DbError::Invalid {
+                what: "held lesson id",
+                detail: format!("{prefix:?} is not the start of a uuid"),
+            });
+        }
+        let rows =
+            query("SELECT * FROM held_lessons WHERE CAST(id AS TEXT) LIKE $1 ORDER BY id LIMIT $2")
+                .bind(format!("{}%", prefix.to_ascii_lowercase()))
+                .bind(limit)
+                .fetch_all(self.pool())
+                .await
+                .map_err(ctx("finding held lessons"))?;
+        rows.iter().map(codec::held_from_row).collect()
+    }
+
+    async fn review_held_lesson(
+        &self,
+        id: Uuid,
+        decision: HeldDecision,
+        by: &str,
+        at: DateTime<Utc>,
+    ) -> Result<StoredHeldLesson, DbError> {
+        let by = by.trim();
+        check_len("reviewed_by", by, 1, crate::MAX_REVIEWER_CHARS)?;
+        for _ in 0..NOTE_INSERT_ATTEMPTS {
+            match try_review_held(self, id, decision, by, at).await {
+                Err(e) if is_active_note_conflict(&e) => continue,
+                other => return other,
+            }
+        }
+        Err(DbError::Contention {
+            context: "reviewing held lesson",
+            attempts: NOTE_INSERT_ATTEMPTS,
+        })
+    }
+
+    async fn reflection_runs(
+        &self,
+        scope: NoteScope,
+        limit: u32,
+    ) -> Result<Vec<ReflectionRun>, DbError> {
+        let (filter, next) = scope_filter(scope);
+        let sql = format!(
+            "SELECT * FROM reflection_runs WHERE {filter} ORDER BY started_at DESC, id LIMIT ${next}"
+        );
+        let rows = bind_scope(query(&sql), scope)
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await
+            .map_err(ctx("reading reflection runs"))?;
+        rows.iter().map(codec::run_from_row).collect()
+    }
+}

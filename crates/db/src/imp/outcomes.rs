@@ -1,6 +1,20 @@
 //! `OutcomeStore`: the outcome memory of seed 003 — outcomes and market snapshots written with
 //! their tick, scores, annotations, reads.
 
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use sqlx::{Postgres, Sqlite, Transaction};
+use uuid::Uuid;
+
+use super::tick::{statement_slices, values_sql};
+use super::{Affected as _, Backend, Dialect, query};
+use crate::codec::{self, check_limit};
+use crate::error::ctx;
+use crate::model::{
+    Annotation, AnnotationTarget, MemoryScope, NewAnnotation, OutcomeWrites, Regraded,
+};
+use crate::traits::OutcomeStore;
 use crate::{DbError, TickRecord};
 
 /// Most rows one outcome read returns.
@@ -212,10 +226,15 @@ pub(crate) fn candidates_sql(
     )
 }
 
+/// A database's search candidate statement ([`candidates_sql`] with its substring test).
+pub(crate) trait SearchSql: Dialect {
+    fn search_sql(scope: MemoryScope, words: usize) -> String;
+}
+
 /// SQLite: `instr(lower(…), $n)`; an annotation's text with its tags' JSON.
-pub(crate) mod lite {
-    pub(crate) fn search_sql(scope: crate::MemoryScope, words: usize) -> String {
-        super::candidates_sql(
+impl SearchSql for Sqlite {
+    fn search_sql(scope: MemoryScope, words: usize) -> String {
+        candidates_sql(
             scope,
             words,
             |h, n| format!("instr(lower({h}), ${n}) > 0"),
@@ -227,9 +246,9 @@ pub(crate) mod lite {
 }
 
 /// PostgreSQL: `strpos(lower(…), $n)`; an annotation's text with its tags.
-pub(crate) mod pg {
-    pub(crate) fn search_sql(scope: crate::MemoryScope, words: usize) -> String {
-        super::candidates_sql(
+impl SearchSql for Postgres {
+    fn search_sql(scope: MemoryScope, words: usize) -> String {
+        candidates_sql(
             scope,
             words,
             |h, n| format!("strpos(lower({h}), ${n}) > 0"),
@@ -240,517 +259,513 @@ pub(crate) mod pg {
     }
 }
 
-macro_rules! impl_outcomes {
-    ($store:ty, $db:ty, $enc:ident, $begin:literal) => {
-        use crate::imp::outcomes::{
-            MAX_OUTCOME_ROWS, check_read_limit, scope_id, scope_sql, search_terms,
-            validate_annotation,
-        };
-
-        impl $store {
-            /// Inserts the market snapshots and outcomes of `writes` (a replay of stored rows
-            /// is skipped by id), every snapshot first, in statements of the sizes
-            /// `statement_chunks` gives. An outcome is inserted with `scores[id]` when the batch
-            /// scores it already (taken out of the map: one statement instead of an insert and
-            /// updates), else with its own score columns.
-            async fn insert_outcome_rows(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                writes: &[&OutcomeWrites],
-                scores: &mut std::collections::HashMap<Uuid, &outcomes::OutcomeScore>,
-            ) -> Result<(), DbError> {
-                use crate::imp::tick::{statement_slices, values_sql};
-                let snapshots: Vec<_> = writes.iter().flat_map(|w| &w.snapshots).collect();
-                for chunk in statement_slices(snapshots.as_slice()) {
-                    let size = chunk.len();
-                    let sql = values_sql(
-                        "INSERT INTO market_snapshots (id, deployment_id, decision_snapshot_id, \
-                         tick_at, symbol, rsi_15m, rsi_1h, rsi_4h, macd_signal, \
-                         volatility_percentile, volume_ratio, trend_strength, btc_correlation, \
-                         reference_symbol, market_condition)",
-                        15,
-                        size,
-                        $enc::NUMBERED_PARAMS,
-                        "ON CONFLICT (id) DO NOTHING",
-                    );
-                    let mut query = sqlx::query(&sql);
-                    for m in chunk {
-                        let i = &m.indicators;
-                        query = query
-                            .bind($enc::id(m.id))
-                            .bind($enc::id(m.deployment_id))
-                            .bind($enc::id(m.decision_snapshot_id))
-                            .bind($enc::ts(m.tick_at))
-                            .bind(&m.symbol)
-                            .bind(i.rsi_15m)
-                            .bind(i.rsi_1h)
-                            .bind(i.rsi_4h)
-                            .bind(i.macd_signal.map(|s| s.as_str()))
-                            .bind(i.volatility_percentile)
-                            .bind(i.volume_ratio)
-                            .bind(i.trend_strength)
-                            .bind(i.btc_correlation)
-                            .bind(&m.reference_symbol)
-                            .bind(i.market_condition.as_str());
-                    }
-                    query
-                        .execute(&mut **tx)
-                        .await
-                        .map_err(ctx("inserting market snapshots"))?;
-                }
-                let rows: Vec<_> = writes
-                    .iter()
-                    .flat_map(|w| &w.outcomes)
-                    .map(|o| (o, scores.remove(&o.id).unwrap_or(&o.score)))
-                    .collect();
-                for chunk in statement_slices(rows.as_slice()) {
-                    let size = chunk.len();
-                    let sql = values_sql(
-                        "INSERT INTO trade_outcomes (id, deployment_id, decision_snapshot_id, \
-                         snapshot_id, tick_at, symbol, direction, confidence, entry_price, \
-                         predicted_stop, predicted_target, verdict, price_1h, price_4h, price_24h, \
-                         pnl_percent_1h, pnl_percent_4h, pnl_percent_24h, hit_target, hit_stop, \
-                         first_hit, max_favorable, max_adverse, outcome_grade, scored_at, reason, \
-                         market_condition, narrative)",
-                        28,
-                        size,
-                        $enc::NUMBERED_PARAMS,
-                        "ON CONFLICT (id) DO NOTHING",
-                    );
-                    let mut query = sqlx::query(&sql);
-                    for (o, sc) in chunk {
-                        query = query
-                            .bind($enc::id(o.id))
-                            .bind($enc::id(o.deployment_id))
-                            .bind($enc::id(o.decision_snapshot_id))
-                            .bind($enc::id(o.snapshot_id))
-                            .bind($enc::ts(o.tick_at))
-                            .bind(&o.symbol)
-                            .bind(codec::side_str(o.direction))
-                            .bind(o.confidence.map(i32::from))
-                            .bind($enc::dec(o.entry_price))
-                            .bind($enc::odec(o.predicted_stop))
-                            .bind($enc::odec(o.predicted_target))
-                            .bind(o.verdict.as_str())
-                            .bind($enc::odec(sc.price_1h))
-                            .bind($enc::odec(sc.price_4h))
-                            .bind($enc::odec(sc.price_24h))
-                            .bind($enc::odec(sc.pnl_percent_1h))
-                            .bind($enc::odec(sc.pnl_percent_4h))
-                            .bind($enc::odec(sc.pnl_percent_24h))
-                            .bind(sc.hit_target)
-                            .bind(sc.hit_stop)
-                            .bind(sc.first_hit.map(|f| f.as_str()))
-                            .bind($enc::odec(sc.max_favorable))
-                            .bind($enc::odec(sc.max_adverse))
-                            .bind(sc.outcome_grade.map(|g| g.as_str()))
-                            .bind($enc::ots(sc.scored_at))
-                            .bind(o.reason.as_deref())
-                            .bind(o.market_condition.as_str())
-                            .bind(sc.narrative.as_deref());
-                    }
-                    query
-                        .execute(&mut **tx)
-                        .await
-                        .map_err(ctx("inserting trade outcomes"))?;
-                }
-                Ok(())
-            }
-
-            /// Writes outcomes' scores (distinct ids), in statements of the sizes
-            /// `statement_chunks` gives; an outcome already scored in full (`scored_at` set)
-            /// keeps its score. Returns how many outcomes changed.
-            async fn write_scores(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                scores: &[(Uuid, &outcomes::OutcomeScore)],
-            ) -> Result<u64, DbError> {
-                use crate::imp::tick::{statement_slices, values_sql};
-                let mut changed = 0;
-                for chunk in statement_slices(scores) {
-                    let size = chunk.len();
-                    let sql = format!(
-                        "UPDATE trade_outcomes SET price_1h = v.column2, price_4h = v.column3, \
-                         price_24h = v.column4, pnl_percent_1h = v.column5, \
-                         pnl_percent_4h = v.column6, pnl_percent_24h = v.column7, \
-                         hit_target = v.column8, hit_stop = v.column9, first_hit = v.column10, \
-                         max_favorable = v.column11, max_adverse = v.column12, \
-                         outcome_grade = v.column13, scored_at = v.column14, narrative = v.column15 \
-                         FROM ({}) AS v WHERE trade_outcomes.id = v.column1 \
-                         AND trade_outcomes.scored_at IS NULL",
-                        values_sql("", 15, size, $enc::NUMBERED_PARAMS, "").trim()
-                    );
-                    let mut query = sqlx::query(&sql);
-                    for (id, s) in chunk {
-                        query = query
-                            .bind($enc::id(*id))
-                            .bind($enc::odec(s.price_1h))
-                            .bind($enc::odec(s.price_4h))
-                            .bind($enc::odec(s.price_24h))
-                            .bind($enc::odec(s.pnl_percent_1h))
-                            .bind($enc::odec(s.pnl_percent_4h))
-                            .bind($enc::odec(s.pnl_percent_24h))
-                            .bind(s.hit_target)
-                            .bind(s.hit_stop)
-                            .bind(s.first_hit.map(|f| f.as_str()))
-                            .bind($enc::odec(s.max_favorable))
-                            .bind($enc::odec(s.max_adverse))
-                            .bind(s.outcome_grade.map(|g| g.as_str()))
-                            .bind($enc::ots(s.scored_at))
-                            .bind(s.narrative.as_deref());
-                    }
-                    changed += query
-                        .execute(&mut **tx)
-                        .await
-                        .map_err(ctx("scoring trade outcomes"))?
-                        .rows_affected();
-                }
-                Ok(changed)
-            }
+/// Inserts the market snapshots and outcomes of `writes` (a replay of stored rows
+/// is skipped by id), every snapshot first, in statements of the sizes
+/// `statement_chunks` gives. An outcome is inserted with `scores[id]` when the batch
+/// scores it already (taken out of the map: one statement instead of an insert and
+/// updates), else with its own score columns.
+pub(crate) async fn insert_outcome_rows<D: Dialect>(
+    tx: &mut Transaction<'static, D>,
+    writes: &[&OutcomeWrites],
+    scores: &mut HashMap<Uuid, &outcomes::OutcomeScore>,
+) -> Result<(), DbError> {
+    let snapshots: Vec<_> = writes.iter().flat_map(|w| &w.snapshots).collect();
+    for chunk in statement_slices(snapshots.as_slice()) {
+        let size = chunk.len();
+        let sql = values_sql(
+            "INSERT INTO market_snapshots (id, deployment_id, decision_snapshot_id, \
+             tick_at, symbol, rsi_15m, rsi_1h, rsi_4h, macd_signal, \
+             volatility_percentile, volume_ratio, trend_strength, btc_correlation, \
+             reference_symbol, market_condition)",
+            15,
+            size,
+            D::NUMBERED_PARAMS,
+            "ON CONFLICT (id) DO NOTHING",
+        );
+        let mut query = query(&sql);
+        for m in chunk {
+            let i = &m.indicators;
+            query = query
+                .bind(D::id(m.id))
+                .bind(D::id(m.deployment_id))
+                .bind(D::id(m.decision_snapshot_id))
+                .bind(D::ts(m.tick_at))
+                .bind(&m.symbol)
+                .bind(i.rsi_15m)
+                .bind(i.rsi_1h)
+                .bind(i.rsi_4h)
+                .bind(i.macd_signal.map(|s| s.as_str()))
+                .bind(i.volatility_percentile)
+                .bind(i.volume_ratio)
+                .bind(i.trend_strength)
+                .bind(i.btc_correlation)
+                .bind(&m.reference_symbol)
+                .bind(i.market_condition.as_str());
         }
-
-        impl OutcomeStore for $store {
-            async fn unscored_outcomes(
-                &self,
-                now: DateTime<Utc>,
-                limit: u32,
-            ) -> Result<Vec<outcomes::TradeOutcome>, DbError> {
-                let limit = check_limit("unscored outcomes limit", limit, MAX_OUTCOME_ROWS)?;
-                let rows = sqlx::query(
-                    "SELECT * FROM trade_outcomes WHERE scored_at IS NULL AND tick_at <= $1 \
-                     ORDER BY tick_at, id LIMIT $2",
-                )
-                .bind($enc::ts(now - chrono::Duration::hours(outcomes::MARKS_HOURS[0])))
-                .bind(limit)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(ctx("reading unscored outcomes"))?;
-                rows.iter().map(codec::outcome_from_row).collect()
-            }
-
-            async fn score_outcomes(
-                &self,
-                scores: &[(Uuid, outcomes::OutcomeScore)],
-            ) -> Result<u64, DbError> {
-                if scores.is_empty() {
-                    return Ok(0);
-                }
-                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning scores"))?;
-                // One outcome twice: in order, each write seeing the one before (a full score
-                // ends the updates); otherwise all of them in a few statements.
-                let mut ids = std::collections::HashSet::with_capacity(scores.len());
-                let rows: Vec<(Uuid, &outcomes::OutcomeScore)> =
-                    scores.iter().map(|(id, s)| (*id, s)).collect();
-                let changed = if rows.iter().all(|(id, _)| ids.insert(*id)) {
-                    Self::write_scores(&mut tx, &rows).await?
-                } else {
-                    let mut changed = 0;
-                    for row in &rows {
-                        changed += Self::write_scores(&mut tx, std::slice::from_ref(row)).await?;
-                    }
-                    changed
-                };
-                tx.commit().await.map_err(ctx("committing scores"))?;
-                Ok(changed)
-            }
-
-            async fn outcomes(
-                &self,
-                deployment_id: Uuid,
-                limit: u32,
-            ) -> Result<Vec<outcomes::TradeOutcome>, DbError> {
-                let limit = check_limit("outcomes limit", limit, MAX_OUTCOME_ROWS)?;
-                let rows = sqlx::query(
-                    "SELECT * FROM trade_outcomes WHERE deployment_id = $1 \
-                     ORDER BY tick_at DESC, id LIMIT $2",
-                )
-                .bind($enc::id(deployment_id))
-                .bind(limit)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(ctx("reading trade outcomes"))?;
-                rows.iter().map(codec::outcome_from_row).collect()
-            }
-
-            async fn symbol_outcomes(
-                &self,
-                deployment_id: Option<Uuid>,
-                symbol: &str,
-                from: DateTime<Utc>,
-                until: DateTime<Utc>,
-                limit: u32,
-            ) -> Result<Vec<outcomes::TradeOutcome>, DbError> {
-                let limit = check_limit("symbol outcomes limit", limit, MAX_OUTCOME_ROWS)?;
-                let of_deployment = if deployment_id.is_some() { "AND deployment_id = $5 " } else { "" };
-                // [from, until): the window convention of every outcome-memory reader.
-                let sql = format!(
-                    "SELECT * FROM trade_outcomes WHERE symbol = $1 AND tick_at >= $2 \
-                     AND tick_at < $3 {of_deployment}ORDER BY tick_at DESC, id LIMIT $4"
-                );
-                let mut q = sqlx::query(&sql)
-                    .bind(symbol)
-                    .bind($enc::ts(from))
-                    .bind($enc::ts(until))
-                    .bind(limit);
-                if let Some(d) = deployment_id {
-                    q = q.bind($enc::id(d));
-                }
-                let rows = q
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(ctx("reading a symbol's outcomes"))?;
-                rows.iter().map(codec::outcome_from_row).collect()
-            }
-
-            async fn outcome(&self, id: Uuid) -> Result<outcomes::TradeOutcome, DbError> {
-                let row = sqlx::query("SELECT * FROM trade_outcomes WHERE id = $1")
-                    .bind($enc::id(id))
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(ctx("reading trade outcome"))?
-                    .ok_or_else(|| DbError::not_found("trade outcome", id))?;
-                codec::outcome_from_row(&row)
-            }
-
-            async fn outcome_ids_by_prefix(
-                &self,
-                scope: MemoryScope,
-                prefix: &str,
-                limit: u32,
-            ) -> Result<Vec<Uuid>, DbError> {
-                let (lo, hi) = crate::imp::outcomes::id_prefix_range(prefix)?;
-                let limit = check_read_limit("outcome id prefix limit", limit, MAX_OUTCOME_ROWS)?;
-                let sql = format!(
-                    "SELECT o.id FROM trade_outcomes o WHERE o.id BETWEEN $1 AND $2 AND {} \
-                     ORDER BY o.id LIMIT $4",
-                    scope_sql("o", scope, 3)
-                );
-                let rows = sqlx::query(&sql)
-                    .bind($enc::id(lo))
-                    .bind($enc::id(hi))
-                    .bind($enc::id(scope_id(scope)))
-                    .bind(limit)
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(ctx("resolving an outcome id prefix"))?;
-                rows.iter().map(|r| codec::RowExt::uuid(r, "id")).collect()
-            }
-
-            async fn market_snapshot(&self, id: Uuid) -> Result<outcomes::MarketSnapshot, DbError> {
-                let row = sqlx::query("SELECT * FROM market_snapshots WHERE id = $1")
-                    .bind($enc::id(id))
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(ctx("reading market snapshot"))?
-                    .ok_or_else(|| DbError::not_found("market snapshot", id))?;
-                codec::market_snapshot_from_row(&row)
-            }
-
-            async fn annotate(&self, a: &NewAnnotation) -> Result<Annotation, DbError> {
-                validate_annotation(a)?;
-                let (table, what, outcome_id, trade_id, target_id) = match a.target {
-                    AnnotationTarget::Outcome(id) => ("trade_outcomes", "trade outcome", Some(id), None, id),
-                    AnnotationTarget::Trade(id) => ("trade_history", "trade_history row", None, Some(id), id),
-                };
-                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning annotation"))?;
-                let row = sqlx::query(&format!("SELECT deployment_id FROM {table} WHERE id = $1"))
-                    .bind($enc::id(target_id))
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(ctx("reading annotated row"))?
-                    .ok_or_else(|| DbError::not_found(what, target_id))?;
-                let deployment_id = codec::RowExt::uuid(&row, "deployment_id")?;
-                sqlx::query(
-                    "INSERT INTO trade_annotations (id, deployment_id, outcome_id, trade_id, \
-                     annotation, tags, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                )
-                .bind($enc::id(a.id))
-                .bind($enc::id(deployment_id))
-                .bind($enc::oid(outcome_id))
-                .bind($enc::oid(trade_id))
-                .bind(&a.annotation)
-                .bind($enc::symbols(&a.tags))
-                .bind($enc::ts(a.created_at))
-                .execute(&mut *tx)
-                .await
-                .map_err(ctx("inserting annotation"))?;
-                tx.commit().await.map_err(ctx("committing annotation"))?;
-                Ok(Annotation {
-                    id: a.id,
-                    deployment_id,
-                    target: a.target,
-                    annotation: a.annotation.clone(),
-                    tags: a.tags.clone(),
-                    created_at: a.created_at,
-                })
-            }
-
-            async fn annotations(
-                &self,
-                deployment_id: Uuid,
-                limit: u32,
-            ) -> Result<Vec<Annotation>, DbError> {
-                let limit = check_limit("annotations limit", limit, MAX_OUTCOME_ROWS)?;
-                let rows = sqlx::query(
-                    "SELECT * FROM trade_annotations WHERE deployment_id = $1 \
-                     ORDER BY created_at DESC, id LIMIT $2",
-                )
-                .bind($enc::id(deployment_id))
-                .bind(limit)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(ctx("reading annotations"))?;
-                rows.iter().map(codec::annotation_from_row).collect()
-            }
-
-            async fn recall_outcomes(
-                &self,
-                scope: MemoryScope,
-                query: &outcomes::RecallQuery,
-            ) -> Result<Vec<outcomes::RecalledOutcome>, DbError> {
-                let limit = check_read_limit("recall limit", query.limit, outcomes::MAX_RECALL_ROWS)?;
-                let mut sql = format!(
-                    "SELECT o.*, m.rsi_15m, m.rsi_1h, m.rsi_4h, m.macd_signal, \
-                     m.volatility_percentile, m.volume_ratio, m.trend_strength, m.btc_correlation, \
-                     m.market_condition AS snapshot_market_condition \
-                     FROM trade_outcomes o JOIN market_snapshots m ON m.id = o.snapshot_id \
-                     WHERE o.tick_at < $1 AND {}",
-                    scope_sql("o", scope, 2)
-                );
-                let mut n = 3;
-                let mut next = |cond: &str| {
-                    let c = format!(" AND {cond} ${n}");
-                    n += 1;
-                    c
-                };
-                if query.since.is_some() {
-                    sql.push_str(&next("o.tick_at >="));
-                }
-                if query.symbol.is_some() {
-                    sql.push_str(&next("o.symbol ="));
-                }
-                if query.market_condition.is_some() {
-                    sql.push_str(&next("o.market_condition ="));
-                }
-                sql.push_str(&format!(" ORDER BY o.tick_at DESC, o.id LIMIT ${n}"));
-                let mut q = sqlx::query(&sql)
-                    .bind($enc::ts(query.as_of))
-                    .bind($enc::id(scope_id(scope)));
-                if let Some(since) = query.since {
-                    q = q.bind($enc::ts(since));
-                }
-                if let Some(symbol) = &query.symbol {
-                    q = q.bind(symbol.as_str());
-                }
-                if let Some(c) = query.market_condition {
-                    q = q.bind(c.as_str());
-                }
-                let rows = q
-                    .bind(limit)
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(ctx("recalling outcomes"))?;
-                rows.iter()
-                    .map(|r| {
-                        let mut recalled = codec::recalled_from_row(r)?;
-                        recalled.outcome = recalled.outcome.as_of(query.as_of);
-                        Ok(recalled)
-                    })
-                    .collect()
-            }
-
-            async fn search_memory(
-                &self,
-                scope: MemoryScope,
-                query: &outcomes::SearchQuery,
-            ) -> Result<outcomes::SearchHits, DbError> {
-                let terms = search_terms(&query.text)?;
-                let limit = check_read_limit("search limit", query.limit, outcomes::MAX_SEARCH_HITS)?;
-                let words = terms.prefilter();
-                let sql = crate::imp::outcomes::$enc::search_sql(scope, words.len());
-                let mut q = sqlx::query(&sql)
-                    .bind($enc::ts(query.as_of))
-                    .bind($enc::id(scope_id(scope)));
-                for w in &words {
-                    q = q.bind(w.as_str());
-                }
-                let rows = q
-                    .bind(i64::from(outcomes::search::MAX_CANDIDATES))
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(ctx("searching the outcome memory"))?;
-                let candidates = rows
-                    .iter()
-                    .map(codec::hit_from_row)
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(outcomes::search::rank(
-                    &terms,
-                    candidates,
-                    usize::try_from(limit).unwrap_or(usize::MAX),
-                ))
-            }
-
-            async fn regrade_outcomes(&self) -> Result<Regraded, DbError> {
-                use crate::imp::tick::{statement_slices, values_sql};
-                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning a regrade"))?;
-                let mut report = Regraded::default();
-                let mut after = Uuid::nil();
-                loop {
-                    let rows = sqlx::query(
-                        "SELECT o.*, m.rsi_15m, m.rsi_1h, m.rsi_4h, m.macd_signal, \
-                         m.volatility_percentile, m.volume_ratio, m.trend_strength, \
-                         m.btc_correlation, m.market_condition AS snapshot_market_condition \
-                         FROM trade_outcomes o JOIN market_snapshots m ON m.id = o.snapshot_id \
-                         WHERE o.scored_at IS NOT NULL AND o.id > $1 ORDER BY o.id LIMIT $2",
-                    )
-                    .bind($enc::id(after))
-                    .bind(i64::from(MAX_OUTCOME_ROWS))
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(ctx("reading scored outcomes"))?;
-                    let page: Vec<outcomes::RecalledOutcome> =
-                        rows.iter().map(codec::recalled_from_row).collect::<Result<_, _>>()?;
-                    let Some(last) = page.last() else { break };
-                    after = last.outcome.id;
-                    report.scored += page.len() as u64;
-                    let changed: Vec<(Uuid, Option<&'static str>, String)> = page
-                        .iter()
-                        .filter_map(|r| {
-                            let o = &r.outcome;
-                            let s = outcomes::regrade(o, Some(&r.indicators));
-                            let text = s.narrative.unwrap_or_default();
-                            let same = s.outcome_grade == o.score.outcome_grade
-                                && o.score.narrative.as_deref() == Some(text.as_str());
-                            (!same).then(|| (o.id, s.outcome_grade.map(|g| g.as_str()), text))
-                        })
-                        .collect();
-                    for chunk in statement_slices(changed.as_slice()) {
-                        let sql = format!(
-                            "UPDATE trade_outcomes SET outcome_grade = v.column2, \
-                             narrative = v.column3 FROM ({}) AS v \
-                             WHERE trade_outcomes.id = v.column1",
-                            values_sql("", 3, chunk.len(), $enc::NUMBERED_PARAMS, "").trim()
-                        );
-                        let mut query = sqlx::query(&sql);
-                        for (id, grade, text) in chunk {
-                            query = query.bind($enc::id(*id)).bind(*grade).bind(text.as_str());
-                        }
-                        report.changed += query
-                            .execute(&mut *tx)
-                            .await
-                            .map_err(ctx("writing regraded outcomes"))?
-                            .rows_affected();
-                    }
-                    if page.len() < MAX_OUTCOME_ROWS as usize {
-                        break;
-                    }
-                }
-                tx.commit().await.map_err(ctx("committing a regrade"))?;
-                Ok(report)
-            }
+        query
+            .execute(&mut **tx)
+            .await
+            .map_err(ctx("inserting market snapshots"))?;
+    }
+    let rows: Vec<_> = writes
+        .iter()
+        .flat_map(|w| &w.outcomes)
+        .map(|o| (o, scores.remove(&o.id).unwrap_or(&o.score)))
+        .collect();
+    for chunk in statement_slices(rows.as_slice()) {
+        let size = chunk.len();
+        let sql = values_sql(
+            "INSERT INTO trade_outcomes (id, deployment_id, decision_snapshot_id, \
+             snapshot_id, tick_at, symbol, direction, confidence, entry_price, \
+             predicted_stop, predicted_target, verdict, price_1h, price_4h, price_24h, \
+             pnl_percent_1h, pnl_percent_4h, pnl_percent_24h, hit_target, hit_stop, \
+             first_hit, max_favorable, max_adverse, outcome_grade, scored_at, reason, \
+             market_condition, narrative)",
+            28,
+            size,
+            D::NUMBERED_PARAMS,
+            "ON CONFLICT (id) DO NOTHING",
+        );
+        let mut query = query(&sql);
+        for (o, sc) in chunk {
+            query = query
+                .bind(D::id(o.id))
+                .bind(D::id(o.deployment_id))
+                .bind(D::id(o.decision_snapshot_id))
+                .bind(D::id(o.snapshot_id))
+                .bind(D::ts(o.tick_at))
+                .bind(&o.symbol)
+                .bind(codec::side_str(o.direction))
+                .bind(o.confidence.map(i32::from))
+                .bind(D::dec(o.entry_price))
+                .bind(D::odec(o.predicted_stop))
+                .bind(D::odec(o.predicted_target))
+                .bind(o.verdict.as_str())
+                .bind(D::odec(sc.price_1h))
+                .bind(D::odec(sc.price_4h))
+                .bind(D::odec(sc.price_24h))
+                .bind(D::odec(sc.pnl_percent_1h))
+                .bind(D::odec(sc.pnl_percent_4h))
+                .bind(D::odec(sc.pnl_percent_24h))
+                .bind(sc.hit_target)
+                .bind(sc.hit_stop)
+                .bind(sc.first_hit.map(|f| f.as_str()))
+                .bind(D::odec(sc.max_favorable))
+                .bind(D::odec(sc.max_adverse))
+                .bind(sc.outcome_grade.map(|g| g.as_str()))
+                .bind(D::ots(sc.scored_at))
+                .bind(o.reason.as_deref())
+                .bind(o.market_condition.as_str())
+                .bind(sc.narrative.as_deref());
         }
-    };
+        query
+            .execute(&mut **tx)
+            .await
+            .map_err(ctx("inserting trade outcomes"))?;
+    }
+    Ok(())
 }
 
-pub(crate) use impl_outcomes;
+/// Writes outcomes' scores (distinct ids), in statements of the sizes
+/// `statement_chunks` gives; an outcome already scored in full (`scored_at` set)
+/// keeps its score. Returns how many outcomes changed.
+pub(crate) async fn write_scores<D: Dialect>(
+    tx: &mut Transaction<'static, D>,
+    scores: &[(Uuid, &outcomes::OutcomeScore)],
+) -> Result<u64, DbError> {
+    let mut changed = 0;
+    for chunk in statement_slices(scores) {
+        let size = chunk.len();
+        let sql = format!(
+            "UPDATE trade_outcomes SET price_1h = v.column2, price_4h = v.column3, \
+             price_24h = v.column4, pnl_percent_1h = v.column5, \
+             pnl_percent_4h = v.column6, pnl_percent_24h = v.column7, \
+             hit_target = v.column8, hit_stop = v.column9, first_hit = v.column10, \
+             max_favorable = v.column11, max_adverse = v.column12, \
+             outcome_grade = v.column13, scored_at = v.column14, narrative = v.column15 \
+             FROM ({}) AS v WHERE trade_outcomes.id = v.column1 \
+             AND trade_outcomes.scored_at IS NULL",
+            values_sql("", 15, size, D::NUMBERED_PARAMS, "").trim()
+        );
+        let mut query = query(&sql);
+        for (id, s) in chunk {
+            query = query
+                .bind(D::id(*id))
+                .bind(D::odec(s.price_1h))
+                .bind(D::odec(s.price_4h))
+                .bind(D::odec(s.price_24h))
+                .bind(D::odec(s.pnl_percent_1h))
+                .bind(D::odec(s.pnl_percent_4h))
+                .bind(D::odec(s.pnl_percent_24h))
+                .bind(s.hit_target)
+                .bind(s.hit_stop)
+                .bind(s.first_hit.map(|f| f.as_str()))
+                .bind(D::odec(s.max_favorable))
+                .bind(D::odec(s.max_adverse))
+                .bind(s.outcome_grade.map(|g| g.as_str()))
+                .bind(D::ots(s.scored_at))
+                .bind(s.narrative.as_deref());
+        }
+        changed += query
+            .execute(&mut **tx)
+            .await
+            .map_err(ctx("scoring trade outcomes"))?
+            .rows_affected();
+    }
+    Ok(changed)
+}
+
+impl<S: Backend<Db = D>, D: SearchSql> OutcomeStore for S {
+    async fn unscored_outcomes(
+        &self,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<outcomes::TradeOutcome>, DbError> {
+        let limit = check_limit("unscored outcomes limit", limit, MAX_OUTCOME_ROWS)?;
+        let rows = query(
+            "SELECT * FROM trade_outcomes WHERE scored_at IS NULL AND tick_at <= $1 \
+             ORDER BY tick_at, id LIMIT $2",
+        )
+        .bind(D::ts(
+            now - chrono::Duration::hours(outcomes::MARKS_HOURS[0]),
+        ))
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await
+        .map_err(ctx("reading unscored outcomes"))?;
+        rows.iter().map(codec::outcome_from_row).collect()
+    }
+
+    async fn score_outcomes(
+        &self,
+        scores: &[(Uuid, outcomes::OutcomeScore)],
+    ) -> Result<u64, DbError> {
+        if scores.is_empty() {
+            return Ok(0);
+        }
+        let mut tx = self.begin().await.map_err(ctx("beginning scores"))?;
+        // One outcome twice: in order, each write seeing the one before (a full score
+        // ends the updates); otherwise all of them in a few statements.
+        let mut ids = std::collections::HashSet::with_capacity(scores.len());
+        let rows: Vec<(Uuid, &outcomes::OutcomeScore)> =
+            scores.iter().map(|(id, s)| (*id, s)).collect();
+        let changed = if rows.iter().all(|(id, _)| ids.insert(*id)) {
+            write_scores(&mut tx, &rows).await?
+        } else {
+            let mut changed = 0;
+            for row in &rows {
+                changed += write_scores(&mut tx, std::slice::from_ref(row)).await?;
+            }
+            changed
+        };
+        tx.commit().await.map_err(ctx("committing scores"))?;
+        Ok(changed)
+    }
+
+    async fn outcomes(
+        &self,
+        deployment_id: Uuid,
+        limit: u32,
+    ) -> Result<Vec<outcomes::TradeOutcome>, DbError> {
+        let limit = check_limit("outcomes limit", limit, MAX_OUTCOME_ROWS)?;
+        let rows = query(
+            "SELECT * FROM trade_outcomes WHERE deployment_id = $1 \
+             ORDER BY tick_at DESC, id LIMIT $2",
+        )
+        .bind(D::id(deployment_id))
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await
+        .map_err(ctx("reading trade outcomes"))?;
+        rows.iter().map(codec::outcome_from_row).collect()
+    }
+
+    async fn symbol_outcomes(
+        &self,
+        deployment_id: Option<Uuid>,
+        symbol: &str,
+        from: DateTime<Utc>,
+        until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<outcomes::TradeOutcome>, DbError> {
+        let limit = check_limit("symbol outcomes limit", limit, MAX_OUTCOME_ROWS)?;
+        let of_deployment = if deployment_id.is_some() {
+            "AND deployment_id = $5 "
+        } else {
+            ""
+        };
+        // [from, until): the window convention of every outcome-memory reader.
+        let sql = format!(
+            "SELECT * FROM trade_outcomes WHERE symbol = $1 AND tick_at >= $2 \
+             AND tick_at < $3 {of_deployment}ORDER BY tick_at DESC, id LIMIT $4"
+        );
+        let mut q = query(&sql)
+            .bind(symbol)
+            .bind(D::ts(from))
+            .bind(D::ts(until))
+            .bind(limit);
+        if let Some(d) = deployment_id {
+            q = q.bind(D::id(d));
+        }
+        let rows = q
+            .fetch_all(self.pool())
+            .await
+            .map_err(ctx("reading a symbol's outcomes"))?;
+        rows.iter().map(codec::outcome_from_row).collect()
+    }
+
+    async fn outcome(&self, id: Uuid) -> Result<outcomes::TradeOutcome, DbError> {
+        let row = query("SELECT * FROM trade_outcomes WHERE id = $1")
+            .bind(D::id(id))
+            .fetch_optional(self.pool())
+            .await
+            .map_err(ctx("reading trade outcome"))?
+            .ok_or_else(|| DbError::not_found("trade outcome", id))?;
+        codec::outcome_from_row(&row)
+    }
+
+    async fn outcome_ids_by_prefix(
+        &self,
+        scope: MemoryScope,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<Uuid>, DbError> {
+        let (lo, hi) = id_prefix_range(prefix)?;
+        let limit = check_read_limit("outcome id prefix limit", limit, MAX_OUTCOME_ROWS)?;
+        let sql = format!(
+            "SELECT o.id FROM trade_outcomes o WHERE o.id BETWEEN $1 AND $2 AND {} \
+             ORDER BY o.id LIMIT $4",
+            scope_sql("o", scope, 3)
+        );
+        let rows = query(&sql)
+            .bind(D::id(lo))
+            .bind(D::id(hi))
+            .bind(D::id(scope_id(scope)))
+            .bind(limit)
+            .fetch_all(self.pool())
+            .await
+            .map_err(ctx("resolving an outcome id prefix"))?;
+        rows.iter().map(|r| codec::RowExt::uuid(r, "id")).collect()
+    }
+
+    async fn market_snapshot(&self, id: Uuid) -> Result<outcomes::MarketSnapshot, DbError> {
+        let row = query("SELECT * FROM market_snapshots WHERE id = $1")
+            .bind(D::id(id))
+            .fetch_optional(self.pool())
+            .await
+            .map_err(ctx("reading market snapshot"))?
+            .ok_or_else(|| DbError::not_found("market snapshot", id))?;
+        codec::market_snapshot_from_row(&row)
+    }
+
+    async fn annotate(&self, a: &NewAnnotation) -> Result<Annotation, DbError> {
+        validate_annotation(a)?;
+        let (table, what, outcome_id, trade_id, target_id) = match a.target {
+            AnnotationTarget::Outcome(id) => {
+                ("trade_outcomes", "trade outcome", Some(id), None, id)
+            }
+            AnnotationTarget::Trade(id) => {
+                ("trade_history", "trade_history row", None, Some(id), id)
+            }
+        };
+        let mut tx = self.begin().await.map_err(ctx("beginning annotation"))?;
+        let row = query(&format!("SELECT deployment_id FROM {table} WHERE id = $1"))
+            .bind(D::id(target_id))
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(ctx("reading annotated row"))?
+            .ok_or_else(|| DbError::not_found(what, target_id))?;
+        let deployment_id = codec::RowExt::uuid(&row, "deployment_id")?;
+        query(
+            "INSERT INTO trade_annotations (id, deployment_id, outcome_id, trade_id, \
+             annotation, tags, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(D::id(a.id))
+        .bind(D::id(deployment_id))
+        .bind(D::oid(outcome_id))
+        .bind(D::oid(trade_id))
+        .bind(&a.annotation)
+        .bind(D::symbols(&a.tags))
+        .bind(D::ts(a.created_at))
+        .execute(&mut *tx)
+        .await
+        .map_err(ctx("inserting annotation"))?;
+        tx.commit().await.map_err(ctx("committing annotation"))?;
+        Ok(Annotation {
+            id: a.id,
+            deployment_id,
+            target: a.target,
+            annotation: a.annotation.clone(),
+            tags: a.tags.clone(),
+            created_at: a.created_at,
+        })
+    }
+
+    async fn annotations(
+        &self,
+        deployment_id: Uuid,
+        limit: u32,
+    ) -> Result<Vec<Annotation>, DbError> {
+        let limit = check_limit("annotations limit", limit, MAX_OUTCOME_ROWS)?;
+        let rows = query(
+            "SELECT * FROM trade_annotations WHERE deployment_id = $1 \
+             ORDER BY created_at DESC, id LIMIT $2",
+        )
+        .bind(D::id(deployment_id))
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await
+        .map_err(ctx("reading annotations"))?;
+        rows.iter().map(codec::annotation_from_row).collect()
+    }
+
+    async fn recall_outcomes(
+        &self,
+        scope: MemoryScope,
+        query: &outcomes::RecallQuery,
+    ) -> Result<Vec<outcomes::RecalledOutcome>, DbError> {
+        let limit = check_read_limit("recall limit", query.limit, outcomes::MAX_RECALL_ROWS)?;
+        let mut sql = format!(
+            "SELECT o.*, m.rsi_15m, m.rsi_1h, m.rsi_4h, m.macd_signal, \
+             m.volatility_percentile, m.volume_ratio, m.trend_strength, m.btc_correlation, \
+             m.market_condition AS snapshot_market_condition \
+             FROM trade_outcomes o JOIN market_snapshots m ON m.id = o.snapshot_id \
+             WHERE o.tick_at < $1 AND {}",
+            scope_sql("o", scope, 2)
+        );
+        let mut n = 3;
+        let mut next = |cond: &str| {
+            let c = format!(" AND {cond} ${n}");
+            n += 1;
+            c
+        };
+        if query.since.is_some() {
+            sql.push_str(&next("o.tick_at >="));
+        }
+        if query.symbol.is_some() {
+            sql.push_str(&next("o.symbol ="));
+        }
+        if query.market_condition.is_some() {
+            sql.push_str(&next("o.market_condition ="));
+        }
+        sql.push_str(&format!(" ORDER BY o.tick_at DESC, o.id LIMIT ${n}"));
+        let mut q = super::query(&sql)
+            .bind(D::ts(query.as_of))
+            .bind(D::id(scope_id(scope)));
+        if let Some(since) = query.since {
+            q = q.bind(D::ts(since));
+        }
+        if let Some(symbol) = &query.symbol {
+            q = q.bind(symbol.as_str());
+        }
+        if let Some(c) = query.market_condition {
+            q = q.bind(c.as_str());
+        }
+        let rows = q
+            .bind(limit)
+            .fetch_all(self.pool())
+            .await
+            .map_err(ctx("recalling outcomes"))?;
+        rows.iter()
+            .map(|r| {
+                let mut recalled = codec::recalled_from_row(r)?;
+                recalled.outcome = recalled.outcome.as_of(query.as_of);
+                Ok(recalled)
+            })
+            .collect()
+    }
+
+    async fn search_memory(
+        &self,
+        scope: MemoryScope,
+        query: &outcomes::SearchQuery,
+    ) -> Result<outcomes::SearchHits, DbError> {
+        let terms = search_terms(&query.text)?;
+        let limit = check_read_limit("search limit", query.limit, outcomes::MAX_SEARCH_HITS)?;
+        let words = terms.prefilter();
+        let sql = D::search_sql(scope, words.len());
+        let mut q = super::query(&sql)
+            .bind(D::ts(query.as_of))
+            .bind(D::id(scope_id(scope)));
+        for w in &words {
+            q = q.bind(w.as_str());
+        }
+        let rows = q
+            .bind(i64::from(outcomes::search::MAX_CANDIDATES))
+            .fetch_all(self.pool())
+            .await
+            .map_err(ctx("searching the outcome memory"))?;
+        let candidates = rows
+            .iter()
+            .map(codec::hit_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(outcomes::search::rank(
+            &terms,
+            candidates,
+            usize::try_from(limit).unwrap_or(usize::MAX),
+        ))
+    }
+
+    async fn regrade_outcomes(&self) -> Result<Regraded, DbError> {
+        let mut tx = self.begin().await.map_err(ctx("beginning a regrade"))?;
+        let mut report = Regraded::default();
+        let mut after = Uuid::nil();
+        loop {
+            let rows = query(
+                "SELECT o.*, m.rsi_15m, m.rsi_1h, m.rsi_4h, m.macd_signal, \
+                 m.volatility_percentile, m.volume_ratio, m.trend_strength, \
+                 m.btc_correlation, m.market_condition AS snapshot_market_condition \
+                 FROM trade_outcomes o JOIN market_snapshots m ON m.id = o.snapshot_id \
+                 WHERE o.scored_at IS NOT NULL AND o.id > $1 ORDER BY o.id LIMIT $2",
+            )
+            .bind(D::id(after))
+            .bind(i64::from(MAX_OUTCOME_ROWS))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(ctx("reading scored outcomes"))?;
+            let page: Vec<outcomes::RecalledOutcome> = rows
+                .iter()
+                .map(codec::recalled_from_row)
+                .collect::<Result<_, _>>()?;
+            let Some(last) = page.last() else { break };
+            after = last.outcome.id;
+            report.scored += page.len() as u64;
+            let changed: Vec<(Uuid, Option<&'static str>, String)> = page
+                .iter()
+                .filter_map(|r| {
+                    let o = &r.outcome;
+                    let s = outcomes::regrade(o, Some(&r.indicators));
+                    let text = s.narrative.unwrap_or_default();
+                    let same = s.outcome_grade == o.score.outcome_grade
+                        && o.score.narrative.as_deref() == Some(text.as_str());
+                    (!same).then(|| (o.id, s.outcome_grade.map(|g| g.as_str()), text))
+                })
+                .collect();
+            for chunk in statement_slices(changed.as_slice()) {
+                let sql = format!(
+                    "UPDATE trade_outcomes SET outcome_grade = v.column2, \
+                     narrative = v.column3 FROM ({}) AS v \
+                     WHERE trade_outcomes.id = v.column1",
+                    values_sql("", 3, chunk.len(), D::NUMBERED_PARAMS, "").trim()
+                );
+                let mut query = query(&sql);
+                for (id, grade, text) in chunk {
+                    query = query.bind(D::id(*id)).bind(*grade).bind(text.as_str());
+                }
+                report.changed += query
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(ctx("writing regraded outcomes"))?
+                    .rows_affected();
+            }
+            if page.len() < MAX_OUTCOME_ROWS as usize {
+                break;
+            }
+        }
+        tx.commit().await.map_err(ctx("committing a regrade"))?;
+        Ok(report)
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -780,7 +795,7 @@ mod tests {
     #[test]
     fn the_candidate_statements_test_each_word_as_a_substring_of_the_lowercased_text() {
         let scope = crate::MemoryScope::Deployment(uuid::Uuid::nil());
-        let lite = super::lite::search_sql(scope, 2);
+        let lite = <sqlx::Sqlite as super::SearchSql>::search_sql(scope, 2);
         assert!(
             lite.contains(
                 "instr(lower(o.narrative), $3) > 0 AND instr(lower(o.narrative), $4) > 0"
@@ -788,7 +803,7 @@ mod tests {
             "{lite}"
         );
         assert!(lite.ends_with("ORDER BY at DESC, id LIMIT $5"), "{lite}");
-        let pg = super::pg::search_sql(scope, 1);
+        let pg = <sqlx::Postgres as super::SearchSql>::search_sql(scope, 1);
         assert!(
             pg.contains(
                 "strpos(lower((a.annotation || ' ' || array_to_string(a.tags, ' '))), $3) > 0"

@@ -1,171 +1,191 @@
 //! `RegistryStore`: users, skills, skill versions and deployments.
-macro_rules! impl_registry {
-    ($store:ty, $enc:ident, $users:literal) => {
-        impl RegistryStore for $store {
-            async fn upsert_user(&self, user: &User) -> Result<(), DbError> {
-                sqlx::query(concat!(
-                    "INSERT INTO ",
-                    $users,
-                    " (id, email) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET email = excluded.email"
-                ))
-                .bind($enc::id(user.id))
-                .bind(user.email.as_deref())
-                .execute(&self.pool)
-                .await
-                .map_err(ctx("upserting user"))?;
-                Ok(())
-            }
 
-            async fn create_skill(&self, skill: &Skill) -> Result<(), DbError> {
-                check_len("skill name", &skill.name, 1, 200)?;
-                sqlx::query("INSERT INTO skills (id, user_id, name, created_at) VALUES ($1, $2, $3, $4)")
-                    .bind($enc::id(skill.id))
-                    .bind($enc::id(skill.user_id))
-                    .bind(&skill.name)
-                    .bind($enc::ts(skill.created_at))
-                    .execute(&self.pool)
-                    .await
-                    .map_err(ctx("inserting skill"))?;
-                Ok(())
-            }
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+use uuid::Uuid;
 
-            async fn get_skill(&self, id: Uuid) -> Result<Skill, DbError> {
-                let row = sqlx::query("SELECT * FROM skills WHERE id = $1")
-                    .bind($enc::id(id))
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(ctx("reading skill"))?
-                    .ok_or_else(|| DbError::not_found("skill", id))?;
-                codec::skill_from_row(&row)
-            }
+use super::{Affected as _, Backend, Dialect, query};
+use crate::DbError;
+use crate::codec::{self, check_len};
+use crate::error::ctx;
+use crate::model::{Deployment, DeploymentStatus, SkillRecord, SkillVersion, User};
+use crate::traits::RegistryStore;
 
-            async fn add_skill_version(&self, v: &SkillVersion) -> Result<(), DbError> {
-                if v.version < 1 {
-                    return Err(DbError::Invalid {
-                        what: "skill version",
-                        detail: format!("{} is below 1", v.version),
-                    });
-                }
-                sqlx::query(
-                    "INSERT INTO skill_versions (skill_id, version, body, model, created_at) \
-                     VALUES ($1, $2, $3, $4, $5)",
-                )
-                .bind($enc::id(v.skill_id))
-                .bind(v.version)
-                .bind(Json(&v.body))
-                .bind(&v.model)
-                .bind($enc::ts(v.created_at))
-                .execute(&self.pool)
-                .await
-                .map_err(ctx("inserting skill version"))?;
-                Ok(())
-            }
+impl<S: Backend<Db = D>, D: Dialect> RegistryStore for S {
+    async fn upsert_user(&self, user: &User) -> Result<(), DbError> {
+        let sql = format!(
+            "INSERT INTO {} (id, email) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET email = excluded.email",
+            D::USERS
+        );
+        query(&sql)
+            .bind(D::id(user.id))
+            .bind(user.email.as_deref())
+            .execute(self.pool())
+            .await
+            .map_err(ctx("upserting user"))?;
+        Ok(())
+    }
 
-            async fn get_skill_version(&self, skill_id: Uuid, version: i32) -> Result<SkillVersion, DbError> {
-                let row = sqlx::query("SELECT * FROM skill_versions WHERE skill_id = $1 AND version = $2")
-                    .bind($enc::id(skill_id))
-                    .bind(version)
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(ctx("reading skill version"))?
-                    .ok_or_else(|| DbError::not_found("skill version", format!("{skill_id} v{version}")))?;
-                codec::skill_version_from_row(&row)
-            }
+    async fn create_skill(&self, skill: &SkillRecord) -> Result<(), DbError> {
+        check_len("skill name", &skill.name, 1, 200)?;
+        query("INSERT INTO skills (id, user_id, name, created_at) VALUES ($1, $2, $3, $4)")
+            .bind(D::id(skill.id))
+            .bind(D::id(skill.user_id))
+            .bind(&skill.name)
+            .bind(D::ts(skill.created_at))
+            .execute(self.pool())
+            .await
+            .map_err(ctx("inserting skill"))?;
+        Ok(())
+    }
 
-            async fn latest_skill_version(&self, skill_id: Uuid) -> Result<SkillVersion, DbError> {
-                let row = sqlx::query(
-                    "SELECT * FROM skill_versions WHERE skill_id = $1 ORDER BY version DESC LIMIT 1",
-                )
-                .bind($enc::id(skill_id))
-                .fetch_optional(&self.pool)
+    async fn get_skill(&self, id: Uuid) -> Result<SkillRecord, DbError> {
+        let row = query("SELECT * FROM skills WHERE id = $1")
+            .bind(D::id(id))
+            .fetch_optional(self.pool())
+            .await
+            .map_err(ctx("reading skill"))?
+            .ok_or_else(|| DbError::not_found("skill", id))?;
+        codec::skill_from_row(&row)
+    }
+
+    async fn add_skill_version(&self, v: &SkillVersion) -> Result<(), DbError> {
+        if v.version < 1 {
+            return Err(DbError::Invalid {
+                what: "skill version",
+                detail: format!("{} is below 1", v.version),
+            });
+        }
+        query(
+            "INSERT INTO skill_versions (skill_id, version, body, model, created_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(D::id(v.skill_id))
+        .bind(v.version)
+        .bind(Json(&v.body))
+        .bind(&v.model)
+        .bind(D::ts(v.created_at))
+        .execute(self.pool())
+        .await
+        .map_err(ctx("inserting skill version"))?;
+        Ok(())
+    }
+
+    async fn get_skill_version(
+        &self,
+        skill_id: Uuid,
+        version: i32,
+    ) -> Result<SkillVersion, DbError> {
+        let row = query("SELECT * FROM skill_versions WHERE skill_id = $1 AND version = $2")
+            .bind(D::id(skill_id))
+            .bind(version)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(ctx("reading skill version"))?
+            .ok_or_else(|| DbError::not_found("skill version", format!("{skill_id} v{version}")))?;
+        codec::skill_version_from_row(&row)
+    }
+
+    async fn latest_skill_version(&self, skill_id: Uuid) -> Result<SkillVersion, DbError> {
+        let row =
+            query("SELECT * FROM skill_versions WHERE skill_id = $1 ORDER BY version DESC LIMIT 1")
+                .bind(D::id(skill_id))
+                .fetch_optional(self.pool())
                 .await
                 .map_err(ctx("reading latest skill version"))?
                 .ok_or_else(|| DbError::not_found("skill version of skill", skill_id))?;
-                codec::skill_version_from_row(&row)
-            }
+        codec::skill_version_from_row(&row)
+    }
 
-            async fn create_deployment(&self, d: &Deployment) -> Result<(), DbError> {
-                sqlx::query(
-                    "INSERT INTO deployments (id, user_id, skill_id, skill_version, broker, status, \
-                     initial_equity_usd, equity_usd, config, created_at, next_tick_at, lease_owner, \
-                     lease_expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-                )
-                .bind($enc::id(d.id))
-                .bind($enc::id(d.user_id))
-                .bind($enc::id(d.skill_id))
-                .bind(d.skill_version)
-                .bind(d.broker.as_str())
-                .bind(d.status.as_str())
-                .bind($enc::dec(d.initial_equity_usd))
-                .bind($enc::dec(d.equity_usd))
-                .bind(Json(&d.config))
-                .bind($enc::ts(d.created_at))
-                .bind($enc::ots(d.next_tick_at))
-                .bind(d.lease_owner.as_deref())
-                .bind($enc::ots(d.lease_expires_at))
-                .execute(&self.pool)
-                .await
-                .map_err(ctx("inserting deployment"))?;
-                Ok(())
-            }
+    async fn create_deployment(&self, d: &Deployment) -> Result<(), DbError> {
+        query(
+            "INSERT INTO deployments (id, user_id, skill_id, skill_version, broker, status, \
+             initial_equity_usd, equity_usd, config, created_at, next_tick_at, lease_owner, \
+             lease_expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+        )
+        .bind(D::id(d.id))
+        .bind(D::id(d.user_id))
+        .bind(D::id(d.skill_id))
+        .bind(d.skill_version)
+        .bind(d.broker.as_str())
+        .bind(d.status.as_str())
+        .bind(D::dec(d.initial_equity_usd))
+        .bind(D::dec(d.equity_usd))
+        .bind(Json(&d.config))
+        .bind(D::ts(d.created_at))
+        .bind(D::ots(d.next_tick_at))
+        .bind(d.lease_owner.as_deref())
+        .bind(D::ots(d.lease_expires_at))
+        .execute(self.pool())
+        .await
+        .map_err(ctx("inserting deployment"))?;
+        Ok(())
+    }
 
-            async fn get_deployment(&self, id: Uuid) -> Result<Deployment, DbError> {
-                let row = sqlx::query("SELECT * FROM deployments WHERE id = $1")
-                    .bind($enc::id(id))
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(ctx("reading deployment"))?
-                    .ok_or_else(|| DbError::not_found("deployment", id))?;
-                codec::deployment_from_row(&row)
-            }
+    async fn get_deployment(&self, id: Uuid) -> Result<Deployment, DbError> {
+        let row = query("SELECT * FROM deployments WHERE id = $1")
+            .bind(D::id(id))
+            .fetch_optional(self.pool())
+            .await
+            .map_err(ctx("reading deployment"))?
+            .ok_or_else(|| DbError::not_found("deployment", id))?;
+        codec::deployment_from_row(&row)
+    }
 
-            async fn list_deployments(&self, status: Option<DeploymentStatus>) -> Result<Vec<Deployment>, DbError> {
-                let rows = sqlx::query(
-                    "SELECT * FROM deployments WHERE ($1 IS NULL OR status = $1) ORDER BY created_at, id",
-                )
-                .bind(status.map(DeploymentStatus::as_str))
-                .fetch_all(&self.pool)
-                .await
-                .map_err(ctx("listing deployments"))?;
-                rows.iter().map(codec::deployment_from_row).collect()
-            }
+    async fn list_deployments(
+        &self,
+        status: Option<DeploymentStatus>,
+    ) -> Result<Vec<Deployment>, DbError> {
+        let rows = query(
+            "SELECT * FROM deployments WHERE ($1 IS NULL OR status = $1) ORDER BY created_at, id",
+        )
+        .bind(status.map(DeploymentStatus::as_str))
+        .fetch_all(self.pool())
+        .await
+        .map_err(ctx("listing deployments"))?;
+        rows.iter().map(codec::deployment_from_row).collect()
+    }
 
-            async fn user_deployments(&self, user_id: Uuid) -> Result<Vec<Deployment>, DbError> {
-                let rows = sqlx::query("SELECT * FROM deployments WHERE user_id = $1 ORDER BY created_at, id")
-                    .bind($enc::id(user_id))
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(ctx("listing a user's deployments"))?;
-                rows.iter().map(codec::deployment_from_row).collect()
-            }
+    async fn user_deployments(&self, user_id: Uuid) -> Result<Vec<Deployment>, DbError> {
+        let rows = query("SELECT * FROM deployments WHERE user_id = $1 ORDER BY created_at, id")
+            .bind(D::id(user_id))
+            .fetch_all(self.pool())
+            .await
+            .map_err(ctx("listing a user's deployments"))?;
+        rows.iter().map(codec::deployment_from_row).collect()
+    }
 
-            async fn set_deployment_status(&self, id: Uuid, status: DeploymentStatus) -> Result<(), DbError> {
-                let done = sqlx::query("UPDATE deployments SET status = $2 WHERE id = $1")
-                    .bind($enc::id(id))
-                    .bind(status.as_str())
-                    .execute(&self.pool)
-                    .await
-                    .map_err(ctx("updating deployment status"))?;
-                if done.rows_affected() == 0 {
-                    return Err(DbError::not_found("deployment", id));
-                }
-                Ok(())
-            }
-
-            async fn set_next_tick_at(&self, id: Uuid, next_tick_at: Option<DateTime<Utc>>) -> Result<(), DbError> {
-                let done = sqlx::query("UPDATE deployments SET next_tick_at = $2 WHERE id = $1")
-                    .bind($enc::id(id))
-                    .bind($enc::ots(next_tick_at))
-                    .execute(&self.pool)
-                    .await
-                    .map_err(ctx("scheduling deployment"))?;
-                if done.rows_affected() == 0 {
-                    return Err(DbError::not_found("deployment", id));
-                }
-                Ok(())
-            }
+    async fn set_deployment_status(
+        &self,
+        id: Uuid,
+        status: DeploymentStatus,
+    ) -> Result<(), DbError> {
+        let done = query("UPDATE deployments SET status = $2 WHERE id = $1")
+            .bind(D::id(id))
+            .bind(status.as_str())
+            .execute(self.pool())
+            .await
+            .map_err(ctx("updating deployment status"))?;
+        if done.rows_affected() == 0 {
+            return Err(DbError::not_found("deployment", id));
         }
-    };
-}
+        Ok(())
+    }
 
-pub(crate) use impl_registry;
+    async fn set_next_tick_at(
+        &self,
+        id: Uuid,
+        next_tick_at: Option<DateTime<Utc>>,
+    ) -> Result<(), DbError> {
+        let done = query("UPDATE deployments SET next_tick_at = $2 WHERE id = $1")
+            .bind(D::id(id))
+            .bind(D::ots(next_tick_at))
+            .execute(self.pool())
+            .await
+            .map_err(ctx("scheduling deployment"))?;
+        if done.rows_affected() == 0 {
+            return Err(DbError::not_found("deployment", id));
+        }
+        Ok(())
+    }
+}

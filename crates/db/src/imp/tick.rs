@@ -1,5 +1,26 @@
 //! `TickStore`: a tick's snapshot, fills, ledger rows, links and runner state, in one
 //! transaction; batches of ticks; snapshot and runner-state reads.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use sqlx::Transaction;
+use sqlx::types::Json;
+use types::{Fill, TradeRecord};
+use uuid::Uuid;
+
+use super::prompt_lines::{self as lines, PromptRefs};
+use super::{Affected as _, Backend, Dialect, query};
+use crate::DbError;
+use crate::codec::{self, RowExt, u64_to_i64};
+use crate::error::ctx;
+use crate::model::{
+    DecisionSnapshot, FillTradeLink, NewNote, OutcomeWrites, RecordOutcome, ReflectionRun,
+    StoredRunnerState, TickRecord,
+};
+use crate::traits::TickStore;
+
 pub(crate) fn validate_tick(tick: &crate::TickRecord) -> Result<(), crate::DbError> {
     let d = tick.snapshot.deployment_id;
     if let Some(error) = &tick.snapshot.error {
@@ -408,925 +429,926 @@ pub(crate) fn last_scores<'a>(
     )
 }
 
-macro_rules! impl_tick {
-    ($store:ty, $db:ty, $enc:ident, $begin:literal) => {
-        use crate::imp::prompt_lines::{self as lines, PromptRefs};
-        use crate::imp::tick::{
-            batch_links, decision_json, last_scores, snapshot_insert_sql, snapshot_texts, statement_slices,
-            validate_batch, validate_tick, values_sql, BatchTrades, PlannedTicks, SnapshotPlans,
-        };
-
-        impl $store {
-            /// Inserts the snapshots, in statements of the sizes `statement_chunks` gives; a row
-            /// whose id or deployment + time is already stored is skipped (a replay). Returns the
-            /// ids of the rows inserted.
-            ///
-            /// The statements have no `RETURNING`: on SQLite each returned row is a hop between
-            /// threads (sqlx's worker sends it to the caller), ≈13 % of a backtest's wall time.
-            /// The row count tells a lone snapshot apart; several are inserted under a savepoint,
-            /// and only when one of them was already stored does it roll back and insert them
-            /// again with `RETURNING` to learn which ones are new.
-            async fn insert_snapshots(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                cache: &lines::LineCache,
-                update: &mut lines::CacheUpdate,
-                snapshots: &[&DecisionSnapshot],
-                plans: Option<&SnapshotPlans>,
-            ) -> Result<HashSet<Uuid>, DbError> {
-                use sqlx::Acquire as _;
-                // The lines first: a snapshot row never lists a line its transaction has not
-                // stored.
-                let planned_here;
-                let plans = match plans {
-                    Some(plans) => plans,
-                    None => {
-                        planned_here = SnapshotPlans::new(snapshots);
-                        &planned_here
-                    }
-                };
-                let refs = Self::store_prompt_lines(tx, cache, update, snapshots, plans).await?;
-                let all = || snapshots.iter().map(|s| s.id).collect::<HashSet<_>>();
-                if let [_] = snapshots {
-                    let (count, _) =
-                        Self::insert_snapshot_rows(&mut **tx, snapshots, &refs, false).await?;
-                    return Ok(if count == 1 { all() } else { HashSet::new() });
-                }
-                let mut savepoint = tx.begin().await.map_err(ctx("inserting decision snapshots"))?;
-                let (count, _) =
-                    Self::insert_snapshot_rows(&mut *savepoint, snapshots, &refs, false).await?;
-                if count == snapshots.len() as u64 {
-                    savepoint.commit().await.map_err(ctx("inserting decision snapshots"))?;
-                    return Ok(all());
-                }
-                savepoint.rollback().await.map_err(ctx("inserting decision snapshots"))?;
-                let (_, inserted) =
-                    Self::insert_snapshot_rows(&mut **tx, snapshots, &refs, true).await?;
-                Ok(inserted)
-            }
-
-            /// Stores the lines of `snapshots`' prompts and steps that their deployments' scopes do not
-            /// hold yet (as far as `cache` knows), and returns each snapshot's line lists; the
-            /// lines go to `update`, for the cache once the transaction committed. `plans` are
-            /// `snapshots`' ([`SnapshotPlans::new`]).
-            async fn store_prompt_lines(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                cache: &lines::LineCache,
-                update: &mut lines::CacheUpdate,
-                snapshots: &[&DecisionSnapshot],
-                plans: &SnapshotPlans,
-            ) -> Result<Vec<PromptRefs>, DbError> {
-                let mut refs = vec![PromptRefs::default(); snapshots.len()];
-                for (d, mine, plan) in plans.iter() {
-                    let texts = snapshot_texts(snapshots, mine);
-                    let lists = Self::store_lines(tx, cache, update, *d, &texts, plan, lines::SNAPSHOT_STREAMS).await?;
-                    let mut lists = lists.into_iter();
-                    for &i in mine {
-                        let mut next = || lists.next().unwrap_or_default();
-                        refs[i] = PromptRefs {
-                            system_prompt: next(),
-                            context: next(),
-                            steps: next(),
-                        };
-                    }
-                }
-                Ok(refs)
-            }
-
-            /// Stores the lines of `texts` (all of deployment `deployment_id`, `streams` per
-            /// snapshot; `plan` is theirs) that `cache` does not know its scope holds, as one
-            /// block, and returns each text's line list; the lines go to `update`.
-            async fn store_lines(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                cache: &lines::LineCache,
-                update: &mut lines::CacheUpdate,
-                deployment_id: Uuid,
-                texts: &[&str],
-                plan: &lines::LinePlan,
-                streams: usize,
-            ) -> Result<Vec<Vec<u8>>, DbError> {
-                let distinct = plan.lines(texts);
-                // Creates the scope, or locks it (PostgreSQL: writers of a deployment take
-                // turns; SQLite's write transaction holds the file already).
-                let row = sqlx::query(
-                    "INSERT INTO prompt_scopes (deployment_id) VALUES ($1) \
-                     ON CONFLICT (deployment_id) DO UPDATE SET next_seq = prompt_scopes.next_seq \
-                     RETURNING id, next_seq",
-                )
-                .bind($enc::id(deployment_id))
-                .fetch_one(&mut **tx)
-                .await
-                .map_err(ctx("opening prompt line scope"))?;
-                let scope: i64 = codec::RowExt::big(&row, "id")?;
-                let first_new: i64 = codec::RowExt::big(&row, "next_seq")?;
-                let mut seqs = cache.lookup(scope, first_new, &distinct);
-                let mut new_lines: Vec<&str> = Vec::new();
-                let mut next = first_new;
-                for (seq, line) in seqs.iter_mut().zip(&distinct) {
-                    if seq.is_none() {
-                        *seq = Some(next);
-                        next += 1;
-                        new_lines.push(line);
-                    }
-                }
-                if !new_lines.is_empty() {
-                    let body = lines::encode_block(new_lines.iter().copied())?;
-                    sqlx::query(
-                        "INSERT INTO prompt_blocks (scope_id, first_seq, line_count, body) \
-                         VALUES ($1, $2, $3, $4)",
-                    )
-                    .bind(scope)
-                    .bind(first_new)
-                    .bind(next - first_new)
-                    .bind(body)
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(ctx("storing prompt lines"))?;
-                    sqlx::query("UPDATE prompt_scopes SET next_seq = $2 WHERE id = $1")
-                        .bind(scope)
-                        .bind(next)
-                        .execute(&mut **tx)
-                        .await
-                        .map_err(ctx("numbering prompt lines"))?;
-                }
-                let seqs: Vec<i64> = seqs.into_iter().map(Option::unwrap_or_default).collect();
-                update.add(scope, &distinct, &seqs);
-                let mut lists: Vec<Vec<u8>> = Vec::with_capacity(plan.texts.len());
-                for (t, text) in plan.texts.iter().enumerate() {
-                    // The same lines as the stream's text of the tick before (a system prompt
-                    // between reflections): the same list.
-                    let list = match t.checked_sub(streams) {
-                        Some(before) if plan.texts[before] == *text => lists[before].clone(),
-                        _ => lines::encode_refs(text.iter().map(|&i| seqs[i as usize])),
-                    };
-                    lists.push(list);
-                }
-                Ok(lists)
-            }
-
-            /// The lines numbered `seqs` (sorted, distinct) of `deployment_id`'s scope, read as
-            /// this store's role (row-level security applies to a user's store): which blocks
-            /// hold them, then those blocks.
-            async fn read_lines(
-                &self,
-                deployment_id: Uuid,
-                seqs: &[i64],
-            ) -> Result<HashMap<i64, String>, DbError> {
-                let mut out = HashMap::with_capacity(seqs.len());
-                let Some(&max) = seqs.last() else {
-                    return Ok(out);
-                };
-                let scope = format!(
-                    "(SELECT id FROM prompt_scopes WHERE deployment_id = {})",
-                    lines::params(1, 1, $enc::NUMBERED_PARAMS)
-                );
-                let rows = sqlx::query(&format!(
-                    "SELECT first_seq, line_count FROM prompt_blocks WHERE scope_id = {scope} \
-                     AND first_seq <= {} ORDER BY first_seq",
-                    lines::params(2, 1, $enc::NUMBERED_PARAMS)
-                ))
-                .bind($enc::id(deployment_id))
-                .bind(max)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(ctx("reading prompt blocks"))?;
-                let mut bounds = Vec::with_capacity(rows.len());
-                for r in &rows {
-                    bounds.push((
-                        codec::RowExt::big(r, "first_seq")?,
-                        codec::RowExt::big(r, "line_count")?,
-                    ));
-                }
-                let needed = lines::blocks_holding(&bounds, seqs, "decision snapshot")?;
-                for chunk in statement_slices(needed.as_slice()) {
-                    let size = chunk.len();
-                    let sql = format!(
-                        "SELECT first_seq, line_count, body FROM prompt_blocks WHERE scope_id = {scope} \
-                         AND first_seq IN ({})",
-                        lines::params(2, size, $enc::NUMBERED_PARAMS),
-                    );
-                    let mut query = sqlx::query(&sql).bind($enc::id(deployment_id));
-                    for (first, _) in chunk {
-                        query = query.bind(*first);
-                    }
-                    let rows = query
-                        .fetch_all(&self.pool)
-                        .await
-                        .map_err(ctx("reading prompt lines"))?;
-                    for r in &rows {
-                        let first = codec::RowExt::big(r, "first_seq")?;
-                        let count = codec::RowExt::big(r, "line_count")?;
-                        let body: Vec<u8> = codec::RowExt::opt_blob(r, "body")?.unwrap_or_default();
-                        let block = lines::decode_block(&body, count)?;
-                        // Only the wanted lines of the block.
-                        let from = seqs.partition_point(|&s| s < first);
-                        for &seq in seqs[from..].iter().take_while(|&&s| s < first.saturating_add(count)) {
-                            let k = usize::try_from(seq - first).unwrap_or(usize::MAX);
-                            if let Some(line) = block.get(k) {
-                                out.insert(seq, line.clone());
-                            }
-                        }
-                    }
-                }
-                Ok(out)
-            }
-
-            /// Snapshots read from `decision_snapshots` rows, their texts put back together
-            /// from their lines (a row written before line storage holds its texts itself).
-            async fn snapshots_from_rows<R: codec::RowExt>(
-                &self,
-                rows: &[R],
-            ) -> Result<Vec<DecisionSnapshot>, DbError> {
-                let mut stored = Vec::with_capacity(rows.len());
-                for r in rows {
-                    stored.push(codec::stored_snapshot_from_row(r)?);
-                }
-                let mut deployments: Vec<Uuid> = Vec::new();
-                for (head, texts) in &stored {
-                    if texts.lists().next().is_some() && !deployments.contains(&head.deployment_id) {
-                        deployments.push(head.deployment_id);
-                    }
-                }
-                let mut found: HashMap<Uuid, HashMap<i64, String>> = HashMap::new();
-                for d in deployments {
-                    let wanted = lines::wanted_seqs(
-                        stored
-                            .iter()
-                            .filter(|(head, _)| head.deployment_id == d)
-                            .flat_map(|(_, texts)| texts.lists()),
-                    )?;
-                    found.insert(d, self.read_lines(d, &wanted).await?);
-                }
-                let mut out = Vec::with_capacity(stored.len());
-                let none = HashMap::new();
-                for (head, texts) in stored {
-                    let lines_of = found.get(&head.deployment_id).unwrap_or(&none);
-                    let texts =
-                        texts.resolve(|blob| lines::assemble(blob, lines_of, "decision snapshot"))?;
-                    out.push(head.with(texts));
-                }
-                Ok(out)
-            }
-
-            /// The `INSERT`s of [`insert_snapshots`](Self::insert_snapshots): the number of rows
-            /// inserted, and with `returning` their ids.
-            async fn insert_snapshot_rows(
-                conn: &mut <$db as sqlx::Database>::Connection,
-                snapshots: &[&DecisionSnapshot],
-                refs: &[PromptRefs],
-                returning: bool,
-            ) -> Result<(u64, HashSet<Uuid>), DbError> {
-                let mut count = 0;
-                let mut inserted = HashSet::new();
-                let json = decision_json(snapshots)?;
-                for ((chunk, chunk_refs), chunk_json) in statement_slices(snapshots)
-                    .zip(statement_slices(refs))
-                    .zip(statement_slices(&json))
-                {
-                    let size = chunk.len();
-                    let sql = snapshot_insert_sql(size, $enc::NUMBERED_PARAMS, returning);
-                    let mut query = sqlx::query(&sql);
-                    for ((s, r), (proposal, verdict)) in chunk.iter().zip(chunk_refs).zip(chunk_json) {
-                        query = query
-                            .bind($enc::id(s.id))
-                            .bind($enc::id(s.deployment_id))
-                            .bind($enc::ts(s.tick_at))
-                            .bind(r.system_prompt.as_slice())
-                            .bind(r.context.as_slice())
-                            .bind(r.steps.as_slice())
-                            .bind(proposal.as_deref().map(Json))
-                            .bind(Json(&**verdict))
-                            .bind(s.model.as_str())
-                            .bind(s.finish_reason.as_deref())
-                            .bind(u64_to_i64("input tokens", s.usage.input)?)
-                            .bind(u64_to_i64("output tokens", s.usage.output)?)
-                            .bind(u64_to_i64("cache read tokens", s.usage.cache_read)?)
-                            .bind(u64_to_i64("cache write tokens", s.usage.cache_write)?)
-                            .bind($enc::dec(s.cost_usd))
-                            .bind(s.error.as_deref())
-                            .bind(s.model_error);
-                    }
-                    if returning {
-                        let rows = query
-                            .fetch_all(&mut *conn)
-                            .await
-                            .map_err(ctx("inserting decision snapshots"))?;
-                        for row in &rows {
-                            inserted.insert(codec::RowExt::uuid(row, "id")?);
-                        }
-                        count += rows.len() as u64;
-                    } else {
-                        count += query
-                            .execute(&mut *conn)
-                            .await
-                            .map_err(ctx("inserting decision snapshots"))?
-                            .rows_affected();
-                    }
-                }
-                Ok((count, inserted))
-            }
-
-            /// The stored snapshot a replayed tick collided with (same id, or same deployment
-            /// and time).
-            async fn replayed_snapshot_id(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                s: &DecisionSnapshot,
-            ) -> Result<Uuid, DbError> {
-                let row = sqlx::query(
-                    "SELECT id FROM decision_snapshots WHERE id = $1 OR (deployment_id = $2 AND tick_at = $3)",
-                )
-                .bind($enc::id(s.id))
-                .bind($enc::id(s.deployment_id))
-                .bind($enc::ts(s.tick_at))
-                .fetch_one(&mut **tx)
-                .await
-                .map_err(ctx("reading replayed snapshot"))?;
-                codec::RowExt::uuid(&row, "id")
-            }
-
-            /// The runner state after the tick of `s`, only forward: a stored state of this or
-            /// a later tick wins and the whole tick is refused (its runner lost the deployment).
-            async fn write_runner_state(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                s: &DecisionSnapshot,
-                state: &serde_json::Value,
-            ) -> Result<(), DbError> {
-                let written = sqlx::query(
-                    "INSERT INTO live_runner_state (deployment_id, tick_at, state, updated_at) \
-                     VALUES ($1, $2, $3, $4) \
-                     ON CONFLICT (deployment_id) DO UPDATE \
-                     SET tick_at = excluded.tick_at, state = excluded.state, \
-                         updated_at = excluded.updated_at \
-                     WHERE live_runner_state.tick_at IS NULL \
-                        OR live_runner_state.tick_at < excluded.tick_at",
-                )
-                .bind($enc::id(s.deployment_id))
-                .bind($enc::ts(s.tick_at))
-                .bind(Json(state))
-                .bind($enc::ts(Utc::now()))
-                .execute(&mut **tx)
-                .await
-                .map_err(ctx("writing runner state"))?;
-                if written.rows_affected() == 0 {
-                    let row = sqlx::query(
-                        "SELECT tick_at FROM live_runner_state WHERE deployment_id = $1",
-                    )
-                    .bind($enc::id(s.deployment_id))
-                    .fetch_one(&mut **tx)
-                    .await
-                    .map_err(ctx("reading newer runner state"))?;
-                    let stored_tick_at = codec::RowExt::ts(&row, "tick_at")?;
-                    return Err(DbError::StaleState {
-                        deployment_id: s.deployment_id,
-                        tick_at: s.tick_at,
-                        stored_tick_at,
-                    });
-                }
-                Ok(())
-            }
-
-            /// Inserts fills (a fill stored before is left as it is), in statements of the
-            /// sizes `statement_chunks` gives.
-            async fn insert_fills(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                fills: &[(Uuid, &Fill)],
-            ) -> Result<(), DbError> {
-                for chunk in statement_slices(fills) {
-                    let size = chunk.len();
-                    let sql = values_sql(
-                        "INSERT INTO fills (deployment_id, broker_fill_id, symbol, side, qty, price, \
-                         fee_usd, time, snapshot_id, client_order_id, liquidation, trigger_kind)",
-                        12,
-                        size,
-                        $enc::NUMBERED_PARAMS,
-                        "ON CONFLICT (deployment_id, broker_fill_id) DO NOTHING",
-                    );
-                    let mut query = sqlx::query(&sql);
-                    for (deployment_id, f) in chunk {
-                        query = query
-                            .bind($enc::id(*deployment_id))
-                            .bind(&f.id)
-                            .bind(&f.symbol)
-                            .bind(codec::order_side_str(f.side))
-                            .bind($enc::dec(f.qty))
-                            .bind($enc::dec(f.price))
-                            .bind($enc::dec(f.fee_usd))
-                            .bind($enc::ts(f.time))
-                            .bind($enc::oid(f.snapshot_id))
-                            .bind(f.client_order_id.as_deref())
-                            .bind(f.liquidation)
-                            .bind(f.trigger.map(types::FillTrigger::as_str));
-                    }
-                    query
-                        .execute(&mut **tx)
-                        .await
-                        .map_err(ctx("inserting fills"))?;
-                }
-                Ok(())
-            }
-
-            /// Inserts or updates ledger rows, each with the time of the tick that closed it
-            /// (closed rows only), in statements of the sizes `statement_chunks` gives. The rows
-            /// must have distinct ids and come in writing order (`BatchTrades::last_versions`:
-            /// closing rows first). A row stored closed (closed rows are immutable) or under
-            /// another deployment is refused, named in the error, and the caller's transaction
-            /// must then be rolled back.
-            async fn upsert_trades(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                rows: &[(&TradeRecord, Option<DateTime<Utc>>)],
-                now: DateTime<Utc>,
-            ) -> Result<(), DbError> {
-                for chunk in statement_slices(rows) {
-                    let size = chunk.len();
-                    let sql = values_sql(
-                        "INSERT INTO trade_history (id, deployment_id, skill_id, skill_version, \
-                         symbol, side, status, entry_tick_at, entry_price, entry_size_usd, \
-                         entry_leverage, entry_reason, entry_snapshot_id, entry_regime_tag, \
-                         opened_qty, open_qty, exit_tick_at, exit_price, exit_reason, \
-                         exit_snapshot_id, close_kind, holding_minutes, realized_pnl_usd, fees_usd, \
-                         mfe_usd, mae_usd, exit_size_usd, broker_reconciled, closed_at, created_at, \
-                         updated_at)",
-                        31,
-                        size,
-                        $enc::NUMBERED_PARAMS,
-                        "ON CONFLICT (id) DO UPDATE SET \
-                         status = excluded.status, entry_tick_at = excluded.entry_tick_at, \
-                         entry_price = excluded.entry_price, entry_size_usd = excluded.entry_size_usd, \
-                         entry_leverage = excluded.entry_leverage, entry_reason = excluded.entry_reason, \
-                         entry_snapshot_id = excluded.entry_snapshot_id, \
-                         entry_regime_tag = excluded.entry_regime_tag, opened_qty = excluded.opened_qty, \
-                         open_qty = excluded.open_qty, exit_tick_at = excluded.exit_tick_at, \
-                         exit_price = excluded.exit_price, exit_reason = excluded.exit_reason, \
-                         exit_snapshot_id = excluded.exit_snapshot_id, close_kind = excluded.close_kind, \
-                         holding_minutes = excluded.holding_minutes, \
-                         realized_pnl_usd = excluded.realized_pnl_usd, fees_usd = excluded.fees_usd, \
-                         mfe_usd = excluded.mfe_usd, mae_usd = excluded.mae_usd, \
-                         exit_size_usd = excluded.exit_size_usd, \
-                         broker_reconciled = excluded.broker_reconciled, \
-                         closed_at = CASE WHEN excluded.status = 'closed' \
-                             THEN COALESCE(trade_history.closed_at, excluded.closed_at) ELSE NULL END, \
-                         updated_at = excluded.updated_at \
-                         WHERE trade_history.status = 'open' \
-                         AND trade_history.deployment_id = excluded.deployment_id",
-                    );
-                    let mut query = sqlx::query(&sql);
-                    for (t, closed_at) in chunk {
-                        query = query
-                            .bind($enc::id(t.id))
-                            .bind($enc::id(t.deployment_id))
-                            .bind($enc::id(t.skill_id))
-                            .bind(t.skill_version)
-                            .bind(&t.symbol)
-                            .bind(codec::side_str(t.side))
-                            .bind(t.status.as_str())
-                            .bind($enc::ts(t.entry_tick_at))
-                            .bind($enc::dec(t.entry_price))
-                            .bind($enc::dec(t.entry_size_usd))
-                            .bind($enc::odec(t.entry_leverage))
-                            .bind(t.entry_reason.as_deref())
-                            .bind($enc::oid(t.entry_snapshot_id))
-                            .bind(t.entry_regime_tag.map(|r| r.as_str()))
-                            .bind($enc::dec(t.opened_qty))
-                            .bind($enc::dec(t.open_qty))
-                            .bind($enc::ots(t.exit_tick_at))
-                            .bind($enc::odec(t.exit_price))
-                            .bind(t.exit_reason.as_deref())
-                            .bind($enc::oid(t.exit_snapshot_id))
-                            .bind(t.close_kind.map(|k| k.as_str()))
-                            .bind($enc::odec(t.holding_minutes))
-                            .bind($enc::dec(t.realized_pnl_usd))
-                            .bind($enc::dec(t.fees_usd))
-                            .bind($enc::dec(t.mfe_usd))
-                            .bind($enc::dec(t.mae_usd))
-                            .bind($enc::dec(t.exit_size_usd))
-                            .bind(t.broker_reconciled)
-                            .bind($enc::ots(*closed_at))
-                            .bind($enc::ts(now))
-                            .bind($enc::ts(now));
-                    }
-                    let done = query
-                        .execute(&mut **tx)
-                        .await
-                        .map_err(ctx("upserting trade_history rows"))?;
-                    if done.rows_affected() < size as u64 {
-                        return Err(Self::refused_trade(tx, chunk, now).await);
-                    }
-                }
-                Ok(())
-            }
-
-            /// The error for a chunk of `upsert_trades` that wrote fewer rows than it carried,
-            /// naming a refused row: the one whose `updated_at` is not the statement's.
-            async fn refused_trade(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                chunk: &[(&TradeRecord, Option<DateTime<Utc>>)],
-                now: DateTime<Utc>,
-            ) -> DbError {
-                let sql = format!(
-                    "SELECT id FROM trade_history WHERE updated_at <> {} AND id IN ({})",
-                    lines::params(1, 1, $enc::NUMBERED_PARAMS),
-                    lines::params(2, chunk.len(), $enc::NUMBERED_PARAMS)
-                );
-                let mut query = sqlx::query(&sql).bind($enc::ts(now));
-                for (t, _) in chunk {
-                    query = query.bind($enc::id(t.id));
-                }
-                let which = match query.fetch_optional(&mut **tx).await {
-                    Ok(Some(row)) => match codec::RowExt::uuid(&row, "id") {
-                        Ok(id) => id.to_string(),
-                        Err(e) => return e,
-                    },
-                    // Every row reads as written: only a clock that stood still between two
-                    // writes hides the refused one.
-                    Ok(None) => {
-                        let ids: Vec<String> = chunk.iter().map(|(t, _)| t.id.to_string()).collect();
-                        format!("one of {}", ids.join(", "))
-                    }
-                    Err(e) => return ctx("reading the refused trade_history row")(e),
-                };
-                DbError::Invalid {
-                    what: "trade_history row",
-                    detail: format!(
-                        "{which} is closed (closed rows are immutable) or belongs to another deployment"
-                    ),
-                }
-            }
-
-            /// Links fills to the ledger rows they applied to (distinct fills), in statements of
-            /// the sizes `statement_chunks` gives; a link to a fill that is not stored is
-            /// refused, named in the error.
-            async fn link_fills(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                links: &[(Uuid, &FillTradeLink)],
-            ) -> Result<(), DbError> {
-                for chunk in statement_slices(links) {
-                    let size = chunk.len();
-                    let sql = format!(
-                        "UPDATE fills SET trade_id = v.column3, flip_trade_id = v.column4 FROM ({}) AS v \
-                         WHERE fills.deployment_id = v.column1 AND fills.broker_fill_id = v.column2",
-                        values_sql("", 4, size, $enc::NUMBERED_PARAMS, "").trim()
-                    );
-                    let mut query = sqlx::query(&sql);
-                    for (deployment_id, link) in chunk {
-                        query = query
-                            .bind($enc::id(*deployment_id))
-                            .bind(&link.broker_fill_id)
-                            .bind($enc::id(link.trade_id))
-                            .bind($enc::oid(link.flip_trade_id));
-                    }
-                    let done = query
-                        .execute(&mut **tx)
-                        .await
-                        .map_err(ctx("linking fills to trades"))?;
-                    if done.rows_affected() < size as u64 {
-                        return Err(Self::missing_fill(tx, chunk).await);
-                    }
-                }
-                Ok(())
-            }
-
-            /// The error for a chunk of `link_fills` that linked fewer fills than it carried,
-            /// naming a link whose fill is not stored.
-            async fn missing_fill(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                chunk: &[(Uuid, &FillTradeLink)],
-            ) -> DbError {
-                for (deployment_id, link) in chunk {
-                    let stored = sqlx::query(
-                        "SELECT 1 FROM fills WHERE deployment_id = $1 AND broker_fill_id = $2",
-                    )
-                    .bind($enc::id(*deployment_id))
-                    .bind(&link.broker_fill_id)
-                    .fetch_optional(&mut **tx)
-                    .await;
-                    match stored {
-                        Ok(Some(_)) => {}
-                        Ok(None) => {
-                            return DbError::Invalid {
-                                what: "fill link",
-                                detail: format!(
-                                    "fill {} of deployment {} is not stored",
-                                    link.broker_fill_id, deployment_id
-                                ),
-                            };
-                        }
-                        Err(e) => return ctx("reading a linked fill")(e),
-                    }
-                }
-                DbError::Invalid {
-                    what: "fill link",
-                    detail: "a fill was linked twice in one batch".to_owned(),
-                }
-            }
-
-            /// One tick's rows inside the caller's transaction (see `TickStore::record_tick`),
-            /// the deployment's equity aside. A replayed tick writes nothing.
-            async fn write_tick(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                cache: &lines::LineCache,
-                update: &mut lines::CacheUpdate,
-                tick: &TickRecord,
-            ) -> Result<RecordOutcome, DbError> {
-                let s = &tick.snapshot;
-                if Self::insert_snapshots(tx, cache, update, &[s], None).await?.is_empty() {
-                    let snapshot_id = Self::replayed_snapshot_id(tx, s).await?;
-                    return Ok(RecordOutcome::AlreadyRecorded { snapshot_id });
-                }
-                if let Some(state) = &tick.runner_state {
-                    Self::write_runner_state(tx, s, state).await?;
-                }
-                let fills: Vec<(Uuid, &Fill)> =
-                    tick.fills.iter().map(|f| (s.deployment_id, f)).collect();
-                Self::insert_fills(tx, &fills).await?;
-                // Closing rows first: a flip closes one row and opens another on the same symbol.
-                let now = Utc::now();
-                let mut trades = BatchTrades::default();
-                trades.add(tick)?;
-                Self::upsert_trades(tx, &trades.last_versions(), now).await?;
-                Self::link_fills(tx, &batch_links([tick])).await?;
-                // A tick's scores are of earlier ticks' outcomes: written after its own rows.
-                Self::insert_outcome_rows(tx, &[&tick.outcomes], &mut HashMap::new()).await?;
-                Self::write_scores(tx, &last_scores([&tick.outcomes])).await?;
-                Ok(RecordOutcome::Recorded { snapshot_id: s.id })
-            }
-
-            /// [`TickStore::record_ticks`]'s writes in `tx`; the caller commits, then remembers
-            /// `update`'s lines.
-            async fn record_ticks_in(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                cache: &lines::LineCache,
-                update: &mut lines::CacheUpdate,
-                ticks: &[TickRecord],
-                plans: &SnapshotPlans,
-            ) -> Result<Vec<RecordOutcome>, DbError> {
-                let snapshots: Vec<&DecisionSnapshot> = ticks.iter().map(|t| &t.snapshot).collect();
-                let inserted = Self::insert_snapshots(tx, cache, update, &snapshots, Some(plans)).await?;
-                let mut outcomes = Vec::with_capacity(ticks.len());
-                let mut trades = BatchTrades::default();
-                let mut fills: Vec<(Uuid, &Fill)> = Vec::new();
-                // Per deployment, the equity of its last recorded tick that carries one.
-                let mut equity: Vec<(Uuid, Decimal)> = Vec::new();
-                for tick in ticks {
-                    let s = &tick.snapshot;
-                    if !inserted.contains(&s.id) {
-                        let snapshot_id = Self::replayed_snapshot_id(tx, s).await?;
-                        outcomes.push(RecordOutcome::AlreadyRecorded { snapshot_id });
-                        continue;
-                    }
-                    if let Some(state) = &tick.runner_state {
-                        Self::write_runner_state(tx, s, state).await?;
-                    }
-                    fills.extend(tick.fills.iter().map(|f| (s.deployment_id, f)));
-                    trades.add(tick)?;
-                    if let Some(e) = tick.equity_usd {
-                        match equity.iter_mut().find(|(id, _)| *id == s.deployment_id) {
-                            Some(slot) => slot.1 = e,
-                            None => equity.push((s.deployment_id, e)),
-                        }
-                    }
-                    outcomes.push(RecordOutcome::Recorded { snapshot_id: s.id });
-                }
-                // Every fill of the batch in a few statements, before the rows they link to.
-                Self::insert_fills(tx, &fills).await?;
-                Self::upsert_trades(tx, &trades.last_versions(), Utc::now()).await?;
-                let recorded: Vec<&TickRecord> = ticks
-                    .iter()
-                    .zip(&outcomes)
-                    .filter(|(_, o)| matches!(o, RecordOutcome::Recorded { .. }))
-                    .map(|(t, _)| t)
-                    .collect();
-                Self::link_fills(tx, &batch_links(recorded.iter().copied())).await?;
-                // The outcome memory: only the last score of each outcome in the batch counts
-                // (each is the outcome's whole score at its time). An outcome of the batch is
-                // inserted with it; the others are updated after every insert (a score may be
-                // of an outcome of an earlier tick).
-                let writes: Vec<&OutcomeWrites> = recorded.iter().map(|t| &t.outcomes).collect();
-                let scores = last_scores(writes.iter().copied());
-                let mut last: HashMap<Uuid, &outcomes::OutcomeScore> =
-                    scores.iter().copied().collect();
-                Self::insert_outcome_rows(tx, &writes, &mut last).await?;
-                let updates: Vec<_> = scores.into_iter().filter(|(id, _)| last.contains_key(id)).collect();
-                Self::write_scores(tx, &updates).await?;
-                for (d, e) in equity {
-                    Self::write_equity(tx, d, e).await?;
-                }
-                Ok(outcomes)
-            }
-
-            async fn write_equity(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                deployment_id: Uuid,
-                equity: Decimal,
-            ) -> Result<(), DbError> {
-                sqlx::query("UPDATE deployments SET equity_usd = $2 WHERE id = $1")
-                    .bind($enc::id(deployment_id))
-                    .bind($enc::dec(equity))
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(ctx("updating deployment equity"))?;
-                Ok(())
-            }
-        }
-
-        impl TickStore for $store {
-            async fn record_tick(&self, tick: &TickRecord) -> Result<RecordOutcome, DbError> {
-                validate_tick(tick)?;
-                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning tick"))?;
-                let mut update = lines::CacheUpdate::default();
-                let outcome = Self::write_tick(&mut tx, &self.lines, &mut update, tick).await?;
-                match (outcome, tick.equity_usd) {
-                    (RecordOutcome::Recorded { .. }, Some(equity)) => {
-                        Self::write_equity(&mut tx, tick.snapshot.deployment_id, equity).await?;
-                    }
-                    (RecordOutcome::Recorded { .. }, None) => {}
-                    (RecordOutcome::AlreadyRecorded { .. }, _) => {
-                        tx.rollback().await.map_err(ctx("ending replayed tick"))?;
-                        return Ok(outcome);
-                    }
-                }
-                tx.commit().await.map_err(ctx("committing tick"))?;
-                self.lines.remember(update);
-                Ok(outcome)
-            }
-
-            async fn record_ticks(
-                &self,
-                batch: &PlannedTicks,
-                reflections: &[(Option<NewNote>, ReflectionRun)],
-            ) -> Result<Vec<RecordOutcome>, DbError> {
-                let ticks = batch.ticks();
-                validate_batch(ticks)?;
-                let counts = reflections
-                    .iter()
-                    .map(|(note, _)| note.as_ref().map(crate::imp::notes::validate_note).transpose())
-                    .collect::<Result<Vec<_>, _>>()?;
-                let mut tx = self.pool.begin_with($begin).await.map_err(ctx("beginning ticks"))?;
-                let mut update = lines::CacheUpdate::default();
-                let outcomes =
-                    Self::record_ticks_in(&mut tx, &self.lines, &mut update, ticks, batch.plans()).await?;
-                for ((note, run), counts) in reflections.iter().zip(counts) {
-                    if let (Some(note), Some(counts)) = (note, counts) {
-                        Self::insert_note_in(&mut tx, note, counts).await?;
-                    }
-                    Self::insert_run_in(&mut *tx, run).await?;
-                }
-                tx.commit().await.map_err(ctx("committing ticks"))?;
-                self.lines.remember(update);
-                Ok(outcomes)
-            }
-
-            async fn get_snapshot(&self, id: Uuid) -> Result<DecisionSnapshot, DbError> {
-                let row = sqlx::query("SELECT * FROM decision_snapshots WHERE id = $1")
-                    .bind($enc::id(id))
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(ctx("reading decision snapshot"))?
-                    .ok_or_else(|| DbError::not_found("decision snapshot", id))?;
-                let mut one = self.snapshots_from_rows(&[row]).await?;
-                one.pop().ok_or_else(|| DbError::not_found("decision snapshot", id))
-            }
-
-            async fn last_snapshot_before(
-                &self,
-                deployment_id: Uuid,
-                before: DateTime<Utc>,
-            ) -> Result<Option<DecisionSnapshot>, DbError> {
-                let row = sqlx::query(
-                    "SELECT * FROM decision_snapshots WHERE deployment_id = $1 AND tick_at < $2 \
-                     ORDER BY tick_at DESC LIMIT 1",
-                )
-                .bind($enc::id(deployment_id))
-                .bind($enc::ts(before))
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(ctx("reading last decision snapshot"))?;
-                match row {
-                    Some(row) => Ok(self.snapshots_from_rows(&[row]).await?.pop()),
-                    None => Ok(None),
-                }
-            }
-
-            async fn runner_state(&self, deployment_id: Uuid) -> Result<Option<StoredRunnerState>, DbError> {
-                let row = sqlx::query(
-                    "SELECT deployment_id, tick_at, state FROM live_runner_state \
-                     WHERE deployment_id = $1 AND tick_at IS NOT NULL",
-                )
-                .bind($enc::id(deployment_id))
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(ctx("reading runner state"))?;
-                row.as_ref()
-                    .map(|r| {
-                        Ok(StoredRunnerState {
-                            deployment_id: codec::RowExt::uuid(r, "deployment_id")?,
-                            tick_at: codec::RowExt::ts(r, "tick_at")?,
-                            state: codec::RowExt::json(r, "state")?,
-                        })
-                    })
-                    .transpose()
-            }
-
-            async fn list_snapshots(&self, deployment_id: Uuid, limit: u32) -> Result<Vec<DecisionSnapshot>, DbError> {
-                let rows = sqlx::query(
-                    "SELECT * FROM decision_snapshots WHERE deployment_id = $1 ORDER BY tick_at DESC LIMIT $2",
-                )
-                .bind($enc::id(deployment_id))
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await
-                .map_err(ctx("listing decision snapshots"))?;
-                self.snapshots_from_rows(&rows).await
-            }
+/// Inserts the snapshots, in statements of the sizes `statement_chunks` gives; a row
+/// whose id or deployment + time is already stored is skipped (a replay). Returns the
+/// ids of the rows inserted.
+///
+/// The statements have no `RETURNING`: on SQLite each returned row is a hop between
+/// threads (sqlx's worker sends it to the caller), ≈13 % of a backtest's wall time.
+/// The row count tells a lone snapshot apart; several are inserted under a savepoint,
+/// and only when one of them was already stored does it roll back and insert them
+/// again with `RETURNING` to learn which ones are new.
+async fn insert_snapshots<D: Dialect>(
+    tx: &mut Transaction<'static, D>,
+    cache: &lines::LineCache,
+    update: &mut lines::CacheUpdate,
+    snapshots: &[&DecisionSnapshot],
+    plans: Option<&SnapshotPlans>,
+) -> Result<HashSet<Uuid>, DbError> {
+    use sqlx::Acquire as _;
+    // The lines first: a snapshot row never lists a line its transaction has not
+    // stored.
+    let planned_here;
+    let plans = match plans {
+        Some(plans) => plans,
+        None => {
+            planned_here = SnapshotPlans::new(snapshots);
+            &planned_here
         }
     };
+    let refs = store_prompt_lines(tx, cache, update, snapshots, plans).await?;
+    let all = || snapshots.iter().map(|s| s.id).collect::<HashSet<_>>();
+    if let [_] = snapshots {
+        let (count, _) = insert_snapshot_rows::<D>(&mut **tx, snapshots, &refs, false).await?;
+        return Ok(if count == 1 { all() } else { HashSet::new() });
+    }
+    let mut savepoint = tx
+        .begin()
+        .await
+        .map_err(ctx("inserting decision snapshots"))?;
+    let (count, _) = insert_snapshot_rows::<D>(&mut *savepoint, snapshots, &refs, false).await?;
+    if count == snapshots.len() as u64 {
+        savepoint
+            .commit()
+            .await
+            .map_err(ctx("inserting decision snapshots"))?;
+        return Ok(all());
+    }
+    savepoint
+        .rollback()
+        .await
+        .map_err(ctx("inserting decision snapshots"))?;
+    let (_, inserted) = insert_snapshot_rows::<D>(&mut **tx, snapshots, &refs, true).await?;
+    Ok(inserted)
 }
 
-pub(crate) use impl_tick;
+/// Stores the lines of `snapshots`' prompts and steps that their deployments' scopes do not
+/// hold yet (as far as `cache` knows), and returns each snapshot's line lists; the
+/// lines go to `update`, for the cache once the transaction committed. `plans` are
+/// `snapshots`' ([`SnapshotPlans::new`]).
+async fn store_prompt_lines<D: Dialect>(
+    tx: &mut Transaction<'static, D>,
+    cache: &lines::LineCache,
+    update: &mut lines::CacheUpdate,
+    snapshots: &[&DecisionSnapshot],
+    plans: &SnapshotPlans,
+) -> Result<Vec<PromptRefs>, DbError> {
+    let mut refs = vec![PromptRefs::default(); snapshots.len()];
+    for (d, mine, plan) in plans.iter() {
+        let texts = snapshot_texts(snapshots, mine);
+        let lists =
+            store_lines(tx, cache, update, *d, &texts, plan, lines::SNAPSHOT_STREAMS).await?;
+        let mut lists = lists.into_iter();
+        for &i in mine {
+            let mut next = || lists.next().unwrap_or_default();
+            refs[i] = PromptRefs {
+                system_prompt: next(),
+                context: next(),
+                steps: next(),
+            };
+        }
+    }
+    Ok(refs)
+}
+
+/// Stores the lines of `texts` (all of deployment `deployment_id`, `streams` per
+/// snapshot; `plan` is theirs) that `cache` does not know its scope holds, as one
+/// block, and returns each text's line list; the lines go to `update`.
+pub(crate) async fn store_lines<D: Dialect>(
+    tx: &mut Transaction<'static, D>,
+    cache: &lines::LineCache,
+    update: &mut lines::CacheUpdate,
+    deployment_id: Uuid,
+    texts: &[&str],
+    plan: &lines::LinePlan,
+    streams: usize,
+) -> Result<Vec<Vec<u8>>, DbError> {
+    let distinct = plan.lines(texts);
+    // Creates the scope, or locks it (PostgreSQL: writers of a deployment take
+    // turns; SQLite's write transaction holds the file already).
+    let row = query(
+        "INSERT INTO prompt_scopes (deployment_id) VALUES ($1) \
+         ON CONFLICT (deployment_id) DO UPDATE SET next_seq = prompt_scopes.next_seq \
+         RETURNING id, next_seq",
+    )
+    .bind(D::id(deployment_id))
+    .fetch_one(&mut **tx)
+    .await
+    .map_err(ctx("opening prompt line scope"))?;
+    let scope: i64 = codec::RowExt::big(&row, "id")?;
+    let first_new: i64 = codec::RowExt::big(&row, "next_seq")?;
+    let mut seqs = cache.lookup(scope, first_new, &distinct);
+    let mut new_lines: Vec<&str> = Vec::new();
+    let mut next = first_new;
+    for (seq, line) in seqs.iter_mut().zip(&distinct) {
+        if seq.is_none() {
+            *seq = Some(next);
+            next += 1;
+            new_lines.push(line);
+        }
+    }
+    if !new_lines.is_empty() {
+        let body = lines::encode_block(new_lines.iter().copied())?;
+        query(
+            "INSERT INTO prompt_blocks (scope_id, first_seq, line_count, body) \
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(scope)
+        .bind(first_new)
+        .bind(next - first_new)
+        .bind(body)
+        .execute(&mut **tx)
+        .await
+        .map_err(ctx("storing prompt lines"))?;
+        query("UPDATE prompt_scopes SET next_seq = $2 WHERE id = $1")
+            .bind(scope)
+            .bind(next)
+            .execute(&mut **tx)
+            .await
+            .map_err(ctx("numbering prompt lines"))?;
+    }
+    let seqs: Vec<i64> = seqs.into_iter().map(Option::unwrap_or_default).collect();
+    update.add(scope, &distinct, &seqs);
+    let mut lists: Vec<Vec<u8>> = Vec::with_capacity(plan.texts.len());
+    for (t, text) in plan.texts.iter().enumerate() {
+        // The same lines as the stream's text of the tick before (a system prompt
+        // between reflections): the same list.
+        let list = match t.checked_sub(streams) {
+            Some(before) if plan.texts[before] == *text => lists[before].clone(),
+            _ => lines::encode_refs(text.iter().map(|&i| seqs[i as usize])),
+        };
+        lists.push(list);
+    }
+    Ok(lists)
+}
+
+/// The lines numbered `seqs` (sorted, distinct) of `deployment_id`'s scope, read as
+/// this store's role (row-level security applies to a user's store): which blocks
+/// hold them, then those blocks.
+async fn read_lines<S: Backend<Db = D>, D: Dialect>(
+    store: &S,
+    deployment_id: Uuid,
+    seqs: &[i64],
+) -> Result<HashMap<i64, String>, DbError> {
+    let mut out = HashMap::with_capacity(seqs.len());
+    let Some(&max) = seqs.last() else {
+        return Ok(out);
+    };
+    let scope = format!(
+        "(SELECT id FROM prompt_scopes WHERE deployment_id = {})",
+        lines::params(1, 1, D::NUMBERED_PARAMS)
+    );
+    let rows = query(&format!(
+        "SELECT first_seq, line_count FROM prompt_blocks WHERE scope_id = {scope} \
+         AND first_seq <= {} ORDER BY first_seq",
+        lines::params(2, 1, D::NUMBERED_PARAMS)
+    ))
+    .bind(D::id(deployment_id))
+    .bind(max)
+    .fetch_all(store.pool())
+    .await
+    .map_err(ctx("reading prompt blocks"))?;
+    let mut bounds = Vec::with_capacity(rows.len());
+    for r in &rows {
+        bounds.push((
+            codec::RowExt::big(r, "first_seq")?,
+            codec::RowExt::big(r, "line_count")?,
+        ));
+    }
+    let needed = lines::blocks_holding(&bounds, seqs, "decision snapshot")?;
+    for chunk in statement_slices(needed.as_slice()) {
+        let size = chunk.len();
+        let sql = format!(
+            "SELECT first_seq, line_count, body FROM prompt_blocks WHERE scope_id = {scope} \
+             AND first_seq IN ({})",
+            lines::params(2, size, D::NUMBERED_PARAMS),
+        );
+        let mut query = query(&sql).bind(D::id(deployment_id));
+        for (first, _) in chunk {
+            query = query.bind(*first);
+        }
+        let rows = query
+            .fetch_all(store.pool())
+            .await
+            .map_err(ctx("reading prompt lines"))?;
+        for r in &rows {
+            let first = codec::RowExt::big(r, "first_seq")?;
+            let count = codec::RowExt::big(r, "line_count")?;
+            let body: Vec<u8> = codec::RowExt::opt_blob(r, "body")?.unwrap_or_default();
+            let block = lines::decode_block(&body, count)?;
+            // Only the wanted lines of the block.
+            let from = seqs.partition_point(|&s| s < first);
+            for &seq in seqs[from..]
+                .iter()
+                .take_while(|&&s| s < first.saturating_add(count))
+            {
+                let k = usize::try_from(seq - first).unwrap_or(usize::MAX);
+                if let Some(line) = block.get(k) {
+                    out.insert(seq, line.clone());
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Snapshots read from `decision_snapshots` rows, their texts put back together
+/// from their lines (a row written before line storage holds its texts itself).
+async fn snapshots_from_rows<S: Backend<Db = D>, D: Dialect, R: RowExt>(
+    store: &S,
+    rows: &[R],
+) -> Result<Vec<DecisionSnapshot>, DbError> {
+    let mut stored = Vec::with_capacity(rows.len());
+    for r in rows {
+        stored.push(codec::stored_snapshot_from_row(r)?);
+    }
+    let mut deployments: Vec<Uuid> = Vec::new();
+    for (head, texts) in &stored {
+        if texts.lists().next().is_some() && !deployments.contains(&head.deployment_id) {
+            deployments.push(head.deployment_id);
+        }
+    }
+    let mut found: HashMap<Uuid, HashMap<i64, String>> = HashMap::new();
+    for d in deployments {
+        let wanted = lines::wanted_seqs(
+            stored
+                .iter()
+                .filter(|(head, _)| head.deployment_id == d)
+                .flat_map(|(_, texts)| texts.lists()),
+        )?;
+        found.insert(d, read_lines(store, d, &wanted).await?);
+    }
+    let mut out = Vec::with_capacity(stored.len());
+    let none = HashMap::new();
+    for (head, texts) in stored {
+        let lines_of = found.get(&head.deployment_id).unwrap_or(&none);
+        let texts = texts.resolve(|blob| lines::assemble(blob, lines_of, "decision snapshot"))?;
+        out.push(head.with(texts));
+    }
+    Ok(out)
+}
+
+/// The `INSERT`s of [`insert_snapshots`](insert_snapshots): the number of rows
+/// inserted, and with `returning` their ids.
+async fn insert_snapshot_rows<D: Dialect>(
+    conn: &mut D::Connection,
+    snapshots: &[&DecisionSnapshot],
+    refs: &[PromptRefs],
+    returning: bool,
+) -> Result<(u64, HashSet<Uuid>), DbError> {
+    let mut count = 0;
+    let mut inserted = HashSet::new();
+    let json = decision_json(snapshots)?;
+    for ((chunk, chunk_refs), chunk_json) in statement_slices(snapshots)
+        .zip(statement_slices(refs))
+        .zip(statement_slices(&json))
+    {
+        let size = chunk.len();
+        let sql = snapshot_insert_sql(size, D::NUMBERED_PARAMS, returning);
+        let mut query = query(&sql);
+        for ((s, r), (proposal, verdict)) in chunk.iter().zip(chunk_refs).zip(chunk_json) {
+            query = query
+                .bind(D::id(s.id))
+                .bind(D::id(s.deployment_id))
+                .bind(D::ts(s.tick_at))
+                .bind(r.system_prompt.as_slice())
+                .bind(r.context.as_slice())
+                .bind(r.steps.as_slice())
+                .bind(proposal.as_deref().map(Json))
+                .bind(Json(&**verdict))
+                .bind(s.model.as_str())
+                .bind(s.finish_reason.as_deref())
+                .bind(u64_to_i64("input tokens", s.usage.input)?)
+                .bind(u64_to_i64("output tokens", s.usage.output)?)
+                .bind(u64_to_i64("cache read tokens", s.usage.cache_read)?)
+                .bind(u64_to_i64("cache write tokens", s.usage.cache_write)?)
+                .bind(D::dec(s.cost_usd))
+                .bind(s.error.as_deref())
+                .bind(s.model_error);
+        }
+        if returning {
+            let rows = query
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(ctx("inserting decision snapshots"))?;
+            for row in &rows {
+                inserted.insert(codec::RowExt::uuid(row, "id")?);
+            }
+            count += rows.len() as u64;
+        } else {
+            count += query
+                .execute(&mut *conn)
+                .await
+                .map_err(ctx("inserting decision snapshots"))?
+                .rows_affected();
+        }
+    }
+    Ok((count, inserted))
+}
+
+/// The stored snapshot a replayed tick collided with (same id, or same deployment
+/// and time).
+async fn replayed_snapshot_id<D: Dialect>(
+    tx: &mut Transaction<'static, D>,
+    s: &DecisionSnapshot,
+) -> Result<Uuid, DbError> {
+    let row = query(
+        "SELECT id FROM decision_snapshots WHERE id = $1 OR (deployment_id = $2 AND tick_at = $3)",
+    )
+    .bind(D::id(s.id))
+    .bind(D::id(s.deployment_id))
+    .bind(D::ts(s.tick_at))
+    .fetch_one(&mut **tx)
+    .await
+    .map_err(ctx("reading replayed snapshot"))?;
+    codec::RowExt::uuid(&row, "id")
+}
+
+/// The runner state after the tick of `s`, only forward: a stored state of this or
+/// a later tick wins and the whole tick is refused (its runner lost the deployment).
+async fn write_runner_state<D: Dialect>(
+    tx: &mut Transaction<'static, D>,
+    s: &DecisionSnapshot,
+    state: &serde_json::Value,
+) -> Result<(), DbError> {
+    let written = query(
+        "INSERT INTO live_runner_state (deployment_id, tick_at, state, updated_at) \
+         VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (deployment_id) DO UPDATE \
+         SET tick_at = excluded.tick_at, state = excluded.state, \
+             updated_at = excluded.updated_at \
+         WHERE live_runner_state.tick_at IS NULL \
+            OR live_runner_state.tick_at < excluded.tick_at",
+    )
+    .bind(D::id(s.deployment_id))
+    .bind(D::ts(s.tick_at))
+    .bind(Json(state))
+    .bind(D::ts(Utc::now()))
+    .execute(&mut **tx)
+    .await
+    .map_err(ctx("writing runner state"))?;
+    if written.rows_affected() == 0 {
+        let row = query("SELECT tick_at FROM live_runner_state WHERE deployment_id = $1")
+            .bind(D::id(s.deployment_id))
+            .fetch_one(&mut **tx)
+            .await
+            .map_err(ctx("reading newer runner state"))?;
+        let stored_tick_at = codec::RowExt::ts(&row, "tick_at")?;
+        return Err(DbError::StaleState {
+            deployment_id: s.deployment_id,
+            tick_at: s.tick_at,
+            stored_tick_at,
+        });
+    }
+    Ok(())
+}
+
+/// Inserts fills (a fill stored before is left as it is), in statements of the
+/// sizes `statement_chunks` gives.
+async fn insert_fills<D: Dialect>(
+    tx: &mut Transaction<'static, D>,
+    fills: &[(Uuid, &Fill)],
+) -> Result<(), DbError> {
+    for chunk in statement_slices(fills) {
+        let size = chunk.len();
+        let sql = values_sql(
+            "INSERT INTO fills (deployment_id, broker_fill_id, symbol, side, qty, price, \
+             fee_usd, time, snapshot_id, client_order_id, liquidation, trigger_kind)",
+            12,
+            size,
+            D::NUMBERED_PARAMS,
+            "ON CONFLICT (deployment_id, broker_fill_id) DO NOTHING",
+        );
+        let mut query = query(&sql);
+        for (deployment_id, f) in chunk {
+            query = query
+                .bind(D::id(*deployment_id))
+                .bind(&f.id)
+                .bind(&f.symbol)
+                .bind(codec::order_side_str(f.side))
+                .bind(D::dec(f.qty))
+                .bind(D::dec(f.price))
+                .bind(D::dec(f.fee_usd))
+                .bind(D::ts(f.time))
+                .bind(D::oid(f.snapshot_id))
+                .bind(f.client_order_id.as_deref())
+                .bind(f.liquidation)
+                .bind(f.trigger.map(types::FillTrigger::as_str));
+        }
+        query
+            .execute(&mut **tx)
+            .await
+            .map_err(ctx("inserting fills"))?;
+    }
+    Ok(())
+}
+
+/// Inserts or updates ledger rows, each with the time of the tick that closed it
+/// (closed rows only), in statements of the sizes `statement_chunks` gives. The rows
+/// must have distinct ids and come in writing order (`BatchTrades::last_versions`:
+/// closing rows first). A row stored closed (closed rows are immutable) or under
+/// another deployment is refused, named in the error, and the caller's transaction
+/// must then be rolled back.
+async fn upsert_trades<D: Dialect>(
+    tx: &mut Transaction<'static, D>,
+    rows: &[(&TradeRecord, Option<DateTime<Utc>>)],
+    now: DateTime<Utc>,
+) -> Result<(), DbError> {
+    for chunk in statement_slices(rows) {
+        let size = chunk.len();
+        let sql = values_sql(
+            "INSERT INTO trade_history (id, deployment_id, skill_id, skill_version, \
+             symbol, side, status, entry_tick_at, entry_price, entry_size_usd, \
+             entry_leverage, entry_reason, entry_snapshot_id, entry_regime_tag, \
+             opened_qty, open_qty, exit_tick_at, exit_price, exit_reason, \
+             exit_snapshot_id, close_kind, holding_minutes, realized_pnl_usd, fees_usd, \
+             mfe_usd, mae_usd, exit_size_usd, broker_reconciled, closed_at, created_at, \
+             updated_at)",
+            31,
+            size,
+            D::NUMBERED_PARAMS,
+            "ON CONFLICT (id) DO UPDATE SET \
+             status = excluded.status, entry_tick_at = excluded.entry_tick_at, \
+             entry_price = excluded.entry_price, entry_size_usd = excluded.entry_size_usd, \
+             entry_leverage = excluded.entry_leverage, entry_reason = excluded.entry_reason, \
+             entry_snapshot_id = excluded.entry_snapshot_id, \
+             entry_regime_tag = excluded.entry_regime_tag, opened_qty = excluded.opened_qty, \
+             open_qty = excluded.open_qty, exit_tick_at = excluded.exit_tick_at, \
+             exit_price = excluded.exit_price, exit_reason = excluded.exit_reason, \
+             exit_snapshot_id = excluded.exit_snapshot_id, close_kind = excluded.close_kind, \
+             holding_minutes = excluded.holding_minutes, \
+             realized_pnl_usd = excluded.realized_pnl_usd, fees_usd = excluded.fees_usd, \
+             mfe_usd = excluded.mfe_usd, mae_usd = excluded.mae_usd, \
+             exit_size_usd = excluded.exit_size_usd, \
+             broker_reconciled = excluded.broker_reconciled, \
+             closed_at = CASE WHEN excluded.status = 'closed' \
+                 THEN COALESCE(trade_history.closed_at, excluded.closed_at) ELSE NULL END, \
+             updated_at = excluded.updated_at \
+             WHERE trade_history.status = 'open' \
+             AND trade_history.deployment_id = excluded.deployment_id",
+        );
+        let mut query = query(&sql);
+        for (t, closed_at) in chunk {
+            query = query
+                .bind(D::id(t.id))
+                .bind(D::id(t.deployment_id))
+                .bind(D::id(t.skill_id))
+                .bind(t.skill_version)
+                .bind(&t.symbol)
+                .bind(codec::side_str(t.side))
+                .bind(t.status.as_str())
+                .bind(D::ts(t.entry_tick_at))
+                .bind(D::dec(t.entry_price))
+                .bind(D::dec(t.entry_size_usd))
+                .bind(D::odec(t.entry_leverage))
+                .bind(t.entry_reason.as_deref())
+                .bind(D::oid(t.entry_snapshot_id))
+                .bind(t.entry_regime_tag.map(|r| r.as_str()))
+                .bind(D::dec(t.opened_qty))
+                .bind(D::dec(t.open_qty))
+                .bind(D::ots(t.exit_tick_at))
+                .bind(D::odec(t.exit_price))
+                .bind(t.exit_reason.as_deref())
+                .bind(D::oid(t.exit_snapshot_id))
+                .bind(t.close_kind.map(|k| k.as_str()))
+                .bind(D::odec(t.holding_minutes))
+                .bind(D::dec(t.realized_pnl_usd))
+                .bind(D::dec(t.fees_usd))
+                .bind(D::dec(t.mfe_usd))
+                .bind(D::dec(t.mae_usd))
+                .bind(D::dec(t.exit_size_usd))
+                .bind(t.broker_reconciled)
+                .bind(D::ots(*closed_at))
+                .bind(D::ts(now))
+                .bind(D::ts(now));
+        }
+        let done = query
+            .execute(&mut **tx)
+            .await
+            .map_err(ctx("upserting trade_history rows"))?;
+        if done.rows_affected() < size as u64 {
+            return Err(refused_trade(tx, chunk, now).await);
+        }
+    }
+    Ok(())
+}
+
+/// The error for a chunk of `upsert_trades` that wrote fewer rows than it carried,
+/// naming a refused row: the one whose `updated_at` is not the statement's.
+async fn refused_trade<D: Dialect>(
+    tx: &mut Transaction<'static, D>,
+    chunk: &[(&TradeRecord, Option<DateTime<Utc>>)],
+    now: DateTime<Utc>,
+) -> DbError {
+    let sql = format!(
+        "SELECT id FROM trade_history WHERE updated_at <> {} AND id IN ({})",
+        lines::params(1, 1, D::NUMBERED_PARAMS),
+        lines::params(2, chunk.len(), D::NUMBERED_PARAMS)
+    );
+    let mut query = query(&sql).bind(D::ts(now));
+    for (t, _) in chunk {
+        query = query.bind(D::id(t.id));
+    }
+    let which = match query.fetch_optional(&mut **tx).await {
+        Ok(Some(row)) => match codec::RowExt::uuid(&row, "id") {
+            Ok(id) => id.to_string(),
+            Err(e) => return e,
+        },
+        // Every row reads as written: only a clock that stood still between two
+        // writes hides the refused one.
+        Ok(None) => {
+            let ids: Vec<String> = chunk.iter().map(|(t, _)| t.id.to_string()).collect();
+            format!("one of {}", ids.join(", "))
+        }
+        Err(e) => return ctx("reading the refused trade_history row")(e),
+    };
+    DbError::Invalid {
+        what: "trade_history row",
+        detail: format!(
+            "{which} is closed (closed rows are immutable) or belongs to another deployment"
+        ),
+    }
+}
+
+/// Links fills to the ledger rows they applied to (distinct fills), in statements of
+/// the sizes `statement_chunks` gives; a link to a fill that is not stored is
+/// refused, named in the error.
+async fn link_fills<D: Dialect>(
+    tx: &mut Transaction<'static, D>,
+    links: &[(Uuid, &FillTradeLink)],
+) -> Result<(), DbError> {
+    for chunk in statement_slices(links) {
+        let size = chunk.len();
+        let sql = format!(
+            "UPDATE fills SET trade_id = v.column3, flip_trade_id = v.column4 FROM ({}) AS v \
+             WHERE fills.deployment_id = v.column1 AND fills.broker_fill_id = v.column2",
+            values_sql("", 4, size, D::NUMBERED_PARAMS, "").trim()
+        );
+        let mut query = query(&sql);
+        for (deployment_id, link) in chunk {
+            query = query
+                .bind(D::id(*deployment_id))
+                .bind(&link.broker_fill_id)
+                .bind(D::id(link.trade_id))
+                .bind(D::oid(link.flip_trade_id));
+        }
+        let done = query
+            .execute(&mut **tx)
+            .await
+            .map_err(ctx("linking fills to trades"))?;
+        if done.rows_affected() < size as u64 {
+            return Err(missing_fill(tx, chunk).await);
+        }
+    }
+    Ok(())
+}
+
+/// The error for a chunk of `link_fills` that linked fewer fills than it carried,
+/// naming a link whose fill is not stored.
+async fn missing_fill<D: Dialect>(
+    tx: &mut Transaction<'static, D>,
+    chunk: &[(Uuid, &FillTradeLink)],
+) -> DbError {
+    for (deployment_id, link) in chunk {
+        let stored = query("SELECT 1 FROM fills WHERE deployment_id = $1 AND broker_fill_id = $2")
+            .bind(D::id(*deployment_id))
+            .bind(&link.broker_fill_id)
+            .fetch_optional(&mut **tx)
+            .await;
+        match stored {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                return DbError::Invalid {
+                    what: "fill link",
+                    detail: format!(
+                        "fill {} of deployment {} is not stored",
+                        link.broker_fill_id, deployment_id
+                    ),
+                };
+            }
+            Err(e) => return ctx("reading a linked fill")(e),
+        }
+    }
+    DbError::Invalid {
+        what: "fill link",
+        detail: "a fill was linked twice in one batch".to_owned(),
+    }
+}
+
+/// One tick's rows inside the caller's transaction (see `TickStore::record_tick`),
+/// the deployment's equity aside. A replayed tick writes nothing.
+async fn write_tick<D: Dialect>(
+    tx: &mut Transaction<'static, D>,
+    cache: &lines::LineCache,
+    update: &mut lines::CacheUpdate,
+    tick: &TickRecord,
+) -> Result<RecordOutcome, DbError> {
+    let s = &tick.snapshot;
+    if insert_snapshots(tx, cache, update, &[s], None)
+        .await?
+        .is_empty()
+    {
+        let snapshot_id = replayed_snapshot_id(tx, s).await?;
+        return Ok(RecordOutcome::AlreadyRecorded { snapshot_id });
+    }
+    if let Some(state) = &tick.runner_state {
+        write_runner_state(tx, s, state).await?;
+    }
+    let fills: Vec<(Uuid, &Fill)> = tick.fills.iter().map(|f| (s.deployment_id, f)).collect();
+    insert_fills(tx, &fills).await?;
+    // Closing rows first: a flip closes one row and opens another on the same symbol.
+    let now = Utc::now();
+    let mut trades = BatchTrades::default();
+    trades.add(tick)?;
+    upsert_trades(tx, &trades.last_versions(), now).await?;
+    link_fills(tx, &batch_links([tick])).await?;
+    // A tick's scores are of earlier ticks' outcomes: written after its own rows.
+    crate::imp::outcomes::insert_outcome_rows(tx, &[&tick.outcomes], &mut HashMap::new()).await?;
+    crate::imp::outcomes::write_scores(tx, &last_scores([&tick.outcomes])).await?;
+    Ok(RecordOutcome::Recorded { snapshot_id: s.id })
+}
+
+/// [`TickStore::record_ticks`]'s writes in `tx`; the caller commits, then remembers
+/// `update`'s lines.
+async fn record_ticks_in<D: Dialect>(
+    tx: &mut Transaction<'static, D>,
+    cache: &lines::LineCache,
+    update: &mut lines::CacheUpdate,
+    ticks: &[TickRecord],
+    plans: &SnapshotPlans,
+) -> Result<Vec<RecordOutcome>, DbError> {
+    let snapshots: Vec<&DecisionSnapshot> = ticks.iter().map(|t| &t.snapshot).collect();
+    let inserted = insert_snapshots(tx, cache, update, &snapshots, Some(plans)).await?;
+    let mut outcomes = Vec::with_capacity(ticks.len());
+    let mut trades = BatchTrades::default();
+    let mut fills: Vec<(Uuid, &Fill)> = Vec::new();
+    // Per deployment, the equity of its last recorded tick that carries one.
+    let mut equity: Vec<(Uuid, Decimal)> = Vec::new();
+    for tick in ticks {
+        let s = &tick.snapshot;
+        if !inserted.contains(&s.id) {
+            let snapshot_id = replayed_snapshot_id(tx, s).await?;
+            outcomes.push(RecordOutcome::AlreadyRecorded { snapshot_id });
+            continue;
+        }
+        if let Some(state) = &tick.runner_state {
+            write_runner_state(tx, s, state).await?;
+        }
+        fills.extend(tick.fills.iter().map(|f| (s.deployment_id, f)));
+        trades.add(tick)?;
+        if let Some(e) = tick.equity_usd {
+            match equity.iter_mut().find(|(id, _)| *id == s.deployment_id) {
+                Some(slot) => slot.1 = e,
+                None => equity.push((s.deployment_id, e)),
+            }
+        }
+        outcomes.push(RecordOutcome::Recorded { snapshot_id: s.id });
+    }
+    // Every fill of the batch in a few statements, before the rows they link to.
+    insert_fills(tx, &fills).await?;
+    upsert_trades(tx, &trades.last_versions(), Utc::now()).await?;
+    let recorded: Vec<&TickRecord> = ticks
+        .iter()
+        .zip(&outcomes)
+        .filter(|(_, o)| matches!(o, RecordOutcome::Recorded { .. }))
+        .map(|(t, _)| t)
+        .collect();
+    link_fills(tx, &batch_links(recorded.iter().copied())).await?;
+    // The outcome memory: only the last score of each outcome in the batch counts
+    // (each is the outcome's whole score at its time). An outcome of the batch is
+    // inserted with it; the others are updated after every insert (a score may be
+    // of an outcome of an earlier tick).
+    let writes: Vec<&OutcomeWrites> = recorded.iter().map(|t| &t.outcomes).collect();
+    let scores = last_scores(writes.iter().copied());
+    let mut last: HashMap<Uuid, &outcomes::OutcomeScore> = scores.iter().copied().collect();
+    crate::imp::outcomes::insert_outcome_rows(tx, &writes, &mut last).await?;
+    let updates: Vec<_> = scores
+        .into_iter()
+        .filter(|(id, _)| last.contains_key(id))
+        .collect();
+    crate::imp::outcomes::write_scores(tx, &updates).await?;
+    for (d, e) in equity {
+        write_equity(tx, d, e).await?;
+    }
+    Ok(outcomes)
+}
+
+async fn write_equity<D: Dialect>(
+    tx: &mut Transaction<'static, D>,
+    deployment_id: Uuid,
+    equity: Decimal,
+) -> Result<(), DbError> {
+    query("UPDATE deployments SET equity_usd = $2 WHERE id = $1")
+        .bind(D::id(deployment_id))
+        .bind(D::dec(equity))
+        .execute(&mut **tx)
+        .await
+        .map_err(ctx("updating deployment equity"))?;
+    Ok(())
+}
+
+impl<S: Backend<Db = D>, D: Dialect> TickStore for S {
+    async fn record_tick(&self, tick: &TickRecord) -> Result<RecordOutcome, DbError> {
+        validate_tick(tick)?;
+        let mut tx = self.begin().await.map_err(ctx("beginning tick"))?;
+        let mut update = lines::CacheUpdate::default();
+        let outcome = write_tick(&mut tx, self.lines(), &mut update, tick).await?;
+        match (outcome, tick.equity_usd) {
+            (RecordOutcome::Recorded { .. }, Some(equity)) => {
+                write_equity(&mut tx, tick.snapshot.deployment_id, equity).await?;
+            }
+            (RecordOutcome::Recorded { .. }, None) => {}
+            (RecordOutcome::AlreadyRecorded { .. }, _) => {
+                tx.rollback().await.map_err(ctx("ending replayed tick"))?;
+                return Ok(outcome);
+            }
+        }
+        tx.commit().await.map_err(ctx("committing tick"))?;
+        self.lines().remember(update);
+        Ok(outcome)
+    }
+
+    async fn record_ticks(
+        &self,
+        batch: &PlannedTicks,
+        reflections: &[(Option<NewNote>, ReflectionRun)],
+    ) -> Result<Vec<RecordOutcome>, DbError> {
+        let ticks = batch.ticks();
+        validate_batch(ticks)?;
+        let counts = reflections
+            .iter()
+            .map(|(note, _)| {
+                note.as_ref()
+                    .map(crate::imp::notes::validate_note)
+                    .transpose()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut tx = self.begin().await.map_err(ctx("beginning ticks"))?;
+        let mut update = lines::CacheUpdate::default();
+        let outcomes =
+            record_ticks_in(&mut tx, self.lines(), &mut update, ticks, batch.plans()).await?;
+        for ((note, run), counts) in reflections.iter().zip(counts) {
+            if let (Some(note), Some(counts)) = (note, counts) {
+                crate::imp::notes::insert_note_in(&mut tx, note, counts).await?;
+            }
+            crate::imp::notes::insert_run_in(&mut *tx, run).await?;
+        }
+        tx.commit().await.map_err(ctx("committing ticks"))?;
+        self.lines().remember(update);
+        Ok(outcomes)
+    }
+
+    async fn get_snapshot(&self, id: Uuid) -> Result<DecisionSnapshot, DbError> {
+        let row = query("SELECT * FROM decision_snapshots WHERE id = $1")
+            .bind(D::id(id))
+            .fetch_optional(self.pool())
+            .await
+            .map_err(ctx("reading decision snapshot"))?
+            .ok_or_else(|| DbError::not_found("decision snapshot", id))?;
+        let mut one = snapshots_from_rows(self, &[row]).await?;
+        one.pop()
+            .ok_or_else(|| DbError::not_found("decision snapshot", id))
+    }
+
+    async fn last_snapshot_before(
+        &self,
+        deployment_id: Uuid,
+        before: DateTime<Utc>,
+    ) -> Result<Option<DecisionSnapshot>, DbError> {
+        let row = query(
+            "SELECT * FROM decision_snapshots WHERE deployment_id = $1 AND tick_at < $2 \
+             ORDER BY tick_at DESC LIMIT 1",
+        )
+        .bind(D::id(deployment_id))
+        .bind(D::ts(before))
+        .fetch_optional(self.pool())
+        .await
+        .map_err(ctx("reading last decision snapshot"))?;
+        match row {
+            Some(row) => Ok(snapshots_from_rows(self, &[row]).await?.pop()),
+            None => Ok(None),
+        }
+    }
+
+    async fn runner_state(
+        &self,
+        deployment_id: Uuid,
+    ) -> Result<Option<StoredRunnerState>, DbError> {
+        let row = query(
+            "SELECT deployment_id, tick_at, state FROM live_runner_state \
+             WHERE deployment_id = $1 AND tick_at IS NOT NULL",
+        )
+        .bind(D::id(deployment_id))
+        .fetch_optional(self.pool())
+        .await
+        .map_err(ctx("reading runner state"))?;
+        row.as_ref()
+            .map(|r| {
+                Ok(StoredRunnerState {
+                    deployment_id: codec::RowExt::uuid(r, "deployment_id")?,
+                    tick_at: codec::RowExt::ts(r, "tick_at")?,
+                    state: codec::RowExt::json(r, "state")?,
+                })
+            })
+            .transpose()
+    }
+
+    async fn list_snapshots(
+        &self,
+        deployment_id: Uuid,
+        limit: u32,
+    ) -> Result<Vec<DecisionSnapshot>, DbError> {
+        let rows = query(
+            "SELECT * FROM decision_snapshots WHERE deployment_id = $1 ORDER BY tick_at DESC LIMIT $2",
+        )
+        .bind(D::id(deployment_id))
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await
+        .map_err(ctx("listing decision snapshots"))?;
+        snapshots_from_rows(self, &rows).await
+    }
+}
 
 /// Snapshots converted per transaction by `convert_legacy_snapshots`.
 pub(crate) const CONVERT_BATCH: i64 = 256;
 
-/// The conversion of snapshots written before line storage (for the stores that write, not a
-/// user's).
-macro_rules! impl_convert {
-    ($store:ty, $enc:ident, $begin:literal) => {
-        impl $store {
-            /// Converts the prompts of the snapshots written before line storage (their texts
-            /// in `system_prompt` / `context`) to line lists, [`CONVERT_BATCH`] per transaction,
-            /// in tick order per deployment; returns how many it converted. Their steps,
-            /// proposal and verdict stay in their JSON columns (a few hundred bytes, read as
-            /// before). Run at connect, after the migrations: a database the previous schema
-            /// wrote reads the same afterwards, and a conversion cut short leaves every row
-            /// readable (converted or not) and resumes at the next connect.
-            ///
-            /// [`CONVERT_BATCH`]: crate::imp::tick::CONVERT_BATCH
-            pub(crate) async fn convert_legacy_snapshots(&self) -> Result<u64, DbError> {
-                let mut converted = 0;
-                loop {
-                    let mut tx = self
-                        .pool
-                        .begin_with($begin)
-                        .await
-                        .map_err(ctx("beginning snapshot conversion"))?;
-                    let rows = sqlx::query(
-                        "SELECT id, deployment_id, system_prompt, context FROM decision_snapshots \
-                         WHERE context_lines IS NULL ORDER BY deployment_id, tick_at LIMIT $1",
-                    )
-                    .bind(crate::imp::tick::CONVERT_BATCH)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(ctx("reading snapshots to convert"))?;
-                    if rows.is_empty() {
-                        tx.rollback().await.map_err(ctx("ending snapshot conversion"))?;
-                        return Ok(converted);
-                    }
-                    let mut old = Vec::with_capacity(rows.len());
-                    for r in &rows {
-                        old.push((
-                            codec::RowExt::uuid(r, "id")?,
-                            codec::RowExt::uuid(r, "deployment_id")?,
-                            codec::RowExt::opt_text(r, "system_prompt")?.unwrap_or_default(),
-                            codec::RowExt::opt_text(r, "context")?.unwrap_or_default(),
-                        ));
-                    }
-                    let mut deployments: Vec<Uuid> = Vec::new();
-                    for (_, d, _, _) in &old {
-                        if !deployments.contains(d) {
-                            deployments.push(*d);
-                        }
-                    }
-                    let mut update = crate::imp::prompt_lines::CacheUpdate::default();
-                    for d in deployments {
-                        let mine: Vec<_> = old.iter().filter(|(_, od, _, _)| *od == d).collect();
-                        let texts: Vec<&str> = mine
-                            .iter()
-                            .flat_map(|(_, _, sp, cx)| [sp.as_str(), cx.as_str()])
-                            .collect();
-                        let plan = crate::imp::prompt_lines::LinePlan::new(&texts, 2);
-                        let lists =
-                            Self::store_lines(&mut tx, &self.lines, &mut update, d, &texts, &plan, 2).await?;
-                        for ((id, _, _, _), pair) in mine.iter().zip(lists.chunks(2)) {
-                            sqlx::query(
-                                "UPDATE decision_snapshots SET system_prompt = NULL, context = NULL, \
-                                 system_prompt_lines = $2, context_lines = $3 WHERE id = $1",
-                            )
-                            .bind($enc::id(*id))
-                            .bind(pair[0].as_slice())
-                            .bind(pair[1].as_slice())
-                            .execute(&mut *tx)
-                            .await
-                            .map_err(ctx("converting a snapshot to line lists"))?;
-                            converted += 1;
-                        }
-                    }
-                    tx.commit().await.map_err(ctx("committing snapshot conversion"))?;
-                    self.lines.remember(update);
-                }
+/// The conversion of snapshots written before line storage.
+/// Converts the prompts of the snapshots written before line storage (their texts
+/// in `system_prompt` / `context`) to line lists, [`CONVERT_BATCH`] per transaction,
+/// in tick order per deployment; returns how many it converted. Their steps,
+/// proposal and verdict stay in their JSON columns (a few hundred bytes, read as
+/// before). Run at connect, after the migrations: a database the previous schema
+/// wrote reads the same afterwards, and a conversion cut short leaves every row
+/// readable (converted or not) and resumes at the next connect.
+pub(crate) async fn convert_legacy_snapshots<S: Backend<Db = D>, D: Dialect>(
+    store: &S,
+) -> Result<u64, DbError> {
+    let mut converted = 0;
+    loop {
+        let mut tx = store
+            .begin()
+            .await
+            .map_err(ctx("beginning snapshot conversion"))?;
+        let rows = query(
+            "SELECT id, deployment_id, system_prompt, context FROM decision_snapshots \
+             WHERE context_lines IS NULL ORDER BY deployment_id, tick_at LIMIT $1",
+        )
+        .bind(CONVERT_BATCH)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(ctx("reading snapshots to convert"))?;
+        if rows.is_empty() {
+            tx.rollback()
+                .await
+                .map_err(ctx("ending snapshot conversion"))?;
+            return Ok(converted);
+        }
+        let mut old = Vec::with_capacity(rows.len());
+        for r in &rows {
+            old.push((
+                codec::RowExt::uuid(r, "id")?,
+                codec::RowExt::uuid(r, "deployment_id")?,
+                codec::RowExt::opt_text(r, "system_prompt")?.unwrap_or_default(),
+                codec::RowExt::opt_text(r, "context")?.unwrap_or_default(),
+            ));
+        }
+        let mut deployments: Vec<Uuid> = Vec::new();
+        for (_, d, _, _) in &old {
+            if !deployments.contains(d) {
+                deployments.push(*d);
             }
         }
-    };
+        let mut update = crate::imp::prompt_lines::CacheUpdate::default();
+        for d in deployments {
+            let mine: Vec<_> = old.iter().filter(|(_, od, _, _)| *od == d).collect();
+            let texts: Vec<&str> = mine
+                .iter()
+                .flat_map(|(_, _, sp, cx)| [sp.as_str(), cx.as_str()])
+                .collect();
+            let plan = crate::imp::prompt_lines::LinePlan::new(&texts, 2);
+            let lists =
+                store_lines(&mut tx, store.lines(), &mut update, d, &texts, &plan, 2).await?;
+            for ((id, _, _, _), pair) in mine.iter().zip(lists.chunks(2)) {
+                query(
+                    "UPDATE decision_snapshots SET system_prompt = NULL, context = NULL, \
+                     system_prompt_lines = $2, context_lines = $3 WHERE id = $1",
+                )
+                .bind(D::id(*id))
+                .bind(pair[0].as_slice())
+                .bind(pair[1].as_slice())
+                .execute(&mut *tx)
+                .await
+                .map_err(ctx("converting a snapshot to line lists"))?;
+                converted += 1;
+            }
+        }
+        tx.commit()
+            .await
+            .map_err(ctx("committing snapshot conversion"))?;
+        store.lines().remember(update);
+    }
 }
-
-pub(crate) use impl_convert;
 
 #[cfg(test)]
 mod tests {

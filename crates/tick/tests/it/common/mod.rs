@@ -89,7 +89,7 @@ pub(crate) async fn register<S: db::RegistryStore>(store: &S, d: &TickDeployment
         id: d.user_id,
         ..sample_user()
     };
-    let skill = db::Skill {
+    let skill = db::SkillRecord {
         id: d.skill_id,
         ..sample_skill(d.user_id)
     };
