@@ -70,6 +70,9 @@ impl Store {
     }
 }
 
+/// `impl $trait for Store`, each method forwarded to the variant's store. A macro because each
+/// method is a different call: with no `dyn` (see the module docs), a function cannot be
+/// generic over "this method of whichever variant".
 macro_rules! delegate {
     ($trait:ident { $( fn $name:ident(&self $(, $arg:ident : $ty:ty)*) -> $ret:ty; )* }) => {
         impl $trait for Store {

@@ -688,8 +688,8 @@ async fn snapshots_from_rows<S: Backend<Db = D>, D: Dialect, R: RowExt>(
     Ok(out)
 }
 
-/// The `INSERT`s of [`insert_snapshots`](insert_snapshots): the number of rows
-/// inserted, and with `returning` their ids.
+/// The `INSERT`s of [`insert_snapshots`]: the number of rows inserted, and with `returning`
+/// their ids.
 async fn insert_snapshot_rows<D: Dialect>(
     conn: &mut D::Connection,
     snapshots: &[&DecisionSnapshot],
