@@ -747,8 +747,8 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
-    use db::test_support::{at, sample_snapshot, seed};
-    use db::{OutcomeWrites, Store};
+    use db::Store;
+    use db::test_support::{at, sample_snapshot, seed, tick_record};
     use tokio::sync::Semaphore;
 
     use super::*;
@@ -846,15 +846,10 @@ mod tests {
 
     /// The tick `i` minutes after the samples' base time.
     fn tick(deployment_id: Uuid, i: usize) -> TickRecord {
-        TickRecord {
-            snapshot: sample_snapshot(deployment_id, at(i64::try_from(i).expect("minutes"))),
-            fills: Vec::new(),
-            trades: Vec::new(),
-            links: Vec::new(),
-            equity_usd: None,
-            runner_state: None,
-            outcomes: OutcomeWrites::default(),
-        }
+        tick_record(sample_snapshot(
+            deployment_id,
+            at(i64::try_from(i).expect("minutes")),
+        ))
     }
 
     /// Buffers ticks `from..to`; each must return at once (a tick that waited for a write the
