@@ -10,7 +10,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use rust_decimal::Decimal;
 use skill_schema::{Format, parse_skill};
 use tools::{NewsItem, Preloaded, RunMode, ToolContext};
-use types::{Bar, Interval, PortfolioSnapshot};
+use types::test_support::flat_portfolio;
+use types::{Bar, Interval};
 
 const SKILL: &str = r"
 name: bench
@@ -80,14 +81,7 @@ fn ctx() -> ToolContext {
             symbols: vec!["BTC".into()],
         })
         .collect();
-    d.portfolio = Some(PortfolioSnapshot {
-        at: now(),
-        equity_usd: Decimal::from(10_000),
-        available_margin_usd: Decimal::from(10_000),
-        positions: vec![],
-        realized_pnl_usd: Decimal::ZERO,
-        fees_paid_usd: Decimal::ZERO,
-    });
+    d.portfolio = Some(flat_portfolio(now(), Decimal::from(10_000)));
     d.recent_trades_text = (0..30)
         .map(|i| {
             format!(

@@ -588,8 +588,8 @@ mod tests {
     use std::time::Duration;
 
     use chrono::{DateTime, Utc};
-    use db::test_support::{at, sample_snapshot, seed};
-    use db::{DecisionSnapshot, NewNote, OutcomeWrites, ReflectionRun, Store, StoredRunnerState};
+    use db::test_support::{at, sample_snapshot, seed, tick_record};
+    use db::{DecisionSnapshot, NewNote, ReflectionRun, Store, StoredRunnerState};
     use tokio::sync::Semaphore;
     use uuid::Uuid;
 
@@ -673,15 +673,10 @@ mod tests {
 
     /// The tick `i` minutes after the samples' base time.
     fn tick(deployment_id: Uuid, i: usize) -> TickRecord {
-        TickRecord {
-            snapshot: sample_snapshot(deployment_id, at(i64::try_from(i).expect("minutes"))),
-            fills: Vec::new(),
-            trades: Vec::new(),
-            links: Vec::new(),
-            equity_usd: None,
-            runner_state: None,
-            outcomes: OutcomeWrites::default(),
-        }
+        tick_record(sample_snapshot(
+            deployment_id,
+            at(i64::try_from(i).expect("minutes")),
+        ))
     }
 
     /// Buffers ticks `from..to`; each must return at once (a tick that waited for a write the

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cassette::{Cassette, CassetteError, Mode};
+use model::test_support::{tool_call, tool_turn};
 use model::{
-    FinishReason, LanguageModel, Message, ModelError, ModelRequest, ModelResponse, ToolCall,
-    ToolDefinition, Usage,
+    LanguageModel, Message, ModelError, ModelRequest, ModelResponse, ToolDefinition, Usage,
 };
 
 /// Answers every request with a tool call whose id and arguments depend on how many calls it
@@ -26,18 +26,17 @@ impl LanguageModel for Counting {
         let n = self.calls.fetch_add(1, Ordering::SeqCst);
         Ok(ModelResponse {
             text: Some(format!("answer {n} to {} messages", request.messages.len())),
-            tool_calls: vec![ToolCall {
-                id: format!("call_{n}"),
-                name: "propose_order".into(),
-                arguments: format!("{{\"n\":{n}}}"),
-            }],
-            finish: FinishReason::ToolCalls,
             usage: Usage {
                 input: 1_000 + n,
                 output: 20,
                 cache_read: 0,
                 cache_write: 0,
             },
+            ..tool_turn(vec![tool_call(
+                format!("call_{n}"),
+                "propose_order",
+                format!("{{\"n\":{n}}}"),
+            )])
         })
     }
 }

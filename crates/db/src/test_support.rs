@@ -1,5 +1,6 @@
 //! Builders for tests of this crate and its users (feature `test-support`): a user, a skill with
-//! one version, a deployment, a snapshot, a ledger row — valid, linked, with fresh ids.
+//! one version, a deployment, a snapshot, a tick record, a ledger row — valid, linked, with fresh
+//! ids.
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use rust_decimal::Decimal;
@@ -11,8 +12,8 @@ use uuid::Uuid;
 
 use crate::DbError;
 use crate::model::{
-    BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, NewNote, SkillRecord, SkillVersion,
-    User,
+    BrokerKind, DecisionSnapshot, Deployment, DeploymentStatus, NewNote, OutcomeWrites,
+    SkillRecord, SkillVersion, TickRecord, User,
 };
 use crate::traits::{RegistryStore, TickStore};
 
@@ -158,6 +159,22 @@ pub fn sample_snapshot(deployment_id: Uuid, tick_at: DateTime<Utc>) -> DecisionS
         cost_usd: Decimal::new(48, 4),
         error: None,
         model_error: false,
+    }
+}
+
+/// A tick that writes only `snapshot`: no fills, ledger rows, links, equity, runner state or
+/// outcome rows. A test sets what it checks with struct update syntax:
+/// `TickRecord { trades, ..tick_record(snapshot) }`.
+#[must_use]
+pub fn tick_record(snapshot: DecisionSnapshot) -> TickRecord {
+    TickRecord {
+        snapshot,
+        fills: Vec::new(),
+        trades: Vec::new(),
+        links: Vec::new(),
+        equity_usd: None,
+        runner_state: None,
+        outcomes: OutcomeWrites::default(),
     }
 }
 
@@ -473,18 +490,13 @@ pub async fn record_sample_outcome<S: TickStore>(
     let snapshot = sample_snapshot(deployment_id, tick_at);
     let (market, outcome) = sample_outcome_rows(&snapshot);
     store
-        .record_tick(&crate::model::TickRecord {
-            snapshot,
-            fills: vec![],
-            trades: vec![],
-            links: vec![],
-            equity_usd: None,
-            runner_state: None,
-            outcomes: crate::model::OutcomeWrites {
+        .record_tick(&TickRecord {
+            outcomes: OutcomeWrites {
                 snapshots: vec![market],
                 outcomes: vec![outcome.clone()],
                 scores: vec![],
             },
+            ..tick_record(snapshot)
         })
         .await?;
     Ok(outcome)

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use agent_runtime::{LanguageModel, ModelError, ModelRequest, ModelResponse};
 use live_runner::admin::{self, DeployRequest};
 use live_runner::runner::ModelResolver;
-use rust_decimal::Decimal;
+use live_runner::test_support::paper_deploy;
 use uuid::Uuid;
 
 struct Scripted(Arc<dyn LanguageModel>);
@@ -63,12 +63,8 @@ async fn main() -> anyhow::Result<()> {
     let deploy_started = Instant::now();
     for i in 0..n {
         let req = DeployRequest {
-            owner: Uuid::from_u128(0x0a11ce),
-            broker: db::BrokerKind::Paper,
-            equity_usd: Decimal::from(10_000),
             id: Some(Uuid::from_u128(0x1_0000 + i as u128)),
-            hyperliquid: None,
-            exchange_max_leverage: Default::default(),
+            ..paper_deploy(Uuid::from_u128(0x0a11ce))
         };
         admin::deploy(&pg.store, &skill, &req, bar - chrono::Duration::minutes(2)).await?;
     }

@@ -63,14 +63,21 @@ pub struct MigrateReport {
     pub backend: &'static str,
     /// Versions and descriptions of the schema migrations now applied.
     pub applied: Vec<(i64, String)>,
+    /// The PostgreSQL database did not exist and was created (a SQLite file is created by
+    /// opening it).
+    pub created: bool,
 }
 
-/// Applies the store's migrations (done by [`db::connect`]; the runner's state table,
-/// `live_runner_state`, is one of them) and reports the migrations the database holds.
+/// Creates the PostgreSQL database `url` names when the server does not have it yet (as opening
+/// a SQLite URL creates its file), applies the store's migrations (done by [`db::connect`]; the
+/// runner's state table, `live_runner_state`, is one of them) and reports the migrations the
+/// database holds.
 ///
 /// # Errors
-/// [`AdminError`] when the database cannot be reached or a statement fails.
+/// [`AdminError`] when the server cannot be reached, the database cannot be created or a
+/// statement fails.
 pub async fn migrate(url: &str) -> Result<MigrateReport, AdminError> {
+    let created = create_missing_database(url).await?;
     let store = db::connect(url).await?;
     let applied = match &store {
         Store::Postgres(pg) => {
@@ -92,7 +99,29 @@ pub async fn migrate(url: &str) -> Result<MigrateReport, AdminError> {
     Ok(MigrateReport {
         backend: store.backend_name(),
         applied,
+        created,
     })
+}
+
+/// Creates the database of a PostgreSQL `url` when the server lacks it; `false` for a database
+/// that exists and for any other URL.
+async fn create_missing_database(url: &str) -> Result<bool, AdminError> {
+    use sqlx::migrate::MigrateDatabase;
+    let scheme = url.split(':').next().unwrap_or_default();
+    if !matches!(scheme, "postgres" | "postgresql") {
+        return Ok(false);
+    }
+    let shown = db::redact_url(url);
+    let exists = sqlx::Postgres::database_exists(url)
+        .await
+        .map_err(|e| AdminError::Refused(format!("connecting to {shown}: {e}")))?;
+    if exists {
+        return Ok(false);
+    }
+    sqlx::Postgres::create_database(url)
+        .await
+        .map_err(|e| AdminError::Refused(format!("creating the database of {shown}: {e}")))?;
+    Ok(true)
 }
 
 /// What `deploy` stores.

@@ -65,3 +65,5 @@ pub mod schedule;
 pub mod serve;
 pub mod state;
 pub mod terminal;
+#[cfg(feature = "test-support")]
+pub mod test_support;

@@ -61,9 +61,9 @@ enum LessonsCommand {
         /// Database URL (it must be migrated), e.g. postgres://postgres@127.0.0.1:5432/agents.
         #[arg(long, env = "DATABASE_URL")]
         db: String,
-        /// The deployment.
+        /// The deployment; optional when the database holds only one.
         #[arg(long)]
-        deployment: Uuid,
+        deployment: Option<Uuid>,
         /// Which bullets: pending, accepted, rejected or all.
         #[arg(long, default_value = "pending")]
         status: String,
@@ -127,7 +127,8 @@ enum NetworkArg {
 #[derive(Subcommand)]
 enum Command {
     /// Apply the database migrations (the store schema and the runner's state table) and list
-    /// the applied schema versions.
+    /// the applied schema versions. A PostgreSQL database the server does not have yet is
+    /// created first.
     Migrate {
         /// Database URL (PostgreSQL for `run`), e.g. postgres://postgres@127.0.0.1:5432/agents.
         #[arg(long, env = "DATABASE_URL")]
@@ -492,6 +493,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Migrate { db } => {
             let report = admin::migrate(&db).await.context("migrate")?;
+            if report.created {
+                println!("created the database of {}", db::redact_url(&db));
+            }
             println!(
                 "{} schema up to date: {} migrations applied",
                 report.backend,

@@ -37,6 +37,8 @@
 pub mod cost;
 pub mod meter;
 pub mod model;
+#[cfg(feature = "test-support")]
+pub mod test_support;
 
 pub use cost::{CostEstimate, estimate_cost, normalise_model_id, rates_for};
 pub use meter::{Metered, Spend, SpendTotals};

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Subcommand, ValueEnum};
-use db::{LedgerStore, RegistryStore, TickStore};
+use db::{LedgerStore, TickStore};
 use market_data::{FillsFormat, detect_interval, load_bars, load_fills};
 use memory_ledger::{LedgerChanges, LedgerScope, LedgerState, ProposalInfo, Proposals};
 use rust_decimal::Decimal;
@@ -35,9 +35,9 @@ pub(crate) enum LedgerCommand {
         /// The store: `sqlite://PATH` or `postgres://…`.
         #[arg(long)]
         db: String,
-        /// The deployment id.
+        /// The deployment id; optional when the store holds only one, as a run's `sim.db` does.
         #[arg(long)]
-        deployment: Uuid,
+        deployment: Option<Uuid>,
     },
 }
 
@@ -295,14 +295,14 @@ fn fill_derived(t: &TradeRecord) -> Vec<(&'static str, String)> {
     ]
 }
 
-async fn rebuild(url: &str, deployment_id: Uuid) -> Result<String, Failure> {
+async fn rebuild(url: &str, deployment: Option<Uuid>) -> Result<String, Failure> {
     let store = db::open_existing(url).await.map_err(|e| {
         Failure::bad_input(format!("error: cannot open {}: {e}", db::redact_url(url)))
     })?;
-    let deployment = store
-        .get_deployment(deployment_id)
+    let deployment = tick::the_deployment(&store, deployment)
         .await
         .map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+    let deployment_id = deployment.id;
     let stored_fills = store
         .list_fills(deployment_id, None)
         .await

@@ -27,9 +27,10 @@ pub(crate) struct HeldArgs {
     /// The store: `sqlite://PATH` or `postgres://…`.
     #[arg(long)]
     db: String,
-    /// The deployment id (`summary.json` of a run names it).
+    /// The deployment id (`summary.json` of a run names it); optional when the store holds only
+    /// one, as a run's `sim.db` does.
     #[arg(long)]
-    deployment: Uuid,
+    deployment: Option<Uuid>,
     /// Which bullets: pending, accepted, rejected or all.
     #[arg(long, default_value = "pending")]
     status: String,

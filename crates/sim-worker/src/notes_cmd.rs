@@ -21,9 +21,10 @@ pub(crate) struct Target {
     /// The store: `sqlite://PATH` or `postgres://…`.
     #[arg(long)]
     db: String,
-    /// The deployment id (`summary.json` of a run names it).
+    /// The deployment id (`summary.json` of a run names it); optional when the store holds only
+    /// one, as a run's `sim.db` does.
     #[arg(long)]
-    deployment: Uuid,
+    deployment: Option<Uuid>,
 }
 
 #[derive(Debug, Args)]
@@ -45,7 +46,9 @@ fn bad(message: impl std::fmt::Display) -> Failure {
 
 async fn open(target: &Target) -> Result<(Store, db::Deployment, Skill), Failure> {
     let store = open_store(&target.db).await?;
-    let deployment = store.get_deployment(target.deployment).await.map_err(bad)?;
+    let deployment = tick::the_deployment(&store, target.deployment)
+        .await
+        .map_err(bad)?;
     let version = store
         .get_skill_version(deployment.skill_id, deployment.skill_version)
         .await

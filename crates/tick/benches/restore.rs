@@ -13,8 +13,8 @@ mod common;
 
 use chrono::Duration;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use db::test_support::sample_snapshot;
-use db::{NewNote, NoteStore, OutcomeWrites, PlannedTicks, TickRecord, TickStore};
+use db::test_support::{sample_snapshot, tick_record};
+use db::{NewNote, NoteStore, PlannedTicks, TickRecord, TickStore};
 use rust_decimal::Decimal;
 use types::{CloseKind, RegimeTag, Side, TradeRecord, TradeStatus, Uuid};
 
@@ -75,7 +75,6 @@ fn store_with(
         {
             let at = start + Duration::minutes(k as i64);
             records.push(TickRecord {
-                snapshot: sample_snapshot(d.deployment_id, at),
                 // Each round trip's two fills (opening and closing), as a broker's.
                 fills: chunk
                     .iter()
@@ -98,10 +97,7 @@ fn store_with(
                     })
                     .collect(),
                 trades: chunk.iter().map(|i| row(*i)).collect(),
-                links: vec![],
-                equity_usd: None,
-                runner_state: None,
-                outcomes: OutcomeWrites::default(),
+                ..tick_record(sample_snapshot(d.deployment_id, at))
             });
         }
         store

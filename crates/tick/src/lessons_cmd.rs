@@ -44,20 +44,21 @@ pub fn short_id(id: Uuid) -> String {
     id.simple().to_string()[..MIN_SHORT_ID_HEX].to_owned()
 }
 
-/// The held bullets of `deployment`'s notes with `status` (all when `None`), newest note first:
-/// each with its short id, status, note, text and reasons.
+/// The held bullets of `deployment`'s notes (without one: of the store's only deployment,
+/// [`the_deployment`](crate::the_deployment)) with `status` (all when `None`), newest note
+/// first: each with its short id, status, note, text and reasons.
 ///
 /// # Errors
-/// An unknown deployment, or a store failure.
+/// An unknown deployment, none given while the store holds several or none, or a store
+/// failure.
 pub async fn list_held<S: NoteStore + RegistryStore>(
     store: &S,
-    deployment: Uuid,
+    deployment: Option<Uuid>,
     status: Option<HeldStatus>,
 ) -> Result<String, LessonsCommandError> {
-    let deployment = store
-        .get_deployment(deployment)
+    let deployment = crate::the_deployment(store, deployment)
         .await
-        .map_err(|e| bad(format!("--deployment {deployment}: {e}")))?;
+        .map_err(bad)?;
     let rows = store
         .held_lessons(NoteScope::Deployment(deployment.id), status, MAX_LISTED)
         .await

@@ -93,6 +93,7 @@
 //! ```
 
 mod broker;
+mod deployment_arg;
 mod ids;
 pub mod lessons_cmd;
 pub mod memory_cmd;
@@ -112,6 +113,7 @@ use uuid::Uuid;
 #[cfg(feature = "mock")]
 pub use broker::MockBroker;
 pub use broker::{Broker, BrokerRefusal, BrokerUnavailable, ExecuteError};
+pub use deployment_arg::{DeploymentArgError, the_deployment};
 pub use ids::{ID_NAMESPACE, note_id, run_id, snapshot_id};
 pub use memory_tools::{ANNOTATE, AnnotateArgs, MEMORY_SERVER_INSTRUCTIONS, memory_tools};
 pub use outcome_memory::{

@@ -46,6 +46,8 @@ mod memory;
 mod model_output;
 mod retry;
 mod swar;
+#[cfg(feature = "test-support")]
+pub mod test_support;
 pub mod text;
 mod trading;
 mod usage;

@@ -8,6 +8,7 @@ use agent_runtime::{
     FinishReason, LanguageModel, ModelError, ModelRequest, ModelResponse, RunError, RunOptions,
     ScriptedModel, ToolCall, ToolOutcome, run_skill, run_skill_with,
 };
+use model::test_support::{answer, tool_call, tool_turn};
 use types::{
     MAX_STEP_TEXT_CHARS, MAX_STORED_ARGUMENT_CHARS, MAX_STORED_STEPS_BYTES,
     MAX_TOOL_CALLS_PER_RESPONSE,
@@ -18,22 +19,11 @@ use crate::common::{ctx, skill};
 const SYSTEM: &str = "You are an autonomous trading agent. (test system prompt)";
 
 fn propose(id: usize, size: usize, reason: &str) -> ToolCall {
-    ToolCall {
-        id: format!("c{id}"),
-        name: "propose_order".into(),
-        arguments: format!(
-            r#"{{"action":"open_long","symbol":"ETH","size_usd":{size},"reason":"{reason}"}}"#
-        ),
-    }
-}
-
-fn stop(text: &str) -> ModelResponse {
-    ModelResponse {
-        text: Some(text.into()),
-        tool_calls: vec![],
-        finish: FinishReason::Stop,
-        usage: Default::default(),
-    }
+    tool_call(
+        format!("c{id}"),
+        "propose_order",
+        format!(r#"{{"action":"open_long","symbol":"ETH","size_usd":{size},"reason":"{reason}"}}"#),
+    )
 }
 
 #[tokio::test]
@@ -46,11 +36,9 @@ async fn a_20_mb_completion_with_2000_tool_calls_runs_8_and_stores_under_the_bou
     let model = ScriptedModel::new(vec![
         ModelResponse {
             text: Some(huge),
-            tool_calls: calls,
-            finish: FinishReason::ToolCalls,
-            usage: Default::default(),
+            ..tool_turn(calls)
         },
-        stop("done"),
+        answer("done"),
     ]);
     let out = run_skill(&skill(), &ctx(), &model, SYSTEM, "## Your turn").await;
 
@@ -121,14 +109,14 @@ async fn a_tick_of_many_large_steps_stores_at_most_the_tick_bound_and_marks_the_
     let mut script: Vec<ModelResponse> = (0..39)
         .map(|step| ModelResponse {
             text: Some("t".repeat(MAX_STEP_TEXT_CHARS)),
-            tool_calls: (0..8)
-                .map(|i| propose(step * 8 + i, 100, &"r".repeat(5_000)))
-                .collect(),
-            finish: FinishReason::ToolCalls,
-            usage: Default::default(),
+            ..tool_turn(
+                (0..8)
+                    .map(|i| propose(step * 8 + i, 100, &"r".repeat(5_000)))
+                    .collect(),
+            )
         })
         .collect();
-    script.push(stop("done"));
+    script.push(answer("done"));
     let model = ScriptedModel::new(script);
     let out = run_skill(&s, &ctx(), &model, SYSTEM, "## Your turn").await;
 

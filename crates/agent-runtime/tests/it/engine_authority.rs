@@ -5,32 +5,17 @@ use crate::common;
 
 use std::collections::BTreeMap;
 
-use agent_runtime::{
-    FinishReason, ModelResponse, ScriptedModel, ToolCall, Usage, assemble_context, run_skill,
-};
+use agent_runtime::{ScriptedModel, assemble_context, run_skill};
 use common::{ctx, now, portfolio, skill};
 use execution_engine::{AccountView, validate};
+use model::test_support::{answer, tool_call, tool_turn};
 use tools::to_last_decision_snapshot;
 use types::{RuleCode, Verdict};
 
 fn propose(arguments: &str) -> ScriptedModel {
     ScriptedModel::new(vec![
-        ModelResponse {
-            text: None,
-            tool_calls: vec![ToolCall {
-                id: "c1".into(),
-                name: "propose_order".into(),
-                arguments: arguments.into(),
-            }],
-            finish: FinishReason::ToolCalls,
-            usage: Usage::default(),
-        },
-        ModelResponse {
-            text: Some("done".into()),
-            tool_calls: vec![],
-            finish: FinishReason::Stop,
-            usage: Usage::default(),
-        },
+        tool_turn(vec![tool_call("c1", "propose_order", arguments)]),
+        answer("done"),
     ])
 }
 

@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
-use agent_runtime::{FinishReason, MockLanguageModel, ModelResponse, ToolCall, Usage, run_skill};
+use agent_runtime::{MockLanguageModel, run_skill};
 use chrono::{TimeZone, Utc};
+use model::test_support::{answer, tool_call, tool_turn};
 use skill_schema::{Format, parse_skill};
 use tools::{Preloaded, RunMode, ToolContext};
 
@@ -18,25 +19,14 @@ async fn the_loop_takes_the_mocked_proposal() {
     let mut calls = 0;
     model.expect_generate().times(2).returning(move |_| {
         calls += 1;
-        let tool_calls = if calls == 1 {
-            vec![ToolCall {
-                id: "1".into(),
-                name: "propose_order".into(),
-                arguments: r#"{"action":"close","symbol":"EURUSD","reason":"mocked"}"#.into(),
-            }]
+        Ok(if calls == 1 {
+            tool_turn(vec![tool_call(
+                "1",
+                "propose_order",
+                r#"{"action":"close","symbol":"EURUSD","reason":"mocked"}"#,
+            )])
         } else {
-            vec![]
-        };
-        let finish = if calls == 1 {
-            FinishReason::ToolCalls
-        } else {
-            FinishReason::Stop
-        };
-        Ok(ModelResponse {
-            text: None,
-            tool_calls,
-            finish,
-            usage: Usage::default(),
+            answer("done")
         })
     });
     let now = Utc.with_ymd_and_hms(2026, 6, 4, 10, 0, 0).unwrap();

@@ -6,11 +6,10 @@ use crate::common;
 use std::sync::Arc;
 
 use agent_runtime::builtin::{parse_context, parse_context_last};
-use agent_runtime::{
-    FinishReason, ModelResponse, ScriptedModel, ToolCall, Usage, assemble_context, run_skill,
-};
+use agent_runtime::{FinishReason, ModelResponse, ScriptedModel, assemble_context, run_skill};
 use chrono::Duration;
 use common::{now, portfolio, skill};
+use model::test_support::{tool_call, tool_turn};
 use proptest::prelude::*;
 use rust_decimal::Decimal;
 use tools::{Preloaded, RunMode, ToolContext};
@@ -88,12 +87,7 @@ proptest! {
         let script: Vec<ModelResponse> = calls
             .iter()
             .enumerate()
-            .map(|(i, (name, args))| ModelResponse {
-                text: None,
-                tool_calls: vec![ToolCall { id: format!("c{i}"), name: (*name).to_owned(), arguments: args.clone() }],
-                finish: FinishReason::ToolCalls,
-                usage: Usage::default(),
-            })
+            .map(|(i, (name, args))| tool_turn(vec![tool_call(format!("c{i}"), *name, args.clone())]))
             .collect();
         let model = ScriptedModel::new(script);
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();

@@ -7,35 +7,25 @@ use agent_runtime::{
     ToolOutcome, Usage, assemble_context, run_skill,
 };
 use common::{ctx, ctx_from, data, last_decision, skill};
+use model::test_support::{answer, tool_call as call, tool_turn};
 use rust_decimal_macros::dec;
 use tools::RunMode;
 use types::{OrderAction, ProposedAction};
 
 const SYSTEM: &str = "You are an autonomous trading agent. (test system prompt)";
 
-fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
-    ToolCall {
-        id: id.into(),
-        name: name.into(),
-        arguments: arguments.into(),
-    }
-}
-
 fn tools_turn(text: Option<&str>, calls: Vec<ToolCall>, usage: Usage) -> ModelResponse {
     ModelResponse {
         text: text.map(str::to_owned),
-        tool_calls: calls,
-        finish: FinishReason::ToolCalls,
         usage,
+        ..tool_turn(calls)
     }
 }
 
 fn final_turn(text: &str, usage: Usage) -> ModelResponse {
     ModelResponse {
-        text: Some(text.into()),
-        tool_calls: vec![],
-        finish: FinishReason::Stop,
         usage,
+        ..answer(text)
     }
 }
 

@@ -10,6 +10,7 @@ use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 use skill_schema::{Format, Skill, parse_skill};
 use tools::{Preloaded, RunMode, ToolContext};
+use types::test_support::flat_portfolio;
 use types::{Bar, Interval, OrderAction, PortfolioSnapshot, Position, Side};
 
 fn closes(v: &[i64]) -> Vec<Decimal> {
@@ -81,9 +82,6 @@ fn eurusd(last: Decimal) -> Preloaded {
 
 fn portfolio(position: Option<Side>) -> PortfolioSnapshot {
     PortfolioSnapshot {
-        at: now(),
-        equity_usd: dec!(10000),
-        available_margin_usd: dec!(10000),
         positions: position
             .map(|side| Position {
                 symbol: "EURUSD".into(),
@@ -98,8 +96,7 @@ fn portfolio(position: Option<Side>) -> PortfolioSnapshot {
             })
             .into_iter()
             .collect(),
-        realized_pnl_usd: dec!(0),
-        fees_paid_usd: dec!(0),
+        ..flat_portfolio(now(), dec!(10000))
     }
 }
 

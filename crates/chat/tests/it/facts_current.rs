@@ -7,12 +7,11 @@
 
 use std::collections::BTreeMap;
 
-use agent_runtime::{
-    FinishReason, Message, ModelError, ModelResponse, ScriptedModel, ToolCall, Usage,
-};
+use agent_runtime::{Message, ModelError, ModelResponse, ScriptedModel, Usage};
 use chat::{ChatStore, ChatTurn, ChatTurnOutput, FactOp};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use db::test_support::pg::TestDatabase;
+use model::test_support::{tool_call, tool_turn};
 use prompt_compose::MAX_INJECTED_FACTS;
 use types::{ArchiveReason, FactHandle, UserFact};
 use uuid::Uuid;
@@ -38,18 +37,13 @@ fn usage() -> Usage {
 /// delivers (`arguments` is a string on the wire).
 fn calls(turn: u32, raw: &[(&str, &str)]) -> ModelResponse {
     ModelResponse {
-        text: None,
-        tool_calls: raw
-            .iter()
-            .enumerate()
-            .map(|(i, (name, args))| ToolCall {
-                id: format!("toolu_{turn:02}_{i}"),
-                name: (*name).to_owned(),
-                arguments: (*args).to_owned(),
-            })
-            .collect(),
-        finish: FinishReason::ToolCalls,
         usage: usage(),
+        ..tool_turn(
+            raw.iter()
+                .enumerate()
+                .map(|(i, (name, args))| tool_call(format!("toolu_{turn:02}_{i}"), *name, *args))
+                .collect(),
+        )
     }
 }
 

@@ -3,9 +3,7 @@
 
 use std::sync::Arc;
 
-use agent_runtime::{
-    FinishReason, Message, ModelResponse, RunOptions, ScriptedModel, ToolCall, Usage,
-};
+use agent_runtime::{Message, ModelResponse, RunOptions, ScriptedModel, Usage};
 use chat::{
     CHAT_TOOL_CAP, ChatStore, ChatTurn, ChatTurnOutput, DEFAULT_CHAT_MAX_STEPS, FactOp,
     GET_MY_DEPLOYMENTS, run_chat_turn,
@@ -13,6 +11,7 @@ use chat::{
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use db::FactStore;
 use db::test_support::pg::TestDatabase;
+use model::test_support::{self, tool_call, tool_turn};
 use prompt_compose::{ChatMode, Tier};
 use tools::{Preloaded, RunMode};
 use types::{ArchiveReason, FactChangeOp};
@@ -26,33 +25,25 @@ fn now() -> DateTime<Utc> {
 
 fn call(id: &str, name: &str, args: serde_json::Value) -> ModelResponse {
     ModelResponse {
-        text: None,
-        tool_calls: vec![ToolCall {
-            id: id.to_owned(),
-            name: name.to_owned(),
-            arguments: args.to_string(),
-        }],
-        finish: FinishReason::ToolCalls,
         usage: Usage {
             input: 1_000,
             output: 50,
             cache_read: 0,
             cache_write: 0,
         },
+        ..tool_turn(vec![tool_call(id, name, args.to_string())])
     }
 }
 
 pub(crate) fn answer(text: &str) -> ModelResponse {
     ModelResponse {
-        text: Some(text.to_owned()),
-        tool_calls: Vec::new(),
-        finish: FinishReason::Stop,
         usage: Usage {
             input: 1_200,
             output: 30,
             cache_read: 0,
             cache_write: 0,
         },
+        ..test_support::answer(text)
     }
 }
 

@@ -8,7 +8,7 @@ mod cases {
 
     use db::test_support::{
         Fixture, at, lint, sample_closed_trade, sample_fill, sample_note, sample_open_trade,
-        sample_skill_version, sample_snapshot, seed,
+        sample_skill_version, sample_snapshot, seed, tick_record,
     };
     use db::{
         ConstraintKind, DbError, DeploymentStatus, FactEdit, FillTradeLink, Forget, NewFact,
@@ -26,15 +26,7 @@ mod cases {
     use crate::common::RawSql;
 
     fn tick(fx: &Fixture, minutes: i64) -> TickRecord {
-        TickRecord {
-            snapshot: sample_snapshot(fx.deployment.id, at(minutes)),
-            fills: vec![],
-            trades: vec![],
-            links: vec![],
-            equity_usd: None,
-            runner_state: None,
-            outcomes: Default::default(),
-        }
+        tick_record(sample_snapshot(fx.deployment.id, at(minutes)))
     }
 
     async fn count_rows<S: RawSql>(s: &S, table: &str, deployment: Uuid) -> i64 {

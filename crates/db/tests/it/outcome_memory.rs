@@ -3,7 +3,7 @@
 
 mod cases {
     use db::test_support::{
-        Fixture, at, sample_open_trade, sample_outcome_rows, sample_snapshot, seed,
+        Fixture, at, sample_open_trade, sample_outcome_rows, sample_snapshot, seed, tick_record,
     };
     use db::{
         AnnotationTarget, DbError, NewAnnotation, OutcomeWrites, RecordOutcome, Storage, TickRecord,
@@ -19,17 +19,12 @@ mod cases {
         let snapshot = sample_snapshot(fx.deployment.id, at(minutes));
         let (market, outcome) = sample_outcome_rows(&snapshot);
         let record = TickRecord {
-            snapshot,
-            fills: vec![],
-            trades: vec![],
-            links: vec![],
-            equity_usd: None,
-            runner_state: None,
             outcomes: OutcomeWrites {
                 snapshots: vec![market.clone()],
                 outcomes: vec![outcome.clone()],
                 scores: vec![],
             },
+            ..tick_record(snapshot)
         };
         (record, market, outcome)
     }
@@ -124,16 +119,11 @@ mod cases {
         let fx = seed(s).await.unwrap();
         let d = fx.deployment.id;
         let scoring = |minutes: i64, scores: Vec<(Uuid, OutcomeScore)>| TickRecord {
-            snapshot: sample_snapshot(d, at(minutes)),
-            fills: vec![],
-            trades: vec![],
-            links: vec![],
-            equity_usd: None,
-            runner_state: None,
             outcomes: OutcomeWrites {
                 scores,
                 ..OutcomeWrites::default()
             },
+            ..tick_record(sample_snapshot(d, at(minutes)))
         };
         // One batch: the outcome, its 1h score, then its full score.
         let (first, _, outcome) = tick_with_outcome(&fx, 0);
@@ -459,7 +449,7 @@ crate::common::on_every_backend!(
 /// write any (the runner does, as the service role).
 #[tokio::test]
 async fn postgres_owners_read_only_their_own_outcome_rows() {
-    use db::test_support::{at, sample_outcome_rows, sample_snapshot, seed};
+    use db::test_support::{at, sample_outcome_rows, sample_snapshot, seed, tick_record};
     use db::{AnnotationTarget, NewAnnotation, OutcomeStore, OutcomeWrites, TickRecord, TickStore};
     use sqlx::Row;
     use uuid::Uuid;
@@ -473,17 +463,12 @@ async fn postgres_owners_read_only_their_own_outcome_rows() {
         let (market, outcome) = sample_outcome_rows(&snapshot);
         h.store
             .record_tick(&TickRecord {
-                snapshot,
-                fills: vec![],
-                trades: vec![],
-                links: vec![],
-                equity_usd: None,
-                runner_state: None,
                 outcomes: OutcomeWrites {
                     snapshots: vec![market.clone()],
                     outcomes: vec![outcome.clone()],
                     scores: vec![],
                 },
+                ..tick_record(snapshot)
             })
             .await
             .unwrap();

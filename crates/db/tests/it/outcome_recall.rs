@@ -7,7 +7,7 @@ mod cases {
     use chrono::{DateTime, Utc};
     use db::test_support::{
         Fixture, at, sample_deployment, sample_open_trade, sample_outcome_rows, sample_snapshot,
-        seed,
+        seed, tick_record,
     };
     use db::{
         AnnotationTarget, DbError, MemoryScope, NewAnnotation, OutcomeWrites, Storage, TickRecord,
@@ -41,17 +41,13 @@ mod cases {
             .collect();
         let trade_id = trades.first().map(|t| t.id);
         s.record_tick(&TickRecord {
-            snapshot,
-            fills: vec![],
             trades,
-            links: vec![],
-            equity_usd: None,
-            runner_state: None,
             outcomes: OutcomeWrites {
                 snapshots: vec![market.clone()],
                 outcomes: vec![outcome.clone()],
                 scores: vec![],
             },
+            ..tick_record(snapshot)
         })
         .await
         .unwrap();
@@ -624,7 +620,7 @@ use uuid::Uuid;
 async fn same_memory<S: db::Storage>(s: &S) -> MemoryScope {
     use db::test_support::{
         sample_deployment, sample_outcome_rows, sample_skill, sample_skill_version,
-        sample_snapshot, sample_user,
+        sample_snapshot, sample_user, tick_record,
     };
     use db::{AnnotationTarget, NewAnnotation, OutcomeWrites, TickRecord};
     use outcomes::{FirstHit, Grade, OutcomeScore};
@@ -692,17 +688,12 @@ async fn same_memory<S: db::Storage>(s: &S) -> MemoryScope {
         ));
         ids.push(outcome.id);
         s.record_tick(&TickRecord {
-            snapshot,
-            fills: vec![],
-            trades: vec![],
-            links: vec![],
-            equity_usd: None,
-            runner_state: None,
             outcomes: OutcomeWrites {
                 snapshots: vec![market],
                 outcomes: vec![outcome],
                 scores: vec![],
             },
+            ..tick_record(snapshot)
         })
         .await
         .unwrap();

@@ -4,22 +4,10 @@
 //! the migration converts snapshots an older build wrote.
 
 mod cases {
-    use db::test_support::{Fixture, at, sample_snapshot, seed};
+    use db::test_support::{Fixture, at, sample_snapshot, seed, tick_record};
     use db::{DecisionSnapshot, Storage, TickRecord};
 
     use crate::common::RawSql;
-
-    fn tick(snapshot: DecisionSnapshot) -> TickRecord {
-        TickRecord {
-            snapshot,
-            fills: vec![],
-            trades: vec![],
-            links: vec![],
-            equity_usd: None,
-            runner_state: None,
-            outcomes: Default::default(),
-        }
-    }
 
     /// A user message whose bar table shifts by one row per tick, as the real one does.
     fn context(n: i64) -> String {
@@ -78,20 +66,20 @@ mod cases {
         let fx = seed(s).await.unwrap();
         // A batch, then single ticks (these reuse the lines the batch stored), then another
         // batch.
-        let first: Vec<TickRecord> = (0..10).map(|n| tick(snapshot(&fx, n))).collect();
+        let first: Vec<TickRecord> = (0..10).map(|n| tick_record(snapshot(&fx, n))).collect();
         s.record_ticks(&db::PlannedTicks::new(first.to_vec()), &[])
             .await
             .unwrap();
         let after_batch = scope_lines(s, &fx).await;
         for n in 10..12 {
-            s.record_tick(&tick(snapshot(&fx, n))).await.unwrap();
+            s.record_tick(&tick_record(snapshot(&fx, n))).await.unwrap();
         }
         assert_eq!(
             scope_lines(s, &fx).await,
             after_batch + 2 * 2,
             "a tick adds its time line and its newest bar row, nothing else"
         );
-        let second: Vec<TickRecord> = (12..20).map(|n| tick(snapshot(&fx, n))).collect();
+        let second: Vec<TickRecord> = (12..20).map(|n| tick_record(snapshot(&fx, n))).collect();
         s.record_ticks(&db::PlannedTicks::new(second.to_vec()), &[])
             .await
             .unwrap();
@@ -165,7 +153,7 @@ mod cases {
                 let mut x = sample_snapshot(fx.deployment.id, at(i as i64));
                 x.system_prompt = (*sp).to_owned();
                 x.context = (*cx).to_owned();
-                tick(x)
+                tick_record(x)
             })
             .collect();
         s.record_ticks(&db::PlannedTicks::new(ticks.to_vec()), &[])
@@ -188,7 +176,10 @@ mod cases {
         let mut without = sample_snapshot(fx.deployment.id, at(1));
         without.proposal = None;
         s.record_ticks(
-            &db::PlannedTicks::new(vec![tick(with.clone()), tick(without.clone())]),
+            &db::PlannedTicks::new(vec![
+                tick_record(with.clone()),
+                tick_record(without.clone()),
+            ]),
             &[],
         )
         .await
@@ -209,7 +200,7 @@ mod cases {
         let a = seed(s).await.unwrap();
         let b = seed(s).await.unwrap();
         for fx in [&a, &b] {
-            s.record_tick(&tick(snapshot(fx, 0))).await.unwrap();
+            s.record_tick(&tick_record(snapshot(fx, 0))).await.unwrap();
         }
         let one = scope_lines(s, &a).await;
         assert!(one > 0);
@@ -244,8 +235,8 @@ crate::common::on_every_backend!(prompt_lines;
 /// wrong one), and after that it reuses them.
 #[tokio::test]
 async fn a_restarted_writer_stores_its_lines_again_once_and_reads_every_text() {
-    use db::test_support::{at, sample_snapshot, seed};
-    use db::{SqliteStore, TickRecord, TickStore};
+    use db::test_support::{at, sample_snapshot, seed, tick_record};
+    use db::{SqliteStore, TickStore};
 
     use crate::common::RawSql;
 
@@ -258,15 +249,7 @@ async fn a_restarted_writer_stores_its_lines_again_once_and_reads_every_text() {
         let mut s = sample_snapshot(d, at(60 * n));
         s.system_prompt = "SYSTEM\nRULES\n".into();
         s.context = format!("## Time\n{n}\n## Bars\nbar {n}\nbar {}\n", n + 1);
-        TickRecord {
-            snapshot: s,
-            fills: vec![],
-            trades: vec![],
-            links: vec![],
-            equity_usd: None,
-            runner_state: None,
-            outcomes: Default::default(),
-        }
+        tick_record(s)
     };
     let lines = "SELECT CAST(COALESCE(SUM(line_count), 0) AS BIGINT) FROM prompt_blocks";
     let first = SqliteStore::connect(&url).await.unwrap();

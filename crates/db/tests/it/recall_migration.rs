@@ -191,7 +191,7 @@ async fn check_as_user(store: &PgStore, old: &Old) {
 /// and a cascading delete (FTS5's own `integrity-check` compares the index with the content).
 #[tokio::test]
 async fn sqlite_full_text_tables_stay_in_step_through_updates_and_cascades() {
-    use db::test_support::{sample_outcome_rows, sample_snapshot, seed};
+    use db::test_support::{sample_outcome_rows, sample_snapshot, seed, tick_record};
     use db::{
         AnnotationTarget, NewAnnotation, OutcomeWrites, RegistryStore, TickRecord, TickStore,
     };
@@ -209,17 +209,12 @@ async fn sqlite_full_text_tables_stay_in_step_through_updates_and_cascades() {
         let (market, outcome) = sample_outcome_rows(&snapshot);
         store
             .record_tick(&TickRecord {
-                snapshot,
-                fills: vec![],
-                trades: vec![],
-                links: vec![],
-                equity_usd: None,
-                runner_state: None,
                 outcomes: OutcomeWrites {
                     snapshots: vec![market],
                     outcomes: vec![outcome.clone()],
                     scores: vec![],
                 },
+                ..tick_record(snapshot)
             })
             .await
             .unwrap();

@@ -6,7 +6,7 @@
 use crate::common;
 
 use db::test_support::{
-    Fixture, at, sample_fill, sample_note, sample_open_trade, sample_snapshot, seed,
+    Fixture, at, sample_fill, sample_note, sample_open_trade, sample_snapshot, seed, tick_record,
 };
 use db::{FactStore, FillTradeLink, NewFact, NoteStore, PgStore, TickRecord, TickStore};
 use rust_decimal_macros::dec;
@@ -43,7 +43,6 @@ async fn populate(store: &PgStore) -> Fixture {
     let trade = sample_open_trade(&fx, at(0));
     store
         .record_tick(&TickRecord {
-            snapshot,
             fills: vec![fill],
             links: vec![FillTradeLink {
                 broker_fill_id: "f-1".into(),
@@ -51,9 +50,7 @@ async fn populate(store: &PgStore) -> Fixture {
                 flip_trade_id: None,
             }],
             trades: vec![trade],
-            equity_usd: None,
-            runner_state: None,
-            outcomes: Default::default(),
+            ..tick_record(snapshot)
         })
         .await
         .unwrap();
@@ -474,13 +471,8 @@ async fn the_runner_state_is_the_service_roles_only() {
     let a = &w.a;
     let d = a.deployment.id;
     let tick = TickRecord {
-        snapshot: sample_snapshot(d, at(60)),
-        fills: vec![],
-        trades: vec![],
-        links: vec![],
-        equity_usd: None,
         runner_state: Some(serde_json::json!({"broker": {"cash": "10000"}})),
-        outcomes: Default::default(),
+        ..tick_record(sample_snapshot(d, at(60)))
     };
     h.store.record_tick(&tick).await.unwrap();
 
@@ -576,13 +568,8 @@ async fn the_migration_adopts_the_runner_state_table_an_older_runner_created() {
     // The adopted table moves forward with the ticks like a new one.
     store
         .record_tick(&TickRecord {
-            snapshot: sample_snapshot(d, at(60)),
-            fills: vec![],
-            trades: vec![],
-            links: vec![],
-            equity_usd: None,
             runner_state: Some(serde_json::json!({"n": 60})),
-            outcomes: Default::default(),
+            ..tick_record(sample_snapshot(d, at(60)))
         })
         .await
         .unwrap();
@@ -749,17 +736,9 @@ async fn a_user_scoped_store_cannot_reach_another_users_rows_even_by_id() {
 
     // A user store may not write what only the runner writes.
     assert!(
-        as_a.record_tick(&TickRecord {
-            snapshot: sample_snapshot(a.deployment.id, at(30)),
-            fills: vec![],
-            trades: vec![],
-            links: vec![],
-            equity_usd: None,
-            runner_state: None,
-            outcomes: Default::default(),
-        })
-        .await
-        .is_err()
+        as_a.record_tick(&tick_record(sample_snapshot(a.deployment.id, at(30))))
+            .await
+            .is_err()
     );
 }
 

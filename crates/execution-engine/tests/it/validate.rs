@@ -8,9 +8,8 @@ use execution_engine::{AccountView, Decision, OrderIntent, validate};
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 use skill_schema::RiskCaps;
-use types::{
-    OrderAction, OrderSide, PortfolioSnapshot, Position, ProposedAction, RuleCode, Side, Verdict,
-};
+use types::test_support::flat_portfolio;
+use types::{OrderAction, OrderSide, Position, ProposedAction, RuleCode, Side, Verdict};
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 3, 2, 12, 0, 0).unwrap()
@@ -39,14 +38,7 @@ fn known() -> Vec<String> {
 /// A flat $10,000 account; BTC $60,000, ETH $3,000, SOL $150.
 fn account() -> AccountView {
     AccountView {
-        portfolio: PortfolioSnapshot {
-            at: now(),
-            equity_usd: dec!(10000),
-            available_margin_usd: dec!(10000),
-            positions: vec![],
-            realized_pnl_usd: dec!(0),
-            fees_paid_usd: dec!(0),
-        },
+        portfolio: flat_portfolio(now(), dec!(10000)),
         marks: BTreeMap::from([
             ("BTC".to_owned(), dec!(60000)),
             ("ETH".to_owned(), dec!(3000)),

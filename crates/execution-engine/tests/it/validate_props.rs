@@ -8,6 +8,7 @@ use execution_engine::{AccountView, OrderIntent, validate};
 use proptest::prelude::*;
 use rust_decimal::Decimal;
 use skill_schema::RiskCaps;
+use types::test_support::flat_portfolio;
 use types::{OrderAction, PortfolioSnapshot, Position, ProposedAction, RuleCode, Side, Verdict};
 
 fn now() -> DateTime<Utc> {
@@ -124,12 +125,9 @@ proptest! {
         }
         let account = AccountView {
             portfolio: PortfolioSnapshot {
-                at: now(),
-                equity_usd: equity,
                 available_margin_usd: available,
                 positions: positions.clone(),
-                realized_pnl_usd: Decimal::ZERO,
-                fees_paid_usd: Decimal::ZERO,
+                ..flat_portfolio(now(), equity)
             },
             marks: marks.clone(),
             peak_equity_usd: equity + peak_extra,

@@ -11,7 +11,7 @@ use chrono::Duration;
 use common::{hyperliquid_mock, postgres, runner, t};
 use db::TickStore;
 use live_runner::admin::{self, DeployRequest};
-use rust_decimal::Decimal;
+use live_runner::test_support::paper_deploy;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -25,12 +25,8 @@ async fn deploy(pg: &common::Pg, id: u128, at: chrono::DateTime<chrono::Utc>) ->
         "get_open_interest".into(),
     ];
     let req = DeployRequest {
-        owner: OWNER,
-        broker: db::BrokerKind::Paper,
-        equity_usd: Decimal::from(10_000),
         id: Some(Uuid::from_u128(id)),
-        hyperliquid: None,
-        exchange_max_leverage: Default::default(),
+        ..paper_deploy(OWNER)
     };
     admin::deploy(&pg.store, &skill, &req, at - Duration::minutes(30))
         .await
@@ -135,12 +131,8 @@ async fn a_skill_without_the_tools_fetches_nothing_and_shows_no_section() {
     let tick = t("2026-11-02T12:00:00Z");
     let skill = admin::load_skill_file(&common::fixture("btc-sma-cross.yaml")).unwrap();
     let req = DeployRequest {
-        owner: OWNER,
-        broker: db::BrokerKind::Paper,
-        equity_usd: Decimal::from(10_000),
         id: Some(Uuid::from_u128(0xd3)),
-        hyperliquid: None,
-        exchange_max_leverage: Default::default(),
+        ..paper_deploy(OWNER)
     };
     let d = admin::deploy(&pg.store, &skill, &req, tick - Duration::minutes(30))
         .await

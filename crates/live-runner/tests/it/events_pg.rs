@@ -9,6 +9,7 @@ use std::io::Write;
 use common::{hyperliquid_mock, postgres, runner, t};
 use db::{EventStore, TickStore};
 use live_runner::admin::{self, AdminError, DeployRequest};
+use live_runner::test_support::paper_deploy;
 use rust_decimal::Decimal;
 use uuid::Uuid;
 
@@ -120,12 +121,8 @@ async fn a_live_tick_shows_the_imported_events_in_its_snapshot() {
     let mut skill = admin::load_skill_file(&common::fixture("btc-sma-cross.yaml")).unwrap();
     skill.context.events.enabled = true;
     let req = DeployRequest {
-        owner: OWNER,
-        broker: db::BrokerKind::Paper,
-        equity_usd: Decimal::from(10_000),
         id: Some(Uuid::from_u128(0xe1)),
-        hyperliquid: None,
-        exchange_max_leverage: Default::default(),
+        ..paper_deploy(OWNER)
     };
     let d = admin::deploy(
         &pg.store,
@@ -180,12 +177,9 @@ async fn an_equity_the_engine_cannot_hold_is_refused_at_deploy() {
         Decimal::from(-5),
     ] {
         let req = DeployRequest {
-            owner: OWNER,
-            broker: db::BrokerKind::Paper,
             equity_usd: equity,
             id: Some(Uuid::from_u128(0xe9)),
-            hyperliquid: None,
-            exchange_max_leverage: Default::default(),
+            ..paper_deploy(OWNER)
         };
         let err = admin::deploy(&pg.store, &skill, &req, t("2026-11-02T10:00:00Z"))
             .await
@@ -210,14 +204,7 @@ async fn two_owners_deploy_skills_of_the_same_name_as_two_skills() {
     );
     let mut ids = Vec::new();
     for owner in [Uuid::from_u128(0xa1), Uuid::from_u128(0xb2)] {
-        let req = DeployRequest {
-            owner,
-            broker: db::BrokerKind::Paper,
-            equity_usd: Decimal::from(10_000),
-            id: None,
-            hyperliquid: None,
-            exchange_max_leverage: Default::default(),
-        };
+        let req = paper_deploy(owner);
         let d = admin::deploy(&pg.store, &skill, &req, t("2026-11-02T10:00:00Z"))
             .await
             .unwrap();

@@ -251,3 +251,37 @@ async fn a_good_command_exits_0_and_an_unreachable_database_exits_1() {
         assert!(stderr.starts_with("error: "), "{stderr}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_creates_a_database_the_server_does_not_have_yet() {
+    use sqlx::migrate::MigrateDatabase;
+    // A fresh name, emptied again: dropped here, re-created by `migrate`, dropped with `test_db`.
+    let test_db = db::test_support::pg::TestDatabase::create(crate::common::DB_PREFIX, 1).await;
+    let url = test_db.url();
+    test_db.pool.close().await;
+    sqlx::Postgres::drop_database(&url).await.expect("drop");
+    assert!(!sqlx::Postgres::database_exists(&url).await.unwrap());
+    let migrate = |url: String| {
+        tokio::task::spawn_blocking(move || {
+            let out = Command::new(env!("CARGO_BIN_EXE_live-runner"))
+                .args(["migrate", "--db", &url])
+                .env_remove("DATABASE_URL")
+                .output()
+                .expect("run live-runner");
+            (
+                out.status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        })
+    };
+    let (code, stdout, stderr) = migrate(url.clone()).await.unwrap();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.starts_with("created the database of "), "{stdout}");
+    assert!(stdout.contains("postgres schema up to date"), "{stdout}");
+    assert!(sqlx::Postgres::database_exists(&url).await.unwrap());
+    // Once it exists, `migrate` only checks the schema.
+    let (code, stdout, stderr) = migrate(url).await.unwrap();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.starts_with("postgres schema up to date"), "{stdout}");
+}

@@ -19,6 +19,7 @@ use db::{EventStore, TickStore};
 use live_runner::admin::{self, DeployRequest};
 use live_runner::metrics::Metrics;
 use live_runner::runner::{ModelResolver, NewsFeeds, Runner, RunnerConfig};
+use live_runner::test_support::paper_deploy;
 use rust_decimal::Decimal;
 use types::{EventKind, MarketEvent};
 use uuid::Uuid;
@@ -93,12 +94,8 @@ async fn the_funding_example_live_sees_derivatives_news_and_events() {
         &pg.store,
         &skill,
         &DeployRequest {
-            owner: Uuid::from_u128(0xf0),
-            broker: db::BrokerKind::Paper,
-            equity_usd: Decimal::from(10_000),
             id: Some(Uuid::from_u128(0xf1)),
-            hyperliquid: None,
-            exchange_max_leverage: Default::default(),
+            ..paper_deploy(Uuid::from_u128(0xf0))
         },
         tick - Duration::minutes(30),
     )

@@ -10,9 +10,7 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use agent_runtime::{
-    FinishReason, LanguageModel, ModelError, ModelResponse, ScriptedModel, ToolCall, Usage,
-};
+use agent_runtime::{LanguageModel, ModelError, ScriptedModel};
 use chrono::{DateTime, Utc};
 use common::hl_exchange::{self, TEST_KEY, liquidation_fill, test_account};
 use common::{hyperliquid_mock, postgres, price_at, t};
@@ -22,6 +20,8 @@ use live_runner::admin::{self, DeployRequest};
 use live_runner::hl_broker::HyperliquidConfig;
 use live_runner::metrics::Metrics;
 use live_runner::runner::{ModelResolver, Runner, RunnerConfig};
+use live_runner::test_support::hyperliquid_deploy;
+use model::test_support::{answer, tool_call, tool_turn};
 use rust_decimal::Decimal;
 use serde_json::Value;
 use types::{CloseKind, FixedClock, RuleCode, Side, TradeStatus, Verdict};
@@ -38,22 +38,12 @@ fn always_long() -> ModelResolver {
             return agent_runtime::builtin_model(id, skill)
                 .ok_or_else(|| ModelError::UnknownModel(id.to_owned()));
         }
-        let propose = ModelResponse {
-            text: None,
-            tool_calls: vec![ToolCall {
-                id: "c1".into(),
-                name: "propose_order".into(),
-                arguments: r#"{"action":"open_long","symbol":"BTC","size_usd":1000,"leverage":1,"reason":"scripted test proposal"}"#.into(),
-            }],
-            finish: FinishReason::ToolCalls,
-            usage: Usage::default(),
-        };
-        let done = ModelResponse {
-            text: Some("done".into()),
-            tool_calls: vec![],
-            finish: FinishReason::Stop,
-            usage: Usage::default(),
-        };
+        let propose = tool_turn(vec![tool_call(
+            "c1",
+            "propose_order",
+            r#"{"action":"open_long","symbol":"BTC","size_usd":1000,"leverage":1,"reason":"scripted test proposal"}"#,
+        )]);
+        let done = answer("done");
         Ok(Arc::new(ScriptedModel::new(vec![propose, done])) as Arc<dyn LanguageModel>)
     })
 }
@@ -109,19 +99,16 @@ async fn deploy(
     at: DateTime<Utc>,
 ) -> db::Deployment {
     let skill = admin::load_skill_file(&common::fixture("btc-sma-cross.yaml")).expect("skill");
+    let config = HyperliquidConfig {
+        account,
+        network: Network::Testnet,
+        key_env: key_env.to_owned(),
+        base_url: Some(hl.uri()),
+        max_slippage: Decimal::new(1, 2),
+    };
     let req = DeployRequest {
-        owner: OWNER,
-        broker: db::BrokerKind::Hyperliquid,
-        equity_usd: Decimal::ZERO,
         id: Some(id),
-        hyperliquid: Some(HyperliquidConfig {
-            account,
-            network: Network::Testnet,
-            key_env: key_env.to_owned(),
-            base_url: Some(hl.uri()),
-            max_slippage: Decimal::new(1, 2),
-        }),
-        exchange_max_leverage: Default::default(),
+        ..hyperliquid_deploy(OWNER, config)
     };
     admin::deploy(&pg.store, &skill, &req, at)
         .await
@@ -427,20 +414,16 @@ async fn a_missing_key_fails_only_its_own_deployment_naming_the_variable() {
     let dup = admin::deploy(
         &pg.store,
         &skill,
-        &DeployRequest {
-            owner: OWNER,
-            broker: db::BrokerKind::Hyperliquid,
-            equity_usd: Decimal::ZERO,
-            id: None,
-            hyperliquid: Some(HyperliquidConfig {
+        &hyperliquid_deploy(
+            OWNER,
+            HyperliquidConfig {
                 account: test_account(),
                 network: Network::Testnet,
                 key_env: "ANOTHER".into(),
                 base_url: None,
                 max_slippage: Decimal::new(1, 2),
-            }),
-            exchange_max_leverage: Default::default(),
-        },
+            },
+        ),
         created,
     )
     .await

@@ -7,19 +7,15 @@ use crate::common;
 use common::{hyperliquid_mock, postgres, runner, t};
 use db::{RegistryStore, TickStore};
 use live_runner::admin::{self, AdminError, DeployRequest};
-use rust_decimal::Decimal;
+use live_runner::test_support::paper_deploy;
 use uuid::Uuid;
 
 const OWNER: Uuid = Uuid::from_u128(0x3c9);
 
 fn request(id: u128) -> DeployRequest {
     DeployRequest {
-        owner: OWNER,
-        broker: db::BrokerKind::Paper,
-        equity_usd: Decimal::from(10_000),
         id: Some(Uuid::from_u128(id)),
-        hyperliquid: None,
-        exchange_max_leverage: Default::default(),
+        ..paper_deploy(OWNER)
     }
 }
 

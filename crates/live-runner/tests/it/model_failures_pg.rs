@@ -14,7 +14,7 @@ use common::{hyperliquid_mock, postgres, runner_with_budget, slow_hyperliquid_mo
 use db::{RegistryStore, TickStore};
 use live_runner::admin::{self, DeployRequest};
 use live_runner::runner::ModelResolver;
-use rust_decimal::Decimal;
+use live_runner::test_support::paper_deploy;
 use uuid::Uuid;
 
 const OWNER: Uuid = Uuid::from_u128(0x0bad_0de1);
@@ -24,12 +24,8 @@ async fn deploy(pg: &common::Pg, n: u128, first_tick: DateTime<Utc>) -> Vec<Uuid
     let mut ids = Vec::new();
     for i in 0..n {
         let req = DeployRequest {
-            owner: OWNER,
-            broker: db::BrokerKind::Paper,
-            equity_usd: Decimal::from(10_000),
             id: Some(Uuid::from_u128(0xe000 + i)),
-            hyperliquid: None,
-            exchange_max_leverage: Default::default(),
+            ..paper_deploy(OWNER)
         };
         let d = admin::deploy(
             &pg.store,

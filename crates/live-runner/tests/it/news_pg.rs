@@ -13,7 +13,7 @@ use db::{NewsStore, TickStore};
 use live_runner::admin::{self, DeployRequest};
 use live_runner::metrics::Metrics;
 use live_runner::runner::{NewsFeeds, Runner, RunnerConfig, default_resolver};
-use rust_decimal::Decimal;
+use live_runner::test_support::paper_deploy;
 use uuid::Uuid;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -74,12 +74,8 @@ async fn a_live_tick_shows_the_polled_headline_and_not_one_fetched_after_it() {
 
     let skill = admin::load_skill_file(&common::fixture("btc-sma-cross.yaml")).unwrap();
     let req = DeployRequest {
-        owner: OWNER,
-        broker: db::BrokerKind::Paper,
-        equity_usd: Decimal::from(10_000),
         id: Some(Uuid::from_u128(0x4e51)),
-        hyperliquid: None,
-        exchange_max_leverage: Default::default(),
+        ..paper_deploy(OWNER)
     };
     let d = admin::deploy(
         &pg.store,
@@ -199,12 +195,8 @@ async fn the_binary_polls_its_feeds_and_a_bad_feed_fails_nothing() {
 
     let skill = admin::load_skill_file(&common::fixture("btc-sma-cross.yaml")).unwrap();
     let req = DeployRequest {
-        owner: OWNER,
-        broker: db::BrokerKind::Paper,
-        equity_usd: Decimal::from(10_000),
         id: Some(Uuid::from_u128(0x4e52)),
-        hyperliquid: None,
-        exchange_max_leverage: Default::default(),
+        ..paper_deploy(OWNER)
     };
     let d = admin::deploy(&pg.store, &skill, &req, Utc::now())
         .await

@@ -9,8 +9,8 @@ use chrono::Duration;
 use common::{hyperliquid_mock, postgres, runner, t};
 use db::{OutcomeStore, TickStore};
 use live_runner::admin::{self, DeployRequest};
+use live_runner::test_support::paper_deploy;
 use outcomes::{OutcomeScore, TradeOutcome, final_mark, score_outcome};
-use rust_decimal::Decimal;
 use types::{Interval, OrderAction};
 use uuid::Uuid;
 
@@ -24,12 +24,8 @@ async fn live_ticks_record_outcomes_and_the_scorer_grades_them_from_candles() {
         &pg.store,
         &skill,
         &DeployRequest {
-            owner: Uuid::from_u128(0x0a11ce),
-            broker: db::BrokerKind::Paper,
-            equity_usd: Decimal::from(10_000),
             id: Some(Uuid::from_u128(0x0dd)),
-            hyperliquid: None,
-            exchange_max_leverage: Default::default(),
+            ..paper_deploy(Uuid::from_u128(0x0a11ce))
         },
         first_tick - Duration::minutes(30),
     )

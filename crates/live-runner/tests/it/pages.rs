@@ -522,13 +522,8 @@ pub(crate) async fn seed_memory(store: &PgStore) -> Fixture {
         .into();
     store
         .record_tick(&db::TickRecord {
-            snapshot,
-            fills: Vec::new(),
             trades: vec![win, loss, scratch, open],
-            links: Vec::new(),
-            equity_usd: None,
-            runner_state: None,
-            outcomes: Default::default(),
+            ..db::test_support::tick_record(snapshot)
         })
         .await
         .expect("record tick");

@@ -12,6 +12,7 @@ use common::{hyperliquid_mock, mock_bars, postgres, runner, t};
 use db::{LedgerStore, NoteScope, NoteStore, TickStore};
 use execution_engine::PaperBrokerConfig;
 use live_runner::admin::{self, DeployRequest};
+use live_runner::test_support::paper_deploy;
 use rust_decimal::Decimal;
 use tools::Preloaded;
 use types::{CloseKind, Interval, TradeStatus};
@@ -32,12 +33,10 @@ async fn live_ticks_and_a_backtest_of_the_same_bars_send_identical_prompts() {
         &pg.store,
         &skill,
         &DeployRequest {
-            owner: Uuid::from_u128(0x0a11ce),
-            broker: db::BrokerKind::Paper,
             equity_usd: equity,
             id: Some(Uuid::from_u128(0x0dd)),
-            hyperliquid: None,
             exchange_max_leverage: exchange.clone(),
+            ..paper_deploy(Uuid::from_u128(0x0a11ce))
         },
         first - Duration::minutes(30),
     )

@@ -9,16 +9,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use agent_runtime::{
-    FinishReason, LanguageModel, ModelError, ModelRequest, ModelResponse, Usage, builtin_model,
-};
+use agent_runtime::{LanguageModel, ModelError, ModelRequest, ModelResponse, builtin_model};
 use chrono::{DateTime, Utc};
 use common::{hyperliquid_mock, postgres, runner, t};
 use db::{LedgerStore, NoteScope, NoteStore, RegistryStore, RunOutcome, TickStore};
 use live_runner::admin::{self, DeployRequest};
 use live_runner::metrics::Metrics;
 use live_runner::runner::{ModelResolver, Runner, RunnerConfig};
-use rust_decimal::Decimal;
+use live_runner::test_support::paper_deploy;
+use model::test_support::answer;
 use uuid::Uuid;
 
 const OWNER: Uuid = Uuid::from_u128(0x0a11ce);
@@ -35,12 +34,8 @@ fn skill() -> skill_schema::Skill {
 
 async fn deploy(pg: &common::Pg, first_tick: DateTime<Utc>) -> Uuid {
     let req = DeployRequest {
-        owner: OWNER,
-        broker: db::BrokerKind::Paper,
-        equity_usd: Decimal::from(10_000),
         id: Some(Uuid::from_u128(0xd1)),
-        hyperliquid: None,
-        exchange_max_leverage: Default::default(),
+        ..paper_deploy(OWNER)
     };
     admin::deploy(
         &pg.store,
@@ -113,16 +108,10 @@ impl LanguageModel for Gate {
                 body: "overloaded".to_owned(),
             });
         }
-        Ok(ModelResponse {
-            text: Some(
-                "- Reversals on the opposite cross cut the losing trades short.\n\
-                 - Entries right after a cross paid; late entries gave back the move."
-                    .to_owned(),
-            ),
-            tool_calls: Vec::new(),
-            finish: FinishReason::Stop,
-            usage: Usage::default(),
-        })
+        Ok(answer(
+            "- Reversals on the opposite cross cut the losing trades short.\n\
+             - Entries right after a cross paid; late entries gave back the move.",
+        ))
     }
 }
 

@@ -13,6 +13,7 @@ use common::{hyperliquid_mock, postgres, runner, t};
 use db::{LedgerStore, NoteScope, NoteStore, RegistryStore, TickStore};
 use live_runner::admin::{self, DeployRequest};
 use live_runner::runner::ModelResolver;
+use live_runner::test_support::paper_deploy;
 use rust_decimal::Decimal;
 use uuid::Uuid;
 
@@ -29,12 +30,8 @@ async fn deploy_many(pg: &common::Pg, n: usize, first_tick: DateTime<Utc>) -> Ve
     let mut ids = Vec::new();
     for i in 0..n {
         let req = DeployRequest {
-            owner: OWNER,
-            broker: db::BrokerKind::Paper,
-            equity_usd: Decimal::from(10_000),
             id: Some(Uuid::from_u128(0xd000 + i as u128)),
-            hyperliquid: None,
-            exchange_max_leverage: Default::default(),
+            ..paper_deploy(OWNER)
         };
         let d = admin::deploy(
             &pg.store,
@@ -799,12 +796,9 @@ async fn a_paper_deployment_stores_the_broker_a_backtest_of_its_skill_builds() {
             &pg.store,
             &skill,
             &DeployRequest {
-                owner: Uuid::from_u128(0x0a11ce),
-                broker: db::BrokerKind::Paper,
-                equity_usd: Decimal::from(10_000),
                 id: Some(Uuid::from_u128(id)),
-                hyperliquid: None,
                 exchange_max_leverage: given.clone(),
+                ..paper_deploy(Uuid::from_u128(0x0a11ce))
             },
             t("2026-06-04T09:00:00Z"),
         )

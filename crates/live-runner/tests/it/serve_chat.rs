@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use agent_runtime::{FinishReason, LanguageModel, ModelResponse, ScriptedModel, ToolCall, Usage};
+use agent_runtime::{LanguageModel, ModelResponse, ScriptedModel, Usage};
+use model::test_support::{answer, tool_call, tool_turn};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::Row;
@@ -14,33 +15,29 @@ use crate::common::serve::{events, server, world};
 
 pub(crate) fn remember(fact: &str) -> ModelResponse {
     ModelResponse {
-        text: None,
-        tool_calls: vec![ToolCall {
-            id: "call_1".into(),
-            name: "remember".into(),
-            arguments: json!({"fact": fact, "topic": "risk", "confidence": "asserted"}).to_string(),
-        }],
-        finish: FinishReason::ToolCalls,
         usage: Usage {
             input: 1200,
             output: 40,
             cache_read: 0,
             cache_write: 0,
         },
+        ..tool_turn(vec![tool_call(
+            "call_1",
+            "remember",
+            json!({"fact": fact, "topic": "risk", "confidence": "asserted"}).to_string(),
+        )])
     }
 }
 
 pub(crate) fn say(text: &str) -> ModelResponse {
     ModelResponse {
-        text: Some(text.into()),
-        tool_calls: vec![],
-        finish: FinishReason::Stop,
         usage: Usage {
             input: 1300,
             output: 12,
             cache_read: 0,
             cache_write: 0,
         },
+        ..answer(text)
     }
 }
 

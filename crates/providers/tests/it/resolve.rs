@@ -6,7 +6,8 @@ use crate::common;
 use std::sync::{Arc, Mutex};
 
 use common::env;
-use model::{FinishReason, LanguageModel, ModelError, ModelRequest, ModelResponse, Usage};
+use model::test_support::answer;
+use model::{LanguageModel, ModelError, ModelRequest, ModelResponse};
 use providers::{no_builtins, resolve_model};
 
 /// A stand-in for the offline models that live in another crate.
@@ -19,12 +20,7 @@ impl LanguageModel for Canned {
     }
 
     async fn generate(&self, _request: &ModelRequest) -> Result<ModelResponse, ModelError> {
-        Ok(ModelResponse {
-            text: Some("canned".into()),
-            tool_calls: vec![],
-            finish: FinishReason::Stop,
-            usage: Usage::default(),
-        })
+        Ok(answer("canned"))
     }
 }
 

@@ -15,7 +15,8 @@ use rust_decimal_macros::dec;
 use serde_json::{Value, json};
 use skill_schema::{Skill, load_skill};
 use tools::{Preloaded, RunMode, ToolContext};
-use types::{Bar, Interval, OrderAction, PortfolioSnapshot};
+use types::test_support::flat_portfolio;
+use types::{Bar, Interval, OrderAction};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -48,14 +49,7 @@ fn ctx() -> ToolContext {
     let mut data = Preloaded::new()
         .with_bars("BTC", Interval::H1, bars(67_000))
         .with_bars("ETH", Interval::H1, bars(3_500));
-    data.portfolio = Some(PortfolioSnapshot {
-        at: now,
-        equity_usd: dec!(10000),
-        available_margin_usd: dec!(10000),
-        positions: vec![],
-        realized_pnl_usd: dec!(0),
-        fees_paid_usd: dec!(0),
-    });
+    data.portfolio = Some(flat_portfolio(now, dec!(10000)));
     let d = Arc::new(data);
     ToolContext::new(
         now,

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use model::{
-    FinishReason, LanguageModel, ModelError, ModelRequest, ModelResponse, ToolCall, Usage,
+    FinishReason, LanguageModel, ModelError, ModelRequest, ModelResponse, Usage, test_support,
 };
 use prompt_compose::compose_system_prompt;
 use reflection::{
@@ -440,25 +440,19 @@ impl LanguageModel for FooledJudge {
     async fn generate(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
         if request.system == JUDGE_SYSTEM_PROMPT {
             let oks: String = (1..=40).map(|k| format!("{k}: ok\n")).collect();
-            return Ok(response(Some(oks), Vec::new()));
+            return Ok(plain(&oks));
         }
         Ok(self.reflection.clone())
     }
 }
 
-fn response(text: Option<String>, tool_calls: Vec<ToolCall>) -> ModelResponse {
-    ModelResponse {
-        text,
-        tool_calls,
-        finish: FinishReason::Stop,
-        usage: Usage {
-            input: 1500,
-            output: 200,
-            cache_read: 0,
-            cache_write: 0,
-        },
-    }
-}
+/// What every scripted reflection call is charged.
+const USAGE: Usage = Usage {
+    input: 1500,
+    output: 200,
+    cache_read: 0,
+    cache_write: 0,
+};
 
 pub(crate) async fn run(
     skill: &Skill,
@@ -482,18 +476,22 @@ pub(crate) async fn run(
 }
 
 pub(crate) fn plain(text: &str) -> ModelResponse {
-    response(Some(text.to_owned()), Vec::new())
+    ModelResponse {
+        usage: USAGE,
+        ..test_support::answer(text)
+    }
 }
 
 pub(crate) fn tool_call(arguments: &str) -> ModelResponse {
-    response(
-        None,
-        vec![ToolCall {
-            id: "call_0".to_owned(),
-            name: "record_lessons".to_owned(),
-            arguments: arguments.to_owned(),
-        }],
-    )
+    ModelResponse {
+        finish: FinishReason::Stop,
+        usage: USAGE,
+        ..test_support::tool_turn(vec![test_support::tool_call(
+            "call_0",
+            "record_lessons",
+            arguments,
+        )])
+    }
 }
 
 pub(crate) fn prompt_after(skill: &Skill, outcome: &ReflectionOutcome) -> String {

@@ -79,19 +79,20 @@ pub(crate) fn run_openai(
 /// The README backtest up to `to` into `dir/run`; returns (store url, deployment id) as the
 /// result's `store:` line prints them.
 pub(crate) fn backtest_to(dir: &Path, to: &str) -> (String, String) {
-    let out = dir.join("run");
+    backtest_with(&dir.join("run"), to, &[])
+}
+
+/// The README backtest up to `to` into `out` with `extra` flags; returns (store url, deployment
+/// id) as the result's `store:` line prints them.
+pub(crate) fn backtest_with(out: &Path, to: &str, extra: &[&str]) -> (String, String) {
+    let skill = repo("examples/skills/eurusd-sma-cross.yaml");
     let bars = format!("EURUSD={}", repo("examples/data/EURUSD.csv"));
-    let (code, stdout, stderr) = sim(&[
-        "run",
-        "--skill",
-        &repo("examples/skills/eurusd-sma-cross.yaml"),
-        "--bars",
-        &bars,
-        "--out",
-        out.to_str().unwrap(),
-        "--to",
-        to,
-    ]);
+    let out = out.to_str().unwrap();
+    let mut args = vec![
+        "run", "--skill", &skill, "--bars", &bars, "--out", out, "--to", to,
+    ];
+    args.extend_from_slice(extra);
+    let (code, stdout, stderr) = sim(&args);
     assert_eq!(code, 0, "{stderr}");
     let line = stdout
         .lines()

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::common::sim;
-use db::test_support::{at, sample_fill, sample_snapshot, seed};
+use db::test_support::{at, sample_fill, sample_snapshot, seed, tick_record};
 use db::{TickRecord, TickStore};
 use memory_ledger::{LedgerScope, LedgerState, Proposals};
 use rust_decimal::Decimal;
@@ -199,7 +199,6 @@ fn rebuild_matches_a_consistent_ledger_and_reports_a_tampered_row() {
             let tick_at = at(60 * i as i64);
             store
                 .record_tick(&TickRecord {
-                    snapshot: sample_snapshot(fx.deployment.id, tick_at),
                     links: changes
                         .fill_links
                         .iter()
@@ -211,9 +210,7 @@ fn rebuild_matches_a_consistent_ledger_and_reports_a_tampered_row() {
                         .collect(),
                     trades: changes.rows.into_iter().map(|w| w.row).collect(),
                     fills: vec![fill],
-                    equity_usd: None,
-                    runner_state: None,
-                    outcomes: Default::default(),
+                    ..tick_record(sample_snapshot(fx.deployment.id, tick_at))
                 })
                 .await
                 .unwrap();

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::common::{backtest_to, sim};
+use crate::common::{backtest_to, backtest_with, sim};
 
 /// A month of EURUSD with reflection every 5 closed trades; returns (store url, deployment id).
 fn backtest(dir: &Path) -> (String, String) {
@@ -227,4 +227,52 @@ async fn an_unmigrated_postgres_database_is_not_migrated_by_a_read_only_command(
     .await
     .unwrap();
     assert_eq!(tables, 0, "a read-only command created tables");
+}
+
+#[test]
+fn without_deployment_the_commands_read_the_only_one_and_name_the_choices_when_there_are_several() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, id) = backtest(dir.path());
+    // A run's store holds one deployment: `--deployment` may be left out.
+    let (code, named, stderr) = sim(&["notes", "--db", &url, "--deployment", &id]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, implied, stderr) = sim(&["notes", "--db", &url]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(implied, named);
+    for args in [
+        &["lessons", "held", "--db", &url][..],
+        &["ledger", "rebuild", "--db", &url][..],
+    ] {
+        let (code, stdout, stderr) = sim(args);
+        assert_eq!(code, 0, "{args:?}: {stderr}");
+        assert!(stdout.starts_with(&format!("deployment {id}")), "{stdout}");
+    }
+
+    // A second run into the same store: now the commands want to be told which, and say
+    // which there are.
+    let shared = format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("shared.db").display()
+    );
+    let ids: Vec<String> = [("2017-05-10", "a"), ("2017-05-12", "b")]
+        .into_iter()
+        .map(|(to, out)| backtest_with(&dir.path().join(out), to, &["--db", &shared]).1)
+        .collect();
+    assert_ne!(ids[0], ids[1]);
+    for args in [
+        &["notes", "--db", &shared][..],
+        &["reflect", "--db", &shared][..],
+        &["lessons", "held", "--db", &shared][..],
+        &["ledger", "rebuild", "--db", &shared][..],
+    ] {
+        let (code, stdout, stderr) = sim(args);
+        assert_eq!(code, 2, "{args:?}: {stdout}");
+        assert!(
+            stderr.contains("--deployment is needed: the store holds 2 deployments"),
+            "{args:?}: {stderr}"
+        );
+        for id in &ids {
+            assert!(stderr.contains(id.as_str()), "{args:?}: {stderr}");
+        }
+    }
 }

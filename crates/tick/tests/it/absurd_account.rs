@@ -10,6 +10,7 @@ use db::TickStore;
 use execution_engine::{Order, OrderTag};
 use rust_decimal::Decimal;
 use tick::{Broker, BrokerUnavailable, ExecuteError, TickError, TickState, run_tick};
+use types::test_support::flat_portfolio;
 use types::{Fill, Interval, PortfolioSnapshot, Position, Side};
 
 /// A flat $10,000 account on the first read; from the second read (the account after the order)
@@ -25,9 +26,6 @@ impl Broker for Corrupt {
     ) -> Result<PortfolioSnapshot, BrokerUnavailable> {
         self.reads += 1;
         let mut account = PortfolioSnapshot {
-            at,
-            equity_usd: Decimal::from(10_000),
-            available_margin_usd: Decimal::from(10_000),
             positions: vec![Position {
                 symbol: "EURUSD".into(),
                 side: Side::Long,
@@ -39,8 +37,7 @@ impl Broker for Corrupt {
                 unrealized_pnl_usd: Decimal::ZERO,
                 margin_usd: Decimal::ZERO,
             }],
-            realized_pnl_usd: Decimal::ZERO,
-            fees_paid_usd: Decimal::ZERO,
+            ..flat_portfolio(at, Decimal::from(10_000))
         };
         if self.reads == 1 {
             account.positions.clear();

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use db::test_support::{at, sample_outcome_rows, sample_snapshot, seed};
+use db::test_support::{at, sample_outcome_rows, sample_snapshot, seed, tick_record};
 use db::{MemoryScope, OutcomeStore, OutcomeWrites, SqliteStore, TickRecord, TickStore};
 use serde_json::{Value, json};
 use tick::{ANNOTATE, memory_tools};
@@ -19,17 +19,12 @@ async fn outcome(store: &SqliteStore, deployment: Uuid, id: Uuid, minutes: i64) 
     outcome.id = id;
     store
         .record_tick(&TickRecord {
-            snapshot,
-            fills: vec![],
-            trades: vec![],
-            links: vec![],
-            equity_usd: None,
-            runner_state: None,
             outcomes: OutcomeWrites {
                 snapshots: vec![market],
                 outcomes: vec![outcome],
                 scores: vec![],
             },
+            ..tick_record(snapshot)
         })
         .await
         .expect("record");

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use chrono::{TimeZone, Utc};
 use rust_decimal::Decimal;
 use tools::{MockMarketData, MockPortfolioView, RunMode, ToolContext};
-use types::{Bar, Interval, PortfolioSnapshot};
+use types::test_support::flat_portfolio;
+use types::{Bar, Interval};
 
 #[test]
 fn mocks_serve_a_context_and_bars_window_defaults_to_bars() {
@@ -29,16 +30,9 @@ fn mocks_serve_a_context_and_bars_window_defaults_to_bars() {
         .times(2)
         .returning(move |_, _, _, _| Ok(vec![served.clone()]));
     let mut portfolio = MockPortfolioView::new();
-    portfolio.expect_portfolio().returning(move || {
-        Ok(PortfolioSnapshot {
-            at: now,
-            equity_usd: Decimal::from(1_000),
-            available_margin_usd: Decimal::from(1_000),
-            positions: vec![],
-            realized_pnl_usd: Decimal::ZERO,
-            fees_paid_usd: Decimal::ZERO,
-        })
-    });
+    portfolio
+        .expect_portfolio()
+        .returning(move || Ok(flat_portfolio(now, Decimal::from(1_000))));
     let ctx = ToolContext::new(
         now,
         RunMode::ReadOnly,

@@ -12,6 +12,7 @@ use tools::{
     FundingRate, NewsItem, OpenInterestPoint, Preloaded, RunMode, ToolContext, ToolError,
     VerdictStatus, build_tools, builtin_names, proposal_from_result, to_last_decision_snapshot,
 };
+use types::test_support::flat_portfolio;
 use types::{OrderAction, PortfolioSnapshot, Position, ProposedAction, RuleCode, Side, Verdict};
 
 fn now() -> DateTime<Utc> {
@@ -20,8 +21,6 @@ fn now() -> DateTime<Utc> {
 
 fn portfolio() -> PortfolioSnapshot {
     PortfolioSnapshot {
-        at: now(),
-        equity_usd: dec!(10000),
         available_margin_usd: dec!(8000),
         positions: vec![Position {
             symbol: "BTC".into(),
@@ -34,8 +33,8 @@ fn portfolio() -> PortfolioSnapshot {
             unrealized_pnl_usd: dec!(40),
             margin_usd: dec!(1320),
         }],
-        realized_pnl_usd: dec!(0),
         fees_paid_usd: dec!(1.5),
+        ..flat_portfolio(now(), dec!(10000))
     }
 }
 

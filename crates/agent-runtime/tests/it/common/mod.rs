@@ -12,6 +12,7 @@ use tools::{
     FundingRate, LastDecisionSnapshot, NewsItem, OpenInterestPoint, OpenOrder, Preloaded, RunMode,
     ToolContext, VerdictStatus,
 };
+use types::test_support::flat_portfolio;
 use types::{Bar, Interval, MarketEvent, OrderSide, PortfolioSnapshot, Position, RuleCode, Side};
 
 pub(crate) fn now() -> DateTime<Utc> {
@@ -148,8 +149,6 @@ pub(crate) fn btc_mark() -> Decimal {
 pub(crate) fn portfolio() -> PortfolioSnapshot {
     let mark = btc_mark();
     PortfolioSnapshot {
-        at: now(),
-        equity_usd: dec!(10234.56),
         available_margin_usd: dec!(8120.40),
         positions: vec![Position {
             symbol: "BTC".into(),
@@ -164,6 +163,7 @@ pub(crate) fn portfolio() -> PortfolioSnapshot {
         }],
         realized_pnl_usd: dec!(182.4),
         fees_paid_usd: dec!(11.72),
+        ..flat_portfolio(now(), dec!(10234.56))
     }
 }
 

@@ -20,7 +20,7 @@ use types::FixedClock;
 use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-const DB_PREFIX: &str = "live_runner_test_";
+pub(crate) const DB_PREFIX: &str = "live_runner_test_";
 
 /// A migrated database of its own; dropped when the harness is.
 pub(crate) struct Pg {

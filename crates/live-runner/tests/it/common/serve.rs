@@ -8,6 +8,7 @@ use agent_runtime::LanguageModel;
 use chrono::{Duration, Utc};
 use db::test_support::{
     Fixture, at, sample_closed_trade, sample_note, sample_open_trade, sample_snapshot, seed,
+    tick_record,
 };
 use db::{FactStore, NewFact, NoteStore, PgStore, Store, TickRecord, TickStore};
 use live_runner::serve::{self, AppState, Auth};
@@ -102,13 +103,8 @@ async fn member(s: &Server) -> Member {
     for (minutes, trade) in [(0, open), (60, closed.clone())] {
         store
             .record_tick(&TickRecord {
-                snapshot: sample_snapshot(fx.deployment.id, at(minutes)),
-                fills: vec![],
-                links: vec![],
                 trades: vec![trade],
-                equity_usd: None,
-                runner_state: None,
-                outcomes: Default::default(),
+                ..tick_record(sample_snapshot(fx.deployment.id, at(minutes)))
             })
             .await
             .expect("tick");

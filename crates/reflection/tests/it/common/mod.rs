@@ -4,6 +4,7 @@
 use std::sync::Mutex;
 
 use chrono::{DateTime, TimeZone, Utc};
+use model::test_support::answer;
 use model::{FinishReason, LanguageModel, ModelError, ModelRequest, ModelResponse, Usage};
 use rust_decimal::Decimal;
 use skill_schema::{Format, Skill, parse_skill};
@@ -113,8 +114,6 @@ impl ScriptedModel {
 
 pub(crate) fn reply(text: &str, finish: FinishReason) -> ModelResponse {
     ModelResponse {
-        text: Some(text.to_owned()),
-        tool_calls: Vec::new(),
         finish,
         usage: Usage {
             input: 1200,
@@ -122,6 +121,7 @@ pub(crate) fn reply(text: &str, finish: FinishReason) -> ModelResponse {
             cache_read: 0,
             cache_write: 0,
         },
+        ..answer(text)
     }
 }
 
