@@ -8,7 +8,8 @@
 //! `Cargo.lock`. It never skips the PostgreSQL or the browser half silently: when a server or
 //! a browser cannot be had it stops with a message that says exactly what to do.
 //!
-//! `cargo xtask compare-backtesting-py` runs backtesting.py's SmaCross(10, 20) and
+//! `cargo xtask readme` runs every command of the README as printed (see the `readme`
+//! module). `cargo xtask compare-backtesting-py` runs backtesting.py's SmaCross(10, 20) and
 //! `sim-worker run` on the same bars (see the `compare` module).
 
 use std::net::{TcpStream, ToSocketAddrs};
@@ -19,6 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 mod compare;
+mod readme;
 
 const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -34,6 +36,7 @@ fn main() -> Result<()> {
         Some("postgres") => ensure_postgres().map(|url| println!("{url}")),
         Some("browser") => ensure_browser(),
         Some("compare-backtesting-py") => compare::compare_backtesting_py(&args[1..]),
+        Some("readme") => readme::readme(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
@@ -41,6 +44,7 @@ fn main() -> Result<()> {
                  test [ARGS]   ensure PostgreSQL is up, then `cargo test --workspace --all-features --locked [ARGS]`\n  \
                  postgres      ensure PostgreSQL is up and print TEST_DATABASE_URL\n  \
                  browser       ensure headless Chromium and chromedriver are installed\n  \
+                 readme        run every command of README.md's sh blocks as printed\n  \
                  compare-backtesting-py [--runs N] [--regenerate]\n                \
                  backtesting.py 0.6.6's SmaCross(10, 20) (throwaway venv, PyPI) vs `sim-worker run`\n                \
                  on examples/data/EURUSD.csv: trades checked against the committed reference,\n                \
