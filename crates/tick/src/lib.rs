@@ -50,7 +50,7 @@
 //! trades (the execution engine does).
 //!
 //! What a tick recorded reads back with [`read_ticks`]: a deployment's ticks in a window, each a
-//! [`TickView`] with the decoded system prompt, user message and typed steps when asked for.
+//! [`TickEntry`] with the decoded system prompt, user message and typed steps when asked for.
 //!
 //! A backtest (the `backtest` crate) is [`run_tick`] at every bar close with the paper broker,
 //! its records going to a [`Recorder`] that writes them in batches
@@ -138,7 +138,7 @@ pub use state::{
     load_reflection_state, restore_state, restore_state_carried,
 };
 pub use store_memory::StoreMemory;
-pub use ticks::{ReadTicksError, TickPrompt, TickView, read_ticks};
+pub use ticks::{ReadTicksError, TickEntry, TickPrompt, read_ticks};
 
 /// The deployment a tick belongs to, as a tick needs it: the ids from its stored row
 /// ([`db::Deployment`]) with the skill version parsed and the reflection model resolved.

@@ -1,5 +1,5 @@
 //! Reading back what the model saw: a deployment's stored ticks, oldest first, each as a
-//! [`TickView`] — what the tick came to (executed, rejected with its rule code, no-op, model
+//! [`TickEntry`] — what the tick came to (executed, rejected with its rule code, no-op, model
 //! error), the proposal, the engine's verdict, the usage and cost, and when asked the system
 //! prompt, user message and steps (tool calls with their arguments and results) decoded from the
 //! stored lines, byte for byte what the model was given. For the `ticks` commands of both
@@ -22,7 +22,7 @@ use crate::OutcomeKind;
 /// One stored tick, as read back ([`read_ticks`]). Serialised with snake_case keys, decimals as
 /// strings and times in RFC 3339 (as `summary.json`); without its prompt, no prompt keys.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TickView {
+pub struct TickEntry {
     /// The tick's id (its snapshot's: UUID v5 of the deployment and the tick time).
     pub tick_id: Uuid,
     /// The deployment that ticked.
@@ -83,7 +83,7 @@ pub enum ReadTicksError {
     },
 }
 
-impl TryFrom<StoredTick> for TickView {
+impl TryFrom<StoredTick> for TickEntry {
     type Error = ReadTicksError;
 
     /// The stored tick with its outcome and, when it was read with its texts, its steps typed.
@@ -153,11 +153,11 @@ impl TryFrom<StoredTick> for TickView {
 pub async fn read_ticks<S: TickStore>(
     store: &S,
     query: &TickQuery,
-) -> Result<Vec<TickView>, ReadTicksError> {
+) -> Result<Vec<TickEntry>, ReadTicksError> {
     store
         .ticks(query)
         .await?
         .into_iter()
-        .map(TickView::try_from)
+        .map(TickEntry::try_from)
         .collect()
 }

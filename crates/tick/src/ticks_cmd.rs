@@ -1,6 +1,6 @@
 //! The `ticks` command both binaries offer (`sim-worker ticks` over a run's store, `live-runner
 //! ticks` over PostgreSQL): a deployment's stored ticks in a window, exported as JSON lines (one
-//! [`TickView`] a line, with `--prompts` its system prompt, user message and steps) or as CSV
+//! [`TickEntry`] a line, with `--prompts` its system prompt, user message and steps) or as CSV
 //! (one row a tick, no prompt bodies). The binaries parse their flags, open the store and the
 //! output; the checks, the reads and the formats are here, once.
 
@@ -11,7 +11,7 @@ use db::{Deployment, MAX_TICKS_READ, RegistryStore, TickQuery, TickStore};
 use types::Verdict;
 use uuid::Uuid;
 
-use crate::ticks::{ReadTicksError, TickView, read_ticks};
+use crate::ticks::{ReadTicksError, TickEntry, read_ticks};
 
 /// Ticks read per page with their prompts (a page's texts are held in memory at once).
 const PROMPT_PAGE: u32 = 100;
@@ -19,7 +19,7 @@ const PROMPT_PAGE: u32 = 100;
 /// How `ticks` writes the ticks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TicksFormat {
-    /// One JSON object a line ([`TickView`]'s serialisation).
+    /// One JSON object a line ([`TickEntry`]'s serialisation).
     Jsonl,
     /// A header, then one row a tick ([`CSV_HEADER`]); no prompt bodies.
     Csv,
@@ -210,7 +210,7 @@ pub const CSV_HEADER: [&str; 22] = [
 
 /// A tick's CSV row ([`CSV_HEADER`]): times in RFC 3339 as the JSON lines write them, numbers
 /// as stored, an absent value empty.
-fn csv_row(t: &TickView) -> [String; 22] {
+fn csv_row(t: &TickEntry) -> [String; 22] {
     fn opt<T: ToString>(v: Option<T>) -> String {
         v.map_or_else(String::new, |v| v.to_string())
     }
@@ -258,7 +258,7 @@ enum Sink<W: Write> {
 }
 
 impl<W: Write> Sink<W> {
-    fn write(&mut self, t: &TickView) -> std::io::Result<()> {
+    fn write(&mut self, t: &TickEntry) -> std::io::Result<()> {
         match self {
             Sink::Jsonl(out) => {
                 serde_json::to_writer(&mut *out, t)?;

@@ -13,7 +13,7 @@ use agent_runtime::{
 use backtest::register;
 use db::{Store, TickQuery};
 use rust_decimal::Decimal;
-use tick::TickView;
+use tick::TickEntry;
 use types::Interval;
 
 use crate::common;
@@ -76,7 +76,7 @@ async fn ticks_read_back_as_the_model_saw_them(store: Store) {
         texts: true,
         ..TickQuery::of(d)
     };
-    let mut read: Vec<TickView> = Vec::new();
+    let mut read: Vec<TickEntry> = Vec::new();
     loop {
         let page = tick::read_ticks(&store, &query).await.unwrap();
         let Some(last) = page.last() else { break };

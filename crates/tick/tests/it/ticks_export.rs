@@ -6,7 +6,7 @@ use db::test_support::{Fixture, at, sample_snapshot, seed, tick_record};
 use db::{DecisionSnapshot, Store, TickRecord, TickStore};
 use serde_json::Value;
 use tick::ticks_cmd::{self, TicksCommandError, TicksFormat, TicksRequest};
-use tick::{ReadTicksError, TickView};
+use tick::{ReadTicksError, TickEntry};
 use types::{RuleCode, Verdict};
 
 /// Tick `n` at minute `n`: steps the runtime can read (one step without tool calls), a
@@ -219,10 +219,10 @@ async fn steps_that_are_not_the_runtimes_are_named_with_their_tick() {
         other => panic!("{other:?}"),
     }
     // Without the texts the tick reads.
-    let views: Vec<TickView> = tick::read_ticks(&store, &db::TickQuery::of(fx.deployment.id))
+    let entries: Vec<TickEntry> = tick::read_ticks(&store, &db::TickQuery::of(fx.deployment.id))
         .await
         .unwrap();
-    assert_eq!(views.len(), 1);
-    assert_eq!(views[0].tick_id, s.id);
-    assert!(views[0].prompt.is_none());
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].tick_id, s.id);
+    assert!(entries[0].prompt.is_none());
 }
