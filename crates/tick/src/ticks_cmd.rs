@@ -152,7 +152,7 @@ pub async fn write_ticks<S: TickStore, W: Write>(
         TicksFormat::Csv => {
             let mut csv = csv::Writer::from_writer(out);
             csv.write_record(CSV_HEADER).map_err(std::io::Error::from)?;
-            Sink::Csv(csv)
+            Sink::Csv(Box::new(csv))
         }
     };
     let mut left = request.limit;
@@ -251,10 +251,10 @@ fn time(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
 }
 
-/// Where the ticks go, in their format.
+/// Where the ticks go, in their format (the CSV writer's buffer state boxed: one per export).
 enum Sink<W: Write> {
     Jsonl(W),
-    Csv(csv::Writer<W>),
+    Csv(Box<csv::Writer<W>>),
 }
 
 impl<W: Write> Sink<W> {
