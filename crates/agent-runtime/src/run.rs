@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use rust_decimal::Decimal;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 use skill_schema::Skill;
 use tools::{PROPOSE_ORDER, ToolContext, ToolError, ToolOutput, build_tools};
@@ -42,8 +42,8 @@ impl Default for RunOptions {
 }
 
 /// What one tool call did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case", try_from = "StoredOutcome")]
 pub enum ToolOutcome {
     /// The tool's result, as sent back to the model (serialised once, for the model and the
     /// record).
@@ -61,8 +61,44 @@ pub enum ToolOutcome {
     },
 }
 
+/// A [`ToolOutcome`] as stored, read field by field: serde reads an internally tagged enum
+/// through a buffer, which cannot hold a tool result's raw JSON text.
+#[derive(Deserialize)]
+struct StoredOutcome {
+    status: String,
+    /// Present (a JSON `null` too) or absent.
+    #[serde(default, deserialize_with = "present")]
+    result: Option<JsonText>,
+    message: Option<String>,
+    recoverable: Option<bool>,
+}
+
+/// A field that is there, whatever its JSON value.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<JsonText>, D::Error> {
+    JsonText::deserialize(d).map(Some)
+}
+
+impl TryFrom<StoredOutcome> for ToolOutcome {
+    type Error = String;
+
+    fn try_from(o: StoredOutcome) -> Result<Self, String> {
+        match (o.status.as_str(), o.result, o.message, o.recoverable) {
+            ("ok", Some(result), None, None) => Ok(ToolOutcome::Ok { result }),
+            ("error", None, Some(message), Some(recoverable)) => Ok(ToolOutcome::Error {
+                message,
+                recoverable,
+            }),
+            (status, ..) => Err(format!(
+                "a tool call's outcome is {{\"status\": \"ok\", \"result\"}} or \
+                 {{\"status\": \"error\", \"message\", \"recoverable\"}}, not status {status:?} \
+                 with these fields"
+            )),
+        }
+    }
+}
+
 /// One tool call of a step: the raw arguments exactly as the model sent them, and the outcome.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallRecord {
     /// The call id the model gave (echoed with the tool's result).
     pub id: String,
@@ -74,8 +110,9 @@ pub struct ToolCallRecord {
     pub outcome: ToolOutcome,
 }
 
-/// One model call and the tool calls it asked for.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One model call and the tool calls it asked for. Serialised, a tick's steps are what its
+/// snapshot stores; deserialised, what a reader of the stored ticks gets back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     /// 0-based.
     pub index: u32,
@@ -89,7 +126,7 @@ pub struct Step {
     pub finish: FinishReason,
     /// What of the model's output was not executed or not stored ([`types`]' bounds); absent
     /// (and not serialised) when nothing was cut.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut: Option<StepCut>,
 }
 
@@ -97,7 +134,7 @@ pub struct Step {
 /// [`MAX_STEP_TEXT_CHARS`], [`MAX_STORED_ARGUMENT_CHARS`], [`MAX_STORED_RESULT_BYTES`],
 /// [`MAX_STORED_STEPS_BYTES`]). Stored with the step as `"cut": {...}`: the marker that the
 /// record is not the model's whole output.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepCut {
     /// Tool calls of the response that were refused (not executed, not recorded, not sent
     /// back): those after the first [`MAX_TOOL_CALLS_PER_RESPONSE`].
@@ -891,5 +928,72 @@ mod memo_tests {
         memo.remember(&b, &b_json);
         assert_eq!(memo.get(&b).map(RawValue::get), Some(b_json.get()));
         assert!(memo.get(&a).is_none());
+    }
+
+    /// Steps read back from their stored JSON are the steps recorded, and serialise to the same
+    /// text: every outcome (a result that is an object, a string, `null`; a recoverable and a
+    /// fatal error), a step without text or calls, and one that carries what was cut.
+    #[test]
+    fn stored_steps_read_back_as_the_steps_recorded() {
+        let mut steps = vec![step(r#"{"a":[1,2.50,"x\ny"]}"#, 7), step(r#""text""#, 1)];
+        steps[1].index = 1;
+        steps[1].text = Some("thinking\naloud".into());
+        steps[1].tool_calls.push(ToolCallRecord {
+            id: "c2".into(),
+            name: "mcp__news__latest".into(),
+            arguments: "{not json".into(),
+            outcome: ToolOutcome::Error {
+                message: "invalid arguments".into(),
+                recoverable: true,
+            },
+        });
+        steps[1].tool_calls.push(ToolCallRecord {
+            id: "c3".into(),
+            name: "fetch_news_sentiment".into(),
+            arguments: "{}".into(),
+            outcome: ToolOutcome::Ok {
+                result: JsonText::from_text("null".into()).expect("json"),
+            },
+        });
+        steps.push(Step {
+            index: 2,
+            text: None,
+            tool_calls: vec![],
+            usage: Usage::default(),
+            finish: FinishReason::Error,
+            cut: Some(StepCut {
+                refused_tool_calls: 3,
+                over_tick_budget: true,
+                ..StepCut::default()
+            }),
+        });
+        steps[0].tool_calls[0].outcome = ToolOutcome::Error {
+            message: "the tool failed".into(),
+            recoverable: false,
+        };
+        steps[0].tool_calls.push(ToolCallRecord {
+            id: "c4".into(),
+            name: PROPOSE_ORDER.into(),
+            arguments: r#"{"action":"no_op"}"#.into(),
+            outcome: ToolOutcome::Ok {
+                result: JsonText::from_text(r#"{"a":[1,2.50,"x\ny"]}"#.into()).expect("json"),
+            },
+        });
+        let text = serde_json::to_string(&steps).expect("json");
+        let read: Vec<Step> = serde_json::from_str(&text).expect("read back");
+        assert_eq!(read, steps);
+        assert_eq!(serde_json::to_string(&read).expect("json"), text);
+        // Malformed outcomes are refused, naming the shape.
+        for bad in [
+            r#"{"status":"ok"}"#,
+            r#"{"status":"error","message":"m"}"#,
+            r#"{"status":"done","result":1}"#,
+        ] {
+            let e = serde_json::from_str::<ToolOutcome>(bad).expect_err(bad);
+            assert!(
+                e.to_string().contains("a tool call's outcome is"),
+                "{bad}: {e}"
+            );
+        }
     }
 }

@@ -655,6 +655,7 @@ mod tests {
         fn last_snapshot_before(&self, deployment_id: Uuid, before: DateTime<Utc>) -> Option<DecisionSnapshot>;
         fn runner_state(&self, deployment_id: Uuid) -> Option<StoredRunnerState>;
         fn list_snapshots(&self, deployment_id: Uuid, limit: u32) -> Vec<DecisionSnapshot>;
+        fn ticks(&self, query: &db::TickQuery) -> Vec<db::StoredTick>;
     );
 
     /// A seeded in-memory store behind a gate with no permit yet, and its deployment.

@@ -425,6 +425,27 @@ impl SnapshotHead {
     }
 }
 
+impl SnapshotHead {
+    /// The tick without its texts: the decision of `texts` (its proposal and verdict), its
+    /// line lists left unread.
+    pub(crate) fn tick_without_texts(self, texts: StoredTexts) -> crate::StoredTick {
+        crate::StoredTick {
+            id: self.id,
+            deployment_id: self.deployment_id,
+            tick_at: self.tick_at,
+            proposal: texts.proposal,
+            verdict: texts.verdict,
+            model: self.model,
+            finish_reason: self.finish_reason,
+            usage: self.usage,
+            cost_usd: self.cost_usd,
+            error: self.error,
+            model_error: self.model_error,
+            texts: None,
+        }
+    }
+}
+
 /// A `decision_snapshots` row: the snapshot without its texts, and its texts.
 pub(crate) fn stored_snapshot_from_row<R: RowExt>(
     r: &R,

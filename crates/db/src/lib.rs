@@ -91,10 +91,10 @@ pub use model::{
     Annotation, AnnotationTarget, BrokerKind, ChatTurnRecord, DecisionSnapshot, Deployment,
     DeploymentStatus, FactEdit, FillTradeLink, Forget, MAX_ANNOTATION_CHARS, MAX_ANNOTATION_TAGS,
     MAX_CHAT_TURN_ERROR_CHARS, MAX_NEWS_KEY_CHARS, MAX_NEWS_READ, MAX_NEWS_SOURCE_CHARS,
-    MAX_NEWS_SUMMARY_CHARS, MAX_NEWS_TITLE_CHARS, MAX_TAG_CHARS, MemoryScope, NewAnnotation,
-    NewFact, NewNote, NewsRecord, NoteScope, OutcomeWrites, RecordOutcome, ReflectionRun, Regraded,
-    RunOutcome, SentimentSource, SkillRecord, SkillVersion, StoredFill, StoredRunnerState,
-    TickAttempt, TickRecord, User,
+    MAX_NEWS_SUMMARY_CHARS, MAX_NEWS_TITLE_CHARS, MAX_TAG_CHARS, MAX_TICKS_READ, MemoryScope,
+    NewAnnotation, NewFact, NewNote, NewsRecord, NoteScope, OutcomeWrites, RecordOutcome,
+    ReflectionRun, Regraded, RunOutcome, SentimentSource, SkillRecord, SkillVersion, StoredFill,
+    StoredRunnerState, StoredTick, TickAttempt, TickQuery, TickRecord, TickTexts, User,
 };
 pub use postgres::{POSTGRES_MIGRATOR, PgStore};
 pub use scoped::{USER_ROLE, UserScoped};

@@ -182,6 +182,111 @@ pub struct DecisionSnapshot {
     pub model_error: bool,
 }
 
+/// Most ticks one [`TickStore::ticks`](crate::TickStore::ticks) read returns.
+pub const MAX_TICKS_READ: u32 = 1000;
+
+/// Which stored ticks of a deployment [`TickStore::ticks`](crate::TickStore::ticks) reads: those
+/// whose time is in [`from`, `to`] (both ends included, as `sim-worker run --from/--to` count
+/// them; `None` leaves that end open) and strictly after `after`, oldest first, at most `limit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TickQuery {
+    /// The deployment.
+    pub deployment_id: Uuid,
+    /// The first tick time read, included.
+    pub from: Option<DateTime<Utc>>,
+    /// The last tick time read, included.
+    pub to: Option<DateTime<Utc>>,
+    /// Only ticks strictly after this time: the last tick of the previous page.
+    pub after: Option<DateTime<Utc>>,
+    /// At most this many ticks, 1..=[`MAX_TICKS_READ`].
+    pub limit: u32,
+    /// Whether the texts (system prompt, user message, steps) are read and decoded too; without
+    /// them a tick is its row alone (no line block is read).
+    pub texts: bool,
+}
+
+impl TickQuery {
+    /// Every tick of `deployment_id` from the first, [`MAX_TICKS_READ`] at a time, without
+    /// texts: set the fields to narrow it.
+    #[must_use]
+    pub const fn of(deployment_id: Uuid) -> Self {
+        Self {
+            deployment_id,
+            from: None,
+            to: None,
+            after: None,
+            limit: MAX_TICKS_READ,
+            texts: false,
+        }
+    }
+}
+
+/// A stored tick as [`TickStore::ticks`](crate::TickStore::ticks) reads it: the
+/// [`DecisionSnapshot`], its texts only when asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredTick {
+    /// The snapshot's id.
+    pub id: Uuid,
+    /// The deployment that ticked.
+    pub deployment_id: Uuid,
+    /// The tick's time (the bar close it ran at).
+    pub tick_at: DateTime<Utc>,
+    /// The last successful `propose_order` of the tick; `None` when the model proposed nothing.
+    pub proposal: Option<ProposedAction>,
+    /// The execution engine's verdict.
+    pub verdict: Verdict,
+    /// The model id that ran the tick.
+    pub model: String,
+    /// Why the model's last response ended (`stop`, `length`, `tool-calls`, `error`).
+    pub finish_reason: Option<String>,
+    /// Tokens used by every model call of the tick, summed.
+    pub usage: Usage,
+    /// Estimated cost of those calls, in USD.
+    pub cost_usd: Decimal,
+    /// Why the tick's model loop failed, when it did.
+    pub error: Option<String>,
+    /// True when the tick ended on a model failure (see [`DecisionSnapshot::model_error`]).
+    pub model_error: bool,
+    /// What the model saw and did, decoded from the stored lines; `None` unless
+    /// [`TickQuery::texts`] asked for it.
+    pub texts: Option<TickTexts>,
+}
+
+/// What the model of a tick saw and did, byte for byte as it was recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TickTexts {
+    /// The system prompt ([`DecisionSnapshot::system_prompt`]).
+    pub system_prompt: String,
+    /// The user message, the assembled context ([`DecisionSnapshot::context`]).
+    pub user_message: String,
+    /// The model loop's steps as the runtime serialised them ([`DecisionSnapshot::steps`]).
+    pub steps: JsonText,
+}
+
+impl From<DecisionSnapshot> for StoredTick {
+    /// The snapshot with its texts.
+    fn from(s: DecisionSnapshot) -> Self {
+        Self {
+            id: s.id,
+            deployment_id: s.deployment_id,
+            tick_at: s.tick_at,
+            proposal: s.proposal,
+            verdict: s.verdict,
+            model: s.model,
+            finish_reason: s.finish_reason,
+            usage: s.usage,
+            cost_usd: s.cost_usd,
+            error: s.error,
+            model_error: s.model_error,
+            texts: Some(TickTexts {
+                system_prompt: s.system_prompt,
+                user_message: s.context,
+                steps: s.steps,
+            }),
+        }
+    }
+}
+
 /// A recorded broker fill with the ledger rows it was applied to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredFill {

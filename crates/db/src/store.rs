@@ -16,7 +16,7 @@ use crate::model::{Annotation, MemoryScope, NewAnnotation, NewsRecord};
 use crate::model::{
     ChatTurnRecord, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget, NewFact,
     NewNote, NoteScope, RecordOutcome, ReflectionRun, SkillRecord, SkillVersion, StoredFill,
-    StoredRunnerState, TickAttempt, TickRecord, User,
+    StoredRunnerState, StoredTick, TickAttempt, TickQuery, TickRecord, User,
 };
 use crate::traits::{
     ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NewsStore, NoteStore,
@@ -120,6 +120,7 @@ delegate!(TickStore {
     fn last_snapshot_before(&self, deployment_id: Uuid, before: DateTime<Utc>) -> Option<DecisionSnapshot>;
     fn runner_state(&self, deployment_id: Uuid) -> Option<StoredRunnerState>;
     fn list_snapshots(&self, deployment_id: Uuid, limit: u32) -> Vec<DecisionSnapshot>;
+    fn ticks(&self, query: &TickQuery) -> Vec<StoredTick>;
 });
 
 delegate!(LedgerStore {

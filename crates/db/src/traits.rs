@@ -21,7 +21,8 @@ use outcomes::{
 use crate::model::{
     Annotation, ChatTurnRecord, DecisionSnapshot, Deployment, DeploymentStatus, FactEdit, Forget,
     MemoryScope, NewAnnotation, NewFact, NewNote, NoteScope, RecordOutcome, ReflectionRun,
-    SkillRecord, SkillVersion, StoredFill, StoredRunnerState, TickAttempt, TickRecord, User,
+    SkillRecord, SkillVersion, StoredFill, StoredRunnerState, StoredTick, TickAttempt, TickQuery,
+    TickRecord, User,
 };
 
 /// Users, skills, skill versions and deployments.
@@ -307,6 +308,21 @@ pub trait TickStore: Sync {
         deployment_id: Uuid,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<DecisionSnapshot>, DbError>> + Send;
+
+    /// A deployment's stored ticks in a window of time, oldest first, a page at a time
+    /// ([`TickQuery`]: the next page starts `after` the last tick of this one), each with its
+    /// texts decoded from the stored lines when `query.texts` asks for them — the texts
+    /// [`get_snapshot`](Self::get_snapshot) reads, byte for byte. An unknown deployment has no
+    /// ticks.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a limit of 0 or above [`MAX_TICKS_READ`](crate::MAX_TICKS_READ)
+    /// and for `from` after `to`; [`DbError::Decode`] when a stored text cannot be put back
+    /// together; [`DbError::Backend`] on driver failure.
+    fn ticks(
+        &self,
+        query: &TickQuery,
+    ) -> impl Future<Output = Result<Vec<StoredTick>, DbError>> + Send;
 }
 
 /// Ledger and fill reads. Writes go through [`TickStore::record_tick`].

@@ -90,6 +90,35 @@ struct LessonReview {
     at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
+#[derive(clap::Args)]
+struct TicksArgs {
+    /// Database URL (it must be migrated), e.g. postgres://postgres@127.0.0.1:5432/agents.
+    #[arg(long, env = "DATABASE_URL")]
+    db: String,
+    /// The deployment; optional when the database holds only one.
+    #[arg(long)]
+    deployment: Option<Uuid>,
+    /// First tick time (UTC), included.
+    #[arg(long, value_name = "TIME", value_parser = types::cli::parse_time)]
+    from: Option<chrono::DateTime<chrono::Utc>>,
+    /// Last tick time (UTC), included.
+    #[arg(long, value_name = "TIME", value_parser = types::cli::parse_time)]
+    to: Option<chrono::DateTime<chrono::Utc>>,
+    /// `jsonl` (one JSON object a tick) or `csv` (a header, then one row a tick; no prompts).
+    #[arg(long, value_name = "FORMAT", default_value = "jsonl", value_parser = tick::ticks_cmd::parse_format)]
+    format: tick::ticks_cmd::TicksFormat,
+    /// With each tick's system prompt, user message and steps (tool calls with their arguments
+    /// and results); JSON lines only.
+    #[arg(long)]
+    prompts: bool,
+    /// At most N ticks, the first of the window.
+    #[arg(long, value_name = "N")]
+    limit: Option<u32>,
+    /// Write to FILE instead of stdout (and print how many ticks were written).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum BrokerArg {
     /// Simulated fills at Hyperliquid prices (slippage and fees applied).
@@ -352,6 +381,11 @@ enum Command {
         #[arg(long)]
         read_only: bool,
     },
+    /// Export a deployment's stored ticks, oldest first (as `sim-worker ticks`): JSON lines
+    /// (with `--prompts`: the system prompt, user message and steps each tick's model saw) or
+    /// CSV, with outcome, rule code, proposal, verdict, tokens and cost. Bad input exits 2 with
+    /// nothing on stdout.
+    Ticks(TicksArgs),
     /// Tick every due deployment once per closed bar, until SIGTERM / ctrl-c (in-flight ticks
     /// and reflections finish first) or, with --once, until nothing is due.
     Run {
@@ -822,6 +856,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             mcp::serve_stdio(tools, info).await.context("serving MCP")?;
         }
+        Command::Ticks(args) => ticks(args).await?,
         Command::Run {
             db,
             concurrency,
@@ -1079,6 +1114,58 @@ async fn lessons(command: LessonsCommand) -> anyhow::Result<String> {
     let store = open(review.db).await?;
     let at = review.at.unwrap_or_else(|| SystemClock.now());
     Ok(lessons_cmd::review(&store, &review.id, decision, &review.by, at).await?)
+}
+
+/// `live-runner ticks`: the export `tick::ticks_cmd` writes, to stdout or `--out`. Bad input
+/// (flags, an unknown or missing deployment) is refused before anything is written; a reader
+/// closing stdout early ends the export without an error.
+async fn ticks(args: TicksArgs) -> anyhow::Result<()> {
+    use std::io::{BufWriter, ErrorKind};
+    use tick::ticks_cmd::{self, TicksCommandError, TicksRequest};
+    let request = TicksRequest {
+        deployment: args.deployment,
+        from: args.from,
+        to: args.to,
+        format: args.format,
+        prompts: args.prompts,
+        limit: args.limit,
+    };
+    let input = |e: TicksCommandError| match e {
+        TicksCommandError::Input(m) => anyhow::Error::new(BadInput(m)),
+        other => anyhow::Error::new(other),
+    };
+    request.check().map_err(input)?;
+    let store = db::open_existing(&args.db)
+        .await
+        .with_context(|| format!("--db {}", db::redact_url(&args.db)))?;
+    let d = ticks_cmd::resolve_deployment(&store, &request)
+        .await
+        .map_err(input)?;
+    let Some(path) = args.out else {
+        let out = BufWriter::new(std::io::stdout().lock());
+        return match ticks_cmd::write_ticks(&store, d.id, &request, out).await {
+            Err(TicksCommandError::Output(e)) if e.kind() == ErrorKind::BrokenPipe => Ok(()),
+            other => other.map(drop).context("writing the ticks to stdout"),
+        };
+    };
+    let file = std::fs::File::create(&path)
+        .with_context(|| format!("--out {}", path.display()))
+        .bad_input()?;
+    match ticks_cmd::write_ticks(&store, d.id, &request, BufWriter::new(file)).await {
+        Ok(n) => {
+            println!(
+                "{n} ticks of deployment {} written to {}",
+                d.id,
+                path.display()
+            );
+            Ok(())
+        }
+        Err(e) => {
+            // No partial export is left behind.
+            let _ = std::fs::remove_file(&path);
+            Err(e).with_context(|| format!("--out {}", path.display()))
+        }
+    }
 }
 
 /// The chat's focus on one of the user's deployments (not found — e.g. another user's, hidden

@@ -15,6 +15,7 @@ mod run_cmd;
 mod score_cmd;
 mod skill_cmd;
 mod spend;
+mod ticks_cmd;
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -90,6 +91,10 @@ enum Command {
     /// Serve a store's outcome memory over MCP on stdin/stdout (for Claude Code or any MCP
     /// client): the six recall tools and `annotate`.
     McpServe(memory_cmd::McpServeArgs),
+    /// Export a deployment's stored ticks, oldest first, as JSON lines (with `--prompts`: the
+    /// system prompt, user message and steps each tick's model saw) or CSV: outcome, rule code,
+    /// proposal, verdict, tokens and cost. Bad input exits 2 with nothing on stdout.
+    Ticks(Box<ticks_cmd::TicksArgs>),
 }
 
 /// Bad input (an invalid skill, an unreadable file): exit 2 with every problem on stderr and
@@ -135,6 +140,7 @@ fn main() -> ExitCode {
         Command::MemoryStats(args) => memory_cmd::stats(args),
         Command::ScoreOutcomes(args) => score_cmd::score(args),
         Command::McpServe(args) => memory_cmd::mcp_serve(args),
+        Command::Ticks(args) => ticks_cmd::run(*args),
     };
     match result {
         Ok(stdout) => match write_stdout(&stdout) {

@@ -49,6 +49,9 @@
 //! the network itself (the model and the broker are traits the caller hands in), or decide what
 //! trades (the execution engine does).
 //!
+//! What a tick recorded reads back with [`read_ticks`]: a deployment's ticks in a window, each a
+//! [`TickEntry`] with the decoded system prompt, user message and typed steps when asked for.
+//!
 //! A backtest (the `backtest` crate) is [`run_tick`] at every bar close with the paper broker,
 //! its records going to a [`Recorder`] that writes them in batches
 //! ([`run_tick_recording`]); a service with its own data, broker and store calls [`run_tick`]
@@ -103,6 +106,8 @@ mod reflect;
 mod run;
 mod state;
 mod store_memory;
+mod ticks;
+pub mod ticks_cmd;
 
 use std::sync::Arc;
 
@@ -133,6 +138,7 @@ pub use state::{
     load_reflection_state, restore_state, restore_state_carried,
 };
 pub use store_memory::StoreMemory;
+pub use ticks::{ReadTicksError, TickEntry, TickPrompt, read_ticks};
 
 /// The deployment a tick belongs to, as a tick needs it: the ids from its stored row
 /// ([`db::Deployment`]) with the skill version parsed and the reflection model resolved.

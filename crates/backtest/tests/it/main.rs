@@ -14,3 +14,4 @@ mod outcome_memory;
 mod recall_memory;
 mod snapshot_text;
 mod stops;
+mod ticks_read;

@@ -16,8 +16,8 @@ use crate::DbError;
 use crate::codec::{self, RowExt, u64_to_i64};
 use crate::error::ctx;
 use crate::model::{
-    DecisionSnapshot, FillTradeLink, NewNote, OutcomeWrites, RecordOutcome, ReflectionRun,
-    StoredRunnerState, TickRecord,
+    DecisionSnapshot, FillTradeLink, MAX_TICKS_READ, NewNote, OutcomeWrites, RecordOutcome,
+    ReflectionRun, StoredRunnerState, StoredTick, TickQuery, TickRecord,
 };
 use crate::traits::TickStore;
 
@@ -1267,6 +1267,58 @@ impl<S: Backend<Db = D>, D: Dialect> TickStore for S {
         .await
         .map_err(ctx("listing decision snapshots"))?;
         snapshots_from_rows(self, &rows).await
+    }
+
+    async fn ticks(&self, q: &TickQuery) -> Result<Vec<StoredTick>, DbError> {
+        if q.limit == 0 {
+            return Err(DbError::Invalid {
+                what: "ticks limit",
+                detail: "0: read at least one tick".to_owned(),
+            });
+        }
+        let limit = codec::check_limit("ticks limit", q.limit, MAX_TICKS_READ)?;
+        if let (Some(from), Some(to)) = (q.from, q.to)
+            && from > to
+        {
+            return Err(DbError::Invalid {
+                what: "ticks window",
+                detail: format!("from {from} is after to {to}"),
+            });
+        }
+        // Only the bounds given, each its own numbered parameter after the deployment's.
+        let bounds = [(">=", q.from), ("<=", q.to), (">", q.after)];
+        let mut sql = "SELECT * FROM decision_snapshots WHERE deployment_id = $1".to_owned();
+        let mut n = 1;
+        for (op, at) in &bounds {
+            if at.is_some() {
+                n += 1;
+                sql.push_str(&format!(" AND tick_at {op} ${n}"));
+            }
+        }
+        sql.push_str(&format!(" ORDER BY tick_at LIMIT ${}", n + 1));
+        let mut query = query(&sql).bind(D::id(q.deployment_id));
+        for at in bounds.into_iter().filter_map(|(_, at)| at) {
+            query = query.bind(D::ts(at));
+        }
+        let rows = query
+            .bind(limit)
+            .fetch_all(self.pool())
+            .await
+            .map_err(ctx("reading ticks"))?;
+        if q.texts {
+            // The texts as every snapshot read puts them back together.
+            return Ok(snapshots_from_rows(self, &rows)
+                .await?
+                .into_iter()
+                .map(StoredTick::from)
+                .collect());
+        }
+        rows.iter()
+            .map(|r| {
+                let (head, texts) = codec::stored_snapshot_from_row(r)?;
+                Ok(head.tick_without_texts(texts))
+            })
+            .collect()
     }
 }
 

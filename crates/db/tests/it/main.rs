@@ -16,3 +16,4 @@ mod recall_migration;
 mod rls;
 mod sqlite_baseline;
 mod stop_target_migration;
+mod ticks_read;

@@ -820,6 +820,23 @@ async fn prompt_lines_are_read_only_by_their_deployments_owner() {
             .unwrap()
             .is_empty()
     );
+    // The ticks read too: A's with their texts, none of B's.
+    let with_texts = |d| db::TickQuery {
+        texts: true,
+        ..db::TickQuery::of(d)
+    };
+    let ticks = as_a.ticks(&with_texts(a.deployment.id)).await.unwrap();
+    assert_eq!(
+        ticks,
+        vec![db::StoredTick::from(mine[0].clone())],
+        "decoded under RLS as the service role decodes it"
+    );
+    assert!(
+        as_a.ticks(&with_texts(b.deployment.id))
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]

@@ -68,6 +68,19 @@ fn every_time_flag_takes_the_same_forms_and_refuses_a_bad_one_with_exit_2() {
         args.extend(["--at", "yesterday"]);
         refused(&args, "--at");
     }
+    // The window of `ticks`.
+    for flag in ["--from", "--to"] {
+        for time in GOOD_TIMES {
+            let args = ["ticks", "--db", NO_DB, flag, time];
+            let (code, stderr) = live(&args);
+            assert!(
+                stderr.contains("unable to open database file")
+                    && !stderr.contains("invalid value"),
+                "{args:?}: {code} {stderr}"
+            );
+        }
+        refused(&["ticks", "--db", NO_DB, flag, "yesterday"], flag);
+    }
 }
 
 #[test]

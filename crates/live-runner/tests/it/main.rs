@@ -32,3 +32,4 @@ mod serve_isolation;
 mod serve_memory;
 mod serve_validation;
 mod serve_wire;
+mod ticks_pg;

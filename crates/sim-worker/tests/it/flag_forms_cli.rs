@@ -113,6 +113,8 @@ fn every_time_flag_takes_the_same_forms_and_refuses_a_bad_one_with_exit_2() {
             "--now",
             false,
         ),
+        (vec!["ticks", "--db", NO_DB], "--from", false),
+        (vec!["ticks", "--db", NO_DB], "--to", false),
     ]);
     for (head, flag, exits_2_later) in &cases {
         for time in GOOD_TIMES {

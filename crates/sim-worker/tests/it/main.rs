@@ -26,4 +26,5 @@ mod run_cli;
 mod score_cli;
 mod skill_cli;
 mod text_styles_cli;
+mod ticks_cli;
 mod xbackend_cli;

@@ -10,4 +10,5 @@ mod account_reads;
 mod annotate_tool;
 mod common;
 mod mock;
+mod ticks_export;
 mod window_convention;
