@@ -7,6 +7,7 @@ mod browser;
 mod chat_terminal;
 mod cli;
 mod common;
+mod controls_pg;
 mod derivatives_pg;
 mod events_pg;
 mod exit_codes_pg;
