@@ -28,6 +28,7 @@ mod runner_pg;
 mod serve_auth;
 mod serve_chat;
 mod serve_cli;
+mod serve_controls;
 mod serve_facts;
 mod serve_isolation;
 mod serve_memory;
