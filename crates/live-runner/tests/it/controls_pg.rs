@@ -579,23 +579,24 @@ async fn a_stop_with_flatten_closes_the_position_on_a_mock_hyperliquid() {
     account.lock().unwrap().fill_time_ms = retry.timestamp_millis() + 200;
     let m = run(&pg, &hl, retry, "retry", always_long()).await;
     assert_eq!(m.flattens("done"), 1);
-    let a = account.lock().unwrap();
-    assert_eq!(a.positions["BTC"].0, Decimal::ZERO, "flat on the exchange");
-    let orders: Vec<&Value> = a.exchange_posts[posts_before..]
-        .iter()
-        .filter(|p| p["action"]["type"] == "order")
-        .collect();
-    assert_eq!(orders.len(), 1, "one closing order");
-    let order = &orders[0]["action"]["orders"][0];
-    assert_eq!(
-        (order["b"].as_bool(), order["r"].as_bool()),
-        (Some(false), Some(true))
-    );
-    assert_eq!(
-        order["s"].as_str().unwrap().parse::<Decimal>().unwrap(),
-        held
-    );
-    drop(a);
+    {
+        let a = account.lock().unwrap();
+        assert_eq!(a.positions["BTC"].0, Decimal::ZERO, "flat on the exchange");
+        let orders: Vec<&Value> = a.exchange_posts[posts_before..]
+            .iter()
+            .filter(|p| p["action"]["type"] == "order")
+            .collect();
+        assert_eq!(orders.len(), 1, "one closing order");
+        let order = &orders[0]["action"]["orders"][0];
+        assert_eq!(
+            (order["b"].as_bool(), order["r"].as_bool()),
+            (Some(false), Some(true))
+        );
+        assert_eq!(
+            order["s"].as_str().unwrap().parse::<Decimal>().unwrap(),
+            held
+        );
+    }
     assert!(pg.store.open_trades(id).await.unwrap().is_empty());
     let trades = pg.store.all_trades(id).await.unwrap();
     assert_eq!(trades[0].exit_reason.as_deref(), Some(tick::FLATTEN_REASON));
