@@ -48,7 +48,11 @@ CREATE TABLE deployments (
     created_at         TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000Z'),
     next_tick_at       TEXT,
     lease_owner        TEXT,
-    lease_expires_at   TEXT,
+    lease_expires_at   TEXT, flatten_requested_at TEXT
+    CONSTRAINT deployments_flatten_stopped CHECK (flatten_requested_at IS NULL OR status = 'stopped'), flatten_attempts INTEGER NOT NULL DEFAULT 0
+    CONSTRAINT deployments_flatten_attempts_nonneg CHECK (flatten_attempts >= 0), flatten_retry_at TEXT, flatten_error TEXT
+    CONSTRAINT deployments_flatten_error_len CHECK (length(flatten_error) BETWEEN 1 AND 1000), flattened_at TEXT
+    CONSTRAINT deployments_flattened_requested CHECK (flattened_at IS NULL OR flatten_requested_at IS NOT NULL),
     FOREIGN KEY (skill_id, skill_version) REFERENCES skill_versions (skill_id, version)
 ) STRICT;
 
@@ -542,3 +546,38 @@ CREATE TABLE held_lessons (
 ) STRICT;
 
 CREATE INDEX held_lessons_status_idx ON held_lessons (status, created_at);
+
+CREATE INDEX deployments_flatten_due_idx ON deployments (flatten_retry_at)
+    WHERE status = 'stopped' AND flatten_requested_at IS NOT NULL AND flattened_at IS NULL;
+
+CREATE TRIGGER deployments_stopped_final
+BEFORE UPDATE OF status ON deployments
+WHEN OLD.status = 'stopped' AND NEW.status <> 'stopped'
+BEGIN
+    SELECT RAISE(ABORT, 'CHECK constraint failed: deployments_stopped_final');
+END;
+
+CREATE TABLE deployment_controls (
+    id            TEXT PRIMARY KEY,
+    deployment_id TEXT NOT NULL REFERENCES deployments (id) ON DELETE CASCADE,
+    action        TEXT NOT NULL
+                  CONSTRAINT deployment_controls_action CHECK (action IN ('pause', 'resume', 'stop')),
+    flatten       INTEGER NOT NULL DEFAULT 0 CONSTRAINT deployment_controls_flatten_bool CHECK (flatten IN (0, 1)),
+    requested_by  TEXT NOT NULL
+                  CONSTRAINT deployment_controls_requested_by_len CHECK (length(requested_by) BETWEEN 1 AND 100),
+    reason        TEXT
+                  CONSTRAINT deployment_controls_reason_len CHECK (length(reason) BETWEEN 1 AND 500),
+    requested_at  TEXT NOT NULL,
+    from_status   TEXT NOT NULL
+                  CONSTRAINT deployment_controls_from_status CHECK (from_status IN ('active', 'paused', 'stopped')),
+    to_status     TEXT NOT NULL
+                  CONSTRAINT deployment_controls_to_status CHECK (to_status IN ('active', 'paused', 'stopped')),
+    CONSTRAINT deployment_controls_flatten_stop CHECK (NOT flatten OR action = 'stop'),
+    CONSTRAINT deployment_controls_transition CHECK (
+        (action = 'pause' AND from_status = 'active' AND to_status = 'paused')
+        OR (action = 'resume' AND from_status = 'paused' AND to_status = 'active')
+        OR (action = 'stop' AND to_status = 'stopped' AND (from_status <> 'stopped' OR flatten)))
+) STRICT;
+
+CREATE INDEX deployment_controls_deployment_idx
+    ON deployment_controls (deployment_id, requested_at DESC, id);

@@ -314,6 +314,35 @@ pub(crate) fn deployment_from_row<R: RowExt>(r: &R) -> Result<Deployment, DbErro
     })
 }
 
+pub(crate) fn control_from_row<R: RowExt>(r: &R) -> Result<crate::DeploymentControl, DbError> {
+    Ok(crate::DeploymentControl {
+        id: r.uuid("id")?,
+        deployment_id: r.uuid("deployment_id")?,
+        action: enum_col(r, "action", crate::ControlAction::parse)?,
+        flatten: r.flag("flatten")?,
+        requested_by: r.text("requested_by")?,
+        reason: r.opt_text("reason")?,
+        requested_at: r.ts("requested_at")?,
+        from_status: enum_col(r, "from_status", DeploymentStatus::parse)?,
+        to_status: enum_col(r, "to_status", DeploymentStatus::parse)?,
+    })
+}
+
+/// A `deployments` row's flatten columns; `None` when no flatten was requested.
+pub(crate) fn flatten_from_row<R: RowExt>(r: &R) -> Result<Option<crate::FlattenState>, DbError> {
+    let Some(requested_at) = r.opt_ts("flatten_requested_at")? else {
+        return Ok(None);
+    };
+    let attempts = r.int("flatten_attempts")?;
+    Ok(Some(crate::FlattenState {
+        requested_at,
+        attempts: u32::try_from(attempts).map_err(|e| decode_err("flatten_attempts", e))?,
+        retry_at: r.opt_ts("flatten_retry_at")?,
+        last_error: r.opt_text("flatten_error")?,
+        done_at: r.opt_ts("flattened_at")?,
+    }))
+}
+
 /// One text of a `decision_snapshots` row: held by the row itself (a row written before line
 /// storage), or as a line list to put back together.
 pub(crate) enum Stored<T> {

@@ -128,6 +128,26 @@ pub enum DbError {
         stored_tick_at: chrono::DateTime<chrono::Utc>,
     },
 
+    /// A control ([`ControlStore::control_deployment`](crate::ControlStore::control_deployment))
+    /// that the deployment's status does not allow: pausing one that is not active, resuming
+    /// one that is not paused, stopping one that is stopped (unless to flatten positions a
+    /// stop without flatten left open). Nothing was written.
+    #[error(
+        "deployment {deployment_id} is {}: cannot {} it ({why})",
+        current.as_str(),
+        action.as_str()
+    )]
+    Transition {
+        /// The deployment.
+        deployment_id: uuid::Uuid,
+        /// What was asked.
+        action: crate::ControlAction,
+        /// The status it is in.
+        current: crate::DeploymentStatus,
+        /// Why the status does not allow it, for a person.
+        why: &'static str,
+    },
+
     /// A retried write kept conflicting with concurrent writers.
     #[error("{context}: still conflicting after {attempts} attempts")]
     Contention {

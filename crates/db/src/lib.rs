@@ -9,11 +9,13 @@
 //!   `live_runner_state` (a runner's opaque state between ticks, committed with each tick),
 //!   `chat_turns` (each chat-coach turn's model, steps, usage and cost);
 //!   the outcome memory of seed 003 (`market_snapshots`, `trade_outcomes` — written with their
-//!   tick, scored later — and `trade_annotations`);
+//!   tick, scored later — and `trade_annotations`); `deployment_controls` (every pause,
+//!   resume and stop, audited; [`control`]);
 //!   on PostgreSQL also the `auth` shim (roles `anon` / `authenticated` / `service_role`,
 //!   `auth.uid()`, `auth.role()`) and row-level security;
 //! - the store traits ([`RegistryStore`], [`LeaseStore`], [`TickStore`], [`LedgerStore`],
-//!   [`NoteStore`], [`FactStore`], [`EventStore`], [`NewsStore`], [`ChatTurnStore`], [`OutcomeStore`]; all of
+//!   [`NoteStore`], [`FactStore`], [`EventStore`], [`NewsStore`], [`ChatTurnStore`], [`OutcomeStore`],
+//!   [`ControlStore`]; all of
 //!   them: [`Storage`]) and their two implementations ([`SqliteStore`], [`PgStore`]), chosen at
 //!   run time through [`Store`] / [`connect`];
 //! - [`UserScoped`] ([`PgStore::as_user`]): the PostgreSQL store acting as one end user, every
@@ -26,6 +28,8 @@
 //!   at most once per deployment; at most one open ledger row per deployment and symbol;
 //! - exactly one active reflection note per scope, history kept; lessons ≤ 2000 characters;
 //! - facts 4–500 characters, every change audited by a trigger; reads capped at K ≤ 30;
+//! - a deployment's status changes only with its audit row, in one transaction; a stopped
+//!   deployment is final (a trigger refuses moving it back);
 //! - point in time: closed trades and notes are read "as of" a time, never past it; a news item
 //!   only once both its publication and its first fetch are at or before that time.
 //!
@@ -66,6 +70,7 @@
 //! ```
 
 mod codec;
+pub mod control;
 mod error;
 mod held;
 mod imp;
@@ -80,6 +85,10 @@ mod traits;
 mod url;
 
 pub use codec::time_text;
+pub use control::{
+    ControlAction, ControlRequest, DeploymentControl, FlattenState, MAX_CONTROL_REASON_CHARS,
+    MAX_CONTROLS_READ, MAX_FLATTEN_ERROR_CHARS, MAX_REQUESTED_BY_CHARS,
+};
 pub use error::{ConstraintKind, DbError};
 pub use held::{
     HeldDecision, HeldStatus, MAX_HELD_PER_NOTE, MAX_HELD_READ, MAX_HELD_REASONS_CHARS,
@@ -104,14 +113,14 @@ pub use sqlite::{
 };
 pub use store::Store;
 pub use traits::{
-    ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NewsStore, NoteStore,
-    OutcomeStore, RegistryStore, Storage, TickStore,
+    ChatTurnStore, ControlStore, EventStore, FactStore, LeaseStore, LedgerStore, NewsStore,
+    NoteStore, OutcomeStore, RegistryStore, Storage, TickStore,
 };
 /// `mockall` mocks of the store traits (feature `mock`).
 #[cfg(feature = "mock")]
 pub use traits::{
-    MockChatTurnStore, MockEventStore, MockFactStore, MockLedgerStore, MockNewsStore,
-    MockNoteStore, MockOutcomeStore, MockRegistryStore, MockTickStore,
+    MockChatTurnStore, MockControlStore, MockEventStore, MockFactStore, MockLedgerStore,
+    MockNewsStore, MockNoteStore, MockOutcomeStore, MockRegistryStore, MockTickStore,
 };
 /// Re-exported from `types`: a snapshot's `steps` are [`JsonText`].
 pub use types::JsonText;

@@ -19,8 +19,8 @@ use crate::model::{
     StoredRunnerState, StoredTick, TickAttempt, TickQuery, TickRecord, User,
 };
 use crate::traits::{
-    ChatTurnStore, EventStore, FactStore, LeaseStore, LedgerStore, NewsStore, NoteStore,
-    OutcomeStore, RegistryStore, TickStore,
+    ChatTurnStore, ControlStore, EventStore, FactStore, LeaseStore, LedgerStore, NewsStore,
+    NoteStore, OutcomeStore, RegistryStore, TickStore,
 };
 use crate::{
     DbError, HeldDecision, HeldStatus, PgStore, PlannedTicks, SqliteStore, StoredHeldLesson,
@@ -99,7 +99,6 @@ delegate!(RegistryStore {
     fn get_deployment(&self, id: Uuid) -> Deployment;
     fn list_deployments(&self, status: Option<DeploymentStatus>) -> Vec<Deployment>;
     fn user_deployments(&self, user_id: Uuid) -> Vec<Deployment>;
-    fn set_deployment_status(&self, id: Uuid, status: DeploymentStatus) -> ();
     fn set_next_tick_at(&self, id: Uuid, next_tick_at: Option<DateTime<Utc>>) -> ();
 });
 
@@ -111,6 +110,15 @@ delegate!(LeaseStore {
     fn mark_attempt(&self, deployment_id: Uuid, owner: &str, tick_at: DateTime<Utc>) -> Option<TickAttempt>;
     fn claim_reflection(&self, deployment_id: Uuid, owner: &str, now: DateTime<Utc>, until: DateTime<Utc>) -> bool;
     fn release_reflection(&self, deployment_id: Uuid, owner: &str) -> ();
+    fn claim_flattens(&self, owner: &str, now: DateTime<Utc>, lease_for: chrono::Duration, limit: u32) -> Vec<Deployment>;
+    fn finish_flatten(&self, id: Uuid, owner: &str, at: DateTime<Utc>) -> ();
+    fn retry_flatten(&self, id: Uuid, owner: &str, error: &str, retry_at: DateTime<Utc>) -> u32;
+});
+
+delegate!(ControlStore {
+    fn control_deployment(&self, request: &crate::ControlRequest) -> crate::DeploymentControl;
+    fn deployment_controls(&self, deployment_id: Uuid, limit: u32) -> Vec<crate::DeploymentControl>;
+    fn flatten_state(&self, deployment_id: Uuid) -> Option<crate::FlattenState>;
 });
 
 delegate!(TickStore {

@@ -111,16 +111,6 @@ pub trait RegistryStore {
         user_id: Uuid,
     ) -> impl Future<Output = Result<Vec<Deployment>, DbError>> + Send;
 
-    /// Sets the deployment's lifecycle status (a paused or stopped deployment is not claimed).
-    ///
-    /// # Errors
-    /// [`DbError::NotFound`] when no deployment has this id.
-    fn set_deployment_status(
-        &self,
-        id: Uuid,
-        status: DeploymentStatus,
-    ) -> impl Future<Output = Result<(), DbError>> + Send;
-
     /// Sets when the deployment should tick next (`None` = unscheduled).
     ///
     /// # Errors
@@ -174,8 +164,9 @@ pub trait LeaseStore {
         until: DateTime<Utc>,
     ) -> impl Future<Output = Result<bool, DbError>> + Send;
 
-    /// How many active deployments are due at `now` and not leased (or leased until at most
-    /// `now`): what a claim could still get once the concurrent claimers' locks are gone.
+    /// How many active deployments are due at `now`, and stopped ones whose flatten is due
+    /// ([`claim_flattens`](Self::claim_flattens)), that are not leased (or leased until at most
+    /// `now`): what the claims could still get once the concurrent claimers' locks are gone.
     ///
     /// # Errors
     /// [`DbError::Backend`] on driver failure.
@@ -183,6 +174,50 @@ pub trait LeaseStore {
         &self,
         now: DateTime<Utc>,
     ) -> impl Future<Output = Result<u64, DbError>> + Send;
+
+    /// For many runner processes: leases up to `limit` stopped deployments whose flatten is
+    /// to do — requested by a stop ([`ControlStore::control_deployment`]), not done, its retry
+    /// time (after a failed attempt) unset or ≤ `now` — and not leased (or whose lease expired
+    /// at or before `now`) to `owner` until `now + lease_for`, oldest request first. Two
+    /// concurrent claimers never get the same deployment, and a deployment whose tick is in
+    /// flight (leased) is not claimed before that tick releases it. Never returns an active or
+    /// paused deployment.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a non-positive lease or a limit above 1000.
+    fn claim_flattens(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        lease_for: chrono::Duration,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<Deployment>, DbError>> + Send;
+
+    /// Records that `owner` closed the deployment's positions at `at` (the flatten is done:
+    /// no runner claims it again) and ends its lease.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when the deployment is not leased to `owner` (the lease was lost).
+    fn finish_flatten(
+        &self,
+        id: Uuid,
+        owner: &str,
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), DbError>> + Send;
+
+    /// Records a failed flatten attempt of `owner` — its error (cut to
+    /// [`MAX_FLATTEN_ERROR_CHARS`](crate::MAX_FLATTEN_ERROR_CHARS)) and when to try again —
+    /// and ends its lease. Returns how many attempts have failed.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when the deployment is not leased to `owner` (the lease was lost).
+    fn retry_flatten(
+        &self,
+        id: Uuid,
+        owner: &str,
+        error: &str,
+        retry_at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<u32, DbError>> + Send;
 
     /// Records that `owner` starts the deployment's tick at `tick_at` (table
     /// `live_runner_state`; its state columns are left to [`TickStore::record_tick`]) and
@@ -908,6 +943,53 @@ pub trait OutcomeStore: Sync {
     fn regrade_outcomes(&self) -> impl Future<Output = Result<crate::Regraded, DbError>> + Send;
 }
 
+/// Controls of deployments: pause, resume, stop (optionally flattening the positions), each
+/// audited in `deployment_controls` (see [`crate::control`]'s transitions).
+#[cfg_attr(feature = "mock", mockall::automock)]
+pub trait ControlStore {
+    /// Applies `request` to its deployment and writes its audit row, in ONE transaction: the
+    /// status moves (pause `active → paused`, resume `paused → active`, stop `active | paused →
+    /// stopped`) and, for a stop with `flatten`, the flatten is requested (a runner closes the
+    /// positions, [`LeaseStore::claim_flattens`]). A stop with `flatten` is also allowed on a
+    /// stopped deployment whose flatten was never requested. Nothing else changes: a paused
+    /// deployment keeps its schedule (`next_tick_at`), runner state and ledger, so a resume
+    /// picks up where it was (a deployment resumed after its next tick time is due at once
+    /// and ticks at the latest closed bar). Returns the audit row.
+    ///
+    /// # Errors
+    /// [`DbError::Transition`] when the status does not allow the action (naming the status);
+    /// [`DbError::NotFound`] when no deployment has this id (on PostgreSQL as a user: none of
+    /// theirs); [`DbError::Invalid`] for `flatten` with an action other than stop, or a
+    /// `requested_by` or reason with a control character; [`DbError::Bound`] for a
+    /// `requested_by` outside 1..=100 characters or a reason outside 1..=500;
+    /// [`DbError::Constraint`] for a repeated id (or, as a user, a `requested_by` other than
+    /// the user's id).
+    fn control_deployment(
+        &self,
+        request: &crate::ControlRequest,
+    ) -> impl Future<Output = Result<crate::DeploymentControl, DbError>> + Send;
+
+    /// The deployment's audited controls, newest first (ties by id), at most `limit`
+    /// (≤ [`MAX_CONTROLS_READ`](crate::MAX_CONTROLS_READ)).
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a limit above the cap.
+    fn deployment_controls(
+        &self,
+        deployment_id: Uuid,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<crate::DeploymentControl>, DbError>> + Send;
+
+    /// Where the deployment's flatten stands; `None` when none was requested.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when no deployment has this id.
+    fn flatten_state(
+        &self,
+        deployment_id: Uuid,
+    ) -> impl Future<Output = Result<Option<crate::FlattenState>, DbError>> + Send;
+}
+
 /// Every store at once, for code that needs the whole storage layer.
 pub trait Storage:
     RegistryStore
@@ -920,6 +1002,7 @@ pub trait Storage:
     + NewsStore
     + ChatTurnStore
     + OutcomeStore
+    + ControlStore
     + Send
     + Sync
 {
@@ -936,6 +1019,7 @@ impl<T> Storage for T where
         + NewsStore
         + ChatTurnStore
         + OutcomeStore
+        + ControlStore
         + Send
         + Sync
 {

@@ -2,11 +2,13 @@
 //! paper broker or a Hyperliquid account, restart-safe, scaled out over any number of processes.
 //!
 //! What it owns:
-//! - the operator commands ([`admin`]: migrate, deploy, list);
+//! - the operator commands ([`admin`]: migrate, deploy, list) and the controls ([`controls`]:
+//!   pause, resume, stop with an optional flatten, each audited);
 //! - the tick loop ([`runner`]): leasing due deployments in the database
 //!   (`claim_due_deployments`, `FOR UPDATE SKIP LOCKED`-style), a bounded number of ticks in
 //!   flight, each in its own task with a lease heartbeat, release with the next bar close; due
-//!   reflections on a bounded worker of their own, off the tick path;
+//!   reflections on a bounded worker of their own, off the tick path; a paused or stopped
+//!   deployment never ticked, a stop's flatten leased and retried like a tick;
 //! - the Hyperliquid exchange broker ([`hl_broker`]): the exchange's account and fills are
 //!   authoritative, one IOC order per tick under a deterministic client order id, looked up
 //!   before placing so a re-run tick never places a second one;
@@ -57,6 +59,7 @@
 //! ```
 
 pub mod admin;
+pub mod controls;
 pub mod hl_broker;
 pub mod metrics;
 pub mod outcomes;

@@ -119,6 +119,22 @@ struct TicksArgs {
     out: Option<PathBuf>,
 }
 
+#[derive(clap::Args)]
+struct ControlArgs {
+    /// The deployment (its id, as `deployments` lists it).
+    deployment: Uuid,
+    /// Database URL, e.g. postgres://postgres@127.0.0.1:5432/agents.
+    #[arg(long, env = "DATABASE_URL")]
+    db: String,
+    /// Act as this user (UUID): only their own deployment, and the audit row names them (on
+    /// PostgreSQL under row-level security). Without it, as the operator (`operator:$USER`).
+    #[arg(long, value_name = "UUID")]
+    user: Option<Uuid>,
+    /// Why, kept in the audit trail (1 to 500 characters, one line).
+    #[arg(long, value_name = "TEXT")]
+    reason: Option<String>,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum BrokerArg {
     /// Simulated fills at Hyperliquid prices (slippage and fees applied).
@@ -386,6 +402,26 @@ enum Command {
     /// CSV, with outcome, rule code, proposal, verdict, tokens and cost. Bad input exits 2 with
     /// nothing on stdout.
     Ticks(TicksArgs),
+    /// Pause a deployment: no tick until it is resumed (a tick already running completes); its
+    /// schedule, runner state and ledger are kept. Audited: who, when, why. Exit 2 when the
+    /// deployment is unknown (or not the user's) or not active.
+    Pause(ControlArgs),
+    /// Resume a paused deployment: it ticks again from where it was, at its next bar close (at
+    /// once, at the latest closed bar, when that passed while it was paused). Audited. Exit 2
+    /// when it is not paused.
+    Resume(ControlArgs),
+    /// Stop a deployment for good (active or paused): it never ticks again. With --flatten a
+    /// runner (`run`) also closes its open positions through its broker — paper or
+    /// Hyperliquid — with reduce-only market orders, retrying until they are closed, also
+    /// after a runner restart. Audited. Exit 2 when it is already stopped (unless --flatten
+    /// asks to close what a stop without it left open).
+    Stop {
+        #[command(flatten)]
+        args: ControlArgs,
+        /// Also close every open position through the deployment's broker.
+        #[arg(long)]
+        flatten: bool,
+    },
     /// Tick every due deployment once per closed bar, until SIGTERM / ctrl-c (in-flight ticks
     /// and reflections finish first) or, with --once, until nothing is due.
     Run {
@@ -637,6 +673,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 .context("connecting to the database")?;
             let events = admin::import_events(&store, &file).await?;
             println!("{} events stored from {}", events.len(), file.display());
+        }
+        Command::Pause(args) => control(args, db::ControlAction::Pause, false).await?,
+        Command::Resume(args) => control(args, db::ControlAction::Resume, false).await?,
+        Command::Stop { args, flatten } => {
+            control(args, db::ControlAction::Stop, flatten).await?;
         }
         Command::Deployments { db } => {
             // Read-only: a mistyped URL is an error, never a newly migrated database.
@@ -1091,6 +1132,49 @@ fn hyperliquid_config(
 
 /// `live-runner lessons …`: every failure is bad input (a flag, an id, a review the store
 /// refuses) or an unreachable database; the caller exits 2 on it.
+/// `pause`, `resume`, `stop`: the change as the user or the operator, audited, and what
+/// follows printed. A deployment unknown (or not the user's), a status that does not allow it
+/// and a reason out of bounds are the input's fault (exit 2).
+async fn control(
+    args: ControlArgs,
+    action: db::ControlAction,
+    flatten: bool,
+) -> anyhow::Result<()> {
+    if let Some(reason) = &args.reason
+        && (reason.trim().is_empty() || reason.chars().any(char::is_control))
+    {
+        refuse!("--reason: give one line of text (no control characters)");
+    }
+    // A mistyped URL is an error, never a newly migrated database.
+    let store = db::open_existing(&args.db)
+        .await
+        .context("connecting to the database")?;
+    let login = types::process_env("USER");
+    let done = live_runner::controls::control(
+        &store,
+        args.deployment,
+        action,
+        flatten,
+        args.user,
+        login.as_deref(),
+        args.reason.map(|r| r.trim().to_owned()),
+        SystemClock.now(),
+    )
+    .await;
+    match done {
+        Ok(c) => {
+            print!("{}", live_runner::controls::describe(&c));
+            Ok(())
+        }
+        Err(
+            e @ (db::DbError::Transition { .. }
+            | db::DbError::Bound { .. }
+            | db::DbError::Invalid { .. }),
+        ) => Err(anyhow::Error::new(BadInput(e.to_string()))),
+        Err(e) => Err(anyhow::Error::new(e).context(action.as_str())),
+    }
+}
+
 async fn lessons(command: LessonsCommand) -> anyhow::Result<String> {
     use tick::lessons_cmd;
     let open = |db: String| async move {

@@ -61,6 +61,11 @@ struct Inner {
     /// By outcome: `note`, `flagged`, `failed`, `store_error`, `already_done` (a redo found
     /// stored), `skipped_in_flight` (due again while the previous one still runs).
     reflections: BTreeMap<&'static str, u64>,
+    /// Flattens of stopped deployments by result: `done` (the account is flat), `retry` (a
+    /// refusal or a partial close left a position), `failed` (an error), `lease_lost`.
+    flattens: BTreeMap<&'static str, u64>,
+    /// Claimed ticks not run because the deployment was no longer active.
+    skipped_inactive: u64,
     lease_takeovers: u64,
     leases_lost: u64,
     tick_latency: Histogram,
@@ -125,6 +130,30 @@ impl Metrics {
         self.with(|m| m.reflections.get(outcome).copied().unwrap_or(0))
     }
 
+    /// Counts one flatten of a stopped deployment that ended with `result` (`done`, `retry`,
+    /// `failed`, `lease_lost`).
+    pub fn flatten(&self, result: &'static str) {
+        self.with(|m| *m.flattens.entry(result).or_default() += 1);
+    }
+
+    /// How many flattens ended with `result`.
+    #[must_use]
+    pub fn flattens(&self, result: &str) -> u64 {
+        self.with(|m| m.flattens.get(result).copied().unwrap_or(0))
+    }
+
+    /// Counts one claimed deployment whose tick did not run because it was paused or stopped
+    /// after it was due.
+    pub fn skipped_inactive(&self) {
+        self.with(|m| m.skipped_inactive += 1);
+    }
+
+    /// How many claimed deployments were not ticked because they were no longer active.
+    #[must_use]
+    pub fn skipped_inactive_count(&self) -> u64 {
+        self.with(|m| m.skipped_inactive)
+    }
+
     /// Counts one tick started on a deployment another runner had started and not finished.
     pub fn lease_takeover(&self) {
         self.with(|m| m.lease_takeovers += 1);
@@ -187,6 +216,24 @@ impl Metrics {
             for (k, v) in &m.reflections {
                 let _ = writeln!(out, "live_runner_reflections_total{{outcome=\"{k}\"}} {v}");
             }
+            counter(
+                &mut out,
+                "live_runner_flattens_total",
+                "Flattens of stopped deployments (their positions closed) by result.",
+            );
+            for (k, v) in &m.flattens {
+                let _ = writeln!(out, "live_runner_flattens_total{{result=\"{k}\"}} {v}");
+            }
+            counter(
+                &mut out,
+                "live_runner_skipped_inactive_total",
+                "Claimed deployments not ticked because they were paused or stopped meanwhile.",
+            );
+            let _ = writeln!(
+                out,
+                "live_runner_skipped_inactive_total {}",
+                m.skipped_inactive
+            );
             counter(
                 &mut out,
                 "live_runner_lease_takeovers_total",
@@ -265,7 +312,12 @@ mod tests {
         m.rejection("R3_POSITION_CAP");
         m.outcome("model_error");
         m.lease_takeover();
+        m.flatten("done");
         let text = m.render();
+        assert!(
+            text.contains("live_runner_flattens_total{result=\"done\"} 1\n"),
+            "{text}"
+        );
         assert!(
             text.contains("live_runner_ticks_total{result=\"recorded\"} 2\n"),
             "{text}"

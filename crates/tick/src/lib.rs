@@ -52,6 +52,10 @@
 //! What a tick recorded reads back with [`read_ticks`]: a deployment's ticks in a window, each a
 //! [`TickEntry`] with the decoded system prompt, user message and typed steps when asked for.
 //!
+//! A stopped deployment whose positions are to be closed is flattened through the same broker
+//! seam: [`flatten_positions`] sends one reduce-only market order per open position, and
+//! [`run_flatten`] records what they did as a tick records its orders (no model is called).
+//!
 //! A backtest (the `backtest` crate) is [`run_tick`] at every bar close with the paper broker,
 //! its records going to a [`Recorder`] that writes them in batches
 //! ([`run_tick_recording`]); a service with its own data, broker and store calls [`run_tick`]
@@ -97,6 +101,7 @@
 
 mod broker;
 mod deployment_arg;
+mod flatten;
 mod ids;
 pub mod lessons_cmd;
 pub mod memory_cmd;
@@ -119,6 +124,10 @@ use uuid::Uuid;
 pub use broker::MockBroker;
 pub use broker::{Broker, BrokerRefusal, BrokerUnavailable, ExecuteError};
 pub use deployment_arg::{DeploymentArgError, the_deployment};
+pub use flatten::{
+    FLATTEN_MODEL, FLATTEN_REASON, FlattenOutcome, FlattenReport, FlattenedPosition,
+    flatten_positions, run_flatten,
+};
 pub use ids::{ID_NAMESPACE, note_id, run_id, snapshot_id};
 pub use memory_tools::{ANNOTATE, AnnotateArgs, MEMORY_SERVER_INSTRUCTIONS, memory_tools};
 pub use outcome_memory::{

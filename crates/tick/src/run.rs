@@ -696,7 +696,9 @@ fn blind_verdict(blind: &blind::Blind, shown: Verdict, real: &Verdict) -> Verdic
 /// The account as read, or [`BrokerUnavailable`] when its numbers are out of range (sizes ×
 /// prices or equity that overflow): the tick stops before recording anything instead of
 /// panicking on them later (exposure, sizing, the Portfolio section).
-fn checked_account(account: PortfolioSnapshot) -> Result<PortfolioSnapshot, BrokerUnavailable> {
+pub(crate) fn checked_account(
+    account: PortfolioSnapshot,
+) -> Result<PortfolioSnapshot, BrokerUnavailable> {
     tools::check_portfolio(&account)
         .map(|()| account)
         .map_err(|e| BrokerUnavailable(format!("the broker's account: {e}")))
@@ -704,7 +706,7 @@ fn checked_account(account: PortfolioSnapshot) -> Result<PortfolioSnapshot, Brok
 
 /// `later` on top of `earlier`: a row written twice keeps its first position and its latest
 /// content; links are appended.
-fn merge_changes(earlier: &mut LedgerChanges, later: LedgerChanges) {
+pub(crate) fn merge_changes(earlier: &mut LedgerChanges, later: LedgerChanges) {
     for w in later.rows {
         if let Some(existing) = earlier.rows.iter_mut().find(|e| e.row.id == w.row.id) {
             existing.inserted |= w.inserted;
@@ -718,7 +720,7 @@ fn merge_changes(earlier: &mut LedgerChanges, later: LedgerChanges) {
 
 /// The store's fill → row links: the row a fill applied to (for a flip: the row it closed) and
 /// the row a flip's opening leg started.
-fn fill_links(changes: &LedgerChanges) -> Vec<FillTradeLink> {
+pub(crate) fn fill_links(changes: &LedgerChanges) -> Vec<FillTradeLink> {
     let mut links: Vec<FillTradeLink> = Vec::new();
     for l in &changes.fill_links {
         if let Some(existing) = links.iter_mut().find(|x| x.broker_fill_id == l.fill_id) {

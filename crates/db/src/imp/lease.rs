@@ -238,8 +238,10 @@ impl<S: Leases<Db = D>, D: AttemptSql> LeaseStore for S {
 
     async fn claimable_count(&self, now: DateTime<Utc>) -> Result<u64, DbError> {
         let row = query(
-            "SELECT count(*) AS n FROM deployments WHERE status = 'active' \
-             AND (next_tick_at IS NULL OR next_tick_at <= $1) \
+            "SELECT count(*) AS n FROM deployments WHERE \
+             ((status = 'active' AND (next_tick_at IS NULL OR next_tick_at <= $1)) \
+              OR (status = 'stopped' AND flatten_requested_at IS NOT NULL AND flattened_at IS NULL \
+                  AND (flatten_retry_at IS NULL OR flatten_retry_at <= $1))) \
              AND (lease_expires_at IS NULL OR lease_expires_at <= $1)",
         )
         .bind(D::ts(now))
@@ -247,6 +249,115 @@ impl<S: Leases<Db = D>, D: AttemptSql> LeaseStore for S {
         .await
         .map_err(ctx("counting claimable deployments"))?;
         codec::RowExt::count(&row, "n")
+    }
+
+    async fn claim_flattens(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        lease_for: chrono::Duration,
+        limit: u32,
+    ) -> Result<Vec<Deployment>, DbError> {
+        if lease_for <= chrono::Duration::zero() {
+            return Err(DbError::Invalid {
+                what: "lease duration",
+                detail: format!("{lease_for} is not positive"),
+            });
+        }
+        let limit = check_limit("claim limit", limit, 1000)?;
+        // As the tick claim (see there): the due rows chosen once and locked `SKIP LOCKED` on
+        // PostgreSQL, the availability repeated by the UPDATE. A lease held by a tick in
+        // flight keeps the flatten waiting for its release.
+        let sql = format!(
+            "WITH due AS MATERIALIZED (SELECT id FROM deployments WHERE status = 'stopped' \
+                 AND flatten_requested_at IS NOT NULL AND flattened_at IS NULL \
+                 AND (flatten_retry_at IS NULL OR flatten_retry_at <= $2) \
+                 AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
+                 ORDER BY flatten_requested_at, id LIMIT $4{}\
+             ) UPDATE deployments SET lease_owner = $1, lease_expires_at = $3 \
+             WHERE id IN (SELECT id FROM due) \
+             AND status = 'stopped' AND flatten_requested_at IS NOT NULL AND flattened_at IS NULL \
+             AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
+             RETURNING *",
+            D::SKIP_LOCKED
+        );
+        let rows = query(&sql)
+            .bind(owner)
+            .bind(D::ts(now))
+            .bind(D::ts(now + lease_for))
+            .bind(limit)
+            .fetch_all(self.pool())
+            .await
+            .map_err(ctx("claiming due flattens"))?;
+        let mut claimed = rows
+            .iter()
+            .map(|r| {
+                Ok((
+                    r.opt_ts("flatten_requested_at")?,
+                    codec::deployment_from_row(r)?,
+                ))
+            })
+            .collect::<Result<Vec<_>, DbError>>()?;
+        claimed.sort_by_key(|(requested, d)| (*requested, d.id));
+        Ok(claimed.into_iter().map(|(_, d)| d).collect())
+    }
+
+    async fn finish_flatten(
+        &self,
+        id: Uuid,
+        owner: &str,
+        at: DateTime<Utc>,
+    ) -> Result<(), DbError> {
+        let done = query(
+            "UPDATE deployments SET flattened_at = $3, flatten_retry_at = NULL, \
+             flatten_error = NULL, lease_owner = NULL, lease_expires_at = NULL \
+             WHERE id = $1 AND lease_owner = $2 AND flatten_requested_at IS NOT NULL",
+        )
+        .bind(D::id(id))
+        .bind(owner)
+        .bind(D::ts(at))
+        .execute(self.pool())
+        .await
+        .map_err(ctx("recording the flatten done"))?;
+        if done.rows_affected() == 0 {
+            return Err(DbError::not_found(
+                "deployment leased to",
+                format!("{owner}: {id}"),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn retry_flatten(
+        &self,
+        id: Uuid,
+        owner: &str,
+        error: &str,
+        retry_at: DateTime<Utc>,
+    ) -> Result<u32, DbError> {
+        let error = match codec::truncate_chars(error.trim(), crate::MAX_FLATTEN_ERROR_CHARS) {
+            e if e.is_empty() => "(no message)".to_owned(),
+            e => e,
+        };
+        let row = query(
+            "UPDATE deployments SET flatten_attempts = flatten_attempts + 1, \
+             flatten_error = $3, flatten_retry_at = $4, lease_owner = NULL, lease_expires_at = NULL \
+             WHERE id = $1 AND lease_owner = $2 AND flatten_requested_at IS NOT NULL \
+             RETURNING flatten_attempts",
+        )
+        .bind(D::id(id))
+        .bind(owner)
+        .bind(error)
+        .bind(D::ts(retry_at))
+        .fetch_optional(self.pool())
+        .await
+        .map_err(ctx("recording a failed flatten"))?
+        .ok_or_else(|| DbError::not_found("deployment leased to", format!("{owner}: {id}")))?;
+        let attempts = row.int("flatten_attempts")?;
+        u32::try_from(attempts).map_err(|e| DbError::Decode {
+            column: "flatten_attempts".to_owned(),
+            detail: e.to_string(),
+        })
     }
 
     async fn mark_attempt(

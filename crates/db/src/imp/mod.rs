@@ -29,6 +29,7 @@
 //! connection (`&mut *tx`), whatever the backend.
 
 pub(crate) mod chat_turns;
+pub(crate) mod controls;
 pub(crate) mod events;
 pub(crate) mod facts;
 pub(crate) mod lease;

@@ -155,23 +155,6 @@ impl<S: Backend<Db = D>, D: Dialect> RegistryStore for S {
         rows.iter().map(codec::deployment_from_row).collect()
     }
 
-    async fn set_deployment_status(
-        &self,
-        id: Uuid,
-        status: DeploymentStatus,
-    ) -> Result<(), DbError> {
-        let done = query("UPDATE deployments SET status = $2 WHERE id = $1")
-            .bind(D::id(id))
-            .bind(status.as_str())
-            .execute(self.pool())
-            .await
-            .map_err(ctx("updating deployment status"))?;
-        if done.rows_affected() == 0 {
-            return Err(DbError::not_found("deployment", id));
-        }
-        Ok(())
-    }
-
     async fn set_next_tick_at(
         &self,
         id: Uuid,

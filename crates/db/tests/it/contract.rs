@@ -11,9 +11,9 @@ mod cases {
         sample_skill_version, sample_snapshot, seed, tick_record,
     };
     use db::{
-        ConstraintKind, DbError, DeploymentStatus, FactEdit, FillTradeLink, Forget, NewFact,
-        NewsRecord, NoteScope, RecordOutcome, ReflectionRun, RunOutcome, SentimentSource, Storage,
-        TickAttempt, TickRecord,
+        ConstraintKind, ControlAction, DbError, DeploymentStatus, FactEdit, FillTradeLink, Forget,
+        NewFact, NewsRecord, NoteScope, RecordOutcome, ReflectionRun, RunOutcome, SentimentSource,
+        Storage, TickAttempt, TickRecord,
     };
     use rust_decimal::Decimal;
     use rust_decimal_macros::dec;
@@ -77,7 +77,7 @@ mod cases {
             s.get_deployment(fx.deployment.id).await.unwrap(),
             fx.deployment
         );
-        s.set_deployment_status(fx.deployment.id, DeploymentStatus::Paused)
+        crate::controls::cases::control(s, fx.deployment.id, ControlAction::Pause, false, at(4))
             .await
             .unwrap();
         s.set_next_tick_at(fx.deployment.id, Some(at(5)))
@@ -122,8 +122,7 @@ mod cases {
             Err(DbError::NotFound { .. })
         ));
         assert!(matches!(
-            s.set_deployment_status(missing, DeploymentStatus::Stopped)
-                .await,
+            crate::controls::cases::control(s, missing, ControlAction::Stop, false, at(4)).await,
             Err(DbError::NotFound { .. })
         ));
         let mut bad = fx.skill.clone();
@@ -202,7 +201,7 @@ mod cases {
         assert_eq!(taken.iter().map(|d| d.id).collect::<Vec<_>>(), vec![two]);
         assert_eq!(taken[0].lease_owner.as_deref(), Some("runner-c"));
         // At minute 100 every lease has expired; paused deployments are never claimed.
-        s.set_deployment_status(one, DeploymentStatus::Paused)
+        crate::controls::cases::control(s, one, ControlAction::Pause, false, at(99))
             .await
             .unwrap();
         let ids: Vec<Uuid> = s

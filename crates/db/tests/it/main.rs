@@ -6,6 +6,7 @@
 mod common;
 mod connect;
 mod contract;
+mod controls;
 mod held_lessons;
 mod mock;
 mod outcome_memory;

@@ -107,37 +107,8 @@ impl Runner {
 
         match d.broker {
             db::BrokerKind::Paper => {
-                // The paper broker sees every bar closed since its last tick (liquidations,
-                // marks).
-                let mut broker = match saved.as_ref().map(|s| s.broker.clone()) {
-                    Some(Some(b)) => b,
-                    Some(None) => {
-                        return Err(RunError::BrokerConfig {
-                            deployment: d.id,
-                            message: "the saved runner state holds no paper broker".to_owned(),
-                        });
-                    }
-                    None => PaperBroker::new(paper_config(d)?)?,
-                };
-                for symbol in &symbols {
-                    let bars = market.all_bars(symbol, interval);
-                    let fresh: Vec<_> = match last_tick_at {
-                        Some(last) => bars
-                            .iter()
-                            .filter(|b| {
-                                b.close_time(interval) > last && b.close_time(interval) <= tick_at
-                            })
-                            .collect(),
-                        None => bars
-                            .iter()
-                            .rfind(|b| b.close_time(interval) <= tick_at)
-                            .into_iter()
-                            .collect(),
-                    };
-                    for bar in fresh {
-                        broker.apply_bar(symbol, bar, bar.close_time(interval))?;
-                    }
-                }
+                let mut broker =
+                    paper_broker(d, saved.as_ref(), &market, &symbols, interval, tick_at)?;
                 self.run_with(
                     deployment,
                     &model,
@@ -153,27 +124,7 @@ impl Runner {
                 .await
             }
             db::BrokerKind::Hyperliquid => {
-                let config = hyperliquid_config(d)?;
-                let exchange = |source| RunError::Exchange {
-                    deployment: d.id,
-                    source,
-                };
-                let signer =
-                    crate::hl_broker::signer_from_env(&config, &*self.env).map_err(exchange)?;
-                let cursor = saved
-                    .as_ref()
-                    .and_then(|s| s.hyperliquid.clone())
-                    .unwrap_or_else(|| FillCursor::starting_at(d.created_at));
-                let mut broker = HyperliquidBroker::new(
-                    d.id,
-                    &config,
-                    signer,
-                    self.clock.clone(),
-                    cursor,
-                    &self.exchange_http,
-                )
-                .await
-                .map_err(exchange)?;
+                let mut broker = self.hyperliquid_broker(d, saved.as_ref()).await?;
                 // A first tick's risk tracking starts from the account's equity (a saved state
                 // carries its own).
                 let equity = match &saved {
@@ -278,6 +229,78 @@ impl Runner {
             reflection,
         })
     }
+}
+
+impl Runner {
+    /// The Hyperliquid deployment `d`'s broker, its fill watermark the saved state's (the
+    /// deployment's creation before its first tick).
+    pub(super) async fn hyperliquid_broker(
+        &self,
+        d: &db::Deployment,
+        saved: Option<&RunnerState>,
+    ) -> Result<HyperliquidBroker, RunError> {
+        let config = hyperliquid_config(d)?;
+        let exchange = |source| RunError::Exchange {
+            deployment: d.id,
+            source,
+        };
+        let signer = crate::hl_broker::signer_from_env(&config, &*self.env).map_err(exchange)?;
+        let cursor = saved
+            .and_then(|s| s.hyperliquid.clone())
+            .unwrap_or_else(|| FillCursor::starting_at(d.created_at));
+        HyperliquidBroker::new(
+            d.id,
+            &config,
+            signer,
+            self.clock.clone(),
+            cursor,
+            &self.exchange_http,
+        )
+        .await
+        .map_err(exchange)
+    }
+}
+
+/// The paper deployment `d`'s broker as the saved state left it (a new one before its first
+/// tick), with every bar of `market` closed since the last tick and at or before `tick_at`
+/// applied (liquidations, resting stops and targets, marks).
+pub(super) fn paper_broker(
+    d: &db::Deployment,
+    saved: Option<&RunnerState>,
+    market: &Preloaded,
+    symbols: &[String],
+    interval: types::Interval,
+    tick_at: DateTime<Utc>,
+) -> Result<PaperBroker, RunError> {
+    let mut broker = match saved.map(|s| s.broker.clone()) {
+        Some(Some(b)) => b,
+        Some(None) => {
+            return Err(RunError::BrokerConfig {
+                deployment: d.id,
+                message: "the saved runner state holds no paper broker".to_owned(),
+            });
+        }
+        None => PaperBroker::new(paper_config(d)?)?,
+    };
+    let last_tick_at = saved.and_then(|s| s.last_tick_at);
+    for symbol in symbols {
+        let bars = market.all_bars(symbol, interval);
+        let fresh: Vec<_> = match last_tick_at {
+            Some(last) => bars
+                .iter()
+                .filter(|b| b.close_time(interval) > last && b.close_time(interval) <= tick_at)
+                .collect(),
+            None => bars
+                .iter()
+                .rfind(|b| b.close_time(interval) <= tick_at)
+                .into_iter()
+                .collect(),
+        };
+        for bar in fresh {
+            broker.apply_bar(symbol, bar, bar.close_time(interval))?;
+        }
+    }
+    Ok(broker)
 }
 
 /// A Hyperliquid deployment's broker config: `config.hyperliquid`.

@@ -19,12 +19,19 @@
 //! shutdown waits for the reflections in flight; one lost with its process leaves nothing
 //! stored, so the cadence finds it due again at the deployment's next tick.
 //!
+//! Controls: the claim takes active deployments only, and the status is read again just before
+//! the tick, so a deployment paused or stopped after it was due does not tick (a tick already
+//! running when the change arrives completes). A stop that asked for the positions to be closed
+//! is a flatten the runners lease like a tick (`flatten`): one runner closes the positions
+//! through the deployment's broker, records it, and a failure is retried with a bounded backoff.
+//!
 //! Files: the runner's configuration and shared parts (here), the claim loop (`tick_loop`),
-//! one deployment's tick (`deployment`), the market data it fetches (`market`), the parsed
+//! one deployment's tick (`deployment`), a stopped deployment's flatten (`flatten`), the market data it fetches (`market`), the parsed
 //! skills it keeps (`skills`), the deployments' MCP servers it keeps running (`mcp_servers`),
 //! the news feeds it polls (`news`) and the reflection worker (`reflections`).
 
 mod deployment;
+mod flatten;
 pub(crate) mod market;
 mod mcp_servers;
 mod news;
@@ -45,6 +52,7 @@ use tick::{BrokerUnavailable, TickOutcome};
 use types::Clock;
 use uuid::Uuid;
 
+pub use self::flatten::flatten_retry_at;
 pub use self::news::NewsFeeds;
 pub use self::reflections::ReflectionJob;
 use self::skills::SkillCache;
@@ -89,8 +97,11 @@ pub struct RunnerConfig {
     pub lease_for: chrono::Duration,
     /// How often the loop looks for due deployments when idle.
     pub poll: Duration,
-    /// When a failed tick is tried again.
+    /// When a failed tick is tried again; also the first wait before a failed flatten is tried
+    /// again (doubled after each further failure, up to [`RunnerConfig::flatten_retry_max`]).
     pub retry_after: chrono::Duration,
+    /// The longest wait between two attempts of a stopped deployment's flatten.
+    pub flatten_retry_max: chrono::Duration,
     /// Process what is due now, then return.
     pub once: bool,
     /// Most reflections in flight at once (off the tick path; they never hold a tick slot).
@@ -103,7 +114,8 @@ pub struct RunnerConfig {
 
 impl RunnerConfig {
     /// Defaults for `owner`: 8 ticks and 2 reflections at once, a 2-minute tick budget, a
-    /// 4-minute lease (2× the tick budget), 5 s polling, a failed tick retried after 30 s.
+    /// 4-minute lease (2× the tick budget), 5 s polling, a failed tick retried after 30 s, a
+    /// failed flatten after 30 s, 1, 2, 4, 8 then every 10 minutes.
     #[must_use]
     pub fn new(owner: impl Into<String>) -> Self {
         RunnerConfig {
@@ -112,6 +124,7 @@ impl RunnerConfig {
             lease_for: chrono::Duration::minutes(4),
             poll: Duration::from_secs(5),
             retry_after: chrono::Duration::seconds(30),
+            flatten_retry_max: chrono::Duration::minutes(10),
             once: false,
             reflection_concurrency: 2,
             tick_budget: Duration::from_secs(120),

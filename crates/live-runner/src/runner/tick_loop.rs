@@ -1,12 +1,13 @@
 //! The claim loop: lease due deployments while slots are free, tick each in a task of its own
 //! with a lease heartbeat, release it with its next tick time, hand due reflections to the
-//! reflection worker.
+//! reflection worker; with the slots left, lease stopped deployments whose positions are to be
+//! closed and flatten each in a task of its own (`flatten`).
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use db::{DbError, LeaseStore};
+use db::{DbError, LeaseStore, RegistryStore};
 use tick::{ReflectionCheck, TickOutcome};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -47,18 +48,13 @@ impl Runner {
                 if free > 0 {
                     let limit = u32::try_from(free.min(1000)).unwrap_or(1000);
                     let now = self.clock.now();
-                    match self
-                        .store
-                        .claim_due_deployments(
-                            &self.config.owner,
-                            now,
-                            self.config.lease_for,
-                            limit,
-                        )
-                        .await
-                    {
-                        Ok(claimed) => {
-                            if claimed.is_empty() && tasks.is_empty() && self.config.once {
+                    match self.claim(now, limit).await {
+                        Ok((claimed, flattens)) => {
+                            if claimed.is_empty()
+                                && flattens.is_empty()
+                                && tasks.is_empty()
+                                && self.config.once
+                            {
                                 // A concurrent claimer's locks make a claim come back short;
                                 // only stop when nothing claimable is left (and the reflections
                                 // in flight are done).
@@ -78,6 +74,17 @@ impl Runner {
                                 tasks.spawn(async move {
                                     let _slot = permit;
                                     me.process(d).await
+                                });
+                            }
+                            for d in flattens {
+                                let Ok(permit) = slots.clone().acquire_owned().await else {
+                                    break;
+                                };
+                                let me = self.clone();
+                                tasks.spawn(async move {
+                                    let _slot = permit;
+                                    me.process_flatten(d).await;
+                                    None
                                 });
                             }
                         }
@@ -121,9 +128,60 @@ impl Runner {
         Ok(())
     }
 
+    /// Leases up to `limit` due deployments: first the ticks, then, with the slots left, the
+    /// flattens of stopped deployments (`LeaseStore::claim_flattens`).
+    async fn claim(
+        &self,
+        now: chrono::DateTime<chrono::Utc>,
+        limit: u32,
+    ) -> Result<(Vec<db::Deployment>, Vec<db::Deployment>), DbError> {
+        let claimed = self
+            .store
+            .claim_due_deployments(&self.config.owner, now, self.config.lease_for, limit)
+            .await?;
+        let left = limit.saturating_sub(u32::try_from(claimed.len()).unwrap_or(limit));
+        let flattens = if left == 0 {
+            Vec::new()
+        } else {
+            self.store
+                .claim_flattens(&self.config.owner, now, self.config.lease_for, left)
+                .await?
+        };
+        Ok((claimed, flattens))
+    }
+
+    /// Whether the claimed deployment `d` is still active. The claim takes active deployments
+    /// only, in one statement; this reads the status again just before the tick, so a
+    /// deployment paused or stopped in between is released untouched (its schedule kept) and
+    /// not ticked. A failed read is taken as active: the tick then runs as claimed.
+    async fn still_active(&self, d: &db::Deployment) -> bool {
+        match self.store.get_deployment(d.id).await {
+            Ok(now) => now.status == db::DeploymentStatus::Active,
+            Err(e) => {
+                tracing::warn!(deployment = %d.id, error = %e, "reading the status before the tick failed; ticking as claimed");
+                true
+            }
+        }
+    }
+
     /// Ticks one claimed deployment (with a lease heartbeat) and releases it; returns the
     /// reflection the tick found due, for the reflection worker.
     async fn process(&self, d: db::Deployment) -> Option<Box<ReflectionJob>> {
+        if !self.still_active(&d).await {
+            self.metrics.skipped_inactive();
+            tracing::info!(deployment = %d.id, "paused or stopped since it was due: not ticked");
+            match self
+                .store
+                .release_deployment(d.id, &self.config.owner, d.next_tick_at)
+                .await
+            {
+                Ok(()) | Err(DbError::NotFound { .. }) => {}
+                Err(e) => {
+                    tracing::error!(deployment = %d.id, error = %e, "releasing the lease failed")
+                }
+            }
+            return None;
+        }
         let started = Instant::now();
         let heartbeat = (self.config.lease_for / 3)
             .to_std()

@@ -13,6 +13,10 @@
 //! | `GET /api/facts/{id}/changes` | the fact's audit trail |
 //! | `GET /api/deployments` | the caller's deployments |
 //! | `GET /api/deployments/{id}/memory` | closed trades, notes history, what the agent sees |
+//! | `POST /api/deployments/{id}/pause` | pause (optional body `{"reason": "..."}`) |
+//! | `POST /api/deployments/{id}/resume` | resume a paused deployment |
+//! | `POST /api/deployments/{id}/stop` | stop for good (`{"flatten": true}` also closes the positions) |
+//! | `GET /api/deployments/{id}/controls` | status, flatten, the audit trail of the controls |
 //!
 //! Every body and event is one of the camelCase wire types of [`super::wire`], built from the
 //! store's rows; a request body accepts one spelling per field and refuses any other field
@@ -81,6 +85,10 @@ pub fn router() -> Router<AppState> {
         .route("/facts/{id}/changes", get(fact_changes))
         .route("/deployments", get(deployments))
         .route("/deployments/{id}/memory", get(memory))
+        .route("/deployments/{id}/pause", post(super::controls::pause))
+        .route("/deployments/{id}/resume", post(super::controls::resume))
+        .route("/deployments/{id}/stop", post(super::controls::stop))
+        .route("/deployments/{id}/controls", get(super::controls::list))
 }
 
 async fn me(caller: Caller) -> axum::Json<Me> {

@@ -50,6 +50,11 @@ impl ApiError {
         Self::new(StatusCode::NOT_FOUND, message)
     }
 
+    /// 403: the request is refused whoever sends it (a cross-origin state change).
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, message)
+    }
+
     /// 400: the request is malformed (not JSON, wrong content type, bad id in the path).
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
@@ -93,7 +98,8 @@ impl IntoResponse for ApiError {
 }
 
 impl From<db::DbError> for ApiError {
-    /// Not found → 404 (under row-level security another user's row is not found either);
+    /// Not found → 404 (under row-level security another user's row is not found either); a
+    /// control the deployment's status does not allow → 409;
     /// a broken bound or rule → 422; a write the database's constraints refuse → 409 (a
     /// duplicate) or 422 (a row it refers to does not exist — e.g. a token whose user has no
     /// account in this database — or a check); anything else → 500 (logged, not sent).
@@ -101,6 +107,9 @@ impl From<db::DbError> for ApiError {
         use db::ConstraintKind;
         match e {
             db::DbError::NotFound { .. } => Self::not_found(e.to_string()),
+            // The deployment's status does not allow the control: the request conflicts with
+            // the state the resource is in.
+            db::DbError::Transition { .. } => Self::new(StatusCode::CONFLICT, e.to_string()),
             db::DbError::Bound { field, .. } => Self::invalid(field, e.to_string()),
             db::DbError::Invalid { what, .. } => Self::invalid(what, e.to_string()),
             db::DbError::Constraint {
@@ -198,6 +207,40 @@ where
             .map_err(json_rejection)?;
         value.validate().map_err(|e| validation_error(&e))?;
         Ok(ApiJson(value))
+    }
+}
+
+/// Largest optional body read by [`OptionalJson`], in bytes.
+const MAX_OPTIONAL_BODY: usize = 64 * 1024;
+
+/// [`ApiJson`] for a body that may be left out: an empty (or blank) body is `T::default()`;
+/// any other is read, checked and refused as [`ApiJson`]'s.
+#[derive(Debug, Clone)]
+pub struct OptionalJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for OptionalJson<T>
+where
+    T: DeserializeOwned + Validate + Default,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let (parts, body) = req.into_parts();
+        let bytes = axum::body::to_bytes(body, MAX_OPTIONAL_BODY)
+            .await
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("the request body could not be read (at most {MAX_OPTIONAL_BODY} bytes): {e}"),
+                )
+            })?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJson(T::default()));
+        }
+        let req = Request::from_parts(parts, axum::body::Body::from(bytes));
+        let ApiJson(value) = ApiJson::<T>::from_request(req, state).await?;
+        Ok(OptionalJson(value))
     }
 }
 

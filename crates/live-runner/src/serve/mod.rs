@@ -8,6 +8,11 @@
 //!   [`AppState::store_for`]`(caller)`, a [`db::UserScoped`] store whose every statement runs in
 //!   a transaction as role `authenticated` with the caller's claims, so PostgreSQL's policies —
 //!   not handler code — keep other users' rows out. `serve` therefore needs PostgreSQL.
+//! - Cross-site requests ([`csrf`]): a state change that the `token` cookie could authenticate
+//!   must come from the server's own origin (`Origin` / `Sec-Fetch-Site`); another origin —
+//!   another port of the same host included — gets a 403 before any handler runs.
+//! - Controls ([`controls`]): pause, resume and stop a deployment from the API and the pages,
+//!   audited as the caller.
 //! - Errors ([`error`]): one JSON shape, `{"error": "...", "field": "..."?}`; bad bodies are
 //!   400/422 naming the field, unknown (or other users') ids 404, never a 500 for bad input.
 //!
@@ -16,6 +21,8 @@
 
 pub mod api;
 pub mod auth;
+pub mod controls;
+pub mod csrf;
 pub mod error;
 pub mod model;
 pub mod pages;
@@ -153,6 +160,7 @@ pub fn router(state: AppState) -> Router {
         .nest("/api", api::router())
         .merge(pages::router())
         .fallback(|| async { ApiError::not_found("no such route") })
+        .layer(axum::middleware::from_fn(csrf::guard))
         .with_state(state)
 }
 

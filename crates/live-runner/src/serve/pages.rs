@@ -7,8 +7,11 @@
 //! - `GET /profile/facts[?archived=true]` — the caller's facts; `POST /profile/facts` adds one
 //!   (source `profile`), `POST /profile/facts/{id}/edit` (text, topic), `…/confidence`
 //!   (promote / demote), `…/archive` (a reason).
-//! - `GET /deployments/{id}/memory` — closed trades, lessons history and the prompt the agent
-//!   sees now, the same data as `GET /api/deployments/{id}/memory`.
+//! - `GET /deployments/{id}/memory` — the deployment's status and controls (pause, resume,
+//!   stop with or without closing its positions, the audit trail), closed trades, lessons
+//!   history and the prompt the agent sees now, the same data as `GET
+//!   /api/deployments/{id}/memory` and `…/controls`; `POST /deployments/{id}/pause|resume|stop`
+//!   (a reason, and for stop a `flatten` checkbox) change it as the API does.
 //!
 //! Every page reads and writes through the caller's row-level-security scope and the same
 //! audited `FactStore` methods as the API. Every change is a plain form POST answered by a 303
@@ -18,8 +21,9 @@
 //! escape everything they print; values are formatted in `pages/view.rs` (money in `types::text`'s
 //! style, times in UTC).
 //!
-//! Cross-site requests: the cookie is `SameSite=Lax`, so a form another site posts here
-//! arrives without it and is redirected to `/login`.
+//! Cross-site requests: every POST is checked by the server's guard ([`super::csrf`]): one from
+//! another origin (another site, or another port of this host) is refused with a 403 before
+//! its handler runs. The cookie is also `SameSite=Lax`.
 
 mod forms;
 mod render;
@@ -33,7 +37,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
-use db::{DbError, FactStore, NewFact, RegistryStore};
+use db::{ControlAction, ControlStore, DbError, FactStore, NewFact, RegistryStore};
 use minijinja::context;
 use serde::Deserialize;
 use types::{
@@ -44,9 +48,9 @@ use super::api::{PROFILE_ACTOR, deployment_memory};
 use super::auth::{Caller, TOKEN_COOKIE, caller_of};
 use super::{ApiError, AppState};
 
-use self::forms::{AddForm, ArchiveForm, ConfidenceForm, EditForm, LoginForm};
+use self::forms::{AddForm, ArchiveForm, ConfidenceForm, ControlForm, EditForm, LoginForm};
 use self::render::render;
-use self::view::{FactView, NoteView, TradeView};
+use self::view::{ControlsView, FactView, NoteView, TradeView};
 
 /// A page response: HTML with a status, or a redirect.
 type Page = Response;
@@ -154,6 +158,9 @@ pub fn router() -> Router<AppState> {
         .route("/profile/facts/{id}/confidence", post(set_confidence))
         .route("/profile/facts/{id}/archive", post(archive_fact))
         .route("/deployments/{id}/memory", get(memory_page))
+        .route("/deployments/{id}/pause", post(pause_deployment))
+        .route("/deployments/{id}/resume", post(resume_deployment))
+        .route("/deployments/{id}/stop", post(stop_deployment))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -478,21 +485,69 @@ async fn archive_fact(
 // ---------------------------------------------------------------------------------------------
 // deployment memory
 
+/// `?done=…` on a deployment's page: the control just made (a fixed set of messages: no text of
+/// the request is reflected).
+#[derive(Debug, Default, Deserialize)]
+struct DoneQuery {
+    #[serde(default)]
+    done: Option<String>,
+}
+
+impl DoneQuery {
+    fn notice(&self) -> Option<&'static str> {
+        Some(match self.done.as_deref()? {
+            "paused" => "Paused: no tick until you resume it.",
+            "resumed" => "Resumed: it ticks again at its next bar close.",
+            "stopped" => "Stopped for good.",
+            "flattening" => {
+                "Stopped for good; a runner closes its open positions through the broker."
+            }
+            _ => return None,
+        })
+    }
+}
+
 async fn memory_page(
     State(state): State<AppState>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
+    query: Result<Query<DoneQuery>, QueryRejection>,
 ) -> Page {
     let Ok(id) = Uuid::parse_str(&id) else {
         return not_found_page(caller.user_id, "You have no deployment with this id.");
     };
-    let memory = match deployment_memory(&state, &caller, id).await {
+    let notice = query.ok().and_then(|Query(q)| q.notice());
+    memory_view(&state, caller, id, StatusCode::OK, notice, None).await
+}
+
+/// A deployment's page: its controls (status, buttons, audit trail) and its memory, with a
+/// notice of the change just made or the error of a refused one.
+async fn memory_view(
+    state: &AppState,
+    caller: Caller,
+    id: Uuid,
+    status: StatusCode,
+    notice: Option<&str>,
+    error: Option<&str>,
+) -> Page {
+    let memory = match deployment_memory(state, &caller, id).await {
         Ok(m) => m,
         Err(e) if e.status == StatusCode::NOT_FOUND => {
             return not_found_page(caller.user_id, "You have no deployment with this id.");
         }
         Err(e) => return server_error("reading the deployment's memory", &e),
     };
+    let store = state.store_for(&caller);
+    let (flatten, trail) = match (
+        store.flatten_state(id).await,
+        store
+            .deployment_controls(id, super::controls::CONTROLS_LIMIT)
+            .await,
+    ) {
+        (Ok(f), Ok(t)) => (f, t),
+        (Err(e), _) | (_, Err(e)) => return server_error("reading the deployment's controls", &e),
+    };
+    let controls = ControlsView::new(memory.deployment.status, flatten.as_ref(), &trail);
     let trades: Vec<TradeView> = memory.closed_trades.iter().map(TradeView::from).collect();
     let notes: Vec<NoteView> = memory.notes.iter().map(NoteView::from).collect();
     let prompt = memory.prompt.as_ref().map(|p| {
@@ -514,11 +569,75 @@ async fn memory_page(
             deployment_id => id.to_string(),
             skill_name => &memory.skill_name,
             open_positions => memory.open_trades.len(),
-            trades, notes, prompt,
+            trades, notes, prompt, controls, notice, error,
+            max_reason => db::MAX_CONTROL_REASON_CHARS,
             prompt_missing => "No tick recorded yet: the prompt appears after the deployment's first tick.",
         },
     ) {
-        Ok(body) => html(StatusCode::OK, body),
+        Ok(body) => html(status, body),
         Err(e) => server_error("rendering the deployment's memory", &e),
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// deployment controls
+
+/// A control button's POST: the change as the caller (audited), then back to the deployment's
+/// page (303) with a notice; a refused one is the page again with the reason (409 for a status
+/// that does not allow it, 422 for a bad reason), another user's deployment a 404 page.
+async fn control_form(
+    state: &AppState,
+    caller: Caller,
+    raw_id: &str,
+    action: ControlAction,
+    form: ControlForm,
+) -> Page {
+    let Ok(id) = Uuid::parse_str(raw_id) else {
+        return not_found_page(caller.user_id, "You have no deployment with this id.");
+    };
+    let (reason, flatten) = form.check();
+    let done = match (action, flatten) {
+        (ControlAction::Pause, _) => "paused",
+        (ControlAction::Resume, _) => "resumed",
+        (ControlAction::Stop, false) => "stopped",
+        (ControlAction::Stop, true) => "flattening",
+    };
+    match super::controls::apply(state, &caller, id, action, reason, flatten).await {
+        Ok(_) => see_other(&format!("/deployments/{id}/memory?done={done}")),
+        Err(e) if e.status == StatusCode::NOT_FOUND => {
+            not_found_page(caller.user_id, "You have no deployment with this id.")
+        }
+        Err(e) if e.status.is_server_error() => server_error("changing the deployment", &e),
+        Err(e) => memory_view(state, caller, id, e.status, None, Some(&e.message)).await,
+    }
+}
+
+async fn pause_deployment(
+    State(state): State<AppState>,
+    Viewer(caller): Viewer,
+    Path(id): Path<String>,
+    form: Result<Form<ControlForm>, FormRejection>,
+) -> Page {
+    let form = form.map(|Form(f)| f).unwrap_or_default();
+    control_form(&state, caller, &id, ControlAction::Pause, form).await
+}
+
+async fn resume_deployment(
+    State(state): State<AppState>,
+    Viewer(caller): Viewer,
+    Path(id): Path<String>,
+    form: Result<Form<ControlForm>, FormRejection>,
+) -> Page {
+    let form = form.map(|Form(f)| f).unwrap_or_default();
+    control_form(&state, caller, &id, ControlAction::Resume, form).await
+}
+
+async fn stop_deployment(
+    State(state): State<AppState>,
+    Viewer(caller): Viewer,
+    Path(id): Path<String>,
+    form: Result<Form<ControlForm>, FormRejection>,
+) -> Page {
+    let form = form.map(|Form(f)| f).unwrap_or_default();
+    control_form(&state, caller, &id, ControlAction::Stop, form).await
 }

@@ -9,7 +9,9 @@
 
 use agent_runtime::{FinishReason, Step, StepCut, ToolCallRecord, ToolOutcome};
 use chrono::{DateTime, Utc};
-use db::{BrokerKind, Deployment, DeploymentStatus};
+use db::{
+    BrokerKind, ControlAction, Deployment, DeploymentControl, DeploymentStatus, FlattenState,
+};
 use rust_decimal::Decimal;
 use serde::Serialize;
 use types::{
@@ -590,4 +592,88 @@ pub struct Memory {
     pub notes: Vec<Note>,
     /// What the agent saw at its latest tick; `null` before the first tick.
     pub prompt: Option<PromptView>,
+}
+
+/// One audited control of a deployment (`POST /api/deployments/{id}/pause|resume|stop`
+/// answers it; `GET …/controls` lists them).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireControl {
+    /// The audit row's id.
+    pub id: Uuid,
+    /// The deployment.
+    pub deployment_id: Uuid,
+    /// `pause`, `resume` or `stop`.
+    pub action: ControlAction,
+    /// Whether the stop asked for the open positions to be closed.
+    pub flatten: bool,
+    /// Who asked: a user id, or `operator:<name>`.
+    pub requested_by: String,
+    /// Why, when given.
+    pub reason: Option<String>,
+    /// When.
+    pub requested_at: DateTime<Utc>,
+    /// The status before.
+    pub from_status: DeploymentStatus,
+    /// The status after.
+    pub to_status: DeploymentStatus,
+}
+
+impl From<DeploymentControl> for WireControl {
+    fn from(c: DeploymentControl) -> Self {
+        Self {
+            id: c.id,
+            deployment_id: c.deployment_id,
+            action: c.action,
+            flatten: c.flatten,
+            requested_by: c.requested_by,
+            reason: c.reason,
+            requested_at: c.requested_at,
+            from_status: c.from_status,
+            to_status: c.to_status,
+        }
+    }
+}
+
+/// Where a stopped deployment's flatten stands.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireFlatten {
+    /// When the stop asked for it.
+    pub requested_at: DateTime<Utc>,
+    /// Failed attempts so far.
+    pub attempts: u32,
+    /// When a runner tries again after a failure.
+    pub retry_at: Option<DateTime<Utc>>,
+    /// The last failure, until an attempt succeeds.
+    pub last_error: Option<String>,
+    /// When a runner closed the positions; `null` while still to do.
+    pub done_at: Option<DateTime<Utc>>,
+}
+
+impl From<FlattenState> for WireFlatten {
+    fn from(f: FlattenState) -> Self {
+        Self {
+            requested_at: f.requested_at,
+            attempts: f.attempts,
+            retry_at: f.retry_at,
+            last_error: f.last_error,
+            done_at: f.done_at,
+        }
+    }
+}
+
+/// `GET /api/deployments/{id}/controls`: the status, the flatten if one was asked for, and the
+/// audit trail, newest first.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentControls {
+    /// The deployment.
+    pub deployment_id: Uuid,
+    /// Its status now.
+    pub status: DeploymentStatus,
+    /// Its flatten; `null` when no stop asked for one.
+    pub flatten: Option<WireFlatten>,
+    /// Every control, newest first.
+    pub controls: Vec<WireControl>,
 }

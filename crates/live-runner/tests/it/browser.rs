@@ -2,7 +2,9 @@
 //! here on a free port, `fantoccini` as the client) against the real server on PostgreSQL.
 //!
 //! Chromium and chromedriver are Debian's packages, which `cargo xtask test` installs when they
-//! are missing; without them this test fails and says so — it is never skipped.
+//! are missing; without them this test fails and says so — it is never skipped. The facts page
+//! is driven end to end, and a deployment is paused and resumed from its page (no tick while
+//! paused) while a page on another port of the same host fails to change it.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -488,4 +490,138 @@ async fn facts_page_add_edit_promote_archive_in_chromium() {
             FactChangeOp::Archive
         ]
     );
+}
+
+/// A page of another origin — another port of this host — with one plain form that posts to
+/// `action` on the server under test (what a CSRF attack is), served until the task is dropped.
+async fn attacker_page(action: String) -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let html = format!(
+        "<!doctype html><title>prize</title><form method=\"post\" action=\"{action}\">\
+         <input type=\"hidden\" name=\"reason\" value=\"planted\">\
+         <button type=\"submit\" id=\"go\">Claim your prize</button></form>"
+    );
+    let app = axum::Router::new().route(
+        "/",
+        axum::routing::get(move || {
+            let html = html.clone();
+            async move { axum::response::Html(html) }
+        }),
+    );
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (base, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_no_tick_while_paused_resume_in_chromium_and_no_control_from_another_port() {
+    use db::{ControlStore, DeploymentStatus, RegistryStore, TickStore};
+
+    let s = page_server().await;
+    let hl = crate::common::hyperliquid_mock().await;
+    let first = crate::common::t("2026-11-02T12:00:00Z");
+    let hour = chrono::Duration::hours(1);
+    let owner = Uuid::from_u128(0x0b_0a11ce);
+    let skill = live_runner::admin::load_skill_file(&crate::common::fixture("btc-sma-cross.yaml"))
+        .expect("skill");
+    let store = db::Store::Postgres(s.store.clone());
+    let id = live_runner::admin::deploy(
+        &store,
+        &skill,
+        &live_runner::test_support::paper_deploy(owner),
+        first - chrono::Duration::minutes(30),
+    )
+    .await
+    .expect("deploy")
+    .id;
+    let tick = |now, name: &'static str| {
+        let pg = &s.pg;
+        let hl = &hl;
+        async move {
+            let r = crate::common::runner(pg, hl, now, name, 2, None).await;
+            r.clone().run(std::future::pending()).await.expect("run");
+            r.metrics().ticks("recorded")
+        }
+    };
+    assert_eq!(tick(first + chrono::Duration::seconds(5), "bar1").await, 1);
+
+    let token = s
+        .auth
+        .mint(owner, chrono::Duration::hours(1), chrono::Utc::now())
+        .expect("mint");
+    let b = Browser::start().await;
+    b.open(&s.url(&format!("/login?token={token}")), "#add-fact")
+        .await;
+    let page = s.url(&format!("/deployments/{id}/memory"));
+    let badge = b.open(&page, "#status-badge").await;
+    assert_eq!(badge.text().await.unwrap(), "active");
+
+    // Pause with a reason, from the page.
+    b.find("#pause-form input[name=reason]")
+        .await
+        .send_keys("CPI print at 14:30")
+        .await
+        .unwrap();
+    b.find("#pause").await.click().await.unwrap();
+    wait_xpath(
+        &b,
+        "//div[@id='control-notice'][contains(., 'Paused: no tick until you resume it.')]",
+    )
+    .await;
+    assert_eq!(
+        b.find("#status-badge").await.text().await.unwrap(),
+        "paused"
+    );
+    assert_eq!(
+        b.texts("#controls-trail tbody td").await[1..],
+        [
+            "pause".to_owned(),
+            "active → paused".to_owned(),
+            owner.to_string(),
+            "CPI print at 14:30".to_owned()
+        ]
+    );
+
+    // Bar 2 closes while paused: no tick.
+    assert_eq!(
+        tick(first + hour + chrono::Duration::seconds(5), "bar2").await,
+        0
+    );
+
+    // A page on another port of the same host posts the resume form with the browser's cookie:
+    // refused, nothing changes.
+    let (evil, evil_task) = attacker_page(s.url(&format!("/deployments/{id}/resume"))).await;
+    b.open(&evil, "#go").await.click().await.unwrap();
+    wait_xpath(&b, "//*[contains(., 'from another origin is refused')]").await;
+    evil_task.abort();
+    assert_eq!(
+        s.store.get_deployment(id).await.unwrap().status,
+        DeploymentStatus::Paused
+    );
+    assert_eq!(s.store.deployment_controls(id, 10).await.unwrap().len(), 1);
+
+    // Resume from the page: it ticks again at the next bar, from where it was.
+    b.open(&page, "#resume").await.click().await.unwrap();
+    wait_xpath(&b, "//div[@id='control-notice'][contains(., 'Resumed')]").await;
+    assert_eq!(
+        b.find("#status-badge").await.text().await.unwrap(),
+        "active"
+    );
+    let third = first + hour * 2;
+    assert_eq!(tick(third + chrono::Duration::seconds(5), "bar3").await, 1);
+    assert_eq!(
+        s.store
+            .list_snapshots(id, 10)
+            .await
+            .unwrap()
+            .iter()
+            .map(|s| s.tick_at)
+            .collect::<Vec<_>>(),
+        vec![third, first]
+    );
+    b.close().await;
 }

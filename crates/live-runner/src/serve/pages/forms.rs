@@ -40,6 +40,30 @@ pub(crate) struct ArchiveForm {
     pub(crate) reason: Option<String>,
 }
 
+/// A deployment control's form: an optional reason and, for stop, the `flatten` checkbox.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct ControlForm {
+    #[serde(default)]
+    pub(crate) reason: Option<String>,
+    #[serde(default)]
+    pub(crate) flatten: Option<String>,
+}
+
+impl ControlForm {
+    /// The reason (trimmed; empty means none; its bounds are the store's) and whether the
+    /// checkbox was ticked.
+    pub(crate) fn check(&self) -> (Option<String>, bool) {
+        let reason = self
+            .reason
+            .as_deref()
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .map(str::to_owned);
+        let flatten = matches!(self.flatten.as_deref(), Some("on" | "true" | "1"));
+        (reason, flatten)
+    }
+}
+
 /// The login form.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub(crate) struct LoginForm {

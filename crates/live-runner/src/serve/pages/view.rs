@@ -142,3 +142,93 @@ impl From<&ReflectionNote> for NoteView {
         }
     }
 }
+
+/// The controls section of a deployment's page: its status, the buttons its status allows, the
+/// flatten if one was asked for, the audit trail.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ControlsView {
+    pub(crate) status: &'static str,
+    pub(crate) status_note: &'static str,
+    pub(crate) can_pause: bool,
+    pub(crate) can_resume: bool,
+    pub(crate) can_stop: bool,
+    /// Stopped without a flatten: its positions may still be closed.
+    pub(crate) can_flatten: bool,
+    /// Where the flatten stands, one sentence; empty without one.
+    pub(crate) flatten: String,
+    pub(crate) trail: Vec<ControlRowView>,
+}
+
+/// One audited control.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ControlRowView {
+    pub(crate) at: String,
+    pub(crate) action: &'static str,
+    pub(crate) change: String,
+    pub(crate) by: String,
+    pub(crate) reason: String,
+}
+
+impl From<&db::DeploymentControl> for ControlRowView {
+    fn from(c: &db::DeploymentControl) -> Self {
+        Self {
+            at: when(Some(c.requested_at)),
+            action: match (c.action, c.flatten) {
+                (db::ControlAction::Pause, _) => "pause",
+                (db::ControlAction::Resume, _) => "resume",
+                (db::ControlAction::Stop, false) => "stop",
+                (db::ControlAction::Stop, true) => "stop, closing the positions",
+            },
+            change: format!("{} → {}", c.from_status.as_str(), c.to_status.as_str()),
+            by: c.requested_by.clone(),
+            reason: c.reason.clone().unwrap_or_default(),
+        }
+    }
+}
+
+impl ControlsView {
+    pub(crate) fn new(
+        status: db::DeploymentStatus,
+        flatten: Option<&db::FlattenState>,
+        trail: &[db::DeploymentControl],
+    ) -> Self {
+        use db::DeploymentStatus::{Active, Paused, Stopped};
+        let flatten_text = match flatten {
+            None => String::new(),
+            Some(f) => match f.done_at {
+                Some(done) => format!(
+                    "Open positions closed through the broker at {} UTC (asked at {} UTC).",
+                    when(Some(done)),
+                    when(Some(f.requested_at))
+                ),
+                None if f.attempts == 0 => format!(
+                    "Closing the open positions through the broker: asked at {} UTC, waiting \
+                     for a runner.",
+                    when(Some(f.requested_at))
+                ),
+                None => format!(
+                    "Closing the open positions through the broker: asked at {} UTC; {} \
+                     attempt(s) failed, the next at {} UTC. Last error: {}",
+                    when(Some(f.requested_at)),
+                    f.attempts,
+                    when(f.retry_at),
+                    f.last_error.as_deref().unwrap_or("—")
+                ),
+            },
+        };
+        Self {
+            status: status.as_str(),
+            status_note: match status {
+                Active => "ticking at every bar close",
+                Paused => "no tick until it is resumed; its state and schedule are kept",
+                Stopped => "stopped for good: it never ticks again",
+            },
+            can_pause: status == Active,
+            can_resume: status == Paused,
+            can_stop: status != Stopped,
+            can_flatten: status == Stopped && flatten.is_none(),
+            flatten: flatten_text,
+            trail: trail.iter().map(ControlRowView::from).collect(),
+        }
+    }
+}

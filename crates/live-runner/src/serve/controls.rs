@@ -1,0 +1,142 @@
+//! The controls' routes: `POST /api/deployments/{id}/pause|resume|stop` and
+//! `GET /api/deployments/{id}/controls`, as the caller under row-level security (another user's
+//! deployment is a 404), each change audited with the caller's id
+//! ([`db::ControlStore::control_deployment`]). The pages' buttons call [`apply`] too.
+
+use axum::extract::State;
+use db::{ControlAction, ControlRequest, ControlStore, RegistryStore};
+use serde::Deserialize;
+use uuid::Uuid;
+use validator::Validate;
+
+use super::error::{ApiError, ApiPath, OptionalJson};
+use super::wire::{DeploymentControls, WireControl};
+use super::{AppState, Caller};
+
+/// Most audit rows the controls route and the page list.
+pub const CONTROLS_LIMIT: u32 = 200;
+/// Longest reason, in characters (the store's bound, [`db::MAX_CONTROL_REASON_CHARS`]).
+const MAX_REASON: u64 = db::MAX_CONTROL_REASON_CHARS as u64;
+
+/// The body of a control (optional: an empty body is `{}`).
+#[derive(Debug, Clone, Default, Deserialize, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ControlBody {
+    /// Why, kept in the audit trail (1..=500 characters, one line).
+    #[serde(default)]
+    #[validate(length(min = 1, max = MAX_REASON, message = "must be 1..=500 characters"))]
+    pub reason: Option<String>,
+    /// Stop only: also close every open position through the deployment's broker.
+    #[serde(default)]
+    pub flatten: Option<bool>,
+}
+
+/// Applies `action` to the caller's deployment `id` now, audited as the caller.
+///
+/// # Errors
+/// 422 for `flatten` with an action other than stop, or a reason out of bounds or with a
+/// control character (naming the field); 404 when the caller has no deployment `id`; 409 when
+/// its status does not allow the action (the message names the status).
+pub async fn apply(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+    action: ControlAction,
+    reason: Option<String>,
+    flatten: bool,
+) -> Result<WireControl, ApiError> {
+    if flatten && action != ControlAction::Stop {
+        return Err(ApiError::invalid(
+            "flatten",
+            format!(
+                "flatten: closing the positions goes with a stop, not a {}",
+                action.as_str()
+            ),
+        ));
+    }
+    let request = ControlRequest {
+        id: Uuid::new_v4(),
+        deployment_id: id,
+        action,
+        flatten,
+        requested_by: caller.user_id.to_string(),
+        reason,
+        at: state.clock.now(),
+    };
+    let done = state.store_for(caller).control_deployment(&request).await?;
+    Ok(done.into())
+}
+
+async fn control(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+    action: ControlAction,
+    body: ControlBody,
+) -> Result<axum::Json<WireControl>, ApiError> {
+    let flatten = body.flatten.unwrap_or(false);
+    Ok(axum::Json(
+        apply(state, caller, id, action, body.reason, flatten).await?,
+    ))
+}
+
+/// `POST /api/deployments/{id}/pause`.
+pub(super) async fn pause(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<Uuid>,
+    OptionalJson(body): OptionalJson<ControlBody>,
+) -> Result<axum::Json<WireControl>, ApiError> {
+    control(&state, &caller, id, ControlAction::Pause, body).await
+}
+
+/// `POST /api/deployments/{id}/resume`.
+pub(super) async fn resume(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<Uuid>,
+    OptionalJson(body): OptionalJson<ControlBody>,
+) -> Result<axum::Json<WireControl>, ApiError> {
+    control(&state, &caller, id, ControlAction::Resume, body).await
+}
+
+/// `POST /api/deployments/{id}/stop`.
+pub(super) async fn stop(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<Uuid>,
+    OptionalJson(body): OptionalJson<ControlBody>,
+) -> Result<axum::Json<WireControl>, ApiError> {
+    control(&state, &caller, id, ControlAction::Stop, body).await
+}
+
+/// The caller's deployment `id`'s status, flatten and audit trail (the route's body; the page
+/// shows it).
+///
+/// # Errors
+/// 404 when the caller has no deployment `id`.
+pub async fn deployment_controls(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+) -> Result<DeploymentControls, ApiError> {
+    let store = state.store_for(caller);
+    let deployment = store.get_deployment(id).await?;
+    let flatten = store.flatten_state(id).await?;
+    let controls = store.deployment_controls(id, CONTROLS_LIMIT).await?;
+    Ok(DeploymentControls {
+        deployment_id: id,
+        status: deployment.status,
+        flatten: flatten.map(Into::into),
+        controls: controls.into_iter().map(Into::into).collect(),
+    })
+}
+
+/// `GET /api/deployments/{id}/controls`.
+pub(super) async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<axum::Json<DeploymentControls>, ApiError> {
+    Ok(axum::Json(deployment_controls(&state, &caller, id).await?))
+}
