@@ -181,7 +181,9 @@ CREATE TABLE reflection_notes (
     accepted_at       TEXT,
     created_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000Z'), observations TEXT
     CONSTRAINT reflection_notes_observations_json
-    CHECK (json_valid(observations) AND length(observations) <= 32000),
+    CHECK (json_valid(observations) AND length(observations) <= 32000), accepted_by TEXT
+    CONSTRAINT reflection_notes_accepted_by_len CHECK (length(accepted_by) BETWEEN 1 AND 100)
+    CONSTRAINT reflection_notes_accepted_by_at CHECK (accepted_by IS NULL OR accepted_at IS NOT NULL),
     FOREIGN KEY (skill_id, skill_version) REFERENCES skill_versions (skill_id, version),
     CONSTRAINT reflection_notes_window CHECK (window_start <= window_end),
     CONSTRAINT reflection_notes_lint CHECK (lint_flagged = 1 OR lint_reason IS NULL),
@@ -538,7 +540,9 @@ CREATE TABLE held_lessons (
     reviewed_at       TEXT,
     reviewed_by       TEXT CONSTRAINT held_lessons_reviewed_by_len CHECK (length(reviewed_by) BETWEEN 1 AND 100),
     resulting_note_id TEXT REFERENCES reflection_notes (id) ON DELETE SET NULL,
-    created_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000Z'),
+    created_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000Z'), review_reason TEXT
+    CONSTRAINT held_lessons_review_reason_len CHECK (length(review_reason) BETWEEN 1 AND 500)
+    CONSTRAINT held_lessons_review_reason_reviewed CHECK (review_reason IS NULL OR status <> 'pending'),
     CONSTRAINT held_lessons_note_position UNIQUE (note_id, position),
     CONSTRAINT held_lessons_review CHECK (
         (status = 'pending') = (reviewed_at IS NULL) AND (reviewed_at IS NULL) = (reviewed_by IS NULL)),
@@ -581,3 +585,16 @@ CREATE TABLE deployment_controls (
 
 CREATE INDEX deployment_controls_deployment_idx
     ON deployment_controls (deployment_id, requested_at DESC, id);
+
+CREATE TRIGGER held_lessons_review_final
+BEFORE UPDATE ON held_lessons
+WHEN OLD.status <> 'pending' AND (
+    NEW.status IS NOT OLD.status
+    OR NEW.reviewed_at IS NOT OLD.reviewed_at
+    OR NEW.reviewed_by IS NOT OLD.reviewed_by
+    OR NEW.review_reason IS NOT OLD.review_reason
+    OR (OLD.resulting_note_id IS NOT NULL AND NEW.resulting_note_id IS NOT NULL
+        AND NEW.resulting_note_id <> OLD.resulting_note_id))
+BEGIN
+    SELECT RAISE(ABORT, 'CHECK constraint failed: held_lessons_review_final');
+END;

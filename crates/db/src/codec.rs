@@ -603,12 +603,15 @@ pub(crate) fn held_from_row<R: RowExt>(r: &R) -> Result<crate::StoredHeldLesson,
     Ok(crate::StoredHeldLesson {
         id: r.uuid("id")?,
         note_id: r.uuid("note_id")?,
+        deployment_id: r.opt_uuid("deployment_id")?,
+        held_at: r.ts("held_at")?,
         position: to_unsigned("position", r.int("position")?)?,
         text: r.text("text")?,
         reasons: r.json("reasons")?,
         status: enum_col(r, "status", crate::HeldStatus::parse)?,
         reviewed_at: r.opt_ts("reviewed_at")?,
         reviewed_by: r.opt_text("reviewed_by")?,
+        review_reason: r.opt_text("review_reason")?,
         resulting_note_id: r.opt_uuid("resulting_note_id")?,
     })
 }
@@ -655,6 +658,7 @@ pub(crate) fn note_from_row<R: RowExt>(r: &R) -> Result<ReflectionNote, DbError>
         superseded_at: r.opt_ts("superseded_at")?,
         superseded_by: r.opt_uuid("superseded_by")?,
         accepted_at: r.opt_ts("accepted_at")?,
+        accepted_by: r.opt_text("accepted_by")?,
     })
 }
 

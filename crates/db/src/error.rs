@@ -148,6 +148,17 @@ pub enum DbError {
         why: &'static str,
     },
 
+    /// The row was decided already, or its state no longer allows the change: a held lesson
+    /// reviewed already (or meanwhile), one whose note a newer reflection replaced (only a
+    /// rejection is possible then), a note accepted already. Nothing was written.
+    #[error("{what} {detail}")]
+    Conflict {
+        /// What was refused, e.g. `"held lesson"`.
+        what: &'static str,
+        /// Its id and why, for a person (`… was already accepted by alice at …`).
+        detail: String,
+    },
+
     /// A retried write kept conflicting with concurrent writers.
     #[error("{context}: still conflicting after {attempts} attempts")]
     Contention {

@@ -5,8 +5,11 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// Longest reviewer name (`held_lessons.reviewed_by`), in characters.
+/// Longest reviewer name (`held_lessons.reviewed_by`, `reflection_notes.accepted_by`), in
+/// characters.
 pub const MAX_REVIEWER_CHARS: usize = 100;
+/// Longest reason a reviewer gives for a decision (`held_lessons.review_reason`), in characters.
+pub const MAX_REVIEW_REASON_CHARS: usize = 500;
 /// Longest held bullet's reasons, as their stored JSON array, in characters.
 pub const MAX_HELD_REASONS_CHARS: usize = 2000;
 /// Longest `reflection_notes.observations` (a note's observations and dropped observations as
@@ -74,6 +77,11 @@ pub struct StoredHeldLesson {
     pub id: Uuid,
     /// The note whose reflection held it back.
     pub note_id: Uuid,
+    /// The note's deployment; `None` for a skill-scoped note.
+    pub deployment_id: Option<Uuid>,
+    /// When the reflection that held it back ran: its note's `generated_at` (UTC; simulated
+    /// time in a backtest).
+    pub held_at: DateTime<Utc>,
     /// Its place among the note's held bullets, from 0.
     pub position: u32,
     /// The bullet (`- ` and the text), 1..=2000 characters.
@@ -86,8 +94,25 @@ pub struct StoredHeldLesson {
     pub reviewed_at: Option<DateTime<Utc>>,
     /// Who reviewed it; `None` while pending.
     pub reviewed_by: Option<String>,
+    /// Why, when the reviewer said; `None` while pending and when they did not.
+    pub review_reason: Option<String>,
     /// The note the acceptance wrote; `None` unless accepted.
     pub resulting_note_id: Option<Uuid>,
+}
+
+/// A person's review of a held bullet, as
+/// [`NoteStore::review_held_lesson`](crate::NoteStore::review_held_lesson) records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldReview {
+    /// Accept or reject.
+    pub decision: HeldDecision,
+    /// Who decides (1..=100 characters, no control character; trimmed): a user's id when a
+    /// user reviews under row-level security, an operator's name otherwise.
+    pub by: String,
+    /// Why (1..=500 characters, no control character; trimmed), when they say.
+    pub reason: Option<String>,
+    /// When the decision takes effect (UTC): an accepted bullet's note is in force from then.
+    pub at: DateTime<Utc>,
 }
 
 /// The id of the held bullet at `position` of note `note_id`: UUID v5 of both, so a re-run

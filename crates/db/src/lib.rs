@@ -91,9 +91,9 @@ pub use control::{
 };
 pub use error::{ConstraintKind, DbError};
 pub use held::{
-    HeldDecision, HeldStatus, MAX_HELD_PER_NOTE, MAX_HELD_READ, MAX_HELD_REASONS_CHARS,
-    MAX_OBSERVATIONS_JSON_CHARS, MAX_REVIEWER_CHARS, StoredHeldLesson, accepted_note_id,
-    held_lesson_id,
+    HeldDecision, HeldReview, HeldStatus, MAX_HELD_PER_NOTE, MAX_HELD_READ, MAX_HELD_REASONS_CHARS,
+    MAX_OBSERVATIONS_JSON_CHARS, MAX_REVIEW_REASON_CHARS, MAX_REVIEWER_CHARS, StoredHeldLesson,
+    accepted_note_id, held_lesson_id,
 };
 pub use imp::tick::PlannedTicks;
 pub use model::{

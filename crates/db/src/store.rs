@@ -23,7 +23,7 @@ use crate::traits::{
     NoteStore, OutcomeStore, RegistryStore, TickStore,
 };
 use crate::{
-    DbError, HeldDecision, HeldStatus, PgStore, PlannedTicks, SqliteStore, StoredHeldLesson,
+    DbError, HeldReview, HeldStatus, PgStore, PlannedTicks, SqliteStore, StoredHeldLesson,
 };
 
 /// A connected store: SQLite (embedded) or PostgreSQL (production).
@@ -147,7 +147,7 @@ delegate!(LedgerStore {
 
 delegate!(NoteStore {
     fn insert_note(&self, note: &NewNote) -> ReflectionNote;
-    fn accept_note(&self, id: Uuid, at: DateTime<Utc>) -> ReflectionNote;
+    fn accept_note(&self, id: Uuid, by: &str, at: DateTime<Utc>) -> ReflectionNote;
     fn get_note(&self, id: Uuid) -> ReflectionNote;
     fn active_note(&self, scope: NoteScope, as_of: DateTime<Utc>) -> Option<ReflectionNote>;
     fn note_history(&self, scope: NoteScope, limit: u32) -> Vec<ReflectionNote>;
@@ -155,7 +155,7 @@ delegate!(NoteStore {
     fn reflection_runs(&self, scope: NoteScope, limit: u32) -> Vec<ReflectionRun>;
     fn held_lessons(&self, scope: NoteScope, status: Option<HeldStatus>, limit: u32) -> Vec<StoredHeldLesson>;
     fn held_lessons_by_prefix(&self, prefix: &str, limit: u32) -> Vec<StoredHeldLesson>;
-    fn review_held_lesson(&self, id: Uuid, decision: HeldDecision, by: &str, at: DateTime<Utc>) -> StoredHeldLesson;
+    fn review_held_lesson(&self, id: Uuid, review: &HeldReview) -> StoredHeldLesson;
 });
 
 delegate!(FactStore {

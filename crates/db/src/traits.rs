@@ -13,7 +13,7 @@ use types::{FactChange, MarketEvent, ReflectionNote, TradeRecord, UserFact};
 use uuid::Uuid;
 
 use crate::model::NewsRecord;
-use crate::{DbError, HeldDecision, HeldStatus, PlannedTicks, StoredHeldLesson};
+use crate::{DbError, HeldReview, HeldStatus, PlannedTicks, StoredHeldLesson};
 use outcomes::{
     MarketSnapshot, OutcomeScore, RecallQuery, RecalledOutcome, SearchQuery, TradeOutcome,
 };
@@ -496,15 +496,20 @@ pub trait NoteStore {
         note: &NewNote,
     ) -> impl Future<Output = Result<ReflectionNote, DbError>> + Send;
 
-    /// A person accepts a note the linter flagged: it becomes the active note of its scope from
-    /// `at` (superseding the one in force) and is injected from then on, never earlier.
+    /// A person (`by`) accepts a note the linter flagged, whole: it becomes the active note of
+    /// its scope from `at` (superseding the one in force) and is injected from then on, never
+    /// earlier. Audited: `accepted_at`, `accepted_by`. Its held bullets still pending are
+    /// accepted with it (the note carries them; each records `by`, `at` and this note), so the
+    /// review queue does not offer them again.
     ///
     /// # Errors
-    /// [`DbError::NotFound`] for an unknown id; [`DbError::Invalid`] when the note is not
-    /// pending review.
+    /// [`DbError::NotFound`] for an unknown id; [`DbError::Bound`] / [`DbError::Invalid`] for a
+    /// reviewer name outside 1..=100 characters or with a control character;
+    /// [`DbError::Conflict`] when the note is not pending review.
     fn accept_note(
         &self,
         id: Uuid,
+        by: &str,
         at: DateTime<Utc>,
     ) -> impl Future<Output = Result<ReflectionNote, DbError>> + Send;
 
@@ -560,25 +565,29 @@ pub trait NoteStore {
         limit: u32,
     ) -> impl Future<Output = Result<Vec<StoredHeldLesson>, DbError>> + Send;
 
-    /// A person's review of a held bullet, audited (`reviewed_at`, `reviewed_by`), in one
-    /// transaction. Rejecting only marks it. Accepting it writes a new note in force from `at`
-    /// (never earlier; `generated_at = at`, the held note's window, model, scope and
-    /// observations) whose lessons are the text descending from the held note — the scope's
-    /// active note when it has the held note's window (the note itself or an earlier
+    /// A person's review of a held bullet, audited (`reviewed_at`, `reviewed_by`, and
+    /// `review_reason` when given), in one transaction; a decided review is final (the database
+    /// refuses to change it). Rejecting only marks it. Accepting it writes a new note in force
+    /// from `review.at` (never earlier; `generated_at = at`, the held note's window, model,
+    /// scope and observations) whose lessons are the text descending from the held note — the
+    /// scope's active note when it has the held note's window (the note itself or an earlier
     /// acceptance's note), none when the held note is pending review — with the bullet
     /// appended; it supersedes the active note. A note's text never changes once in force.
     ///
+    /// As a user under row-level security ([`UserScoped`](crate::UserScoped)) only the bullets
+    /// of the user's own notes are found, and `review.by` must be the user's id.
+    ///
     /// # Errors
-    /// [`DbError::NotFound`] for an unknown id; [`DbError::Bound`] for a reviewer name outside
-    /// 1..=100 characters; [`DbError::Invalid`] when the bullet is not pending, and on accept when
-    /// a newer reflection's note is active (only reject is possible then), when `at` is before
-    /// the held note or the note in force, or when the lessons would exceed 2000 characters.
+    /// [`DbError::NotFound`] for an unknown id (or another user's); [`DbError::Bound`] /
+    /// [`DbError::Invalid`] for a reviewer name outside 1..=100 characters or a reason outside
+    /// 1..=500, or either with a control character; [`DbError::Conflict`] when the bullet was
+    /// reviewed already (or meanwhile), and on accept when a newer reflection's note is active
+    /// (only reject is possible then); [`DbError::Invalid`] on accept when `at` is before the
+    /// held note or the note in force, or when the lessons would exceed 2000 characters.
     fn review_held_lesson(
         &self,
         id: Uuid,
-        decision: HeldDecision,
-        by: &str,
-        at: DateTime<Utc>,
+        review: &HeldReview,
     ) -> impl Future<Output = Result<StoredHeldLesson, DbError>> + Send;
 
     /// Records a reflection attempt. A failed run never touches the active note. A failure's

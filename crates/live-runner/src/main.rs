@@ -61,12 +61,16 @@ enum LessonsCommand {
         /// Database URL (it must be migrated), e.g. postgres://postgres@127.0.0.1:5432/agents.
         #[arg(long, env = "DATABASE_URL")]
         db: String,
-        /// The deployment; optional when the database holds only one.
+        /// The deployment; optional when the database (or the user) has only one.
         #[arg(long)]
         deployment: Option<Uuid>,
         /// Which bullets: pending, accepted, rejected or all.
         #[arg(long, default_value = "pending")]
         status: String,
+        /// As this user (UUID), under row-level security: only their own deployments'.
+        /// PostgreSQL only.
+        #[arg(long, value_name = "UUID")]
+        user: Option<Uuid>,
     },
     /// Accept a held bullet: a new note — the lessons in force for its window with the bullet
     /// appended — is in force from `--at`, never earlier.
@@ -82,9 +86,17 @@ struct LessonReview {
     /// Database URL (it must be migrated), e.g. postgres://postgres@127.0.0.1:5432/agents.
     #[arg(long, env = "DATABASE_URL")]
     db: String,
-    /// Who reviews it (1 to 100 characters), kept with the review.
+    /// Review as this user (UUID), under row-level security: only a bullet of their own
+    /// deployments, and the review names them (as the API and the pages do). PostgreSQL only.
+    #[arg(long, value_name = "UUID", conflicts_with = "by")]
+    user: Option<Uuid>,
+    /// Who reviews it (1 to 100 characters), kept with the review. Without it (and without
+    /// --user), the operator: `operator:$USER`.
     #[arg(long)]
-    by: String,
+    by: Option<String>,
+    /// Why (1 to 500 characters, one line), kept with the review.
+    #[arg(long, value_name = "TEXT")]
+    reason: Option<String>,
     /// When the review takes effect (UTC). Default: now.
     #[arg(long, value_name = "TIME", value_parser = types::cli::parse_time)]
     at: Option<chrono::DateTime<chrono::Utc>>,
@@ -1130,8 +1142,6 @@ fn hyperliquid_config(
     refuse!("{}", problems.join("\n"))
 }
 
-/// `live-runner lessons …`: every failure is bad input (a flag, an id, a review the store
-/// refuses) or an unreachable database; the caller exits 2 on it.
 /// `pause`, `resume`, `stop`: the change as the user or the operator, audited, and what
 /// follows printed. A deployment unknown (or not the user's), a status that does not allow it
 /// and a reason out of bounds are the input's fault (exit 2).
@@ -1175,29 +1185,52 @@ async fn control(
     }
 }
 
+/// `live-runner lessons …`: every failure is bad input (a flag, an id, a review the store
+/// refuses) or an unreachable database; the caller exits 2 on it. The review is the store
+/// method the API and the pages call; as `--user` it runs under row-level security
+/// ([`db::PgStore::as_user`]) and names the user, else it names `--by` or the operator.
 async fn lessons(command: LessonsCommand) -> anyhow::Result<String> {
     use tick::lessons_cmd;
-    let open = |db: String| async move {
-        db::open_existing(&db)
+    let open = |db: String, user: Option<Uuid>| async move {
+        let store = db::open_existing(&db)
             .await
-            .with_context(|| format!("--db {}", db::redact_url(&db)))
+            .with_context(|| format!("--db {}", db::redact_url(&db)))?;
+        match (store, user) {
+            (store, None) => Ok(Err(store)),
+            (db::Store::Postgres(pg), Some(user)) => Ok(Ok(pg.as_user(user))),
+            (db::Store::Sqlite(_), Some(_)) => Err(anyhow::anyhow!(
+                "--user: reviewing as a user needs PostgreSQL (row-level security keeps them to \
+                 their own deployments); without --user the review is the operator's"
+            )),
+        }
     };
     let (review, decision) = match command {
         LessonsCommand::Held {
             db,
             deployment,
             status,
+            user,
         } => {
             let status = lessons_cmd::parse_status(&status)?;
-            let store = open(db).await?;
-            return Ok(lessons_cmd::list_held(&store, deployment, status).await?);
+            return Ok(match open(db, user).await? {
+                Ok(scoped) => lessons_cmd::list_held(&scoped, deployment, status).await?,
+                Err(store) => lessons_cmd::list_held(&store, deployment, status).await?,
+            });
         }
         LessonsCommand::Accept(review) => (review, db::HeldDecision::Accept),
         LessonsCommand::Reject(review) => (review, db::HeldDecision::Reject),
     };
-    let store = open(review.db).await?;
     let at = review.at.unwrap_or_else(|| SystemClock.now());
-    Ok(lessons_cmd::review(&store, &review.id, decision, &review.by, at).await?)
+    let by = match (review.user, &review.by) {
+        (Some(user), _) => user.to_string(),
+        (None, Some(by)) => by.clone(),
+        (None, None) => lessons_cmd::operator_name(types::process_env("USER").as_deref()),
+    };
+    let reason = review.reason.as_deref();
+    Ok(match open(review.db, review.user).await? {
+        Ok(scoped) => lessons_cmd::review(&scoped, &review.id, decision, &by, reason, at).await?,
+        Err(store) => lessons_cmd::review(&store, &review.id, decision, &by, reason, at).await?,
+    })
 }
 
 /// `live-runner ticks`: the export `tick::ticks_cmd` writes, to stdout or `--out`. Bad input

@@ -46,6 +46,9 @@ pub(crate) struct ReviewArgs {
     /// Who reviews it (1 to 100 characters), kept with the review.
     #[arg(long)]
     by: String,
+    /// Why (1 to 500 characters, one line), kept with the review.
+    #[arg(long, value_name = "TEXT")]
+    reason: Option<String>,
     /// When the review takes effect (UTC). Default: now.
     #[arg(long, value_name = "TIME", value_parser = types::cli::parse_time)]
     at: Option<DateTime<Utc>>,
@@ -74,7 +77,14 @@ pub(crate) fn run(command: LessonsCommand) -> Result<String, Failure> {
 async fn review(args: ReviewArgs, decision: HeldDecision) -> Result<String, Failure> {
     let store = crate::notes_cmd::open_store(&args.db).await?;
     let at = args.at.unwrap_or_else(Utc::now);
-    lessons_cmd::review(&store, &args.id, decision, &args.by, at)
-        .await
-        .map_err(bad)
+    lessons_cmd::review(
+        &store,
+        &args.id,
+        decision,
+        &args.by,
+        args.reason.as_deref(),
+        at,
+    )
+    .await
+    .map_err(bad)
 }

@@ -205,21 +205,30 @@ pub(crate) struct AcceptArgs {
     /// The id of a note waiting for review (`sim-worker notes` lists them as `pending_review`).
     #[arg(long)]
     note: Uuid,
+    /// Who accepts it (1 to 100 characters), kept with the note. Default: `operator:$USER`.
+    #[arg(long)]
+    by: Option<String>,
     /// When the acceptance takes effect (UTC); the note is in force from then on, never
     /// earlier. Default: now.
     #[arg(long, value_name = "TIME", value_parser = types::cli::parse_time)]
     at: Option<DateTime<Utc>>,
 }
 
-/// A person accepts a note the avoid-linter flagged: it becomes the active note from `--at`.
+/// A person accepts a note the avoid-linter flagged: it becomes the active note from `--at`,
+/// audited with who accepted it; its held bullets still waiting are accepted with it.
 pub(crate) fn accept(args: AcceptArgs) -> Result<String, Failure> {
     crate::block_on(async move {
+        let by = match args.by {
+            Some(by) => by,
+            None => tick::lessons_cmd::operator_name(types::process_env("USER").as_deref()),
+        };
         let store = open_store(&args.db).await?;
         let at = args.at.unwrap_or_else(Utc::now);
-        let note = store.accept_note(args.note, at).await.map_err(bad)?;
+        let note = store.accept_note(args.note, &by, at).await.map_err(bad)?;
         Ok(format!(
-            "note {} accepted: active from {}, superseding the note in force\n",
+            "note {} accepted by {}: active from {}, superseding the note in force\n",
             note.id,
+            note.accepted_by.as_deref().unwrap_or(&by),
             at.to_rfc3339()
         ))
     })

@@ -4,7 +4,9 @@
 //! the reads, the review and the output are here, once.
 
 use chrono::{DateTime, Utc};
-use db::{HeldDecision, HeldStatus, NoteScope, NoteStore, RegistryStore, StoredHeldLesson};
+use db::{
+    HeldDecision, HeldReview, HeldStatus, NoteScope, NoteStore, RegistryStore, StoredHeldLesson,
+};
 use uuid::Uuid;
 
 /// Fewest hex digits a short id has.
@@ -35,6 +37,22 @@ pub fn parse_status(text: &str) -> Result<Option<HeldStatus>, LessonsCommandErro
                 "--status: {other:?} is not one of pending, accepted, rejected, all"
             ))
         }),
+    }
+}
+
+/// The reviewer a command records when no one is named: `operator:<login>` (`operator` when
+/// the login name is unknown or not usable), as the controls commands name the operator.
+#[must_use]
+pub fn operator_name(login: Option<&str>) -> String {
+    match login.map(str::trim) {
+        Some(name)
+            if !name.is_empty()
+                && name.chars().count() <= 80
+                && !name.chars().any(char::is_control) =>
+        {
+            format!("operator:{name}")
+        }
+        _ => "operator".to_owned(),
     }
 }
 
@@ -104,29 +122,46 @@ fn describe(row: &StoredHeldLesson) -> String {
     for reason in &row.reasons {
         out.push_str(&format!("  held back: {reason}\n"));
     }
+    if let Some(why) = &row.review_reason {
+        out.push_str("  review: ");
+        types::text::push_quoted(&mut out, why);
+        out.push('\n');
+    }
     out
 }
 
 /// Accepts or rejects the held bullet whose id starts with `id` (at least
-/// [`MIN_SHORT_ID_HEX`] hex digits), as `by` at `at`; says what changed.
+/// [`MIN_SHORT_ID_HEX`] hex digits), as `by` at `at`, with the reviewer's `reason` when given
+/// (the store method the API and the pages call too,
+/// [`NoteStore::review_held_lesson`]); says what changed.
 ///
 /// # Errors
-/// A short id too short, unknown or ambiguous; a blank reviewer; the store's refusal (the
-/// bullet was reviewed already, a newer reflection replaced its note, the lessons would grow
-/// over 2000 characters).
+/// A short id too short, unknown or ambiguous; a blank reviewer or reason; the store's refusal
+/// (the bullet was reviewed already, a newer reflection replaced its note, the lessons would
+/// grow over 2000 characters).
 pub async fn review<S: NoteStore>(
     store: &S,
     id: &str,
     decision: HeldDecision,
     by: &str,
+    reason: Option<&str>,
     at: DateTime<Utc>,
 ) -> Result<String, LessonsCommandError> {
     let held = resolve(store, id).await?;
     if by.trim().is_empty() {
         return Err(bad("--by: give the reviewer's name"));
     }
+    if reason.is_some_and(|r| r.trim().is_empty()) {
+        return Err(bad("--reason: give the reason, or leave the flag out"));
+    }
+    let review = HeldReview {
+        decision,
+        by: by.to_owned(),
+        reason: reason.map(str::to_owned),
+        at,
+    };
     let row = store
-        .review_held_lesson(held.id, decision, by, at)
+        .review_held_lesson(held.id, &review)
         .await
         .map_err(|e| bad(format!("{}: {e}", short_id(held.id))))?;
     Ok(match row.resulting_note_id {

@@ -125,6 +125,10 @@ pub struct ReflectionNote {
     /// When a person accepted a flagged note; it is in force from then, not from
     /// `generated_at`.
     pub accepted_at: Option<DateTime<Utc>>,
+    /// Who accepted it (a user's id or an operator's name); `None` unless accepted, and for a
+    /// note accepted before the store kept who.
+    #[serde(default)]
+    pub accepted_by: Option<String>,
 }
 
 /// A linter's flag on a note: the note is stored, and the reason says what looked wrong.

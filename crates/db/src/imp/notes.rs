@@ -13,7 +13,40 @@ use crate::codec::{self, check_len, check_limit};
 use crate::error::ctx;
 use crate::model::{NewNote, NoteScope, ReflectionRun, RunOutcome};
 use crate::traits::NoteStore;
-use crate::{DbError, HeldDecision, HeldStatus, StoredHeldLesson};
+use crate::{DbError, HeldDecision, HeldReview, HeldStatus, StoredHeldLesson};
+
+/// The held rows with their note's deployment and time (`held_at`): `held_lessons` has no
+/// column of those names, so a scope filter over the note's columns reads unqualified.
+const HELD_SELECT: &str = "SELECT h.*, n.deployment_id, n.generated_at AS held_at \
+     FROM held_lessons h JOIN reflection_notes n ON n.id = h.note_id";
+
+/// A reviewer's name, trimmed and checked (1..=100 characters, no control character).
+fn checked_reviewer(by: &str) -> Result<&str, DbError> {
+    let by = by.trim();
+    check_len("reviewed_by", by, 1, crate::MAX_REVIEWER_CHARS)?;
+    if crate::control::has_control_char(by) {
+        return Err(DbError::Invalid {
+            what: "reviewed_by",
+            detail: "a control character (a NUL, a line break, ...) is not allowed".to_owned(),
+        });
+    }
+    Ok(by)
+}
+
+/// A review's reason, trimmed and checked (1..=500 characters, no control character).
+fn checked_review_reason(reason: Option<&str>) -> Result<Option<&str>, DbError> {
+    let Some(reason) = reason.map(str::trim) else {
+        return Ok(None);
+    };
+    check_len("review_reason", reason, 1, crate::MAX_REVIEW_REASON_CHARS)?;
+    if crate::control::has_control_char(reason) {
+        return Err(DbError::Invalid {
+            what: "review_reason",
+            detail: "a control character (a NUL, a line break, ...) is not allowed".to_owned(),
+        });
+    }
+    Ok(Some(reason))
+}
 
 /// Builds `WHERE`-clause text for a note scope; the next free parameter number is returned.
 pub(crate) fn scope_filter(scope: crate::NoteScope) -> (&'static str, u32) {
@@ -124,11 +157,14 @@ pub(crate) fn accepted_note(
             if !same_window
                 && (a.content.window_end > src.window_end || a.generated_at > source.generated_at)
             {
-                return Err(invalid(format!(
-                    "{}: a newer reflection's note {} (window ending {}) replaced note {}; \
-                     the bullet can only be rejected",
-                    held.id, a.id, a.content.window_end, source.id
-                )));
+                return Err(crate::DbError::Conflict {
+                    what: "held lesson",
+                    detail: format!(
+                        "{}: a newer reflection's note {} (window ending {}) replaced note {}; \
+                         the bullet can only be rejected",
+                        held.id, a.id, a.content.window_end, source.id
+                    ),
+                });
             }
             if in_force > at {
                 return Err(invalid(format!(
@@ -314,6 +350,7 @@ pub(crate) async fn insert_note_in<D: Dialect>(
         superseded_at: None,
         superseded_by: None,
         accepted_at: None,
+        accepted_by: None,
     })
 }
 
@@ -363,13 +400,14 @@ async fn try_review_held<S: Backend<Db = D>, D: Dialect>(
     id: Uuid,
     decision: HeldDecision,
     by: &str,
+    reason: Option<&str>,
     at: DateTime<Utc>,
 ) -> Result<StoredHeldLesson, DbError> {
     let mut tx = store
         .begin()
         .await
         .map_err(ctx("beginning held lesson review"))?;
-    let row = query("SELECT * FROM held_lessons WHERE id = $1")
+    let row = query(&format!("{HELD_SELECT} WHERE h.id = $1"))
         .bind(D::id(id))
         .fetch_optional(&mut *tx)
         .await
@@ -377,7 +415,7 @@ async fn try_review_held<S: Backend<Db = D>, D: Dialect>(
         .ok_or_else(|| DbError::not_found("held lesson", id))?;
     let held = codec::held_from_row(&row)?;
     if held.status != HeldStatus::Pending {
-        return Err(DbError::Invalid {
+        return Err(DbError::Conflict {
             what: "held lesson",
             detail: format!(
                 "{id} was already {} by {} at {}",
@@ -393,18 +431,19 @@ async fn try_review_held<S: Backend<Db = D>, D: Dialect>(
     };
     // Claims the row (its row lock on PostgreSQL): a concurrent review finds it done.
     let claimed = query(
-        "UPDATE held_lessons SET status = $2, reviewed_at = $3, reviewed_by = $4 \
-         WHERE id = $1 AND status = 'pending'",
+        "UPDATE held_lessons SET status = $2, reviewed_at = $3, reviewed_by = $4, \
+         review_reason = $5 WHERE id = $1 AND status = 'pending'",
     )
     .bind(D::id(id))
     .bind(status.as_str())
     .bind(D::ts(at))
     .bind(by)
+    .bind(reason)
     .execute(&mut *tx)
     .await
     .map_err(ctx("reviewing held lesson"))?;
     if claimed.rows_affected() == 0 {
-        return Err(DbError::Invalid {
+        return Err(DbError::Conflict {
             what: "held lesson",
             detail: format!("{id} was reviewed meanwhile"),
         });
@@ -454,6 +493,7 @@ async fn try_review_held<S: Backend<Db = D>, D: Dialect>(
         status,
         reviewed_at: Some(at),
         reviewed_by: Some(by.to_owned()),
+        review_reason: reason.map(str::to_owned),
         resulting_note_id,
         ..held
     })
@@ -525,7 +565,13 @@ impl<S: Backend<Db = D>, D: Dialect> NoteStore for S {
             .ok_or_else(|| DbError::not_found("reflection note", id))
     }
 
-    async fn accept_note(&self, id: Uuid, at: DateTime<Utc>) -> Result<ReflectionNote, DbError> {
+    async fn accept_note(
+        &self,
+        id: Uuid,
+        by: &str,
+        at: DateTime<Utc>,
+    ) -> Result<ReflectionNote, DbError> {
+        let by = checked_reviewer(by)?;
         let mut tx = self.begin().await.map_err(ctx("beginning note accept"))?;
         let row = query("SELECT * FROM reflection_notes WHERE id = $1")
             .bind(D::id(id))
@@ -535,7 +581,7 @@ impl<S: Backend<Db = D>, D: Dialect> NoteStore for S {
             .ok_or_else(|| DbError::not_found("reflection note", id))?;
         let note = codec::note_from_row(&row)?;
         if note.status != types::NoteStatus::PendingReview {
-            return Err(DbError::Invalid {
+            return Err(DbError::Conflict {
                 what: "reflection note",
                 detail: format!("{id} is {}, not pending review", note.status.as_str()),
             });
@@ -559,17 +605,33 @@ impl<S: Backend<Db = D>, D: Dialect> NoteStore for S {
             .execute(&mut *tx)
             .await
             .map_err(ctx("superseding active note"))?;
-        query("UPDATE reflection_notes SET status = 'active', accepted_at = $1 WHERE id = $2")
-            .bind(D::ts(at))
-            .bind(D::id(id))
-            .execute(&mut *tx)
-            .await
-            .map_err(ctx("accepting note"))?;
+        query(
+            "UPDATE reflection_notes SET status = 'active', accepted_at = $1, accepted_by = $3 \
+             WHERE id = $2",
+        )
+        .bind(D::ts(at))
+        .bind(D::id(id))
+        .bind(by)
+        .execute(&mut *tx)
+        .await
+        .map_err(ctx("accepting note"))?;
+        // The note carries its held bullets: those still waiting are accepted with it.
+        query(
+            "UPDATE held_lessons SET status = 'accepted', reviewed_at = $2, reviewed_by = $3, \
+             resulting_note_id = $1 WHERE note_id = $1 AND status = 'pending'",
+        )
+        .bind(D::id(id))
+        .bind(D::ts(at))
+        .bind(by)
+        .execute(&mut *tx)
+        .await
+        .map_err(ctx("accepting the note's held lessons"))?;
         tx.commit().await.map_err(ctx("committing note accept"))?;
         let mut accepted = with_held(self, vec![note]).await?;
         Ok(ReflectionNote {
             status: types::NoteStatus::Active,
             accepted_at: Some(at),
+            accepted_by: Some(by.to_owned()),
             ..accepted.remove(0)
         })
     }
@@ -634,8 +696,7 @@ impl<S: Backend<Db = D>, D: Dialect> NoteStore for S {
         };
         // The scope's columns are the note's: `held_lessons` has none of those names.
         let sql = format!(
-            "SELECT h.* FROM held_lessons h JOIN reflection_notes n ON n.id = h.note_id \
-             WHERE {filter}{status_filter} \
+            "{HELD_SELECT} WHERE {filter}{status_filter} \
              ORDER BY n.generated_at DESC, n.created_at DESC, h.note_id, h.position LIMIT ${next}"
         );
         let mut q = bind_scope(query(&sql), scope);
@@ -663,27 +724,25 @@ impl<S: Backend<Db = D>, D: Dialect> NoteStore for S {
                 detail: format!("{prefix:?} is not the start of a uuid"),
             });
         }
-        let rows =
-            query("SELECT * FROM held_lessons WHERE CAST(id AS TEXT) LIKE $1 ORDER BY id LIMIT $2")
-                .bind(format!("{}%", prefix.to_ascii_lowercase()))
-                .bind(limit)
-                .fetch_all(self.pool())
-                .await
-                .map_err(ctx("finding held lessons"))?;
+        let sql = format!("{HELD_SELECT} WHERE CAST(h.id AS TEXT) LIKE $1 ORDER BY h.id LIMIT $2");
+        let rows = query(&sql)
+            .bind(format!("{}%", prefix.to_ascii_lowercase()))
+            .bind(limit)
+            .fetch_all(self.pool())
+            .await
+            .map_err(ctx("finding held lessons"))?;
         rows.iter().map(codec::held_from_row).collect()
     }
 
     async fn review_held_lesson(
         &self,
         id: Uuid,
-        decision: HeldDecision,
-        by: &str,
-        at: DateTime<Utc>,
+        review: &HeldReview,
     ) -> Result<StoredHeldLesson, DbError> {
-        let by = by.trim();
-        check_len("reviewed_by", by, 1, crate::MAX_REVIEWER_CHARS)?;
+        let by = checked_reviewer(&review.by)?;
+        let reason = checked_review_reason(review.reason.as_deref())?;
         for _ in 0..NOTE_INSERT_ATTEMPTS {
-            match try_review_held(self, id, decision, by, at).await {
+            match try_review_held(self, id, review.decision, by, reason, review.at).await {
                 Err(e) if is_active_note_conflict(&e) => continue,
                 other => return other,
             }

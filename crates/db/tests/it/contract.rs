@@ -1404,9 +1404,14 @@ mod cases {
         );
 
         // A person accepts it at 25: from then on it is the active note, never before.
-        let accepted = s.accept_note(n2.id, at(25)).await.unwrap();
+        let accepted = s.accept_note(n2.id, " alice ", at(25)).await.unwrap();
         assert_eq!(accepted.status, NoteStatus::Active);
         assert_eq!(accepted.accepted_at, Some(at(25)));
+        assert_eq!(
+            accepted.accepted_by.as_deref(),
+            Some("alice"),
+            "audited: who"
+        );
         let history = s.note_history(scope, 10).await.unwrap();
         assert_eq!(history.len(), 2);
         assert_eq!(history[0], accepted);
@@ -1419,8 +1424,8 @@ mod cases {
             Some(lint("mentions a symbol outside the strategy"))
         );
         assert!(matches!(
-            s.accept_note(n2.id, at(26)).await,
-            Err(DbError::Invalid { .. })
+            s.accept_note(n2.id, "bob", at(26)).await,
+            Err(DbError::Conflict { .. })
         ));
         let n2 = accepted;
 

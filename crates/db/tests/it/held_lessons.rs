@@ -7,8 +7,8 @@ mod cases {
     use chrono::Duration;
     use db::test_support::{Fixture, at, lint, sample_note};
     use db::{
-        DbError, HeldDecision, HeldStatus, NewNote, NoteScope, ReflectionRun, RunOutcome, Storage,
-        accepted_note_id, held_lesson_id,
+        DbError, HeldDecision, HeldReview, HeldStatus, NewNote, NoteScope, ReflectionRun,
+        RunOutcome, Storage, accepted_note_id, held_lesson_id,
     };
     use types::{
         DroppedObservation, Finding, HeldLesson, LessonDirection, LessonSetup, NoteStatus,
@@ -54,6 +54,29 @@ mod cases {
         }];
         note.content.held = bullets.iter().map(|b| held(b)).collect();
         note
+    }
+
+    /// A review without a reason.
+    pub(crate) fn review(
+        decision: HeldDecision,
+        by: &str,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> HeldReview {
+        HeldReview {
+            decision,
+            by: by.into(),
+            reason: None,
+            at,
+        }
+    }
+
+    fn conflict(result: Result<impl std::fmt::Debug, DbError>, needle: &str) {
+        match result {
+            Err(DbError::Conflict { detail, .. }) => {
+                assert!(detail.contains(needle), "{needle:?} not in {detail:?}")
+            }
+            other => panic!("expected Conflict ({needle}), got {other:?}"),
+        }
     }
 
     fn invalid(result: Result<impl std::fmt::Debug, DbError>, needle: &str) {
@@ -195,7 +218,7 @@ mod cases {
         let (b, c) = (held_lesson_id(n.id, 0), held_lesson_id(n.id, 1));
 
         let reviewed = s
-            .review_held_lesson(b, HeldDecision::Accept, " alice ", at(20))
+            .review_held_lesson(b, &review(HeldDecision::Accept, " alice ", at(20)))
             .await
             .unwrap();
         assert_eq!(reviewed.status, HeldStatus::Accepted);
@@ -235,7 +258,7 @@ mod cases {
         assert_eq!(old.content, n.content, "the held note's text never changes");
 
         // The second bullet builds on the first acceptance's note.
-        s.review_held_lesson(c, HeldDecision::Accept, "bob", at(30))
+        s.review_held_lesson(c, &review(HeldDecision::Accept, "bob", at(30)))
             .await
             .unwrap();
         let active = s.active_note(scope, at(30)).await.unwrap().unwrap();
@@ -257,21 +280,24 @@ mod cases {
         );
 
         // Reviewed twice: refused, nothing changes.
-        invalid(
-            s.review_held_lesson(b, HeldDecision::Reject, "carol", at(40))
+        conflict(
+            s.review_held_lesson(b, &review(HeldDecision::Reject, "carol", at(40)))
                 .await,
             "already accepted by alice",
         );
         assert_eq!(s.note_history(scope, 10).await.unwrap().len(), 3);
         match s
-            .review_held_lesson(Uuid::new_v4(), HeldDecision::Accept, "alice", at(40))
+            .review_held_lesson(
+                Uuid::new_v4(),
+                &review(HeldDecision::Accept, "alice", at(40)),
+            )
             .await
         {
             Err(DbError::NotFound { .. }) => {}
             other => panic!("unknown id: {other:?}"),
         }
         assert!(matches!(
-            s.review_held_lesson(c, HeldDecision::Accept, "  ", at(40))
+            s.review_held_lesson(c, &review(HeldDecision::Accept, "  ", at(40)))
                 .await,
             Err(DbError::Bound {
                 field: "reviewed_by",
@@ -292,11 +318,11 @@ mod cases {
         s.insert_note(&n).await.unwrap();
         let id = held_lesson_id(n.id, 0);
         invalid(
-            s.review_held_lesson(id, HeldDecision::Accept, "alice", at(9))
+            s.review_held_lesson(id, &review(HeldDecision::Accept, "alice", at(9)))
                 .await,
             "before its note",
         );
-        s.review_held_lesson(id, HeldDecision::Accept, "alice", at(15))
+        s.review_held_lesson(id, &review(HeldDecision::Accept, "alice", at(15)))
             .await
             .unwrap();
         let active = s.active_note(scope, at(15)).await.unwrap().unwrap();
@@ -327,8 +353,8 @@ mod cases {
             .await
             .unwrap();
         let (one, two) = (held_lesson_id(n.id, 0), held_lesson_id(n.id, 1));
-        invalid(
-            s.review_held_lesson(one, HeldDecision::Accept, "alice", at(25))
+        conflict(
+            s.review_held_lesson(one, &review(HeldDecision::Accept, "alice", at(25)))
                 .await,
             "can only be rejected",
         );
@@ -341,7 +367,7 @@ mod cases {
             "a refused acceptance changes nothing"
         );
         let rejected = s
-            .review_held_lesson(one, HeldDecision::Reject, "alice", at(25))
+            .review_held_lesson(one, &review(HeldDecision::Reject, "alice", at(25)))
             .await
             .unwrap();
         assert_eq!(rejected.status, HeldStatus::Rejected);
@@ -366,17 +392,203 @@ mod cases {
         invalid(
             s.review_held_lesson(
                 held_lesson_id(full.id, 0),
-                HeldDecision::Accept,
-                "a",
-                at(41),
+                &review(HeldDecision::Accept, "a", at(41)),
             )
             .await,
             "over 2000",
         );
-        invalid(
-            s.review_held_lesson(two, HeldDecision::Accept, "alice", at(41))
+        conflict(
+            s.review_held_lesson(two, &review(HeldDecision::Accept, "alice", at(41)))
                 .await,
             "can only be rejected",
+        );
+    }
+
+    /// A raw statement that must be refused (the database's own checks, not the store's).
+    async fn refused<S: RawSql>(s: &S, sql: &str) {
+        assert!(s.exec(sql).await.is_err(), "the database took {sql}");
+    }
+
+    pub(super) async fn a_review_keeps_who_when_and_why_and_is_final<S: Storage + RawSql>(s: &S) {
+        let fx = db::test_support::seed(s).await.unwrap();
+        let scope = NoteScope::Deployment(fx.deployment.id);
+        let n = typed_note(&fx, 10, "- cut losers early", &["- b", "- c"]);
+        s.insert_note(&n).await.unwrap();
+        let (b, c) = (held_lesson_id(n.id, 0), held_lesson_id(n.id, 1));
+        let pending = s
+            .held_lessons(scope, Some(HeldStatus::Pending), 10)
+            .await
+            .unwrap();
+        for h in &pending {
+            assert_eq!(h.deployment_id, Some(fx.deployment.id));
+            assert_eq!(h.held_at, at(10), "held when its reflection ran");
+            assert_eq!(h.review_reason, None);
+        }
+
+        // Refused reviews name the field and change nothing.
+        let with = |by: &str, reason: Option<&str>| HeldReview {
+            reason: reason.map(str::to_owned),
+            ..review(HeldDecision::Reject, by, at(20))
+        };
+        for (bad, field) in [
+            (with("alice", Some("  ")), "review_reason"),
+            (with("alice", Some(&"x".repeat(501))), "review_reason"),
+            (with("alice", Some("two\nlines")), "review_reason"),
+            (with("al\u{0}ice", None), "reviewed_by"),
+            (with(&"a".repeat(101), None), "reviewed_by"),
+        ] {
+            match s.review_held_lesson(b, &bad).await {
+                Err(DbError::Bound { field: f, .. } | DbError::Invalid { what: f, .. }) => {
+                    assert_eq!(f, field, "{bad:?}");
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            s.held_lessons(scope, Some(HeldStatus::Pending), 10)
+                .await
+                .unwrap(),
+            pending
+        );
+
+        let rejected = s
+            .review_held_lesson(b, &with(" bob ", Some(" repeats the stop rule ")))
+            .await
+            .unwrap();
+        assert_eq!(
+            (
+                rejected.status,
+                rejected.reviewed_by.as_deref(),
+                rejected.reviewed_at,
+                rejected.review_reason.as_deref()
+            ),
+            (
+                HeldStatus::Rejected,
+                Some("bob"),
+                Some(at(20)),
+                Some("repeats the stop rule")
+            )
+        );
+        let accepted = s
+            .review_held_lesson(
+                c,
+                &HeldReview {
+                    reason: Some("fair".into()),
+                    ..review(HeldDecision::Accept, "carol", at(21))
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(accepted.review_reason.as_deref(), Some("fair"));
+        let listed = s.held_lessons(scope, None, 10).await.unwrap();
+        assert_eq!(
+            listed,
+            vec![rejected.clone(), accepted.clone()],
+            "read back"
+        );
+
+        // A decided review is final in the database too: no statement rewrites it.
+        // A later note, with a bullet of its own still waiting.
+        let other = s
+            .insert_note(&typed_note(&fx, 30, "- another note", &["- d"]))
+            .await
+            .unwrap();
+        for (id, set) in [
+            (b, "reviewed_by = 'mallory'".to_owned()),
+            (b, "review_reason = 'rewritten'".to_owned()),
+            (b, "status = 'accepted'".to_owned()),
+            (
+                b,
+                "status = 'pending', reviewed_at = NULL, reviewed_by = NULL, \
+                 review_reason = NULL"
+                    .to_owned(),
+            ),
+            (c, format!("resulting_note_id = '{}'", other.id)),
+        ] {
+            refused(
+                s,
+                &format!("UPDATE held_lessons SET {set} WHERE CAST(id AS TEXT) = '{id}'"),
+            )
+            .await;
+        }
+        refused(
+            s,
+            &format!(
+                "UPDATE held_lessons SET review_reason = 'why' WHERE CAST(id AS TEXT) = '{}'",
+                held_lesson_id(other.id, 0)
+            ),
+        )
+        .await;
+        let rows = s.held_lessons(scope, None, 10).await.unwrap();
+        assert_eq!(rows[1..], [rejected, accepted], "unchanged");
+        assert_eq!(
+            rows[0].status,
+            HeldStatus::Pending,
+            "no reason without a review"
+        );
+        assert_eq!(rows[0].review_reason, None);
+    }
+
+    pub(super) async fn accepting_a_note_whole_accepts_its_waiting_bullets<S: Storage + RawSql>(
+        s: &S,
+    ) {
+        let fx = db::test_support::seed(s).await.unwrap();
+        let scope = NoteScope::Deployment(fx.deployment.id);
+        s.insert_note(&sample_note(&fx, at(5), "- older lesson"))
+            .await
+            .unwrap();
+        let mut n = typed_note(&fx, 10, "- one\n- two", &["- one", "- two"]);
+        n.lint = Some(lint("every bullet was held back"));
+        s.insert_note(&n).await.unwrap();
+        let (one, two) = (held_lesson_id(n.id, 0), held_lesson_id(n.id, 1));
+        s.review_held_lesson(one, &review(HeldDecision::Reject, "bob", at(12)))
+            .await
+            .unwrap();
+        assert!(matches!(
+            s.accept_note(n.id, "  ", at(15)).await,
+            Err(DbError::Bound {
+                field: "reviewed_by",
+                ..
+            })
+        ));
+
+        let accepted = s.accept_note(n.id, "alice", at(15)).await.unwrap();
+        assert_eq!(
+            (accepted.accepted_at, accepted.accepted_by.as_deref()),
+            (Some(at(15)), Some("alice"))
+        );
+        assert_eq!(
+            s.get_note(n.id).await.unwrap().accepted_by.as_deref(),
+            Some("alice")
+        );
+        assert!(
+            s.held_lessons(scope, Some(HeldStatus::Pending), 10)
+                .await
+                .unwrap()
+                .is_empty(),
+            "nothing of the note waits any more"
+        );
+        let rows = s.held_lessons(scope, None, 10).await.unwrap();
+        assert_eq!(rows[0].id, one);
+        assert_eq!(
+            (rows[0].status, rows[0].reviewed_by.as_deref()),
+            (HeldStatus::Rejected, Some("bob")),
+            "a bullet decided before keeps its decision"
+        );
+        assert_eq!(rows[1].id, two);
+        assert_eq!(
+            (
+                rows[1].status,
+                rows[1].reviewed_by.as_deref(),
+                rows[1].reviewed_at,
+                rows[1].resulting_note_id
+            ),
+            (
+                HeldStatus::Accepted,
+                Some("alice"),
+                Some(at(15)),
+                Some(n.id)
+            )
         );
     }
 }
@@ -387,4 +599,178 @@ crate::common::on_every_backend!(
     accepting_a_held_bullet_writes_a_note_in_force_from_then,
     a_pending_review_notes_bullet_stands_alone,
     after_a_newer_reflection_a_held_bullet_can_only_be_rejected,
+    a_review_keeps_who_when_and_why_and_is_final,
+    accepting_a_note_whole_accepts_its_waiting_bullets,
 );
+
+/// Row-level security (PostgreSQL): a user lists and reviews the held bullets of their own
+/// deployments only, naming themselves; another user's bullet is not found and stays as it
+/// was; a user writes no note but an acceptance's, and leaves no acceptance without its note.
+#[tokio::test]
+async fn a_user_reviews_only_their_own_held_lessons() {
+    use db::test_support::{at, sample_note, seed};
+    use db::{DbError, HeldDecision, HeldReview, HeldStatus, NoteScope, NoteStore, held_lesson_id};
+    use types::HeldLesson;
+
+    let h = crate::common::postgres().await;
+    let mine = seed(&h.store).await.unwrap();
+    let theirs = seed(&h.store).await.unwrap();
+    let held = |fx: &db::test_support::Fixture, bullets: &[&str]| {
+        let mut n = sample_note(fx, at(10), "- cut losers early");
+        n.content.held = bullets
+            .iter()
+            .map(|b| HeldLesson {
+                text: (*b).into(),
+                reasons: vec!["names a price level".into()],
+            })
+            .collect();
+        n
+    };
+    let my_note = held(&mine, &["- one", "- two", "- three"]);
+    let their_note = held(&theirs, &["- theirs"]);
+    h.store.insert_note(&my_note).await.unwrap();
+    h.store.insert_note(&their_note).await.unwrap();
+    let (one, two, three) = (
+        held_lesson_id(my_note.id, 0),
+        held_lesson_id(my_note.id, 1),
+        held_lesson_id(my_note.id, 2),
+    );
+    let their_bullet = held_lesson_id(their_note.id, 0);
+    let me = h.store.as_user(mine.user.id);
+    let uid = mine.user.id.to_string();
+    let as_me = |decision| HeldReview {
+        decision,
+        by: uid.clone(),
+        reason: Some("read it".into()),
+        at: at(20),
+    };
+
+    // Listing: mine, never theirs.
+    let my_scope = NoteScope::Deployment(mine.deployment.id);
+    let their_scope = NoteScope::Deployment(theirs.deployment.id);
+    assert_eq!(me.held_lessons(my_scope, None, 10).await.unwrap().len(), 3);
+    assert!(
+        me.held_lessons(their_scope, None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        me.held_lessons_by_prefix(&their_bullet.to_string(), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Another user's bullet: not found, and it stays pending.
+    for decision in [HeldDecision::Accept, HeldDecision::Reject] {
+        match me.review_held_lesson(their_bullet, &as_me(decision)).await {
+            Err(DbError::NotFound { .. }) => {}
+            other => panic!("reviewing another user's bullet: {other:?}"),
+        }
+    }
+    let theirs_now = h.store.held_lessons(their_scope, None, 10).await.unwrap();
+    assert_eq!(theirs_now[0].status, HeldStatus::Pending);
+
+    // A review naming someone else is refused, nothing written.
+    let forged = HeldReview {
+        by: "operator:mallory".into(),
+        ..as_me(HeldDecision::Reject)
+    };
+    assert!(me.review_held_lesson(one, &forged).await.is_err());
+    assert_eq!(
+        h.store
+            .held_lessons(my_scope, Some(HeldStatus::Pending), 10)
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
+
+    // Mine: accepted as me, the note in force carries it; rejected as me.
+    let accepted = me
+        .review_held_lesson(one, &as_me(HeldDecision::Accept))
+        .await
+        .unwrap();
+    assert_eq!(accepted.reviewed_by.as_deref(), Some(uid.as_str()));
+    assert_eq!(accepted.review_reason.as_deref(), Some("read it"));
+    let active = h
+        .store
+        .active_note(my_scope, at(20))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(Some(active.id), accepted.resulting_note_id);
+    assert_eq!(active.content.lessons_text, "- cut losers early\n- one");
+    let rejected = me
+        .review_held_lesson(two, &as_me(HeldDecision::Reject))
+        .await
+        .unwrap();
+    assert_eq!(rejected.status, HeldStatus::Rejected);
+
+    // Statements of the user's own: no rewritten review, no note of their own making, no
+    // acceptance without its note, no other column.
+    let statements = [
+        format!("UPDATE held_lessons SET review_reason = 'rewritten' WHERE id = '{two}'"),
+        format!("UPDATE held_lessons SET text = '- edited' WHERE id = '{three}'"),
+        format!(
+            "INSERT INTO reflection_notes (id, skill_id, skill_version, deployment_id, status, \
+             generated_at, window_start, window_end, trades_considered, lessons_text, \
+             model_used) VALUES (gen_random_uuid(), '{}', 1, '{}', 'active', now(), now(), \
+             now(), 0, '- injected', 'me')",
+            mine.skill.id, mine.deployment.id
+        ),
+        format!(
+            "UPDATE reflection_notes SET status = 'superseded', superseded_at = now() \
+             WHERE id = '{}'",
+            active.id
+        ),
+    ];
+    for sql in &statements {
+        let mut tx = me.begin().await.unwrap();
+        let done = sqlx::query(sql).execute(&mut *tx).await;
+        match done {
+            Err(sqlx::Error::Database(e)) => {
+                let code = e.code().unwrap_or_default().into_owned();
+                assert!(["42501", "23514"].contains(&code.as_str()), "{sql}: {e}");
+            }
+            Ok(r) => panic!("{sql}: took it ({} rows)", r.rows_affected()),
+            Err(e) => panic!("{sql}: {e}"),
+        }
+    }
+    let mut tx = me.begin().await.unwrap();
+    let claimed = sqlx::query(&format!(
+        "UPDATE held_lessons SET status = 'accepted', reviewed_at = now(), \
+         reviewed_by = '{uid}' WHERE id = '{three}'"
+    ))
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    assert_eq!(claimed.rows_affected(), 1);
+    match tx.commit().await {
+        Err(sqlx::Error::Database(e)) => {
+            assert_eq!(e.constraint(), Some("held_lessons_accepted_note"), "{e}");
+        }
+        other => panic!("an acceptance without its note committed: {other:?}"),
+    }
+    let rows = h.store.held_lessons(my_scope, None, 10).await.unwrap();
+    assert_eq!(
+        rows.iter().map(|r| r.status).collect::<Vec<_>>(),
+        [
+            HeldStatus::Accepted,
+            HeldStatus::Rejected,
+            HeldStatus::Pending
+        ]
+    );
+    assert_eq!(rows[1], rejected, "the decided review is unchanged");
+    assert_eq!(
+        h.store
+            .active_note(my_scope, at(30))
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        active.id,
+        "the note in force is the acceptance's"
+    );
+}

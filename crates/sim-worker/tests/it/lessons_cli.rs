@@ -105,6 +105,8 @@ async fn held_bullets_are_listed_accepted_and_rejected_one_by_one() {
         &url,
         "--by",
         "bob",
+        "--reason",
+        "contradicts the stop rule",
         "--at",
         "2017-07-02T00:00:00Z",
     ]);
@@ -149,6 +151,10 @@ async fn held_bullets_are_listed_accepted_and_rejected_one_by_one() {
     assert!(
         all.contains("rejected note") && all.contains("by bob at 2017-07-02T00:00:00+00:00"),
         "{all}"
+    );
+    assert!(
+        all.contains("  review: \"contradicts the stop rule\"\n"),
+        "the reviewer's reason is kept: {all}"
     );
     let (code, pending, _) = sim(&["lessons", "held", "--db", &url, "--deployment", &id]);
     assert_eq!(code, 0);
