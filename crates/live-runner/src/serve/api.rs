@@ -17,6 +17,9 @@
 //! | `POST /api/deployments/{id}/resume` | resume a paused deployment |
 //! | `POST /api/deployments/{id}/stop` | stop for good (`{"flatten": true}` also closes the positions) |
 //! | `GET /api/deployments/{id}/controls` | status, flatten, the audit trail of the controls |
+//! | `GET /api/lessons/held[?deployment=&status=]` | held lessons waiting for review, with why |
+//! | `POST /api/lessons/{id}/accept` | accept a held lesson (optional body `{"reason": "..."}`) |
+//! | `POST /api/lessons/{id}/reject` | reject a held lesson |
 //!
 //! Every body and event is one of the camelCase wire types of [`super::wire`], built from the
 //! store's rows; a request body accepts one spelling per field and refuses any other field
@@ -89,6 +92,9 @@ pub fn router() -> Router<AppState> {
         .route("/deployments/{id}/resume", post(super::controls::resume))
         .route("/deployments/{id}/stop", post(super::controls::stop))
         .route("/deployments/{id}/controls", get(super::controls::list))
+        .route("/lessons/held", get(super::lessons::held))
+        .route("/lessons/{id}/accept", post(super::lessons::accept))
+        .route("/lessons/{id}/reject", post(super::lessons::reject))
 }
 
 async fn me(caller: Caller) -> axum::Json<Me> {

@@ -99,7 +99,7 @@ impl IntoResponse for ApiError {
 
 impl From<db::DbError> for ApiError {
     /// Not found → 404 (under row-level security another user's row is not found either); a
-    /// control the deployment's status does not allow → 409;
+    /// control the deployment's status does not allow, or a review decided already → 409;
     /// a broken bound or rule → 422; a write the database's constraints refuse → 409 (a
     /// duplicate) or 422 (a row it refers to does not exist — e.g. a token whose user has no
     /// account in this database — or a check); anything else → 500 (logged, not sent).
@@ -110,6 +110,8 @@ impl From<db::DbError> for ApiError {
             // The deployment's status does not allow the control: the request conflicts with
             // the state the resource is in.
             db::DbError::Transition { .. } => Self::new(StatusCode::CONFLICT, e.to_string()),
+            // Decided already (a held lesson reviewed before), or its state no longer allows it.
+            db::DbError::Conflict { .. } => Self::new(StatusCode::CONFLICT, e.to_string()),
             db::DbError::Bound { field, .. } => Self::invalid(field, e.to_string()),
             db::DbError::Invalid { what, .. } => Self::invalid(what, e.to_string()),
             db::DbError::Constraint {

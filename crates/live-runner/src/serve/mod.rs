@@ -13,6 +13,8 @@
 //!   another port of the same host included — gets a 403 before any handler runs.
 //! - Controls ([`controls`]): pause, resume and stop a deployment from the API and the pages,
 //!   audited as the caller.
+//! - The review queue ([`lessons`]): held lessons listed with why they were held, accepted or
+//!   rejected from the API and the `/lessons` page, audited as the caller.
 //! - Errors ([`error`]): one JSON shape, `{"error": "...", "field": "..."?}`; bad bodies are
 //!   400/422 naming the field, unknown (or other users') ids 404, never a 500 for bad input.
 //!
@@ -24,6 +26,7 @@ pub mod auth;
 pub mod controls;
 pub mod csrf;
 pub mod error;
+pub mod lessons;
 pub mod model;
 pub mod pages;
 pub mod wire;

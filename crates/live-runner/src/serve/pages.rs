@@ -7,9 +7,11 @@
 //! - `GET /profile/facts[?archived=true]` — the caller's facts; `POST /profile/facts` adds one
 //!   (source `profile`), `POST /profile/facts/{id}/edit` (text, topic), `…/confidence`
 //!   (promote / demote), `…/archive` (a reason).
+//! - `GET /lessons` — the review queue: the caller's held lessons with why each was held;
+//!   `POST /lessons/{id}/accept|reject` decides one as the API does ([`lessons`]).
 //! - `GET /deployments/{id}/memory` — the deployment's status and controls (pause, resume,
 //!   stop with or without closing its positions, the audit trail), closed trades, lessons
-//!   history and the prompt the agent sees now, the same data as `GET
+//!   history (and how many held lessons wait) and the prompt the agent sees now, the same data as `GET
 //!   /api/deployments/{id}/memory` and `…/controls`; `POST /deployments/{id}/pause|resume|stop`
 //!   (a reason, and for stop a `flatten` checkbox) change it as the API does.
 //!
@@ -26,6 +28,7 @@
 //! its handler runs. The cookie is also `SameSite=Lax`.
 
 mod forms;
+mod lessons;
 mod render;
 mod view;
 
@@ -161,6 +164,7 @@ pub fn router() -> Router<AppState> {
         .route("/deployments/{id}/pause", post(pause_deployment))
         .route("/deployments/{id}/resume", post(resume_deployment))
         .route("/deployments/{id}/stop", post(stop_deployment))
+        .merge(lessons::router())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -548,6 +552,12 @@ async fn memory_view(
         (Err(e), _) | (_, Err(e)) => return server_error("reading the deployment's controls", &e),
     };
     let controls = ControlsView::new(memory.deployment.status, flatten.as_ref(), &trail);
+    let waiting = match super::lessons::waiting(state, &caller, id).await {
+        Ok(0) => None,
+        Ok(1) => Some("1 held lesson waits for your review".to_owned()),
+        Ok(n) => Some(format!("{n} held lessons wait for your review")),
+        Err(e) => return server_error("reading the deployment's held lessons", &e),
+    };
     let trades: Vec<TradeView> = memory.closed_trades.iter().map(TradeView::from).collect();
     let notes: Vec<NoteView> = memory.notes.iter().map(NoteView::from).collect();
     let prompt = memory.prompt.as_ref().map(|p| {
@@ -569,7 +579,7 @@ async fn memory_view(
             deployment_id => id.to_string(),
             skill_name => &memory.skill_name,
             open_positions => memory.open_trades.len(),
-            trades, notes, prompt, controls, notice, error,
+            trades, notes, prompt, controls, notice, error, waiting,
             max_reason => db::MAX_CONTROL_REASON_CHARS,
             prompt_missing => "No tick recorded yet: the prompt appears after the deployment's first tick.",
         },

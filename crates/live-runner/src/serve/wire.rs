@@ -11,6 +11,7 @@ use agent_runtime::{FinishReason, Step, StepCut, ToolCallRecord, ToolOutcome};
 use chrono::{DateTime, Utc};
 use db::{
     BrokerKind, ControlAction, Deployment, DeploymentControl, DeploymentStatus, FlattenState,
+    HeldStatus, StoredHeldLesson,
 };
 use rust_decimal::Decimal;
 use serde::Serialize;
@@ -523,6 +524,8 @@ pub struct Note {
     pub superseded_by: Option<Uuid>,
     /// When a reviewer accepted it.
     pub accepted_at: Option<DateTime<Utc>>,
+    /// Who accepted it.
+    pub accepted_by: Option<String>,
 }
 
 impl From<ReflectionNote> for Note {
@@ -546,6 +549,7 @@ impl From<ReflectionNote> for Note {
             superseded_at: n.superseded_at,
             superseded_by: n.superseded_by,
             accepted_at: n.accepted_at,
+            accepted_by: n.accepted_by,
         }
     }
 }
@@ -676,4 +680,59 @@ pub struct DeploymentControls {
     pub flatten: Option<WireFlatten>,
     /// Every control, newest first.
     pub controls: Vec<WireControl>,
+}
+
+/// A bullet a reflection's lesson defences held back, with its review (`GET
+/// /api/lessons/held` lists them; `POST /api/lessons/{id}/accept|reject` answers one).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireHeldLesson {
+    /// Its id.
+    pub id: Uuid,
+    /// The deployment whose reflection held it back; `null` for a skill-scoped note's.
+    pub deployment_id: Option<Uuid>,
+    /// The deployment's skill.
+    pub skill_name: String,
+    /// The note it was held beside.
+    pub note_id: Uuid,
+    /// Its place among the note's held bullets, from 0.
+    pub position: u32,
+    /// The bullet (`- ` and the text).
+    pub text: String,
+    /// Why it was held back: every finding of the defences, one each.
+    pub reasons: Vec<String>,
+    /// When the reflection that held it back ran (its note's `generatedAt`).
+    pub held_at: DateTime<Utc>,
+    /// `pending`, `accepted` or `rejected`.
+    pub status: HeldStatus,
+    /// When a person decided; `null` while pending.
+    pub reviewed_at: Option<DateTime<Utc>>,
+    /// Who decided: a user id, or an operator's name; `null` while pending.
+    pub reviewed_by: Option<String>,
+    /// Why, when the reviewer said.
+    pub review_reason: Option<String>,
+    /// The note the acceptance wrote (in force from `reviewedAt`); `null` unless accepted.
+    pub resulting_note_id: Option<Uuid>,
+}
+
+impl WireHeldLesson {
+    /// The row with its skill's name.
+    #[must_use]
+    pub fn new(h: StoredHeldLesson, skill_name: String) -> Self {
+        Self {
+            id: h.id,
+            deployment_id: h.deployment_id,
+            skill_name,
+            note_id: h.note_id,
+            position: h.position,
+            text: h.text,
+            reasons: h.reasons,
+            held_at: h.held_at,
+            status: h.status,
+            reviewed_at: h.reviewed_at,
+            reviewed_by: h.reviewed_by,
+            review_reason: h.review_reason,
+            resulting_note_id: h.resulting_note_id,
+        }
+    }
 }

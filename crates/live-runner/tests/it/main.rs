@@ -31,6 +31,7 @@ mod serve_cli;
 mod serve_controls;
 mod serve_facts;
 mod serve_isolation;
+mod serve_lessons;
 mod serve_memory;
 mod serve_validation;
 mod serve_wire;

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use minijinja::{AutoEscape, Environment, Value};
 
-const TEMPLATES: [(&str, &str); 6] = [
+const TEMPLATES: [(&str, &str); 7] = [
     (
         "base.html",
         include_str!("../../../templates/pages/base.html"),
@@ -22,6 +22,10 @@ const TEMPLATES: [(&str, &str); 6] = [
     (
         "memory.html",
         include_str!("../../../templates/pages/memory.html"),
+    ),
+    (
+        "lessons.html",
+        include_str!("../../../templates/pages/lessons.html"),
     ),
     (
         "not_found.html",
