@@ -625,3 +625,115 @@ async fn pause_no_tick_while_paused_resume_in_chromium_and_no_control_from_anoth
     );
     b.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_lesson_accepted_in_chromium_leaves_the_queue_and_joins_the_note_in_force() {
+    use db::{HeldStatus, NoteScope, NoteStore};
+
+    let s = page_server().await;
+    let fx = seed_memory(&s.store).await;
+    let user = fx.user.id;
+    // A later reflection held two bullets back, beside its note, with the defences' findings.
+    let bullet = "- Breakouts after 14:00 UTC failed twice: skip them.";
+    let mut note =
+        db::test_support::sample_note(&fx, db::test_support::at(38 * 60), "- third lesson");
+    note.content.held = vec![
+        types::HeldLesson {
+            text: bullet.into(),
+            reasons: vec![
+                "not grounded in the ledger: \"14:00\" is a time the ledger does not show".into(),
+                "the judge did not clear it".into(),
+            ],
+        },
+        types::HeldLesson {
+            text: "- Double the size after two wins.".into(),
+            reasons: vec!["speaks of raising risk or exposure (double the size)".into()],
+        },
+    ];
+    s.store.insert_note(&note).await.expect("held note");
+    let held = [
+        db::held_lesson_id(note.id, 0),
+        db::held_lesson_id(note.id, 1),
+    ];
+    let token = s
+        .auth
+        .mint(user, chrono::Duration::hours(1), chrono::Utc::now())
+        .expect("mint");
+    let b = Browser::start().await;
+    b.open(&s.url(&format!("/login?token={token}")), "#add-fact")
+        .await;
+
+    // The queue, from the navigation: both bullets with why each was held.
+    b.find("#nav-lessons").await.click().await.unwrap();
+    b.find("table#held").await;
+    assert_eq!(b.client.current_url().await.unwrap().path(), "/lessons");
+    assert_eq!(b.texts("table#held tbody tr").await.len(), 2);
+    let row = |id: Uuid| format!("tr#held-{id}");
+    assert_eq!(
+        b.texts(&format!("{} td.lesson", row(held[0]))).await,
+        [bullet]
+    );
+    assert_eq!(
+        b.texts(&format!("{} td.reasons li", row(held[0]))).await,
+        [
+            "not grounded in the ledger: \"14:00\" is a time the ledger does not show",
+            "the judge did not clear it"
+        ]
+    );
+    b.screenshot(&docs_image("lessons-page.png")).await;
+
+    // Accept the first with a reason.
+    b.find(&format!("{} input[name=reason]", row(held[0])))
+        .await
+        .send_keys("matches what I saw on the chart")
+        .await
+        .unwrap();
+    b.find(&format!("{} button.accept", row(held[0])))
+        .await
+        .click()
+        .await
+        .unwrap();
+    wait_xpath(&b, "//p[@id='notice'][contains(., 'Accepted')]").await;
+    assert_eq!(b.texts("table#held tbody tr").await.len(), 1);
+    assert!(b.texts(&row(held[0])).await.is_empty(), "it left the queue");
+
+    // The deployment's page: the note in force now ends with it; one lesson still waits.
+    b.open(
+        &s.url(&format!("/deployments/{}/memory", fx.deployment.id)),
+        "table#notes",
+    )
+    .await;
+    let first = b.texts("table#notes tbody tr:first-child td").await;
+    assert_eq!(first[0], "active");
+    assert!(
+        first[4].ends_with(&format!("- third lesson\n{bullet}")),
+        "{first:?}"
+    );
+    assert_eq!(
+        b.find("#lessons-waiting").await.text().await.unwrap(),
+        "1 held lesson waits for your review"
+    );
+    b.close().await;
+
+    // The store agrees: the note in force carries it, and the review names the user and why.
+    let scope = NoteScope::Deployment(fx.deployment.id);
+    let active = s
+        .store
+        .active_note(scope, chrono::Utc::now())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(active.id, db::accepted_note_id(held[0]));
+    assert!(active.content.lessons_text.ends_with(bullet));
+    let reviewed = s
+        .store
+        .held_lessons(scope, Some(HeldStatus::Accepted), 10)
+        .await
+        .unwrap();
+    assert_eq!(reviewed.len(), 1);
+    assert_eq!(reviewed[0].reviewed_by, Some(user.to_string()));
+    assert_eq!(
+        reviewed[0].review_reason.as_deref(),
+        Some("matches what I saw on the chart")
+    );
+}
