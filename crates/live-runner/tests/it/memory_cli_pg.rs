@@ -300,3 +300,203 @@ async fn held_lessons_are_reviewed_over_postgres() {
         assert!(stderr.contains(needle), "{a:?}: {stderr}");
     }
 }
+
+/// `live-runner lessons` as a user (`--user`: under row-level security, only their own
+/// deployments' bullets, the review naming them) and as the operator (`operator:$USER` when
+/// no one is named), with a reason: the same store method and audit as the API's.
+#[tokio::test]
+async fn held_lessons_are_reviewed_as_a_user_or_as_the_operator() {
+    use db::test_support::sample_note;
+    use db::{HeldStatus, NoteScope, NoteStore};
+
+    let pg = postgres().await;
+    let url = pg.url();
+    let mine = seed(&pg.store).await.unwrap();
+    let theirs = seed(&pg.store).await.unwrap();
+    let held_note = |fx: &db::test_support::Fixture, bullets: &[&str]| {
+        let mut note = sample_note(fx, at(10), "- cut losers early");
+        note.content.held = bullets
+            .iter()
+            .map(|text| types::HeldLesson {
+                text: (*text).into(),
+                reasons: vec!["names a price level".into()],
+            })
+            .collect();
+        note
+    };
+    let my_note = held_note(&mine, &["- buy the dip at 60k", "- double the size"]);
+    let their_note = held_note(&theirs, &["- theirs"]);
+    pg.store.insert_note(&my_note).await.unwrap();
+    pg.store.insert_note(&their_note).await.unwrap();
+    let short = |id: uuid::Uuid| id.simple().to_string()[..8].to_owned();
+    let (first, second) = (
+        db::held_lesson_id(my_note.id, 0),
+        db::held_lesson_id(my_note.id, 1),
+    );
+    let their_bullet = db::held_lesson_id(their_note.id, 0);
+    let me = mine.user.id.to_string();
+    let run = |a: Vec<String>| async move {
+        let out = tokio::task::spawn_blocking(move || {
+            Command::new(env!("CARGO_BIN_EXE_live-runner"))
+                .args(&a)
+                .env_remove("DATABASE_URL")
+                .env("USER", "dana")
+                .output()
+                .expect("run live-runner")
+        })
+        .await
+        .expect("join");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+
+    // As the user: their only deployment needs no --deployment, and only their bullets show.
+    let (code, listed, stderr) = run(args(&["lessons", "held", "--db", &url, "--user", &me])).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        listed.starts_with(&format!(
+            "deployment {}: 2 pending lessons",
+            mine.deployment.id
+        )),
+        "{listed}"
+    );
+    assert!(!listed.contains(&short(their_bullet)), "{listed}");
+
+    let (code, out, stderr) = run(args(&[
+        "lessons",
+        "accept",
+        &short(first),
+        "--db",
+        &url,
+        "--user",
+        &me,
+        "--reason",
+        "fits the ledger",
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(out.contains(&format!("accepted by {me}")), "{out}");
+
+    // Another user's bullet is not found as this user; the operator (no --user) may decide it.
+    let (code, stdout, stderr) = run(args(&[
+        "lessons",
+        "reject",
+        &short(their_bullet),
+        "--db",
+        &url,
+        "--user",
+        &me,
+    ]))
+    .await;
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stdout.is_empty());
+    assert!(
+        stderr.contains(&format!(
+            "no held lesson has an id starting with {}",
+            short(their_bullet)
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        pg.store
+            .held_lessons(
+                NoteScope::Deployment(theirs.deployment.id),
+                Some(HeldStatus::Pending),
+                10
+            )
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    let (code, out, stderr) = run(args(&["lessons", "reject", &short(second), "--db", &url])).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(out.contains("rejected by operator:dana"), "{out}");
+
+    let rows = pg
+        .store
+        .held_lessons(NoteScope::Deployment(mine.deployment.id), None, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            rows[0].status,
+            rows[0].reviewed_by.as_deref(),
+            rows[0].review_reason.as_deref()
+        ),
+        (
+            HeldStatus::Accepted,
+            Some(me.as_str()),
+            Some("fits the ledger")
+        )
+    );
+    assert_eq!(
+        (rows[1].status, rows[1].reviewed_by.as_deref()),
+        (HeldStatus::Rejected, Some("operator:dana"))
+    );
+    let (code, all, _) = run(args(&[
+        "lessons", "held", "--db", &url, "--user", &me, "--status", "all",
+    ]))
+    .await;
+    assert_eq!(code, 0);
+    assert!(all.contains("  review: \"fits the ledger\"\n"), "{all}");
+
+    // Bad input exits 2: --user with --by, a blank reason.
+    for (a, needle) in [
+        (
+            args(&[
+                "lessons",
+                "reject",
+                &short(second),
+                "--db",
+                &url,
+                "--user",
+                &me,
+                "--by",
+                "x",
+            ]),
+            "--by",
+        ),
+        (
+            args(&[
+                "lessons",
+                "reject",
+                &short(their_bullet),
+                "--db",
+                &url,
+                "--reason",
+                " ",
+            ]),
+            "--reason",
+        ),
+    ] {
+        let (code, stdout, stderr) = run(a.clone()).await;
+        assert_eq!(code, 2, "{a:?}: {stderr}");
+        assert!(stdout.is_empty(), "{a:?}: {stdout}");
+        assert!(stderr.contains(needle), "{a:?}: {stderr}");
+    }
+}
+
+/// Reviewing as a user needs row-level security: on a SQLite store `--user` is refused (exit 2)
+/// and nothing is read.
+#[tokio::test]
+async fn a_review_as_a_user_needs_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("run.db").display());
+    db::connect(&url).await.unwrap().close().await.unwrap();
+    let user = uuid::Uuid::new_v4().to_string();
+    for a in [
+        args(&["lessons", "held", "--db", &url, "--user", &user]),
+        args(&[
+            "lessons", "accept", "0123abcd", "--db", &url, "--user", &user,
+        ]),
+    ] {
+        let (code, stdout, stderr) = live(a.clone()).await;
+        assert_eq!(code, 2, "{a:?}: {stderr}");
+        assert!(stdout.is_empty());
+        assert!(stderr.contains("needs PostgreSQL"), "{a:?}: {stderr}");
+    }
+}
