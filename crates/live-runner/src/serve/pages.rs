@@ -8,7 +8,7 @@
 //!   (source `profile`), `POST /profile/facts/{id}/edit` (text, topic), `…/confidence`
 //!   (promote / demote), `…/archive` (a reason).
 //! - `GET /lessons` — the review queue: the caller's held lessons with why each was held;
-//!   `POST /lessons/{id}/accept|reject` decides one as the API does ([`lessons`]).
+//!   `POST /lessons/{id}/accept|reject` decides one as the API does ([`super::lessons`]).
 //! - `GET /deployments/{id}/memory` — the deployment's status and controls (pause, resume,
 //!   stop with or without closing its positions, the audit trail), closed trades, lessons
 //!   history (and how many held lessons wait) and the prompt the agent sees now, the same data as `GET
