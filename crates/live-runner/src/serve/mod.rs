@@ -11,6 +11,9 @@
 //! - Cross-site requests ([`csrf`]): a state change that the `token` cookie could authenticate
 //!   must come from the server's own origin (`Origin` / `Sec-Fetch-Site`); another origin —
 //!   another port of the same host included — gets a 403 before any handler runs.
+//! - Security headers ([`headers`]): every answer carries a Content-Security-Policy without
+//!   inline script or style and with `frame-ancestors 'none'`, `nosniff` and
+//!   `Referrer-Policy: no-referrer`.
 //! - Controls ([`controls`]): pause, resume and stop a deployment from the API and the pages,
 //!   audited as the caller.
 //! - Errors ([`error`]): one JSON shape, `{"error": "...", "field": "..."?}`; bad bodies are
@@ -24,6 +27,7 @@ pub mod auth;
 pub mod controls;
 pub mod csrf;
 pub mod error;
+pub mod headers;
 pub mod model;
 pub mod pages;
 pub mod wire;
@@ -153,7 +157,7 @@ pub async fn connect_postgres(url: &str) -> Result<PgStore, ServeError> {
 }
 
 /// The whole application: `/healthz`, the API under `/api`, the pages, and a JSON 404 for
-/// anything else.
+/// anything else; behind the cross-origin guard and with the security headers on every answer.
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
@@ -161,6 +165,8 @@ pub fn router(state: AppState) -> Router {
         .merge(pages::router())
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(axum::middleware::from_fn(csrf::guard))
+        // Outermost: the guard's refusals carry the headers too.
+        .layer(axum::middleware::from_fn(headers::set))
         .with_state(state)
 }
 

@@ -32,7 +32,7 @@ mod view;
 use axum::Router;
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Form, FromRef, FromRequestParts, Path, Query, State};
-use axum::http::header::{LOCATION, SET_COOKIE};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, SET_COOKIE};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
@@ -151,6 +151,7 @@ where
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/", get(|| async { see_other("/profile/facts") }))
+        .route("/static/pages.css", get(stylesheet))
         .route("/login", get(login_page).post(login_submit))
         .route("/logout", post(logout))
         .route("/profile/facts", get(facts_page).post(add_fact))
@@ -161,6 +162,20 @@ pub fn router() -> Router<AppState> {
         .route("/deployments/{id}/pause", post(pause_deployment))
         .route("/deployments/{id}/resume", post(resume_deployment))
         .route("/deployments/{id}/stop", post(stop_deployment))
+}
+
+/// The pages' one stylesheet (the Content-Security-Policy allows no inline style).
+const STYLESHEET: &str = include_str!("../../templates/pages/pages.css");
+
+async fn stylesheet() -> Page {
+    (
+        [
+            (CONTENT_TYPE, "text/css; charset=utf-8"),
+            (CACHE_CONTROL, "public, max-age=300"),
+        ],
+        STYLESHEET,
+    )
+        .into_response()
 }
 
 // ---------------------------------------------------------------------------------------------
