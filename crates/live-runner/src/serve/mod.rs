@@ -18,6 +18,9 @@
 //!   audited as the caller.
 //! - Errors ([`error`]): one JSON shape, `{"error": "...", "field": "..."?}`; bad bodies are
 //!   400/422 naming the field, unknown (or other users') ids 404, never a 500 for bad input.
+//! - Request text ([`input`]): a control character (a NUL, ...) in any text field of a JSON
+//!   body or a form is a 422 naming the field; line breaks and tabs only where text may span
+//!   lines.
 //!
 //! `/healthz` answers here too; `/metrics` stays with `live-runner run` (the counters are the
 //! tick loop's, and a `serve` process does not tick).
@@ -28,6 +31,7 @@ pub mod controls;
 pub mod csrf;
 pub mod error;
 pub mod headers;
+pub mod input;
 pub mod model;
 pub mod pages;
 pub mod wire;

@@ -234,8 +234,11 @@ async fn login_submit(
     State(state): State<AppState>,
     form: Result<Form<LoginForm>, FormRejection>,
 ) -> Page {
-    let token = form.ok().and_then(|Form(f)| f.token).unwrap_or_default();
-    log_in(&state, &token)
+    let form = form.map(|Form(f)| f).unwrap_or_default();
+    match form.check() {
+        Ok(token) => log_in(&state, &token),
+        Err(message) => login_form(StatusCode::UNPROCESSABLE_ENTITY, Some(&message)),
+    }
 }
 
 async fn logout() -> Page {
@@ -610,7 +613,20 @@ async fn control_form(
     let Ok(id) = Uuid::parse_str(raw_id) else {
         return not_found_page(caller.user_id, "You have no deployment with this id.");
     };
-    let (reason, flatten) = form.check();
+    let (reason, flatten) = match form.check() {
+        Ok(checked) => checked,
+        Err(message) => {
+            return memory_view(
+                state,
+                caller,
+                id,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                None,
+                Some(&message),
+            )
+            .await;
+        }
+    };
     let done = match (action, flatten) {
         (ControlAction::Pause, _) => "paused",
         (ControlAction::Resume, _) => "resumed",
