@@ -151,8 +151,7 @@ impl TokenLifetimeArg {
         };
         let max = chrono::Duration::from_std(max)
             .map_err(|e| anyhow::anyhow!("--max-token-lifetime: {e}"))?;
-        auth.with_max_lifetime(max)
-            .context("--max-token-lifetime")
+        auth.with_max_lifetime(max).context("--max-token-lifetime")
     }
 }
 
@@ -286,9 +285,13 @@ enum Command {
         max_steps: u32,
         #[command(flatten)]
         lifetime: TokenLifetimeArg,
+        /// Mark the pages' session cookie `Secure` (the browser sends it over HTTPS only): set it
+        /// when the server is reached over TLS, e.g. behind a TLS-terminating proxy.
+        #[arg(long)]
+        secure_cookies: bool,
     },
-    /// Print a dev token (HS256, signed with AGENT_JWT_SECRET) for a user, and the pages'
-    /// login link carrying it.
+    /// Print a dev token (HS256, signed with AGENT_JWT_SECRET) for a user, then the address of
+    /// the pages' login form to paste it into (a token never goes in a URL).
     Token {
         /// The user's id (UUID): the token's `sub`.
         #[arg(long)]
@@ -296,7 +299,7 @@ enum Command {
         /// How long the token is valid: 90s, 30m, 1h, 7d (at most --max-token-lifetime).
         #[arg(long, default_value = "1h", value_parser = types::cli::parse_duration)]
         ttl: Duration,
-        /// The server's base URL, for the login link.
+        /// The server's base URL, for the login form's address.
         #[arg(long, default_value = "http://127.0.0.1:8080")]
         base_url: String,
         #[command(flatten)]
@@ -719,6 +722,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             script,
             max_steps,
             lifetime,
+            secure_cookies,
         } => {
             let auth = Auth::from_env(&types::process_env)
                 .context("the chat server's token secret")
@@ -739,6 +743,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 Arc::new(SystemClock),
             );
             state.chat.max_steps = max_steps;
+            state.secure_cookies = secure_cookies;
             let listener = tokio::net::TcpListener::bind(listen)
                 .await
                 .with_context(|| format!("binding {listen}"))?;
@@ -771,7 +776,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     other => other.into(),
                 })?;
             println!("{token}");
-            println!("{}", serve::auth::login_link(&base_url, &token));
+            println!("{}", serve::auth::login_url(&base_url));
+            eprintln!("paste the token into the form at that address to log in to the pages");
         }
         Command::Chat {
             user,

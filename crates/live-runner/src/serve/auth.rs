@@ -355,10 +355,11 @@ where
     }
 }
 
-/// The login link of the pages for `token` on a server at `base` (e.g. `http://127.0.0.1:8080`).
+/// The address of the pages' login form on a server at `base` (e.g. `http://127.0.0.1:8080`):
+/// a token is pasted there and posted in the form's body, never put in a URL.
 #[must_use]
-pub fn login_link(base: &str, token: &str) -> String {
-    format!("{}/login?token={token}", base.trim_end_matches('/'))
+pub fn login_url(base: &str) -> String {
+    format!("{}/login", base.trim_end_matches('/'))
 }
 
 #[cfg(test)]
@@ -408,9 +409,7 @@ mod tests {
         let user = Uuid::from_u128(7);
         let now = Utc::now();
         let sign = |claims: serde_json::Value| auth.sign(&claims).unwrap();
-        let base = |exp: DateTime<Utc>| {
-            serde_json::json!({"sub": user, "role": USER_ROLE, "exp": exp.timestamp()})
-        };
+        let base = |exp: DateTime<Utc>| serde_json::json!({"sub": user, "role": USER_ROLE, "exp": exp.timestamp()});
 
         // nbf: in the future refused, within the leeway or past accepted.
         let mut later = base(now + Duration::hours(1));
@@ -441,7 +440,11 @@ mod tests {
         long["iat"] = (now - Duration::days(11)).timestamp().into();
         let e = auth.verify(&sign(long)).unwrap_err();
         assert!(e.message.contains("from `iat` to `exp`"), "{}", e.message);
-        assert!(e.message.contains("above the maximum of 30d"), "{}", e.message);
+        assert!(
+            e.message.contains("above the maximum of 30d"),
+            "{}",
+            e.message
+        );
         assert!(auth.verify(&sign(base(now + Duration::days(29)))).is_ok());
         assert!(
             auth.verify(

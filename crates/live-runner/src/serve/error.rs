@@ -2,9 +2,9 @@
 //! every failure — a bad token, a bad body, an unknown id, a store failure — including axum's own
 //! extractor rejections, which [`ApiJson`], [`ApiPath`] and [`ApiQuery`] map to it.
 
+use axum::body::Bytes;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::body::Bytes;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
@@ -230,10 +230,7 @@ where
 /// Whether the request says its body is JSON (`application/json`, or `application/…+json`), as
 /// axum's `Json` decides it.
 fn json_content_type(headers: &HeaderMap) -> bool {
-    let Some(value) = headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    else {
+    let Some(value) = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
         return false;
     };
     let essence = value

@@ -81,8 +81,10 @@ pub fn one_line(text: &str) -> Result<(), ValidationError> {
     match refused_char(text, Lines::One) {
         None => Ok(()),
         // `validation_error` puts the field's name first.
-        Some((at, c)) => Err(ValidationError::new("control_character")
-            .with_message(what(at, c, Lines::One).into())),
+        Some((at, c)) => {
+            Err(ValidationError::new("control_character")
+                .with_message(what(at, c, Lines::One).into()))
+        }
     }
 }
 
@@ -97,10 +99,7 @@ pub fn check_json(body: &Value) -> Result<(), ApiError> {
             None => Ok(()),
             Some((at, c)) => {
                 let field = if field.is_empty() { "body" } else { field };
-                Err(ApiError::invalid(
-                    field,
-                    message(field, at, c, Lines::Many),
-                ))
+                Err(ApiError::invalid(field, message(field, at, c, Lines::Many)))
             }
         };
         match v {
@@ -133,7 +132,14 @@ mod tests {
 
     #[test]
     fn control_characters_are_refused_but_line_breaks_where_lines_are_allowed() {
-        for ok in ["plain", "two\nlines", "crlf\r\nlines", "a\ttab", "émoji 🙂", ""] {
+        for ok in [
+            "plain",
+            "two\nlines",
+            "crlf\r\nlines",
+            "a\ttab",
+            "émoji 🙂",
+            "",
+        ] {
             assert_eq!(refused_char(ok, Lines::Many), None, "{ok:?}");
         }
         assert_eq!(refused_char("nul\0", Lines::Many), Some((3, '\0')));
@@ -141,7 +147,10 @@ mod tests {
         assert_eq!(refused_char("lone\rcr", Lines::Many), Some((4, '\r')));
         assert_eq!(refused_char("del\u{7f}", Lines::Many), Some((3, '\u{7f}')));
         assert_eq!(refused_char("c1\u{85}", Lines::Many), Some((2, '\u{85}')));
-        assert_eq!(refused_char("esc\u{1b}[0m", Lines::Many), Some((3, '\u{1b}')));
+        assert_eq!(
+            refused_char("esc\u{1b}[0m", Lines::Many),
+            Some((3, '\u{1b}'))
+        );
         assert_eq!(refused_char("two\nlines", Lines::One), Some((3, '\n')));
         assert_eq!(refused_char("a\ttab", Lines::One), Some((1, '\t')));
         assert_eq!(refused_char("one line", Lines::One), None);
@@ -154,7 +163,9 @@ mod tests {
         let e = one_line("x\ny").unwrap_err();
         assert_eq!(e.code, "control_character");
         assert!(
-            e.message.unwrap().starts_with("a control character (U+000A) at character 2"),
+            e.message
+                .unwrap()
+                .starts_with("a control character (U+000A) at character 2"),
         );
     }
 
@@ -164,7 +175,11 @@ mod tests {
         let e = check_json(&json!({"fact": "I never\u{0} trade"})).unwrap_err();
         assert_eq!(e.status, axum::http::StatusCode::UNPROCESSABLE_ENTITY);
         assert_eq!(e.field.as_deref(), Some("fact"));
-        assert!(e.message.starts_with("fact: a control character (U+0000)"), "{}", e.message);
+        assert!(
+            e.message.starts_with("fact: a control character (U+0000)"),
+            "{}",
+            e.message
+        );
         let e = check_json(&json!({"messages": [{"role": "user", "content": "ok"},
             {"role": "user", "content": "bad\u{8}"}]}))
         .unwrap_err();

@@ -88,6 +88,9 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     /// How chat turns run.
     pub chat: ChatSettings,
+    /// Whether the pages' session cookie is `Secure` (the server is reached over TLS;
+    /// `serve --secure-cookies`).
+    pub secure_cookies: bool,
 }
 
 impl std::fmt::Debug for AppState {
@@ -95,6 +98,7 @@ impl std::fmt::Debug for AppState {
         f.debug_struct("AppState")
             .field("model", &self.model.id())
             .field("chat", &self.chat)
+            .field("secure_cookies", &self.secure_cookies)
             .finish_non_exhaustive()
     }
 }
@@ -116,6 +120,7 @@ impl AppState {
             market,
             clock,
             chat: ChatSettings::default(),
+            secure_cookies: false,
         }
     }
 

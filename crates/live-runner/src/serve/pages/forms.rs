@@ -4,8 +4,8 @@
 //! field is held to [`crate::serve::input`]'s rule (no control character; line breaks and tabs
 //! in a fact only) before anything else is checked or quoted back.
 
-use db::{FactEdit, Forget};
 use crate::serve::input::{self, Lines};
+use db::{FactEdit, Forget};
 use serde::Deserialize;
 use types::{ArchiveReason, FactConfidence, MAX_FACT_CHARS, MAX_FACT_TOPIC_CHARS, MIN_FACT_CHARS};
 
@@ -184,7 +184,11 @@ impl ConfidenceForm {
 impl ArchiveForm {
     /// The reason a person may give on the page (the agent's own `agent_forget` is not one).
     pub(crate) fn check(&self) -> Result<ArchiveReason, String> {
-        input::check("reason", self.reason.as_deref().unwrap_or_default(), Lines::One)?;
+        input::check(
+            "reason",
+            self.reason.as_deref().unwrap_or_default(),
+            Lines::One,
+        )?;
         match self.reason.as_deref().map(str::trim) {
             Some("user_deleted") | None | Some("") => Ok(ArchiveReason::UserDeleted),
             Some("user_corrected") => Ok(ArchiveReason::UserCorrected),
@@ -255,7 +259,11 @@ mod tests {
             fact: Some("I never\0 trade alts.".into()),
             ..AddForm::default()
         };
-        assert!(nul.check().unwrap_err().starts_with("fact: a control character (U+0000)"));
+        assert!(
+            nul.check()
+                .unwrap_err()
+                .starts_with("fact: a control character (U+0000)")
+        );
         let lines = AddForm {
             fact: Some("Two rules:\r\n- no alts\n\t- no leverage".into()),
             topic: Some("risk".into()),
@@ -269,7 +277,12 @@ mod tests {
             topic: Some("ri\nsk".into()),
             confidence: None,
         };
-        assert!(topic.check().unwrap_err().starts_with("topic: a control character (U+000A)"));
+        assert!(
+            topic
+                .check()
+                .unwrap_err()
+                .starts_with("topic: a control character (U+000A)")
+        );
         assert!(
             EditForm {
                 fact: Some("bell\u{7}".into()),
@@ -299,7 +312,12 @@ mod tests {
             reason: Some("CPI\0".into()),
             flatten: None,
         };
-        assert!(control.check().unwrap_err().starts_with("reason: a control character"));
+        assert!(
+            control
+                .check()
+                .unwrap_err()
+                .starts_with("reason: a control character")
+        );
         assert_eq!(
             ControlForm {
                 reason: Some(" CPI at 14:30 ".into()),
