@@ -411,6 +411,9 @@ async fn every_answer_carries_the_security_headers() {
     }
 }
 
+/// A page form's path, its fields, and the field the refusal must name.
+type FormProbe = (String, Vec<(&'static str, &'static str)>, &'static str);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_control_character_in_any_text_field_is_a_422_naming_it_and_nothing_is_stored() {
     let s = server(no_model()).await;
@@ -489,7 +492,7 @@ async fn a_control_character_in_any_text_field_is_a_422_naming_it_and_nothing_is
     }
 
     // The pages: each form's text fields, the message on the page.
-    let forms: Vec<(String, Vec<(&str, &str)>, &str)> = vec![
+    let forms: Vec<FormProbe> = vec![
         (
             "/profile/facts".into(),
             vec![("fact", "I never\u{0} trade alts."), ("topic", "risk")],
