@@ -32,6 +32,7 @@ mod serve_controls;
 mod serve_facts;
 mod serve_isolation;
 mod serve_memory;
+mod serve_security;
 mod serve_validation;
 mod serve_wire;
 mod ticks_pg;

@@ -65,6 +65,26 @@ mod tests {
 
     use super::render;
 
+    /// The Content-Security-Policy allows no inline script or style: no template may hold a
+    /// `<script>`, a `<style>`, a `style=""` attribute or an `on…=` handler (they would not run
+    /// or apply; put the rules in `pages.css`).
+    #[test]
+    fn no_template_holds_inline_script_or_style() {
+        for (name, source) in super::TEMPLATES {
+            let lower = source.to_ascii_lowercase();
+            for banned in ["<script", "<style", " style=", "javascript:"] {
+                assert!(!lower.contains(banned), "{name} holds `{banned}`");
+            }
+            let handler = lower.split_whitespace().find(|word| {
+                word.strip_prefix("on").is_some_and(|rest| {
+                    rest.split_once('=')
+                        .is_some_and(|(event, _)| event.chars().all(|c| c.is_ascii_lowercase()))
+                })
+            });
+            assert_eq!(handler, None, "{name} holds an event handler attribute");
+        }
+    }
+
     #[test]
     fn every_template_parses_and_escapes() {
         let html = render(
