@@ -63,6 +63,14 @@ pub(crate) struct World {
 
 /// A server answering chat turns with `model`.
 pub(crate) async fn server(model: Arc<dyn LanguageModel>) -> Server {
+    server_with_clock(model, Arc::new(SystemClock)).await
+}
+
+/// A server answering chat turns with `model` whose "now" is `clock`'s.
+pub(crate) async fn server_with_clock(
+    model: Arc<dyn LanguageModel>,
+    clock: Arc<dyn types::Clock>,
+) -> Server {
     let pg = postgres().await;
     let Store::Postgres(store) = pg.store.clone() else {
         panic!("the harness opens PostgreSQL")
@@ -73,7 +81,7 @@ pub(crate) async fn server(model: Arc<dyn LanguageModel>) -> Server {
         auth.clone(),
         model,
         Arc::new(tools::Preloaded::new()),
-        Arc::new(SystemClock),
+        clock,
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
