@@ -114,8 +114,11 @@ fn from_fills(fills: &[db::StoredFill]) -> (Decimal, Decimal, Decimal, Decimal) 
     (realized, fees, qty, avg)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_dashboard_shows_equity_pnl_the_timeline_filter_and_the_exact_prompt() {
+type Log = Arc<Mutex<Vec<Arc<ScriptedModel>>>>;
+
+/// The server (its clock in the ticks' day) and a paper deployment of [`OWNER`] ticked five
+/// times: open, rejected, close, open with stop and target, nothing.
+async fn seeded() -> (Server, Uuid, Log, String) {
     let first = t("2026-11-02T12:00:00Z");
     let hour = Duration::hours(1);
     let s = server_with_clock(no_model(), Arc::new(FixedClock(first + hour * 8))).await;
@@ -151,6 +154,12 @@ async fn the_dashboard_shows_equity_pnl_the_timeline_filter_and_the_exact_prompt
         r.clone().run(std::future::pending()).await.expect("run");
         assert_eq!(r.metrics().ticks("recorded"), 1, "bar {bar}");
     }
+    (s, id, log, skill.name)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_shows_equity_pnl_the_timeline_filter_and_the_exact_prompt() {
+    let (s, id, log, skill_name) = seeded().await;
 
     // Independently of the pages: the PnL from the fills, the equity the runner recorded.
     let d = s.store.get_deployment(id).await.unwrap();
@@ -169,7 +178,7 @@ async fn the_dashboard_shows_equity_pnl_the_timeline_filter_and_the_exact_prompt
     let (status, html) = page(&s, "/deployments", &token).await;
     assert_eq!(status, StatusCode::OK, "{html}");
     let row = format!("id=\"deployment-{id}\"");
-    assert!(html.contains(&format!("href=\"/deployments/{id}\">{}</a>", skill.name)));
+    assert!(html.contains(&format!("href=\"/deployments/{id}\">{skill_name}</a>")));
     assert_eq!(
         text_after(&html, &row, "class=\"num equity\""),
         text::money(d.equity_usd)
@@ -298,4 +307,80 @@ fn unescape(s: &str) -> String {
         .replace("&#x27;", "'")
         .replace("&#x2f;", "/")
         .replace("&amp;", "&")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_pages_in_chromium_filter_by_rule_and_show_the_prompt() {
+    use crate::browser::{Browser, docs_image};
+
+    let (s, id, log, _) = seeded().await;
+    let d = s.store.get_deployment(id).await.unwrap();
+    let ticks = tick::read_ticks(&s.store, &db::TickQuery::of(id))
+        .await
+        .unwrap();
+    let rejected = ticks
+        .iter()
+        .find(|t| t.rule.is_some())
+        .expect("a rejection");
+    let rule = rejected.rule.unwrap().as_str();
+    let token = s
+        .auth
+        .mint(OWNER, Duration::hours(1), Utc::now())
+        .expect("mint");
+    let b = Browser::start().await;
+    b.open(&s.url(&format!("/login?token={token}")), "#add-fact")
+        .await;
+    b.open(&s.url("/deployments"), "#deployments").await;
+    assert_eq!(
+        b.find(&format!("#deployment-{id} td.equity"))
+            .await
+            .text()
+            .await
+            .unwrap(),
+        text::money(d.equity_usd)
+    );
+    b.find(&format!("#deployment-{id} td.skill a"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.find("#equity-chart").await;
+    assert_eq!(
+        b.find("#equity").await.text().await.unwrap(),
+        text::money(d.equity_usd)
+    );
+    b.screenshot(&docs_image("dashboard-page.png")).await;
+
+    // The timeline's plain GET form, filtered by the rejection's rule code.
+    b.find("#timeline-link").await.click().await.unwrap();
+    b.find("#filter").await;
+    b.find(&format!("#rule option[value='{rule}']"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.find("#apply").await.click().await.unwrap();
+    // The filtered page is the one whose rule is selected by the server.
+    b.find(&format!("#rule option[value='{rule}'][selected]"))
+        .await;
+    assert_eq!(b.texts("#ticks tbody tr").await.len(), 1);
+    b.find(&format!("#tick-{} a", rejected.tick_id)).await;
+
+    // The first tick's page: the prompt as the model was sent it.
+    let sent = log.lock().unwrap()[0].requests().remove(0);
+    b.open(
+        &s.url(&format!("/deployments/{id}/ticks/{}", ticks[0].tick_id)),
+        "#system-prompt",
+    )
+    .await;
+    let shown = b
+        .find("#system-prompt")
+        .await
+        .prop("textContent")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(shown, sent.system);
+    b.screenshot(&docs_image("tick-page.png")).await;
+    b.close().await;
 }
