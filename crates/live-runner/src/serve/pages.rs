@@ -16,6 +16,9 @@
 //!   history and the prompt the agent sees now, the same data as `GET
 //!   /api/deployments/{id}/memory` and `…/controls`; `POST /deployments/{id}/pause|resume|stop`
 //!   (a reason, and for stop a `flatten` checkbox) change it as the API does.
+//! - `GET /deployments`, `/deployments/{id}`, `/deployments/{id}/ticks`,
+//!   `/deployments/{id}/ticks/{tick}` — the dashboard ([`dashboard`]): the deployments list, a
+//!   deployment's summary and equity curve, its decision timeline and what one tick's model saw.
 //!
 //! Every page reads and writes through the caller's row-level-security scope and the same
 //! audited `FactStore` methods as the API. Every change is a plain form POST answered by a 303
@@ -30,6 +33,8 @@
 //! its handler runs — the login form's included, so another site cannot log a browser in as
 //! someone else. The cookie is also `SameSite=Lax`.
 
+mod chart;
+mod dashboard;
 mod forms;
 mod render;
 mod view;
@@ -172,6 +177,7 @@ pub fn router() -> Router<AppState> {
         .route("/deployments/{id}/pause", post(pause_deployment))
         .route("/deployments/{id}/resume", post(resume_deployment))
         .route("/deployments/{id}/stop", post(stop_deployment))
+        .merge(dashboard::router())
 }
 
 /// The pages' one stylesheet (the Content-Security-Policy allows no inline style).

@@ -8,6 +8,7 @@ mod chat_terminal;
 mod cli;
 mod common;
 mod controls_pg;
+mod dashboard_pg;
 mod derivatives_pg;
 mod events_pg;
 mod exit_codes_pg;

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use minijinja::{AutoEscape, Environment, Value};
 
-const TEMPLATES: [(&str, &str); 6] = [
+const TEMPLATES: [(&str, &str); 10] = [
     (
         "base.html",
         include_str!("../../../templates/pages/base.html"),
@@ -30,6 +30,22 @@ const TEMPLATES: [(&str, &str); 6] = [
     (
         "error.html",
         include_str!("../../../templates/pages/error.html"),
+    ),
+    (
+        "deployments.html",
+        include_str!("../../../templates/pages/deployments.html"),
+    ),
+    (
+        "deployment.html",
+        include_str!("../../../templates/pages/deployment.html"),
+    ),
+    (
+        "ticks.html",
+        include_str!("../../../templates/pages/ticks.html"),
+    ),
+    (
+        "tick.html",
+        include_str!("../../../templates/pages/tick.html"),
     ),
 ];
 

@@ -71,6 +71,22 @@ pub(crate) async fn server_with(
     model: Arc<dyn LanguageModel>,
     configure: impl FnOnce(&mut AppState),
 ) -> Server {
+    server_configured(model, Arc::new(SystemClock), configure).await
+}
+
+/// A server answering chat turns with `model` whose "now" is `clock`'s.
+pub(crate) async fn server_with_clock(
+    model: Arc<dyn LanguageModel>,
+    clock: Arc<dyn types::Clock>,
+) -> Server {
+    server_configured(model, clock, |_| {}).await
+}
+
+async fn server_configured(
+    model: Arc<dyn LanguageModel>,
+    clock: Arc<dyn types::Clock>,
+    configure: impl FnOnce(&mut AppState),
+) -> Server {
     let pg = postgres().await;
     let Store::Postgres(store) = pg.store.clone() else {
         panic!("the harness opens PostgreSQL")
@@ -81,7 +97,7 @@ pub(crate) async fn server_with(
         auth.clone(),
         model,
         Arc::new(tools::Preloaded::new()),
-        Arc::new(SystemClock),
+        clock,
     );
     configure(&mut state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
