@@ -147,6 +147,26 @@ struct ControlArgs {
     reason: Option<String>,
 }
 
+#[derive(clap::Args)]
+struct TokenLifetimeArg {
+    /// The longest lifetime a token may have (default 30d): `serve` refuses a token that lives
+    /// longer (exp − iat, or exp − now), `token` refuses to mint one.
+    #[arg(long, value_name = "DURATION", env = serve::auth::MAX_LIFETIME_ENV, value_parser = types::cli::parse_duration)]
+    max_token_lifetime: Option<Duration>,
+}
+
+impl TokenLifetimeArg {
+    /// `auth` with this maximum, when one was given.
+    fn apply(&self, auth: Auth) -> anyhow::Result<Auth> {
+        let Some(max) = self.max_token_lifetime else {
+            return Ok(auth);
+        };
+        let max = chrono::Duration::from_std(max)
+            .map_err(|e| anyhow::anyhow!("--max-token-lifetime: {e}"))?;
+        auth.with_max_lifetime(max).context("--max-token-lifetime")
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum BrokerArg {
     /// Simulated fills at Hyperliquid prices (slippage and fees applied).
@@ -275,19 +295,27 @@ enum Command {
         /// Most model calls of one chat turn.
         #[arg(long, default_value_t = chat::DEFAULT_CHAT_MAX_STEPS)]
         max_steps: u32,
+        #[command(flatten)]
+        lifetime: TokenLifetimeArg,
+        /// Mark the pages' session cookie `Secure` (the browser sends it over HTTPS only): set it
+        /// when the server is reached over TLS, e.g. behind a TLS-terminating proxy.
+        #[arg(long)]
+        secure_cookies: bool,
     },
-    /// Print a dev token (HS256, signed with AGENT_JWT_SECRET) for a user, and the pages'
-    /// login link carrying it.
+    /// Print a dev token (HS256, signed with AGENT_JWT_SECRET) for a user, then the address of
+    /// the pages' login form to paste it into (a token never goes in a URL).
     Token {
         /// The user's id (UUID): the token's `sub`.
         #[arg(long)]
         user: Uuid,
-        /// How long the token is valid: 90s, 30m, 1h, 7d.
+        /// How long the token is valid: 90s, 30m, 1h, 7d (at most --max-token-lifetime).
         #[arg(long, default_value = "1h", value_parser = types::cli::parse_duration)]
         ttl: Duration,
-        /// The server's base URL, for the login link.
+        /// The server's base URL, for the login form's address.
         #[arg(long, default_value = "http://127.0.0.1:8080")]
         base_url: String,
+        #[command(flatten)]
+        lifetime: TokenLifetimeArg,
     },
     /// Talk to the chat coach in a terminal as a user: one line per message, /quit (or the
     /// end of input) to leave. Works on a pipe. On PostgreSQL every turn runs as the user under
@@ -705,10 +733,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             model,
             script,
             max_steps,
+            lifetime,
+            secure_cookies,
         } => {
             let auth = Auth::from_env(&types::process_env)
                 .context("the chat server's token secret")
                 .bad_input()?;
+            let auth = lifetime.apply(auth).bad_input()?;
             if max_steps == 0 {
                 refuse!("--max-steps must be at least 1");
             }
@@ -724,6 +755,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 Arc::new(SystemClock),
             );
             state.chat.max_steps = max_steps;
+            state.secure_cookies = secure_cookies;
             let listener = tokio::net::TcpListener::bind(listen)
                 .await
                 .with_context(|| format!("binding {listen}"))?;
@@ -738,16 +770,26 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             user,
             ttl,
             base_url,
+            lifetime,
         } => {
             let auth = Auth::from_env(&types::process_env)
                 .context("signing the token")
                 .bad_input()?;
+            let auth = lifetime.apply(auth).bad_input()?;
             let ttl = chrono::Duration::from_std(ttl)
                 .map_err(|e| anyhow::anyhow!("--ttl: {e}"))
                 .bad_input()?;
-            let token = auth.mint(user, ttl, SystemClock.now())?;
+            let token = auth
+                .mint(user, ttl, SystemClock.now())
+                .map_err(|e| match e {
+                    serve::AuthError::TtlAboveMax { .. } => {
+                        anyhow::Error::new(BadInput(format!("--ttl: {e}")))
+                    }
+                    other => other.into(),
+                })?;
             println!("{token}");
-            println!("{}", serve::auth::login_link(&base_url, &token));
+            println!("{}", serve::auth::login_url(&base_url));
+            eprintln!("paste the token into the form at that address to log in to the pages");
         }
         Command::Chat {
             user,

@@ -575,4 +575,15 @@ impl ToolContext {
     pub fn trades_symbol(&self, symbol: &str) -> bool {
         self.symbols.iter().any(|s| s == symbol)
     }
+
+    /// The problem of a tool argument naming a symbol the deployment does not trade. It names
+    /// the traded symbols only, never the one given: in a blind run a real name the model
+    /// guessed would come back through the lens as its alias, confirming the guess.
+    #[must_use]
+    pub fn not_traded(&self) -> String {
+        format!(
+            "symbol: not traded by this deployment; use one of {}",
+            self.symbols.join(", ")
+        )
+    }
 }

@@ -36,13 +36,7 @@ fn check_symbol(tool: &str, ctx: &ToolContext, symbol: &str) -> Result<(), ToolE
     if ctx.trades_symbol(symbol) {
         Ok(())
     } else {
-        Err(ToolError::invalid(
-            tool,
-            vec![format!(
-                "symbol: {symbol:?} is not traded by this deployment; use one of {}",
-                ctx.symbols.join(", ")
-            )],
-        ))
+        Err(ToolError::invalid(tool, vec![ctx.not_traded()]))
     }
 }
 

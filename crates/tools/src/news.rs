@@ -123,15 +123,7 @@ impl Tool for FetchNewsSentiment {
         let args: FetchNewsArgs = self.args.parser.parse(NAME, args)?;
         let symbols = match &args.symbol {
             Some(s) if self.ctx.trades_symbol(s) => vec![s.clone()],
-            Some(s) => {
-                return Err(ToolError::invalid(
-                    NAME,
-                    vec![format!(
-                        "symbol: {s:?} is not traded by this deployment; use one of {}",
-                        self.ctx.symbols.join(", ")
-                    )],
-                ));
-            }
+            Some(_) => return Err(ToolError::invalid(NAME, vec![self.ctx.not_traded()])),
             None => self.ctx.symbols.clone(),
         };
         let hours = args.hours.unwrap_or(6);

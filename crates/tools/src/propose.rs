@@ -108,11 +108,7 @@ pub fn validate_proposal(
 ) -> Result<ProposedAction, ToolError> {
     let mut problems = Vec::new();
     if !ctx.trades_symbol(&args.symbol) {
-        problems.push(format!(
-            "symbol: {:?} is not traded by this deployment; use one of {}",
-            args.symbol,
-            ctx.symbols.join(", ")
-        ));
+        problems.push(ctx.not_traded());
     }
     let reason = one_line(&args.reason);
     if reason.is_empty() {

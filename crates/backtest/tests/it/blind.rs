@@ -235,7 +235,7 @@ async fn a_blind_run_shows_no_real_market_and_trades_in_real_terms() {
         "ASSET_A",
         "ASSET_B",
         "day -1 23:00",
-        "ASSET_A breaks [price] on [weekday], [month] 2 [year] (day -1); ASSET_B at [price]",
+        "ASSET_A breaks [price] on [weekday], [month] [day] [year] (day -1); ASSET_B at [price]",
         "FOMC decision, [month] [year]",
         "0.0000125",
     ] {

@@ -440,8 +440,11 @@ pub struct NewFactBody {
         message = "must be 4..=500 characters"
     ))]
     pub fact: String,
-    /// A short tag (`risk`, `symbols`, ...), 1..=32 characters.
-    #[validate(length(min = 1, max = MAX_TOPIC, message = "must be 1..=32 characters"))]
+    /// A short tag (`risk`, `symbols`, ...), 1..=32 characters, one line.
+    #[validate(
+        length(min = 1, max = MAX_TOPIC, message = "must be 1..=32 characters"),
+        custom(function = "super::input::one_line")
+    )]
     #[serde(default)]
     pub topic: Option<String>,
     /// `asserted` (default: the user said it) or `inferred`.
@@ -512,6 +515,8 @@ async fn edit_fact(
         ));
     }
     if let Some(Some(topic)) = &body.topic {
+        super::input::check("topic", topic, super::input::Lines::One)
+            .map_err(|message| ApiError::invalid("topic", message))?;
         let n = topic.chars().count();
         if !(1..=MAX_FACT_TOPIC_CHARS).contains(&n) {
             return Err(ApiError::invalid(

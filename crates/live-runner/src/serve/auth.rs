@@ -2,6 +2,12 @@
 //! `authenticated`, `exp`), from `Authorization: Bearer <JWT>` or, for the HTML pages, a
 //! `token` cookie. The secret comes from [`JWT_SECRET_ENV`]; the server does not start without
 //! it. [`Caller`] is the one extractor every user route takes.
+//!
+//! A token is refused (401) when it is expired, not valid yet (`nbf` in the future), issued in
+//! the future (`iat`), or lives longer than the maximum lifetime ([`MAX_LIFETIME_ENV`],
+//! [`DEFAULT_MAX_LIFETIME_DAYS`] days by default): `exp − iat`, and `exp − now` whether or not
+//! the token has an `iat` — so a token valid until the year 3000 is refused however it is
+//! dated. Each time check tolerates [`LEEWAY_SECS`] of clock skew.
 
 use std::sync::Arc;
 
@@ -26,8 +32,13 @@ pub const MIN_SECRET_BYTES: usize = 32;
 pub const USER_ROLE: &str = db::USER_ROLE;
 /// The cookie the pages keep the token in.
 pub const TOKEN_COOKIE: &str = "token";
-/// Clock skew tolerated on `exp`, in seconds.
-const LEEWAY_SECS: u64 = 5;
+/// Clock skew tolerated on `exp`, `nbf`, `iat` and the lifetime, in seconds.
+pub const LEEWAY_SECS: u64 = 5;
+/// The environment variable (and `--max-token-lifetime`) holding the longest lifetime a token
+/// may have, e.g. `30d`, `12h`.
+pub const MAX_LIFETIME_ENV: &str = "AGENT_JWT_MAX_LIFETIME";
+/// The default maximum lifetime of a token, in days.
+pub const DEFAULT_MAX_LIFETIME_DAYS: i64 = 30;
 
 /// Why the auth configuration or a token was refused.
 #[derive(Debug, thiserror::Error)]
@@ -44,12 +55,36 @@ pub enum AuthError {
     /// A token's lifetime must be positive.
     #[error("a token's lifetime must be positive (got {0})")]
     BadTtl(Duration),
+    /// A token may not live longer than the maximum the server accepts.
+    #[error(
+        "a token's lifetime of {} is above the maximum of {} the server accepts \
+         (--max-token-lifetime / {MAX_LIFETIME_ENV})",
+        days_text(*ttl),
+        days_text(*max)
+    )]
+    TtlAboveMax {
+        /// The lifetime asked for.
+        ttl: Duration,
+        /// The maximum.
+        max: Duration,
+    },
     /// Signing failed (a library error; should not happen with an HMAC key).
     #[error("signing the token: {0}")]
     Sign(#[from] jsonwebtoken::errors::Error),
 }
 
-/// The claims of a user token (Supabase's shape; other claims are ignored).
+/// A lifetime for a message: `30d`, or `1d 1h` / `6h 0m` / `45m` in the pages' style.
+fn days_text(d: Duration) -> String {
+    let s = d.num_seconds();
+    if s % 86_400 == 0 {
+        format!("{}d", s / 86_400)
+    } else {
+        types::text::span(s / 60)
+    }
+}
+
+/// The claims of a user token (Supabase's shape; other claims are ignored; `nbf`, when present,
+/// is checked by the decoder).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claims {
     /// The user's id.
@@ -70,6 +105,7 @@ pub struct Auth {
     encoding: Arc<EncodingKey>,
     decoding: Arc<DecodingKey>,
     validation: Arc<Validation>,
+    max_lifetime: Duration,
 }
 
 impl std::fmt::Debug for Auth {
@@ -79,7 +115,8 @@ impl std::fmt::Debug for Auth {
 }
 
 impl Auth {
-    /// Keys from `secret`.
+    /// Keys from `secret`, accepting tokens of at most [`DEFAULT_MAX_LIFETIME_DAYS`] days
+    /// ([`Auth::with_max_lifetime`] changes it).
     ///
     /// # Errors
     /// [`AuthError::MissingSecret`] for a blank secret, [`AuthError::ShortSecret`] below
@@ -95,13 +132,34 @@ impl Auth {
         let mut validation = Validation::new(Algorithm::HS256);
         validation.set_required_spec_claims(&["exp", "sub"]);
         validation.leeway = LEEWAY_SECS;
+        // A token that is not valid yet is refused (within the leeway).
+        validation.validate_nbf = true;
         // Supabase tokens carry `aud: authenticated`; the role claim is what we check.
         validation.validate_aud = false;
         Ok(Self {
             encoding: Arc::new(EncodingKey::from_secret(secret.as_bytes())),
             decoding: Arc::new(DecodingKey::from_secret(secret.as_bytes())),
             validation: Arc::new(validation),
+            max_lifetime: Duration::days(DEFAULT_MAX_LIFETIME_DAYS),
         })
+    }
+
+    /// The same keys, accepting tokens that live at most `max`.
+    ///
+    /// # Errors
+    /// [`AuthError::BadTtl`] for a maximum ≤ 0.
+    pub fn with_max_lifetime(mut self, max: Duration) -> Result<Self, AuthError> {
+        if max <= Duration::zero() {
+            return Err(AuthError::BadTtl(max));
+        }
+        self.max_lifetime = max;
+        Ok(self)
+    }
+
+    /// The longest lifetime a token may have.
+    #[must_use]
+    pub fn max_lifetime(&self) -> Duration {
+        self.max_lifetime
     }
 
     /// Keys from the secret in [`JWT_SECRET_ENV`] of `env`.
@@ -116,7 +174,8 @@ impl Auth {
     /// A user token for `user_id`, valid from `now` for `ttl`.
     ///
     /// # Errors
-    /// [`AuthError::BadTtl`] for a lifetime ≤ 0; [`AuthError::Sign`] if signing fails.
+    /// [`AuthError::BadTtl`] for a lifetime ≤ 0, [`AuthError::TtlAboveMax`] above the maximum
+    /// lifetime (the server would refuse the token); [`AuthError::Sign`] if signing fails.
     pub fn mint(
         &self,
         user_id: Uuid,
@@ -125,6 +184,12 @@ impl Auth {
     ) -> Result<String, AuthError> {
         if ttl <= Duration::zero() {
             return Err(AuthError::BadTtl(ttl));
+        }
+        if ttl > self.max_lifetime {
+            return Err(AuthError::TtlAboveMax {
+                ttl,
+                max: self.max_lifetime,
+            });
         }
         let claims = Claims {
             sub: user_id,
@@ -139,11 +204,11 @@ impl Auth {
         )?)
     }
 
-    /// Signs arbitrary claims (tests: expired tokens, other roles).
+    /// Signs arbitrary claims (tests: expired tokens, other roles, `nbf`, long lifetimes).
     ///
     /// # Errors
     /// [`AuthError::Sign`] if signing fails.
-    pub fn sign(&self, claims: &Claims) -> Result<String, AuthError> {
+    pub fn sign<C: Serialize>(&self, claims: &C) -> Result<String, AuthError> {
         Ok(jsonwebtoken::encode(
             &Header::new(Algorithm::HS256),
             claims,
@@ -151,16 +216,26 @@ impl Auth {
         )?)
     }
 
-    /// The caller a token names: HS256 with this secret, not expired (against the wall clock,
-    /// with a few seconds of leeway), `sub` a UUID, `role` = [`USER_ROLE`].
+    /// The caller a token names: HS256 with this secret, not expired and valid already (`nbf`;
+    /// against the wall clock, with [`LEEWAY_SECS`] of leeway), not issued in the future, no
+    /// longer-lived than the maximum lifetime, `sub` a UUID, `role` = [`USER_ROLE`].
     ///
     /// # Errors
     /// A 401 [`ApiError`] saying which of those failed.
     pub fn verify(&self, token: &str) -> Result<Caller, ApiError> {
+        self.verify_at(token, Utc::now())
+    }
+
+    /// [`Auth::verify`] with `now` for the `iat` and lifetime checks (`exp` and `nbf` are the
+    /// decoder's, against the wall clock).
+    fn verify_at(&self, token: &str, now: DateTime<Utc>) -> Result<Caller, ApiError> {
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
             .map_err(|e| {
                 ApiError::unauthorized(match e.kind() {
                     ErrorKind::ExpiredSignature => "the token has expired".to_owned(),
+                    ErrorKind::ImmatureSignature => {
+                        "the token is not valid yet (its `nbf` is in the future)".to_owned()
+                    }
                     ErrorKind::InvalidSignature => {
                         "the token's signature does not match (signed with another secret?)"
                             .to_owned()
@@ -173,6 +248,7 @@ impl Auth {
                     _ => format!("the token is invalid ({e})"),
                 })
             })?;
+        self.check_lifetime(&data.claims, now)?;
         if data.claims.role != USER_ROLE {
             return Err(ApiError::unauthorized(format!(
                 "the token's role is {:?}; user routes need {USER_ROLE:?}",
@@ -182,6 +258,40 @@ impl Auth {
         Ok(Caller {
             user_id: data.claims.sub,
         })
+    }
+}
+
+impl Auth {
+    /// Refuses a token issued in the future or living longer than the maximum: `exp − iat` when
+    /// it has an `iat`, and `exp − now` always.
+    fn check_lifetime(&self, claims: &Claims, now: DateTime<Utc>) -> Result<(), ApiError> {
+        let leeway = i64::try_from(LEEWAY_SECS).unwrap_or(i64::MAX);
+        let max = self.max_lifetime.num_seconds();
+        let now = now.timestamp();
+        let too_long = |span: i64, what: &str| {
+            ApiError::unauthorized(format!(
+                "the token lives too long: {} {what}, above the maximum of {} (mint one with a \
+                 shorter lifetime)",
+                days_text(Duration::seconds(span)),
+                days_text(self.max_lifetime)
+            ))
+        };
+        if let Some(iat) = claims.iat {
+            if iat > now.saturating_add(leeway) {
+                return Err(ApiError::unauthorized(
+                    "the token is issued in the future (its `iat` is after now)",
+                ));
+            }
+            let lifetime = claims.exp.saturating_sub(iat);
+            if lifetime > max {
+                return Err(too_long(lifetime, "from `iat` to `exp`"));
+            }
+        }
+        let remaining = claims.exp.saturating_sub(now);
+        if remaining > max.saturating_add(leeway) {
+            return Err(too_long(remaining, "from now to `exp`"));
+        }
+        Ok(())
     }
 }
 
@@ -245,10 +355,11 @@ where
     }
 }
 
-/// The login link of the pages for `token` on a server at `base` (e.g. `http://127.0.0.1:8080`).
+/// The address of the pages' login form on a server at `base` (e.g. `http://127.0.0.1:8080`):
+/// a token is pasted there and posted in the form's body, never put in a URL.
 #[must_use]
-pub fn login_link(base: &str, token: &str) -> String {
-    format!("{}/login?token={token}", base.trim_end_matches('/'))
+pub fn login_url(base: &str) -> String {
+    format!("{}/login", base.trim_end_matches('/'))
 }
 
 #[cfg(test)]
@@ -290,5 +401,70 @@ mod tests {
         assert!(auth.verify(&service).unwrap_err().message.contains("role"));
         assert!(matches!(Auth::new("short"), Err(AuthError::ShortSecret(5))));
         assert!(matches!(Auth::new("  "), Err(AuthError::MissingSecret)));
+    }
+
+    #[test]
+    fn nbf_and_the_maximum_lifetime_are_enforced() {
+        let auth = Auth::new(SECRET).unwrap();
+        let user = Uuid::from_u128(7);
+        let now = Utc::now();
+        let sign = |claims: serde_json::Value| auth.sign(&claims).unwrap();
+        let base = |exp: DateTime<Utc>| serde_json::json!({"sub": user, "role": USER_ROLE, "exp": exp.timestamp()});
+
+        // nbf: in the future refused, within the leeway or past accepted.
+        let mut later = base(now + Duration::hours(1));
+        later["nbf"] = (now + Duration::minutes(10)).timestamp().into();
+        let e = auth.verify(&sign(later)).unwrap_err();
+        assert_eq!(e.status, axum::http::StatusCode::UNAUTHORIZED);
+        assert!(e.message.contains("not valid yet"), "{}", e.message);
+        let mut skewed = base(now + Duration::hours(1));
+        skewed["nbf"] = (now + Duration::seconds(2)).timestamp().into();
+        assert!(auth.verify(&sign(skewed)).is_ok());
+        let mut past = base(now + Duration::hours(1));
+        past["nbf"] = (now - Duration::hours(1)).timestamp().into();
+        assert!(auth.verify(&sign(past)).is_ok());
+
+        // The maximum lifetime: exp − iat, and exp − now without iat.
+        let year_3000 = DateTime::parse_from_rfc3339("3000-01-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let e = auth.verify(&sign(base(year_3000))).unwrap_err();
+        assert!(e.message.contains("lives too long"), "{}", e.message);
+        assert!(e.message.contains("from now to `exp`"), "{}", e.message);
+        // Dated a day before its expiry in 3000: still refused (exp − now).
+        let mut dated = base(year_3000);
+        dated["iat"] = (year_3000 - Duration::days(1)).timestamp().into();
+        let e = auth.verify_at(&sign(dated.clone()), now).unwrap_err();
+        assert!(e.message.contains("issued in the future"), "{}", e.message);
+        let mut long = base(now + Duration::days(20));
+        long["iat"] = (now - Duration::days(11)).timestamp().into();
+        let e = auth.verify(&sign(long)).unwrap_err();
+        assert!(e.message.contains("from `iat` to `exp`"), "{}", e.message);
+        assert!(
+            e.message.contains("above the maximum of 30d"),
+            "{}",
+            e.message
+        );
+        assert!(auth.verify(&sign(base(now + Duration::days(29)))).is_ok());
+        assert!(
+            auth.verify(
+                &auth
+                    .mint(user, Duration::days(DEFAULT_MAX_LIFETIME_DAYS), now)
+                    .unwrap()
+            )
+            .is_ok()
+        );
+
+        // A shorter maximum; minting above it is refused up front.
+        let short = auth.clone().with_max_lifetime(Duration::hours(2)).unwrap();
+        assert!(short.verify(&sign(base(now + Duration::hours(3)))).is_err());
+        assert!(short.verify(&sign(base(now + Duration::hours(1)))).is_ok());
+        let e = short.mint(user, Duration::hours(3), now).unwrap_err();
+        assert!(matches!(e, AuthError::TtlAboveMax { .. }));
+        assert!(e.to_string().contains("above the maximum of 2h 0m"), "{e}");
+        assert!(matches!(
+            auth.clone().with_max_lifetime(Duration::zero()),
+            Err(AuthError::BadTtl(_))
+        ));
     }
 }

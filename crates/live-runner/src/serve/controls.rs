@@ -24,7 +24,10 @@ const MAX_REASON: u64 = db::MAX_CONTROL_REASON_CHARS as u64;
 pub struct ControlBody {
     /// Why, kept in the audit trail (1..=500 characters, one line).
     #[serde(default)]
-    #[validate(length(min = 1, max = MAX_REASON, message = "must be 1..=500 characters"))]
+    #[validate(
+        length(min = 1, max = MAX_REASON, message = "must be 1..=500 characters"),
+        custom(function = "super::input::one_line")
+    )]
     pub reason: Option<String>,
     /// Stop only: also close every open position through the deployment's broker.
     #[serde(default)]

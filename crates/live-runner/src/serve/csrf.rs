@@ -6,7 +6,10 @@
 //!   bookmarked by the user). `same-site` is refused: another port of the same host is the same
 //!   *site* but not the same *origin*, and a page there must not change anything here.
 //! - `Origin`, when sent, must be this server's: `http(s)://` + the request's `Host` exactly
-//!   (port included); `null` is refused.
+//!   (port included). `null` is refused, except with `Sec-Fetch-Site: same-origin`: a browser
+//!   sends `Origin: null` on its own pages' form posts when the page's `Referrer-Policy` is
+//!   `no-referrer` (as this server's are), and the `Sec-Fetch-Site` it sends, which no page can
+//!   set, says the form is this server's.
 //!
 //! A request with neither header is not a browser's form or script (browsers send `Origin` on
 //! every cross-origin POST): it passes. `SameSite=Lax` on the cookie stays as a second line.
@@ -32,9 +35,11 @@ pub fn check(method: &Method, headers: &HeaderMap) -> Result<(), String> {
     {
         return Ok(());
     }
+    let mut same_origin = false;
     if let Some(site) = headers.get("sec-fetch-site") {
         match site.to_str().map(str::trim) {
-            Ok(s) if s.eq_ignore_ascii_case("same-origin") || s.eq_ignore_ascii_case("none") => {}
+            Ok(s) if s.eq_ignore_ascii_case("same-origin") => same_origin = true,
+            Ok(s) if s.eq_ignore_ascii_case("none") => {}
             Ok(s) => {
                 return Err(format!(
                     "a state change from another origin is refused (Sec-Fetch-Site: {s})"
@@ -45,6 +50,10 @@ pub fn check(method: &Method, headers: &HeaderMap) -> Result<(), String> {
     }
     if let Some(origin) = headers.get(ORIGIN) {
         let origin = origin.to_str().unwrap_or_default().trim();
+        // Under `Referrer-Policy: no-referrer` a browser's own same-origin post says `null`.
+        if same_origin && origin == "null" {
+            return Ok(());
+        }
         let host = headers
             .get(HOST)
             .and_then(|h| h.to_str().ok())
@@ -108,6 +117,8 @@ mod tests {
                 ("origin", "http://127.0.0.1:8080"),
             ],
             vec![host, ("sec-fetch-site", "none")],
+            // A same-origin form post from a page whose Referrer-Policy is no-referrer.
+            vec![host, ("sec-fetch-site", "same-origin"), ("origin", "null")],
             // Not the cookie's: a bearer token cannot come from another origin's page.
             vec![
                 host,
@@ -121,6 +132,9 @@ mod tests {
             vec![host, ("origin", "http://127.0.0.1:9999")],
             vec![host, ("origin", "http://evil.test")],
             vec![host, ("origin", "null")],
+            vec![host, ("origin", "null"), ("sec-fetch-site", "none")],
+            vec![host, ("origin", "null"), ("sec-fetch-site", "cross-site")],
+            vec![host, ("origin", "null"), ("sec-fetch-site", "same-site")],
             vec![host, ("origin", "http://127.0.0.1:8080.evil.test")],
             vec![host, ("origin", "ht\u{e9}://127.0.0.1:8080")],
             vec![host, ("sec-fetch-site", "same-site")],

@@ -2,10 +2,12 @@
 //! every failure — a bad token, a bad body, an unknown id, a store failure — including axum's own
 //! extractor rejections, which [`ApiJson`], [`ApiPath`] and [`ApiQuery`] map to it.
 
+use axum::body::Bytes;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::StatusCode;
+use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -192,7 +194,9 @@ pub fn validation_error(errors: &ValidationErrors) -> ApiError {
 
 /// A JSON body, deserialised and then validated (`validator`): a body that is not JSON or
 /// not of the expected shape is 400/422 naming what serde found (e.g. `missing field
-/// \`fact\``), one that breaks a rule is 422 naming the field. Never axum's plain-text rejection.
+/// \`fact\``), one with a control character in any string is 422 naming its field
+/// ([`super::input::check_json`]), one that breaks a rule is 422 naming the field. Never axum's
+/// plain-text rejection.
 #[derive(Debug, Clone)]
 pub struct ApiJson<T>(pub T);
 
@@ -204,12 +208,43 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let axum::Json(value) = axum::Json::<T>::from_request(req, state)
+        if !json_content_type(req.headers()) {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "Expected request with `Content-Type: application/json`: send Content-Type: \
+                 application/json",
+            ));
+        }
+        // The body's bytes (within the router's body limit), read once: parsed into `T` with
+        // serde's field paths, and walked for control characters.
+        let bytes = Bytes::from_request(req, state)
             .await
-            .map_err(json_rejection)?;
+            .map_err(|r| ApiError::new(r.status(), r.body_text()))?;
+        let axum::Json(value) = axum::Json::<T>::from_bytes(&bytes).map_err(json_rejection)?;
+        let raw: serde_json::Value = serde_json::from_slice(&bytes)
+            .map_err(|e| ApiError::bad_request(format!("the body is not JSON: {e}")))?;
+        super::input::check_json(&raw)?;
         value.validate().map_err(|e| validation_error(&e))?;
         Ok(ApiJson(value))
     }
+}
+
+/// Whether the request says its body is JSON (`application/json`, or `application/…+json`), as
+/// axum's `Json` decides it.
+fn json_content_type(headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    let Some((kind, subtype)) = essence.split_once('/') else {
+        return false;
+    };
+    kind == "application" && (subtype == "json" || subtype.ends_with("+json"))
 }
 
 /// Largest optional body read by [`OptionalJson`], in bytes.

@@ -64,7 +64,10 @@ pub fn parse_status(status: Option<&str>) -> Result<Option<HeldStatus>, ApiError
 pub struct ReviewBody {
     /// Why, kept with the review (1..=500 characters, one line).
     #[serde(default)]
-    #[validate(length(min = 1, max = MAX_REASON, message = "must be 1..=500 characters"))]
+    #[validate(
+        length(min = 1, max = MAX_REASON, message = "must be 1..=500 characters"),
+        custom(function = "super::input::one_line")
+    )]
     pub reason: Option<String>,
 }
 
@@ -155,12 +158,8 @@ pub fn checked_reason(reason: Option<&str>) -> Result<Option<String>, ApiError> 
     let Some(reason) = reason.map(str::trim).filter(|r| !r.is_empty()) else {
         return Ok(None);
     };
-    if reason.chars().any(char::is_control) {
-        return Err(ApiError::invalid(
-            "reason",
-            "reason: one line of text, without control characters",
-        ));
-    }
+    super::input::check("reason", reason, super::input::Lines::One)
+        .map_err(|message| ApiError::invalid("reason", message))?;
     let n = reason.chars().count();
     if n > db::MAX_REVIEW_REASON_CHARS {
         return Err(ApiError::invalid(

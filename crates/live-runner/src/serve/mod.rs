@@ -11,12 +11,18 @@
 //! - Cross-site requests ([`csrf`]): a state change that the `token` cookie could authenticate
 //!   must come from the server's own origin (`Origin` / `Sec-Fetch-Site`); another origin —
 //!   another port of the same host included — gets a 403 before any handler runs.
+//! - Security headers ([`headers`]): every answer carries a Content-Security-Policy without
+//!   inline script or style and with `frame-ancestors 'none'`, `nosniff` and
+//!   `Referrer-Policy: no-referrer`.
 //! - Controls ([`controls`]): pause, resume and stop a deployment from the API and the pages,
 //!   audited as the caller.
 //! - The review queue ([`lessons`]): held lessons listed with why they were held, accepted or
 //!   rejected from the API and the `/lessons` page, audited as the caller.
 //! - Errors ([`error`]): one JSON shape, `{"error": "...", "field": "..."?}`; bad bodies are
 //!   400/422 naming the field, unknown (or other users') ids 404, never a 500 for bad input.
+//! - Request text ([`input`]): a control character (a NUL, ...) in any text field of a JSON
+//!   body or a form is a 422 naming the field; line breaks and tabs only where text may span
+//!   lines.
 //!
 //! `/healthz` answers here too; `/metrics` stays with `live-runner run` (the counters are the
 //! tick loop's, and a `serve` process does not tick).
@@ -26,6 +32,8 @@ pub mod auth;
 pub mod controls;
 pub mod csrf;
 pub mod error;
+pub mod headers;
+pub mod input;
 pub mod lessons;
 pub mod model;
 pub mod pages;
@@ -83,6 +91,9 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     /// How chat turns run.
     pub chat: ChatSettings,
+    /// Whether the pages' session cookie is `Secure` (the server is reached over TLS;
+    /// `serve --secure-cookies`).
+    pub secure_cookies: bool,
 }
 
 impl std::fmt::Debug for AppState {
@@ -90,6 +101,7 @@ impl std::fmt::Debug for AppState {
         f.debug_struct("AppState")
             .field("model", &self.model.id())
             .field("chat", &self.chat)
+            .field("secure_cookies", &self.secure_cookies)
             .finish_non_exhaustive()
     }
 }
@@ -111,6 +123,7 @@ impl AppState {
             market,
             clock,
             chat: ChatSettings::default(),
+            secure_cookies: false,
         }
     }
 
@@ -156,7 +169,7 @@ pub async fn connect_postgres(url: &str) -> Result<PgStore, ServeError> {
 }
 
 /// The whole application: `/healthz`, the API under `/api`, the pages, and a JSON 404 for
-/// anything else.
+/// anything else; behind the cross-origin guard and with the security headers on every answer.
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
@@ -164,6 +177,8 @@ pub fn router(state: AppState) -> Router {
         .merge(pages::router())
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(axum::middleware::from_fn(csrf::guard))
+        // Outermost: the guard's refusals carry the headers too.
+        .layer(axum::middleware::from_fn(headers::set))
         .with_state(state)
 }
 

@@ -1,9 +1,13 @@
 //! The pages (issue #14 item 6): server-rendered HTML from the same server as the JSON API,
 //! usable without JavaScript.
 //!
-//! - `GET /login` — a form to paste a token; `GET /login?token=…` (the link `live-runner token`
-//!   prints) and `POST /login` check the token and set it as an HttpOnly, SameSite=Lax `token`
-//!   cookie, then redirect to `/profile/facts`. `POST /logout` clears it.
+//! - `GET /static/pages.css` — the pages' stylesheet (no page holds inline style or script:
+//!   [`super::headers`]).
+//! - `GET /login` — a form to paste a token; `POST /login` (the token in the form's body) checks
+//!   it and sets it as the `token` cookie — HttpOnly, SameSite=Lax, `Secure` with `serve
+//!   --secure-cookies` — then redirects to `/profile/facts`. A token is never taken from a URL
+//!   (it would stay in the history, the logs and `Referer` headers): `GET /login?token=…` is a
+//!   400 that sets nothing. `POST /logout` clears the cookie.
 //! - `GET /profile/facts[?archived=true]` — the caller's facts; `POST /profile/facts` adds one
 //!   (source `profile`), `POST /profile/facts/{id}/edit` (text, topic), `…/confidence`
 //!   (promote / demote), `…/archive` (a reason).
@@ -14,6 +18,9 @@
 //!   history (and how many held lessons wait) and the prompt the agent sees now, the same data as `GET
 //!   /api/deployments/{id}/memory` and `…/controls`; `POST /deployments/{id}/pause|resume|stop`
 //!   (a reason, and for stop a `flatten` checkbox) change it as the API does.
+//! - `GET /deployments`, `/deployments/{id}`, `/deployments/{id}/ticks`,
+//!   `/deployments/{id}/ticks/{tick}` — the dashboard ([`dashboard`]): the deployments list, a
+//!   deployment's summary and equity curve, its decision timeline and what one tick's model saw.
 //!
 //! Every page reads and writes through the caller's row-level-security scope and the same
 //! audited `FactStore` methods as the API. Every change is a plain form POST answered by a 303
@@ -25,8 +32,11 @@
 //!
 //! Cross-site requests: every POST is checked by the server's guard ([`super::csrf`]): one from
 //! another origin (another site, or another port of this host) is refused with a 403 before
-//! its handler runs. The cookie is also `SameSite=Lax`.
+//! its handler runs — the login form's included, so another site cannot log a browser in as
+//! someone else. The cookie is also `SameSite=Lax`.
 
+mod chart;
+mod dashboard;
 mod forms;
 mod lessons;
 mod render;
@@ -35,7 +45,7 @@ mod view;
 use axum::Router;
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Form, FromRef, FromRequestParts, Path, Query, State};
-use axum::http::header::{LOCATION, SET_COOKIE};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, SET_COOKIE};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
@@ -121,12 +131,17 @@ impl FactsQuery {
     }
 }
 
-/// `?token=` on `/login`.
+/// `?token=` on `/login`: refused, never used.
 #[derive(Debug, Default, Deserialize)]
 struct LoginQuery {
     #[serde(default)]
     token: Option<String>,
 }
+
+/// Why `GET /login?token=…` logs no one in.
+const TOKEN_IN_URL: &str = "token: a token in the address is refused (it would stay in the \
+    browser's history, the server's logs and Referer headers); paste it in the form below, and \
+    mint a new one if that address was shared";
 
 /// The caller of a page, or a redirect to `/login` (pages never answer 401 JSON).
 #[derive(Debug, Clone, Copy)]
@@ -154,6 +169,7 @@ where
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/", get(|| async { see_other("/profile/facts") }))
+        .route("/static/pages.css", get(stylesheet))
         .route("/login", get(login_page).post(login_submit))
         .route("/logout", post(logout))
         .route("/profile/facts", get(facts_page).post(add_fact))
@@ -164,7 +180,22 @@ pub fn router() -> Router<AppState> {
         .route("/deployments/{id}/pause", post(pause_deployment))
         .route("/deployments/{id}/resume", post(resume_deployment))
         .route("/deployments/{id}/stop", post(stop_deployment))
+        .merge(dashboard::router())
         .merge(lessons::router())
+}
+
+/// The pages' one stylesheet (the Content-Security-Policy allows no inline style).
+const STYLESHEET: &str = include_str!("../../templates/pages/pages.css");
+
+async fn stylesheet() -> Page {
+    (
+        [
+            (CONTENT_TYPE, "text/css; charset=utf-8"),
+            (CACHE_CONTROL, "public, max-age=300"),
+        ],
+        STYLESHEET,
+    )
+        .into_response()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -180,6 +211,20 @@ fn login_form(status: StatusCode, error: Option<&str>) -> Page {
     }
 }
 
+/// The `Set-Cookie` value that keeps `token` (empty: clears it): HttpOnly (no script reads
+/// it), SameSite=Lax (not sent with another site's POSTs), Path=/, and Secure when the server
+/// is reached over TLS ([`AppState::secure_cookies`]).
+fn session_cookie(state: &AppState, token: &str) -> String {
+    let mut cookie = format!("{TOKEN_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax");
+    if state.secure_cookies {
+        cookie.push_str("; Secure");
+    }
+    if token.is_empty() {
+        cookie.push_str("; Max-Age=0");
+    }
+    cookie
+}
+
 /// Checks `token`; a good one becomes the cookie and the browser goes to its facts.
 fn log_in(state: &AppState, token: &str) -> Page {
     let token = token.trim();
@@ -189,12 +234,21 @@ fn log_in(state: &AppState, token: &str) -> Page {
             Some("token: paste a token"),
         );
     }
+    // A JWT is base64url and dots: anything else (a `;`, a control character) is not one, and
+    // must not reach the cookie.
+    if !token
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'='))
+    {
+        return login_form(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("token: not a token (a JWT holds letters, digits, `-`, `_` and dots only)"),
+        );
+    }
     match state.auth.verify(token) {
         Ok(_) => {
             let mut r = see_other("/profile/facts");
-            // A JWT is base64url and dots: nothing a cookie value cannot hold.
-            let cookie = format!("{TOKEN_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax");
-            match HeaderValue::from_str(&cookie) {
+            match HeaderValue::from_str(&session_cookie(state, token)) {
                 Ok(v) => {
                     r.headers_mut().insert(SET_COOKIE, v);
                     r
@@ -209,12 +263,11 @@ fn log_in(state: &AppState, token: &str) -> Page {
     }
 }
 
-async fn login_page(
-    State(state): State<AppState>,
-    query: Result<Query<LoginQuery>, QueryRejection>,
-) -> Page {
+async fn login_page(query: Result<Query<LoginQuery>, QueryRejection>) -> Page {
     match query.ok().and_then(|Query(q)| q.token) {
-        Some(token) => log_in(&state, &token),
+        // Not even checked: a GET must not log anyone in (a link or an image of another site
+        // could), and the token is already where it should not be.
+        Some(_) => login_form(StatusCode::BAD_REQUEST, Some(TOKEN_IN_URL)),
         None => login_form(StatusCode::OK, None),
     }
 }
@@ -223,16 +276,18 @@ async fn login_submit(
     State(state): State<AppState>,
     form: Result<Form<LoginForm>, FormRejection>,
 ) -> Page {
-    let token = form.ok().and_then(|Form(f)| f.token).unwrap_or_default();
-    log_in(&state, &token)
+    let form = form.map(|Form(f)| f).unwrap_or_default();
+    match form.check() {
+        Ok(token) => log_in(&state, &token),
+        Err(message) => login_form(StatusCode::UNPROCESSABLE_ENTITY, Some(&message)),
+    }
 }
 
-async fn logout() -> Page {
+async fn logout(State(state): State<AppState>) -> Page {
     let mut r = see_other("/login");
-    r.headers_mut().insert(
-        SET_COOKIE,
-        HeaderValue::from_static("token=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0"),
-    );
+    if let Ok(v) = HeaderValue::from_str(&session_cookie(&state, "")) {
+        r.headers_mut().insert(SET_COOKIE, v);
+    }
     r
 }
 
@@ -605,7 +660,20 @@ async fn control_form(
     let Ok(id) = Uuid::parse_str(raw_id) else {
         return not_found_page(caller.user_id, "You have no deployment with this id.");
     };
-    let (reason, flatten) = form.check();
+    let (reason, flatten) = match form.check() {
+        Ok(checked) => checked,
+        Err(message) => {
+            return memory_view(
+                state,
+                caller,
+                id,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                None,
+                Some(&message),
+            )
+            .await;
+        }
+    };
     let done = match (action, flatten) {
         (ControlAction::Pause, _) => "paused",
         (ControlAction::Resume, _) => "resumed",

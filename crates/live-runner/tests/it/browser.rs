@@ -19,7 +19,7 @@ use serde_json::json;
 use types::{ArchiveReason, FactChangeOp, FactConfidence, FactSource, Uuid};
 
 use crate::common::serve::Server;
-use crate::pages::{page_server, seed_memory};
+use crate::pages::{new_user, page_server, seed_memory};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -119,6 +119,22 @@ impl Browser {
             .goto(url)
             .await
             .unwrap_or_else(|e| panic!("opening {url}: {e}"));
+        self.find(css).await
+    }
+
+    /// Logs in as `token`'s user the way a person does: pastes it in the login form and submits
+    /// it (a token never goes in a URL), then waits for the facts page's `css` element.
+    pub(crate) async fn log_in(&self, s: &Server, token: &str, css: &str) -> Element {
+        self.open(&s.url("/login"), "textarea#token")
+            .await
+            .send_keys(token)
+            .await
+            .unwrap_or_else(|e| panic!("typing the token: {e}"));
+        self.find("form[action='/login'] button[type=submit]")
+            .await
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("submitting the login form: {e}"));
         self.find(css).await
     }
 
@@ -261,9 +277,9 @@ async fn facts_page_add_edit_promote_archive_in_chromium() {
     assert_eq!(shown.len(), 2);
     let b = Browser::start().await;
 
-    // Log in with the link `live-runner token` prints: the cookie is set, the facts are shown.
-    b.open(&s.url(&format!("/login?token={token}")), "table#facts")
-        .await;
+    // Log in with the token `live-runner token` prints, pasted in the form: the cookie is set,
+    // the facts are shown.
+    b.log_in(&s, &token, "table#facts").await;
     // JavaScript is off: the layout's <noscript> marker is an element, not text.
     b.find("noscript #no-js").await;
     assert_eq!(
@@ -495,14 +511,25 @@ async fn facts_page_add_edit_promote_archive_in_chromium() {
 /// A page of another origin — another port of this host — with one plain form that posts to
 /// `action` on the server under test (what a CSRF attack is), served until the task is dropped.
 async fn attacker_page(action: String) -> (String, tokio::task::JoinHandle<()>) {
+    attacker_form(action, &[("reason", "planted")]).await
+}
+
+/// [`attacker_page`] with these hidden fields.
+async fn attacker_form(
+    action: String,
+    fields: &[(&str, &str)],
+) -> (String, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let hidden: String = fields
+        .iter()
+        .map(|(name, value)| format!("<input type=\"hidden\" name=\"{name}\" value=\"{value}\">"))
+        .collect();
     let html = format!(
         "<!doctype html><title>prize</title><form method=\"post\" action=\"{action}\">\
-         <input type=\"hidden\" name=\"reason\" value=\"planted\">\
-         <button type=\"submit\" id=\"go\">Claim your prize</button></form>"
+         {hidden}<button type=\"submit\" id=\"go\">Claim your prize</button></form>"
     );
     let app = axum::Router::new().route(
         "/",
@@ -554,8 +581,7 @@ async fn pause_no_tick_while_paused_resume_in_chromium_and_no_control_from_anoth
         .mint(owner, chrono::Duration::hours(1), chrono::Utc::now())
         .expect("mint");
     let b = Browser::start().await;
-    b.open(&s.url(&format!("/login?token={token}")), "#add-fact")
-        .await;
+    b.log_in(&s, &token, "#add-fact").await;
     let page = s.url(&format!("/deployments/{id}/memory"));
     let badge = b.open(&page, "#status-badge").await;
     assert_eq!(badge.text().await.unwrap(), "active");
@@ -626,6 +652,56 @@ async fn pause_no_tick_while_paused_resume_in_chromium_and_no_control_from_anoth
     b.close().await;
 }
 
+/// Logging in takes the token from the form's body only: the address `/login?token=…` logs no
+/// one in, and a page on another port of the same host cannot log the browser in as someone
+/// else (login CSRF). The pages' stylesheet applies under the Content-Security-Policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_by_form_only_and_never_from_another_port_in_chromium() {
+    let s = page_server().await;
+    let (victim, victim_token) = new_user(&s).await;
+    let (attacker, attacker_token) = new_user(&s).await;
+    let b = Browser::start().await;
+
+    // A token in the address: refused, no cookie — the facts page still asks for a login.
+    let error = b
+        .open(&s.url(&format!("/login?token={victim_token}")), "#error")
+        .await;
+    assert!(
+        error
+            .text()
+            .await
+            .unwrap()
+            .contains("a token in the address is refused"),
+    );
+    b.open(&s.url("/profile/facts"), "textarea#token").await;
+    assert_eq!(b.client.current_url().await.unwrap().path(), "/login");
+
+    // The form logs the victim in.
+    b.log_in(&s, &victim_token, "#add-fact").await;
+    let who = b.find("header .who").await.text().await.unwrap();
+    assert_eq!(who, format!("signed in as {victim}"));
+    // The stylesheet is served and applied (the policy allows no inline style).
+    let background = b
+        .find("header")
+        .await
+        .css_value("background-color")
+        .await
+        .unwrap();
+    assert!(background.contains("29, 35, 48"), "{background}");
+
+    // Another port posts a login form with the attacker's token: refused, the browser is still
+    // the victim's.
+    let (evil, evil_task) = attacker_form(s.url("/login"), &[("token", &attacker_token)]).await;
+    b.open(&evil, "#go").await.click().await.unwrap();
+    wait_xpath(&b, "//*[contains(., 'from another origin is refused')]").await;
+    evil_task.abort();
+    b.open(&s.url("/profile/facts"), "#add-fact").await;
+    let who = b.find("header .who").await.text().await.unwrap();
+    assert_eq!(who, format!("signed in as {victim}"));
+    assert_ne!(victim, attacker);
+    b.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_lesson_accepted_in_chromium_leaves_the_queue_and_joins_the_note_in_force() {
     use db::{HeldStatus, NoteScope, NoteStore};
@@ -660,8 +736,7 @@ async fn a_held_lesson_accepted_in_chromium_leaves_the_queue_and_joins_the_note_
         .mint(user, chrono::Duration::hours(1), chrono::Utc::now())
         .expect("mint");
     let b = Browser::start().await;
-    b.open(&s.url(&format!("/login?token={token}")), "#add-fact")
-        .await;
+    b.log_in(&s, &token, "#add-fact").await;
 
     // The queue, from the navigation: both bullets with why each was held.
     b.find("#nav-lessons").await.click().await.unwrap();

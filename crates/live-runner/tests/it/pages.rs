@@ -1,5 +1,5 @@
 //! The pages over plain HTTP against the real server on PostgreSQL: redirects to `/login`
-//! without a token, the `?token=` login link and its cookie, HTML escaping of user text, the
+//! without a token, the login form and its cookie (never a token in the URL), HTML escaping of user text, the
 //! add / edit / promote / archive forms (post/redirect/get, audited, refused input re-rendered
 //! with its message) and row-level security (another user's fact or deployment is a 404).
 
@@ -123,22 +123,11 @@ async fn pages_without_a_valid_token_redirect_to_login() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn login_link_sets_an_http_only_cookie_and_bad_tokens_are_refused() {
+async fn login_form_sets_an_http_only_cookie_and_bad_tokens_are_refused() {
     let s = page_server().await;
     let (user, token) = new_user(&s).await;
 
-    let r = http()
-        .get(s.url(&format!("/login?token={token}")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::SEE_OTHER);
-    assert_eq!(location(&r), "/profile/facts");
-    let set = r.headers().get(SET_COOKIE).unwrap().to_str().unwrap();
-    assert!(set.starts_with(&format!("token={token};")), "{set}");
-    assert!(set.contains("HttpOnly") && set.contains("SameSite=Lax") && set.contains("Path=/"));
-
-    // Pasting the token in the form does the same.
+    // The token pasted in the form (surrounding blanks trimmed) becomes the cookie.
     let r = http()
         .post(s.url("/login"))
         .form(&[("token", format!("  {token}\n").as_str())])
@@ -147,6 +136,13 @@ async fn login_link_sets_an_http_only_cookie_and_bad_tokens_are_refused() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(location(&r), "/profile/facts");
+    let set = r.headers().get(SET_COOKIE).unwrap().to_str().unwrap();
+    assert!(set.starts_with(&format!("token={token};")), "{set}");
+    assert!(set.contains("HttpOnly") && set.contains("SameSite=Lax") && set.contains("Path=/"));
+    assert!(
+        !set.contains("Secure"),
+        "not without --secure-cookies: {set}"
+    );
 
     // With the cookie, the facts page is the user's.
     let (status, body) = get_page(&s, "/profile/facts", &token).await;
@@ -160,7 +156,8 @@ async fn login_link_sets_an_http_only_cookie_and_bad_tokens_are_refused() {
         .mint(user, Duration::hours(1), Utc::now())
         .unwrap();
     let r = http()
-        .get(s.url(&format!("/login?token={other}")))
+        .post(s.url("/login"))
+        .form(&[("token", other.as_str())])
         .send()
         .await
         .unwrap();

@@ -1,5 +1,5 @@
 //! The binary's chat commands end to end: `token` mints a token the server accepts and prints
-//! the login link; `serve` refuses to start without the secret or on SQLite, and serves the API
+//! the login form's address (never a token in a URL), refusing a lifetime above the maximum; `serve` refuses to start without the secret or on SQLite, and serves the API
 //! on PostgreSQL; `chat` talks to the coach as a user with lines piped into stdin.
 
 use std::io::Write;
@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use db::test_support::seed;
 use live_runner::serve::Auth;
-use live_runner::serve::auth::login_link;
+use live_runner::serve::auth::login_url;
 
 use crate::common::postgres;
 use crate::common::serve::SECRET;
@@ -76,8 +76,38 @@ async fn token_mints_a_verifiable_token_and_serve_refuses_a_missing_secret_or_sq
         .verify(lines[0])
         .expect("a valid token");
     assert_eq!(caller.user_id, user);
-    assert_eq!(lines[1], login_link("http://127.0.0.1:9999", lines[0]));
-    assert!(lines[1].starts_with("http://127.0.0.1:9999/login?token=ey"));
+    assert_eq!(lines[1], login_url("http://127.0.0.1:9999/"));
+    assert_eq!(lines[1], "http://127.0.0.1:9999/login");
+    assert!(
+        text(&out.stderr).contains("paste the token"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Above the maximum lifetime (30 days, or --max-token-lifetime): refused, exit 2.
+    for args in [
+        vec!["--ttl", "31d"],
+        vec!["--ttl", "2h", "--max-token-lifetime", "1h"],
+    ] {
+        let out = run(
+            {
+                let mut c = bin();
+                c.env("AGENT_JWT_SECRET", SECRET)
+                    .args(["token", "--user", &user.to_string()])
+                    .args(&args);
+                c
+            },
+            None,
+        )
+        .await;
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "no token printed");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("--ttl") && stderr.contains("above the maximum"),
+            "{stderr}"
+        );
+    }
 
     // No secret: token and serve both refuse, naming the variable.
     let out = run(
@@ -170,6 +200,9 @@ async fn serve_answers_on_postgres_with_a_minted_token() {
             "builtin/scripted",
             "--script",
             script.to_str().unwrap(),
+            "--secure-cookies",
+            "--max-token-lifetime",
+            "1h",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -189,14 +222,36 @@ async fn serve_answers_on_postgres_with_a_minted_token() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let me = if up {
-        http.get(format!("{base}/api/me"))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .ok()
+    // A token that lives 2 hours, above the server's --max-token-lifetime of 1 hour.
+    let long = Auth::new(SECRET)
+        .unwrap()
+        .mint(fx.user.id, chrono::Duration::hours(2), chrono::Utc::now())
+        .unwrap();
+    let no_redirect = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let (me, too_long, login) = if up {
+        (
+            http.get(format!("{base}/api/me"))
+                .bearer_auth(&token)
+                .send()
+                .await
+                .ok(),
+            http.get(format!("{base}/api/me"))
+                .bearer_auth(&long)
+                .send()
+                .await
+                .ok(),
+            no_redirect
+                .post(format!("{base}/login"))
+                .form(&[("token", token.as_str())])
+                .send()
+                .await
+                .ok(),
+        )
     } else {
-        None
+        (None, None, None)
     };
     let _ = server.kill();
     let output = server.wait_with_output().expect("wait serve");
@@ -207,6 +262,27 @@ async fn serve_answers_on_postgres_with_a_minted_token() {
     );
     let me: serde_json::Value = me.expect("GET /api/me").json().await.unwrap();
     assert_eq!(me["userId"], fx.user.id.to_string());
+    let too_long = too_long.expect("GET /api/me with a long-lived token");
+    assert_eq!(too_long.status(), reqwest::StatusCode::UNAUTHORIZED);
+    assert!(
+        too_long.text().await.unwrap().contains("lives too long"),
+        "--max-token-lifetime applies"
+    );
+    // --secure-cookies: the session cookie is Secure.
+    let login = login.expect("POST /login");
+    assert_eq!(login.status(), reqwest::StatusCode::SEE_OTHER);
+    let cookie = login
+        .headers()
+        .get(reqwest::header::SET_COOKIE)
+        .expect("a cookie")
+        .to_str()
+        .unwrap();
+    assert!(
+        cookie.contains("; Secure")
+            && cookie.contains("HttpOnly")
+            && cookie.contains("SameSite=Lax"),
+        "{cookie}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -257,7 +257,7 @@ async fn a_blind_run_of_two_symbols_with_news_takes_the_same_trades_and_shows_no
         .find(|t| t.contains("ASSET_A jumps to [price]"))
         .expect("the EUR/USD headline, masked");
     assert!(
-        news_seen.contains("ECB holds rates on [weekday], [month] 25 [year]"),
+        news_seen.contains("ECB holds rates on [weekday], [month] [day] [year]"),
         "{news_seen}"
     );
     assert!(

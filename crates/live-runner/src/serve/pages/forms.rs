@@ -1,7 +1,10 @@
 //! The facts page's form bodies and their checks. Every field arrives as optional text, so a
 //! form a browser (or anyone) posts always deserialises; the checks below turn what is wrong
-//! into a message the page shows next to the form, never a 4xx/5xx without a page.
+//! into a message the page shows next to the form, never a 4xx/5xx without a page. Every text
+//! field is held to [`crate::serve::input`]'s rule (no control character; line breaks and tabs
+//! in a fact only) before anything else is checked or quoted back.
 
+use crate::serve::input::{self, Lines};
 use db::{FactEdit, Forget};
 use serde::Deserialize;
 use types::{ArchiveReason, FactConfidence, MAX_FACT_CHARS, MAX_FACT_TOPIC_CHARS, MIN_FACT_CHARS};
@@ -50,17 +53,20 @@ pub(crate) struct ControlForm {
 }
 
 impl ControlForm {
-    /// The reason (trimmed; empty means none; its bounds are the store's) and whether the
-    /// checkbox was ticked.
-    pub(crate) fn check(&self) -> (Option<String>, bool) {
+    /// The reason (trimmed; empty means none; one line; its bounds are the store's) and whether
+    /// the checkbox was ticked.
+    pub(crate) fn check(&self) -> Result<(Option<String>, bool), String> {
         let reason = self
             .reason
             .as_deref()
             .map(str::trim)
             .filter(|r| !r.is_empty())
             .map(str::to_owned);
+        if let Some(r) = &reason {
+            input::check("reason", r, Lines::One)?;
+        }
         let flatten = matches!(self.flatten.as_deref(), Some("on" | "true" | "1"));
-        (reason, flatten)
+        Ok((reason, flatten))
     }
 }
 
@@ -71,6 +77,15 @@ pub(crate) struct LoginForm {
     pub(crate) token: Option<String>,
 }
 
+impl LoginForm {
+    /// The pasted token, trimmed (empty when none), on one line.
+    pub(crate) fn check(&self) -> Result<String, String> {
+        let token = self.token.as_deref().unwrap_or_default().trim();
+        input::check("token", token, Lines::One)?;
+        Ok(token.to_owned())
+    }
+}
+
 /// A checked "add a fact" submission.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct NewFactInput {
@@ -79,21 +94,25 @@ pub(crate) struct NewFactInput {
     pub(crate) confidence: FactConfidence,
 }
 
-/// The fact text, trimmed, within the shared bounds.
+/// The fact text, trimmed, its line breaks `\n` (a textarea sends `\r\n`), within the shared
+/// bounds.
 fn fact_text(raw: Option<&str>) -> Result<String, String> {
     let fact = raw.unwrap_or_default().trim();
+    input::check("fact", fact, Lines::Many)?;
+    let fact = fact.replace("\r\n", "\n");
     let n = fact.chars().count();
     if !(MIN_FACT_CHARS..=MAX_FACT_CHARS).contains(&n) {
         return Err(format!(
             "fact: must be {MIN_FACT_CHARS} to {MAX_FACT_CHARS} characters (got {n})"
         ));
     }
-    Ok(fact.to_owned())
+    Ok(fact)
 }
 
-/// The topic, trimmed; empty means none.
+/// The topic, trimmed, one line; empty means none.
 fn topic_text(raw: Option<&str>) -> Result<Option<String>, String> {
     let topic = raw.unwrap_or_default().trim();
+    input::check("topic", topic, Lines::One)?;
     if topic.is_empty() {
         return Ok(None);
     }
@@ -108,6 +127,7 @@ fn topic_text(raw: Option<&str>) -> Result<Option<String>, String> {
 
 fn confidence(raw: Option<&str>) -> Result<FactConfidence, String> {
     let raw = raw.unwrap_or_default().trim();
+    input::check("confidence", raw, Lines::One)?;
     FactConfidence::parse(raw).ok_or_else(|| {
         format!(
             "confidence: expected `asserted` or `inferred` (got `{}`)",
@@ -164,6 +184,11 @@ impl ConfidenceForm {
 impl ArchiveForm {
     /// The reason a person may give on the page (the agent's own `agent_forget` is not one).
     pub(crate) fn check(&self) -> Result<ArchiveReason, String> {
+        input::check(
+            "reason",
+            self.reason.as_deref().unwrap_or_default(),
+            Lines::One,
+        )?;
         match self.reason.as_deref().map(str::trim) {
             Some("user_deleted") | None | Some("") => Ok(ArchiveReason::UserDeleted),
             Some("user_corrected") => Ok(ArchiveReason::UserCorrected),
@@ -226,6 +251,90 @@ mod tests {
             confidence: Some("certain".into()),
         };
         assert!(bad.check().unwrap_err().contains("got `certain`"));
+    }
+
+    #[test]
+    fn control_characters_are_refused_naming_the_field() {
+        let nul = AddForm {
+            fact: Some("I never\0 trade alts.".into()),
+            ..AddForm::default()
+        };
+        assert!(
+            nul.check()
+                .unwrap_err()
+                .starts_with("fact: a control character (U+0000)")
+        );
+        let lines = AddForm {
+            fact: Some("Two rules:\r\n- no alts\n\t- no leverage".into()),
+            topic: Some("risk".into()),
+            confidence: None,
+        }
+        .check()
+        .unwrap();
+        assert_eq!(lines.fact, "Two rules:\n- no alts\n\t- no leverage");
+        let topic = AddForm {
+            fact: Some("four".into()),
+            topic: Some("ri\nsk".into()),
+            confidence: None,
+        };
+        assert!(
+            topic
+                .check()
+                .unwrap_err()
+                .starts_with("topic: a control character (U+000A)")
+        );
+        assert!(
+            EditForm {
+                fact: Some("bell\u{7}".into()),
+                topic: None
+            }
+            .check()
+            .unwrap_err()
+            .starts_with("fact:")
+        );
+        assert!(
+            ConfidenceForm {
+                confidence: Some("asserted\0".into())
+            }
+            .check()
+            .unwrap_err()
+            .starts_with("confidence: a control character")
+        );
+        assert!(
+            ArchiveForm {
+                reason: Some("user_deleted\u{1b}".into())
+            }
+            .check()
+            .unwrap_err()
+            .starts_with("reason: a control character")
+        );
+        let control = ControlForm {
+            reason: Some("CPI\0".into()),
+            flatten: None,
+        };
+        assert!(
+            control
+                .check()
+                .unwrap_err()
+                .starts_with("reason: a control character")
+        );
+        assert_eq!(
+            ControlForm {
+                reason: Some(" CPI at 14:30 ".into()),
+                flatten: Some("on".into())
+            }
+            .check()
+            .unwrap(),
+            (Some("CPI at 14:30".to_owned()), true)
+        );
+        assert!(
+            LoginForm {
+                token: Some("a.b\0.c".into())
+            }
+            .check()
+            .unwrap_err()
+            .starts_with("token: a control character")
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use minijinja::{AutoEscape, Environment, Value};
 
-const TEMPLATES: [(&str, &str); 7] = [
+const TEMPLATES: [(&str, &str); 11] = [
     (
         "base.html",
         include_str!("../../../templates/pages/base.html"),
@@ -34,6 +34,22 @@ const TEMPLATES: [(&str, &str); 7] = [
     (
         "error.html",
         include_str!("../../../templates/pages/error.html"),
+    ),
+    (
+        "deployments.html",
+        include_str!("../../../templates/pages/deployments.html"),
+    ),
+    (
+        "deployment.html",
+        include_str!("../../../templates/pages/deployment.html"),
+    ),
+    (
+        "ticks.html",
+        include_str!("../../../templates/pages/ticks.html"),
+    ),
+    (
+        "tick.html",
+        include_str!("../../../templates/pages/tick.html"),
     ),
 ];
 
@@ -68,6 +84,26 @@ mod tests {
     use minijinja::context;
 
     use super::render;
+
+    /// The Content-Security-Policy allows no inline script or style: no template may hold a
+    /// `<script>`, a `<style>`, a `style=""` attribute or an `on…=` handler (they would not run
+    /// or apply; put the rules in `pages.css`).
+    #[test]
+    fn no_template_holds_inline_script_or_style() {
+        for (name, source) in super::TEMPLATES {
+            let lower = source.to_ascii_lowercase();
+            for banned in ["<script", "<style", " style=", "javascript:"] {
+                assert!(!lower.contains(banned), "{name} holds `{banned}`");
+            }
+            let handler = lower.split_whitespace().find(|word| {
+                word.strip_prefix("on").is_some_and(|rest| {
+                    rest.split_once('=')
+                        .is_some_and(|(event, _)| event.chars().all(|c| c.is_ascii_lowercase()))
+                })
+            });
+            assert_eq!(handler, None, "{name} holds an event handler attribute");
+        }
+    }
 
     #[test]
     fn every_template_parses_and_escapes() {

@@ -63,18 +63,43 @@ pub(crate) struct World {
 
 /// A server answering chat turns with `model`.
 pub(crate) async fn server(model: Arc<dyn LanguageModel>) -> Server {
+    server_with(model, |_| {}).await
+}
+
+/// [`server`] with its state changed by `configure` first (e.g. `secure_cookies`).
+pub(crate) async fn server_with(
+    model: Arc<dyn LanguageModel>,
+    configure: impl FnOnce(&mut AppState),
+) -> Server {
+    server_configured(model, Arc::new(SystemClock), configure).await
+}
+
+/// A server answering chat turns with `model` whose "now" is `clock`'s.
+pub(crate) async fn server_with_clock(
+    model: Arc<dyn LanguageModel>,
+    clock: Arc<dyn types::Clock>,
+) -> Server {
+    server_configured(model, clock, |_| {}).await
+}
+
+async fn server_configured(
+    model: Arc<dyn LanguageModel>,
+    clock: Arc<dyn types::Clock>,
+    configure: impl FnOnce(&mut AppState),
+) -> Server {
     let pg = postgres().await;
     let Store::Postgres(store) = pg.store.clone() else {
         panic!("the harness opens PostgreSQL")
     };
     let auth = Auth::new(SECRET).expect("secret");
-    let state = AppState::new(
+    let mut state = AppState::new(
         store.clone(),
         auth.clone(),
         model,
         Arc::new(tools::Preloaded::new()),
-        Arc::new(SystemClock),
+        clock,
     );
+    configure(&mut state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

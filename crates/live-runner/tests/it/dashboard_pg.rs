@@ -1,0 +1,385 @@
+//! The dashboard pages over real HTTP on PostgreSQL, for a paper deployment ticked by the real
+//! runner with a scripted model that logs every request: a long opened and closed, an order
+//! rejected by a rule, a long left open, a tick with nothing proposed. The list and the
+//! deployment page show the equity and PnL the test computes from the fills; the timeline
+//! filters by rule code; a tick page shows byte for byte the prompt the model was sent; another
+//! user's deployment is a 404.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use agent_runtime::{LanguageModel, Message, ModelError, ScriptedModel};
+use chrono::{DateTime, Duration, Utc};
+use db::{LedgerStore, RegistryStore};
+use live_runner::runner::ModelResolver;
+use model::test_support::{answer, tool_call, tool_turn};
+use reqwest::StatusCode;
+use rust_decimal::Decimal;
+use types::{FixedClock, OrderSide, Uuid, text};
+
+use crate::common::serve::{Server, no_model, server_with_clock};
+use crate::common::{self, hyperliquid_mock, t};
+
+const OWNER: Uuid = Uuid::from_u128(0xda5_a11ce);
+
+fn propose(args: &str) -> Vec<agent_runtime::ModelResponse> {
+    vec![
+        tool_turn(vec![tool_call("c1", "propose_order", args)]),
+        answer("done"),
+    ]
+}
+
+/// One scripted model per tick, in order; every model handed out is kept (their requests are
+/// the log of what the model was sent).
+fn scripted(
+    scripts: Vec<Vec<agent_runtime::ModelResponse>>,
+) -> (ModelResolver, Arc<Mutex<Vec<Arc<ScriptedModel>>>>) {
+    let queue = Arc::new(Mutex::new(VecDeque::from(scripts)));
+    let log: Arc<Mutex<Vec<Arc<ScriptedModel>>>> = Arc::default();
+    let handed = log.clone();
+    let resolver: ModelResolver = Arc::new(move |id: &str, skill: &skill_schema::Skill| {
+        if id != skill.model {
+            return agent_runtime::builtin_model(id, skill)
+                .ok_or_else(|| ModelError::UnknownModel(id.to_owned()));
+        }
+        let script = queue
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| vec![answer("nothing to do")]);
+        let m = Arc::new(ScriptedModel::new(script));
+        handed.lock().unwrap().push(m.clone());
+        Ok(m as Arc<dyn LanguageModel>)
+    });
+    (resolver, log)
+}
+
+async fn page(s: &Server, path: &str, token: &str) -> (StatusCode, String) {
+    let r = s
+        .http
+        .get(s.url(path))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("GET");
+    (r.status(), r.text().await.expect("body"))
+}
+
+/// The text of the first element after `marker` whose opening tag contains `attr`, up to its
+/// next tag.
+fn text_after(html: &str, marker: &str, attr: &str) -> String {
+    let from = html
+        .find(marker)
+        .unwrap_or_else(|| panic!("no {marker} in {html}"));
+    let rest = &html[from..];
+    let at = rest
+        .find(attr)
+        .unwrap_or_else(|| panic!("no {attr} after {marker}"));
+    let rest = &rest[at..];
+    let open = rest.find('>').expect("tag end") + 1;
+    let close = rest[open..].find('<').expect("next tag");
+    rest[open..open + close].trim().to_owned()
+}
+
+/// Realized PnL and fees from the fills alone: average cost per symbol, realized on every
+/// reducing quantity. Returns (realized gross, fees, open qty signed, average entry).
+fn from_fills(fills: &[db::StoredFill]) -> (Decimal, Decimal, Decimal, Decimal) {
+    let (mut realized, mut fees, mut qty, mut avg) =
+        (Decimal::ZERO, Decimal::ZERO, Decimal::ZERO, Decimal::ZERO);
+    for f in fills {
+        let f = &f.fill;
+        fees += f.fee_usd;
+        let signed = match f.side {
+            OrderSide::Buy => f.qty,
+            OrderSide::Sell => -f.qty,
+        };
+        if qty.is_zero() || qty.is_sign_positive() == signed.is_sign_positive() {
+            avg = (avg * qty.abs() + f.price * f.qty) / (qty.abs() + f.qty);
+            qty += signed;
+        } else {
+            let closing = f.qty.min(qty.abs());
+            let dir = if qty.is_sign_positive() {
+                Decimal::ONE
+            } else {
+                -Decimal::ONE
+            };
+            realized += (f.price - avg) * closing * dir;
+            qty += signed;
+            assert!(
+                qty.is_zero() || qty.is_sign_positive() == dir.is_sign_positive(),
+                "no flips in this test"
+            );
+        }
+    }
+    (realized, fees, qty, avg)
+}
+
+type Log = Arc<Mutex<Vec<Arc<ScriptedModel>>>>;
+
+/// The server (its clock in the ticks' day) and a paper deployment of [`OWNER`] ticked five
+/// times: open, rejected, close, open with stop and target, nothing.
+async fn seeded() -> (Server, Uuid, Log, String) {
+    let first = t("2026-11-02T12:00:00Z");
+    let hour = Duration::hours(1);
+    let s = server_with_clock(no_model(), Arc::new(FixedClock(first + hour * 8))).await;
+    let hl = hyperliquid_mock().await;
+    let skill =
+        live_runner::admin::load_skill_file(&common::fixture("btc-sma-cross.yaml")).expect("skill");
+    let store = db::Store::Postgres(s.store.clone());
+    let id = live_runner::admin::deploy(
+        &store,
+        &skill,
+        &live_runner::test_support::paper_deploy(OWNER),
+        first - Duration::minutes(30),
+    )
+    .await
+    .expect("deploy")
+    .id;
+    let (resolver, log) = scripted(vec![
+        propose(
+            r#"{"action":"open_long","symbol":"BTC","size_usd":1000,"leverage":1,"reason":"first long"}"#,
+        ),
+        propose(
+            r#"{"action":"open_long","symbol":"BTC","size_usd":1000,"leverage":100,"reason":"too much leverage"}"#,
+        ),
+        propose(r#"{"action":"close","symbol":"BTC","reason":"take it"}"#),
+        propose(
+            r#"{"action":"open_long","symbol":"BTC","size_usd":500,"leverage":1,"stop":25000,"target":40000,"reason":"second long"}"#,
+        ),
+        vec![answer("nothing to do")],
+    ]);
+    for bar in 0..5 {
+        let now: DateTime<Utc> = first + hour * bar + Duration::seconds(5);
+        let r = common::runner(&s.pg, &hl, now, "dash", 1, Some(resolver.clone())).await;
+        r.clone().run(std::future::pending()).await.expect("run");
+        assert_eq!(r.metrics().ticks("recorded"), 1, "bar {bar}");
+    }
+    (s, id, log, skill.name)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_shows_equity_pnl_the_timeline_filter_and_the_exact_prompt() {
+    let (s, id, log, skill_name) = seeded().await;
+
+    // Independently of the pages: the PnL from the fills, the equity the runner recorded.
+    let d = s.store.get_deployment(id).await.unwrap();
+    let fills = s.store.list_fills(id, None).await.unwrap();
+    assert_eq!(fills.len(), 3, "open, close, open: {fills:?}");
+    let (realized, fees, open_qty, _) = from_fills(&fills);
+    assert!(open_qty > Decimal::ZERO);
+    let realized_net = realized - fees;
+    let unrealized = d.equity_usd - d.initial_equity_usd - realized_net;
+    let token = s
+        .auth
+        .mint(OWNER, Duration::hours(1), Utc::now())
+        .expect("mint");
+
+    // (a) the list and the deployment page.
+    let (status, html) = page(&s, "/deployments", &token).await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    let row = format!("id=\"deployment-{id}\"");
+    assert!(html.contains(&format!("href=\"/deployments/{id}\">{skill_name}</a>")));
+    assert_eq!(
+        text_after(&html, &row, "class=\"num equity\""),
+        text::money(d.equity_usd)
+    );
+    assert_eq!(
+        text_after(&html, &row, "class=\"num realized"),
+        text::signed_money(realized_net)
+    );
+    assert_eq!(
+        text_after(&html, &row, "class=\"num unrealized"),
+        text::signed_money(unrealized)
+    );
+    assert_eq!(text_after(&html, &row, "class=\"num open\""), "1");
+    assert_eq!(text_after(&html, &row, "class=\"num ticks-today\""), "5");
+    assert_eq!(
+        text_after(&html, &row, "class=\"num rejections-today\""),
+        "1"
+    );
+    assert_eq!(
+        text_after(&html, &row, "class=\"num model-errors-today\""),
+        "0"
+    );
+
+    let (status, html) = page(&s, &format!("/deployments/{id}"), &token).await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    assert_eq!(
+        text_after(&html, "id=\"equity\"", ""),
+        text::money(d.equity_usd)
+    );
+    assert_eq!(
+        text_after(&html, "id=\"realized\"", ""),
+        text::signed_money(realized_net)
+    );
+    assert_eq!(text_after(&html, "id=\"fees\"", ""), text::money(fees));
+    assert_eq!(
+        text_after(&html, "id=\"net-pnl\"", ""),
+        text::signed_money(d.equity_usd - d.initial_equity_usd)
+    );
+    assert!(html.contains("id=\"equity-chart\""), "{html}");
+    assert!(html.contains("id=\"drawdown-chart\""));
+    // The open long with the stop and target of the proposal that opened it.
+    assert!(html.contains(&text::price(Decimal::from(25_000))), "{html}");
+    assert!(html.contains(&text::price(Decimal::from(40_000))));
+
+    // (b) the timeline filtered by the rejection's rule code shows that tick only.
+    let ticks = tick::read_ticks(&s.store, &db::TickQuery::of(id))
+        .await
+        .unwrap();
+    assert_eq!(ticks.len(), 5);
+    let rejected: Vec<_> = ticks.iter().filter(|t| t.rule.is_some()).collect();
+    assert_eq!(rejected.len(), 1, "{ticks:?}");
+    let rule = rejected[0].rule.unwrap().as_str();
+    let (status, html) = page(
+        &s,
+        &format!("/deployments/{id}/ticks?outcome=rejected&rule={rule}"),
+        &token,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    assert_eq!(html.matches("<tr id=\"tick-").count(), 1, "{html}");
+    assert!(html.contains(&format!("id=\"tick-{}\"", rejected[0].tick_id)));
+    let (_, all) = page(&s, &format!("/deployments/{id}/ticks"), &token).await;
+    assert_eq!(all.matches("<tr id=\"tick-").count(), 5);
+    // Newest first.
+    let newest = all.find(&format!("tick-{}", ticks[4].tick_id)).unwrap();
+    let oldest = all.find(&format!("tick-{}", ticks[0].tick_id)).unwrap();
+    assert!(newest < oldest);
+    let (_, no_ops) = page(
+        &s,
+        &format!("/deployments/{id}/ticks?outcome=no_op"),
+        &token,
+    )
+    .await;
+    assert_eq!(no_ops.matches("<tr id=\"tick-").count(), 1);
+    let (status, _) = page(&s, &format!("/deployments/{id}/ticks?rule=R99"), &token).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+
+    // (c) the first tick's page shows the exact prompt the model was sent.
+    let sent = log.lock().unwrap()[0].requests().remove(0);
+    let Message::User { content: user } = &sent.messages[0] else {
+        panic!("a tick starts with the user message")
+    };
+    let (status, html) = page(
+        &s,
+        &format!("/deployments/{id}/ticks/{}", ticks[0].tick_id),
+        &token,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    let pre = |id: &str| {
+        let from = html.find(&format!("<pre id=\"{id}\">")).unwrap() + id.len() + 11;
+        let to = from + html[from..].find("</pre>").unwrap();
+        unescape(&html[from..to])
+    };
+    assert_eq!(pre("system-prompt"), sent.system);
+    assert_eq!(&pre("user-message"), user);
+    assert_eq!(
+        text_after(&html, "id=\"system-tokens\"", ""),
+        live_runner::serve::api::count_tokens(&sent.system).to_string()
+    );
+    assert!(
+        html.contains("class=\"call-name\">propose_order<"),
+        "{html}"
+    );
+
+    // (d) another user sees none of it.
+    let (_, other) = crate::pages::new_user(&s).await;
+    for path in [
+        format!("/deployments/{id}"),
+        format!("/deployments/{id}/ticks"),
+        format!("/deployments/{id}/ticks/{}", ticks[0].tick_id),
+    ] {
+        let (status, _) = page(&s, &path, &other).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
+    }
+    let (status, html) = page(&s, "/deployments", &other).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!html.contains(&id.to_string()));
+}
+
+/// Undoes the templates' HTML escaping.
+fn unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#x27;", "'")
+        .replace("&#x2f;", "/")
+        .replace("&amp;", "&")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_pages_in_chromium_filter_by_rule_and_show_the_prompt() {
+    use crate::browser::{Browser, docs_image};
+
+    let (s, id, log, _) = seeded().await;
+    let d = s.store.get_deployment(id).await.unwrap();
+    let ticks = tick::read_ticks(&s.store, &db::TickQuery::of(id))
+        .await
+        .unwrap();
+    let rejected = ticks
+        .iter()
+        .find(|t| t.rule.is_some())
+        .expect("a rejection");
+    let rule = rejected.rule.unwrap().as_str();
+    let token = s
+        .auth
+        .mint(OWNER, Duration::hours(1), Utc::now())
+        .expect("mint");
+    let b = Browser::start().await;
+    b.log_in(&s, &token, "#add-fact").await;
+    b.open(&s.url("/deployments"), "#deployments").await;
+    assert_eq!(
+        b.find(&format!("#deployment-{id} td.equity"))
+            .await
+            .text()
+            .await
+            .unwrap(),
+        text::money(d.equity_usd)
+    );
+    b.find(&format!("#deployment-{id} td.skill a"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.find("#equity-chart").await;
+    assert_eq!(
+        b.find("#equity").await.text().await.unwrap(),
+        text::money(d.equity_usd)
+    );
+    b.screenshot(&docs_image("dashboard-page.png")).await;
+
+    // The timeline's plain GET form, filtered by the rejection's rule code.
+    b.find("#timeline-link").await.click().await.unwrap();
+    b.find("#filter").await;
+    b.find(&format!("#rule option[value='{rule}']"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.find("#apply").await.click().await.unwrap();
+    // The filtered page is the one whose rule is selected by the server.
+    b.find(&format!("#rule option[value='{rule}'][selected]"))
+        .await;
+    assert_eq!(b.texts("#ticks tbody tr").await.len(), 1);
+    b.find(&format!("#tick-{} a", rejected.tick_id)).await;
+
+    // The first tick's page: the prompt as the model was sent it.
+    let sent = log.lock().unwrap()[0].requests().remove(0);
+    b.open(
+        &s.url(&format!("/deployments/{id}/ticks/{}", ticks[0].tick_id)),
+        "#system-prompt",
+    )
+    .await;
+    let shown = b
+        .find("#system-prompt")
+        .await
+        .prop("textContent")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(shown, sent.system);
+    b.screenshot(&docs_image("tick-page.png")).await;
+    b.close().await;
+}
