@@ -19,7 +19,7 @@
 //!   /api/deployments/{id}/memory` and `…/controls`; `POST /deployments/{id}/pause|resume|stop`
 //!   (a reason, and for stop a `flatten` checkbox) change it as the API does.
 //! - `GET /deployments`, `/deployments/{id}`, `/deployments/{id}/ticks`,
-//!   `/deployments/{id}/ticks/{tick}` — the dashboard ([`dashboard`]): the deployments list, a
+//!   `/deployments/{id}/ticks/{tick}` — the dashboard (`pages/dashboard.rs`): the deployments list, a
 //!   deployment's summary and equity curve, its decision timeline and what one tick's model saw.
 //!
 //! Every page reads and writes through the caller's row-level-security scope and the same
