@@ -18,16 +18,7 @@ use uuid::Uuid;
 pub fn requester(user: Option<Uuid>, login: Option<&str>) -> String {
     match user {
         Some(user) => user.to_string(),
-        None => match login.map(str::trim) {
-            Some(name)
-                if !name.is_empty()
-                    && name.chars().count() <= 80
-                    && !name.chars().any(char::is_control) =>
-            {
-                format!("operator:{name}")
-            }
-            _ => "operator".to_owned(),
-        },
+        None => tick::lessons_cmd::operator_name(login),
     }
 }
 
