@@ -104,6 +104,17 @@ impl AttemptSql for Sqlite {
     }
 }
 
+/// A claim's lease duration (positive) and row limit (1 to 1,000), checked; the limit as bound.
+fn check_claim(lease_for: chrono::Duration, limit: u32) -> Result<i64, DbError> {
+    if lease_for <= chrono::Duration::zero() {
+        return Err(DbError::Invalid {
+            what: "lease duration",
+            detail: format!("{lease_for} is not positive"),
+        });
+    }
+    check_limit("claim limit", limit, 1000)
+}
+
 impl<S: Leases<Db = D>, D: AttemptSql> LeaseStore for S {
     async fn claim_due_deployments(
         &self,
@@ -112,13 +123,7 @@ impl<S: Leases<Db = D>, D: AttemptSql> LeaseStore for S {
         lease_for: chrono::Duration,
         limit: u32,
     ) -> Result<Vec<Deployment>, DbError> {
-        if lease_for <= chrono::Duration::zero() {
-            return Err(DbError::Invalid {
-                what: "lease duration",
-                detail: format!("{lease_for} is not positive"),
-            });
-        }
-        let limit = check_limit("claim limit", limit, 1000)?;
+        let limit = check_claim(lease_for, limit)?;
         // On PostgreSQL the due rows are locked `FOR UPDATE SKIP LOCKED`: concurrent
         // claimers never wait on each other's rows (so they cannot deadlock) and each
         // row goes to one of them. The choice is a MATERIALIZED CTE so it runs once (a
@@ -258,13 +263,7 @@ impl<S: Leases<Db = D>, D: AttemptSql> LeaseStore for S {
         lease_for: chrono::Duration,
         limit: u32,
     ) -> Result<Vec<Deployment>, DbError> {
-        if lease_for <= chrono::Duration::zero() {
-            return Err(DbError::Invalid {
-                what: "lease duration",
-                detail: format!("{lease_for} is not positive"),
-            });
-        }
-        let limit = check_limit("claim limit", limit, 1000)?;
+        let limit = check_claim(lease_for, limit)?;
         // As the tick claim (see there): the due rows chosen once and locked `SKIP LOCKED` on
         // PostgreSQL, the availability repeated by the UPDATE. A lease held by a tick in
         // flight keeps the flatten waiting for its release.
