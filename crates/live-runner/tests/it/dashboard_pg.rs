@@ -1,7 +1,8 @@
 //! The dashboard pages over real HTTP on PostgreSQL, for a paper deployment ticked by the real
 //! runner with a scripted model that logs every request: a long opened and closed, an order
 //! rejected by a rule, a long left open, a tick with nothing proposed. The list and the
-//! deployment page show the equity and PnL the test computes from the fills; the timeline
+//! deployment page show the equity and PnL the test computes from the fills and the mock's
+//! price; the timeline
 //! filters by rule code; a tick page shows byte for byte the prompt the model was sent; another
 //! user's deployment is a 404.
 
@@ -157,18 +158,37 @@ async fn seeded() -> (Server, Uuid, Log, String) {
     (s, id, log, skill.name)
 }
 
+/// Independently of the pages and of the runner's arithmetic: the PnL from the fills, the open
+/// long marked at the close of the last bar the fifth tick read (the mock's price at 16:00),
+/// and the equity they make, checked against what the runner recorded. Returns the deployment,
+/// fees, realized net, unrealized PnL and equity.
+async fn independent(s: &Server, id: Uuid) -> (db::Deployment, Decimal, Decimal, Decimal, Decimal) {
+    let d = s.store.get_deployment(id).await.unwrap();
+    let fills = s.store.list_fills(id, None).await.unwrap();
+    assert_eq!(fills.len(), 3, "open, close, open: {fills:?}");
+    let (realized, fees, open_qty, entry) = from_fills(&fills);
+    assert!(open_qty > Decimal::ZERO);
+    let realized_net = realized - fees;
+    let mark = Decimal::from(common::price_at(
+        t("2026-11-02T16:00:00Z").timestamp_millis(),
+    ));
+    let unrealized = (mark - entry) * open_qty;
+    let equity = d.initial_equity_usd + realized_net + unrealized;
+    assert_eq!(
+        text::money(equity),
+        text::money(d.equity_usd),
+        "the equity the runner recorded: initial {} + realized {realized} - fees {fees} + \
+         ({mark} - {entry}) × {open_qty}",
+        d.initial_equity_usd
+    );
+    (d, fees, realized_net, unrealized, equity)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_shows_equity_pnl_the_timeline_filter_and_the_exact_prompt() {
     let (s, id, log, skill_name) = seeded().await;
 
-    // Independently of the pages: the PnL from the fills, the equity the runner recorded.
-    let d = s.store.get_deployment(id).await.unwrap();
-    let fills = s.store.list_fills(id, None).await.unwrap();
-    assert_eq!(fills.len(), 3, "open, close, open: {fills:?}");
-    let (realized, fees, open_qty, _) = from_fills(&fills);
-    assert!(open_qty > Decimal::ZERO);
-    let realized_net = realized - fees;
-    let unrealized = d.equity_usd - d.initial_equity_usd - realized_net;
+    let (d, fees, realized_net, unrealized, equity) = independent(&s, id).await;
     let token = s
         .auth
         .mint(OWNER, Duration::hours(1), Utc::now())
@@ -181,7 +201,7 @@ async fn the_dashboard_shows_equity_pnl_the_timeline_filter_and_the_exact_prompt
     assert!(html.contains(&format!("href=\"/deployments/{id}\">{skill_name}</a>")));
     assert_eq!(
         text_after(&html, &row, "class=\"num equity\""),
-        text::money(d.equity_usd)
+        text::money(equity)
     );
     assert_eq!(
         text_after(&html, &row, "class=\"num realized"),
@@ -204,10 +224,7 @@ async fn the_dashboard_shows_equity_pnl_the_timeline_filter_and_the_exact_prompt
 
     let (status, html) = page(&s, &format!("/deployments/{id}"), &token).await;
     assert_eq!(status, StatusCode::OK, "{html}");
-    assert_eq!(
-        text_after(&html, "id=\"equity\"", ""),
-        text::money(d.equity_usd)
-    );
+    assert_eq!(text_after(&html, "id=\"equity\"", ""), text::money(equity));
     assert_eq!(
         text_after(&html, "id=\"realized\"", ""),
         text::signed_money(realized_net)
@@ -215,7 +232,7 @@ async fn the_dashboard_shows_equity_pnl_the_timeline_filter_and_the_exact_prompt
     assert_eq!(text_after(&html, "id=\"fees\"", ""), text::money(fees));
     assert_eq!(
         text_after(&html, "id=\"net-pnl\"", ""),
-        text::signed_money(d.equity_usd - d.initial_equity_usd)
+        text::signed_money(equity - d.initial_equity_usd)
     );
     assert!(html.contains("id=\"equity-chart\""), "{html}");
     assert!(html.contains("id=\"drawdown-chart\""));
@@ -314,7 +331,7 @@ async fn the_dashboard_pages_in_chromium_filter_by_rule_and_show_the_prompt() {
     use crate::browser::{Browser, docs_image};
 
     let (s, id, log, _) = seeded().await;
-    let d = s.store.get_deployment(id).await.unwrap();
+    let (.., equity) = independent(&s, id).await;
     let ticks = tick::read_ticks(&s.store, &db::TickQuery::of(id))
         .await
         .unwrap();
@@ -336,7 +353,7 @@ async fn the_dashboard_pages_in_chromium_filter_by_rule_and_show_the_prompt() {
             .text()
             .await
             .unwrap(),
-        text::money(d.equity_usd)
+        text::money(equity)
     );
     b.find(&format!("#deployment-{id} td.skill a"))
         .await
@@ -346,7 +363,7 @@ async fn the_dashboard_pages_in_chromium_filter_by_rule_and_show_the_prompt() {
     b.find("#equity-chart").await;
     assert_eq!(
         b.find("#equity").await.text().await.unwrap(),
-        text::money(d.equity_usd)
+        text::money(equity)
     );
     b.screenshot(&docs_image("dashboard-page.png")).await;
 
