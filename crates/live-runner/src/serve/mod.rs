@@ -20,6 +20,8 @@
 //!   rejected from the API and the `/lessons` page, audited as the caller.
 //! - Errors ([`error`]): one JSON shape, `{"error": "...", "field": "..."?}`; bad bodies are
 //!   400/422 naming the field, unknown (or other users') ids 404, never a 500 for bad input.
+//! - The OpenAPI 3.1 document ([`openapi`]): `GET /api/openapi.json`, public, generated from the
+//!   handlers and the wire types; every route, parameter, body and status, errors included.
 //! - Request text ([`input`]): a control character (a NUL, ...) in any text field of a JSON
 //!   body or a form is a 422 naming the field; line breaks and tabs only where text may span
 //!   lines.
@@ -36,6 +38,7 @@ pub mod headers;
 pub mod input;
 pub mod lessons;
 pub mod model;
+pub mod openapi;
 pub mod pages;
 pub mod wire;
 
