@@ -10,6 +10,9 @@
 //!   the server's layers answer, by the same rules the code follows: 401 and 500 on every
 //!   authenticated route, 400 on a route with a path or query parameter or a JSON body, 413, 415
 //!   and 422 on a route with a JSON body, 403 on every state change (the cross-origin guard).
+//! - What is sent: every property of an answer's schema is required — a field without a value
+//!   is sent as `null`, and its schema says so — except the few serde leaves out when empty
+//!   ([`MAY_BE_ABSENT`]). A request body's optional fields stay optional.
 //! - Values the store keeps in other crates' types (statuses, sides, reasons) are described by
 //!   the schemas of this module, each listing exactly what the type serializes to; amounts are
 //!   exact decimals sent as strings ([`DecimalString`]).
@@ -74,7 +77,7 @@ pub const COOKIE: &str = "cookie";
         lessons::reject,
     ),
     components(schemas(wire::ErrorBody, wire::StepEvent, wire::ToolResultEvent, HeldFilter)),
-    modifiers(&Security, &OptionalBodies, &CommonErrors),
+    modifiers(&Security, &OptionalBodies, &AlwaysSent, &CommonErrors),
     security(("bearer" = []), ("cookie" = [])),
     tags(
         (name = "api", description = "The document itself."),
@@ -179,6 +182,76 @@ fn is_null(schema: &RefOr<Schema>) -> bool {
         schema,
         RefOr::T(Schema::Object(o)) if o.schema_type == SchemaType::Type(Type::Null)
     )
+}
+
+/// The properties of answers that serde leaves out when they have no value
+/// (`skip_serializing_if`), by schema; every other property of an answer is always sent.
+pub const MAY_BE_ABSENT: [(&str, &str); 2] = [("WireStep", "cut"), ("ErrorBody", "field")];
+
+/// Marks every property of the schemas no request body refers to as required (see the module's
+/// documentation): `utoipa` leaves an `Option` field out of `required`, but the wire types send
+/// it as `null`.
+struct AlwaysSent;
+
+/// The names of the component schemas `value` refers to, with those they refer to in turn.
+fn referenced(
+    value: &serde_json::Value,
+    components: &serde_json::Value,
+    out: &mut std::collections::BTreeSet<String>,
+) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, v) in map {
+                if let ("$ref", serde_json::Value::String(r)) = (key.as_str(), v)
+                    && let Some(name) = r.strip_prefix("#/components/schemas/")
+                    && out.insert(name.to_owned())
+                {
+                    referenced(&components[name], components, out);
+                } else {
+                    referenced(v, components, out);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for v in items {
+                referenced(v, components, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+impl Modify for AlwaysSent {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = serde_json::to_value(&openapi.components)
+            .map(|mut c| c["schemas"].take())
+            .unwrap_or_default();
+        let mut requests = std::collections::BTreeSet::new();
+        for item in openapi.paths.paths.values() {
+            for operation in [&item.post, &item.patch, &item.put].into_iter().flatten() {
+                if let Ok(body) = serde_json::to_value(&operation.request_body) {
+                    referenced(&body, &components, &mut requests);
+                }
+            }
+        }
+        let Some(schemas) = openapi.components.as_mut().map(|c| &mut c.schemas) else {
+            return;
+        };
+        for (name, schema) in schemas.iter_mut() {
+            if requests.contains(name) {
+                continue;
+            }
+            let RefOr::T(Schema::Object(object)) = schema else {
+                continue;
+            };
+            for property in object.properties.keys() {
+                let absent = MAY_BE_ABSENT.contains(&(name.as_str(), property.as_str()));
+                if !absent && !object.required.contains(property) {
+                    object.required.push(property.clone());
+                }
+            }
+        }
+    }
 }
 
 /// The error statuses answered by the extractors and layers every route shares, added to each

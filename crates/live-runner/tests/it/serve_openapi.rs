@@ -188,6 +188,18 @@ fn the_document_says_how_to_authenticate_and_that_amounts_are_strings() {
         true
     );
 
+    // An answer's fields are always sent (`null` without a value) but for those serde leaves
+    // out; a request body's optional fields stay optional.
+    let schemas = &doc["components"]["schemas"];
+    let required = |schema: &str| -> Vec<String> {
+        serde_json::from_value(schemas[schema]["required"].clone()).unwrap_or_default()
+    };
+    assert!(required("WireDeployment").contains(&"nextTickAt".to_owned()));
+    assert!(required("Memory").contains(&"prompt".to_owned()));
+    assert!(!required("WireStep").contains(&"cut".to_owned()));
+    assert_eq!(required("ErrorBody"), ["error"]);
+    assert_eq!(required("ChatRequest"), ["messages"]);
+
     // A domain enum's schema lists exactly what it serializes to.
     assert_eq!(
         doc["components"]["schemas"]["DeploymentStatus"]["enum"],
