@@ -799,7 +799,11 @@ pub fn count_tokens(text: &str) -> usize {
             description = "Closed and open trades, the notes history, what the agent sees.",
             body = Memory
         ),
-        (status = 404, description = "The caller has no deployment with this id.", body = ErrorBody),
+        (
+            status = 404,
+            description = "The caller has no deployment with this id.",
+            body = ErrorBody
+        ),
     )
 )]
 pub(super) async fn memory(

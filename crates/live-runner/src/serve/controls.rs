@@ -100,47 +100,28 @@ async fn control(
     ))
 }
 
-/// A control's route: `POST $path` with an optional [`ControlBody`], answering
-/// [`ControlAnswers`].
-macro_rules! control_route {
-    ($summary:tt $name:ident $action:ident $path:tt $operation:tt $description:tt) => {
-        #[doc = $summary]
-        #[utoipa::path(
-                    post,
-                    path = $path,
-                    operation_id = $operation,
-                    tag = "deployments",
-                    description = $description,
-                    params(("id" = Uuid, Path, description = "The deployment.")),
-                    request_body(content = Option<ControlBody>, content_type = "application/json"),
-                    responses(ControlAnswers)
-                )]
-        pub(super) async fn $name(
-            State(state): State<AppState>,
-            caller: Caller,
-            ApiPath(id): ApiPath<Uuid>,
-            OptionalJson(body): OptionalJson<ControlBody>,
-        ) -> Result<axum::Json<WireControl>, ApiError> {
-            control(&state, &caller, id, ControlAction::$action, body).await
-        }
-    };
-}
-
-control_route!(
+optional_body_post!(
     "Pauses a deployment (`POST /api/deployments/{id}/pause`)."
-    pause Pause "/api/deployments/{id}/pause" "pauseDeployment"
-    "An active deployment keeps its state and ticks no more until resumed. An empty body is `{}`."
+    pause "/api/deployments/{id}/pause" "pauseDeployment"
+    "An active deployment keeps its state and ticks no more until resumed. An empty body is \
+     `{}`.",
+    tag "deployments", id "The deployment.",
+    ControlBody -> WireControl in ControlAnswers, control(ControlAction::Pause)
 );
-control_route!(
+optional_body_post!(
     "Resumes a deployment (`POST /api/deployments/{id}/resume`)."
-    resume Resume "/api/deployments/{id}/resume" "resumeDeployment"
-    "A paused deployment ticks again from where it was. An empty body is `{}`."
+    resume "/api/deployments/{id}/resume" "resumeDeployment"
+    "A paused deployment ticks again from where it was. An empty body is `{}`.",
+    tag "deployments", id "The deployment.",
+    ControlBody -> WireControl in ControlAnswers, control(ControlAction::Resume)
 );
-control_route!(
+optional_body_post!(
     "Stops a deployment (`POST /api/deployments/{id}/stop`)."
-    stop Stop "/api/deployments/{id}/stop" "stopDeployment"
+    stop "/api/deployments/{id}/stop" "stopDeployment"
     "An active or paused deployment stops for good; with `flatten` true a runner also closes its \
-     open positions through its broker. An empty body is `{}`."
+     open positions through its broker. An empty body is `{}`.",
+    tag "deployments", id "The deployment.",
+    ControlBody -> WireControl in ControlAnswers, control(ControlAction::Stop)
 );
 
 /// The caller's deployment `id`'s status, flatten and audit trail (the route's body; the page
@@ -178,7 +159,11 @@ pub async fn deployment_controls(
             description = "The status, the flatten if one was asked for, the audit trail.",
             body = DeploymentControls
         ),
-        (status = 404, description = "The caller has no deployment with this id.", body = ErrorBody),
+        (
+            status = 404,
+            description = "The caller has no deployment with this id.",
+            body = ErrorBody
+        ),
     )
 )]
 pub(super) async fn list(

@@ -277,40 +277,18 @@ async fn decide(
     ))
 }
 
-/// A decision's route: `POST $path` with an optional [`ReviewBody`], answering
-/// [`ReviewAnswers`].
-macro_rules! review_route {
-    ($summary:tt $name:ident $decision:ident $path:tt $operation:tt $description:tt) => {
-        #[doc = $summary]
-        #[utoipa::path(
-                    post,
-                    path = $path,
-                    operation_id = $operation,
-                    tag = "lessons",
-                    description = $description,
-                    params(("id" = Uuid, Path, description = "The held lesson.")),
-                    request_body(content = Option<ReviewBody>, content_type = "application/json"),
-                    responses(ReviewAnswers)
-                )]
-        pub(super) async fn $name(
-            State(state): State<AppState>,
-            caller: Caller,
-            ApiPath(id): ApiPath<Uuid>,
-            OptionalJson(body): OptionalJson<ReviewBody>,
-        ) -> Result<axum::Json<WireHeldLesson>, ApiError> {
-            decide(&state, &caller, id, HeldDecision::$decision, body).await
-        }
-    };
-}
-
-review_route!(
+optional_body_post!(
     "Accepts a held lesson (`POST /api/lessons/{id}/accept`)."
-    accept Accept "/api/lessons/{id}/accept" "acceptHeldLesson"
+    accept "/api/lessons/{id}/accept" "acceptHeldLesson"
     "A note with the lessons in force and this bullet appended is in force from now. An empty \
-     body is `{}`."
+     body is `{}`.",
+    tag "lessons", id "The held lesson.",
+    ReviewBody -> WireHeldLesson in ReviewAnswers, decide(HeldDecision::Accept)
 );
-review_route!(
+optional_body_post!(
     "Rejects a held lesson (`POST /api/lessons/{id}/reject`)."
-    reject Reject "/api/lessons/{id}/reject" "rejectHeldLesson"
-    "The bullet never reaches a prompt. An empty body is `{}`."
+    reject "/api/lessons/{id}/reject" "rejectHeldLesson"
+    "The bullet never reaches a prompt. An empty body is `{}`.",
+    tag "lessons", id "The held lesson.",
+    ReviewBody -> WireHeldLesson in ReviewAnswers, decide(HeldDecision::Reject)
 );

@@ -286,7 +286,10 @@ async fn every_route_answers_a_success_and_an_error_as_documented() {
         s.post(
             "/api/chat",
             t,
-            &json!({"messages": [{"role": "user", "content": "Hi"}], "deploymentId": b.deployment()}),
+            &json!({
+                "messages": [{"role": "user", "content": "Hi"}],
+                "deploymentId": b.deployment(),
+            }),
         )
         .await,
         StatusCode::NOT_FOUND,
