@@ -5,8 +5,8 @@
 //!
 //! - Auth: every route but this one takes the bearer token (`Authorization: Bearer <JWT>`,
 //!   scheme `bearer`) or the pages' `token` cookie (scheme `cookie`).
-//! - Errors: every error status answers the one body [`ErrorBody`]. Each route lists the errors
-//!   its own logic answers (404, 409, 422, 502); [`CommonErrors`] adds those its extractors and
+//! - Errors: every error status answers the one body [`wire::ErrorBody`]. Each route lists the
+//!   errors its own logic answers (404, 409, 422, 502); a modifier adds those its extractors and
 //!   the server's layers answer, by the same rules the code follows: 401 and 500 on every
 //!   authenticated route, 400 on a route with a path or query parameter or a JSON body, 413, 415
 //!   and 422 on a route with a JSON body, 403 on every state change (the cross-origin guard).
