@@ -5,7 +5,9 @@
 //! type listed for that status, and a JSON body valid under that status's schema (formats
 //! included: `uuid`, `date-time`). A chat stream's events are checked one by one against the
 //! schemas its description names. What breaks the document is recorded, named by route, and
-//! fails the test when its server is dropped ([`Conformance::assert_clean`]).
+//! fails the test when its server is dropped ([`Conformance::assert_clean`]). Not routes, and
+//! not checked: axum's 405 for a method a documented path does not take, the server's JSON 404
+//! for a path it has no route for, and HEAD and OPTIONS answers.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
