@@ -34,6 +34,7 @@ mod serve_facts;
 mod serve_isolation;
 mod serve_lessons;
 mod serve_memory;
+mod serve_openapi;
 mod serve_security;
 mod serve_validation;
 mod serve_wire;

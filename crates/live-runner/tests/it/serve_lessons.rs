@@ -16,7 +16,7 @@ use crate::common::serve::{Server, answer, no_model, server, world};
 
 /// A note of `fx`'s deployment at `minutes` whose reflection held `bullets` back (each with two
 /// reasons, the first naming the bullet's place); returns the note's and the bullets' ids.
-async fn held_note(
+pub(crate) async fn held_note(
     store: &PgStore,
     fx: &Fixture,
     minutes: i64,

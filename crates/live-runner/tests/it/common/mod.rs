@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod hl_exchange;
+pub(crate) mod openapi;
 pub(crate) mod serve;
 
 use std::path::PathBuf;
