@@ -99,19 +99,6 @@ pub enum AlertKind {
 }
 
 impl AlertKind {
-    /// Every kind.
-    pub const ALL: [AlertKind; 9] = [
-        AlertKind::OrderExecuted,
-        AlertKind::PositionClosed,
-        AlertKind::Rejection,
-        AlertKind::ModelError,
-        AlertKind::ModelErrorStreak,
-        AlertKind::Halt,
-        AlertKind::LessonHeld,
-        AlertKind::RunnerLagging,
-        AlertKind::Test,
-    ];
-
     /// The kinds a channel can choose (a test message goes to the one channel it is for).
     pub const SUBSCRIBABLE: [AlertKind; 8] = [
         AlertKind::OrderExecuted,
@@ -140,10 +127,15 @@ impl AlertKind {
         }
     }
 
+    /// Every kind: [`SUBSCRIBABLE`](Self::SUBSCRIBABLE) and [`AlertKind::Test`].
+    pub fn all() -> impl Iterator<Item = AlertKind> {
+        Self::SUBSCRIBABLE.into_iter().chain([AlertKind::Test])
+    }
+
     /// The kind whose [`as_str`](Self::as_str) is `s`.
     #[must_use]
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == s)
+        Self::all().find(|k| k.as_str() == s)
     }
 
     /// A short label a person reads.
@@ -163,7 +155,7 @@ impl AlertKind {
     }
 }
 
-/// The stored `events` list of a channel: kinds comma-separated, in [`AlertKind::ALL`] order.
+/// The stored `events` list of a channel: kinds comma-separated, in [`AlertKind::all`] order.
 #[must_use]
 pub fn events_text(kinds: &[AlertKind]) -> String {
     let mut sorted: Vec<AlertKind> = kinds.to_vec();
@@ -565,8 +557,9 @@ mod tests {
             events_text(&[AlertKind::Halt, AlertKind::OrderExecuted, AlertKind::Halt]),
             "order_executed,halt"
         );
-        for k in AlertKind::ALL {
+        for k in AlertKind::all() {
             assert_eq!(AlertKind::parse(k.as_str()), Some(k));
         }
+        assert_eq!(AlertKind::all().count(), 9);
     }
 }

@@ -26,6 +26,8 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use types::Clock;
 
+use crate::metrics::Metrics;
+
 /// The default Telegram Bot API base URL.
 pub const TELEGRAM_API: &str = "https://api.telegram.org";
 
@@ -195,6 +197,7 @@ pub struct AlertWorker {
     clock: Arc<dyn Clock>,
     config: AlertConfig,
     http: reqwest::Client,
+    metrics: Metrics,
 }
 
 /// How one attempt ended.
@@ -227,7 +230,21 @@ impl AlertWorker {
             clock,
             config,
             http,
+            metrics: Metrics::default(),
         })
+    }
+
+    /// Counts the attempts into `metrics` (the runner's, served on its `/metrics`).
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// The worker's metrics.
+    #[must_use]
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
     /// Sends one delivery; never longer than the request timeout.
@@ -258,6 +275,7 @@ impl AlertWorker {
         let result = match sent {
             Sent::Delivered => {
                 report.delivered += 1;
+                self.metrics.alert("delivered");
                 tracing::info!(delivery = %d.id, channel = %d.channel_id, kind = d.kind.as_str(), "alert delivered");
                 self.store.finish_alert_delivery(d.id, owner, now).await
             }
@@ -269,8 +287,10 @@ impl AlertWorker {
                 });
                 if retry_at.is_some() {
                     report.retried += 1;
+                    self.metrics.alert("retry");
                 } else {
                     report.given_up += 1;
+                    self.metrics.alert("failed");
                 }
                 tracing::warn!(
                     delivery = %d.id,
@@ -297,22 +317,26 @@ impl AlertWorker {
         }
     }
 
-    /// One pass: claims what is due now (up to the concurrency), sends it all at once and
-    /// records each result; returns when every request of the pass ended.
-    ///
-    /// # Errors
-    /// The store's error when the claim fails.
-    pub async fn deliver_due(self: &Arc<Self>) -> Result<DeliveryReport, db::DbError> {
-        let limit = u32::try_from(self.config.concurrency.clamp(1, 1000)).unwrap_or(8);
-        let claimed = self
-            .store
+    /// Leases up to `limit` (1 to 1,000) due deliveries to this worker.
+    async fn claim(&self, limit: usize) -> Result<Vec<ClaimedDelivery>, db::DbError> {
+        let limit = u32::try_from(limit.clamp(1, 1000)).unwrap_or(1);
+        self.store
             .claim_alert_deliveries(
                 &self.config.owner,
                 self.clock.now(),
                 self.config.lease_for(),
                 limit,
             )
-            .await?;
+            .await
+    }
+
+    /// One pass: claims what is due now (up to the concurrency), sends it all at once and
+    /// records each result; returns when every request of the pass ended.
+    ///
+    /// # Errors
+    /// The store's error when the claim fails.
+    pub async fn deliver_due(self: &Arc<Self>) -> Result<DeliveryReport, db::DbError> {
+        let claimed = self.claim(self.config.concurrency).await?;
         let mut set = JoinSet::new();
         for d in claimed {
             let me = self.clone();
@@ -345,17 +369,7 @@ impl AlertWorker {
             let free = slots.available_permits();
             let mut claimed_any = false;
             if free > 0 {
-                let limit = u32::try_from(free.min(1000)).unwrap_or(1);
-                match self
-                    .store
-                    .claim_alert_deliveries(
-                        &self.config.owner,
-                        self.clock.now(),
-                        self.config.lease_for(),
-                        limit,
-                    )
-                    .await
-                {
+                match self.claim(free).await {
                     Ok(claimed) => {
                         claimed_any = !claimed.is_empty();
                         for d in claimed {

@@ -1073,7 +1073,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     Arc::new(SystemClock),
                     alert_config,
                 )
-                .context("alert worker")?,
+                .context("alert worker")?
+                .with_metrics(metrics.clone()),
             );
             let (stop_alerts, alerts_stopped) = tokio::sync::watch::channel(false);
             let alert_task = (!once).then(|| {

@@ -381,17 +381,21 @@ pub(crate) async fn write_held_alert<D: Dialect>(
 }
 
 fn channel_from_row<R: RowExt>(r: &R) -> Result<AlertChannel, DbError> {
-    let kind = r.text("kind")?;
     Ok(AlertChannel {
         id: r.uuid("id")?,
         user_id: r.uuid("user_id")?,
         name: r.text("name")?,
-        kind: ChannelKind::parse(&kind)
-            .ok_or_else(|| codec::decode_err("kind", format!("unknown channel kind {kind}")))?,
+        kind: channel_kind(r, "kind")?,
         hint: r.text("hint")?,
         events: parse_events(&r.text("events")?),
         created_at: r.ts("created_at")?,
     })
+}
+
+fn channel_kind<R: RowExt>(r: &R, c: &str) -> Result<ChannelKind, DbError> {
+    let kind = r.text(c)?;
+    ChannelKind::parse(&kind)
+        .ok_or_else(|| codec::decode_err(c, format!("unknown channel kind {kind}")))
 }
 
 fn alert_kind<R: RowExt>(r: &R, c: &str) -> Result<AlertKind, DbError> {
@@ -571,13 +575,7 @@ impl<S: Leases<Db = D>, D: Dialect> AlertOutbox for S {
         lease_for: chrono::Duration,
         limit: u32,
     ) -> Result<Vec<ClaimedDelivery>, DbError> {
-        if lease_for <= chrono::Duration::zero() {
-            return Err(DbError::Invalid {
-                what: "lease duration",
-                detail: format!("{lease_for} is not positive"),
-            });
-        }
-        let limit = check_limit("alert claim limit", limit, MAX_DELIVERIES_READ)?;
+        let limit = super::lease::check_claim(lease_for, limit)?;
         // As the deployments' claim (`lease.rs`): the due rows locked `FOR UPDATE SKIP LOCKED`
         // on PostgreSQL, chosen once in a MATERIALIZED CTE, the availability tested again.
         let sql = format!(
@@ -624,7 +622,6 @@ impl<S: Leases<Db = D>, D: Dialect> AlertOutbox for S {
             .map_err(ctx("reading claimed alert deliveries"))?;
         rows.iter()
             .map(|r| {
-                let channel_kind = r.text("channel_kind")?;
                 Ok(ClaimedDelivery {
                     id: r.uuid("id")?,
                     event_id: r.uuid("event_id")?,
@@ -635,9 +632,7 @@ impl<S: Leases<Db = D>, D: Dialect> AlertOutbox for S {
                     text: r.text("text")?,
                     data: r.json("data")?,
                     channel_id: r.uuid("channel_id")?,
-                    channel_kind: ChannelKind::parse(&channel_kind).ok_or_else(|| {
-                        codec::decode_err("kind", format!("unknown channel kind {channel_kind}"))
-                    })?,
+                    channel_kind: channel_kind(r, "channel_kind")?,
                     url: r.opt_text("url")?,
                     secret: r.opt_text("secret")?,
                     chat_id: r.opt_text("chat_id")?,

@@ -45,7 +45,7 @@ pub(crate) mod cases {
     async fn kinds<S: RawSql>(s: &S) -> Vec<String> {
         let n = s.count("SELECT count(*) FROM alert_events").await;
         let mut out = Vec::new();
-        for kind in AlertKind::ALL {
+        for kind in AlertKind::all() {
             let k = s
                 .count(&format!(
                     "SELECT count(*) FROM alert_events WHERE kind = '{}'",

@@ -339,18 +339,6 @@ impl LanguageModel for Failing {
     }
 }
 
-struct Stuck;
-
-#[async_trait::async_trait]
-impl LanguageModel for Stuck {
-    fn id(&self) -> &str {
-        "test/stuck"
-    }
-    async fn generate(&self, _: &ModelRequest) -> Result<ModelResponse, ModelError> {
-        std::future::pending().await
-    }
-}
-
 /// The skill's model doing `step` (its reflection model stays the builtin one).
 fn resolver(step: Step) -> ModelResolver {
     Arc::new(move |id: &str, skill: &skill_schema::Skill| {
@@ -364,7 +352,7 @@ fn resolver(step: Step) -> ModelResolver {
                 answer("done"),
             ])) as Arc<dyn LanguageModel>,
             Step::Fail => Arc::new(Failing) as Arc<dyn LanguageModel>,
-            Step::Stuck => Arc::new(Stuck) as Arc<dyn LanguageModel>,
+            Step::Stuck => Arc::new(common::Stuck) as Arc<dyn LanguageModel>,
         })
     })
 }
@@ -662,6 +650,12 @@ async fn alerts_survive_the_receiver_down_for_a_minute() {
     let _ = stop.send(());
     running.await.unwrap();
     let got = if got.len() == 4 { r.accepted() } else { got };
+    assert_eq!(w.metrics().alerts("delivered"), 4);
+    assert!(
+        w.metrics().alerts("retry") >= 4 * 6,
+        "{}",
+        w.metrics().render()
+    );
     assert_eq!(got.len(), 4, "each channel once: {got:#?}");
     let mut keys: Vec<&str> = got.iter().map(|g| g.key.as_str()).collect();
     keys.sort_unstable();

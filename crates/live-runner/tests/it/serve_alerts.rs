@@ -5,23 +5,16 @@
 //! and the `/alerts` page's plain forms behind the cross-origin guard.
 
 use reqwest::StatusCode;
-use reqwest::header::{COOKIE, LOCATION};
-use serde_json::{Value, json};
+use reqwest::header::LOCATION;
+use serde_json::json;
 
-use crate::common::serve::{Server, answer, no_model, server, world};
+use crate::common::serve::{Server, no_model, page, post_form, server, world};
 
 const SECRETS: [&str; 3] = [
     "whsec-s3cret-key",
     "777:bot-s3cret-token",
     "/T0/B0/slack-s3cret",
 ];
-
-fn http() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("client")
-}
 
 fn no_secret(text: &str) {
     for s in SECRETS {
@@ -37,18 +30,6 @@ async fn delete(s: &Server, path: &str, token: &str) -> StatusCode {
         .await
         .expect("DELETE")
         .status()
-}
-
-async fn post_empty(s: &Server, path: &str, token: &str) -> (StatusCode, Value) {
-    answer(
-        s.http
-            .post(s.url(path))
-            .bearer_auth(token)
-            .send()
-            .await
-            .expect("POST"),
-    )
-    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -140,14 +121,18 @@ async fn channels_are_added_listed_tested_and_deleted_without_showing_a_secret()
 
     // A test message: queued for the runner's worker; the deliveries list shows it pending.
     let hook_id = hook["id"].as_str().unwrap();
-    let (code, queued) = post_empty(&s, &format!("{path}/{hook_id}/test"), &a.token).await;
+    let (code, queued) = s
+        .post_empty(&format!("{path}/{hook_id}/test"), &a.token)
+        .await;
     assert_eq!(code, StatusCode::ACCEPTED, "{queued}");
     let (code, sent) = s.get("/api/alerts/deliveries", &a.token).await;
     assert_eq!(code, StatusCode::OK);
     assert_eq!(sent[0]["id"], queued["deliveryId"]);
     assert_eq!(sent[0]["kind"], "test");
     assert_eq!(sent[0]["status"], "pending");
-    let (code, _) = post_empty(&s, &format!("{path}/{hook_id}/test"), &b.token).await;
+    let (code, _) = s
+        .post_empty(&format!("{path}/{hook_id}/test"), &b.token)
+        .await;
     assert_eq!(code, StatusCode::NOT_FOUND, "another user's channel");
     let (_, none) = s.get("/api/alerts/deliveries", &b.token).await;
     assert_eq!(none, json!([]));
@@ -169,41 +154,14 @@ async fn channels_are_added_listed_tested_and_deleted_without_showing_a_secret()
     assert_eq!(listed.as_array().unwrap().len(), 2);
 }
 
-async fn get_page(s: &Server, path: &str, token: &str) -> (StatusCode, String) {
-    let r = http()
-        .get(s.url(path))
-        .header(COOKIE, format!("token={token}"))
-        .send()
-        .await
-        .expect("GET");
-    (r.status(), r.text().await.expect("body"))
-}
-
-async fn post_form(
-    s: &Server,
-    path: String,
-    token: &str,
-    origin: String,
-    form: Vec<(&'static str, &'static str)>,
-) -> reqwest::Response {
-    http()
-        .post(s.url(&path))
-        .header(COOKIE, format!("token={token}"))
-        .header("origin", origin)
-        .form(&form)
-        .send()
-        .await
-        .expect("POST")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_alerts_page_adds_tests_and_deletes_with_plain_forms() {
     let s = server(no_model()).await;
     let w = world(&s).await;
     let a = &w.a;
     let own = s.base.clone();
-    let page = || get_page(&s, "/alerts", &a.token);
-    let (code, body) = page().await;
+    let alerts_page = || page(&s, "/alerts", &a.token);
+    let (code, body) = alerts_page().await;
     assert_eq!(code, StatusCode::OK);
     assert!(body.contains(r#"<a href="/alerts" id="nav-alerts">"#));
     assert!(body.contains(r#"id="no-channels""#));
@@ -216,55 +174,75 @@ async fn the_alerts_page_adds_tests_and_deletes_with_plain_forms() {
         ("event", "halt"),
         ("event", "lesson_held"),
     ];
-    let post = |path: String, origin: String, form: Vec<(&'static str, &'static str)>| {
-        post_form(&s, path, &a.token, origin, form)
-    };
     // From another origin (another port of this host): refused, nothing added.
     let other = own.replace("127.0.0.1", "localhost");
-    let r = post("/alerts/channels".into(), other, form.to_vec()).await;
+    let r = post_form(&s, "/alerts/channels", &a.token, &form, &other).await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     let (_, listed) = s.get("/api/alerts/channels", &a.token).await;
     assert_eq!(listed, json!([]));
 
-    let r = post("/alerts/channels".into(), own.clone(), form.to_vec()).await;
+    let r = post_form(&s, "/alerts/channels", &a.token, &form, &own).await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(r.headers()[LOCATION], "/alerts?done=added");
     let (_, listed) = s.get("/api/alerts/channels", &a.token).await;
     assert_eq!(listed[0]["events"], json!(["halt", "lesson_held"]));
     let id = listed[0]["id"].as_str().unwrap().to_owned();
-    let (code, body) = page().await;
+    let (code, body) = alerts_page().await;
     assert_eq!(code, StatusCode::OK);
     assert!(body.contains("Telegram chat -100777"), "{body}");
     assert!(body.contains("set (hidden)"));
     no_secret(&body);
 
     // A bad one: the page again, 422, with the message.
-    let r = post(
-        "/alerts/channels".into(),
-        own.clone(),
-        vec![
+    let r = post_form(
+        &s,
+        "/alerts/channels",
+        &a.token,
+        &[
             ("name", "x"),
             ("kind", "webhook"),
             ("url", "https://h.example/x"),
             ("event", "halt"),
         ],
+        &own,
     )
     .await;
     assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
     assert!(r.text().await.unwrap().contains("secret: required"));
 
-    let r = post(format!("/alerts/channels/{id}/test"), own.clone(), vec![]).await;
+    let r = post_form(
+        &s,
+        &format!("/alerts/channels/{id}/test"),
+        &a.token,
+        &[],
+        &own,
+    )
+    .await;
     assert_eq!(r.headers()[LOCATION], "/alerts?done=tested");
-    let (_, body) = get_page(&s, "/alerts?done=tested", &a.token).await;
+    let (_, body) = page(&s, "/alerts?done=tested", &a.token).await;
     assert!(body.contains("Test message queued"));
     assert!(
         body.contains(r#"<span class="badge status-pending">pending</span>"#),
         "{body}"
     );
 
-    let r = post(format!("/alerts/channels/{id}/delete"), own.clone(), vec![]).await;
+    let r = post_form(
+        &s,
+        &format!("/alerts/channels/{id}/delete"),
+        &a.token,
+        &[],
+        &own,
+    )
+    .await;
     assert_eq!(r.headers()[LOCATION], "/alerts?done=deleted");
-    let r = post(format!("/alerts/channels/{id}/delete"), own, vec![]).await;
+    let r = post_form(
+        &s,
+        &format!("/alerts/channels/{id}/delete"),
+        &a.token,
+        &[],
+        &own,
+    )
+    .await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     let (_, listed) = s.get("/api/alerts/channels", &a.token).await;
     assert_eq!(listed, json!([]));
