@@ -4,7 +4,8 @@
 //! `hmac` crate), a Slack- and a Discord-compatible webhook and the Telegram Bot API. The
 //! receiver down for a minute (refusing connections, then answering 503) delays delivery, never
 //! loses or doubles it; a runner killed mid-tick sends nothing twice; a channel that accepts and
-//! never answers does not hold up the ticks.
+//! never answers does not hold up the ticks; a `live-runner run` process killed with SIGKILL
+//! mid-delivery, started again, delivers each alert once and logs no secret.
 
 use crate::common;
 
@@ -800,4 +801,118 @@ async fn a_hanging_channel_does_not_hold_up_the_ticks() {
     );
     assert!(r.accepted().is_empty());
     running.abort();
+}
+
+/// `live-runner run` as a process of its own, alerting to `r` (every alert of a tick that
+/// starts a second or more after its bar closed is `runner_lagging`), its log in `log`.
+fn run_process(
+    pg: &common::Pg,
+    hl: &wiremock::MockServer,
+    r: &Receiver,
+    log: &std::path::Path,
+) -> std::process::Child {
+    let log = std::fs::File::create(log).expect("log file");
+    std::process::Command::new(env!("CARGO_BIN_EXE_live-runner"))
+        .args([
+            "run",
+            "--db",
+            &pg.url(),
+            "--hl-url",
+            &hl.uri(),
+            "--poll",
+            "1s",
+        ])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--alert-lag",
+            "1s",
+            "--alert-timeout",
+            "2s",
+        ])
+        .args(["--alert-retry-first", "1s", "--alert-retry-max", "2s"])
+        .args(["--telegram-api", &r.base()])
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("spawn live-runner run")
+}
+
+/// A runner process killed with SIGKILL while its alerts are in flight (the receiver holds
+/// every request without answering): the process started again does not tick the bar again
+/// and delivers each alert once, after the dead process's leases expire — and neither
+/// process logs a channel's URL path, secret or bot token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_runner_process_killed_with_sigkill_mid_delivery_sends_each_alert_once() {
+    let pg = postgres().await;
+    let hl = hyperliquid_mock().await;
+    let r = Receiver::start().await;
+    r.set(Mode::Hang);
+    let now = Utc::now();
+    let id = deploy(&pg, 0xa1e7_d005, now + chrono::Duration::hours(2)).await;
+    channels(&pg, &r).await;
+    sqlx::query("UPDATE deployments SET next_tick_at = now() - interval '1 minute' WHERE id = $1")
+        .bind(id)
+        .execute(pg.pool())
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (first_log, second_log) = (dir.path().join("first.log"), dir.path().join("second.log"));
+
+    let mut first = run_process(&pg, &hl, &r, &first_log);
+    for _ in 0..600 {
+        if r.inbox.lock().unwrap().hanging >= 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        r.inbox.lock().unwrap().hanging >= 4,
+        "the four channels' requests are in flight"
+    );
+    first.kill().expect("SIGKILL"); // `Child::kill` is SIGKILL on Unix
+    first.wait().expect("reaped");
+    assert_eq!(pg.store.list_snapshots(id, 10).await.unwrap().len(), 1);
+    let events = pg.count("SELECT count(*) FROM alert_events").await;
+    assert!(events >= 1, "at least the late start");
+    assert_eq!(deliveries(&pg).await, events * 4);
+    assert!(r.accepted().is_empty());
+
+    r.set(Mode::Up);
+    let mut second = run_process(&pg, &hl, &r, &second_log);
+    let expected = usize::try_from(events * 4).unwrap();
+    let got = r.wait_for(expected, Duration::from_secs(90)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &second.id().to_string()])
+        .status();
+    second.wait().expect("second runner stops");
+    assert_eq!(got.len(), expected, "{got:#?}");
+    let all = r.accepted();
+    assert_eq!(all.len(), expected, "nothing sent twice");
+    let mut keys: Vec<&str> = all.iter().map(|g| g.key.as_str()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    assert_eq!(keys.len(), expected);
+    assert_eq!(
+        pg.store.list_snapshots(id, 10).await.unwrap().len(),
+        1,
+        "the bar is not ticked again"
+    );
+    assert_eq!(pg.count("SELECT count(*) FROM alert_events").await, events);
+    let delivered = std::fs::read_to_string(&second_log).unwrap();
+    assert!(delivered.contains("alert delivered"), "{delivered}");
+    for log in [&first_log, &second_log] {
+        let text = std::fs::read_to_string(log).unwrap();
+        for secret in [
+            WEBHOOK_SECRET,
+            BOT_TOKEN,
+            SLACK_PATH,
+            DISCORD_PATH,
+            "s3cret",
+        ] {
+            assert!(!text.contains(secret), "{secret} logged: {text}");
+        }
+    }
 }
