@@ -7,7 +7,8 @@
 //! - `webhook`: `POST` of a JSON object (`id`, `idempotencyKey`, `eventId`, `kind`,
 //!   `deploymentId`, `occurredAt`, `text`, `data`) with `Idempotency-Key: <id>` and
 //!   `X-Signature-256: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" under the secret>`;
-//! - `slack`: `POST {"text": …}` (a Slack-compatible incoming webhook);
+//! - `slack`: `POST {"text": …}` (a Slack-compatible incoming webhook; `&`, `<`, `>` escaped
+//!   as Slack asks);
 //! - `discord`: `POST {"content": …}` (a Discord-compatible webhook);
 //! - `telegram`: `POST {base}/bot<token>/sendMessage` with `{"chat_id", "text"}`.
 //!
@@ -137,7 +138,7 @@ pub fn request(
         }
         ChannelKind::Slack => (
             d.url.clone().ok_or_else(|| missing("URL"))?,
-            json!({ "text": d.text }),
+            json!({ "text": slack_escaped(&d.text) }),
             None,
         ),
         ChannelKind::Discord => (
@@ -164,6 +165,15 @@ pub fn request(
         headers.push(("X-Signature-256", signature(secret, now.timestamp(), &body)));
     }
     Ok(AlertRequest { url, headers, body })
+}
+
+/// `text` with the three characters Slack's message formatting reads as markup escaped (`&`,
+/// `<`, `>`), so a rule's `60.01% > 60%` shows as written.
+#[must_use]
+pub fn slack_escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// `t=<unix>,v1=<hex HMAC-SHA256 of "<unix>.<body>" under secret>`.
@@ -455,6 +465,7 @@ mod tests {
         let at = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
         let slack = request(&delivery(ChannelKind::Slack), TELEGRAM_API, at).unwrap();
         assert_eq!(slack.body, br#"{"text":"Trading halted"}"#);
+        assert_eq!(slack_escaped("a < b & c > d"), "a &lt; b &amp; c &gt; d");
         let discord = request(&delivery(ChannelKind::Discord), TELEGRAM_API, at).unwrap();
         assert_eq!(discord.body, br#"{"content":"Trading halted"}"#);
         let tg = request(&delivery(ChannelKind::Telegram), "http://t.test/", at).unwrap();
