@@ -100,6 +100,16 @@ pub fn router() -> Router<AppState> {
         .route("/lessons/held", get(super::lessons::held))
         .route("/lessons/{id}/accept", post(super::lessons::accept))
         .route("/lessons/{id}/reject", post(super::lessons::reject))
+        .route(
+            "/alerts/channels",
+            get(super::alerts::list).post(super::alerts::create),
+        )
+        .route(
+            "/alerts/channels/{id}",
+            axum::routing::delete(super::alerts::delete),
+        )
+        .route("/alerts/channels/{id}/test", post(super::alerts::test))
+        .route("/alerts/deliveries", get(super::alerts::deliveries))
 }
 
 /// `GET /api/me`.

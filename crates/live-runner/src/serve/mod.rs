@@ -18,6 +18,8 @@
 //!   audited as the caller.
 //! - The review queue ([`lessons`]): held lessons listed with why they were held, accepted or
 //!   rejected from the API and the `/lessons` page, audited as the caller.
+//! - Alerts ([`alerts`]): the caller's alert channels (webhook, Slack, Discord, Telegram) added,
+//!   listed, tested and deleted from the API and the `/alerts` page; their secrets never shown.
 //! - Errors ([`error`]): one JSON shape, `{"error": "...", "field": "..."?}`; bad bodies are
 //!   400/422 naming the field, unknown (or other users') ids 404, never a 500 for bad input.
 //! - The OpenAPI 3.1 document ([`openapi`]): `GET /api/openapi.json`, public, generated from the
@@ -61,6 +63,7 @@ macro_rules! optional_body_post {
     };
 }
 
+pub mod alerts;
 pub mod api;
 pub mod auth;
 pub mod controls;

@@ -60,6 +60,22 @@ impl Pg {
     }
 }
 
+/// A model that never answers: the runner holding it is stuck mid-tick.
+pub(crate) struct Stuck;
+
+#[async_trait::async_trait]
+impl agent_runtime::LanguageModel for Stuck {
+    fn id(&self) -> &str {
+        "test/stuck"
+    }
+    async fn generate(
+        &self,
+        _: &agent_runtime::ModelRequest,
+    ) -> Result<agent_runtime::ModelResponse, agent_runtime::ModelError> {
+        std::future::pending().await
+    }
+}
+
 /// A path relative to the repository root.
 pub(crate) fn repo(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -291,7 +291,57 @@ impl Server {
         self.send(reqwest::Method::POST, path, token, body).await
     }
 
+    /// A POST with the bearer token and no body at all.
+    pub(crate) async fn post_empty(&self, path: &str, token: &str) -> (StatusCode, Value) {
+        answer(
+            self.http
+                .post(self.url(path))
+                .bearer_auth(token)
+                .send()
+                .await
+                .expect("POST"),
+        )
+        .await
+    }
+
     pub(crate) async fn patch(&self, path: &str, token: &str, body: &Value) -> (StatusCode, Value) {
         self.send(reqwest::Method::PATCH, path, token, body).await
     }
+}
+
+/// A client that does not follow redirects.
+pub(crate) fn http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
+/// A page as the user of `token` (the session cookie), not following redirects.
+pub(crate) async fn page(s: &Server, path: &str, token: &str) -> (StatusCode, String) {
+    let r = http()
+        .get(s.url(path))
+        .header(reqwest::header::COOKIE, format!("token={token}"))
+        .send()
+        .await
+        .expect("GET");
+    (r.status(), r.text().await.expect("body"))
+}
+
+/// A form POST as the user of `token` from `origin`, not following redirects.
+pub(crate) async fn post_form(
+    s: &Server,
+    path: &str,
+    token: &str,
+    form: &[(&str, &str)],
+    origin: &str,
+) -> reqwest::Response {
+    http()
+        .post(s.url(path))
+        .header(reqwest::header::COOKIE, format!("token={token}"))
+        .header("origin", origin)
+        .form(form)
+        .send()
+        .await
+        .expect("POST")
 }
