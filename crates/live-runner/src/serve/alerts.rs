@@ -10,10 +10,12 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use db::{AlertChannel, AlertKind, AlertStore, ChannelKind, NewAlertChannel};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 use uuid::Uuid;
 use validator::Validate;
 
 use super::error::{ApiError, ApiJson, ApiPath};
+use super::wire::ErrorBody;
 use super::{AppState, Caller};
 
 /// Most deliveries `GET /api/alerts/deliveries` returns.
@@ -22,7 +24,7 @@ pub const DELIVERIES_SHOWN: u32 = 100;
 /// A channel to add. `kind` is `webhook` (with `url` and `secret`), `slack` or `discord`
 /// (with `url`: the incoming webhook's URL) or `telegram` (with `botToken` and `chatId`);
 /// `events` the kinds it receives.
-#[derive(Debug, Clone, Default, Deserialize, Validate)]
+#[derive(Debug, Clone, Default, Deserialize, Validate, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ChannelBody {
     /// A name (1..=100 characters).
@@ -56,7 +58,7 @@ impl std::fmt::Debug for WireAlertChannel {
 }
 
 /// A channel as its owner sees it: no URL path, no secret.
-#[derive(Clone, Serialize)]
+#[derive(Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WireAlertChannel {
     /// Its id.
@@ -64,12 +66,14 @@ pub struct WireAlertChannel {
     /// Its name.
     pub name: String,
     /// `webhook`, `slack`, `discord` or `telegram`.
+    #[schema(value_type = String)]
     pub kind: &'static str,
     /// What can be shown of the target: the webhook's scheme and host, or the chat id.
     pub target: String,
     /// Whether a secret (HMAC key, bot token) is set; its value is never shown.
     pub secret_set: bool,
     /// The event kinds it receives.
+    #[schema(value_type = Vec<String>)]
     pub events: Vec<&'static str>,
     /// When it was added.
     pub created_at: chrono::DateTime<chrono::Utc>,
@@ -90,7 +94,7 @@ impl From<AlertChannel> for WireAlertChannel {
 }
 
 /// A delivery as its owner sees it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WireAlertDelivery {
     /// Its id: the idempotency key the channel received.
@@ -98,12 +102,14 @@ pub struct WireAlertDelivery {
     /// The channel.
     pub channel_id: Uuid,
     /// What it is about.
+    #[schema(value_type = String)]
     pub kind: &'static str,
     /// The message.
     pub text: String,
     /// When the event happened.
     pub occurred_at: chrono::DateTime<chrono::Utc>,
     /// `pending`, `delivered` or `failed`.
+    #[schema(value_type = String)]
     pub status: &'static str,
     /// Attempts made.
     pub attempts: u32,
@@ -130,7 +136,7 @@ impl From<db::AlertDelivery> for WireAlertDelivery {
 }
 
 /// The answer of a test message.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TestQueued {
     /// The delivery queued (its idempotency key).
@@ -238,6 +244,13 @@ pub async fn add(
 }
 
 /// `GET /api/alerts/channels`.
+#[utoipa::path(
+    get,
+    path = "/api/alerts/channels",
+    operation_id = "listAlertChannels",
+    tag = "alerts",
+    responses((status = 200, description = "The caller's alert channels.", body = [WireAlertChannel]))
+)]
 pub(super) async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -250,6 +263,14 @@ pub(super) async fn list(
 }
 
 /// `POST /api/alerts/channels`: 201 with the channel (its secret not shown).
+#[utoipa::path(
+    post,
+    path = "/api/alerts/channels",
+    operation_id = "addAlertChannel",
+    tag = "alerts",
+    request_body = ChannelBody,
+    responses((status = 201, description = "The channel added; its secret is not shown.", body = WireAlertChannel))
+)]
 pub(super) async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -262,6 +283,17 @@ pub(super) async fn create(
 }
 
 /// `DELETE /api/alerts/channels/{id}`: 204; 404 for a channel that is not the caller's.
+#[utoipa::path(
+    delete,
+    path = "/api/alerts/channels/{id}",
+    operation_id = "deleteAlertChannel",
+    tag = "alerts",
+    params(("id" = Uuid, Path, description = "The channel.")),
+    responses(
+        (status = 204, description = "Deleted, with its pending deliveries."),
+        (status = 404, description = "The caller has no channel with this id.", body = ErrorBody),
+    )
+)]
 pub(super) async fn delete(
     State(state): State<AppState>,
     caller: Caller,
@@ -275,6 +307,17 @@ pub(super) async fn delete(
 }
 
 /// `POST /api/alerts/channels/{id}/test`: 202 with the delivery queued.
+#[utoipa::path(
+    post,
+    path = "/api/alerts/channels/{id}/test",
+    operation_id = "testAlertChannel",
+    tag = "alerts",
+    params(("id" = Uuid, Path, description = "The channel.")),
+    responses(
+        (status = 202, description = "A test message queued for the alert worker.", body = TestQueued),
+        (status = 404, description = "The caller has no channel with this id.", body = ErrorBody),
+    )
+)]
 pub(super) async fn test(
     State(state): State<AppState>,
     caller: Caller,
@@ -288,6 +331,13 @@ pub(super) async fn test(
 }
 
 /// `GET /api/alerts/deliveries`: the latest 100, newest event first.
+#[utoipa::path(
+    get,
+    path = "/api/alerts/deliveries",
+    operation_id = "listAlertDeliveries",
+    tag = "alerts",
+    responses((status = 200, description = "The latest 100 deliveries, newest event first.", body = [WireAlertDelivery]))
+)]
 pub(super) async fn deliveries(
     State(state): State<AppState>,
     caller: Caller,

@@ -496,6 +496,78 @@ async fn every_route_answers_a_success_and_an_error_as_documented() {
         StatusCode::NOT_FOUND,
     );
 
+    // Alert channels: add one (and a bad one), list, test, the deliveries, delete (twice).
+    let (status, channel) = s
+        .post(
+            "/api/alerts/channels",
+            t,
+            &json!({"name": "hook", "kind": "webhook", "url": "http://127.0.0.1:9/hook",
+                    "secret": "s3cret-key", "events": ["order_executed", "halt"]}),
+        )
+        .await;
+    expect(
+        "add a channel",
+        (status, channel.clone()),
+        StatusCode::CREATED,
+    );
+    let channel = channel["id"].as_str().unwrap().to_owned();
+    expect(
+        "add a channel of no kind",
+        s.post(
+            "/api/alerts/channels",
+            t,
+            &json!({"name": "x", "kind": "pigeon", "events": ["halt"]}),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    );
+    expect(
+        "channels",
+        s.get("/api/alerts/channels", t).await,
+        StatusCode::OK,
+    );
+    expect(
+        "test a channel",
+        s.post(
+            &format!("/api/alerts/channels/{channel}/test"),
+            t,
+            &json!({}),
+        )
+        .await,
+        StatusCode::ACCEPTED,
+    );
+    expect(
+        "test another user's channel",
+        s.post(&format!("/api/alerts/channels/{other}/test"), t, &json!({}))
+            .await,
+        StatusCode::NOT_FOUND,
+    );
+    expect(
+        "deliveries",
+        s.get("/api/alerts/deliveries", t).await,
+        StatusCode::OK,
+    );
+    for path in ["/api/alerts/channels", "/api/alerts/deliveries"] {
+        expect(
+            "alerts without a token",
+            s.get(path, "not-a-token").await,
+            StatusCode::UNAUTHORIZED,
+        );
+    }
+    for (what, want) in [
+        ("delete a channel", StatusCode::NO_CONTENT),
+        ("delete it again", StatusCode::NOT_FOUND),
+    ] {
+        let r = s
+            .http
+            .delete(s.url(&format!("/api/alerts/channels/{channel}")))
+            .bearer_auth(t)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), want, "{what}");
+    }
+
     s.conformance.assert_clean();
     let hits = s.conformance.hits();
     let mut missing = Vec::new();
