@@ -76,7 +76,7 @@ const METRICS: [Metric; 4] = [
     Metric {
         label: "net PnL",
         name: "net PnL",
-        pointer: "/pnl/net_usd",
+        pointer: NET_PNL,
         sum: true,
         lower_is_better: false,
         unit: Unit::Dollars,
@@ -106,6 +106,12 @@ const METRICS: [Metric; 4] = [
         unit: Unit::Percent,
     },
 ];
+
+/// A window's net PnL: its equity at the end less the initial — realized PnL net of every fee
+/// plus the unrealized PnL of what is still open, marked at the last close (summary.json's
+/// `total_return_usd`). Realized PnL alone would count an open position's entry fee and not its
+/// gain or loss.
+const NET_PNL: &str = "/total_return_usd";
 
 /// The window boundaries: `(from, to)` tick times, inclusive, on the bar grid of `first`.
 pub(crate) fn windows(
@@ -260,7 +266,7 @@ pub(crate) fn run(plan: &Plan, a: &RunArgs, b: &RunArgs, out: &Path) -> Result<S
         "window", "from", "to", "A net", "B net", "B − A"
     );
     for (i, w) in results.iter().enumerate() {
-        let (na, nb) = (value(&w.a, "/pnl/net_usd"), value(&w.b, "/pnl/net_usd"));
+        let (na, nb) = (value(&w.a, NET_PNL), value(&w.b, NET_PNL));
         let cell = |d: Option<Decimal>| d.map_or_else(|| "n/a".to_owned(), text::money);
         let _ = writeln!(
             text,
@@ -276,7 +282,8 @@ pub(crate) fn run(plan: &Plan, a: &RunArgs, b: &RunArgs, out: &Path) -> Result<S
     let _ = writeln!(
         text,
         "B − A ({CONFIDENCE_PCT}% percentile bootstrap over the windows, {} resamples, seed {}; \
-         net PnL summed over the windows, the others the mean per window):",
+         net PnL — equity at a window's end less the initial, open positions marked at the last \
+         close — summed over the windows, the others the mean per window):",
         plan.resamples, plan.seed
     );
     let mut intervals = serde_json::Map::new();
@@ -345,7 +352,7 @@ pub(crate) fn run(plan: &Plan, a: &RunArgs, b: &RunArgs, out: &Path) -> Result<S
             equity_curve(&b.out, &spans, plan.initial_equity, &name),
         ),
     ];
-    let html = html(&text, plan, &curves);
+    let html = html(&text, plan, &spans, &curves);
     let html_path = write("ab.html", html.as_bytes())?;
     let _ = write!(
         text,
@@ -398,7 +405,12 @@ fn equity_curve(
 }
 
 /// OUT/ab.html: the report text and both realized equity curves on one chart.
-fn html(text: &str, plan: &Plan, curves: &[(&str, Curve); 2]) -> String {
+fn html(
+    text: &str,
+    plan: &Plan,
+    plan_windows: &[(DateTime<Utc>, DateTime<Utc>)],
+    curves: &[(&str, Curve); 2],
+) -> String {
     use rust_decimal::prelude::ToPrimitive;
     const W: f64 = 1100.0;
     const H: f64 = 320.0;
@@ -441,6 +453,20 @@ fn html(text: &str, plan: &Plan, curves: &[(&str, Curve); 2]) -> String {
             y(v) + 3.0,
             text::money(label),
             yy = y(v)
+        );
+    }
+    // The windows: a dashed line at each one's first tick, its name and first date below.
+    for (i, (from, _)) in plan_windows.iter().enumerate() {
+        let xx = x(*from);
+        let _ = write!(
+            svg,
+            "<line x1=\"{xx:.1}\" x2=\"{xx:.1}\" y1=\"10\" y2=\"{:.1}\" stroke=\"#99a\" stroke-dasharray=\"3 3\"/>\
+             <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#667\">w{:02} {}</text>",
+            H - 30.0,
+            xx + 3.0,
+            H - 18.0,
+            i + 1,
+            from.format("%Y-%m-%d"),
         );
     }
     for (label, colour) in [("A", "#2456c9"), ("B", "#d9730d")] {

@@ -56,26 +56,49 @@ fn ab_windows_reports_intervals_and_each_window_is_a_run_of_its_own() {
     assert_eq!(windows.len(), 3);
     let net = json["intervals"]["net PnL"].clone();
     assert_eq!(net["statistic"], "sum over windows");
-    // The sum of the per-window differences, as the windows' summaries give them.
+    // The sum of the per-window differences, as the windows' summaries give them: equity at
+    // the window's end less the initial (realized net of fees plus unrealized), which is not
+    // the realized net alone when a window ends with a position open.
+    let num = |v: &serde_json::Value| {
+        v.as_str()
+            .unwrap()
+            .parse::<rust_decimal::Decimal>()
+            .unwrap()
+    };
+    let mut open_at_an_end = false;
     let d: rust_decimal::Decimal = windows
         .iter()
         .map(|w| {
-            let v = |s: &str| {
-                w[s]["pnl"]["net_usd"]
-                    .as_str()
-                    .unwrap()
-                    .parse::<rust_decimal::Decimal>()
-                    .unwrap()
+            let mut v = |s: &str| {
+                let (s, realized, unrealized) = (
+                    &w[s],
+                    num(&w[s]["pnl"]["net_usd"]),
+                    num(&w[s]["unrealized_pnl_usd"]),
+                );
+                open_at_an_end |= !unrealized.is_zero();
+                assert_eq!(
+                    num(&s["final_equity_usd"]) - num(&s["initial_equity_usd"]),
+                    realized + unrealized
+                );
+                realized + unrealized
             };
             v("b") - v("a")
         })
         .sum();
+    assert!(open_at_an_end, "a window ends with a position open");
     assert_eq!(
         net["b_minus_a"].as_str().unwrap(),
         d.round_dp(4).to_string()
     );
     let html = std::fs::read_to_string(out.join("ab.html")).unwrap();
     assert_eq!(html.matches("<polyline").count(), 2, "both equity curves");
+    for (i, w) in windows.iter().enumerate() {
+        let date = &w["from"].as_str().unwrap()[..10];
+        assert!(
+            html.contains(&format!("w{:02} {date}</text>", i + 1)),
+            "window {i} marked"
+        );
+    }
     assert!(
         html.contains("- B&#39;s net PnL is "),
         "the report text, escaped"
