@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use chrono::Utc;
-use db::test_support::{at, claim_due_sql, seed};
-use db::{DbError, LeaseStore, PoolConfig};
+use db::test_support::{Fixture, at, claim_due_sql, seed};
+use db::{DbError, LeaseStore, PoolConfig, RegistryStore};
 
 use crate::common::{self, RawSql};
 
@@ -39,16 +39,52 @@ fn insert_due(user: uuid::Uuid, skill: uuid::Uuid, postgres: bool) -> String {
     }
 }
 
+/// The seeded fixture (its deployment unscheduled: due before any other) and `DUE` more
+/// deployments due at `at(0)`, with fresh statistics.
+async fn seed_due<S: RegistryStore + RawSql>(store: &S, postgres: bool) -> Fixture {
+    let fx = seed(store).await.unwrap();
+    store
+        .exec(&insert_due(fx.user.id, fx.skill.id, postgres))
+        .await
+        .unwrap();
+    store.exec("ANALYZE").await.unwrap();
+    fx
+}
+
+/// `plan` reads `index` and has no `sort` (how the backend's plan names one); the store's own
+/// claim still takes the earliest rows, in order, up to its limit.
+async fn assert_claims_off_the_index<S: LeaseStore>(
+    store: &S,
+    fx: &Fixture,
+    plan: &str,
+    index: &str,
+    sort: &str,
+) {
+    assert!(plan.contains(index), "the claim reads {index}:\n{plan}");
+    assert!(
+        !plan.contains(sort),
+        "the claim sorts nothing: the index has the ORDER BY's order\n{plan}"
+    );
+    assert!(
+        !plan.contains("deployments_due_idx"),
+        "the old index is gone\n{plan}"
+    );
+    let claimed = store
+        .claim_due_deployments("runner-a", at(1), chrono::Duration::minutes(5), 100)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 100);
+    assert_eq!(claimed[0].id, fx.deployment.id);
+    assert_eq!(
+        claimed[1].id.to_string(),
+        "00000000-0000-4000-8000-000000000001"
+    );
+}
+
 #[tokio::test]
 async fn postgres_claims_off_the_index_without_sorting_the_due_rows() {
     let h = common::postgres().await;
-    let fx = seed(&h.store).await.unwrap();
-    h.store
-        .exec(&insert_due(fx.user.id, fx.skill.id, true))
-        .await
-        .unwrap();
-    h.store.exec("ANALYZE deployments").await.unwrap();
-
+    let fx = seed_due(&h.store, true).await;
     let plan: Vec<String> = sqlx::query_scalar(&format!("EXPLAIN {}", claim_due_sql(true)))
         .bind("runner-a")
         .bind(at(1))
@@ -58,44 +94,20 @@ async fn postgres_claims_off_the_index_without_sorting_the_due_rows() {
         .await
         .unwrap();
     let plan = plan.join("\n");
-    assert!(
-        plan.contains("Index Scan using deployments_claim_idx"),
-        "the claim reads the claim index:\n{plan}"
-    );
-    assert!(
-        !plan.contains("Sort"),
-        "the claim sorts nothing: the index has the ORDER BY's order\n{plan}"
-    );
-    assert!(
-        !plan.contains("deployments_due_idx"),
-        "the old index is gone\n{plan}"
-    );
-
-    // The store's own claim still takes the earliest rows, in order, up to its limit.
-    let claimed = h
-        .store
-        .claim_due_deployments("runner-a", at(1), chrono::Duration::minutes(5), 100)
-        .await
-        .unwrap();
-    assert_eq!(claimed.len(), 100);
-    // The seeded deployment is unscheduled (no next tick): due first.
-    assert_eq!(claimed[0].id, fx.deployment.id);
-    assert_eq!(
-        claimed[1].id.to_string(),
-        "00000000-0000-4000-8000-000000000001"
-    );
+    assert_claims_off_the_index(
+        &h.store,
+        &fx,
+        &plan,
+        "Index Scan using deployments_claim_idx",
+        "Sort",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn sqlite_claims_off_the_index_without_a_sort() {
     let h = common::sqlite().await;
-    let fx = seed(&h.store).await.unwrap();
-    h.store
-        .exec(&insert_due(fx.user.id, fx.skill.id, false))
-        .await
-        .unwrap();
-    h.store.exec("ANALYZE").await.unwrap();
-
+    let fx = seed_due(&h.store, false).await;
     let rows = sqlx::query(&format!("EXPLAIN QUERY PLAN {}", claim_due_sql(false)))
         .bind("runner-a")
         .bind(db::time_text(at(1)))
@@ -109,21 +121,14 @@ async fn sqlite_claims_off_the_index_without_a_sort() {
         .map(|r| sqlx::Row::get::<String, _>(r, "detail"))
         .collect::<Vec<_>>()
         .join("\n");
-    assert!(
-        plan.contains("USING INDEX deployments_claim_idx"),
-        "the claim reads the claim index:\n{plan}"
-    );
-    assert!(
-        !plan.contains("TEMP B-TREE"),
-        "the claim sorts nothing\n{plan}"
-    );
-    let claimed = h
-        .store
-        .claim_due_deployments("runner-a", at(1), chrono::Duration::minutes(5), 100)
-        .await
-        .unwrap();
-    assert_eq!(claimed.len(), 100);
-    assert_eq!(claimed[0].id, fx.deployment.id);
+    assert_claims_off_the_index(
+        &h.store,
+        &fx,
+        &plan,
+        "USING INDEX deployments_claim_idx",
+        "TEMP B-TREE",
+    )
+    .await;
 }
 
 #[tokio::test]
