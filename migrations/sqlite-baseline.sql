@@ -58,8 +58,6 @@ CREATE TABLE deployments (
 
 CREATE INDEX deployments_user_idx ON deployments (user_id);
 
-CREATE INDEX deployments_due_idx ON deployments (next_tick_at) WHERE status = 'active';
-
 CREATE TABLE decision_snapshots (
     id                 TEXT PRIMARY KEY,
     deployment_id      TEXT NOT NULL REFERENCES deployments (id) ON DELETE CASCADE,
@@ -656,3 +654,6 @@ CREATE TABLE alert_deliveries (
 CREATE INDEX alert_deliveries_due_idx ON alert_deliveries (next_attempt_at) WHERE status = 'pending';
 
 CREATE INDEX alert_deliveries_user_idx ON alert_deliveries (user_id, created_at DESC);
+
+CREATE INDEX deployments_claim_idx
+    ON deployments (next_tick_at, id) WHERE status = 'active';

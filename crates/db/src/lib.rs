@@ -111,7 +111,7 @@ pub use model::{
     ReflectionRun, Regraded, RunOutcome, SentimentSource, SkillRecord, SkillVersion, StoredFill,
     StoredRunnerState, StoredTick, TickAttempt, TickQuery, TickRecord, TickTexts, User,
 };
-pub use postgres::{POSTGRES_MIGRATOR, PgStore};
+pub use postgres::{POSTGRES_MIGRATOR, PgStore, PoolConfig};
 pub use scoped::{USER_ROLE, UserScoped};
 pub use sqlite::{
     Durability, SCRATCH_PAGE_SIZE, SQLITE_BASELINE, SQLITE_MIGRATOR, SqliteStore,
@@ -209,6 +209,18 @@ pub fn connect_lazy(url: &str, durability: Durability) -> Result<Store, DbError>
         other => Err(DbError::UnsupportedUrl {
             scheme: other.to_owned(),
         }),
+    }
+}
+
+/// [`connect`] with a PostgreSQL pool of `pool`'s size and acquire timeout (a SQLite store
+/// keeps its one connection: SQLite has one writer at a time).
+///
+/// # Errors
+/// As [`connect`]; [`DbError::Invalid`] for a pool of no connections or no timeout.
+pub async fn connect_pooled(url: &str, pool: PoolConfig) -> Result<Store, DbError> {
+    match url.split(':').next().unwrap_or_default() {
+        "postgres" | "postgresql" => Ok(Store::Postgres(PgStore::connect_pooled(url, pool).await?)),
+        _ => connect(url).await,
     }
 }
 

@@ -16,6 +16,45 @@ use crate::imp::{Backend, Dialect, Leases, On, Param, Plain, SqlxQuery};
 /// `migrations/postgres`.
 pub static POSTGRES_MIGRATOR: Migrator = sqlx::migrate!("../../migrations/postgres");
 
+/// A PostgreSQL store's connection pool: how many connections it opens at most and how long a
+/// statement waits for one before it fails. The default, 8 connections and 10 s, suits a
+/// command or a small runner; `live-runner run` sizes its pool from its concurrency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolConfig {
+    /// The most connections open at once (at least 1).
+    pub max_connections: u32,
+    /// How long a statement waits for a free connection before it fails (longer than zero).
+    pub acquire_timeout: Duration,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            max_connections: 8,
+            acquire_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl PoolConfig {
+    /// Refuses a pool of no connections or a zero acquire timeout.
+    fn check(self) -> Result<(), crate::DbError> {
+        if self.max_connections == 0 {
+            return Err(crate::DbError::Invalid {
+                what: "connection pool size",
+                detail: "0 connections; a pool needs at least 1".to_owned(),
+            });
+        }
+        if self.acquire_timeout.is_zero() {
+            return Err(crate::DbError::Invalid {
+                what: "connection acquire timeout",
+                detail: "0 s; it must be longer than zero".to_owned(),
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Store over a PostgreSQL database. The connecting role must own the tables or bypass RLS
 /// (superuser, or a role granted `service_role`).
 #[derive(Debug, Clone)]
@@ -33,7 +72,16 @@ impl PgStore {
     /// [`DbError::Backend`](crate::DbError::Backend) when the server cannot be reached,
     /// [`DbError::Migrate`](crate::DbError::Migrate) when the schema cannot be applied.
     pub async fn connect(url: &str) -> Result<Self, crate::DbError> {
-        let pool = Self::new_pool(url).await?;
+        Self::connect_pooled(url, PoolConfig::default()).await
+    }
+
+    /// [`connect`](Self::connect) with a pool of `pool`'s size and acquire timeout.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`](crate::DbError::Invalid) for a pool of no connections or no
+    /// timeout; otherwise as [`connect`](Self::connect).
+    pub async fn connect_pooled(url: &str, pool: PoolConfig) -> Result<Self, crate::DbError> {
+        let pool = Self::new_pool(url, pool).await?;
         Self::from_pool(pool).await
     }
 
@@ -43,7 +91,7 @@ impl PgStore {
     /// [`DbError::Backend`](crate::DbError::Backend) when the server cannot be reached,
     /// [`DbError::NotMigrated`](crate::DbError::NotMigrated).
     pub async fn open_existing(url: &str) -> Result<Self, crate::DbError> {
-        let pool = Self::new_pool(url).await?;
+        let pool = Self::new_pool(url, PoolConfig::default()).await?;
         crate::check_migrated(&pool, &POSTGRES_MIGRATOR, "PostgreSQL").await?;
         Ok(PgStore {
             pool,
@@ -51,11 +99,12 @@ impl PgStore {
         })
     }
 
-    /// A pool on `url`: 8 connections, 10 s to acquire one.
-    async fn new_pool(url: &str) -> Result<PgPool, crate::DbError> {
+    /// A pool on `url` of `config`'s size and acquire timeout.
+    async fn new_pool(url: &str, config: PoolConfig) -> Result<PgPool, crate::DbError> {
+        config.check()?;
         PgPoolOptions::new()
-            .max_connections(8)
-            .acquire_timeout(Duration::from_secs(10))
+            .max_connections(config.max_connections)
+            .acquire_timeout(config.acquire_timeout)
             .connect(url)
             .await
             .map_err(crate::error::ctx("connecting to PostgreSQL"))

@@ -31,6 +31,19 @@ pub fn at(minutes: i64) -> DateTime<Utc> {
     t0() + Duration::minutes(minutes)
 }
 
+/// The statement `LeaseStore::claim_due_deployments` runs, on PostgreSQL (`postgres`) or
+/// SQLite, with its parameters `$1` owner, `$2` now, `$3` lease end, `$4` limit: for tests that
+/// `EXPLAIN` it.
+#[must_use]
+pub fn claim_due_sql(postgres: bool) -> String {
+    use crate::imp::Dialect;
+    crate::imp::lease::claim_due_sql(if postgres {
+        <sqlx::Postgres as Dialect>::SKIP_LOCKED
+    } else {
+        <sqlx::Sqlite as Dialect>::SKIP_LOCKED
+    })
+}
+
 /// A user, a skill, its version 1 and an active paper deployment, as stored by [`seed`].
 #[derive(Debug, Clone)]
 pub struct Fixture {

@@ -21,6 +21,11 @@ use rust_decimal::Decimal;
 use types::{BadInput, Clock, SystemClock};
 use uuid::Uuid;
 
+/// mimalloc, as `sim-worker`'s: a tick is mostly small allocations (decoding candles, rendering
+/// the prompt).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "live-runner",
@@ -175,6 +180,33 @@ struct AlertArgs {
     /// The Telegram Bot API base URL (a proxy, or a local mock).
     #[arg(long, value_name = "URL", default_value = live_runner::alerts::TELEGRAM_API)]
     telegram_api: String,
+}
+
+/// `run`'s PostgreSQL pool: how many connections it opens and how long a statement waits for
+/// one.
+#[derive(clap::Args)]
+struct PoolArgs {
+    /// Most connections to the database at once. Default: --concurrency +
+    /// --reflection-concurrency + 4, at most 32 (a tick holds a connection only while its
+    /// statements run, never while its model answers).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    db_pool: Option<u32>,
+    /// How long a statement waits for a free connection before it fails (its tick fails and is
+    /// retried); shorter than --tick-budget.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = types::cli::parse_duration)]
+    db_acquire_timeout: Duration,
+}
+
+impl PoolArgs {
+    /// The pool for a runner of `concurrency` ticks and `reflections` reflections in flight.
+    fn config(&self, concurrency: usize, reflections: usize) -> db::PoolConfig {
+        db::PoolConfig {
+            max_connections: self
+                .db_pool
+                .unwrap_or_else(|| runner::default_pool_size(concurrency, reflections)),
+            acquire_timeout: self.db_acquire_timeout,
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -548,6 +580,8 @@ enum Command {
         /// until the next poll). `--news-timeout-secs` is its old name.
         #[arg(long, value_name = "DURATION", default_value = "10s", alias = "news-timeout-secs", value_parser = types::cli::parse_duration)]
         news_timeout: Duration,
+        #[command(flatten)]
+        pool: PoolArgs,
         #[command(flatten)]
         alerts: AlertArgs,
     },
@@ -1028,6 +1062,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             news_feeds_file,
             news_every,
             news_timeout,
+            pool,
             alerts,
         } => {
             let news = news_config(
@@ -1042,7 +1077,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             if reflection_concurrency == 0 {
                 refuse!("--reflection-concurrency must be at least 1");
             }
-            let store = db::connect(&db)
+            if pool.db_acquire_timeout >= tick_budget {
+                refuse!("--db-acquire-timeout must be shorter than --tick-budget");
+            }
+            let pool = pool.config(concurrency, reflection_concurrency);
+            let store = db::connect_pooled(&db, pool)
                 .await
                 .context("connecting to the database")?;
             let info = hyperliquid::InfoClient::new(&hyperliquid::ClientConfig::new(hl_url))
@@ -1065,7 +1104,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 chrono::Duration::from_std(alerts.alert_lag).unwrap_or(chrono::Duration::MAX);
             config.model_error_streak = alerts.alert_model_error_streak;
             let alert_config = alerts.config(&config.owner)?;
-            tracing::info!(owner = %config.owner, concurrency, "live-runner starting");
+            tracing::info!(
+                owner = %config.owner,
+                concurrency,
+                db_pool = pool.max_connections,
+                "live-runner starting"
+            );
             // The alert worker: a task of its own, off the tick path, stopped after the runner.
             let alert_worker = Arc::new(
                 live_runner::alerts::AlertWorker::new(

@@ -115,6 +115,28 @@ pub(crate) fn check_claim(lease_for: chrono::Duration, limit: u32) -> Result<i64
     check_limit("claim limit", limit, 1000)
 }
 
+/// The tick claim's statement: `$1` the owner, `$2` now, `$3` the lease's end, `$4` the limit;
+/// `skip_locked` is the dialect's [`Dialect::SKIP_LOCKED`].
+///
+/// On PostgreSQL the due rows are locked `FOR UPDATE SKIP LOCKED`: concurrent claimers never
+/// wait on each other's rows (so they cannot deadlock) and each row goes to one of them. The
+/// choice is a MATERIALIZED CTE so it runs once (a subquery in `IN (...)` may be re-run by the
+/// planner and lock more than LIMIT rows); it reads its rows off `deployments_claim_idx`, whose
+/// order is the ORDER BY's, and stops at the limit instead of sorting every due row. The UPDATE
+/// repeats the availability test. SQLite runs the statement alone (one writer at a time).
+pub(crate) fn claim_due_sql(skip_locked: &str) -> String {
+    format!(
+        "WITH due AS MATERIALIZED (SELECT id FROM deployments WHERE status = 'active' \
+             AND (next_tick_at IS NULL OR next_tick_at <= $2) \
+             AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
+             ORDER BY next_tick_at NULLS FIRST, id LIMIT $4{skip_locked}\
+         ) UPDATE deployments SET lease_owner = $1, lease_expires_at = $3 \
+         WHERE id IN (SELECT id FROM due) \
+         AND status = 'active' AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
+         RETURNING *"
+    )
+}
+
 impl<S: Leases<Db = D>, D: AttemptSql> LeaseStore for S {
     async fn claim_due_deployments(
         &self,
@@ -124,23 +146,7 @@ impl<S: Leases<Db = D>, D: AttemptSql> LeaseStore for S {
         limit: u32,
     ) -> Result<Vec<Deployment>, DbError> {
         let limit = check_claim(lease_for, limit)?;
-        // On PostgreSQL the due rows are locked `FOR UPDATE SKIP LOCKED`: concurrent
-        // claimers never wait on each other's rows (so they cannot deadlock) and each
-        // row goes to one of them. The choice is a MATERIALIZED CTE so it runs once (a
-        // subquery in `IN (...)` may be re-run by the planner and lock more than LIMIT
-        // rows). The UPDATE repeats the availability test. SQLite runs the statement
-        // alone (one writer at a time).
-        let sql = format!(
-            "WITH due AS MATERIALIZED (SELECT id FROM deployments WHERE status = 'active' \
-                 AND (next_tick_at IS NULL OR next_tick_at <= $2) \
-                 AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
-                 ORDER BY next_tick_at NULLS FIRST, id LIMIT $4{}\
-             ) UPDATE deployments SET lease_owner = $1, lease_expires_at = $3 \
-             WHERE id IN (SELECT id FROM due) \
-             AND status = 'active' AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
-             RETURNING *",
-            D::SKIP_LOCKED
-        );
+        let sql = claim_due_sql(D::SKIP_LOCKED);
         let rows = query(&sql)
             .bind(owner)
             .bind(D::ts(now))

@@ -4,6 +4,7 @@
 //! linking one binary instead of several is most of what a rebuild costs on a 2-core machine.
 
 mod alerts;
+mod claim_index;
 mod common;
 mod connect;
 mod contract;

@@ -140,6 +140,26 @@ impl RunnerConfig {
     }
 }
 
+/// The most connections a runner's PostgreSQL pool opens when `run --db-pool` is not given.
+pub const DEFAULT_POOL_CAP: u32 = 32;
+
+/// The connections a runner's pool opens unless told otherwise: one per tick and per
+/// reflection in flight, plus 4 for the claim loop, the alert worker, the news poller and the
+/// outcome scorer — at most [`DEFAULT_POOL_CAP`].
+///
+/// A tick holds a connection only while one of its statements or its record transaction runs,
+/// never while its model answers, so ticks waiting on models need none; the cap keeps a few
+/// runners, `serve` and the operator's commands within PostgreSQL's default of 100 connections,
+/// and past a few connections per database core more connections add contention, not
+/// throughput.
+#[must_use]
+pub fn default_pool_size(concurrency: usize, reflection_concurrency: usize) -> u32 {
+    let wanted = concurrency
+        .saturating_add(reflection_concurrency)
+        .saturating_add(4);
+    u32::try_from(wanted).map_or(DEFAULT_POOL_CAP, |n| n.min(DEFAULT_POOL_CAP))
+}
+
 /// A lease owner name unique to this process: `hostname:pid:uuid`.
 #[must_use]
 pub fn process_owner() -> String {
@@ -337,5 +357,20 @@ impl Runner {
     #[must_use]
     pub fn owner(&self) -> &str {
         &self.config.owner
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_pool_follows_the_work_in_flight_up_to_its_cap() {
+        // The defaults: 8 ticks, 2 reflections.
+        assert_eq!(default_pool_size(8, 2), 14);
+        assert_eq!(default_pool_size(1, 1), 6);
+        assert_eq!(default_pool_size(26, 2), DEFAULT_POOL_CAP);
+        assert_eq!(default_pool_size(500, 2), DEFAULT_POOL_CAP);
+        assert_eq!(default_pool_size(usize::MAX, usize::MAX), DEFAULT_POOL_CAP);
     }
 }

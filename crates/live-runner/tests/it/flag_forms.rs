@@ -96,6 +96,7 @@ fn every_duration_flag_takes_units_and_old_spellings_still_work() {
         ("--news-timeout", "10s"),
         ("--news-timeout-secs", "10"),
         ("--score-outcomes-every", "1h30m"),
+        ("--db-acquire-timeout", "5s"),
     ] {
         let mut args = run.to_vec();
         args.extend([flag, good]);
@@ -118,6 +119,39 @@ fn every_duration_flag_takes_units_and_old_spellings_still_work() {
         assert_eq!(code, 0, "{args:?}: {stderr}");
     }
     refused(&["token", "--user", ID, "--ttl", "0h"], "--ttl");
+}
+
+/// `run`'s pool flags: a size of at least one connection, an acquire timeout shorter than the
+/// tick budget; anything else exits 2 naming the flag.
+#[test]
+fn the_pool_flags_refuse_no_connections_and_a_wait_past_the_tick_budget() {
+    let run = ["run", "--db", NO_DB, "--once", "--listen", "127.0.0.1:0"];
+    let mut args = run.to_vec();
+    args.extend(["--db-pool", "3", "--db-acquire-timeout", "30s"]);
+    let (code, stderr) = live(&args);
+    assert_eq!(code, 1, "{args:?}: {stderr}");
+    assert!(
+        stderr.contains("unable to open database file"),
+        "{args:?}: {stderr}"
+    );
+    for bad in ["0", "many"] {
+        let mut args = run.to_vec();
+        args.extend(["--db-pool", bad]);
+        refused(&args, "--db-pool");
+    }
+    for budget in [None, Some("2m")] {
+        let mut args = run.to_vec();
+        args.extend(["--db-acquire-timeout", "2m"]);
+        if let Some(budget) = budget {
+            args.extend(["--tick-budget", budget]);
+        }
+        let (code, stderr) = live(&args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("--db-acquire-timeout must be shorter than --tick-budget"),
+            "{args:?}: {stderr}"
+        );
+    }
 }
 
 /// The same bad time exits 2 with the same message as in `sim-worker` (its own test says so).
