@@ -8,3 +8,4 @@ mod exposure;
 mod facts_current;
 mod memory;
 mod trades_detail;
+mod turn_endings;

@@ -153,7 +153,8 @@ impl ChatResponse {
     fn new(turn_id: Uuid, model: &str, out: &ChatTurnOutput) -> Self {
         Self {
             turn_id,
-            answer: out.run.text.clone(),
+            answer: out.answer.clone(),
+            out_of_steps: out.out_of_steps,
             steps: out.run.steps.iter().map(WireStep::from).collect(),
             model: model.to_owned(),
             usage: out.run.usage.into(),

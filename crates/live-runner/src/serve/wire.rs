@@ -189,8 +189,11 @@ impl From<&Step> for WireStep {
 pub struct ChatResponse {
     /// The turn's id (its row in `chat_turns`).
     pub turn_id: Uuid,
-    /// The assistant's answer: every text it wrote this turn.
+    /// The assistant's answer: every text it wrote this turn; when the turn ran out of steps,
+    /// followed by what it did and that it stopped.
     pub answer: String,
+    /// The turn stopped at its limit of model calls before the model wrote its answer.
+    pub out_of_steps: bool,
     /// The model loop's steps.
     pub steps: Vec<WireStep>,
     /// The model that answered.
