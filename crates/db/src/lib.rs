@@ -71,6 +71,7 @@
 
 mod codec;
 pub mod control;
+mod conversation;
 mod error;
 mod held;
 mod imp;
@@ -88,6 +89,11 @@ pub use codec::time_text;
 pub use control::{
     ControlAction, ControlRequest, DeploymentControl, FlattenState, MAX_CONTROL_REASON_CHARS,
     MAX_CONTROLS_READ, MAX_FLATTEN_ERROR_CHARS, MAX_REQUESTED_BY_CHARS,
+};
+pub use conversation::{
+    Conversation, ConversationTurn, MAX_CONVERSATION_ANSWER_CHARS, MAX_CONVERSATION_MESSAGE_CHARS,
+    MAX_CONVERSATION_TITLE_CHARS, MAX_CONVERSATION_TURN_JSON_BYTES, MAX_CONVERSATIONS_READ,
+    NewConversation,
 };
 pub use error::{ConstraintKind, DbError};
 pub use held::{
@@ -113,14 +119,15 @@ pub use sqlite::{
 };
 pub use store::Store;
 pub use traits::{
-    ChatTurnStore, ControlStore, EventStore, FactStore, LeaseStore, LedgerStore, NewsStore,
-    NoteStore, OutcomeStore, RegistryStore, Storage, TickStore,
+    ChatTurnStore, ControlStore, ConversationStore, EventStore, FactStore, LeaseStore, LedgerStore,
+    NewsStore, NoteStore, OutcomeStore, RegistryStore, Storage, TickStore,
 };
 /// `mockall` mocks of the store traits (feature `mock`).
 #[cfg(feature = "mock")]
 pub use traits::{
-    MockChatTurnStore, MockControlStore, MockEventStore, MockFactStore, MockLedgerStore,
-    MockNewsStore, MockNoteStore, MockOutcomeStore, MockRegistryStore, MockTickStore,
+    MockChatTurnStore, MockControlStore, MockConversationStore, MockEventStore, MockFactStore,
+    MockLedgerStore, MockNewsStore, MockNoteStore, MockOutcomeStore, MockRegistryStore,
+    MockTickStore,
 };
 /// Re-exported from `types`: a snapshot's `steps` are [`JsonText`].
 pub use types::JsonText;
