@@ -587,18 +587,7 @@ async fn drive(
                         "{}: arguments are not valid JSON: {e}; send one JSON object",
                         call.name
                     ));
-                    request.messages.push(Message::Tool {
-                        call_id: call.id.clone(),
-                        name: call.name.clone(),
-                        content: json!({ "error": message }).to_string(),
-                    });
-                    step.tool_calls.push(record(
-                        call,
-                        ToolOutcome::Error {
-                            message,
-                            recoverable: true,
-                        },
-                    ));
+                    error_to_model(request, &mut step, call, message);
                     continue;
                 }
                 Err(e) => {
@@ -641,19 +630,7 @@ async fn drive(
                         || (options.call_errors == CallErrors::ToModel
                             && matches!(e, ToolError::UnknownTool { .. })) =>
                 {
-                    let message = registry.show(e.to_string());
-                    request.messages.push(Message::Tool {
-                        call_id: call.id.clone(),
-                        name: call.name.clone(),
-                        content: json!({ "error": message }).to_string(),
-                    });
-                    step.tool_calls.push(record(
-                        call,
-                        ToolOutcome::Error {
-                            message,
-                            recoverable: true,
-                        },
-                    ));
+                    error_to_model(request, &mut step, call, registry.show(e.to_string()));
                 }
                 Err(e) => {
                     step.tool_calls.push(record(
@@ -683,6 +660,23 @@ async fn drive(
     }
     // The last allowed step still asked for tools; they ran, and the tick ends here.
     run.finish(model, FinishReason::ToolCalls, None)
+}
+
+/// `call`'s error sent back to the model as its result (`{"error": message}`) and recorded as a
+/// recoverable error of `step`.
+fn error_to_model(request: &mut ModelRequest, step: &mut Step, call: ToolCall, message: String) {
+    request.messages.push(Message::Tool {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: json!({ "error": message }).to_string(),
+    });
+    step.tool_calls.push(record(
+        call,
+        ToolOutcome::Error {
+            message,
+            recoverable: true,
+        },
+    ));
 }
 
 fn record(call: ToolCall, outcome: ToolOutcome) -> ToolCallRecord {
