@@ -57,6 +57,7 @@
 //! ```
 
 mod catalog;
+pub mod conversation;
 mod data;
 pub mod exposure;
 mod style;

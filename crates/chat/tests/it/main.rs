@@ -4,6 +4,7 @@
 //! linking one binary instead of several is most of what a rebuild costs on a 2-core machine.
 
 mod catalog;
+mod conversation;
 mod exposure;
 mod facts_current;
 mod memory;

@@ -189,6 +189,9 @@ impl From<&Step> for WireStep {
 pub struct ChatResponse {
     /// The turn's id (its row in `chat_turns`).
     pub turn_id: Uuid,
+    /// The kept conversation the turn belongs to (`null` for a request that sent the whole
+    /// conversation in `messages`).
+    pub conversation_id: Option<Uuid>,
     /// The assistant's answer: every text it wrote this turn; when the turn ran out of steps,
     /// followed by what it did and that it stopped.
     pub answer: String,
