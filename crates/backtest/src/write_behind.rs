@@ -651,6 +651,7 @@ mod tests {
         }
     }
         fn record_tick(&self, tick: &TickRecord) -> RecordOutcome;
+        fn record_tick_alerting(&self, tick: &TickRecord, alerts: &db::TickAlerts) -> RecordOutcome;
         fn get_snapshot(&self, id: Uuid) -> DecisionSnapshot;
         fn last_snapshot_before(&self, deployment_id: Uuid, before: DateTime<Utc>) -> Option<DecisionSnapshot>;
         fn runner_state(&self, deployment_id: Uuid) -> Option<StoredRunnerState>;

@@ -48,6 +48,7 @@
 //! assert!(!shown.to_string().contains("1.08512"));
 //! ```
 
+mod leaks;
 mod model;
 mod sources;
 mod text;
@@ -60,6 +61,7 @@ use rust_decimal::Decimal;
 use skill_schema::Skill;
 use types::{PortfolioSnapshot, Position, ProposedAction, TradeRecord};
 
+pub use leaks::{Leak, LeakKind, LeakScanner};
 pub use model::BlindModel;
 pub use sources::{BlindDerivatives, BlindEvents, BlindMarket, BlindNews, BlindPortfolio};
 
@@ -75,6 +77,20 @@ pub const MANTISSAS: [Decimal; 8] = [
     Decimal::from_parts(4, 0, 0, false, 0),   // 4
     Decimal::from_parts(5, 0, 0, false, 0),   // 5
     Decimal::from_parts(64, 0, 0, false, 1),  // 6.4
+];
+
+/// Common names of assets, by symbol (lower case): renamed with the symbol (`Bitcoin` reads
+/// `ASSET_A` when BTC is traded).
+pub const ASSET_NAMES: &[(&str, &[&str])] = &[
+    ("BTC", &["bitcoins", "bitcoin", "xbt"]),
+    ("ETH", &["ethereum", "ether"]),
+    ("SOL", &["solana"]),
+    ("XRP", &["ripple"]),
+    ("DOGE", &["dogecoin"]),
+    ("ADA", &["cardano"]),
+    ("LTC", &["litecoin"]),
+    ("LINK", &["chainlink"]),
+    ("DOT", &["polkadot"]),
 ];
 
 /// Why a blind run cannot start.
@@ -117,7 +133,8 @@ struct Asset {
 pub struct Blind {
     assets: Vec<Asset>,
     day0: NaiveDate,
-    /// Texts to replace, longest first: a real symbol (and an FX pair's `EUR/USD` form) → alias.
+    /// Texts to replace, longest first: a real symbol (an FX pair's `EUR/USD` form, an asset's
+    /// common name from [`ASSET_NAMES`]) → alias.
     names: Vec<(String, String)>,
 }
 
@@ -161,6 +178,11 @@ impl Blind {
                         a.alias.clone(),
                     ));
                 }
+            }
+        }
+        for (symbol, common) in ASSET_NAMES {
+            if let Some(a) = assets.iter().find(|a| a.real == *symbol) {
+                names.extend(common.iter().map(|n| ((*n).to_owned(), a.alias.clone())));
             }
         }
         names.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));

@@ -213,7 +213,12 @@ pub(crate) fn rewrite(blind: &Blind, text: &str, now: Option<DateTime<Utc>>, fre
             i += text[i..].chars().next().map_or(1, char::len_utf8);
             continue;
         }
-        let replaced: Option<(String, usize)> = if b == b'\'' {
+        let inside = (b.is_ascii_uppercase() && !starts_here(text, i))
+            .then(|| symbol_inside(blind, &bytes[i..]))
+            .flatten();
+        let replaced: Option<(String, usize)> = if inside.is_some() {
+            inside
+        } else if b == b'\'' {
             // `'17`, also right after a word (`Q3'17`).
             free.then(|| short_year(bytes, i)).flatten()
         } else if !starts_here(text, i) || !b.is_ascii_alphanumeric() {
@@ -254,11 +259,13 @@ pub(crate) fn rewrite(blind: &Blind, text: &str, now: Option<DateTime<Utc>>, fre
             }
             // Skip the rest of this word: nothing starts inside it.
             None if b == b'\'' => i += 1,
+            // Skip the rest of this word up to a symbol written inside it in capitals.
             None => {
-                while bytes
-                    .get(i)
-                    .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
-                {
+                i += 1;
+                while bytes.get(i).is_some_and(|b| {
+                    (b.is_ascii_alphanumeric() || *b == b'_')
+                        && !(b.is_ascii_uppercase() && symbol_inside(blind, &bytes[i..]).is_some())
+                }) {
                     i += 1;
                 }
             }
@@ -477,35 +484,49 @@ fn numeric_date(bytes: &[u8], free: bool) -> Option<(String, usize)> {
     .then(|| ("[date]".to_owned(), after_two))
 }
 
-/// A number of free text (`1,250.5`: digits, group separators, one point) that could be a
-/// price of a traded symbol; a whole number below 100 is taken for a count, and so is a number
+/// A number of free text (`1,250.5` or `1.250,5`: digits, group separators, one point) that
+/// could be a price of a traded symbol; a whole number below 100 is taken for a count, and so is a number
 /// followed by `%`, a percentage word or a plural noun that is no currency (`12 banks`,
 /// `first 100 days`).
 fn price(blind: &Blind, bytes: &[u8]) -> Option<(String, usize)> {
-    let mut len = 0;
-    let mut plain = String::new();
-    let mut point = false;
-    while let Some(&b) = bytes.get(len) {
-        let next_is_digit = bytes.get(len + 1).is_some_and(u8::is_ascii_digit);
-        match b {
-            b'0'..=b'9' => plain.push(char::from(b)),
-            b',' if !point && next_is_digit => {}
-            b'.' if !point && next_is_digit => {
-                point = true;
-                plain.push('.');
-            }
-            _ => break,
-        }
-        len += 1;
-    }
+    // The number as written: digits, with `.` and `,` between digits.
+    let len = bytes
+        .iter()
+        .enumerate()
+        .take_while(|&(i, b)| {
+            b.is_ascii_digit()
+                || (matches!(b, b'.' | b',') && bytes.get(i + 1).is_some_and(u8::is_ascii_digit))
+        })
+        .count();
     if bytes.get(len).is_some_and(u8::is_ascii_alphabetic) || counts_something(&bytes[len..]) {
         return None;
     }
-    let n: rust_decimal::Decimal = plain.parse().ok()?;
-    // A small whole number is a count (`4 banks`), not a price.
-    (point || n >= rust_decimal::Decimal::ONE_HUNDRED).then_some(())?;
-    blind
-        .looks_like_a_price(n)
+    let written = std::str::from_utf8(&bytes[..len]).ok()?;
+    // Read the English way (`64,400.5`) and the European way (`64.400,5`, `1,0912`): a price
+    // either way is a price.
+    let reading = |group: char, point: char| -> Option<rust_decimal::Decimal> {
+        // One point at most; groups of three digits after the first.
+        let whole = written.split(point).next().unwrap_or_default();
+        let mut groups = whole.split(group);
+        let first = groups.next().unwrap_or_default();
+        if written.matches(point).count() > 1
+            || (whole.contains(group) && (first.len() > 3 || groups.any(|g| g.len() != 3)))
+        {
+            return None;
+        }
+        let plain: String = written
+            .chars()
+            .filter(|c| *c != group)
+            .map(|c| if c == point { '.' } else { c })
+            .collect();
+        let n: rust_decimal::Decimal = plain.parse().ok()?;
+        // A small whole number is a count (`4 banks`), not a price.
+        (written.contains(point) || n >= rust_decimal::Decimal::ONE_HUNDRED).then_some(n)
+    };
+    [reading(',', '.'), reading('.', ',')]
+        .into_iter()
+        .flatten()
+        .any(|n| blind.looks_like_a_price(n))
         .then(|| ("[price]".to_owned(), len))
 }
 
@@ -661,6 +682,19 @@ fn symbol(blind: &Blind, bytes: &[u8]) -> Option<(String, usize)> {
     None
 }
 
+/// A traded symbol written in capitals inside a word (`1BTC`, `xEURUSD`, `ETHBTC`'s `BTC`) at
+/// the start of `bytes`, not followed by a capital or a digit (so `METHOD` keeps its `ETH`).
+fn symbol_inside(blind: &Blind, bytes: &[u8]) -> Option<(String, usize)> {
+    blind.assets.iter().find_map(|a| {
+        let n = a.real.len();
+        (bytes.starts_with(a.real.as_bytes())
+            && !bytes
+                .get(n)
+                .is_some_and(|b| b.is_ascii_uppercase() || b.is_ascii_digit()))
+        .then(|| (a.alias.clone(), n))
+    })
+}
+
 /// ` (Thursday)` at the start of `bytes`: its length.
 fn weekday_in_parens(bytes: &[u8]) -> Option<usize> {
     WEEKDAYS.iter().find_map(|w| {
@@ -744,6 +778,12 @@ mod tests {
             b.mask("EUR/USD and EURUSD, eurusd; BTCUSDT, BTC-PERP, btc. Not BTCx or Ether."),
             "ASSET_A and ASSET_A, ASSET_A; ASSET_BUSDT, ASSET_B-PERP, ASSET_B. Not BTCx or Ether."
         );
+        // Glued to a number or a word in capitals; an asset's common name; not inside a
+        // capitalised word.
+        assert_eq!(
+            b.mask("1BTC, xEURUSD, 0.5BTC/EURUSD; Bitcoin and bitcoins' rally; ABTCD"),
+            "1ASSET_B, xASSET_A, 0.5ASSET_B/ASSET_A; ASSET_B and ASSET_B' rally; ABTCD"
+        );
     }
 
     #[test]
@@ -757,6 +797,11 @@ mod tests {
         assert_eq!(
             b.mask("EUR/USD at 1.0912, BTC tops $64,250.50; rates 0.25%, 12 banks"),
             "ASSET_A at [price], ASSET_B tops $[price]; rates 0.25%, 12 banks"
+        );
+        // Written the European way too; a point not followed by groups of three is a point.
+        assert_eq!(
+            b.mask("EURUSD bei 1,0912; BTC hasta 64.400 dólares (64.400,50); 2017.5 stays"),
+            "ASSET_A bei [price]; ASSET_B hasta [price] dólares ([price]); 2017.5 stays"
         );
     }
 

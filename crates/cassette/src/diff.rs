@@ -5,11 +5,12 @@
 //! messages equal; ties go to the one recorded first. The first difference is looked for in
 //! this order: model, system prompt, tools, sampling parameters, then message by message; a text
 //! that differs is compared `## ` section by section (the user message is `## ` sections), and
-//! the first differing line of the first differing section is quoted.
+//! the first differing line of the first differing section is quoted around its first differing
+//! character.
 
 use serde_json::Value;
 
-/// How much of a differing line is quoted, in characters.
+/// How much of a differing line is quoted, in characters, around its first difference.
 const EXCERPT: usize = 100;
 
 /// The tick time of a canonical request: the first word of the line after `## Time` in its
@@ -184,14 +185,24 @@ fn sections(text: &str) -> Vec<(&str, Vec<&str>)> {
     out
 }
 
-fn excerpt(line: Option<&str>) -> String {
-    match line {
+/// Both lines' excerpts around their first differing character: up to [`EXCERPT`] characters
+/// each, starting [`EXCERPT`]` / 4` characters before the difference, so a difference far along
+/// a long line is in view in both. Also returns the difference's column (1-based, characters).
+fn excerpts(recorded: Option<&str>, wanted: Option<&str>) -> (String, String, usize) {
+    let (a, b) = (recorded.unwrap_or_default(), wanted.unwrap_or_default());
+    let at = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    let start = at.saturating_sub(EXCERPT / 4);
+    let quote = |line: Option<&str>| match line {
         None => "(nothing)".to_owned(),
-        Some(l) if l.chars().count() > EXCERPT => {
-            format!("`{}…`", l.chars().take(EXCERPT).collect::<String>())
+        Some(l) => {
+            let n = l.chars().count();
+            let shown: String = l.chars().skip(start).take(EXCERPT).collect();
+            let before = if start > 0 { "…" } else { "" };
+            let after = if start + EXCERPT < n { "…" } else { "" };
+            format!("`{before}{shown}{after}`")
         }
-        Some(l) => format!("`{l}`"),
-    }
+    };
+    (quote(recorded), quote(wanted), at + 1)
 }
 
 /// The first difference of two texts, `## ` section by section, then line by line.
@@ -216,11 +227,11 @@ fn text_difference(label: &str, recorded: &str, wanted: &str) -> Option<String> 
             } else {
                 format!("{label}: section `{}` differs", x.0)
             };
+            let (recorded, wanted, column) =
+                excerpts(x.1.get(line).copied(), y.1.get(line).copied());
             return Some(format!(
-                "{at} at its line {}: recorded {}, this request {}",
+                "{at} at its line {}, column {column}: recorded {recorded}, this request {wanted}",
                 line + 1,
-                excerpt(x.1.get(line).copied()),
-                excerpt(y.1.get(line).copied())
             ));
         }
     }
@@ -275,7 +286,7 @@ mod tests {
         assert_eq!(
             d.as_deref(),
             Some(
-                "message 1 (user): section `## Portfolio` differs at its line 1: recorded \
+                "message 1 (user): section `## Portfolio` differs at its line 1, column 8: recorded \
                  `equity 10000`, this request `equity 9000`"
             )
         );
@@ -289,8 +300,8 @@ mod tests {
         assert_eq!(
             first_difference(&a, &b).as_deref(),
             Some(
-                "the system prompt differs at its line 3: recorded `Leash: STRICT.`, this \
-                 request `Leash: BALANCED.`"
+                "the system prompt differs at its line 3, column 8: recorded `Leash: STRICT.`, \
+                 this request `Leash: BALANCED.`"
             )
         );
         let mut c = req("t", "1");
@@ -300,6 +311,22 @@ mod tests {
             Some("the tool `propose_order` differs: its parameters schema")
         );
         assert_eq!(first_difference(&a, &a), None);
+    }
+
+    #[test]
+    fn a_long_line_is_quoted_around_its_first_differing_character() {
+        // `equity ` (7) + 150 `x` + the differing character + 120 `y`: the difference is at
+        // character 158; both excerpts start 25 characters before it (132) and show 100.
+        let line = |c: char| format!("{}{c}{}", "x".repeat(150), "y".repeat(120));
+        let (a, b) = (req("t", &line('1')), req("t", &line('2')));
+        let quoted = |c: char| format!("`…{}{c}{}…`", "x".repeat(25), "y".repeat(74));
+        let expected = format!(
+            "message 1 (user): section `## Portfolio` differs at its line 1, column 158: \
+             recorded {}, this request {}",
+            quoted('1'),
+            quoted('2')
+        );
+        assert_eq!(first_difference(&a, &b).as_deref(), Some(expected.as_str()));
     }
 
     #[test]

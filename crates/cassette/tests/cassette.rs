@@ -105,7 +105,7 @@ async fn recorded_answers_replay_without_the_model_and_a_changed_section_is_name
     assert!(text.contains("tick 2017-04-19T11:00:00Z"), "{text}");
     assert!(
         text.ends_with(
-            "message 1 (user): section `## Portfolio` differs at its line 1: recorded \
+            "message 1 (user): section `## Portfolio` differs at its line 1, column 8: recorded \
              `equity 10000`, this request `equity 9999`"
         ),
         "{text}"

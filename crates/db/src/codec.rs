@@ -36,7 +36,7 @@ pub fn time_text(t: DateTime<Utc>) -> String {
     out
 }
 
-fn decode_err(column: &str, e: impl std::fmt::Display) -> DbError {
+pub(crate) fn decode_err(column: &str, e: impl std::fmt::Display) -> DbError {
     DbError::Decode {
         column: column.to_owned(),
         detail: e.to_string(),

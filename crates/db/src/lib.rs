@@ -69,6 +69,7 @@
 //! # }).unwrap();
 //! ```
 
+pub mod alerts;
 mod codec;
 pub mod control;
 mod conversation;
@@ -85,6 +86,11 @@ pub mod test_support;
 mod traits;
 mod url;
 
+pub use alerts::{
+    AlertChannel, AlertDelivery, AlertKind, ChannelKind, ClaimedDelivery, DeliveryStatus,
+    MAX_ALERT_TEXT_CHARS, MAX_CHANNELS_PER_USER, MAX_DELIVERIES_READ, MAX_DELIVERY_ERROR_CHARS,
+    NewAlertChannel, TickAlerts, alert_delivery_id, alert_event_id,
+};
 pub use codec::time_text;
 pub use control::{
     ControlAction, ControlRequest, DeploymentControl, FlattenState, MAX_CONTROL_REASON_CHARS,
@@ -119,15 +125,15 @@ pub use sqlite::{
 };
 pub use store::Store;
 pub use traits::{
-    ChatTurnStore, ControlStore, ConversationStore, EventStore, FactStore, LeaseStore, LedgerStore,
-    NewsStore, NoteStore, OutcomeStore, RegistryStore, Storage, TickStore,
+    AlertOutbox, AlertStore, ChatTurnStore, ControlStore, ConversationStore, EventStore, FactStore,
+    LeaseStore, LedgerStore, NewsStore, NoteStore, OutcomeStore, RegistryStore, Storage, TickStore,
 };
 /// `mockall` mocks of the store traits (feature `mock`).
 #[cfg(feature = "mock")]
 pub use traits::{
-    MockChatTurnStore, MockControlStore, MockConversationStore, MockEventStore, MockFactStore,
-    MockLedgerStore, MockNewsStore, MockNoteStore, MockOutcomeStore, MockRegistryStore,
-    MockTickStore,
+    MockAlertOutbox, MockAlertStore, MockChatTurnStore, MockControlStore, MockConversationStore,
+    MockEventStore, MockFactStore, MockLedgerStore, MockNewsStore, MockNoteStore, MockOutcomeStore,
+    MockRegistryStore, MockTickStore,
 };
 /// Re-exported from `types`: a snapshot's `steps` are [`JsonText`].
 pub use types::JsonText;

@@ -19,8 +19,8 @@ use crate::model::{
     StoredRunnerState, StoredTick, TickAttempt, TickQuery, TickRecord, User,
 };
 use crate::traits::{
-    ChatTurnStore, ControlStore, ConversationStore, EventStore, FactStore, LeaseStore, LedgerStore,
-    NewsStore, NoteStore, OutcomeStore, RegistryStore, TickStore,
+    AlertOutbox, AlertStore, ChatTurnStore, ControlStore, ConversationStore, EventStore, FactStore,
+    LeaseStore, LedgerStore, NewsStore, NoteStore, OutcomeStore, RegistryStore, TickStore,
 };
 use crate::{
     Conversation, ConversationTurn, DbError, HeldReview, HeldStatus, NewConversation, PgStore,
@@ -124,12 +124,27 @@ delegate!(ControlStore {
 
 delegate!(TickStore {
     fn record_tick(&self, tick: &TickRecord) -> RecordOutcome;
+    fn record_tick_alerting(&self, tick: &TickRecord, alerts: &crate::TickAlerts) -> RecordOutcome;
     fn record_ticks(&self, batch: &PlannedTicks, reflections: &[(Option<NewNote>, ReflectionRun)]) -> Vec<RecordOutcome>;
     fn get_snapshot(&self, id: Uuid) -> DecisionSnapshot;
     fn last_snapshot_before(&self, deployment_id: Uuid, before: DateTime<Utc>) -> Option<DecisionSnapshot>;
     fn runner_state(&self, deployment_id: Uuid) -> Option<StoredRunnerState>;
     fn list_snapshots(&self, deployment_id: Uuid, limit: u32) -> Vec<DecisionSnapshot>;
     fn ticks(&self, query: &TickQuery) -> Vec<StoredTick>;
+});
+
+delegate!(AlertStore {
+    fn add_alert_channel(&self, channel: &crate::NewAlertChannel) -> crate::AlertChannel;
+    fn alert_channels(&self, user_id: Uuid) -> Vec<crate::AlertChannel>;
+    fn delete_alert_channel(&self, user_id: Uuid, id: Uuid) -> ();
+    fn queue_test_alert(&self, user_id: Uuid, channel_id: Uuid, at: DateTime<Utc>) -> Uuid;
+    fn alert_deliveries(&self, user_id: Uuid, limit: u32) -> Vec<crate::AlertDelivery>;
+});
+
+delegate!(AlertOutbox {
+    fn claim_alert_deliveries(&self, owner: &str, now: DateTime<Utc>, lease_for: chrono::Duration, limit: u32) -> Vec<crate::ClaimedDelivery>;
+    fn finish_alert_delivery(&self, id: Uuid, owner: &str, at: DateTime<Utc>) -> bool;
+    fn retry_alert_delivery(&self, id: Uuid, owner: &str, error: &str, retry_at: Option<DateTime<Utc>>) -> bool;
 });
 
 delegate!(LedgerStore {

@@ -287,6 +287,21 @@ pub trait TickStore: Sync {
         tick: &TickRecord,
     ) -> impl Future<Output = Result<RecordOutcome, DbError>> + Send;
 
+    /// [`TickStore::record_tick`], with the tick's alerts written to the outbox in the same
+    /// transaction (a live runner's ticks; see [`crate::alerts`]): the engine's verdict (order
+    /// executed, rejection, halt), a model error and, at the tick that makes it
+    /// `alerts.model_error_streak` long, the streak of them, each ledger row the tick closed,
+    /// and a start later than `alerts.lag_threshold` — each once, for each channel of the
+    /// deployment's owner that receives its kind. A replayed tick writes no alert.
+    ///
+    /// # Errors
+    /// As [`TickStore::record_tick`].
+    fn record_tick_alerting(
+        &self,
+        tick: &TickRecord,
+        alerts: &crate::TickAlerts,
+    ) -> impl Future<Output = Result<RecordOutcome, DbError>> + Send;
+
     /// Writes a batch of ticks in ONE transaction, each exactly as [`TickStore::record_tick`]
     /// would (one already recorded is skipped and reported [`RecordOutcome::AlreadyRecorded`];
     /// the others are still written), in order — a deployment's equity is the last recorded
@@ -1089,6 +1104,112 @@ pub trait ControlStore {
     ) -> impl Future<Output = Result<Option<crate::FlattenState>, DbError>> + Send;
 }
 
+/// A user's alert channels (see [`crate::alerts`]). As a [`crate::UserScoped`] store, row-level
+/// security keeps every call to the user's own channels, and a channel's URL and secret are
+/// never read back.
+#[cfg_attr(feature = "mock", mockall::automock)]
+pub trait AlertStore {
+    /// Adds a channel; returns it as its owner sees it (no URL path, no secret).
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] naming every field that is wrong ([`crate::NewAlertChannel::problems`])
+    /// or when the user has [`crate::MAX_CHANNELS_PER_USER`] channels already;
+    /// [`DbError::Constraint`] for a repeated id or an unknown user.
+    fn add_alert_channel(
+        &self,
+        channel: &crate::NewAlertChannel,
+    ) -> impl Future<Output = Result<crate::AlertChannel, DbError>> + Send;
+
+    /// The user's channels, oldest first.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn alert_channels(
+        &self,
+        user_id: Uuid,
+    ) -> impl Future<Output = Result<Vec<crate::AlertChannel>, DbError>> + Send;
+
+    /// Deletes the user's channel and its deliveries.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when the user has no channel with this id.
+    fn delete_alert_channel(
+        &self,
+        user_id: Uuid,
+        id: Uuid,
+    ) -> impl Future<Output = Result<(), DbError>> + Send;
+
+    /// Queues a test message to the user's channel (an event of kind `test` and its one
+    /// delivery, sent by a runner as any other); returns the delivery's id.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when the user has no channel with this id; [`DbError::Constraint`]
+    /// when a test was queued for the same channel at the same time.
+    fn queue_test_alert(
+        &self,
+        user_id: Uuid,
+        channel_id: Uuid,
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Uuid, DbError>> + Send;
+
+    /// The user's deliveries, newest event first, at most `limit`
+    /// (≤ [`crate::MAX_DELIVERIES_READ`]).
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a limit above the cap.
+    fn alert_deliveries(
+        &self,
+        user_id: Uuid,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<crate::AlertDelivery>, DbError>> + Send;
+}
+
+/// The alert outbox's deliveries, leased by runners (the stores of the connecting role, not
+/// [`crate::UserScoped`]): at least once, each (event, channel) pair one row.
+#[cfg_attr(feature = "mock", mockall::automock)]
+pub trait AlertOutbox {
+    /// Leases up to `limit` pending deliveries due at `now` to `owner` until `now + lease_for`
+    /// (on PostgreSQL `FOR UPDATE SKIP LOCKED`: concurrent runners never take the same row);
+    /// a lease that expired (its runner died mid-send) is taken again. Returns them with their
+    /// event and channel, secrets included.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a non-positive lease or a limit outside 1..=1,000.
+    fn claim_alert_deliveries(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        lease_for: chrono::Duration,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<crate::ClaimedDelivery>, DbError>> + Send;
+
+    /// Marks `owner`'s leased delivery delivered at `at`; false when the lease is not
+    /// `owner`'s any more.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn finish_alert_delivery(
+        &self,
+        id: Uuid,
+        owner: &str,
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<bool, DbError>> + Send;
+
+    /// Counts a failed attempt of `owner`'s leased delivery (its error kept, cut to
+    /// [`crate::MAX_DELIVERY_ERROR_CHARS`]) and releases it: due again at `retry_at`, or given
+    /// up (`failed`) with `None`. False when the lease is not `owner`'s any more.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn retry_alert_delivery(
+        &self,
+        id: Uuid,
+        owner: &str,
+        error: &str,
+        retry_at: Option<DateTime<Utc>>,
+    ) -> impl Future<Output = Result<bool, DbError>> + Send;
+}
+
 /// Every store at once, for code that needs the whole storage layer.
 pub trait Storage:
     RegistryStore
@@ -1102,6 +1223,8 @@ pub trait Storage:
     + ChatTurnStore
     + OutcomeStore
     + ControlStore
+    + AlertStore
+    + AlertOutbox
     + Send
     + Sync
 {
@@ -1119,6 +1242,8 @@ impl<T> Storage for T where
         + ChatTurnStore
         + OutcomeStore
         + ControlStore
+        + AlertStore
+        + AlertOutbox
         + Send
         + Sync
 {

@@ -59,6 +59,7 @@
 //! ```
 
 pub mod admin;
+pub mod alerts;
 pub mod controls;
 pub mod hl_broker;
 pub mod metrics;

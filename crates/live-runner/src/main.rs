@@ -147,6 +147,36 @@ struct ControlArgs {
     reason: Option<String>,
 }
 
+/// `run`'s alert flags: when a tick is alerted, and how the alert worker delivers.
+#[derive(clap::Args)]
+struct AlertArgs {
+    /// Alert `runner_lagging` when a tick starts this long or longer after its bar closed
+    /// (e.g. 5m; 0s: never).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = types::cli::parse_duration)]
+    alert_lag: Duration,
+    /// Alert `model_error_streak` at this many model errors in a row (0: never).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    alert_model_error_streak: u32,
+    /// An alert request's timeout (connect, send, answer), e.g. 10s.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = types::cli::parse_duration)]
+    alert_timeout: Duration,
+    /// The wait before an alert's second attempt; doubled after each further failure.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = types::cli::parse_duration)]
+    alert_retry_first: Duration,
+    /// The longest wait between two attempts of an alert.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = types::cli::parse_duration)]
+    alert_retry_max: Duration,
+    /// Attempts before an alert is given up.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    alert_attempts: u32,
+    /// Most alert requests in flight at once.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    alert_concurrency: usize,
+    /// The Telegram Bot API base URL (a proxy, or a local mock).
+    #[arg(long, value_name = "URL", default_value = live_runner::alerts::TELEGRAM_API)]
+    telegram_api: String,
+}
+
 #[derive(clap::Args)]
 struct TokenLifetimeArg {
     /// The longest lifetime a token may have (default 30d): `serve` refuses a token that lives
@@ -522,6 +552,8 @@ enum Command {
         /// until the next poll). `--news-timeout-secs` is its old name.
         #[arg(long, value_name = "DURATION", default_value = "10s", alias = "news-timeout-secs", value_parser = types::cli::parse_duration)]
         news_timeout: Duration,
+        #[command(flatten)]
+        alerts: AlertArgs,
     },
 }
 
@@ -530,6 +562,36 @@ macro_rules! refuse {
     ($($arg:tt)*) => {
         return Err(anyhow::Error::new(BadInput(format!($($arg)*))))
     };
+}
+
+impl AlertArgs {
+    /// The worker's config for `owner`, checked.
+    fn config(&self, owner: &str) -> anyhow::Result<live_runner::alerts::AlertConfig> {
+        if self.alert_timeout.is_zero() || self.alert_retry_first.is_zero() {
+            refuse!("--alert-timeout and --alert-retry-first must be positive");
+        }
+        if self.alert_retry_max < self.alert_retry_first {
+            refuse!("--alert-retry-max must be at least --alert-retry-first");
+        }
+        if self.alert_attempts == 0 || self.alert_concurrency == 0 {
+            refuse!("--alert-attempts and --alert-concurrency must be at least 1");
+        }
+        if !(self.telegram_api.starts_with("https://") || self.telegram_api.starts_with("http://"))
+        {
+            refuse!(
+                "--telegram-api must be an http:// or https:// URL (got {})",
+                self.telegram_api
+            );
+        }
+        let mut config = live_runner::alerts::AlertConfig::new(owner);
+        config.timeout = self.alert_timeout;
+        config.retry_first = self.alert_retry_first;
+        config.retry_max = self.alert_retry_max;
+        config.max_attempts = self.alert_attempts;
+        config.concurrency = self.alert_concurrency;
+        config.telegram_api.clone_from(&self.telegram_api);
+        Ok(config)
+    }
 }
 
 /// Marks an error as the input's fault (the process exits [`types::EXIT_BAD_INPUT`]).
@@ -972,6 +1034,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             news_feeds_file,
             news_every,
             news_timeout,
+            alerts,
         } => {
             let news = news_config(
                 news_feeds,
@@ -1004,7 +1067,28 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let budget = i64::try_from(tick_budget.as_secs()).unwrap_or(120);
             config.lease_for = chrono::Duration::seconds(budget.saturating_mul(2));
             config.tick_budget = tick_budget;
+            config.lag_alert_after =
+                chrono::Duration::from_std(alerts.alert_lag).unwrap_or(chrono::Duration::MAX);
+            config.model_error_streak = alerts.alert_model_error_streak;
+            let alert_config = alerts.config(&config.owner)?;
             tracing::info!(owner = %config.owner, concurrency, "live-runner starting");
+            // The alert worker: a task of its own, off the tick path, stopped after the runner.
+            let alert_worker = Arc::new(
+                live_runner::alerts::AlertWorker::new(
+                    store.clone(),
+                    Arc::new(SystemClock),
+                    alert_config,
+                )
+                .context("alert worker")?
+                .with_metrics(metrics.clone()),
+            );
+            let (stop_alerts, alerts_stopped) = tokio::sync::watch::channel(false);
+            let alert_task = (!once).then(|| {
+                let mut stopped = alerts_stopped.clone();
+                tokio::spawn(alert_worker.clone().run(async move {
+                    let _ = stopped.wait_for(|stop| *stop).await;
+                }))
+            });
             let scorer = score_outcomes_every.map(|every| {
                 tokio::spawn(score_outcomes_forever(store.clone(), info.clone(), every))
             });
@@ -1023,6 +1107,22 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             runner.run(shutdown).await?;
             if let Some(scorer) = scorer {
                 scorer.abort();
+            }
+            let _ = stop_alerts.send(true);
+            match alert_task {
+                Some(task) => {
+                    let _ = task.await;
+                }
+                // `--once`: what the ticks queued is sent before the process ends.
+                None => match alert_worker.deliver_due().await {
+                    Ok(report) => tracing::info!(
+                        delivered = report.delivered,
+                        retried = report.retried,
+                        given_up = report.given_up,
+                        "alerts sent"
+                    ),
+                    Err(e) => tracing::warn!(error = %e, "delivering alerts failed"),
+                },
             }
             tracing::info!("live-runner stopped");
         }

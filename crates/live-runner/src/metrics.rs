@@ -64,6 +64,8 @@ struct Inner {
     /// Flattens of stopped deployments by result: `done` (the account is flat), `retry` (a
     /// refusal or a partial close left a position), `failed` (an error), `lease_lost`.
     flattens: BTreeMap<&'static str, u64>,
+    /// Alert delivery attempts by result: `delivered`, `retry`, `failed` (given up).
+    alerts: BTreeMap<&'static str, u64>,
     /// Claimed ticks not run because the deployment was no longer active.
     skipped_inactive: u64,
     lease_takeovers: u64,
@@ -140,6 +142,18 @@ impl Metrics {
     #[must_use]
     pub fn flattens(&self, result: &str) -> u64 {
         self.with(|m| m.flattens.get(result).copied().unwrap_or(0))
+    }
+
+    /// Counts one alert delivery attempt that ended with `result` (`delivered`, `retry`,
+    /// `failed`).
+    pub fn alert(&self, result: &'static str) {
+        self.with(|m| *m.alerts.entry(result).or_default() += 1);
+    }
+
+    /// How many alert delivery attempts ended with `result`.
+    #[must_use]
+    pub fn alerts(&self, result: &str) -> u64 {
+        self.with(|m| m.alerts.get(result).copied().unwrap_or(0))
     }
 
     /// Counts one claimed deployment whose tick did not run because it was paused or stopped
@@ -226,6 +240,17 @@ impl Metrics {
             }
             counter(
                 &mut out,
+                "live_runner_alert_deliveries_total",
+                "Alert delivery attempts by result (delivered, retry, failed: given up).",
+            );
+            for (k, v) in &m.alerts {
+                let _ = writeln!(
+                    out,
+                    "live_runner_alert_deliveries_total{{result=\"{k}\"}} {v}"
+                );
+            }
+            counter(
+                &mut out,
                 "live_runner_skipped_inactive_total",
                 "Claimed deployments not ticked because they were paused or stopped meanwhile.",
             );
@@ -309,6 +334,7 @@ mod tests {
         let m = Metrics::default();
         m.tick("recorded", Duration::from_millis(20));
         m.tick("recorded", Duration::from_millis(700));
+        m.alert("retry");
         m.rejection("R3_POSITION_CAP");
         m.outcome("model_error");
         m.lease_takeover();
@@ -316,6 +342,10 @@ mod tests {
         let text = m.render();
         assert!(
             text.contains("live_runner_flattens_total{result=\"done\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("live_runner_alert_deliveries_total{result=\"retry\"} 1\n"),
             "{text}"
         );
         assert!(

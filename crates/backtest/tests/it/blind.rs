@@ -1,8 +1,9 @@
-//! A blind backtest of two symbols with news, events, funding and open interest, whose scripted
-//! model calls every market tool and proposes with a stop and a target: no request it receives
-//! — system prompt, user message, tool definitions, tool results — holds a real symbol, a year,
-//! a weekday, a month name or a raw price; its neutral names and rescaled levels reach the
-//! engine, the ledger and the store in real terms.
+//! A blind backtest of two symbols with news (the 30 hostile headlines of
+//! `crates/blind/tests/fixtures`), events, funding and open interest, whose scripted model calls
+//! every market tool, guesses real symbols and proposes with a stop and a target: the leak
+//! scanner finds nothing in any request it receives — system prompt, user message, tool
+//! definitions, tool results — and a guessed real symbol is answered as any unknown name; its
+//! neutral names and rescaled levels reach the engine, the ledger and the store in real terms.
 
 use crate::common;
 
@@ -97,7 +98,7 @@ async fn a_blind_run_shows_no_real_market_and_trades_in_real_terms() {
     let mut market = Preloaded::new()
         .with_bars("BTC", Interval::H1, btc.clone())
         .with_bars("ETH", Interval::H1, eth.clone());
-    market.news = vec![NewsItem {
+    let mut news = vec![NewsItem {
         time: start() + Duration::hours(22),
         headline: "BTC breaks 64,400 on Monday, March 2 2026 (2026-03-02); ETH at 3,280.5".into(),
         source: "wire".into(),
@@ -105,6 +106,18 @@ async fn a_blind_run_shows_no_real_market_and_trades_in_real_terms() {
         importance: dec!(0.9),
         symbols: vec!["BTC".into(), "ETH".into()],
     }];
+    // The hostile headlines, one a few minutes apart before the first tick.
+    for (i, headline) in hostile_headlines().into_iter().enumerate() {
+        news.push(NewsItem {
+            time: start() + Duration::hours(20) + Duration::minutes(2 * i as i64),
+            headline,
+            source: "wire".into(),
+            sentiment: dec!(0.1),
+            importance: dec!(0.5),
+            symbols: vec![],
+        });
+    }
+    market.news = news;
     market.events = vec![MarketEvent {
         id: Uuid::from_u128(9),
         kind: EventKind::Fomc,
@@ -159,8 +172,13 @@ async fn a_blind_run_shows_no_real_market_and_trades_in_real_terms() {
             call(
                 "a",
                 "fetch_news_sentiment",
-                &json!({"symbol": "ASSET_A", "hours": 24}),
+                &json!({"symbol": "ASSET_A", "hours": 24, "top_k": 50}),
             ),
+            // Guesses: a real symbol, a real name, a nonsense name.
+            call("g1", "get_funding_rate", &json!({"symbol": "BTC"})),
+            call("g2", "get_funding_rate", &json!({"symbol": "Bitcoin"})),
+            call("g3", "get_funding_rate", &json!({"symbol": "XYZ"})),
+            call("g4", "fetch_news_sentiment", &json!({"symbol": "ETH"})),
             call("b", "get_funding_rate", &json!({"symbol": "ASSET_A"})),
             call("c", "get_open_interest", &json!({"symbol": "ASSET_B"})),
             call("d", "get_position_risk", &json!({})),
@@ -248,22 +266,44 @@ async fn a_blind_run_shows_no_real_market_and_trades_in_real_terms() {
             .any(|t| t.contains("\"symbol\":\"ASSET_A\"") && t.contains("entry")),
         "get_position_risk answers about ASSET_A:\n{all}"
     );
-    for real in [
-        "BTC", "ETH", "2026", "March", "Monday", "64,400", "3,280.5", "64250.5",
-    ] {
-        assert!(!all.contains(real), "{real} shown to a blind model:\n{all}");
-    }
-    let raw: Vec<String> = btc
+    // A guessed real symbol is answered as a nonsense one: the aliases only.
+    let answers: Vec<&str> = requests
+        .iter()
+        .flat_map(|r| &r.messages)
+        .filter_map(|m| match m {
+            Message::Tool {
+                call_id, content, ..
+            } if call_id.starts_with('g') => Some((call_id.as_str(), content.as_str())),
+            _ => None,
+        })
+        .collect::<BTreeMap<_, _>>()
+        .into_values()
+        .collect();
+    assert_eq!(answers.len(), 4, "{answers:?}");
+    assert_eq!(answers[0], answers[2], "BTC is answered as XYZ");
+    assert_eq!(answers[1], answers[2], "Bitcoin is answered as XYZ");
+    assert!(answers[2].contains("ASSET_A, ASSET_B"), "{}", answers[2]);
+    // Every hostile headline reached the model, and the scanner finds nothing in any request.
+    assert!(all.matches("[month]").count() > 10, "{all}");
+    let prices = btc
         .iter()
         .chain(&eth)
         .flat_map(|b| [b.open, b.high, b.low, b.close])
-        .map(|p| p.normalize().to_string())
-        .collect();
-    for token in all.split(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        let token = token.trim_matches('.');
-        assert!(
-            token.len() < 5 || !raw.iter().any(|p| p == token),
-            "the raw price {token} shown to a blind model:\n{all}"
-        );
+        .chain([dec!(64400), dec!(3280.5), dec!(63900)]);
+    let scanner =
+        blind::LeakScanner::new(&["BTC".to_owned(), "ETH".to_owned()]).with_prices(prices);
+    for text in &texts {
+        let leaks = scanner.scan(text);
+        assert!(leaks.is_empty(), "leaks {leaks:?} in:\n{text}");
     }
+}
+
+/// The hostile headlines every blind test reads: every written form of a date, a year, a
+/// month, a weekday, a symbol and a price that real wires use.
+pub(crate) fn hostile_headlines() -> Vec<String> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../blind/tests/fixtures/hostile-headlines.json"
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }

@@ -105,7 +105,7 @@ impl AttemptSql for Sqlite {
 }
 
 /// A claim's lease duration (positive) and row limit (1 to 1,000), checked; the limit as bound.
-fn check_claim(lease_for: chrono::Duration, limit: u32) -> Result<i64, DbError> {
+pub(crate) fn check_claim(lease_for: chrono::Duration, limit: u32) -> Result<i64, DbError> {
     if lease_for <= chrono::Duration::zero() {
         return Err(DbError::Invalid {
             what: "lease duration",

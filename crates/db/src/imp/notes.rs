@@ -309,6 +309,7 @@ pub(crate) async fn insert_note_in<D: Dialect>(
     .execute(&mut **tx)
     .await
     .map_err(ctx("inserting reflection note"))?;
+    crate::imp::alerts::write_held_alert(tx, note).await?;
     let created = Utc::now();
     for (position, held) in (0u32..).zip(&note.content.held) {
         query(

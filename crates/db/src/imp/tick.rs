@@ -1147,27 +1147,46 @@ async fn write_equity<D: Dialect>(
     Ok(())
 }
 
+/// [`TickStore::record_tick`], and with `alerts` the tick's alerts, in one transaction.
+async fn record_tick_with<S: Backend<Db = D>, D: Dialect>(
+    store: &S,
+    tick: &TickRecord,
+    alerts: Option<&crate::TickAlerts>,
+) -> Result<RecordOutcome, DbError> {
+    validate_tick(tick)?;
+    let mut tx = store.begin().await.map_err(ctx("beginning tick"))?;
+    let mut update = lines::CacheUpdate::default();
+    let outcome = write_tick(&mut tx, store.lines(), &mut update, tick).await?;
+    match (outcome, tick.equity_usd) {
+        (RecordOutcome::Recorded { .. }, Some(equity)) => {
+            write_equity(&mut tx, tick.snapshot.deployment_id, equity).await?;
+        }
+        (RecordOutcome::Recorded { .. }, None) => {}
+        (RecordOutcome::AlreadyRecorded { .. }, _) => {
+            tx.rollback().await.map_err(ctx("ending replayed tick"))?;
+            return Ok(outcome);
+        }
+    }
+    if let Some(alerts) = alerts {
+        crate::imp::alerts::write_tick_alerts(&mut tx, tick, alerts).await?;
+    }
+    tx.commit().await.map_err(ctx("committing tick"))?;
+    store.lines().remember(update);
+    Ok(outcome)
+}
+
 impl<S: Backend<Db = D>, D: Dialect> TickStore for S {
     async fn record_tick(&self, tick: &TickRecord) -> Result<RecordOutcome, DbError> {
-        validate_tick(tick)?;
-        let mut tx = self.begin().await.map_err(ctx("beginning tick"))?;
-        let mut update = lines::CacheUpdate::default();
-        let outcome = write_tick(&mut tx, self.lines(), &mut update, tick).await?;
-        match (outcome, tick.equity_usd) {
-            (RecordOutcome::Recorded { .. }, Some(equity)) => {
-                write_equity(&mut tx, tick.snapshot.deployment_id, equity).await?;
-            }
-            (RecordOutcome::Recorded { .. }, None) => {}
-            (RecordOutcome::AlreadyRecorded { .. }, _) => {
-                tx.rollback().await.map_err(ctx("ending replayed tick"))?;
-                return Ok(outcome);
-            }
-        }
-        tx.commit().await.map_err(ctx("committing tick"))?;
-        self.lines().remember(update);
-        Ok(outcome)
+        record_tick_with(self, tick, None).await
     }
 
+    async fn record_tick_alerting(
+        &self,
+        tick: &TickRecord,
+        alerts: &crate::TickAlerts,
+    ) -> Result<RecordOutcome, DbError> {
+        record_tick_with(self, tick, Some(alerts)).await
+    }
     async fn record_ticks(
         &self,
         batch: &PlannedTicks,

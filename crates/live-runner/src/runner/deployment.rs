@@ -39,6 +39,26 @@ impl LanguageModel for TimedModel {
     }
 }
 
+/// The store as the tick's recorder, writing the tick's alerts with it
+/// ([`db::TickStore::record_tick_alerting`]).
+struct Alerting<'a> {
+    store: &'a db::Store,
+    alerts: db::TickAlerts,
+}
+
+impl tick::Recorder for Alerting<'_> {
+    const DEFER_SNAPSHOTS: bool = false;
+
+    async fn record(
+        &self,
+        mut record: db::TickRecord,
+        pending: Option<tick::PendingSnapshot>,
+    ) -> Result<db::RecordOutcome, db::DbError> {
+        tick::PendingSnapshot::finish_into(pending, &mut record)?;
+        self.store.record_tick_alerting(&record, &self.alerts).await
+    }
+}
+
 impl Runner {
     /// One tick of `d` at the latest bar close at or before now.
     ///
@@ -206,13 +226,22 @@ impl Runner {
         };
         let carry =
             |broker: &B, after: &TickState| serde_json::to_value(RunnerState::after(broker, after));
-        let outcome = tick::run_tick_carrying(
+        // The tick's alerts go to the outbox in its transaction.
+        let alerting = Alerting {
+            store: &self.store,
+            alerts: db::TickAlerts {
+                start_lag: self.clock.now() - tick_at,
+                lag_threshold: self.config.lag_alert_after,
+                model_error_streak: self.config.model_error_streak,
+            },
+        };
+        let outcome = tick::run_tick_recording(
             &deployment,
             &ctx,
             model,
             broker,
             &mut tick_state,
-            &self.store,
+            &alerting,
             Some(&carry),
         )
         .await?;

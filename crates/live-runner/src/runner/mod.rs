@@ -110,12 +110,18 @@ pub struct RunnerConfig {
     /// ends as a model error, "deadline exceeded"). A tick still running at twice the budget is
     /// abandoned as failed (its lease is released for a retry, never extended past that).
     pub tick_budget: Duration,
+    /// From how late a tick's start (after its bar closed) is alerted as `runner_lagging`
+    /// (zero: never).
+    pub lag_alert_after: chrono::Duration,
+    /// How many model errors in a row are alerted as `model_error_streak` (0: never).
+    pub model_error_streak: u32,
 }
 
 impl RunnerConfig {
     /// Defaults for `owner`: 8 ticks and 2 reflections at once, a 2-minute tick budget, a
     /// 4-minute lease (2× the tick budget), 5 s polling, a failed tick retried after 30 s, a
-    /// failed flatten after 30 s, 1, 2, 4, 8 then every 10 minutes.
+    /// failed flatten after 30 s, 1, 2, 4, 8 then every 10 minutes; a tick starting 5 minutes
+    /// or more after its bar close and 3 model errors in a row alerted.
     #[must_use]
     pub fn new(owner: impl Into<String>) -> Self {
         RunnerConfig {
@@ -128,6 +134,8 @@ impl RunnerConfig {
             once: false,
             reflection_concurrency: 2,
             tick_budget: Duration::from_secs(120),
+            lag_alert_after: chrono::Duration::minutes(5),
+            model_error_streak: 3,
         }
     }
 }

@@ -4,6 +4,7 @@
 //!
 //! | route | what |
 //! |---|---|
+//! | `GET /api/openapi.json` | this API's OpenAPI 3.1 document (public: no token) |
 //! | `GET /api/me` | the caller's user id |
 //! | `POST /api/chat` | one chat turn (JSON, or server-sent events with `Accept: text/event-stream`) |
 //! | `GET /api/conversations` | the caller's kept conversations, most recently active first |
@@ -26,7 +27,8 @@
 //!
 //! Every body and event is one of the camelCase wire types of [`super::wire`], built from the
 //! store's rows; a request body accepts one spelling per field and refuses any other field
-//! with a 422 naming it.
+//! with a 422 naming it. Each handler's `#[utoipa::path]` documents its route for the OpenAPI
+//! document ([`super::openapi`]).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -54,12 +56,14 @@ use types::{
     ArchiveReason, FactConfidence, FactSource, MAX_FACT_CHARS, MAX_FACT_TOPIC_CHARS,
     MIN_FACT_CHARS, ReflectionNote, TradeRecord, TradeStatus, Usage,
 };
+use utoipa::{IntoParams, IntoResponses, ToSchema};
 use uuid::Uuid;
 use validator::Validate;
 
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery};
+use super::openapi;
 use super::wire::{
-    CallEvent, ChatResponse, Fact, FactChangeEntry, Me, Memory, PromptView, StepEvent,
+    CallEvent, ChatResponse, ErrorBody, Fact, FactChangeEntry, Me, Memory, PromptView, StepEvent,
     ToolResultEvent, WireDeployment, WireStep,
 };
 use super::{AppState, Caller};
@@ -83,6 +87,7 @@ pub const TOKENIZER: &str = "o200k_base";
 /// The `/api` routes.
 pub fn router() -> Router<AppState> {
     Router::new()
+        .route("/openapi.json", get(super::openapi::openapi_json))
         .route("/me", get(me))
         .route("/chat", post(chat))
         .route("/conversations", get(super::conversations::list))
@@ -103,9 +108,27 @@ pub fn router() -> Router<AppState> {
         .route("/lessons/held", get(super::lessons::held))
         .route("/lessons/{id}/accept", post(super::lessons::accept))
         .route("/lessons/{id}/reject", post(super::lessons::reject))
+        .route(
+            "/alerts/channels",
+            get(super::alerts::list).post(super::alerts::create),
+        )
+        .route(
+            "/alerts/channels/{id}",
+            axum::routing::delete(super::alerts::delete),
+        )
+        .route("/alerts/channels/{id}/test", post(super::alerts::test))
+        .route("/alerts/deliveries", get(super::alerts::deliveries))
 }
 
-async fn me(caller: Caller) -> axum::Json<Me> {
+/// `GET /api/me`.
+#[utoipa::path(
+    get,
+    path = "/api/me",
+    operation_id = "getMe",
+    tag = "auth",
+    responses((status = 200, description = "The caller.", body = Me))
+)]
+pub(super) async fn me(caller: Caller) -> axum::Json<Me> {
     axum::Json(Me {
         user_id: caller.user_id,
     })
@@ -115,7 +138,7 @@ async fn me(caller: Caller) -> axum::Json<Me> {
 // Chat
 
 /// Who wrote a message of the conversation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ChatRole {
     /// The person.
@@ -125,7 +148,7 @@ pub enum ChatRole {
 }
 
 /// One message of the conversation a client sends.
-#[derive(Debug, Clone, Serialize, Deserialize, Validate)]
+#[derive(Debug, Clone, Serialize, Deserialize, Validate, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChatMessageIn {
     /// Who wrote it.
@@ -136,13 +159,14 @@ pub struct ChatMessageIn {
         max = MAX_CHAT_MESSAGE_CHARS,
         message = "must be 1..=8000 characters"
     ))]
+    #[schema(min_length = 1, max_length = 8000)]
     pub content: String,
 }
 
 /// `POST /api/chat`: the user's new `message` in a conversation the server keeps (a new one
 /// without `conversationId`); or, for a conversation the server does not keep, `messages`: the
 /// whole conversation, its last message the user's new one.
-#[derive(Debug, Clone, Deserialize, Validate)]
+#[derive(Debug, Clone, Deserialize, Validate, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ChatRequest {
     /// The user's new message; the server holds the earlier turns.
@@ -164,9 +188,11 @@ pub struct ChatRequest {
         length(max = MAX_CHAT_MESSAGES, message = "must hold 1..=100 messages"),
         nested
     )]
+    #[schema(max_items = 100)]
     pub messages: Vec<ChatMessageIn>,
     /// How the chat was opened (default `coach`).
     #[serde(default)]
+    #[schema(value_type = Option<openapi::ChatMode>)]
     pub mode: Option<ChatMode>,
     /// A deployment of the caller's the conversation is about.
     #[serde(default)]
@@ -338,7 +364,41 @@ fn wants_event_stream(headers: &HeaderMap) -> bool {
         .any(|v| v.contains("text/event-stream"))
 }
 
-async fn chat(
+/// `POST /api/chat`: one turn, answered as JSON or, with `Accept: text/event-stream`, as
+/// server-sent events.
+#[utoipa::path(
+    post,
+    path = "/api/chat",
+    operation_id = "chat",
+    tag = "chat",
+    request_body = ChatRequest,
+    responses(
+        (
+            status = 200,
+            description = "The turn's answer. With `Accept: text/event-stream` the turn is sent \
+                           as server-sent events instead: `step` (a `StepEvent`, each model \
+                           answer as it happens), `toolResult` (a `ToolResultEvent`, each tool \
+                           result sent back to the model), then `answer` (a `ChatResponse`) or \
+                           `error` (an `ErrorBody`), then `done` (data `[DONE]`).",
+            content(
+                (ChatResponse = "application/json"),
+                (String = "text/event-stream"),
+            )
+        ),
+        (
+            status = 502,
+            description = "The model failed: the turn as far as it went, with `error` (JSON \
+                           answers only; a stream sends the failure in its `answer` event).",
+            body = ChatResponse
+        ),
+        (
+            status = 404,
+            description = "`deploymentId` is not a deployment of the caller's.",
+            body = ErrorBody
+        ),
+    )
+)]
+pub(super) async fn chat(
     State(state): State<AppState>,
     caller: Caller,
     headers: HeaderMap,
@@ -465,7 +525,10 @@ fn chat_events(
             Err(e) => {
                 let _ = tx.send(json_event(
                     "error",
-                    &serde_json::json!({ "error": e.message }),
+                    &ErrorBody {
+                        error: &e.message,
+                        field: None,
+                    },
                 ));
             }
         }
@@ -481,15 +544,25 @@ fn chat_events(
 // Facts
 
 /// `?archived=true` lists archived facts too.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct FactsQuery {
     /// Include archived facts.
     #[serde(default)]
     pub archived: bool,
 }
 
-async fn list_facts(
+/// `GET /api/facts`.
+#[utoipa::path(
+    get,
+    path = "/api/facts",
+    operation_id = "listFacts",
+    tag = "facts",
+    params(FactsQuery),
+    responses((status = 200, description = "The caller's facts, newest first.", body = [Fact]))
+)]
+pub(super) async fn list_facts(
     State(state): State<AppState>,
     caller: Caller,
     ApiQuery(q): ApiQuery<FactsQuery>,
@@ -500,7 +573,7 @@ async fn list_facts(
 }
 
 /// `POST /api/facts`: a fact the user states themselves (`source = profile`).
-#[derive(Debug, Clone, Deserialize, Validate)]
+#[derive(Debug, Clone, Deserialize, Validate, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewFactBody {
     /// The fact, 4..=500 characters.
@@ -509,6 +582,7 @@ pub struct NewFactBody {
         max = MAX_FACT,
         message = "must be 4..=500 characters"
     ))]
+    #[schema(min_length = 4, max_length = 500)]
     pub fact: String,
     /// A short tag (`risk`, `symbols`, ...), 1..=32 characters, one line.
     #[validate(
@@ -516,13 +590,27 @@ pub struct NewFactBody {
         custom(function = "super::input::one_line")
     )]
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 32)]
     pub topic: Option<String>,
     /// `asserted` (default: the user said it) or `inferred`.
     #[serde(default)]
+    #[schema(value_type = Option<openapi::FactConfidence>)]
     pub confidence: Option<FactConfidence>,
 }
 
-async fn add_fact(
+/// `POST /api/facts`.
+#[utoipa::path(
+    post,
+    path = "/api/facts",
+    operation_id = "addFact",
+    tag = "facts",
+    request_body = NewFactBody,
+    responses(
+        (status = 201, description = "The fact stored.", body = Fact),
+        (status = 409, description = "The store refused a duplicate.", body = ErrorBody),
+    )
+)]
+pub(super) async fn add_fact(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(body): ApiJson<NewFactBody>,
@@ -553,7 +641,7 @@ where
 
 /// `PATCH /api/facts/{id}`: any of text, topic (`null` clears it) and confidence (promote to
 /// `asserted`, demote to `inferred`).
-#[derive(Debug, Clone, Deserialize, Validate)]
+#[derive(Debug, Clone, Deserialize, Validate, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditFactBody {
     /// The corrected text, 4..=500 characters.
@@ -563,16 +651,44 @@ pub struct EditFactBody {
         message = "must be 4..=500 characters"
     ))]
     #[serde(default)]
+    #[schema(min_length = 4, max_length = 500)]
     pub fact: Option<String>,
     /// A new topic (1..=32 characters), or `null` to clear it.
     #[serde(default, deserialize_with = "explicit_null")]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 32)]
     pub topic: Option<Option<String>>,
     /// `asserted` or `inferred`.
     #[serde(default)]
+    #[schema(value_type = Option<openapi::FactConfidence>)]
     pub confidence: Option<FactConfidence>,
 }
 
-async fn edit_fact(
+/// What editing or archiving a fact answers (for the OpenAPI document; the handlers answer a
+/// [`Fact`] or an [`ApiError`]).
+#[derive(IntoResponses)]
+pub enum FactChangeAnswers {
+    /// The fact as changed.
+    #[response(status = 200)]
+    Done(Fact),
+    /// The caller has no fact with this id.
+    #[response(status = 404)]
+    NotFound(ErrorBody<'static>),
+    /// The store refused the change.
+    #[response(status = 409)]
+    Conflict(ErrorBody<'static>),
+}
+
+/// `PATCH /api/facts/{id}`.
+#[utoipa::path(
+    patch,
+    path = "/api/facts/{id}",
+    operation_id = "editFact",
+    tag = "facts",
+    params(("id" = Uuid, Path, description = "The fact.")),
+    request_body = EditFactBody,
+    responses(FactChangeAnswers)
+)]
+pub(super) async fn edit_fact(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<Uuid>,
@@ -608,7 +724,7 @@ async fn edit_fact(
 }
 
 /// Why the user archives a fact.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum UserArchiveReason {
     /// The user deleted it.
@@ -618,14 +734,24 @@ pub enum UserArchiveReason {
 }
 
 /// `POST /api/facts/{id}/archive`.
-#[derive(Debug, Clone, Deserialize, Validate)]
+#[derive(Debug, Clone, Deserialize, Validate, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ArchiveBody {
     /// `user_deleted` or `user_corrected`.
     pub reason: UserArchiveReason,
 }
 
-async fn archive_fact(
+/// `POST /api/facts/{id}/archive`.
+#[utoipa::path(
+    post,
+    path = "/api/facts/{id}/archive",
+    operation_id = "archiveFact",
+    tag = "facts",
+    params(("id" = Uuid, Path, description = "The fact.")),
+    request_body = ArchiveBody,
+    responses(FactChangeAnswers)
+)]
+pub(super) async fn archive_fact(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<Uuid>,
@@ -650,7 +776,19 @@ async fn archive_fact(
     Ok(axum::Json(fact.into()))
 }
 
-async fn fact_changes(
+/// `GET /api/facts/{id}/changes`.
+#[utoipa::path(
+    get,
+    path = "/api/facts/{id}/changes",
+    operation_id = "listFactChanges",
+    tag = "facts",
+    params(("id" = Uuid, Path, description = "The fact.")),
+    responses(
+        (status = 200, description = "The fact's audit trail.", body = [FactChangeEntry]),
+        (status = 404, description = "The caller has no fact with this id.", body = ErrorBody),
+    )
+)]
+pub(super) async fn fact_changes(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<Uuid>,
@@ -701,7 +839,15 @@ impl From<MemoryView> for Memory {
     }
 }
 
-async fn deployments(
+/// `GET /api/deployments`.
+#[utoipa::path(
+    get,
+    path = "/api/deployments",
+    operation_id = "listDeployments",
+    tag = "deployments",
+    responses((status = 200, description = "The caller's deployments.", body = [WireDeployment]))
+)]
+pub(super) async fn deployments(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<axum::Json<Vec<WireDeployment>>, ApiError> {
@@ -720,7 +866,27 @@ pub fn count_tokens(text: &str) -> usize {
         .len()
 }
 
-async fn memory(
+/// `GET /api/deployments/{id}/memory`.
+#[utoipa::path(
+    get,
+    path = "/api/deployments/{id}/memory",
+    operation_id = "getDeploymentMemory",
+    tag = "deployments",
+    params(("id" = Uuid, Path, description = "The deployment.")),
+    responses(
+        (
+            status = 200,
+            description = "Closed and open trades, the notes history, what the agent sees.",
+            body = Memory
+        ),
+        (
+            status = 404,
+            description = "The caller has no deployment with this id.",
+            body = ErrorBody
+        ),
+    )
+)]
+pub(super) async fn memory(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<Uuid>,

@@ -6,11 +6,12 @@
 use axum::extract::State;
 use db::{ControlAction, ControlRequest, ControlStore, RegistryStore};
 use serde::Deserialize;
+use utoipa::{IntoResponses, ToSchema};
 use uuid::Uuid;
 use validator::Validate;
 
 use super::error::{ApiError, ApiPath, OptionalJson};
-use super::wire::{DeploymentControls, WireControl};
+use super::wire::{DeploymentControls, ErrorBody, WireControl};
 use super::{AppState, Caller};
 
 /// Most audit rows the controls route and the page list.
@@ -19,7 +20,7 @@ pub const CONTROLS_LIMIT: u32 = 200;
 const MAX_REASON: u64 = db::MAX_CONTROL_REASON_CHARS as u64;
 
 /// The body of a control (optional: an empty body is `{}`).
-#[derive(Debug, Clone, Default, Deserialize, Validate)]
+#[derive(Debug, Clone, Default, Deserialize, Validate, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ControlBody {
     /// Why, kept in the audit trail (1..=500 characters, one line).
@@ -28,10 +29,26 @@ pub struct ControlBody {
         length(min = 1, max = MAX_REASON, message = "must be 1..=500 characters"),
         custom(function = "super::input::one_line")
     )]
+    #[schema(min_length = 1, max_length = 500)]
     pub reason: Option<String>,
     /// Stop only: also close every open position through the deployment's broker.
     #[serde(default)]
     pub flatten: Option<bool>,
+}
+
+/// What `pause`, `resume` and `stop` answer (for the OpenAPI document; the handlers answer a
+/// [`WireControl`] or an [`ApiError`]).
+#[derive(IntoResponses)]
+pub enum ControlAnswers {
+    /// The control, as audited.
+    #[response(status = 200)]
+    Done(WireControl),
+    /// The caller has no deployment with this id.
+    #[response(status = 404)]
+    NotFound(ErrorBody<'static>),
+    /// The deployment's status does not allow it (the message names the status).
+    #[response(status = 409)]
+    Conflict(ErrorBody<'static>),
 }
 
 /// Applies `action` to the caller's deployment `id` now, audited as the caller.
@@ -83,35 +100,29 @@ async fn control(
     ))
 }
 
-/// `POST /api/deployments/{id}/pause`.
-pub(super) async fn pause(
-    State(state): State<AppState>,
-    caller: Caller,
-    ApiPath(id): ApiPath<Uuid>,
-    OptionalJson(body): OptionalJson<ControlBody>,
-) -> Result<axum::Json<WireControl>, ApiError> {
-    control(&state, &caller, id, ControlAction::Pause, body).await
-}
-
-/// `POST /api/deployments/{id}/resume`.
-pub(super) async fn resume(
-    State(state): State<AppState>,
-    caller: Caller,
-    ApiPath(id): ApiPath<Uuid>,
-    OptionalJson(body): OptionalJson<ControlBody>,
-) -> Result<axum::Json<WireControl>, ApiError> {
-    control(&state, &caller, id, ControlAction::Resume, body).await
-}
-
-/// `POST /api/deployments/{id}/stop`.
-pub(super) async fn stop(
-    State(state): State<AppState>,
-    caller: Caller,
-    ApiPath(id): ApiPath<Uuid>,
-    OptionalJson(body): OptionalJson<ControlBody>,
-) -> Result<axum::Json<WireControl>, ApiError> {
-    control(&state, &caller, id, ControlAction::Stop, body).await
-}
+optional_body_post!(
+    "Pauses a deployment (`POST /api/deployments/{id}/pause`)."
+    pause "/api/deployments/{id}/pause" "pauseDeployment"
+    "An active deployment keeps its state and ticks no more until resumed. An empty body is \
+     `{}`.",
+    tag "deployments", id "The deployment.",
+    ControlBody -> WireControl in ControlAnswers, control(ControlAction::Pause)
+);
+optional_body_post!(
+    "Resumes a deployment (`POST /api/deployments/{id}/resume`)."
+    resume "/api/deployments/{id}/resume" "resumeDeployment"
+    "A paused deployment ticks again from where it was. An empty body is `{}`.",
+    tag "deployments", id "The deployment.",
+    ControlBody -> WireControl in ControlAnswers, control(ControlAction::Resume)
+);
+optional_body_post!(
+    "Stops a deployment (`POST /api/deployments/{id}/stop`)."
+    stop "/api/deployments/{id}/stop" "stopDeployment"
+    "An active or paused deployment stops for good; with `flatten` true a runner also closes its \
+     open positions through its broker. An empty body is `{}`.",
+    tag "deployments", id "The deployment.",
+    ControlBody -> WireControl in ControlAnswers, control(ControlAction::Stop)
+);
 
 /// The caller's deployment `id`'s status, flatten and audit trail (the route's body; the page
 /// shows it).
@@ -136,6 +147,25 @@ pub async fn deployment_controls(
 }
 
 /// `GET /api/deployments/{id}/controls`.
+#[utoipa::path(
+    get,
+    path = "/api/deployments/{id}/controls",
+    operation_id = "getDeploymentControls",
+    tag = "deployments",
+    params(("id" = Uuid, Path, description = "The deployment.")),
+    responses(
+        (
+            status = 200,
+            description = "The status, the flatten if one was asked for, the audit trail.",
+            body = DeploymentControls
+        ),
+        (
+            status = 404,
+            description = "The caller has no deployment with this id.",
+            body = ErrorBody
+        ),
+    )
+)]
 pub(super) async fn list(
     State(state): State<AppState>,
     caller: Caller,

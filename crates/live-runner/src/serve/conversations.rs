@@ -19,10 +19,12 @@ use db::{ConversationStore, ConversationTurn, NewConversation, PgStore, UserScop
 use prompt_compose::{ChatMode, Focus};
 use serde::Serialize;
 use types::Clock;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::api::{ChatRequest, focus, mode_name};
 use super::error::{ApiError, ApiPath};
+use super::wire::ErrorBody;
 use super::{AppState, Caller};
 
 /// Most conversations `GET /api/conversations` lists.
@@ -174,7 +176,7 @@ pub(super) async fn keep(
 }
 
 /// A kept conversation as listed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WireConversation {
     /// Its id.
@@ -209,7 +211,7 @@ impl From<db::Conversation> for WireConversation {
 
 /// One tool call of a kept turn, compact: what was called and what came back (as kept: a long
 /// result is cut).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WireKeptCall {
     /// The tool.
@@ -221,7 +223,7 @@ pub struct WireKeptCall {
 }
 
 /// One kept turn.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WireKeptTurn {
     /// The turn's id (its `chat_turns` row).
@@ -281,7 +283,7 @@ impl From<db::ConversationTurn> for WireKeptTurn {
 }
 
 /// A kept conversation with its turns.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WireConversationDetail {
     /// The conversation.
@@ -293,6 +295,17 @@ pub struct WireConversationDetail {
 
 /// `GET /api/conversations`: the caller's newest [`LIST_LIMIT`] conversations, most recently
 /// active first.
+#[utoipa::path(
+    get,
+    path = "/api/conversations",
+    operation_id = "listConversations",
+    tag = "chat",
+    responses((
+        status = 200,
+        description = "The caller's kept conversations, most recently active first (200 at most).",
+        body = [WireConversation]
+    ))
+)]
 pub(super) async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -303,6 +316,17 @@ pub(super) async fn list(
 }
 
 /// `GET /api/conversations/{id}`: one of the caller's conversations with its turns.
+#[utoipa::path(
+    get,
+    path = "/api/conversations/{id}",
+    operation_id = "getConversation",
+    tag = "chat",
+    params(("id" = Uuid, Path, description = "The conversation.")),
+    responses(
+        (status = 200, description = "The conversation and its kept turns, oldest first.", body = WireConversationDetail),
+        (status = 404, description = "The caller has no conversation with this id.", body = ErrorBody),
+    )
+)]
 pub(super) async fn read(
     State(state): State<AppState>,
     caller: Caller,
@@ -320,6 +344,17 @@ pub(super) async fn read(
 }
 
 /// `DELETE /api/conversations/{id}`: deletes one of the caller's conversations (204).
+#[utoipa::path(
+    delete,
+    path = "/api/conversations/{id}",
+    operation_id = "deleteConversation",
+    tag = "chat",
+    params(("id" = Uuid, Path, description = "The conversation.")),
+    responses(
+        (status = 204, description = "Deleted, with its turns."),
+        (status = 404, description = "The caller has no conversation with this id.", body = ErrorBody),
+    )
+)]
 pub(super) async fn delete(
     State(state): State<AppState>,
     caller: Caller,

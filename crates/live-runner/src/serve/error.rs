@@ -9,11 +9,13 @@ use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use validator::{Validate, ValidationErrors, ValidationErrorsKind};
 
-/// An error answered as `status` with the JSON body `{"error": message, "field": field?}`.
+use super::wire::ErrorBody;
+
+/// An error answered as `status` with the JSON body `{"error": message, "field": field?}`
+/// ([`ErrorBody`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
     /// The HTTP status.
@@ -22,14 +24,6 @@ pub struct ApiError {
     pub message: String,
     /// The request field at fault (bad bodies), when there is one.
     pub field: Option<String>,
-}
-
-/// The JSON body of every error response.
-#[derive(Debug, Serialize)]
-struct ErrorBody<'a> {
-    error: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    field: Option<&'a str>,
 }
 
 impl ApiError {

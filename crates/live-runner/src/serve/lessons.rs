@@ -18,27 +18,33 @@ use db::{
     UserScoped,
 };
 use serde::Deserialize;
+use utoipa::{IntoParams, IntoResponses, ToSchema};
 use uuid::Uuid;
 use validator::Validate;
 
 use super::error::{ApiError, ApiPath, ApiQuery, OptionalJson};
-use super::wire::WireHeldLesson;
+use super::openapi;
+use super::wire::{ErrorBody, WireHeldLesson};
 use super::{AppState, Caller};
 
+/// The `status` filter's word for every status.
+pub const ALL_STATUSES: &str = "all";
 /// Most held bullets one deployment contributes to the queue (the store's read bound).
 const PER_DEPLOYMENT: u32 = db::MAX_HELD_READ;
 /// Longest reason, in characters (the store's bound, [`db::MAX_REVIEW_REASON_CHARS`]).
 const MAX_REASON: u64 = db::MAX_REVIEW_REASON_CHARS as u64;
 
 /// `?deployment=…&status=…` of the list.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct HeldQuery {
     /// Only this deployment's bullets.
     #[serde(default)]
     pub deployment: Option<Uuid>,
     /// `pending` (default), `accepted`, `rejected` or `all`.
     #[serde(default)]
+    #[param(value_type = Option<openapi::HeldFilter>)]
     pub status: Option<String>,
 }
 
@@ -48,7 +54,7 @@ pub struct HeldQuery {
 /// 422 naming `status` for any other word.
 pub fn parse_status(status: Option<&str>) -> Result<Option<HeldStatus>, ApiError> {
     match status.unwrap_or("pending") {
-        "all" => Ok(None),
+        ALL_STATUSES => Ok(None),
         other => HeldStatus::parse(other).map(Some).ok_or_else(|| {
             ApiError::invalid(
                 "status",
@@ -59,7 +65,7 @@ pub fn parse_status(status: Option<&str>) -> Result<Option<HeldStatus>, ApiError
 }
 
 /// The body of a decision (optional: an empty body is `{}`).
-#[derive(Debug, Clone, Default, Deserialize, Validate)]
+#[derive(Debug, Clone, Default, Deserialize, Validate, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ReviewBody {
     /// Why, kept with the review (1..=500 characters, one line).
@@ -68,6 +74,7 @@ pub struct ReviewBody {
         length(min = 1, max = MAX_REASON, message = "must be 1..=500 characters"),
         custom(function = "super::input::one_line")
     )]
+    #[schema(min_length = 1, max_length = 500)]
     pub reason: Option<String>,
 }
 
@@ -170,6 +177,21 @@ pub fn checked_reason(reason: Option<&str>) -> Result<Option<String>, ApiError> 
     Ok(Some(reason.to_owned()))
 }
 
+/// What `accept` and `reject` answer (for the OpenAPI document; the handlers answer a
+/// [`WireHeldLesson`] or an [`ApiError`]).
+#[derive(IntoResponses)]
+pub enum ReviewAnswers {
+    /// The held lesson, decided.
+    #[response(status = 200)]
+    Done(WireHeldLesson),
+    /// The caller has no held lesson with this id.
+    #[response(status = 404)]
+    NotFound(ErrorBody<'static>),
+    /// Decided already, or (accept) a newer reflection replaced its note.
+    #[response(status = 409)]
+    Conflict(ErrorBody<'static>),
+}
+
 /// Accepts or rejects the caller's held bullet `id` now, audited as the caller with `reason`.
 /// Accepting writes a note — the lessons in force for its window with the bullet appended —
 /// in force from now.
@@ -204,6 +226,26 @@ pub async fn review(
 }
 
 /// `GET /api/lessons/held[?deployment=ID][&status=pending|accepted|rejected|all]`.
+#[utoipa::path(
+    get,
+    path = "/api/lessons/held",
+    operation_id = "listHeldLessons",
+    tag = "lessons",
+    params(HeldQuery),
+    responses(
+        (
+            status = 200,
+            description = "The caller's held lessons, newest reflection first.",
+            body = [WireHeldLesson]
+        ),
+        (
+            status = 404,
+            description = "`deployment` is not a deployment of the caller's.",
+            body = ErrorBody
+        ),
+        (status = 422, description = "`status` is not one of its words.", body = ErrorBody),
+    )
+)]
 pub(super) async fn held(
     State(state): State<AppState>,
     caller: Caller,
@@ -235,22 +277,18 @@ async fn decide(
     ))
 }
 
-/// `POST /api/lessons/{id}/accept`.
-pub(super) async fn accept(
-    State(state): State<AppState>,
-    caller: Caller,
-    ApiPath(id): ApiPath<Uuid>,
-    OptionalJson(body): OptionalJson<ReviewBody>,
-) -> Result<axum::Json<WireHeldLesson>, ApiError> {
-    decide(&state, &caller, id, HeldDecision::Accept, body).await
-}
-
-/// `POST /api/lessons/{id}/reject`.
-pub(super) async fn reject(
-    State(state): State<AppState>,
-    caller: Caller,
-    ApiPath(id): ApiPath<Uuid>,
-    OptionalJson(body): OptionalJson<ReviewBody>,
-) -> Result<axum::Json<WireHeldLesson>, ApiError> {
-    decide(&state, &caller, id, HeldDecision::Reject, body).await
-}
+optional_body_post!(
+    "Accepts a held lesson (`POST /api/lessons/{id}/accept`)."
+    accept "/api/lessons/{id}/accept" "acceptHeldLesson"
+    "A note with the lessons in force and this bullet appended is in force from now. An empty \
+     body is `{}`.",
+    tag "lessons", id "The held lesson.",
+    ReviewBody -> WireHeldLesson in ReviewAnswers, decide(HeldDecision::Accept)
+);
+optional_body_post!(
+    "Rejects a held lesson (`POST /api/lessons/{id}/reject`)."
+    reject "/api/lessons/{id}/reject" "rejectHeldLesson"
+    "The bullet never reaches a prompt. An empty body is `{}`.",
+    tag "lessons", id "The held lesson.",
+    ReviewBody -> WireHeldLesson in ReviewAnswers, decide(HeldDecision::Reject)
+);

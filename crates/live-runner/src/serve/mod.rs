@@ -21,8 +21,12 @@
 //!   the retention.
 //! - The review queue ([`lessons`]): held lessons listed with why they were held, accepted or
 //!   rejected from the API and the `/lessons` page, audited as the caller.
+//! - Alerts ([`alerts`]): the caller's alert channels (webhook, Slack, Discord, Telegram) added,
+//!   listed, tested and deleted from the API and the `/alerts` page; their secrets never shown.
 //! - Errors ([`error`]): one JSON shape, `{"error": "...", "field": "..."?}`; bad bodies are
 //!   400/422 naming the field, unknown (or other users') ids 404, never a 500 for bad input.
+//! - The OpenAPI 3.1 document ([`openapi`]): `GET /api/openapi.json`, public, generated from the
+//!   handlers and the wire types; every route, parameter, body and status, errors included.
 //! - Request text ([`input`]): a control character (a NUL, ...) in any text field of a JSON
 //!   body or a form is a 422 naming the field; line breaks and tabs only where text may span
 //!   lines.
@@ -30,6 +34,39 @@
 //! `/healthz` answers here too; `/metrics` stays with `live-runner run` (the counters are the
 //! tick loop's, and a `serve` process does not tick).
 
+/// A `POST` route on a resource `{id}` whose JSON body may be left out ([`error::OptionalJson`]:
+/// an empty body is `T::default()`), with its OpenAPI operation: `$name` answers a `$answer`,
+/// `$handler(&state, &caller, id, $value, body)`'s, documented as `$answers` (an
+/// `IntoResponses`). The routes of the controls and of the review queue.
+macro_rules! optional_body_post {
+    (
+        $summary:tt $name:ident $path:tt $operation:tt $description:tt,
+        tag $tag:tt, id $id:tt, $body:ident -> $answer:ident in $answers:ident,
+        $handler:ident($value:expr)
+    ) => {
+        #[doc = $summary]
+        #[utoipa::path(
+                    post,
+                    path = $path,
+                    operation_id = $operation,
+                    tag = $tag,
+                    description = $description,
+                    params(("id" = Uuid, Path, description = $id)),
+                    request_body(content = Option<$body>, content_type = "application/json"),
+                    responses($answers)
+                )]
+        pub(super) async fn $name(
+            axum::extract::State(state): axum::extract::State<AppState>,
+            caller: Caller,
+            ApiPath(id): ApiPath<Uuid>,
+            OptionalJson(body): OptionalJson<$body>,
+        ) -> Result<axum::Json<$answer>, ApiError> {
+            $handler(&state, &caller, id, $value, body).await
+        }
+    };
+}
+
+pub mod alerts;
 pub mod api;
 pub mod auth;
 pub mod controls;
@@ -40,6 +77,7 @@ pub mod headers;
 pub mod input;
 pub mod lessons;
 pub mod model;
+pub mod openapi;
 pub mod pages;
 pub mod wire;
 

@@ -13,6 +13,9 @@
 //!   (promote / demote), `…/archive` (a reason).
 //! - `GET /lessons` — the review queue: the caller's held lessons with why each was held;
 //!   `POST /lessons/{id}/accept|reject` decides one as the API does ([`super::lessons`]).
+//! - `GET /alerts` — the caller's alert channels (host or chat id only, never a secret), a
+//!   form to add one and the latest deliveries; `POST /alerts/channels` adds one as the API
+//!   does ([`super::alerts`]), `…/{id}/test` queues a test message, `…/{id}/delete` deletes it.
 //! - `GET /deployments/{id}/memory` — the deployment's status and controls (pause, resume,
 //!   stop with or without closing its positions, the audit trail), closed trades, lessons
 //!   history (and how many held lessons wait) and the prompt the agent sees now, the same data as `GET
@@ -35,6 +38,7 @@
 //! its handler runs — the login form's included, so another site cannot log a browser in as
 //! someone else. The cookie is also `SameSite=Lax`.
 
+mod alerts;
 mod chart;
 mod dashboard;
 mod forms;
@@ -182,6 +186,7 @@ pub fn router() -> Router<AppState> {
         .route("/deployments/{id}/stop", post(stop_deployment))
         .merge(dashboard::router())
         .merge(lessons::router())
+        .merge(alerts::router())
 }
 
 /// The pages' one stylesheet (the Content-Security-Policy allows no inline style).

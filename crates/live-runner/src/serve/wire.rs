@@ -19,10 +19,26 @@ use types::{
     ArchiveReason, CloseKind, FactChange, FactChangeOp, FactConfidence, FactSource, NoteStatus,
     ReflectionNote, RegimeTag, Side, TradeRecord, TradeStatus, Usage, UserFact,
 };
+use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::openapi;
+
+/// Every error's body (any 4xx or 5xx status, and the chat stream's `error` event).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody<'a> {
+    /// What went wrong, for a person.
+    #[schema(value_type = String)]
+    pub error: &'a str,
+    /// The request field at fault (`fact`, `messages[2].content`, `status`), when there is one;
+    /// absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String, required = false)]
+    pub field: Option<&'a str>,
+}
+
 /// `GET /api/me`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Me {
     /// The caller.
@@ -30,7 +46,7 @@ pub struct Me {
 }
 
 /// Tokens of a model call or a turn.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WireUsage {
     /// Uncached input tokens.
@@ -61,7 +77,7 @@ fn arguments(text: &str) -> serde_json::Value {
 }
 
 /// What a tool call did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(tag = "status", rename_all = "camelCase")]
 pub enum WireOutcome {
     /// The tool's result, as sent back to the model.
@@ -96,7 +112,7 @@ impl From<&ToolOutcome> for WireOutcome {
 }
 
 /// One tool call of a step, with its outcome.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WireToolCall {
     /// The call id the model gave.
@@ -121,7 +137,7 @@ impl From<&ToolCallRecord> for WireToolCall {
 }
 
 /// What a step left out by the stored bounds.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WireStepCut {
     /// Tool calls refused past the per-response cap.
@@ -152,7 +168,7 @@ impl From<&StepCut> for WireStepCut {
 }
 
 /// One model call of a turn and the tool calls it asked for.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WireStep {
     /// 0-based.
@@ -164,6 +180,7 @@ pub struct WireStep {
     /// Tokens of this call.
     pub usage: WireUsage,
     /// Why the model stopped.
+    #[schema(value_type = openapi::FinishReason)]
     pub finish: FinishReason,
     /// What was cut; absent when nothing was.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -184,7 +201,7 @@ impl From<&Step> for WireStep {
 }
 
 /// What a chat turn answers (the JSON response, and the SSE `answer` event).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatResponse {
     /// The turn's id (its row in `chat_turns`).
@@ -204,6 +221,7 @@ pub struct ChatResponse {
     /// Tokens of the turn.
     pub usage: WireUsage,
     /// What the turn cost (USD; zero for offline models and models not in the rate table).
+    #[schema(value_type = openapi::DecimalString)]
     pub cost_usd: Decimal,
     /// How many facts the system prompt showed.
     pub facts_injected: usize,
@@ -212,24 +230,27 @@ pub struct ChatResponse {
 }
 
 /// A model step as it happens (SSE event `step`): the calls it asks for, before they run.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StepEvent<'a> {
     /// 0-based.
     pub index: u32,
     /// The text the model wrote.
+    #[schema(value_type = Option<String>)]
     pub text: Option<&'a str>,
     /// The calls it asks for.
     pub tool_calls: Vec<CallEvent<'a>>,
 }
 
 /// A tool call as the model asks for it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CallEvent<'a> {
     /// The call id.
+    #[schema(value_type = String)]
     pub id: &'a str,
     /// The tool.
+    #[schema(value_type = String)]
     pub name: &'a str,
     /// Its arguments (the tool's parameters).
     pub arguments: serde_json::Value,
@@ -247,19 +268,22 @@ impl<'a> CallEvent<'a> {
 }
 
 /// A tool's result as the loop sent it back to the model (SSE event `toolResult`).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResultEvent<'a> {
     /// The call it answers.
+    #[schema(value_type = String)]
     pub call_id: &'a str,
     /// The tool.
+    #[schema(value_type = String)]
     pub name: &'a str,
     /// The result's text, as the model read it.
+    #[schema(value_type = String)]
     pub content: &'a str,
 }
 
 /// A fact about the user.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Fact {
     /// Its id.
@@ -271,8 +295,10 @@ pub struct Fact {
     /// The text.
     pub fact: String,
     /// Who stated it (`profile`, `chat`, ...).
+    #[schema(value_type = openapi::FactSource)]
     pub source: FactSource,
     /// `asserted` or `inferred`.
+    #[schema(value_type = openapi::FactConfidence)]
     pub confidence: FactConfidence,
     /// A short tag.
     pub topic: Option<String>,
@@ -283,6 +309,7 @@ pub struct Fact {
     /// When it was archived.
     pub archived_at: Option<DateTime<Utc>>,
     /// Why.
+    #[schema(value_type = Option<openapi::ArchiveReason>)]
     pub archived_reason: Option<ArchiveReason>,
 }
 
@@ -305,7 +332,7 @@ impl From<UserFact> for Fact {
 }
 
 /// One entry of a fact's audit trail.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FactChangeEntry {
     /// The entry's id.
@@ -315,6 +342,7 @@ pub struct FactChangeEntry {
     /// Its user.
     pub user_id: Uuid,
     /// What changed.
+    #[schema(value_type = openapi::FactChangeOp)]
     pub op: FactChangeOp,
     /// Who changed it (`profile`, a chat turn, ...).
     pub actor: Option<String>,
@@ -351,7 +379,7 @@ impl From<FactChange> for FactChangeEntry {
 }
 
 /// A deployment of the caller's (its runner lease and broker configuration stay server-side).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WireDeployment {
     /// Its id.
@@ -363,12 +391,16 @@ pub struct WireDeployment {
     /// The skill's version.
     pub skill_version: i32,
     /// `paper` or `hyperliquid`.
+    #[schema(value_type = openapi::BrokerKind)]
     pub broker: BrokerKind,
     /// `active`, `paused`, ...
+    #[schema(value_type = openapi::DeploymentStatus)]
     pub status: DeploymentStatus,
     /// Equity at the start, USD.
+    #[schema(value_type = openapi::DecimalString)]
     pub initial_equity_usd: Decimal,
     /// Equity now, USD.
+    #[schema(value_type = openapi::DecimalString)]
     pub equity_usd: Decimal,
     /// When it was created.
     pub created_at: DateTime<Utc>,
@@ -394,7 +426,7 @@ impl From<Deployment> for WireDeployment {
 }
 
 /// A round trip of the closed-trade ledger.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Trade {
     /// Its id.
@@ -408,48 +440,64 @@ pub struct Trade {
     /// The symbol.
     pub symbol: String,
     /// `long` or `short`.
+    #[schema(value_type = openapi::Side)]
     pub side: Side,
     /// `open` or `closed`.
+    #[schema(value_type = openapi::TradeStatus)]
     pub status: TradeStatus,
     /// The tick that opened it.
     pub entry_tick_at: DateTime<Utc>,
     /// Average entry price.
+    #[schema(value_type = openapi::DecimalString)]
     pub entry_price: Decimal,
     /// Notional opened, USD.
+    #[schema(value_type = openapi::DecimalString)]
     pub entry_size_usd: Decimal,
     /// Leverage at entry.
+    #[schema(value_type = Option<openapi::DecimalString>)]
     pub entry_leverage: Option<Decimal>,
     /// The agent's reason to open.
     pub entry_reason: Option<String>,
     /// The decision snapshot that opened it.
     pub entry_snapshot_id: Option<Uuid>,
     /// The regime at entry.
+    #[schema(value_type = Option<openapi::RegimeTag>)]
     pub entry_regime_tag: Option<RegimeTag>,
     /// Quantity opened.
+    #[schema(value_type = openapi::DecimalString)]
     pub opened_qty: Decimal,
     /// Quantity still open.
+    #[schema(value_type = openapi::DecimalString)]
     pub open_qty: Decimal,
     /// The tick that closed it.
     pub exit_tick_at: Option<DateTime<Utc>>,
     /// Average exit price.
+    #[schema(value_type = Option<openapi::DecimalString>)]
     pub exit_price: Option<Decimal>,
     /// Notional closed, USD.
+    #[schema(value_type = openapi::DecimalString)]
     pub exit_size_usd: Decimal,
     /// The agent's reason to close.
     pub exit_reason: Option<String>,
     /// The decision snapshot that closed it.
     pub exit_snapshot_id: Option<Uuid>,
     /// Why it ended (`signal`, `stop`, `liquidation`, ...).
+    #[schema(value_type = Option<openapi::CloseKind>)]
     pub close_kind: Option<CloseKind>,
     /// Minutes held.
+    #[schema(value_type = Option<openapi::DecimalString>)]
     pub holding_minutes: Option<Decimal>,
     /// Realized PnL before fees, USD.
+    #[schema(value_type = openapi::DecimalString)]
     pub realized_pnl_usd: Decimal,
     /// Fees, USD.
+    #[schema(value_type = openapi::DecimalString)]
     pub fees_usd: Decimal,
     /// Best open PnL, USD.
+    #[schema(value_type = openapi::DecimalString)]
     pub mfe_usd: Decimal,
     /// Worst open PnL, USD.
+    #[schema(value_type = openapi::DecimalString)]
     pub mae_usd: Decimal,
     /// Whether it was reconciled against the broker's positions.
     pub broker_reconciled: bool,
@@ -491,7 +539,7 @@ impl From<TradeRecord> for Trade {
 }
 
 /// A reflection note: the lessons and what they were drawn from.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Note {
     /// Its id.
@@ -503,6 +551,7 @@ pub struct Note {
     /// The deployment it reflects on.
     pub deployment_id: Option<Uuid>,
     /// `active`, `superseded`, `pending_review`, ...
+    #[schema(value_type = openapi::NoteStatus)]
     pub status: NoteStatus,
     /// When it was written.
     pub generated_at: DateTime<Utc>,
@@ -521,6 +570,7 @@ pub struct Note {
     /// Output tokens.
     pub output_tokens: Option<u64>,
     /// What it cost, USD.
+    #[schema(value_type = Option<openapi::DecimalString>)]
     pub cost_usd: Option<Decimal>,
     /// Why the linter flagged it, when it did.
     pub lint_reason: Option<String>,
@@ -562,11 +612,12 @@ impl From<ReflectionNote> for Note {
 
 /// What the agent of a deployment sees: the system prompt and user message of its latest
 /// recorded tick, with exact token counts.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptView {
     /// Where the text comes from: always `latest_decision_snapshot` (a fresh context needs
     /// live market data; the stored snapshot is the exact text of the last tick).
+    #[schema(value_type = String)]
     pub source: &'static str,
     /// The tick the snapshot is of: the prompt as of that time, not now.
     pub as_of: DateTime<Utc>,
@@ -583,11 +634,12 @@ pub struct PromptView {
     /// Its `o200k_base` token count.
     pub user_message_tokens: usize,
     /// The tokenizer of the counts.
+    #[schema(value_type = String)]
     pub tokenizer: &'static str,
 }
 
 /// `GET /api/deployments/{id}/memory`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Memory {
     /// The deployment.
@@ -606,7 +658,7 @@ pub struct Memory {
 
 /// One audited control of a deployment (`POST /api/deployments/{id}/pause|resume|stop`
 /// answers it; `GET …/controls` lists them).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WireControl {
     /// The audit row's id.
@@ -614,6 +666,7 @@ pub struct WireControl {
     /// The deployment.
     pub deployment_id: Uuid,
     /// `pause`, `resume` or `stop`.
+    #[schema(value_type = openapi::ControlAction)]
     pub action: ControlAction,
     /// Whether the stop asked for the open positions to be closed.
     pub flatten: bool,
@@ -624,8 +677,10 @@ pub struct WireControl {
     /// When.
     pub requested_at: DateTime<Utc>,
     /// The status before.
+    #[schema(value_type = openapi::DeploymentStatus)]
     pub from_status: DeploymentStatus,
     /// The status after.
+    #[schema(value_type = openapi::DeploymentStatus)]
     pub to_status: DeploymentStatus,
 }
 
@@ -646,7 +701,7 @@ impl From<DeploymentControl> for WireControl {
 }
 
 /// Where a stopped deployment's flatten stands.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WireFlatten {
     /// When the stop asked for it.
@@ -675,12 +730,13 @@ impl From<FlattenState> for WireFlatten {
 
 /// `GET /api/deployments/{id}/controls`: the status, the flatten if one was asked for, and the
 /// audit trail, newest first.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeploymentControls {
     /// The deployment.
     pub deployment_id: Uuid,
     /// Its status now.
+    #[schema(value_type = openapi::DeploymentStatus)]
     pub status: DeploymentStatus,
     /// Its flatten; `null` when no stop asked for one.
     pub flatten: Option<WireFlatten>,
@@ -690,7 +746,7 @@ pub struct DeploymentControls {
 
 /// A bullet a reflection's lesson defences held back, with its review (`GET
 /// /api/lessons/held` lists them; `POST /api/lessons/{id}/accept|reject` answers one).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WireHeldLesson {
     /// Its id.
@@ -710,6 +766,7 @@ pub struct WireHeldLesson {
     /// When the reflection that held it back ran (its note's `generatedAt`).
     pub held_at: DateTime<Utc>,
     /// `pending`, `accepted` or `rejected`.
+    #[schema(value_type = openapi::HeldStatus)]
     pub status: HeldStatus,
     /// When a person decided; `null` while pending.
     pub reviewed_at: Option<DateTime<Utc>>,

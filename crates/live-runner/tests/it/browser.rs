@@ -3,8 +3,9 @@
 //!
 //! Chromium and chromedriver are Debian's packages, which `cargo xtask test` installs when they
 //! are missing; without them this test fails and says so — it is never skipped. The facts page
-//! is driven end to end, and a deployment is paused and resumed from its page (no tick while
-//! paused) while a page on another port of the same host fails to change it.
+//! is driven end to end, a deployment is paused and resumed from its page (no tick while
+//! paused) while a page on another port of the same host fails to change it, a held lesson is
+//! accepted from the review queue, and an alert channel is added, tested and deleted.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -811,4 +812,69 @@ async fn a_held_lesson_accepted_in_chromium_leaves_the_queue_and_joins_the_note_
         reviewed[0].review_reason.as_deref(),
         Some("matches what I saw on the chart")
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alert_channel_added_tested_and_deleted_in_chromium_never_shows_its_secret() {
+    let s = page_server().await;
+    let (_, token) = new_user(&s).await;
+    let b = Browser::start().await;
+    b.log_in(&s, &token, "#add-fact").await;
+    b.find("#nav-alerts").await.click().await.unwrap();
+    b.find("#no-channels").await;
+
+    // A signed webhook, every event kind (checked by default).
+    let secret = "hmac-key-never-shown-9f2c";
+    let form = "form#add-channel";
+    for (field, value) in [
+        ("name", "desk webhook"),
+        ("url", "http://127.0.0.1:9/hooks/private-path"),
+        ("secret", secret),
+    ] {
+        b.find(&format!("{form} input[name={field}]"))
+            .await
+            .send_keys(value)
+            .await
+            .unwrap();
+    }
+    b.find(&format!("{form} select[name=kind] option[value=webhook]"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.find(&format!("{form} button[type=submit]"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.find("table#channels").await;
+    let rows = b.texts("table#channels tbody tr").await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(
+        b.texts("table#channels td.target").await,
+        ["http://127.0.0.1:9"]
+    );
+    let html = b.client.source().await.unwrap();
+    assert!(
+        !html.contains(secret) && !html.contains("private-path"),
+        "{html}"
+    );
+
+    // A test message is queued (a runner's alert worker sends it), then the channel goes.
+    b.find("table#channels button.test")
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.find("#notice").await;
+    assert_eq!(b.texts("table#deliveries tbody tr").await.len(), 1);
+    b.find("table#channels button.delete")
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.find("#no-channels").await;
+    let html = b.client.source().await.unwrap();
+    assert!(!html.contains(secret), "{html}");
+    b.close().await;
 }

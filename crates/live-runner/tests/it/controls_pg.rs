@@ -9,7 +9,7 @@ use crate::common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_runtime::{LanguageModel, ModelError, ModelRequest, ModelResponse, ScriptedModel};
+use agent_runtime::{LanguageModel, ModelError, ScriptedModel};
 use chrono::{DateTime, Utc};
 use common::hl_exchange::{self, TEST_KEY, test_account};
 use common::{hyperliquid_mock, postgres, price_at, t};
@@ -48,19 +48,6 @@ fn always_long() -> ModelResolver {
         )]);
         Ok(Arc::new(ScriptedModel::new(vec![propose, answer("done")])) as Arc<dyn LanguageModel>)
     })
-}
-
-/// A model that never answers: the runner holding it is stuck mid-tick.
-struct Stuck;
-
-#[async_trait::async_trait]
-impl LanguageModel for Stuck {
-    fn id(&self) -> &str {
-        "test/stuck"
-    }
-    async fn generate(&self, _: &ModelRequest) -> Result<ModelResponse, ModelError> {
-        std::future::pending().await
-    }
 }
 
 /// A paper deployment first due at `first`.
@@ -395,8 +382,9 @@ async fn a_runner_killed_after_the_stop_leaves_the_flatten_to_the_next_one() {
     assert_eq!(pg.store.open_trades(id).await.unwrap().len(), 1);
 
     // Bar 2: a runner claims the tick and hangs in its model call.
-    let stuck: ModelResolver =
-        Arc::new(|_: &str, _: &skill_schema::Skill| Ok(Arc::new(Stuck) as Arc<dyn LanguageModel>));
+    let stuck: ModelResolver = Arc::new(|_: &str, _: &skill_schema::Skill| {
+        Ok(Arc::new(common::Stuck) as Arc<dyn LanguageModel>)
+    });
     let info = hyperliquid::InfoClient::new(&ClientConfig::new(hl.uri())).expect("info");
     let mut config = RunnerConfig::new("doomed");
     config.once = true;

@@ -1,24 +1,29 @@
 //! The dashboard pages over real HTTP on PostgreSQL, for a paper deployment ticked by the real
-//! runner with a scripted model that logs every request: a long opened and closed, an order
-//! rejected by a rule, a long left open, a tick with nothing proposed. The list and the
-//! deployment page show the equity and PnL the test computes from the fills; the timeline
-//! filters by rule code; a tick page shows byte for byte the prompt the model was sent; another
-//! user's deployment is a 404.
+//! runner — its first tick's model an OpenAI-compatible client of a mock provider that keeps
+//! every request, the others scripted: a long opened and closed, an order rejected by a rule, a
+//! long left open, a tick with nothing proposed. The list and the deployment page show the
+//! equity and PnL the test computes from the fills and the mock exchange's price; the timeline
+//! filters by rule code; a tick page shows byte for byte the prompt the provider received;
+//! another user's deployment is a 404.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use agent_runtime::{LanguageModel, Message, ModelError, ScriptedModel};
+use agent_runtime::{LanguageModel, ModelError, ScriptedModel};
 use chrono::{DateTime, Duration, Utc};
 use db::{LedgerStore, RegistryStore};
 use live_runner::runner::ModelResolver;
 use model::test_support::{answer, tool_call, tool_turn};
+use providers::{MaxTokensField, OpenAiCompatConfig, OpenAiCompatible, TransportOptions};
 use reqwest::StatusCode;
 use rust_decimal::Decimal;
+use serde_json::{Value, json};
 use types::{FixedClock, OrderSide, Uuid, text};
 
 use crate::common::serve::{Server, no_model, server_with_clock};
 use crate::common::{self, hyperliquid_mock, t};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const OWNER: Uuid = Uuid::from_u128(0xda5_a11ce);
 
@@ -29,29 +34,87 @@ fn propose(args: &str) -> Vec<agent_runtime::ModelResponse> {
     ]
 }
 
-/// One scripted model per tick, in order; every model handed out is kept (their requests are
-/// the log of what the model was sent).
-fn scripted(
-    scripts: Vec<Vec<agent_runtime::ModelResponse>>,
-) -> (ModelResolver, Arc<Mutex<Vec<Arc<ScriptedModel>>>>) {
+/// An OpenAI-compatible provider (wiremock, the chat-completions wire format) whose first
+/// answer proposes `args` with `propose_order` and whose next says "done"; it keeps every
+/// request it received.
+async fn provider(args: &str) -> MockServer {
+    let server = MockServer::start().await;
+    let usage = json!({"prompt_tokens": 900, "completion_tokens": 20, "total_tokens": 920});
+    let tool_call = json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1_793_620_800,
+        "model": "gpt-4o-mini-2024-07-18",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null, "refusal": null,
+            "tool_calls": [{"id": "call_1", "type": "function",
+                            "function": {"name": "propose_order", "arguments": args}}]}}],
+        "usage": usage,
+    });
+    let done = json!({
+        "id": "chatcmpl-2", "object": "chat.completion", "created": 1_793_620_801,
+        "model": "gpt-4o-mini-2024-07-18",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "done", "refusal": null}}],
+        "usage": usage,
+    });
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(tool_call))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    server
+}
+
+/// The first tick's model is an OpenAI-compatible client of `provider`; then one scripted
+/// model per tick, in order.
+fn models(provider: &MockServer, scripts: Vec<Vec<agent_runtime::ModelResponse>>) -> ModelResolver {
+    let client: Arc<dyn LanguageModel> = Arc::new(
+        OpenAiCompatible::new(OpenAiCompatConfig {
+            provider: "openai".into(),
+            model: "gpt-4o-mini".into(),
+            base_url: format!("{}/v1/", provider.uri()),
+            api_key: "sk-test".into(),
+            max_tokens_field: MaxTokensField::MaxCompletionTokens,
+            transport: TransportOptions::default(),
+        })
+        .expect("client"),
+    );
     let queue = Arc::new(Mutex::new(VecDeque::from(scripts)));
-    let log: Arc<Mutex<Vec<Arc<ScriptedModel>>>> = Arc::default();
-    let handed = log.clone();
-    let resolver: ModelResolver = Arc::new(move |id: &str, skill: &skill_schema::Skill| {
+    let first = Mutex::new(Some(client));
+    Arc::new(move |id: &str, skill: &skill_schema::Skill| {
         if id != skill.model {
             return agent_runtime::builtin_model(id, skill)
                 .ok_or_else(|| ModelError::UnknownModel(id.to_owned()));
+        }
+        if let Some(client) = first.lock().unwrap().take() {
+            return Ok(client);
         }
         let script = queue
             .lock()
             .unwrap()
             .pop_front()
             .unwrap_or_else(|| vec![answer("nothing to do")]);
-        let m = Arc::new(ScriptedModel::new(script));
-        handed.lock().unwrap().push(m.clone());
-        Ok(m as Arc<dyn LanguageModel>)
-    });
-    (resolver, log)
+        Ok(Arc::new(ScriptedModel::new(script)) as Arc<dyn LanguageModel>)
+    })
+}
+
+/// The system prompt and the first user message of the first request `provider` received, as
+/// sent on the wire.
+async fn first_prompt(provider: &MockServer) -> (String, String) {
+    let requests = provider.received_requests().await.unwrap();
+    let body: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    let content = |i: usize, role: &str| {
+        assert_eq!(body["messages"][i]["role"], role, "{body}");
+        body["messages"][i]["content"].as_str().unwrap().to_owned()
+    };
+    (content(0, "system"), content(1, "user"))
 }
 
 async fn page(s: &Server, path: &str, token: &str) -> (StatusCode, String) {
@@ -114,11 +177,9 @@ fn from_fills(fills: &[db::StoredFill]) -> (Decimal, Decimal, Decimal, Decimal) 
     (realized, fees, qty, avg)
 }
 
-type Log = Arc<Mutex<Vec<Arc<ScriptedModel>>>>;
-
 /// The server (its clock in the ticks' day) and a paper deployment of [`OWNER`] ticked five
-/// times: open, rejected, close, open with stop and target, nothing.
-async fn seeded() -> (Server, Uuid, Log, String) {
+/// times: open (through the mock provider), rejected, close, open with stop and target, nothing.
+async fn seeded() -> (Server, Uuid, MockServer, String) {
     let first = t("2026-11-02T12:00:00Z");
     let hour = Duration::hours(1);
     let s = server_with_clock(no_model(), Arc::new(FixedClock(first + hour * 8))).await;
@@ -135,40 +196,63 @@ async fn seeded() -> (Server, Uuid, Log, String) {
     .await
     .expect("deploy")
     .id;
-    let (resolver, log) = scripted(vec![
-        propose(
-            r#"{"action":"open_long","symbol":"BTC","size_usd":1000,"leverage":1,"reason":"first long"}"#,
-        ),
-        propose(
-            r#"{"action":"open_long","symbol":"BTC","size_usd":1000,"leverage":100,"reason":"too much leverage"}"#,
-        ),
-        propose(r#"{"action":"close","symbol":"BTC","reason":"take it"}"#),
-        propose(
-            r#"{"action":"open_long","symbol":"BTC","size_usd":500,"leverage":1,"stop":25000,"target":40000,"reason":"second long"}"#,
-        ),
-        vec![answer("nothing to do")],
-    ]);
+    let provider = provider(
+        r#"{"action":"open_long","symbol":"BTC","size_usd":1000,"leverage":1,"reason":"first long"}"#,
+    )
+    .await;
+    let resolver = models(
+        &provider,
+        vec![
+            propose(
+                r#"{"action":"open_long","symbol":"BTC","size_usd":1000,"leverage":100,"reason":"too much leverage"}"#,
+            ),
+            propose(r#"{"action":"close","symbol":"BTC","reason":"take it"}"#),
+            propose(
+                r#"{"action":"open_long","symbol":"BTC","size_usd":500,"leverage":1,"stop":25000,"target":40000,"reason":"second long"}"#,
+            ),
+            vec![answer("nothing to do")],
+        ],
+    );
     for bar in 0..5 {
         let now: DateTime<Utc> = first + hour * bar + Duration::seconds(5);
         let r = common::runner(&s.pg, &hl, now, "dash", 1, Some(resolver.clone())).await;
         r.clone().run(std::future::pending()).await.expect("run");
         assert_eq!(r.metrics().ticks("recorded"), 1, "bar {bar}");
     }
-    (s, id, log, skill.name)
+    (s, id, provider, skill.name)
+}
+
+/// Independently of the pages and of the runner's arithmetic: the PnL from the fills, the open
+/// long marked at the close of the last bar the fifth tick read (the mock's price at 16:00),
+/// and the equity they make, checked against what the runner recorded. Returns the deployment,
+/// fees, realized net, unrealized PnL and equity.
+async fn independent(s: &Server, id: Uuid) -> (db::Deployment, Decimal, Decimal, Decimal, Decimal) {
+    let d = s.store.get_deployment(id).await.unwrap();
+    let fills = s.store.list_fills(id, None).await.unwrap();
+    assert_eq!(fills.len(), 3, "open, close, open: {fills:?}");
+    let (realized, fees, open_qty, entry) = from_fills(&fills);
+    assert!(open_qty > Decimal::ZERO);
+    let realized_net = realized - fees;
+    let mark = Decimal::from(common::price_at(
+        t("2026-11-02T16:00:00Z").timestamp_millis(),
+    ));
+    let unrealized = (mark - entry) * open_qty;
+    let equity = d.initial_equity_usd + realized_net + unrealized;
+    assert_eq!(
+        text::money(equity),
+        text::money(d.equity_usd),
+        "the equity the runner recorded: initial {} + realized {realized} - fees {fees} + \
+         ({mark} - {entry}) × {open_qty}",
+        d.initial_equity_usd
+    );
+    (d, fees, realized_net, unrealized, equity)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_shows_equity_pnl_the_timeline_filter_and_the_exact_prompt() {
-    let (s, id, log, skill_name) = seeded().await;
+    let (s, id, provider, skill_name) = seeded().await;
 
-    // Independently of the pages: the PnL from the fills, the equity the runner recorded.
-    let d = s.store.get_deployment(id).await.unwrap();
-    let fills = s.store.list_fills(id, None).await.unwrap();
-    assert_eq!(fills.len(), 3, "open, close, open: {fills:?}");
-    let (realized, fees, open_qty, _) = from_fills(&fills);
-    assert!(open_qty > Decimal::ZERO);
-    let realized_net = realized - fees;
-    let unrealized = d.equity_usd - d.initial_equity_usd - realized_net;
+    let (d, fees, realized_net, unrealized, equity) = independent(&s, id).await;
     let token = s
         .auth
         .mint(OWNER, Duration::hours(1), Utc::now())
@@ -181,7 +265,7 @@ async fn the_dashboard_shows_equity_pnl_the_timeline_filter_and_the_exact_prompt
     assert!(html.contains(&format!("href=\"/deployments/{id}\">{skill_name}</a>")));
     assert_eq!(
         text_after(&html, &row, "class=\"num equity\""),
-        text::money(d.equity_usd)
+        text::money(equity)
     );
     assert_eq!(
         text_after(&html, &row, "class=\"num realized"),
@@ -204,10 +288,7 @@ async fn the_dashboard_shows_equity_pnl_the_timeline_filter_and_the_exact_prompt
 
     let (status, html) = page(&s, &format!("/deployments/{id}"), &token).await;
     assert_eq!(status, StatusCode::OK, "{html}");
-    assert_eq!(
-        text_after(&html, "id=\"equity\"", ""),
-        text::money(d.equity_usd)
-    );
+    assert_eq!(text_after(&html, "id=\"equity\"", ""), text::money(equity));
     assert_eq!(
         text_after(&html, "id=\"realized\"", ""),
         text::signed_money(realized_net)
@@ -215,7 +296,7 @@ async fn the_dashboard_shows_equity_pnl_the_timeline_filter_and_the_exact_prompt
     assert_eq!(text_after(&html, "id=\"fees\"", ""), text::money(fees));
     assert_eq!(
         text_after(&html, "id=\"net-pnl\"", ""),
-        text::signed_money(d.equity_usd - d.initial_equity_usd)
+        text::signed_money(equity - d.initial_equity_usd)
     );
     assert!(html.contains("id=\"equity-chart\""), "{html}");
     assert!(html.contains("id=\"drawdown-chart\""));
@@ -256,11 +337,8 @@ async fn the_dashboard_shows_equity_pnl_the_timeline_filter_and_the_exact_prompt
     let (status, _) = page(&s, &format!("/deployments/{id}/ticks?rule=R99"), &token).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
 
-    // (c) the first tick's page shows the exact prompt the model was sent.
-    let sent = log.lock().unwrap()[0].requests().remove(0);
-    let Message::User { content: user } = &sent.messages[0] else {
-        panic!("a tick starts with the user message")
-    };
+    // (c) the first tick's page shows the exact prompt the provider received.
+    let (system, user) = first_prompt(&provider).await;
     let (status, html) = page(
         &s,
         &format!("/deployments/{id}/ticks/{}", ticks[0].tick_id),
@@ -273,11 +351,11 @@ async fn the_dashboard_shows_equity_pnl_the_timeline_filter_and_the_exact_prompt
         let to = from + html[from..].find("</pre>").unwrap();
         unescape(&html[from..to])
     };
-    assert_eq!(pre("system-prompt"), sent.system);
-    assert_eq!(&pre("user-message"), user);
+    assert_eq!(pre("system-prompt"), system);
+    assert_eq!(pre("user-message"), user);
     assert_eq!(
         text_after(&html, "id=\"system-tokens\"", ""),
-        live_runner::serve::api::count_tokens(&sent.system).to_string()
+        live_runner::serve::api::count_tokens(&system).to_string()
     );
     assert!(
         html.contains("class=\"call-name\">propose_order<"),
@@ -313,8 +391,8 @@ fn unescape(s: &str) -> String {
 async fn the_dashboard_pages_in_chromium_filter_by_rule_and_show_the_prompt() {
     use crate::browser::{Browser, docs_image};
 
-    let (s, id, log, _) = seeded().await;
-    let d = s.store.get_deployment(id).await.unwrap();
+    let (s, id, provider, _) = seeded().await;
+    let (.., equity) = independent(&s, id).await;
     let ticks = tick::read_ticks(&s.store, &db::TickQuery::of(id))
         .await
         .unwrap();
@@ -336,7 +414,7 @@ async fn the_dashboard_pages_in_chromium_filter_by_rule_and_show_the_prompt() {
             .text()
             .await
             .unwrap(),
-        text::money(d.equity_usd)
+        text::money(equity)
     );
     b.find(&format!("#deployment-{id} td.skill a"))
         .await
@@ -346,7 +424,7 @@ async fn the_dashboard_pages_in_chromium_filter_by_rule_and_show_the_prompt() {
     b.find("#equity-chart").await;
     assert_eq!(
         b.find("#equity").await.text().await.unwrap(),
-        text::money(d.equity_usd)
+        text::money(equity)
     );
     b.screenshot(&docs_image("dashboard-page.png")).await;
 
@@ -365,8 +443,8 @@ async fn the_dashboard_pages_in_chromium_filter_by_rule_and_show_the_prompt() {
     assert_eq!(b.texts("#ticks tbody tr").await.len(), 1);
     b.find(&format!("#tick-{} a", rejected.tick_id)).await;
 
-    // The first tick's page: the prompt as the model was sent it.
-    let sent = log.lock().unwrap()[0].requests().remove(0);
+    // The first tick's page: the prompt as the provider received it.
+    let (system, _) = first_prompt(&provider).await;
     b.open(
         &s.url(&format!("/deployments/{id}/ticks/{}", ticks[0].tick_id)),
         "#system-prompt",
@@ -379,7 +457,7 @@ async fn the_dashboard_pages_in_chromium_filter_by_rule_and_show_the_prompt() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(shown, sent.system);
+    assert_eq!(shown, system);
     b.screenshot(&docs_image("tick-page.png")).await;
     b.close().await;
 }

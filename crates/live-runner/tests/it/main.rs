@@ -3,6 +3,7 @@
 //! One test binary for the crate: each module below was its own integration-test binary, and
 //! linking one binary instead of several is most of what a rebuild costs on a 2-core machine.
 
+mod alerts_pg;
 mod browser;
 mod chat_terminal;
 mod cli;
@@ -26,6 +27,7 @@ mod pages;
 mod parity_pg;
 mod reflection_pg;
 mod runner_pg;
+mod serve_alerts;
 mod serve_auth;
 mod serve_chat;
 mod serve_cli;
@@ -35,6 +37,7 @@ mod serve_facts;
 mod serve_isolation;
 mod serve_lessons;
 mod serve_memory;
+mod serve_openapi;
 mod serve_security;
 mod serve_validation;
 mod serve_wire;

@@ -170,19 +170,6 @@ async fn two_runners_tick_100_due_deployments_exactly_once_then_resume_the_next_
     );
 }
 
-/// A model that never answers: the runner holding it is stuck mid-tick.
-struct Stuck;
-
-#[async_trait::async_trait]
-impl LanguageModel for Stuck {
-    fn id(&self) -> &str {
-        "test/stuck"
-    }
-    async fn generate(&self, _: &ModelRequest) -> Result<ModelResponse, ModelError> {
-        std::future::pending().await
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_runner_killed_mid_tick_loses_nothing_and_its_leases_are_taken_over_after_expiry() {
     let pg = postgres().await;
@@ -191,8 +178,9 @@ async fn a_runner_killed_mid_tick_loses_nothing_and_its_leases_are_taken_over_af
     let ids = deploy_many(&pg, 20, first).await;
     let now = first + chrono::Duration::seconds(5);
 
-    let stuck: ModelResolver =
-        Arc::new(|_: &str, _: &skill_schema::Skill| Ok(Arc::new(Stuck) as Arc<dyn LanguageModel>));
+    let stuck: ModelResolver = Arc::new(|_: &str, _: &skill_schema::Skill| {
+        Ok(Arc::new(common::Stuck) as Arc<dyn LanguageModel>)
+    });
     let doomed = runner(&pg, &hl, now, "doomed", 20, Some(stuck)).await;
     let owner = doomed.owner().to_owned();
     let task = tokio::spawn(doomed.clone().run(std::future::pending()));

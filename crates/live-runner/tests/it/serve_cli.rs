@@ -231,7 +231,7 @@ async fn serve_answers_on_postgres_with_a_minted_token() {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
-    let (me, too_long, login) = if up {
+    let (me, too_long, login, doc) = if up {
         (
             http.get(format!("{base}/api/me"))
                 .bearer_auth(&token)
@@ -249,9 +249,14 @@ async fn serve_answers_on_postgres_with_a_minted_token() {
                 .send()
                 .await
                 .ok(),
+            // Public: no token.
+            http.get(format!("{base}/api/openapi.json"))
+                .send()
+                .await
+                .ok(),
         )
     } else {
-        (None, None, None)
+        (None, None, None, None)
     };
     let _ = server.kill();
     let output = server.wait_with_output().expect("wait serve");
@@ -262,6 +267,10 @@ async fn serve_answers_on_postgres_with_a_minted_token() {
     );
     let me: serde_json::Value = me.expect("GET /api/me").json().await.unwrap();
     assert_eq!(me["userId"], fx.user.id.to_string());
+    let doc = doc.expect("GET /api/openapi.json");
+    assert_eq!(doc.status(), reqwest::StatusCode::OK);
+    let doc: serde_json::Value = doc.json().await.unwrap();
+    assert_eq!(&doc, live_runner::serve::openapi::document());
     let too_long = too_long.expect("GET /api/me with a long-lived token");
     assert_eq!(too_long.status(), reqwest::StatusCode::UNAUTHORIZED);
     assert!(

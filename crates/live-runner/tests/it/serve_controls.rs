@@ -9,20 +9,7 @@ use reqwest::StatusCode;
 use reqwest::header::{COOKIE, LOCATION};
 use serde_json::{Value, json};
 
-use crate::common::serve::{Server, answer, no_model, server, world};
-
-/// A POST with the bearer token and no body at all.
-async fn post_empty(s: &Server, path: &str, token: &str) -> (StatusCode, Value) {
-    answer(
-        s.http
-            .post(s.url(path))
-            .bearer_auth(token)
-            .send()
-            .await
-            .expect("POST"),
-    )
-    .await
-}
+use crate::common::serve::{Server, no_model, server, world};
 
 async fn status(s: &Server, id: uuid::Uuid) -> DeploymentStatus {
     s.store.get_deployment(id).await.expect("deployment").status
@@ -43,7 +30,7 @@ async fn the_api_pauses_resumes_and_stops_as_the_caller_with_its_audit_row() {
     let base = format!("/api/deployments/{}", a.deployment());
 
     // An empty body is a control without a reason.
-    let (code, body) = post_empty(&s, &format!("{base}/pause"), &a.token).await;
+    let (code, body) = s.post_empty(&format!("{base}/pause"), &a.token).await;
     assert_eq!(code, StatusCode::OK, "{body}");
     assert_eq!(body["action"], "pause");
     assert_eq!(body["fromStatus"], "active");
@@ -53,7 +40,7 @@ async fn the_api_pauses_resumes_and_stops_as_the_caller_with_its_audit_row() {
     assert_eq!(status(&s, a.deployment()).await, DeploymentStatus::Paused);
 
     // Paused already: 409 naming the status, nothing written.
-    let (code, body) = post_empty(&s, &format!("{base}/pause"), &a.token).await;
+    let (code, body) = s.post_empty(&format!("{base}/pause"), &a.token).await;
     assert_eq!(code, StatusCode::CONFLICT, "{body}");
     assert!(
         body["error"].as_str().unwrap().contains("is paused"),
@@ -89,15 +76,17 @@ async fn the_api_pauses_resumes_and_stops_as_the_caller_with_its_audit_row() {
     // Another user's deployment: 404 for every route, nothing changed or shown.
     let theirs = format!("/api/deployments/{}", a.deployment());
     for action in ["pause", "resume", "stop"] {
-        let (code, body) = post_empty(&s, &format!("{theirs}/{action}"), &b.token).await;
+        let (code, body) = s.post_empty(&format!("{theirs}/{action}"), &b.token).await;
         assert_eq!(code, StatusCode::NOT_FOUND, "{action}: {body}");
     }
     let (code, _) = s.get(&format!("{theirs}/controls"), &b.token).await;
     assert_eq!(code, StatusCode::NOT_FOUND);
     assert_eq!(status(&s, a.deployment()).await, DeploymentStatus::Active);
-    let (code, _) = post_empty(&s, "/api/deployments/not-a-uuid/pause", &a.token).await;
+    let (code, _) = s
+        .post_empty("/api/deployments/not-a-uuid/pause", &a.token)
+        .await;
     assert_eq!(code, StatusCode::BAD_REQUEST);
-    let (code, _) = post_empty(&s, &format!("{base}/pause"), "not-a-token").await;
+    let (code, _) = s.post_empty(&format!("{base}/pause"), "not-a-token").await;
     assert_eq!(code, StatusCode::UNAUTHORIZED);
 
     // Stop with flatten: the flatten is pending until a runner does it.
@@ -111,7 +100,7 @@ async fn the_api_pauses_resumes_and_stops_as_the_caller_with_its_audit_row() {
     assert_eq!(code, StatusCode::OK, "{body}");
     assert_eq!(body["flatten"], true);
     assert_eq!(body["toStatus"], "stopped");
-    let (code, body) = post_empty(&s, &format!("{base}/resume"), &a.token).await;
+    let (code, body) = s.post_empty(&format!("{base}/resume"), &a.token).await;
     assert_eq!(code, StatusCode::CONFLICT, "{body}");
     assert!(body["error"].as_str().unwrap().contains("final"), "{body}");
 

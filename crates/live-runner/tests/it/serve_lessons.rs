@@ -8,15 +8,15 @@ use chrono::Utc;
 use db::test_support::{Fixture, at, sample_note};
 use db::{HeldStatus, NoteScope, NoteStore, PgStore};
 use reqwest::StatusCode;
-use reqwest::header::{COOKIE, LOCATION};
+use reqwest::header::LOCATION;
 use serde_json::{Value, json};
 use types::{HeldLesson, Uuid};
 
-use crate::common::serve::{Server, answer, no_model, server, world};
+use crate::common::serve::{Server, no_model, page, post_form, server, world};
 
 /// A note of `fx`'s deployment at `minutes` whose reflection held `bullets` back (each with two
 /// reasons, the first naming the bullet's place); returns the note's and the bullets' ids.
-async fn held_note(
+pub(crate) async fn held_note(
     store: &PgStore,
     fx: &Fixture,
     minutes: i64,
@@ -39,19 +39,6 @@ async fn held_note(
         .map(|i| db::held_lesson_id(note.id, u32::try_from(i).unwrap()))
         .collect();
     (note.id, ids)
-}
-
-/// A POST with the bearer token and no body.
-async fn post_empty(s: &Server, path: &str, token: &str) -> (StatusCode, Value) {
-    answer(
-        s.http
-            .post(s.url(path))
-            .bearer_auth(token)
-            .send()
-            .await
-            .expect("POST"),
-    )
-    .await
 }
 
 async fn pending(s: &Server, deployment: Uuid) -> usize {
@@ -151,8 +138,9 @@ async fn the_api_lists_accepts_and_rejects_held_lessons_as_the_caller() {
 
     // Another user cannot decide mine: 404, and it stays pending.
     for action in ["accept", "reject"] {
-        let (code, body) =
-            post_empty(&s, &format!("/api/lessons/{}/{action}", mine[0]), &b.token).await;
+        let (code, body) = s
+            .post_empty(&format!("/api/lessons/{}/{action}", mine[0]), &b.token)
+            .await;
         assert_eq!(code, StatusCode::NOT_FOUND, "{action}: {body}");
     }
     assert_eq!(pending(&s, a.deployment()).await, 2);
@@ -193,32 +181,37 @@ async fn the_api_lists_accepts_and_rejects_held_lessons_as_the_caller() {
     assert_eq!(memory["notes"][0]["status"], "active");
 
     // Decided already: 409 naming who decided, nothing changes; for another user still 404.
-    let (code, body) = post_empty(&s, &accept_first, &a.token).await;
+    let (code, body) = s.post_empty(&accept_first, &a.token).await;
     assert_eq!(code, StatusCode::CONFLICT, "{body}");
     let message = body["error"].as_str().unwrap();
     assert!(
         message.contains(&format!("already accepted by {}", a.user())),
         "{body}"
     );
-    let (code, _) = post_empty(&s, &format!("/api/lessons/{}/reject", mine[0]), &a.token).await;
+    let (code, _) = s
+        .post_empty(&format!("/api/lessons/{}/reject", mine[0]), &a.token)
+        .await;
     assert_eq!(code, StatusCode::CONFLICT);
-    let (code, _) = post_empty(&s, &format!("/api/lessons/{}/reject", mine[0]), &b.token).await;
+    let (code, _) = s
+        .post_empty(&format!("/api/lessons/{}/reject", mine[0]), &b.token)
+        .await;
     assert_eq!(code, StatusCode::NOT_FOUND);
 
     // Reject without a body; unknown and malformed ids.
-    let (code, body) = post_empty(&s, &format!("/api/lessons/{}/reject", mine[1]), &a.token).await;
+    let (code, body) = s
+        .post_empty(&format!("/api/lessons/{}/reject", mine[1]), &a.token)
+        .await;
     assert_eq!(code, StatusCode::OK, "{body}");
     assert_eq!(body["status"], "rejected");
     assert_eq!(body["reviewReason"], Value::Null);
     assert_eq!(body["resultingNoteId"], Value::Null);
-    let (code, _) = post_empty(
-        &s,
-        &format!("/api/lessons/{}/accept", Uuid::new_v4()),
-        &a.token,
-    )
-    .await;
+    let (code, _) = s
+        .post_empty(&format!("/api/lessons/{}/accept", Uuid::new_v4()), &a.token)
+        .await;
     assert_eq!(code, StatusCode::NOT_FOUND);
-    let (code, _) = post_empty(&s, "/api/lessons/not-a-uuid/accept", &a.token).await;
+    let (code, _) = s
+        .post_empty("/api/lessons/not-a-uuid/accept", &a.token)
+        .await;
     assert_eq!(code, StatusCode::BAD_REQUEST);
 
     // The queue is empty; every status shows the audit; the database names the caller.
@@ -243,41 +236,6 @@ async fn the_api_lists_accepts_and_rejects_held_lessons_as_the_caller() {
         2
     );
     assert_eq!(pending(&s, b.deployment()).await, 1, "B's untouched");
-}
-
-/// A client that does not follow redirects.
-fn http() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("client")
-}
-
-async fn page(s: &Server, path: &str, token: &str) -> (StatusCode, String) {
-    let r = http()
-        .get(s.url(path))
-        .header(COOKIE, format!("token={token}"))
-        .send()
-        .await
-        .expect("GET");
-    (r.status(), r.text().await.expect("body"))
-}
-
-async fn post_form(
-    s: &Server,
-    path: &str,
-    token: &str,
-    form: &[(&str, &str)],
-    origin: &str,
-) -> reqwest::Response {
-    http()
-        .post(s.url(path))
-        .header(COOKIE, format!("token={token}"))
-        .header("origin", origin)
-        .form(form)
-        .send()
-        .await
-        .expect("POST")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,12 +1,14 @@
 //! `sim-worker run --blind`: the rule-based baseline takes exactly the trades of the normal run,
-//! and nothing the model read — no stored system prompt, user message, tool call or tool
-//! result of any tick — holds a real symbol, a year, a weekday or a raw price. On the example
-//! (EURUSD, the real central-bank calendar) and on a two-symbol skill with news.
+//! and the leak scanner (`blind::LeakScanner`) finds nothing in what the model read — no stored
+//! system prompt, user message, tool call or tool result of any tick. On the example (EURUSD,
+//! the real central-bank calendar) and on a two-symbol skill with the 30 hostile headlines of
+//! `crates/blind/tests/fixtures`.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 
 use db::TickStore;
+use rust_decimal::Decimal;
+use rust_decimal_macros::dec;
 
 use crate::common::{repo, sim};
 
@@ -50,64 +52,33 @@ async fn model_texts(url: &str, deployment: &str) -> Vec<String> {
         .collect()
 }
 
-/// The numbers of a text: maximal runs of digits and points (`$1,250.5` gives `1` and `250.5`).
-fn numbers(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .map(|t| t.trim_matches('.'))
-        .filter(|t| !t.is_empty())
-}
-
-/// Every price of a backtesting.py CSV (open, high, low, close) with at least four decimals:
-/// the raw prices a model could recognise the market by.
-fn raw_prices(csv: &str) -> BTreeSet<String> {
+/// Every price of a backtesting.py CSV (open, high, low, close).
+fn raw_prices(csv: &str) -> Vec<Decimal> {
     csv.lines()
         .skip(1)
         .flat_map(|l| {
             l.split(',')
                 .skip(1)
                 .take(4)
-                .map(str::to_owned)
+                .map(|p| p.parse().unwrap())
                 .collect::<Vec<_>>()
         })
-        .filter(|p| p.split_once('.').is_some_and(|(_, d)| d.len() >= 4))
         .collect()
 }
 
-/// Asserts that no text holds a real symbol, a year of the data, a weekday or a raw price.
-fn assert_blind(texts: &[String], symbols: &[&str], prices: &BTreeSet<String>) {
-    let mut checked = 0;
+/// Asserts that the scanner finds no leak in any text and that the texts hold enough to scan.
+fn assert_blind(texts: &[String], symbols: &[&str], prices: Vec<Decimal>) {
+    let symbols: Vec<String> = symbols.iter().map(|s| (*s).to_owned()).collect();
+    let scanner = blind::LeakScanner::new(&symbols).with_prices(prices);
     for text in texts {
-        for s in symbols {
-            assert!(!text.contains(s), "{s} in a blind prompt:\n{text}");
-        }
-        for word in [
-            "Monday",
-            "Tuesday",
-            "Wednesday",
-            "Thursday",
-            "Friday",
-            "Saturday",
-            "Sunday",
-        ] {
-            assert!(!text.contains(word), "{word} in a blind prompt:\n{text}");
-        }
-        for n in numbers(text) {
-            assert!(
-                !["2017", "2018"].contains(&n),
-                "the year {n} in a blind prompt:\n{text}"
-            );
-            assert!(
-                !prices.contains(n),
-                "the raw price {n} in a blind prompt:\n{text}"
-            );
-            checked += 1;
-        }
+        let leaks = scanner.scan(text);
         assert!(
-            text.len() < 2 || !text.contains("-04-"),
-            "an ISO date in:\n{text}"
+            leaks.is_empty(),
+            "leaks {leaks:?} in a blind prompt:\n{text}"
         );
     }
-    assert!(checked > 1_000, "only {checked} numbers were read");
+    let read: usize = texts.iter().map(String::len).sum();
+    assert!(read > 100_000, "only {read} bytes were read");
 }
 
 #[tokio::test]
@@ -166,7 +137,7 @@ async fn a_blind_run_of_the_example_takes_the_same_trades_and_shows_no_real_mark
             .any(|t| t.contains("ASSET_A") && t.contains("day "))
     );
     let csv = std::fs::read_to_string(repo("examples/data/EURUSD.csv")).unwrap();
-    assert_blind(&texts, &["EURUSD", "EUR/USD"], &raw_prices(&csv));
+    assert_blind(&texts, &["EURUSD"], raw_prices(&csv));
 }
 
 #[tokio::test]
@@ -198,19 +169,36 @@ async fn a_blind_run_of_two_symbols_with_news_takes_the_same_trades_and_shows_no
     }
     let gbp_path = dir.path().join("GBPUSD.csv");
     std::fs::write(&gbp_path, &gbp).unwrap();
-    let news = dir.path().join("news.json");
-    std::fs::write(
-        &news,
-        r#"[
- {"time": "2017-04-25T08:30:00Z", "headline": "EUR/USD jumps to 1.0912 as ECB holds rates on Tuesday, April 25 2017",
-  "source": "wire", "sentiment": "0.4", "importance": "0.9", "symbols": ["EURUSD"]},
- {"time": "2017-05-04T09:15:00Z", "headline": "GBPUSD slips after 2017-05-04 data; cable eyes May lows",
-  "source": "wire", "sentiment": "-0.3", "importance": "0.7", "symbols": ["GBPUSD"]},
- {"time": "2017-05-10T12:00:00Z", "headline": "Dollar broad rally on Wednesday hits EURUSD and GBPUSD",
-  "source": "wire", "sentiment": "-0.2", "importance": "0.6", "symbols": ["EURUSD", "GBPUSD"]}
-]"#,
+    // Three headlines written for this run, then the hostile ones, one a weekday at 10:00 from
+    // Monday 24 April (the market is shut at weekends: a Saturday headline would never be
+    // within a tick's 24 hours).
+    let mut items = serde_json::json!([
+        {"time": "2017-04-25T08:30:00Z", "headline": "EUR/USD jumps to 1.0912 as ECB holds rates on Tuesday, April 25 2017",
+         "source": "wire", "sentiment": "0.4", "importance": "0.9", "symbols": ["EURUSD"]},
+        {"time": "2017-05-04T09:15:00Z", "headline": "GBPUSD slips after 2017-05-04 data; cable eyes May lows",
+         "source": "wire", "sentiment": "-0.3", "importance": "0.7", "symbols": ["GBPUSD"]},
+        {"time": "2017-05-10T12:00:00Z", "headline": "Dollar broad rally on Wednesday hits EURUSD and GBPUSD",
+         "source": "wire", "sentiment": "-0.2", "importance": "0.6", "symbols": ["EURUSD", "GBPUSD"]}
+    ]);
+    let headlines: Vec<String> = serde_json::from_str(
+        &std::fs::read_to_string(repo("crates/blind/tests/fixtures/hostile-headlines.json"))
+            .unwrap(),
     )
     .unwrap();
+    let symbols = [vec!["EURUSD"], vec!["GBPUSD"], vec![]];
+    let weekdays = (0..)
+        .map(|d| chrono::NaiveDate::from_ymd_opt(2017, 4, 24).unwrap() + chrono::Days::new(d))
+        .filter(|d| chrono::Datelike::weekday(d).number_from_monday() <= 5);
+    for (i, (headline, day)) in headlines.iter().zip(weekdays).enumerate() {
+        let time = day.and_hms_opt(10, 0, 0).unwrap().and_utc();
+        items.as_array_mut().unwrap().push(serde_json::json!({
+            "time": time.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            "headline": headline, "source": "wire", "sentiment": "0.1", "importance": "0.5",
+            "symbols": symbols[i % 3],
+        }));
+    }
+    let news = dir.path().join("news.json");
+    std::fs::write(&news, items.to_string()).unwrap();
     let skill = dir.path().join("skill.yaml");
     let text = std::fs::read_to_string(repo("examples/skills/eurusd-sma-cross.yaml")).unwrap();
     let text = text
@@ -267,8 +255,15 @@ async fn a_blind_run_of_two_symbols_with_news_takes_the_same_trades_and_shows_no
         "the GBPUSD headline, masked"
     );
     assert!(texts.iter().any(|t| t.contains("### ASSET_B 1h")));
+    // Every headline reached a prompt: 33 news lines, each shown at a tick.
+    let shown: std::collections::BTreeSet<&str> = texts
+        .iter()
+        .flat_map(|t| t.lines())
+        .filter(|l| l.contains(" wire ["))
+        .collect();
+    assert_eq!(shown.len(), 3 + headlines.len(), "{shown:#?}");
     let mut prices = raw_prices(&eurusd);
     prices.extend(raw_prices(&gbp));
-    prices.insert("1.0912".into());
-    assert_blind(&texts, &["EURUSD", "GBPUSD", "EUR/USD"], &prices);
+    prices.extend([dec!(1.0912), dec!(1.0950), dec!(1.0921), dec!(1.2950)]);
+    assert_blind(&texts, &["EURUSD", "GBPUSD"], prices);
 }

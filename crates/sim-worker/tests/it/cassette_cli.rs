@@ -206,7 +206,7 @@ async fn a_recorded_backtest_replays_byte_identical_with_no_server_and_a_changed
     );
     assert!(
         r.stderr.contains(
-            "message 1 (user): section `## Risk caps (engine-enforced)` differs at its line 5: \
+            "message 1 (user): section `## Risk caps (engine-enforced)` differs at its line 5, column 24: \
              recorded `- Max orders per hour: 2`, this request `- Max orders per hour: 3`"
         ),
         "{}",

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use minijinja::{AutoEscape, Environment, Value};
 
-const TEMPLATES: [(&str, &str); 11] = [
+const TEMPLATES: [(&str, &str); 12] = [
     (
         "base.html",
         include_str!("../../../templates/pages/base.html"),
@@ -50,6 +50,10 @@ const TEMPLATES: [(&str, &str); 11] = [
     (
         "tick.html",
         include_str!("../../../templates/pages/tick.html"),
+    ),
+    (
+        "alerts.html",
+        include_str!("../../../templates/pages/alerts.html"),
     ),
 ];
 

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod hl_exchange;
+pub(crate) mod openapi;
 pub(crate) mod serve;
 
 use std::path::PathBuf;
@@ -56,6 +57,22 @@ impl Pg {
             .await
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
             .get::<i64, _>(0)
+    }
+}
+
+/// A model that never answers: the runner holding it is stuck mid-tick.
+pub(crate) struct Stuck;
+
+#[async_trait::async_trait]
+impl agent_runtime::LanguageModel for Stuck {
+    fn id(&self) -> &str {
+        "test/stuck"
+    }
+    async fn generate(
+        &self,
+        _: &agent_runtime::ModelRequest,
+    ) -> Result<agent_runtime::ModelResponse, agent_runtime::ModelError> {
+        std::future::pending().await
     }
 }
 

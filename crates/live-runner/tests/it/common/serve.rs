@@ -1,6 +1,8 @@
 //! The chat server on a real PostgreSQL database and a real socket (127.0.0.1, a free port),
 //! driven through reqwest; two users, each with a deployment that has ticked twice (a trade
-//! opened then closed), a deployment note and a fact.
+//! opened then closed), a deployment note and a fact. Every answer under `/api` is checked
+//! against the server's OpenAPI document ([`super::openapi`]): a test whose server answered
+//! anything the document does not describe fails, naming the route.
 
 use std::sync::Arc;
 
@@ -17,6 +19,7 @@ use serde_json::Value;
 use types::{FactConfidence, FactSource, SystemClock, TradeRecord, UserFact};
 use uuid::Uuid;
 
+use super::openapi::{self, Conformance};
 use super::{Pg, postgres};
 
 /// The tests' HS256 secret.
@@ -29,12 +32,18 @@ pub(crate) struct Server {
     pub auth: Auth,
     pub base: String,
     pub http: reqwest::Client,
+    /// What the answers did to the OpenAPI document.
+    pub conformance: Arc<Conformance>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
         self.task.abort();
+        // A test failing already says why; else every answer must have conformed.
+        if !std::thread::panicking() {
+            self.conformance.assert_clean();
+        }
     }
 }
 
@@ -104,13 +113,19 @@ async fn server_configured(
         .await
         .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let task = tokio::spawn(serve::serve(listener, state, std::future::pending()));
+    let conformance = Arc::new(Conformance::default());
+    let app = serve::router(state).layer(axum::middleware::from_fn_with_state(
+        conformance.clone(),
+        openapi::layer,
+    ));
+    let task = tokio::spawn(async move { axum::serve(listener, app).await });
     Server {
         pg,
         store,
         auth,
         base,
         http: reqwest::Client::new(),
+        conformance,
         task,
     }
 }
@@ -222,23 +237,7 @@ pub(crate) async fn answer(r: reqwest::Response) -> (StatusCode, Value) {
 /// `event:` / `data:` pairs of a server-sent event stream, in order; every event name and JSON
 /// data must be camelCase.
 pub(crate) fn events(text: &str) -> Vec<(String, String)> {
-    let events: Vec<(String, String)> = text
-        .split("\n\n")
-        .filter(|block| !block.trim().is_empty())
-        .filter_map(|block| {
-            let mut name = None;
-            let mut data = Vec::new();
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("event:") {
-                    name = Some(v.trim().to_owned());
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    data.push(v.strip_prefix(' ').unwrap_or(v).to_owned());
-                }
-            }
-            // Keep-alive comments have neither.
-            name.map(|n| (n, data.join("\n")))
-        })
-        .collect();
+    let events = openapi::sse_events(text);
     for (name, data) in &events {
         assert!(!name.contains('_'), "event name {name:?}");
         if let Ok(value) = serde_json::from_str::<Value>(data) {
@@ -292,7 +291,57 @@ impl Server {
         self.send(reqwest::Method::POST, path, token, body).await
     }
 
+    /// A POST with the bearer token and no body at all.
+    pub(crate) async fn post_empty(&self, path: &str, token: &str) -> (StatusCode, Value) {
+        answer(
+            self.http
+                .post(self.url(path))
+                .bearer_auth(token)
+                .send()
+                .await
+                .expect("POST"),
+        )
+        .await
+    }
+
     pub(crate) async fn patch(&self, path: &str, token: &str, body: &Value) -> (StatusCode, Value) {
         self.send(reqwest::Method::PATCH, path, token, body).await
     }
+}
+
+/// A client that does not follow redirects.
+pub(crate) fn http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
+/// A page as the user of `token` (the session cookie), not following redirects.
+pub(crate) async fn page(s: &Server, path: &str, token: &str) -> (StatusCode, String) {
+    let r = http()
+        .get(s.url(path))
+        .header(reqwest::header::COOKIE, format!("token={token}"))
+        .send()
+        .await
+        .expect("GET");
+    (r.status(), r.text().await.expect("body"))
+}
+
+/// A form POST as the user of `token` from `origin`, not following redirects.
+pub(crate) async fn post_form(
+    s: &Server,
+    path: &str,
+    token: &str,
+    form: &[(&str, &str)],
+    origin: &str,
+) -> reqwest::Response {
+    http()
+        .post(s.url(path))
+        .header(reqwest::header::COOKIE, format!("token={token}"))
+        .header("origin", origin)
+        .form(form)
+        .send()
+        .await
+        .expect("POST")
 }
