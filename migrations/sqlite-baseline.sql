@@ -655,5 +655,39 @@ CREATE INDEX alert_deliveries_due_idx ON alert_deliveries (next_attempt_at) WHER
 
 CREATE INDEX alert_deliveries_user_idx ON alert_deliveries (user_id, created_at DESC);
 
+CREATE TABLE chat_conversations (
+    id            TEXT PRIMARY KEY,
+    user_id       TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    mode          TEXT NOT NULL
+                  CONSTRAINT chat_conversations_mode CHECK (mode IN ('authoring', 'coach', 'ops')),
+    deployment_id TEXT REFERENCES deployments (id) ON DELETE SET NULL,
+    title         TEXT NOT NULL
+                  CONSTRAINT chat_conversations_title_len CHECK (length(title) BETWEEN 1 AND 120),
+    created_at    TEXT NOT NULL,
+    CONSTRAINT chat_conversations_id_user UNIQUE (id, user_id)
+) STRICT;
+
+CREATE INDEX chat_conversations_user_idx ON chat_conversations (user_id, created_at DESC);
+
+CREATE TABLE chat_conversation_turns (
+    id              TEXT PRIMARY KEY,
+    conversation_id TEXT NOT NULL,
+    user_id         TEXT NOT NULL,
+    seq             INTEGER NOT NULL CONSTRAINT chat_conversation_turns_seq CHECK (seq >= 0),
+    at              TEXT NOT NULL,
+    user_message    TEXT NOT NULL
+                    CONSTRAINT chat_conversation_turns_message_len CHECK (length(user_message) BETWEEN 1 AND 8000),
+    answer          TEXT NOT NULL
+                    CONSTRAINT chat_conversation_turns_answer_len CHECK (length(answer) <= 32000),
+    messages        TEXT NOT NULL
+                    CONSTRAINT chat_conversation_turns_messages_json CHECK (
+                        json_valid(messages) AND json_type(messages) = 'array' AND length(CAST(messages AS BLOB)) <= 262144),
+    CONSTRAINT chat_conversation_turns_owner FOREIGN KEY (conversation_id, user_id)
+        REFERENCES chat_conversations (id, user_id) ON DELETE CASCADE,
+    CONSTRAINT chat_conversation_turns_order UNIQUE (conversation_id, seq)
+) STRICT;
+
+CREATE INDEX chat_conversation_turns_at_idx ON chat_conversation_turns (conversation_id, at);
+
 CREATE INDEX deployments_claim_idx
     ON deployments (next_tick_at, id) WHERE status = 'active';

@@ -86,8 +86,8 @@ pub use model::{
     Rates, ToolCall, ToolDefinition, Usage, estimate_cost, rates_for,
 };
 pub use run::{
-    DEFAULT_MAX_OUTPUT_TOKENS, RunError, RunOptions, RunResult, Step, StepCut, ToolCallRecord,
-    ToolOutcome, run_skill, run_skill_with, run_tool_loop, tool_definitions,
+    CallErrors, DEFAULT_MAX_OUTPUT_TOKENS, RunError, RunOptions, RunResult, Step, StepCut,
+    ToolCallRecord, ToolOutcome, run_skill, run_skill_with, run_tool_loop, tool_definitions,
 };
 pub use tools::{LastDecisionSnapshot, to_last_decision_snapshot};
 

@@ -30,6 +30,8 @@ pub struct RunOptions {
     /// the deadline with the request ([`ModelRequest::deadline`]) so that no retry sleeps past
     /// it. Measured on tokio's monotonic timer, never the wall clock.
     pub deadline: Option<Duration>,
+    /// What a call to an unknown tool or with arguments that are not JSON does.
+    pub call_errors: CallErrors,
 }
 
 impl Default for RunOptions {
@@ -37,8 +39,23 @@ impl Default for RunOptions {
         Self {
             max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
             deadline: None,
+            call_errors: CallErrors::EndRun,
         }
     }
+}
+
+/// What the loop does with a tool call it cannot run: a tool name that is not in the registry,
+/// or arguments that are not JSON.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CallErrors {
+    /// The run ends in error ([`RunError::UnknownTool`], [`RunError::MalformedArguments`]): a
+    /// trading tick stops at a model that does not follow its tool set.
+    #[default]
+    EndRun,
+    /// The error goes back to the model as the call's result (`{"error": ...}`, recorded as a
+    /// recoverable error) and the run goes on: a conversation lets the model correct itself,
+    /// and keeps what the other calls of the same response did.
+    ToModel,
 }
 
 /// What one tool call did.
@@ -565,6 +582,14 @@ async fn drive(
             };
             let args = match args {
                 Ok(v) => v,
+                Err(e) if options.call_errors == CallErrors::ToModel => {
+                    let message = registry.show(format!(
+                        "{}: arguments are not valid JSON: {e}; send one JSON object",
+                        call.name
+                    ));
+                    error_to_model(request, &mut step, call, message);
+                    continue;
+                }
                 Err(e) => {
                     let message = e.to_string();
                     let error = RunError::MalformedArguments {
@@ -600,20 +625,12 @@ async fn drive(
                     step.tool_calls
                         .push(record(call, ToolOutcome::Ok { result }));
                 }
-                Err(e) if e.is_recoverable() => {
-                    let message = registry.show(e.to_string());
-                    request.messages.push(Message::Tool {
-                        call_id: call.id.clone(),
-                        name: call.name.clone(),
-                        content: json!({ "error": message }).to_string(),
-                    });
-                    step.tool_calls.push(record(
-                        call,
-                        ToolOutcome::Error {
-                            message,
-                            recoverable: true,
-                        },
-                    ));
+                Err(e)
+                    if e.is_recoverable()
+                        || (options.call_errors == CallErrors::ToModel
+                            && matches!(e, ToolError::UnknownTool { .. })) =>
+                {
+                    error_to_model(request, &mut step, call, registry.show(e.to_string()));
                 }
                 Err(e) => {
                     step.tool_calls.push(record(
@@ -643,6 +660,23 @@ async fn drive(
     }
     // The last allowed step still asked for tools; they ran, and the tick ends here.
     run.finish(model, FinishReason::ToolCalls, None)
+}
+
+/// `call`'s error sent back to the model as its result (`{"error": message}`) and recorded as a
+/// recoverable error of `step`.
+fn error_to_model(request: &mut ModelRequest, step: &mut Step, call: ToolCall, message: String) {
+    request.messages.push(Message::Tool {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: json!({ "error": message }).to_string(),
+    });
+    step.tool_calls.push(record(
+        call,
+        ToolOutcome::Error {
+            message,
+            recoverable: true,
+        },
+    ));
 }
 
 fn record(call: ToolCall, outcome: ToolOutcome) -> ToolCallRecord {

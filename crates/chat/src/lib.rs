@@ -57,21 +57,24 @@
 //! ```
 
 mod catalog;
+pub mod conversation;
 mod data;
 pub mod exposure;
+mod style;
 mod turn;
 
 pub use catalog::{
     CHAT_ACTOR, CHAT_TOOL_CAP, ChatToolContext, FORGET, FactOp, GET_MY_DEPLOYMENTS,
-    GET_SKILL_PERFORMANCE, GET_UPCOMING_EVENTS, Journal, PerformanceSummary, REMEMBER, TradeRow,
-    chat_registry, summarize,
+    GET_SKILL_PERFORMANCE, GET_UPCOMING_EVENTS, Journal, Marks, PerformanceSummary, REMEMBER,
+    TradeRow, chat_registry, sharpe_per_trade, summarize,
 };
 pub use data::{
     ChatData, ChatStore, DeploymentData, EXPOSURE_LOOKBACK_DAYS, MAX_LOOKAHEAD_HOURS, NotesData,
     SkillNotes, TRADES_DETAIL_LIMIT, load_chat_data,
 };
 pub use turn::{
-    ChatTurn, ChatTurnOutput, DEFAULT_CHAT_MAX_STEPS, chat_system_prompt, run_chat_turn, transcript,
+    ChatTurn, ChatTurnOutput, DEFAULT_CHAT_MAX_STEPS, chat_system_prompt, out_of_steps_answer,
+    run_chat_turn, transcript,
 };
 
 /// Why a chat turn could not run.

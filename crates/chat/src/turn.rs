@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use agent_runtime::{
-    LanguageModel, Message, RunOptions, RunResult, Step, ToolOutcome, run_tool_loop,
+    CallErrors, FinishReason, LanguageModel, Message, RunOptions, RunResult, Step, ToolOutcome,
+    run_tool_loop,
 };
 use chrono::{DateTime, Utc};
 use db::{FactStore, Forget, NewFact};
@@ -86,7 +87,9 @@ pub struct ChatTurn {
     pub max_steps: u32,
     /// [`RunMode::ReadOnly`] refuses `remember` and `forget` (the registry's guard).
     pub run_mode: RunMode,
-    /// Knobs of the model loop (output-token budget per call).
+    /// Knobs of the model loop (output-token budget per call). Whatever its `call_errors`, a
+    /// chat turn sends a call to an unknown tool, or arguments that are not JSON, back to the
+    /// model as the call's error ([`CallErrors::ToModel`]).
     pub options: RunOptions,
 }
 
@@ -100,8 +103,15 @@ pub struct ChatTurnOutput {
     pub facts_injected: Vec<UserFact>,
     /// The loop: steps, text, usage and cost (`agent_runtime::cost`'s rate table).
     pub run: RunResult,
+    /// The coach's answer: the model's text; when the turn ran out of steps, that text followed
+    /// by what the turn did and that it stopped ([`out_of_steps_answer`]).
+    pub answer: String,
+    /// The last allowed model call still asked for tools: the turn stopped before the model
+    /// wrote its answer.
+    pub out_of_steps: bool,
     /// The conversation after this turn: the history, the user's message, then each step's
-    /// assistant turn and tool results.
+    /// assistant turn and tool results (and, when the turn ran out of steps, the answer as the
+    /// assistant's last message).
     pub messages: Vec<Message>,
     /// The fact changes applied to the store, in call order (none when the run ended in error).
     pub applied: Vec<FactOp>,
@@ -114,6 +124,12 @@ pub struct ChatTurnOutput {
 /// a remembered fact is referenced at the turn's time) and the facts the prompt showed marked
 /// referenced at the turn's time ([`FactStore::mark_referenced`]). A run that ends in error
 /// writes no fact change and marks nothing: a failed turn leaves the facts as they were.
+///
+/// A call to an unknown tool, or with arguments that are not JSON or break the tool's schema,
+/// goes back to the model as that call's error and the turn goes on (the other calls of the
+/// same response keep their effect). A turn whose last allowed step still asked for tools
+/// completed: its fact changes are written and its answer says what it did and that it
+/// stopped.
 ///
 /// # Errors
 /// [`ChatError::Store`] when a read or a fact write fails, [`ChatError::Compose`] for a template
@@ -142,6 +158,10 @@ pub async fn run_chat_turn<S: ChatStore>(
         turn_id: turn.turn_id,
     };
     let registry = chat_registry(&ctx, turn.run_mode);
+    let options = RunOptions {
+        call_errors: CallErrors::ToModel,
+        ..turn.options
+    };
     let mut messages = turn.history;
     messages.push(Message::User {
         content: turn.user_message,
@@ -152,7 +172,7 @@ pub async fn run_chat_turn<S: ChatStore>(
         &system_prompt,
         messages.clone(),
         turn.max_steps,
-        turn.options,
+        options,
     )
     .await;
     let ops = ctx.journal.take();
@@ -175,13 +195,96 @@ pub async fn run_chat_turn<S: ChatStore>(
         ops
     };
     messages.extend(transcript(&run.steps));
+    let out_of_steps = run.error.is_none() && run.finish_reason == FinishReason::ToolCalls;
+    let answer = if out_of_steps {
+        let answer = out_of_steps_answer(&run, &applied);
+        messages.push(Message::Assistant {
+            text: Some(answer.clone()),
+            tool_calls: Vec::new(),
+        });
+        answer
+    } else {
+        run.text.clone()
+    };
     Ok(ChatTurnOutput {
         system_prompt,
         facts_injected,
         run,
+        answer,
+        out_of_steps,
         messages,
         applied,
     })
+}
+
+/// The answer of a turn that ran out of steps: the model's text so far, then a paragraph that
+/// says the turn stopped at its limit of model calls and lists what it did — each tool read
+/// with its number of calls, each fact remembered (quoted) or forgotten (by handle), and how
+/// many calls were refused.
+#[must_use]
+pub fn out_of_steps_answer(run: &RunResult, applied: &[FactOp]) -> String {
+    let mut out = String::new();
+    let text = run.text.trim();
+    if !text.is_empty() {
+        out.push_str(text);
+        out.push_str("\n\n");
+    }
+    out.push_str("I stopped before finishing my answer: this turn's limit of ");
+    types::text::push_uint(&mut out, run.steps.len() as u64);
+    out.push_str(if run.steps.len() == 1 {
+        " model call ran out."
+    } else {
+        " model calls ran out."
+    });
+    let mut reads: Vec<(&str, u64)> = Vec::new();
+    let mut refused = 0u64;
+    for call in run.steps.iter().flat_map(|s| &s.tool_calls) {
+        match &call.outcome {
+            ToolOutcome::Error { .. } => refused += 1,
+            ToolOutcome::Ok { .. }
+                if call.name == crate::REMEMBER || call.name == crate::FORGET => {}
+            ToolOutcome::Ok { .. } => match reads.iter_mut().find(|(n, _)| *n == call.name) {
+                Some((_, n)) => *n += 1,
+                None => reads.push((call.name.as_str(), 1)),
+            },
+        }
+    }
+    let mut did: Vec<String> = Vec::new();
+    for (name, n) in reads {
+        let mut line = format!("read {name} (");
+        types::text::push_uint(&mut line, n);
+        line.push_str(if n == 1 { " call)" } else { " calls)" });
+        did.push(line);
+    }
+    for op in applied {
+        did.push(match op {
+            FactOp::Remember { fact, .. } => {
+                format!("remembered {}", types::text::quoted(fact))
+            }
+            FactOp::Forget { id, .. } => {
+                format!("forgot the fact {}", types::FactHandle::of(*id))
+            }
+        });
+    }
+    if refused > 0 {
+        let mut line = String::new();
+        types::text::push_uint(&mut line, refused);
+        line.push_str(if refused == 1 {
+            " call was refused"
+        } else {
+            " calls were refused"
+        });
+        did.push(line);
+    }
+    if did.is_empty() {
+        out.push_str(" I did nothing else.");
+    } else {
+        out.push_str(" What I did: ");
+        out.push_str(&did.join("; "));
+        out.push('.');
+    }
+    out.push_str(" Ask me to go on and I will pick up from there.");
+    out
 }
 
 async fn apply<S: FactStore + Sync>(

@@ -72,6 +72,7 @@
 pub mod alerts;
 mod codec;
 pub mod control;
+mod conversation;
 mod error;
 mod held;
 mod imp;
@@ -94,6 +95,11 @@ pub use codec::time_text;
 pub use control::{
     ControlAction, ControlRequest, DeploymentControl, FlattenState, MAX_CONTROL_REASON_CHARS,
     MAX_CONTROLS_READ, MAX_FLATTEN_ERROR_CHARS, MAX_REQUESTED_BY_CHARS,
+};
+pub use conversation::{
+    Conversation, ConversationTurn, MAX_CONVERSATION_ANSWER_CHARS, MAX_CONVERSATION_MESSAGE_CHARS,
+    MAX_CONVERSATION_TITLE_CHARS, MAX_CONVERSATION_TURN_JSON_BYTES, MAX_CONVERSATIONS_READ,
+    NewConversation,
 };
 pub use error::{ConstraintKind, DbError};
 pub use held::{
@@ -119,14 +125,14 @@ pub use sqlite::{
 };
 pub use store::Store;
 pub use traits::{
-    AlertOutbox, AlertStore, ChatTurnStore, ControlStore, EventStore, FactStore, LeaseStore,
-    LedgerStore, NewsStore, NoteStore, OutcomeStore, RegistryStore, Storage, TickStore,
+    AlertOutbox, AlertStore, ChatTurnStore, ControlStore, ConversationStore, EventStore, FactStore,
+    LeaseStore, LedgerStore, NewsStore, NoteStore, OutcomeStore, RegistryStore, Storage, TickStore,
 };
 /// `mockall` mocks of the store traits (feature `mock`).
 #[cfg(feature = "mock")]
 pub use traits::{
-    MockAlertOutbox, MockAlertStore, MockChatTurnStore, MockControlStore, MockEventStore,
-    MockFactStore, MockLedgerStore, MockNewsStore, MockNoteStore, MockOutcomeStore,
+    MockAlertOutbox, MockAlertStore, MockChatTurnStore, MockControlStore, MockConversationStore,
+    MockEventStore, MockFactStore, MockLedgerStore, MockNewsStore, MockNoteStore, MockOutcomeStore,
     MockRegistryStore, MockTickStore,
 };
 /// Re-exported from `types`: a snapshot's `steps` are [`JsonText`].

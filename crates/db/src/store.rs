@@ -19,11 +19,12 @@ use crate::model::{
     StoredRunnerState, StoredTick, TickAttempt, TickQuery, TickRecord, User,
 };
 use crate::traits::{
-    AlertOutbox, AlertStore, ChatTurnStore, ControlStore, EventStore, FactStore, LeaseStore,
-    LedgerStore, NewsStore, NoteStore, OutcomeStore, RegistryStore, TickStore,
+    AlertOutbox, AlertStore, ChatTurnStore, ControlStore, ConversationStore, EventStore, FactStore,
+    LeaseStore, LedgerStore, NewsStore, NoteStore, OutcomeStore, RegistryStore, TickStore,
 };
 use crate::{
-    DbError, HeldReview, HeldStatus, PgStore, PlannedTicks, SqliteStore, StoredHeldLesson,
+    Conversation, ConversationTurn, DbError, HeldReview, HeldStatus, NewConversation, PgStore,
+    PlannedTicks, SqliteStore, StoredHeldLesson,
 };
 
 /// A connected store: SQLite (embedded) or PostgreSQL (production).
@@ -197,6 +198,16 @@ delegate!(NewsStore {
 delegate!(ChatTurnStore {
     fn record_chat_turn(&self, turn: &ChatTurnRecord) -> ();
     fn chat_turns(&self, user_id: Uuid, limit: u32) -> Vec<ChatTurnRecord>;
+});
+
+delegate!(ConversationStore {
+    fn start_conversation(&self, conversation: &NewConversation) -> ();
+    fn conversation(&self, user_id: Uuid, id: Uuid) -> Conversation;
+    fn conversations(&self, user_id: Uuid, limit: u32) -> Vec<Conversation>;
+    fn add_conversation_turn(&self, turn: &ConversationTurn) -> u32;
+    fn conversation_turns(&self, user_id: Uuid, id: Uuid, limit: u32) -> Vec<ConversationTurn>;
+    fn delete_conversation(&self, user_id: Uuid, id: Uuid) -> bool;
+    fn purge_conversations(&self, idle_before: DateTime<Utc>) -> u64;
 });
 
 delegate!(OutcomeStore {

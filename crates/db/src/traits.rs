@@ -13,7 +13,10 @@ use types::{FactChange, MarketEvent, ReflectionNote, TradeRecord, UserFact};
 use uuid::Uuid;
 
 use crate::model::NewsRecord;
-use crate::{DbError, HeldReview, HeldStatus, PlannedTicks, StoredHeldLesson};
+use crate::{
+    Conversation, ConversationTurn, DbError, HeldReview, HeldStatus, NewConversation, PlannedTicks,
+    StoredHeldLesson,
+};
 use outcomes::{
     MarketSnapshot, OutcomeScore, RecallQuery, RecalledOutcome, SearchQuery, TradeOutcome,
 };
@@ -784,6 +787,93 @@ pub trait NewsStore {
         as_of: DateTime<Utc>,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<NewsRecord>, DbError>> + Send;
+}
+
+/// Kept chat conversations and their turns. Every read and delete is keyed by the owner too, so
+/// on SQLite (no row-level security) a wrong owner finds nothing either; on PostgreSQL as a user
+/// ([`UserScoped`](crate::UserScoped)) another user's conversation is not visible at all.
+#[cfg_attr(feature = "mock", mockall::automock)]
+pub trait ConversationStore {
+    /// Starts a conversation.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a mode other than `authoring` / `coach` / `ops`;
+    /// [`DbError::Bound`] for a title outside
+    /// 1..=[`MAX_CONVERSATION_TITLE_CHARS`](crate::MAX_CONVERSATION_TITLE_CHARS) characters;
+    /// [`DbError::Constraint`] for an unknown user or deployment, or a duplicate id.
+    fn start_conversation(
+        &self,
+        conversation: &NewConversation,
+    ) -> impl Future<Output = Result<(), DbError>> + Send;
+
+    /// The owner's conversation `id`.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when it does not exist or is not the owner's.
+    fn conversation(
+        &self,
+        user_id: Uuid,
+        id: Uuid,
+    ) -> impl Future<Output = Result<Conversation, DbError>> + Send;
+
+    /// The owner's newest `limit` (≤ [`MAX_CONVERSATIONS_READ`](crate::MAX_CONVERSATIONS_READ))
+    /// conversations, most recently active first.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a limit above the cap.
+    fn conversations(
+        &self,
+        user_id: Uuid,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<Conversation>, DbError>> + Send;
+
+    /// Adds a turn after the conversation's last one; returns the place it was given
+    /// (`turn.seq` is ignored). An answer longer than
+    /// [`MAX_CONVERSATION_ANSWER_CHARS`](crate::MAX_CONVERSATION_ANSWER_CHARS) is cut.
+    ///
+    /// # Errors
+    /// [`DbError::Bound`] for a user message outside
+    /// 1..=[`MAX_CONVERSATION_MESSAGE_CHARS`](crate::MAX_CONVERSATION_MESSAGE_CHARS);
+    /// [`DbError::Invalid`] for messages that are not a JSON array or larger than
+    /// [`MAX_CONVERSATION_TURN_JSON_BYTES`](crate::MAX_CONVERSATION_TURN_JSON_BYTES);
+    /// [`DbError::Constraint`] when the conversation is not the user's (or, as a user, row-level
+    /// security refuses it), or two turns raced for the same place.
+    fn add_conversation_turn(
+        &self,
+        turn: &ConversationTurn,
+    ) -> impl Future<Output = Result<u32, DbError>> + Send;
+
+    /// The newest `limit` (≤ [`MAX_CONVERSATIONS_READ`](crate::MAX_CONVERSATIONS_READ)) turns
+    /// of the owner's conversation `id`, oldest first.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a limit above the cap.
+    fn conversation_turns(
+        &self,
+        user_id: Uuid,
+        id: Uuid,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<ConversationTurn>, DbError>> + Send;
+
+    /// Deletes the owner's conversation `id` and its turns; whether there was one.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn delete_conversation(
+        &self,
+        user_id: Uuid,
+        id: Uuid,
+    ) -> impl Future<Output = Result<bool, DbError>> + Send;
+
+    /// Deletes every conversation last active before `idle_before` (its newest turn, or its
+    /// start when it has none) with its turns; how many. As a user, only theirs.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn purge_conversations(
+        &self,
+        idle_before: DateTime<Utc>,
+    ) -> impl Future<Output = Result<u64, DbError>> + Send;
 }
 
 /// Chat-coach turns: one row per turn with its model, steps, usage and cost.

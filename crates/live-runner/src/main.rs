@@ -357,6 +357,10 @@ enum Command {
         /// Most model calls of one chat turn.
         #[arg(long, default_value_t = chat::DEFAULT_CHAT_MAX_STEPS)]
         max_steps: u32,
+        /// Days a kept conversation stays after its last turn; older ones are deleted (checked
+        /// at start and every hour).
+        #[arg(long, default_value_t = serve::conversations::DEFAULT_RETENTION_DAYS, value_parser = clap::value_parser!(u32).range(1..=36_500))]
+        conversation_retention_days: u32,
         #[command(flatten)]
         lifetime: TokenLifetimeArg,
         /// Mark the pages' session cookie `Secure` (the browser sends it over HTTPS only): set it
@@ -829,6 +833,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             model,
             script,
             max_steps,
+            conversation_retention_days,
             lifetime,
             secure_cookies,
         } => {
@@ -851,6 +856,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 Arc::new(SystemClock),
             );
             state.chat.max_steps = max_steps;
+            state.chat.retention_days = conversation_retention_days;
             state.secure_cookies = secure_cookies;
             let listener = tokio::net::TcpListener::bind(listen)
                 .await

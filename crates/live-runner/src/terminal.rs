@@ -117,7 +117,7 @@ where
             summary.failed += 1;
             text.push_str(&format!("(the model failed: {e})\n"));
         } else {
-            text.push_str(&format!("coach: {}\n", out.run.text.trim_end()));
+            text.push_str(&format!("coach: {}\n", out.answer.trim_end()));
             // Only a turn that worked joins the conversation.
             history = out.messages;
         }

@@ -169,6 +169,8 @@ fn your_exposure_through_the_tool() {
         event(5, "cpi", t(5, 0)),
     ];
     let long = exposure(&ctx(past.clone(), Side::Long));
+    // The notional is the open quantity at the latest close (1,000 × 100), in the money style;
+    // the moves are percentages.
     // Default look-ahead 24 h: only the FOMC of Jan 8 06:00 (the CPI is 37 h away).
     assert_eq!(
         long,
@@ -176,15 +178,15 @@ fn your_exposure_through_the_tool() {
             "event_id": Uuid::from_u128(100),
             "symbol": "EURUSD",
             "position_side": "long",
-            "notional_usd": "1100.0",
+            "notional_usd": "$100,000.00",
             "similar_events_back": 3,
-            "median_abs_move_pct": "0.02",
-            "worst_move_pct": "-0.02",
+            "median_abs_move_pct": "2%",
+            "worst_move_pct": "-2%",
         }])
     );
     let short = exposure(&ctx(past.clone(), Side::Short));
-    assert_eq!(short[0]["worst_move_pct"], "-0.03");
-    assert_eq!(short[0]["median_abs_move_pct"], "0.02");
+    assert_eq!(short[0]["worst_move_pct"], "-3%");
+    assert_eq!(short[0]["median_abs_move_pct"], "2%");
 
     // Two past FOMCs only: the null case.
     let thin = exposure(&ctx(past[..2].to_vec(), Side::Long));

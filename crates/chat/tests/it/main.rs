@@ -4,7 +4,9 @@
 //! linking one binary instead of several is most of what a rebuild costs on a 2-core machine.
 
 mod catalog;
+mod conversation;
 mod exposure;
 mod facts_current;
 mod memory;
 mod trades_detail;
+mod turn_endings;

@@ -86,15 +86,18 @@ async fn trades_detail_is_the_ledger() {
     let row = &out["deployments"][0]["trades"][0];
     let stored = &ledger[0];
     assert_eq!(row["id"], serde_json::json!(stored.id));
+    // Amounts in the prompt's money style, prices at their own scale.
     assert_eq!(
         row["gross_pnl_usd"],
-        serde_json::json!(stored.realized_pnl_usd)
+        types::text::signed_money(stored.realized_pnl_usd)
     );
     assert_eq!(
         row["net_pnl_usd"],
-        serde_json::json!(stored.realized_pnl_usd - stored.fees_usd)
+        types::text::signed_money(stored.realized_pnl_usd - stored.fees_usd)
     );
-    assert_eq!(row["mfe_usd"], serde_json::json!(stored.mfe_usd));
+    assert_eq!(row["fees_usd"], types::text::money(stored.fees_usd));
+    assert_eq!(row["mfe_usd"], types::text::signed_money(stored.mfe_usd));
+    assert_eq!(row["entry_price"], types::text::price(stored.entry_price));
     assert_eq!(
         row["regime_tag"],
         serde_json::json!(stored.entry_regime_tag)

@@ -31,6 +31,7 @@
 pub(crate) mod alerts;
 pub(crate) mod chat_turns;
 pub(crate) mod controls;
+pub(crate) mod conversations;
 pub(crate) mod events;
 pub(crate) mod facts;
 pub(crate) mod lease;

@@ -9,6 +9,7 @@ mod common;
 mod connect;
 mod contract;
 mod controls;
+mod conversations;
 mod held_lessons;
 mod mock;
 mod outcome_memory;

@@ -7,6 +7,9 @@
 //! | `GET /api/openapi.json` | this API's OpenAPI 3.1 document (public: no token) |
 //! | `GET /api/me` | the caller's user id |
 //! | `POST /api/chat` | one chat turn (JSON, or server-sent events with `Accept: text/event-stream`) |
+//! | `GET /api/conversations` | the caller's kept conversations, most recently active first |
+//! | `GET /api/conversations/{id}` | one kept conversation: each turn's message, answer and tool calls |
+//! | `DELETE /api/conversations/{id}` | delete a kept conversation |
 //! | `GET /api/facts[?archived=true]` | the caller's facts, newest first |
 //! | `POST /api/facts` | add a fact (`source = profile`) |
 //! | `PATCH /api/facts/{id}` | edit text / topic, promote / demote confidence |
@@ -87,6 +90,11 @@ pub fn router() -> Router<AppState> {
         .route("/openapi.json", get(super::openapi::openapi_json))
         .route("/me", get(me))
         .route("/chat", post(chat))
+        .route("/conversations", get(super::conversations::list))
+        .route(
+            "/conversations/{id}",
+            get(super::conversations::read).delete(super::conversations::delete),
+        )
         .route("/facts", get(list_facts).post(add_fact))
         .route("/facts/{id}", patch(edit_fact))
         .route("/facts/{id}/archive", post(archive_fact))
@@ -155,16 +163,32 @@ pub struct ChatMessageIn {
     pub content: String,
 }
 
-/// `POST /api/chat`: the conversation so far, its last message the user's new one.
+/// `POST /api/chat`: the user's new `message` in a conversation the server keeps (a new one
+/// without `conversationId`); or, for a conversation the server does not keep, `messages`: the
+/// whole conversation, its last message the user's new one.
 #[derive(Debug, Clone, Deserialize, Validate, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ChatRequest {
-    /// The conversation, oldest first; the last one is the user's new message.
+    /// The user's new message; the server holds the earlier turns.
+    #[serde(default)]
+    #[validate(length(
+        min = 1,
+        max = MAX_CHAT_MESSAGE_CHARS,
+        message = "must be 1..=8000 characters"
+    ))]
+    pub message: Option<String>,
+    /// The kept conversation `message` continues; absent: a new one, whose id the answer
+    /// carries.
+    #[serde(default)]
+    pub conversation_id: Option<Uuid>,
+    /// Instead of `message`: the conversation, oldest first; the last one is the user's new
+    /// message. Nothing of it is kept.
+    #[serde(default)]
     #[validate(
-        length(min = 1, max = MAX_CHAT_MESSAGES, message = "must hold 1..=100 messages"),
+        length(max = MAX_CHAT_MESSAGES, message = "must hold 1..=100 messages"),
         nested
     )]
-    #[schema(min_items = 1, max_items = 100)]
+    #[schema(max_items = 100)]
     pub messages: Vec<ChatMessageIn>,
     /// How the chat was opened (default `coach`).
     #[serde(default)]
@@ -176,10 +200,17 @@ pub struct ChatRequest {
 }
 
 impl ChatResponse {
-    fn new(turn_id: Uuid, model: &str, out: &ChatTurnOutput) -> Self {
+    fn new(
+        turn_id: Uuid,
+        conversation_id: Option<Uuid>,
+        model: &str,
+        out: &ChatTurnOutput,
+    ) -> Self {
         Self {
             turn_id,
-            answer: out.run.text.clone(),
+            conversation_id,
+            answer: out.answer.clone(),
+            out_of_steps: out.out_of_steps,
             steps: out.run.steps.iter().map(WireStep::from).collect(),
             model: model.to_owned(),
             usage: out.run.usage.into(),
@@ -190,7 +221,7 @@ impl ChatResponse {
     }
 }
 
-fn mode_name(mode: ChatMode) -> &'static str {
+pub(super) fn mode_name(mode: ChatMode) -> &'static str {
     match mode {
         ChatMode::Authoring => "authoring",
         ChatMode::Coach => "coach",
@@ -238,6 +269,8 @@ pub async fn run_recorded_turn<S: ChatStore + ChatTurnStore>(
 /// A checked chat request, ready to run.
 struct PreparedTurn {
     turn: ChatTurn,
+    /// Where the turn is kept, when its conversation is.
+    keep: Option<super::conversations::Keep>,
 }
 
 async fn prepare_turn(
@@ -246,6 +279,26 @@ async fn prepare_turn(
     caller: Caller,
     req: ChatRequest,
 ) -> Result<PreparedTurn, ApiError> {
+    if req.message.is_some() || req.conversation_id.is_some() {
+        let now = state.clock.now();
+        let opened = super::conversations::open(store, caller.user_id, &req, now).await?;
+        return Ok(PreparedTurn {
+            turn: ChatTurn {
+                turn_id: Uuid::new_v4(),
+                user_id: caller.user_id,
+                tier: state.chat.tier,
+                mode: opened.mode,
+                focus: opened.focus,
+                history: opened.history,
+                user_message: opened.keep.user_message.clone(),
+                now,
+                max_steps: state.chat.max_steps,
+                run_mode: RunMode::Trade,
+                options: state.chat.options,
+            },
+            keep: Some(opened.keep),
+        });
+    }
     let mut messages = req.messages;
     let last = messages
         .pop()
@@ -256,19 +309,7 @@ async fn prepare_turn(
             "messages: the last message must be the user's (role \"user\")",
         ));
     }
-    let focus = match req.deployment_id {
-        None => None,
-        Some(id) => {
-            // Under RLS another user's deployment is not found: 404, same as an unknown id.
-            let deployment = store.get_deployment(id).await?;
-            let skill = store.get_skill(deployment.skill_id).await?;
-            Some(Focus {
-                kind: "deployment".to_owned(),
-                name: skill.name,
-                id,
-            })
-        }
-    };
+    let focus = focus(store, req.deployment_id).await?;
     let history = messages
         .into_iter()
         .map(|m| match m.role {
@@ -293,7 +334,26 @@ async fn prepare_turn(
             run_mode: RunMode::Trade,
             options: state.chat.options,
         },
+        keep: None,
     })
+}
+
+/// The chat's focus on the caller's deployment `id`, if any. Under RLS another user's
+/// deployment is not found: 404, same as an unknown id.
+pub(super) async fn focus(
+    store: &db::UserScoped,
+    id: Option<Uuid>,
+) -> Result<Option<Focus>, ApiError> {
+    let Some(id) = id else {
+        return Ok(None);
+    };
+    let deployment = store.get_deployment(id).await?;
+    let skill = store.get_skill(deployment.skill_id).await?;
+    Ok(Some(Focus {
+        kind: "deployment".to_owned(),
+        name: skill.name,
+        id,
+    }))
 }
 
 fn wants_event_stream(headers: &HeaderMap) -> bool {
@@ -350,6 +410,7 @@ pub(super) async fn chat(
         return Ok(chat_events(state, store, prepared).into_response());
     }
     let turn_id = prepared.turn.turn_id;
+    let now = prepared.turn.now;
     let out = run_recorded_turn(
         &store,
         state.model.as_ref(),
@@ -357,7 +418,9 @@ pub(super) async fn chat(
         prepared.turn,
     )
     .await?;
-    let body = ChatResponse::new(turn_id, state.model.id(), &out);
+    let conversation_id =
+        super::conversations::keep(&store, prepared.keep, turn_id, now, &out).await?;
+    let body = ChatResponse::new(turn_id, conversation_id, state.model.id(), &out);
     let status = if body.error.is_some() {
         StatusCode::BAD_GATEWAY
     } else {
@@ -445,14 +508,21 @@ fn chat_events(
     };
     tokio::spawn(async move {
         let turn_id = prepared.turn.turn_id;
+        let now = prepared.turn.now;
         let model_id = state.model.id().to_owned();
-        match run_recorded_turn(&store, &model, state.market.clone(), prepared.turn).await {
-            Ok(out) => {
-                let body = ChatResponse::new(turn_id, &model_id, &out);
+        let ran = match run_recorded_turn(&store, &model, state.market.clone(), prepared.turn).await
+        {
+            Ok(out) => super::conversations::keep(&store, prepared.keep, turn_id, now, &out)
+                .await
+                .map(|conversation_id| (out, conversation_id)),
+            Err(e) => Err(ApiError::from(e)),
+        };
+        match ran {
+            Ok((out, conversation_id)) => {
+                let body = ChatResponse::new(turn_id, conversation_id, &model_id, &out);
                 let _ = tx.send(json_event("answer", &body));
             }
             Err(e) => {
-                let e = ApiError::from(e);
                 let _ = tx.send(json_event(
                     "error",
                     &ErrorBody {

@@ -16,6 +16,9 @@
 //!   `Referrer-Policy: no-referrer`.
 //! - Controls ([`controls`]): pause, resume and stop a deployment from the API and the pages,
 //!   audited as the caller.
+//! - Kept conversations ([`conversations`]): `POST /api/chat` with one new `message` continues
+//!   a conversation the server keeps; list, read and delete them; idle ones are deleted after
+//!   the retention.
 //! - The review queue ([`lessons`]): held lessons listed with why they were held, accepted or
 //!   rejected from the API and the `/lessons` page, audited as the caller.
 //! - Alerts ([`alerts`]): the caller's alert channels (webhook, Slack, Discord, Telegram) added,
@@ -67,6 +70,7 @@ pub mod alerts;
 pub mod api;
 pub mod auth;
 pub mod controls;
+pub mod conversations;
 pub mod csrf;
 pub mod error;
 pub mod headers;
@@ -100,6 +104,8 @@ pub struct ChatSettings {
     pub max_steps: u32,
     /// Per-call options (output-token cap).
     pub options: RunOptions,
+    /// Days a kept conversation stays after its last turn (`--conversation-retention-days`).
+    pub retention_days: u32,
 }
 
 impl Default for ChatSettings {
@@ -108,6 +114,7 @@ impl Default for ChatSettings {
             tier: Tier::Pro,
             max_steps: chat::DEFAULT_CHAT_MAX_STEPS,
             options: RunOptions::default(),
+            retention_days: conversations::DEFAULT_RETENTION_DAYS,
         }
     }
 }
@@ -220,7 +227,9 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves [`router`] on `listener` until `shutdown` resolves (requests in flight finish).
+/// Serves [`router`] on `listener` until `shutdown` resolves (requests in flight finish),
+/// deleting the conversations idle past the retention meanwhile
+/// ([`conversations::purge_idle`]).
 ///
 /// # Errors
 /// When the listener fails.
@@ -229,7 +238,14 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
+    let purge = tokio::spawn(conversations::purge_idle(
+        state.store.clone(),
+        state.clock.clone(),
+        state.chat.retention_days,
+    ));
+    let served = axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown)
-        .await
+        .await;
+    purge.abort();
+    served
 }

@@ -40,7 +40,7 @@ use utoipa::openapi::{
 };
 use utoipa::{Modify, OpenApi, PartialSchema, ToSchema};
 
-use super::{alerts, api, controls, lessons, wire};
+use super::{alerts, api, controls, conversations, lessons, wire};
 
 /// The security scheme of the bearer token.
 pub const BEARER: &str = "bearer";
@@ -61,6 +61,9 @@ pub const COOKIE: &str = "cookie";
         openapi_json,
         api::me,
         api::chat,
+        conversations::list,
+        conversations::read,
+        conversations::delete,
         api::list_facts,
         api::add_fact,
         api::edit_fact,

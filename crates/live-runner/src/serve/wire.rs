@@ -206,8 +206,14 @@ impl From<&Step> for WireStep {
 pub struct ChatResponse {
     /// The turn's id (its row in `chat_turns`).
     pub turn_id: Uuid,
-    /// The assistant's answer: every text it wrote this turn.
+    /// The kept conversation the turn belongs to (`null` for a request that sent the whole
+    /// conversation in `messages`).
+    pub conversation_id: Option<Uuid>,
+    /// The assistant's answer: every text it wrote this turn; when the turn ran out of steps,
+    /// followed by what it did and that it stopped.
     pub answer: String,
+    /// The turn stopped at its limit of model calls before the model wrote its answer.
+    pub out_of_steps: bool,
     /// The model loop's steps.
     pub steps: Vec<WireStep>,
     /// The model that answered.

@@ -32,6 +32,7 @@ mod serve_auth;
 mod serve_chat;
 mod serve_cli;
 mod serve_controls;
+mod serve_conversations;
 mod serve_facts;
 mod serve_isolation;
 mod serve_lessons;

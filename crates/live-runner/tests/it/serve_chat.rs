@@ -122,6 +122,10 @@ async fn a_scripted_chat_remembers_through_the_api_and_records_the_turn() {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["answer"], "Welcome back.");
+    // The whole conversation in `messages`: nothing of it is kept.
+    assert!(body["conversationId"].is_null(), "{body}");
+    let (_, kept) = s.get("/api/conversations", t).await;
+    assert_eq!(kept, json!([]));
     let third = &model.requests()[2];
     assert!(
         third.system.contains("## What I know about you"),

@@ -198,7 +198,8 @@ fn the_document_says_how_to_authenticate_and_that_amounts_are_strings() {
     assert!(required("Memory").contains(&"prompt".to_owned()));
     assert!(!required("WireStep").contains(&"cut".to_owned()));
     assert_eq!(required("ErrorBody"), ["error"]);
-    assert_eq!(required("ChatRequest"), ["messages"]);
+    // A chat request sends `message` (a kept conversation) or `messages`: neither is required.
+    assert!(required("ChatRequest").is_empty());
 
     // A domain enum's schema lists exactly what it serializes to.
     assert_eq!(
@@ -293,6 +294,48 @@ async fn every_route_answers_a_success_and_an_error_as_documented() {
         )
         .await,
         StatusCode::NOT_FOUND,
+    );
+
+    // Kept conversations: one of the caller's listed, read and deleted; another user's is a
+    // 404.
+    let kept = db::NewConversation {
+        id: uuid::Uuid::new_v4(),
+        user_id: a.user(),
+        mode: "coach".into(),
+        deployment_id: None,
+        title: "Hi".into(),
+        at: chrono::Utc::now(),
+    };
+    db::ConversationStore::start_conversation(&s.store, &kept)
+        .await
+        .unwrap();
+    let path = format!("/api/conversations/{}", kept.id);
+    expect(
+        "conversations",
+        s.get("/api/conversations", t).await,
+        StatusCode::OK,
+    );
+    expect(
+        "conversations without a token",
+        s.get("/api/conversations", "not-a-token").await,
+        StatusCode::UNAUTHORIZED,
+    );
+    expect("a conversation", s.get(&path, t).await, StatusCode::OK);
+    expect(
+        "another user's conversation",
+        s.get(&path, &b.token).await,
+        StatusCode::NOT_FOUND,
+    );
+    let delete = reqwest::Method::DELETE;
+    expect(
+        "deleting another user's conversation",
+        s.send(delete.clone(), &path, &b.token, &json!({})).await,
+        StatusCode::NOT_FOUND,
+    );
+    expect(
+        "deleting a conversation",
+        s.send(delete, &path, t, &json!({})).await,
+        StatusCode::NO_CONTENT,
     );
 
     // Facts.
