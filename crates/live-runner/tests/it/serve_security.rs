@@ -48,7 +48,7 @@ fn state_changes(w: &World) -> Vec<Call> {
     let form = |pairs: &[(&'static str, &str)]| {
         Body::Form(pairs.iter().map(|(k, v)| (*k, (*v).to_owned())).collect())
     };
-    vec![
+    let mut calls = vec![
         (
             Method::POST,
             "/login".into(),
@@ -125,7 +125,67 @@ fn state_changes(w: &World) -> Vec<Call> {
             format!("/api/deployments/{dep}/stop"),
             Body::Json(json!({"flatten": true})),
         ),
-    ]
+    ];
+    // The review queue, the alert channels and the kept conversations, pages and API. Ids need
+    // not exist: the guard refuses before a handler reads them.
+    let any = Uuid::new_v4();
+    let channel = json!({"name": "planted", "kind": "webhook", "url": "http://127.0.0.1:9/x",
+                         "secret": "planted-secret", "events": ["halt"]});
+    calls.extend([
+        (Method::POST, format!("/lessons/{any}/accept"), form(&[])),
+        (Method::POST, format!("/lessons/{any}/reject"), form(&[])),
+        (
+            Method::POST,
+            "/alerts/channels".into(),
+            form(&[
+                ("name", "planted"),
+                ("kind", "slack"),
+                ("url", "http://127.0.0.1:9/x"),
+                ("event", "halt"),
+            ]),
+        ),
+        (
+            Method::POST,
+            format!("/alerts/channels/{any}/test"),
+            form(&[]),
+        ),
+        (
+            Method::POST,
+            format!("/alerts/channels/{any}/delete"),
+            form(&[]),
+        ),
+        (
+            Method::POST,
+            format!("/api/lessons/{any}/accept"),
+            Body::Json(json!({})),
+        ),
+        (
+            Method::POST,
+            format!("/api/lessons/{any}/reject"),
+            Body::Json(json!({})),
+        ),
+        (
+            Method::POST,
+            "/api/alerts/channels".into(),
+            Body::Json(channel),
+        ),
+        (
+            Method::POST,
+            format!("/api/alerts/channels/{any}/test"),
+            Body::Json(json!({})),
+        ),
+        (
+            Method::DELETE,
+            format!("/api/alerts/channels/{any}"),
+            Body::Json(json!({})),
+        ),
+        (
+            Method::DELETE,
+            format!("/api/conversations/{any}"),
+            Body::Json(json!({})),
+        ),
+    ]);
+    calls
 }
 
 /// Sends `call` with the `token` cookie (no `Authorization`) and `headers`.
@@ -169,12 +229,23 @@ async fn state_of(s: &Server, w: &World) -> String {
             w.a.user()
         ))
         .await;
+    let count = |table: &str| {
+        format!(
+            "SELECT count(*) FROM {table} WHERE user_id = '{}'",
+            w.a.user()
+        )
+    };
+    let (channels, conversations) = (
+        s.pg.count(&count("alert_channels")).await,
+        s.pg.count(&count("chat_conversations")).await,
+    );
     let facts: Vec<_> = facts
         .iter()
         .map(|f| (f.id, &f.fact, &f.topic, f.confidence, f.archived_at))
         .collect();
     format!(
-        "{facts:?} changes={changes} status={:?} controls={controls} turns={turns}",
+        "{facts:?} changes={changes} status={:?} controls={controls} turns={turns} \
+         channels={channels} conversations={conversations}",
         dep.status
     )
 }
