@@ -8,5 +8,6 @@ mod conversation;
 mod exposure;
 mod facts_current;
 mod memory;
+mod modes;
 mod trades_detail;
 mod turn_endings;
