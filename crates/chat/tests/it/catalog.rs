@@ -157,3 +157,45 @@ fn forget_refuses_a_shared_handle_and_takes_the_full_id() {
         }]
     );
 }
+
+/// The README's table of tools per mode is the catalog: every row's marks are the modes that
+/// offer the tool, and every tool of every mode has a row.
+#[test]
+fn the_readme_table_is_the_catalog() {
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+    )
+    .expect("README.md");
+    let modes = [ChatMode::Coach, ChatMode::Authoring, ChatMode::Ops];
+    let mut rows = 0;
+    let mut listed: Vec<String> = Vec::new();
+    for line in readme
+        .lines()
+        .skip_while(|l| !l.starts_with("| tool | coach | authoring | ops |"))
+        .skip(2)
+    {
+        if !line.starts_with("| `") {
+            break;
+        }
+        rows += 1;
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        for tool in cells[1].split(", ") {
+            let tool = tool.trim_matches('`');
+            for (i, mode) in modes.iter().enumerate() {
+                let marked = cells[2 + i] == "✓";
+                let offered = chat::catalog(*mode).contains(&tool);
+                assert_eq!(marked, offered, "README: {tool} in {mode:?}");
+            }
+            listed.push(tool.to_owned());
+        }
+    }
+    assert!(rows > 0, "the README has no table of chat tools");
+    for mode in modes {
+        for tool in chat::catalog(mode) {
+            assert!(
+                listed.iter().any(|t| t == tool),
+                "README: no row for {tool}"
+            );
+        }
+    }
+}
