@@ -458,7 +458,7 @@ impl ListRejections {
                 }
             }
         }
-        items.sort_by(|a, b| b.0.cmp(&a.0));
+        items.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
         let total = items.len();
         items.truncate(REJECTIONS_LISTED);
         Ok(json!({
