@@ -10,7 +10,11 @@
 //!   `prompt-compose`, each with its handle ([`types::FactHandle`]) for `forget`;
 //! - [`run_chat_turn`]: one turn over `agent_runtime::run_tool_loop` (the trading agent's loop),
 //!   with the conversation history, usage and cost; only a turn that completed writes its fact
-//!   changes and marks the facts it showed referenced.
+//!   changes and marks the facts it showed referenced;
+//! - [`market`]: which bars a turn needs ([`bar_needs`]: around the past events its open
+//!   positions may be asked about, and the recent bars of its symbols) and [`ChatMarket`], the
+//!   seam that loads them (and funding and open interest) before the tools run — a source's
+//!   failure is logged and the tools say what could not be measured.
 //!
 //! Storage: generic over `db`'s store traits ([`ChatStore`]), like `tick`. Every read is keyed
 //! by the caller's user id or one of the caller's deployments. The tools are synchronous over
@@ -25,7 +29,7 @@
 //! use chat::{CHAT_TOOL_CAP, ChatData, ChatToolContext, FactOp, Journal, chat_registry};
 //! use chat::exposure::MoveWindow;
 //! use chrono::{TimeZone, Utc};
-//! use tools::{Preloaded, RunMode};
+//! use tools::{NoData, Preloaded, RunMode};
 //! use uuid::Uuid;
 //!
 //! let data = ChatData {
@@ -41,6 +45,8 @@
 //!     data: Arc::new(data),
 //!     journal: Arc::new(Journal::default()),
 //!     market: Arc::new(Preloaded::new()),
+//!     derivatives: Arc::new(NoData),
+//!     bars_unavailable: Arc::new([]),
 //!     window: MoveWindow::default(),
 //!     turn_id: Uuid::from_u128(1),
 //! };
@@ -60,6 +66,7 @@ mod catalog;
 pub mod conversation;
 mod data;
 pub mod exposure;
+pub mod market;
 mod style;
 mod turn;
 
@@ -71,6 +78,10 @@ pub use catalog::{
 pub use data::{
     ChatData, ChatStore, DeploymentData, EXPOSURE_LOOKBACK_DAYS, MAX_LOOKAHEAD_HOURS, NotesData,
     SkillNotes, TRADES_DETAIL_LIMIT, load_chat_data,
+};
+pub use market::{
+    BarNeed, BarsUnavailable, ChatMarket, ChatMarketError, FixedMarket, LoadedBars, RECENT_BARS,
+    RECENT_INTERVAL, bar_needs, market_symbols,
 };
 pub use turn::{
     ChatTurn, ChatTurnOutput, DEFAULT_CHAT_MAX_STEPS, chat_system_prompt, out_of_steps_answer,

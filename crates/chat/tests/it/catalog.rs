@@ -22,6 +22,8 @@ fn empty_ctx() -> ChatToolContext {
         }),
         journal: Arc::new(Journal::default()),
         market: Arc::new(Preloaded::new()),
+        derivatives: Arc::new(tools::NoData),
+        bars_unavailable: Arc::new([]),
         window: MoveWindow::default(),
         turn_id: Uuid::from_u128(2),
     }

@@ -1,8 +1,6 @@
 //! The chat coach remembers and forgets across conversations (ADR-0020), on SQLite and
 //! PostgreSQL, through a scripted offline model.
 
-use std::sync::Arc;
-
 use agent_runtime::{Message, ModelResponse, RunOptions, ScriptedModel, Usage};
 use chat::{
     CHAT_TOOL_CAP, ChatStore, ChatTurn, ChatTurnOutput, DEFAULT_CHAT_MAX_STEPS, FactOp,
@@ -74,7 +72,7 @@ pub(crate) async fn run<S: ChatStore>(
     model: &ScriptedModel,
     t: ChatTurn,
 ) -> ChatTurnOutput {
-    run_chat_turn(store, model, Arc::new(Preloaded::new()), t)
+    run_chat_turn(store, model, &Preloaded::new(), t)
         .await
         .expect("turn")
 }

@@ -69,6 +69,8 @@ async fn trades_detail_is_the_ledger() {
         data: Arc::new(data),
         journal: Arc::new(Journal::default()),
         market: Arc::new(Preloaded::new()),
+        derivatives: Arc::new(tools::NoData),
+        bars_unavailable: Arc::new([]),
         window: MoveWindow::default(),
         turn_id: Uuid::from_u128(9),
     };

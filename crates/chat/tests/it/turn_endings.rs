@@ -266,6 +266,8 @@ fn ctx(market: Preloaded) -> ChatToolContext {
         }),
         journal: Arc::new(Journal::default()),
         market: Arc::new(market),
+        derivatives: Arc::new(tools::NoData),
+        bars_unavailable: Arc::new([]),
         window: MoveWindow::default(),
         turn_id: Uuid::from_u128(7),
     }
