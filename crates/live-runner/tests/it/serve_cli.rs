@@ -10,8 +10,8 @@ use db::test_support::seed;
 use live_runner::serve::Auth;
 use live_runner::serve::auth::login_url;
 
-use crate::common::postgres;
 use crate::common::serve::SECRET;
+use crate::common::{hyperliquid_mock, postgres};
 
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_live-runner"));
@@ -298,6 +298,8 @@ async fn serve_answers_on_postgres_with_a_minted_token() {
 async fn chat_talks_to_the_coach_as_the_user_over_a_pipe() {
     let pg = postgres().await;
     let fx = seed(&pg.store).await.unwrap();
+    // The deployment's BTC and ETH bars come from a local mock, never the network.
+    let hl = hyperliquid_mock().await;
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("script.json");
     std::fs::write(&script, SCRIPT).unwrap();
@@ -316,6 +318,8 @@ async fn chat_talks_to_the_coach_as_the_user_over_a_pipe() {
                 script.to_str().unwrap(),
                 "--deployment",
                 &fx.deployment.id.to_string(),
+                "--hl-url",
+                &hl.uri(),
             ]);
             c
         },
@@ -333,6 +337,17 @@ async fn chat_talks_to_the_coach_as_the_user_over_a_pipe() {
     );
     assert!(stdout.contains("coach: Doing fine, thanks."), "{stdout}");
     assert!(stderr.contains("2 turns (0 failed)"), "{stderr}");
+    // Each turn read the recent bars of the deployment's symbols from --hl-url.
+    let coins: std::collections::BTreeSet<String> = hl
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|r| serde_json::from_slice::<serde_json::Value>(&r.body).ok())
+        .filter(|b| b["type"] == "candleSnapshot")
+        .map(|b| b["req"]["coin"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(coins, ["BTC".to_owned(), "ETH".to_owned()].into());
 
     // Stored as the user: the fact, its audit entry by the authenticated role, two turns.
     let facts = pg
