@@ -131,7 +131,7 @@ fn expected(closes: &BTreeMap<i64, Decimal>, events: &[DateTime<Utc>]) -> (usize
 /// A user with the deployment `id` on EURUSD holding an open long of `qty` entered at
 /// `entry_at`, and a token for them.
 async fn trader(
-    store: &(impl RegistryStore + TickStore + Sync),
+    store: &(impl RegistryStore + TickStore),
     auth: &Auth,
     id: Uuid,
     qty: Decimal,
