@@ -289,7 +289,8 @@ pub trait ChatMarket: Send + Sync {
 }
 
 /// A fixed source: the same bars (and derivatives data) whatever a turn needs, for tests and
-/// library users who hold their data in memory. Cheap to clone.
+/// library users who hold their data in memory (a [`Preloaded`] converts into one). Cheap to
+/// clone.
 #[derive(Clone)]
 pub struct FixedMarket {
     market: Arc<dyn MarketData>,
@@ -338,23 +339,14 @@ impl ChatMarket for FixedMarket {
     }
 }
 
-/// A [`Preloaded`] serves itself, bars and derivatives alike; each turn gets a copy (use
-/// [`FixedMarket`] to share a large one).
-#[async_trait]
-impl ChatMarket for Preloaded {
-    async fn load(&self, _: &[BarNeed], _: DateTime<Utc>) -> Result<LoadedBars, ChatMarketError> {
-        Ok(LoadedBars {
-            market: Arc::new(self.clone()),
-            unavailable: Vec::new(),
-        })
-    }
-
-    async fn derivatives(
-        &self,
-        _: &[String],
-        _: DateTime<Utc>,
-    ) -> Result<Arc<dyn DerivativesData>, ChatMarketError> {
-        Ok(Arc::new(self.clone()))
+/// A [`Preloaded`]'s bars and derivatives data, shared (not copied) by every turn.
+impl From<Preloaded> for FixedMarket {
+    fn from(data: Preloaded) -> Self {
+        let data = Arc::new(data);
+        Self {
+            market: Arc::clone(&data) as Arc<dyn MarketData>,
+            derivatives: data,
+        }
     }
 }
 

@@ -1,10 +1,7 @@
 //! The chat turn's market sources of `serve` and `chat`, in process: a bar directory's file
 //! names, resampling and refusals (the reason of each window it cannot serve), and the
 //! Hyperliquid source's request budget (the newest windows first, the rest on a later turn)
-//! and its stop after a failed request. And the binary's refusal of a `--bars` that is not a
-//! directory.
-
-use std::process::Command;
+//! and its stop after a failed request.
 
 use chat::{BarNeed, ChatMarket};
 use chrono::{DateTime, Duration, Utc};
@@ -292,57 +289,4 @@ async fn after_a_failed_request_the_turn_sends_no_more() {
     // A failure is not cached: the next turn asks again.
     source.load(&needs[..1], now).await.unwrap();
     assert_eq!(requests(&hl).await, 5);
-}
-
-fn live(args: &[&str]) -> (i32, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_live-runner"))
-        .args(args)
-        .env("AGENT_JWT_SECRET", "0123456789abcdef0123456789abcdef")
-        .output()
-        .expect("run live-runner");
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-#[test]
-fn bars_must_be_a_directory_and_excludes_hl_url() {
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("script.json");
-    std::fs::write(&script, "[]").unwrap();
-    let missing = dir.path().join("no-such-dir");
-    let head = |market: &[&str]| {
-        let mut args: Vec<String> = [
-            "chat",
-            "--user",
-            "00000000-0000-0000-0000-000000000001",
-            "--db",
-            "sqlite::memory:",
-            "--model",
-            "builtin/scripted",
-            "--script",
-            script.to_str().unwrap(),
-        ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
-        args.extend(market.iter().map(|s| (*s).to_owned()));
-        args
-    };
-    let run = |args: Vec<String>| live(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    let (code, stderr) = run(head(&["--bars", missing.to_str().unwrap()]));
-    assert_eq!(code, 2, "{stderr}");
-    assert!(
-        stderr.contains(&format!("--bars {}:", missing.display())),
-        "{stderr}"
-    );
-    let (code, stderr) = run(head(&[
-        "--bars",
-        dir.path().to_str().unwrap(),
-        "--hl-url",
-        "http://127.0.0.1:9",
-    ]));
-    assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("cannot be used with"), "{stderr}");
 }

@@ -7,7 +7,6 @@
 //! same measurement from a bar file.
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 use std::sync::Arc;
 
 use agent_runtime::{LanguageModel, ScriptedModel};
@@ -29,6 +28,7 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::common::serve::{SECRET, server_with_market};
 use crate::common::{meta_and_asset_ctxs, postgres, repo, t};
+use crate::serve_cli::ServeProcess;
 
 const HOUR_MS: i64 = 3_600_000;
 
@@ -432,43 +432,11 @@ async fn serve_with_a_bar_directory_measures_your_exposure_from_the_files() {
         .to_string(),
     )
     .unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_live-runner"))
-        .env("RUST_LOG", "warn")
-        .env("AGENT_JWT_SECRET", SECRET)
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--db",
-            &pg.url(),
-            "--model",
-            "builtin/scripted",
-            "--script",
-            script.to_str().unwrap(),
-            "--bars",
-            bars.to_str().unwrap(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn serve");
+    let server = ServeProcess::spawn(&pg.url(), &script, &["--bars", bars.to_str().unwrap()]);
     let http = reqwest::Client::new();
-    let base = format!("http://127.0.0.1:{port}");
-    let mut up = false;
-    for _ in 0..100 {
-        if http.get(format!("{base}/healthz")).send().await.is_ok() {
-            up = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let up = server.up(&http).await;
     let answer = if up {
-        http.post(format!("{base}/api/chat"))
+        http.post(format!("{}/api/chat", server.base))
             .bearer_auth(&token)
             .json(&json!({"messages": [{"role": "user", "content": "Anything ahead?"}]}))
             .send()
@@ -477,9 +445,7 @@ async fn serve_with_a_bar_directory_measures_your_exposure_from_the_files() {
     } else {
         None
     };
-    let _ = server.kill();
-    let output = server.wait_with_output().expect("wait serve");
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = server.stop();
     assert!(up, "serve never answered /healthz: {stderr}");
     let answer = answer.expect("POST /api/chat");
     assert_eq!(answer.status(), StatusCode::OK);

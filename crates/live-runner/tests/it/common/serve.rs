@@ -114,7 +114,7 @@ async fn server_configured(
         store.clone(),
         auth.clone(),
         model,
-        Arc::new(tools::Preloaded::new()),
+        Arc::new(chat::FixedMarket::from(tools::Preloaded::new())),
         clock,
     );
     configure(&mut state);
