@@ -33,7 +33,7 @@ pub const MAX_CACHED_BARS: usize = 250_000;
 /// How long a window that closed well before the turn stays cached: closed bars never change.
 pub const CLOSED_WINDOW_TTL: Duration = Duration::from_secs(24 * 3600);
 
-/// How long a window ending within [`FRESH_MARGIN`] of the turn's time stays cached: the
+/// How long a window ending within two minutes of the turn's time stays cached: the
 /// exchange may not have settled its last candle yet.
 pub const FRESH_WINDOW_TTL: Duration = Duration::from_secs(60);
 
@@ -238,7 +238,7 @@ impl Gathered {
 impl ChatMarket for HyperliquidMarket {
     /// Each need in windows of at most [`MAX_CANDLES_PER_REQUEST`] candles; a cached window is
     /// served from memory, the others asked newest first, at most
-    /// [`MAX_CANDLE_REQUESTS_PER_TURN`] of them, [`CONCURRENT_REQUESTS`] at once. After a
+    /// [`MAX_CANDLE_REQUESTS_PER_TURN`] of them, four at once. After a
     /// request fails, the turn's requests not yet sent are not sent (the exchange is down or
     /// throttling): their windows are unavailable with that failure as the reason. Never an
     /// error: what could not be served is in [`LoadedBars::unavailable`].
