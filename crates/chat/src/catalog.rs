@@ -29,7 +29,8 @@ use crate::decisions::{
     EXPLAIN_DECISION, ExplainDecision, LIST_REJECTIONS, ListRejections, NoTicks, TickReads,
 };
 use crate::exposure::{MoveWindow, event_move, exposure_stats};
-use crate::market::{GET_MARKET, GetMarket};
+use crate::market::{BarNeed, BarsUnavailable, RECENT_BARS, touches, unavailable_for};
+use crate::market_brief::{GET_MARKET, GetMarket};
 use crate::style;
 
 /// ADR-0020's ceiling on the chat registry.
@@ -110,16 +111,20 @@ pub struct ChatToolContext {
     pub data: Arc<ChatData>,
     /// Where `remember` / `forget` queue their changes.
     pub journal: Arc<Journal>,
-    /// Bars for `your_exposure`.
+    /// Bars for `your_exposure` and the marks of open positions, loaded before the turn
+    /// ([`crate::ChatMarket`], what [`crate::bar_needs`] asks for).
     pub market: Arc<dyn MarketData>,
+    /// Funding and open interest of the caller's symbols ([`tools::NoData`] when the source
+    /// has none).
+    pub derivatives: Arc<dyn DerivativesData>,
+    /// The bars the source could not serve for this turn, and why: a tool that reads them says
+    /// that what it measures could not be (fully) measured.
+    pub bars_unavailable: Arc<[BarsUnavailable]>,
     /// How `your_exposure` measures a past event's move.
     pub window: MoveWindow,
     /// Ids of remembered facts are UUID v5 of this id and the call's order in the turn, so a
     /// turn replayed with the same id remembers under the same ids.
     pub turn_id: Uuid,
-    /// Funding and open interest for `get_market` and `preview_skill` ([`NoData`] when the
-    /// server has none).
-    pub derivatives: Arc<dyn DerivativesData>,
     /// The stored ticks `explain_decision` and `list_rejections` read when called (the turn's
     /// store).
     pub ticks: Arc<dyn TickReads>,
@@ -137,6 +142,7 @@ impl ChatToolContext {
             window: MoveWindow::default(),
             turn_id,
             derivatives: Arc::new(NoData),
+            bars_unavailable: Arc::new([]),
             ticks: Arc::new(NoTicks),
         }
     }
@@ -472,7 +478,8 @@ pub fn summarize<'a>(
 }
 
 /// The close of the latest bar of `symbol` (at the exposure window's interval) closed at or
-/// before the turn's time, with that bar's close time.
+/// before the turn's time, with that bar's close time; none older than the recent bars a turn
+/// loads ([`RECENT_BARS`]), so a bar around a past event never marks a position.
 fn latest_close(ctx: &ChatToolContext, symbol: &str) -> Option<(Decimal, DateTime<Utc>)> {
     let interval = ctx.window.interval;
     let bar = ctx
@@ -480,7 +487,9 @@ fn latest_close(ctx: &ChatToolContext, symbol: &str) -> Option<(Decimal, DateTim
         .bars(symbol, interval, ctx.data.now, 1)
         .ok()?
         .pop()?;
-    Some((bar.close, bar.time + interval.duration()))
+    let closed_at = bar.time + interval.duration();
+    let oldest = ctx.data.now - interval.duration() * RECENT_BARS;
+    (closed_at > oldest).then_some((bar.close, closed_at))
 }
 
 fn note_value(n: &NotesData) -> Value {
@@ -779,10 +788,6 @@ pub(crate) struct GetUpcomingEventsArgs {
     pub deployment_id: Option<Uuid>,
 }
 
-fn touches(e: &MarketEvent, symbol: &str) -> bool {
-    e.symbols.is_empty() || e.symbols.iter().any(|s| s == symbol)
-}
-
 struct GetUpcomingEvents(ChatToolContext);
 
 impl Tool for GetUpcomingEvents {
@@ -797,7 +802,9 @@ impl Tool for GetUpcomingEvents {
          for the symbol with 1h bars around them), notional_usd (at the latest close), \
          median_abs_move_pct and worst_move_pct (percentages such as 1.25%; the move is the close of the last 1h bar closed by 4 hours after the event \
          against the close of the last bar closed by the event; worst is signed against the \
-         position, negative = it lost; both null below 3 past events)."
+         position, negative = it lost; both null below 3 past events). bars_error, when present: \
+         the bars around some past events could not be loaded, so they are not counted; say \
+         the exposure could not be fully measured."
     }
 
     fn parameters(&self) -> Arc<Value> {
@@ -867,10 +874,13 @@ fn your_exposure(ctx: &ChatToolContext, d: &DeploymentData, events: &[&MarketEve
     let mut out = Vec::new();
     for pos in d.trades.iter().filter(|t| t.status == TradeStatus::Open) {
         for e in events.iter().filter(|e| touches(e, &pos.symbol)) {
-            let moves: Vec<Decimal> = data
+            let past: Vec<&MarketEvent> = data
                 .past
                 .iter()
                 .filter(|p| p.kind == e.kind && touches(p, &pos.symbol))
+                .collect();
+            let moves: Vec<Decimal> = past
+                .iter()
                 .filter_map(|p| {
                     event_move(
                         ctx.market.as_ref(),
@@ -883,7 +893,7 @@ fn your_exposure(ctx: &ChatToolContext, d: &DeploymentData, events: &[&MarketEve
                 .collect();
             let stats = exposure_stats(&moves, pos.side);
             let mark = latest_close(ctx, &pos.symbol).map(|(p, _)| p);
-            out.push(json!({
+            let mut row = json!({
                 "event_id": e.id,
                 "symbol": pos.symbol,
                 "position_side": pos.side,
@@ -891,10 +901,47 @@ fn your_exposure(ctx: &ChatToolContext, d: &DeploymentData, events: &[&MarketEve
                 "similar_events_back": stats.similar_events_back,
                 "median_abs_move_pct": style::percent_value(stats.median_abs_move_pct),
                 "worst_move_pct": style::percent_value(stats.worst_move_pct),
-            }));
+            });
+            if let Some(error) = bars_error(ctx, &pos.symbol, &past) {
+                row.as_object_mut()
+                    .expect("an object literal")
+                    .insert("bars_error".into(), Value::String(error));
+            }
+            out.push(row);
         }
     }
     out
+}
+
+/// Most characters of a source's error repeated in `bars_error`.
+const MAX_BARS_ERROR_REASON_CHARS: usize = 200;
+
+/// What `your_exposure` says when the bars around some of the `past` events of `symbol` could
+/// not be loaded: how many, and the first reason; `None` when every window was served.
+fn bars_error(ctx: &ChatToolContext, symbol: &str, past: &[&MarketEvent]) -> Option<String> {
+    let mut missing = 0u64;
+    let mut reason = None;
+    for p in past {
+        let Some(need) = BarNeed::around_event(symbol, p.scheduled_at, ctx.window, ctx.data.now)
+        else {
+            continue;
+        };
+        if let Some(u) = unavailable_for(&ctx.bars_unavailable, &need) {
+            missing += 1;
+            reason.get_or_insert(u.reason.as_str());
+        }
+    }
+    let reason = reason?;
+    let mut out = String::from("the bars around ");
+    types::text::push_uint(&mut out, missing);
+    out.push_str(" of the ");
+    types::text::push_uint(&mut out, past.len() as u64);
+    out.push_str(" past events could not be loaded (");
+    out.push_str(&tools::one_line(
+        types::cut_chars(reason, MAX_BARS_ERROR_REASON_CHARS).0,
+    ));
+    out.push_str("): they are not counted");
+    Some(out)
 }
 
 // ---------------------------------------------------------------------------------------------

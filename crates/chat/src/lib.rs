@@ -13,7 +13,11 @@
 //!   `prompt-compose`, each with its handle ([`types::FactHandle`]) for `forget`;
 //! - [`run_chat_turn`]: one turn over `agent_runtime::run_tool_loop` (the trading agent's loop),
 //!   with the conversation history, usage and cost; only a turn that completed writes its fact
-//!   changes and marks the facts it showed referenced.
+//!   changes and marks the facts it showed referenced;
+//! - [`market`]: which bars a turn needs ([`bar_needs`]: around the past events its open
+//!   positions may be asked about, and the recent bars of its symbols) and [`ChatMarket`], the
+//!   seam that loads them (and funding and open interest) before the tools run — a source's
+//!   failure is logged and the tools say what could not be measured.
 //!
 //! Storage: generic over `db`'s store traits ([`ChatStore`]), like `tick`. Every read is keyed
 //! by the caller's user id or one of the caller's deployments. Most tools are synchronous over
@@ -60,7 +64,8 @@ pub mod conversation;
 mod data;
 mod decisions;
 pub mod exposure;
-mod market;
+pub mod market;
+mod market_brief;
 mod style;
 mod turn;
 
@@ -81,7 +86,11 @@ pub use decisions::{
     EXPLAIN_DECISION, LIST_REJECTIONS, MAX_REJECTION_HOURS, NoTicks, REJECTIONS_LISTED, TickFuture,
     TickReads,
 };
-pub use market::{GET_MARKET, MARKET_BARS, MAX_MARKET_BARS};
+pub use market::{
+    BarNeed, BarsUnavailable, ChatMarket, ChatMarketError, FixedMarket, LoadedBars, RECENT_BARS,
+    RECENT_INTERVAL, bar_needs, market_symbols,
+};
+pub use market_brief::{GET_MARKET, MARKET_BARS, MAX_MARKET_BARS};
 pub use turn::{
     ChatTurn, ChatTurnOutput, DEFAULT_CHAT_MAX_STEPS, chat_system_prompt, out_of_steps_answer,
     run_chat_turn, transcript,

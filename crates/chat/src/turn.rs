@@ -11,13 +11,15 @@ use chrono::{DateTime, Utc};
 use db::{FactStore, Forget, NewFact};
 use prompt_compose::{ChatFact, ChatMode, ChatSystemInput, Focus, MAX_INJECTED_FACTS, Tier};
 use serde_json::json;
-use tools::{MarketData, RunMode};
+use tools::RunMode;
 use types::{FactSource, UserFact};
 use uuid::Uuid;
 
 use crate::ChatError;
 use crate::catalog::{CHAT_ACTOR, ChatToolContext, FactOp, chat_registry};
 use crate::data::{ChatStore, load_chat_data};
+use crate::exposure::MoveWindow;
+use crate::market::{ChatMarket, load_turn_market};
 
 /// Model calls of one turn unless the caller says otherwise.
 pub const DEFAULT_CHAT_MAX_STEPS: u32 = 6;
@@ -117,7 +119,9 @@ pub struct ChatTurnOutput {
 }
 
 /// Runs one chat turn for `turn.user_id`: the system prompt (its facts read, not yet marked),
-/// the caller's data, the chat registry in `turn.run_mode`, `agent_runtime::run_tool_loop` over
+/// the caller's data, the market data it needs from `market` ([`crate::bar_needs`]; a load
+/// that fails is logged and the turn runs without those bars, its tools saying so), the chat
+/// registry in `turn.run_mode`, `agent_runtime::run_tool_loop` over
 /// the history plus the user's message; then, when the run completed, the turn's `remember` /
 /// `forget` calls written to the store in call order (each through the store's audit trail;
 /// a remembered fact is referenced at the turn's time) and the facts the prompt showed marked
@@ -136,7 +140,7 @@ pub struct ChatTurnOutput {
 pub async fn run_chat_turn<S: ChatStore>(
     store: &S,
     model: &dyn LanguageModel,
-    market: Arc<dyn MarketData>,
+    market: &dyn ChatMarket,
     turn: ChatTurn,
 ) -> Result<ChatTurnOutput, ChatError> {
     let (system_prompt, facts_injected) = chat_system_prompt(
@@ -149,8 +153,13 @@ pub async fn run_chat_turn<S: ChatStore>(
     )
     .await?;
     let data = load_chat_data(store, turn.user_id, turn.now).await?;
+    let window = MoveWindow::default();
+    let (bars, derivatives) = load_turn_market(market, &data, window).await;
     let ctx = ChatToolContext {
-        market,
+        market: bars.market,
+        derivatives,
+        bars_unavailable: bars.unavailable.into(),
+        window,
         ticks: Arc::new(store.clone()),
         ..ChatToolContext::new(data, turn.turn_id)
     };

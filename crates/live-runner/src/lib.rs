@@ -18,7 +18,8 @@
 //! - bar-close scheduling ([`schedule`]) and the `/healthz` + `/metrics` endpoint ([`metrics`]);
 //! - the chat coach's HTTP server ([`serve`]: JWT auth, every request's queries as its user
 //!   under row-level security, the JSON API, the pages' mount point) and its terminal client
-//!   ([`terminal`]).
+//!   ([`terminal`]), and where their turns' market data comes from ([`chat_market`]:
+//!   Hyperliquid candles, cached, or a directory of bar files).
 //!
 //! What it must never do: decide what trades (the engine in `tick::run_tick` does), run a tick
 //! twice for the same bar close (leases + idempotent `record_tick` + state committed with the
@@ -60,6 +61,7 @@
 
 pub mod admin;
 pub mod alerts;
+pub mod chat_market;
 pub mod controls;
 pub mod hl_broker;
 pub mod metrics;

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use live_runner::admin::{self, DeployRequest};
+use live_runner::chat_market;
 use live_runner::hl_broker::HyperliquidConfig;
 use live_runner::metrics::{self, Metrics};
 use live_runner::runner::{self, Runner, RunnerConfig};
@@ -229,6 +230,39 @@ impl TokenLifetimeArg {
     }
 }
 
+/// Where `serve` and `chat` read a chat turn's market: the bars around past events that
+/// `get_upcoming_events`' `your_exposure` measures, the recent bars that mark open positions,
+/// funding and open interest.
+#[derive(clap::Args)]
+struct ChatMarketArgs {
+    /// Read a chat turn's bars from files in DIR instead of Hyperliquid (offline; no funding
+    /// or open interest). For SYMBOL at INTERVAL (5m, 15m, 1h, 4h, 1d, 1w) the first file that
+    /// exists of SYMBOL-INTERVAL.csv, SYMBOL-INTERVAL.json (e.g. EURUSD-1h.csv, BTC-1h.json),
+    /// then SYMBOL.csv, SYMBOL.json at any interval that divides INTERVAL, resampled (e.g.
+    /// examples/data/EURUSD.csv); .csv in the backtesting.py layout and .json a Hyperliquid
+    /// candleSnapshot answer, as `sim-worker run --bars` reads them.
+    #[arg(long, value_name = "DIR", conflicts_with = "hl_url")]
+    bars: Option<PathBuf>,
+    /// Hyperliquid API base URL of a chat turn's candles, funding and open interest (mainnet
+    /// by default; testnet or a local mock), cached in memory so a turn asking again for the
+    /// same bars sends no request.
+    #[arg(long, value_name = "URL", default_value = hyperliquid::MAINNET_URL)]
+    hl_url: String,
+}
+
+impl ChatMarketArgs {
+    /// The source these flags name.
+    fn source(&self) -> anyhow::Result<Arc<dyn chat::ChatMarket>> {
+        Ok(match &self.bars {
+            Some(dir) => Arc::new(chat_market::BarDirectory::new(dir).bad_input()?),
+            None => Arc::new(
+                chat_market::HyperliquidMarket::new(&chat_market::chat_client_config(&self.hl_url))
+                    .bad_input()?,
+            ),
+        })
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum BrokerArg {
     /// Simulated fills at Hyperliquid prices (slippage and fees applied).
@@ -367,6 +401,8 @@ enum Command {
         /// when the server is reached over TLS, e.g. behind a TLS-terminating proxy.
         #[arg(long)]
         secure_cookies: bool,
+        #[command(flatten)]
+        market: ChatMarketArgs,
     },
     /// Print a dev token (HS256, signed with AGENT_JWT_SECRET) for a user, then the address of
     /// the pages' login form to paste it into (a token never goes in a URL).
@@ -408,6 +444,8 @@ enum Command {
         /// Most model calls of one turn.
         #[arg(long, default_value_t = chat::DEFAULT_CHAT_MAX_STEPS)]
         max_steps: u32,
+        #[command(flatten)]
+        market: ChatMarketArgs,
     },
     /// Score the outcomes (seed 003) whose +1h/+4h/+24h marks have passed, from Hyperliquid
     /// candles of each deployment's bar interval; off the tick path, on any schedule (cron).
@@ -836,6 +874,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             conversation_retention_days,
             lifetime,
             secure_cookies,
+            market,
         } => {
             let auth = Auth::from_env(&types::process_env)
                 .context("the chat server's token secret")
@@ -847,14 +886,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let model = resolve_chat_model(&model, script.as_deref(), &types::process_env)
                 .context("the chat model")
                 .bad_input()?;
+            let market = market.source()?;
             let store = serve::connect_postgres(&db).await.context("serve")?;
-            let mut state = AppState::new(
-                store,
-                auth,
-                model,
-                Arc::new(tools::Preloaded::new()),
-                Arc::new(SystemClock),
-            );
+            let mut state = AppState::new(store, auth, model, market, Arc::new(SystemClock));
             state.chat.max_steps = max_steps;
             state.chat.retention_days = conversation_retention_days;
             state.secure_cookies = secure_cookies;
@@ -901,6 +935,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             mode,
             deployment,
             max_steps,
+            market,
         } => {
             if max_steps == 0 {
                 refuse!("--max-steps must be at least 1");
@@ -908,6 +943,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let model = resolve_chat_model(&model, script.as_deref(), &types::process_env)
                 .context("the chat model")
                 .bad_input()?;
+            let market = market.source()?;
             let store = db::connect(&db)
                 .await
                 .context("connecting to the database")?;
@@ -918,7 +954,6 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 tier: prompt_compose::Tier::Pro,
                 max_steps,
             };
-            let market: Arc<dyn tools::MarketData> = Arc::new(tools::Preloaded::new());
             let stdin = tokio::io::BufReader::new(tokio::io::stdin());
             let stdout = tokio::io::stdout();
             let summary = match &store {
@@ -928,7 +963,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     terminal::converse(
                         &scoped,
                         model.as_ref(),
-                        market,
+                        market.as_ref(),
                         &SystemClock,
                         &session(focus),
                         stdin,
@@ -941,7 +976,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     terminal::converse(
                         &store,
                         model.as_ref(),
-                        market,
+                        market.as_ref(),
                         &SystemClock,
                         &session(focus),
                         stdin,

@@ -7,14 +7,12 @@
 //! On PostgreSQL the binary hands it the store as the user ([`db::PgStore::as_user`]): row-level
 //! security applies exactly as for an HTTP request.
 
-use std::sync::Arc;
-
 use agent_runtime::{LanguageModel, Message, RunOptions, ToolOutcome};
-use chat::{ChatStore, ChatTurn};
+use chat::{ChatMarket, ChatStore, ChatTurn};
 use db::ChatTurnStore;
 use prompt_compose::{ChatMode, Focus, Tier};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
-use tools::{MarketData, RunMode};
+use tools::RunMode;
 use types::Clock;
 use uuid::Uuid;
 
@@ -54,7 +52,7 @@ pub struct Summary {
 pub async fn converse<S, R, W>(
     store: &S,
     model: &dyn LanguageModel,
-    market: Arc<dyn MarketData>,
+    market: &dyn ChatMarket,
     clock: &dyn Clock,
     session: &Session,
     input: R,
@@ -98,7 +96,7 @@ where
             run_mode: RunMode::Trade,
             options: RunOptions::default(),
         };
-        let out = crate::serve::api::run_recorded_turn(store, model, market.clone(), turn).await?;
+        let out = crate::serve::api::run_recorded_turn(store, model, market, turn).await?;
         summary.turns += 1;
         let mut text = String::new();
         for step in &out.run.steps {

@@ -11,14 +11,14 @@ use serde_json::{Value, json};
 use tools::{Preloaded, RunMode};
 use types::{Bar, Interval, MarketEvent, Side, Uuid};
 
-fn t(day: u32, hour: u32) -> DateTime<Utc> {
+pub(crate) fn t(day: u32, hour: u32) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2024, 1, day, hour, 0, 0).unwrap()
 }
 
 /// Hourly EURUSD bars from Jan 1 00:00 to Jan 7 23:00, every close 100 except the bar that
 /// closes 4 h after each past event: 101 (+1 %) after Jan 2, 98 (−2 %) after Jan 3, 103 (+3 %)
 /// after Jan 4, and 150 after the CPI of Jan 5 (another kind: must not count).
-fn market() -> Preloaded {
+pub(crate) fn market() -> Preloaded {
     let bars: Vec<Bar> = (0..7 * 24)
         .map(|h| {
             let time = t(1, 0) + Duration::hours(h);
@@ -46,7 +46,7 @@ fn market() -> Preloaded {
     Preloaded::new().with_bars("EURUSD", Interval::H1, bars)
 }
 
-fn event(n: u128, kind: &str, at: DateTime<Utc>) -> MarketEvent {
+pub(crate) fn event(n: u128, kind: &str, at: DateTime<Utc>) -> MarketEvent {
     MarketEvent {
         id: Uuid::from_u128(n),
         kind: types::EventKind::parse(kind).unwrap(),
@@ -58,7 +58,7 @@ fn event(n: u128, kind: &str, at: DateTime<Utc>) -> MarketEvent {
     }
 }
 
-fn now() -> DateTime<Utc> {
+pub(crate) fn now() -> DateTime<Utc> {
     t(8, 0)
 }
 
@@ -108,7 +108,7 @@ fn stats_by_hand() {
     assert_eq!(two.worst_move_pct, None);
 }
 
-fn ctx(past: Vec<MarketEvent>, side: Side) -> ChatToolContext {
+pub(crate) fn ctx(past: Vec<MarketEvent>, side: Side) -> ChatToolContext {
     let user = db::test_support::sample_user();
     let skill = db::test_support::sample_skill(user.id);
     let deployment = db::test_support::sample_deployment(user.id, skill.id, 1);

@@ -7,6 +7,7 @@ mod catalog;
 mod conversation;
 mod exposure;
 mod facts_current;
+mod market;
 mod memory;
 mod modes;
 mod trades_detail;

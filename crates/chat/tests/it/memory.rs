@@ -1,12 +1,10 @@
 //! The chat coach remembers and forgets across conversations (ADR-0020), on SQLite and
 //! PostgreSQL, through a scripted offline model.
 
-use std::sync::Arc;
-
 use agent_runtime::{Message, ModelResponse, RunOptions, ScriptedModel, Usage};
 use chat::{
     CHAT_TOOL_CAP, ChatStore, ChatTurn, ChatTurnOutput, DEFAULT_CHAT_MAX_STEPS, FactOp,
-    GET_MY_DEPLOYMENTS, run_chat_turn,
+    FixedMarket, GET_MY_DEPLOYMENTS, run_chat_turn,
 };
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use db::FactStore;
@@ -74,7 +72,7 @@ pub(crate) async fn run<S: ChatStore>(
     model: &ScriptedModel,
     t: ChatTurn,
 ) -> ChatTurnOutput {
-    run_chat_turn(store, model, Arc::new(Preloaded::new()), t)
+    run_chat_turn(store, model, &FixedMarket::from(Preloaded::new()), t)
         .await
         .expect("turn")
 }

@@ -4,11 +4,10 @@
 //! independently.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use agent_runtime::{ModelResponse, RunOptions, ScriptedModel, ToolOutcome, builtin_model};
 use backtest::{BacktestInput, register};
-use chat::{ChatTurn, ChatTurnOutput, DEFAULT_CHAT_MAX_STEPS, catalog, run_chat_turn};
+use chat::{ChatTurn, ChatTurnOutput, DEFAULT_CHAT_MAX_STEPS, FixedMarket, catalog, run_chat_turn};
 use chrono::{DateTime, Utc};
 use db::{FactStore, NewFact, Store, TickQuery, TickStore};
 use model::test_support::{answer, tool_call, tool_turn};
@@ -143,7 +142,7 @@ async fn converse(
     let out = run_chat_turn(
         &w.store,
         &model,
-        Arc::new(w.market.clone()),
+        &FixedMarket::from(w.market.clone()),
         ChatTurn {
             turn_id: Uuid::from_u128(0x7000),
             user_id: USER,

@@ -41,7 +41,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, patch, post};
-use chat::{ChatError, ChatStore, ChatTurn, ChatTurnOutput};
+use chat::{ChatError, ChatMarket, ChatStore, ChatTurn, ChatTurnOutput};
 use db::{
     ChatTurnRecord, ChatTurnStore, Deployment, FactEdit, FactStore, Forget, LedgerStore, NewFact,
     NoteScope, NoteStore, RegistryStore, TickStore,
@@ -51,7 +51,7 @@ use prompt_compose::{ChatMode, Focus};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Deserializer, Serialize};
 use tokio::sync::mpsc;
-use tools::{MarketData, RunMode};
+use tools::RunMode;
 use types::{
     ArchiveReason, FactConfidence, FactSource, MAX_FACT_CHARS, MAX_FACT_TOPIC_CHARS,
     MIN_FACT_CHARS, ReflectionNote, TradeRecord, TradeStatus, Usage,
@@ -240,7 +240,7 @@ pub(super) fn mode_name(mode: ChatMode) -> &'static str {
 pub async fn run_recorded_turn<S: ChatStore + ChatTurnStore>(
     store: &S,
     model: &dyn LanguageModel,
-    market: Arc<dyn MarketData>,
+    market: &dyn ChatMarket,
     turn: ChatTurn,
 ) -> Result<ChatTurnOutput, ChatError> {
     let record = ChatTurnRecord {
@@ -414,7 +414,7 @@ pub(super) async fn chat(
     let out = run_recorded_turn(
         &store,
         state.model.as_ref(),
-        state.market.clone(),
+        state.market.as_ref(),
         prepared.turn,
     )
     .await?;
@@ -510,13 +510,13 @@ fn chat_events(
         let turn_id = prepared.turn.turn_id;
         let now = prepared.turn.now;
         let model_id = state.model.id().to_owned();
-        let ran = match run_recorded_turn(&store, &model, state.market.clone(), prepared.turn).await
-        {
-            Ok(out) => super::conversations::keep(&store, prepared.keep, turn_id, now, &out)
-                .await
-                .map(|conversation_id| (out, conversation_id)),
-            Err(e) => Err(ApiError::from(e)),
-        };
+        let ran =
+            match run_recorded_turn(&store, &model, state.market.as_ref(), prepared.turn).await {
+                Ok(out) => super::conversations::keep(&store, prepared.keep, turn_id, now, &out)
+                    .await
+                    .map(|conversation_id| (out, conversation_id)),
+                Err(e) => Err(ApiError::from(e)),
+            };
         match ran {
             Ok((out, conversation_id)) => {
                 let body = ChatResponse::new(turn_id, conversation_id, &model_id, &out);

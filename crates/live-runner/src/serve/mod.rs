@@ -87,9 +87,9 @@ use std::sync::Arc;
 use agent_runtime::{LanguageModel, RunOptions};
 use axum::Router;
 use axum::routing::get;
+use chat::ChatMarket;
 use db::{PgStore, UserScoped};
 use prompt_compose::Tier;
-use tools::MarketData;
 use types::Clock;
 
 pub use auth::{Auth, AuthError, Caller};
@@ -129,9 +129,9 @@ pub struct AppState {
     pub auth: Auth,
     /// The chat model, chosen at start (`--model`).
     pub model: Arc<dyn LanguageModel>,
-    /// Bars for `your_exposure` (none on a server without a bar source: the exposure then
-    /// counts no past event).
-    pub market: Arc<dyn MarketData>,
+    /// Where a chat turn's bars, funding and open interest come from (`--hl-url` or `--bars`,
+    /// [`crate::chat_market`]).
+    pub market: Arc<dyn ChatMarket>,
     /// The turn's time and "now" of every read.
     pub clock: Arc<dyn Clock>,
     /// How chat turns run.
@@ -158,7 +158,7 @@ impl AppState {
         store: PgStore,
         auth: Auth,
         model: Arc<dyn LanguageModel>,
-        market: Arc<dyn MarketData>,
+        market: Arc<dyn ChatMarket>,
         clock: Arc<dyn Clock>,
     ) -> Self {
         Self {

@@ -44,7 +44,7 @@ async fn a_conversation_on_sqlite_keeps_its_history_and_survives_a_model_failure
     let summary = converse(
         &store,
         model.as_ref(),
-        Arc::new(tools::Preloaded::new()),
+        &chat::FixedMarket::from(tools::Preloaded::new()),
         &clock,
         &session,
         input,

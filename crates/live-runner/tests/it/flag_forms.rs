@@ -1,5 +1,6 @@
 //! One style at every seam: every time flag of `live-runner` reads the same forms as
-//! `sim-worker`'s, every duration flag takes units, and bad input exits 2 naming the flag.
+//! `sim-worker`'s, every duration flag takes units, and bad input exits 2 naming the flag (a
+//! `--bars` that is not a directory too).
 
 use std::process::Command;
 
@@ -175,4 +176,45 @@ fn a_bad_time_is_a_usage_error() {
         ),
         "{stderr}"
     );
+}
+
+#[test]
+fn bars_must_be_a_directory_and_excludes_hl_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, "[]").unwrap();
+    let missing = dir.path().join("no-such-dir");
+    let head = |market: &[&str]| {
+        let mut args: Vec<String> = [
+            "chat",
+            "--user",
+            "00000000-0000-0000-0000-000000000001",
+            "--db",
+            "sqlite::memory:",
+            "--model",
+            "builtin/scripted",
+            "--script",
+            script.to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        args.extend(market.iter().map(|s| (*s).to_owned()));
+        args
+    };
+    let run = |args: Vec<String>| live(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let (code, stderr) = run(head(&["--bars", missing.to_str().unwrap()]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!("--bars {}:", missing.display())),
+        "{stderr}"
+    );
+    let (code, stderr) = run(head(&[
+        "--bars",
+        dir.path().to_str().unwrap(),
+        "--hl-url",
+        "http://127.0.0.1:9",
+    ]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("cannot be used with"), "{stderr}");
 }

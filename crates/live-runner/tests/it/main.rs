@@ -5,6 +5,7 @@
 
 mod alerts_pg;
 mod browser;
+mod chat_market;
 mod chat_terminal;
 mod cli;
 mod common;
@@ -33,6 +34,7 @@ mod serve_chat;
 mod serve_cli;
 mod serve_controls;
 mod serve_conversations;
+mod serve_exposure;
 mod serve_facts;
 mod serve_isolation;
 mod serve_lessons;

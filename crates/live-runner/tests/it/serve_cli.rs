@@ -4,14 +4,13 @@
 
 use std::io::Write;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use db::test_support::seed;
 use live_runner::serve::Auth;
 use live_runner::serve::auth::login_url;
 
-use crate::common::postgres;
 use crate::common::serve::SECRET;
+use crate::common::{hyperliquid_mock, postgres};
 
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_live-runner"));
@@ -39,6 +38,64 @@ async fn run(mut cmd: Command, stdin: Option<&str>) -> std::process::Output {
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
+}
+
+/// `live-runner serve` as a process of its own on a free local port, with the tests' secret and
+/// `RUST_LOG=warn`: `serve --listen ADDR --db DB --model builtin/scripted --script SCRIPT` then
+/// `args`.
+pub(crate) struct ServeProcess {
+    child: std::process::Child,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+}
+
+impl ServeProcess {
+    pub(crate) fn spawn(db: &str, script: &std::path::Path, args: &[&str]) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .expect("a free port")
+            .local_addr()
+            .expect("addr")
+            .port();
+        let listen = format!("127.0.0.1:{port}");
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_live-runner"))
+            .env("RUST_LOG", "warn")
+            .env("AGENT_JWT_SECRET", SECRET)
+            .args(["serve", "--listen", &listen, "--db", db])
+            .args(["--model", "builtin/scripted", "--script"])
+            .arg(script)
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn serve");
+        Self {
+            child,
+            base: format!("http://{listen}"),
+        }
+    }
+
+    /// Whether `/healthz` answered within 10 seconds.
+    pub(crate) async fn up(&self, http: &reqwest::Client) -> bool {
+        for _ in 0..100 {
+            if http
+                .get(format!("{}/healthz", self.base))
+                .send()
+                .await
+                .is_ok()
+            {
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        false
+    }
+
+    /// Stops the server; what it wrote to stderr.
+    pub(crate) fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let output = self.child.wait_with_output().expect("wait serve");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    }
 }
 
 const SCRIPT: &str = r#"[
@@ -183,45 +240,18 @@ async fn serve_answers_on_postgres_with_a_minted_token() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("script.json");
     std::fs::write(&script, SCRIPT).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut server = bin()
-        .env("AGENT_JWT_SECRET", SECRET)
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--db",
-            &pg.url(),
-            "--model",
-            "builtin/scripted",
-            "--script",
-            script.to_str().unwrap(),
-            "--secure-cookies",
-            "--max-token-lifetime",
-            "1h",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn serve");
+    let server = ServeProcess::spawn(
+        &pg.url(),
+        &script,
+        &["--secure-cookies", "--max-token-lifetime", "1h"],
+    );
     let token = Auth::new(SECRET)
         .unwrap()
         .mint(fx.user.id, chrono::Duration::minutes(5), chrono::Utc::now())
         .unwrap();
     let http = reqwest::Client::new();
-    let base = format!("http://127.0.0.1:{port}");
-    let mut up = false;
-    for _ in 0..100 {
-        if http.get(format!("{base}/healthz")).send().await.is_ok() {
-            up = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let base = server.base.clone();
+    let up = server.up(&http).await;
     // A token that lives 2 hours, above the server's --max-token-lifetime of 1 hour.
     let long = Auth::new(SECRET)
         .unwrap()
@@ -258,13 +288,8 @@ async fn serve_answers_on_postgres_with_a_minted_token() {
     } else {
         (None, None, None, None)
     };
-    let _ = server.kill();
-    let output = server.wait_with_output().expect("wait serve");
-    assert!(
-        up,
-        "serve never answered /healthz: {}",
-        text(&output.stderr)
-    );
+    let stderr = server.stop();
+    assert!(up, "serve never answered /healthz: {stderr}");
     let me: serde_json::Value = me.expect("GET /api/me").json().await.unwrap();
     assert_eq!(me["userId"], fx.user.id.to_string());
     let doc = doc.expect("GET /api/openapi.json");
@@ -298,6 +323,8 @@ async fn serve_answers_on_postgres_with_a_minted_token() {
 async fn chat_talks_to_the_coach_as_the_user_over_a_pipe() {
     let pg = postgres().await;
     let fx = seed(&pg.store).await.unwrap();
+    // The deployment's BTC and ETH bars come from a local mock, never the network.
+    let hl = hyperliquid_mock().await;
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("script.json");
     std::fs::write(&script, SCRIPT).unwrap();
@@ -316,6 +343,8 @@ async fn chat_talks_to_the_coach_as_the_user_over_a_pipe() {
                 script.to_str().unwrap(),
                 "--deployment",
                 &fx.deployment.id.to_string(),
+                "--hl-url",
+                &hl.uri(),
             ]);
             c
         },
@@ -333,6 +362,17 @@ async fn chat_talks_to_the_coach_as_the_user_over_a_pipe() {
     );
     assert!(stdout.contains("coach: Doing fine, thanks."), "{stdout}");
     assert!(stderr.contains("2 turns (0 failed)"), "{stderr}");
+    // Each turn read the recent bars of the deployment's symbols from --hl-url.
+    let coins: std::collections::BTreeSet<String> = hl
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|r| serde_json::from_slice::<serde_json::Value>(&r.body).ok())
+        .filter(|b| b["type"] == "candleSnapshot")
+        .map(|b| b["req"]["coin"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(coins, ["BTC".to_owned(), "ETH".to_owned()].into());
 
     // Stored as the user: the fact, its audit entry by the authenticated role, two turns.
     let facts = pg

@@ -91,6 +91,15 @@ pub(crate) async fn server_with_clock(
     server_configured(model, clock, |_| {}).await
 }
 
+/// A server whose "now" is `clock`'s and whose chat turns read their market from `market`.
+pub(crate) async fn server_with_market(
+    model: Arc<dyn LanguageModel>,
+    clock: Arc<dyn types::Clock>,
+    market: Arc<dyn chat::ChatMarket>,
+) -> Server {
+    server_configured(model, clock, |state| state.market = market).await
+}
+
 async fn server_configured(
     model: Arc<dyn LanguageModel>,
     clock: Arc<dyn types::Clock>,
@@ -105,7 +114,7 @@ async fn server_configured(
         store.clone(),
         auth.clone(),
         model,
-        Arc::new(tools::Preloaded::new()),
+        Arc::new(chat::FixedMarket::from(tools::Preloaded::new())),
         clock,
     );
     configure(&mut state);
