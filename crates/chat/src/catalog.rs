@@ -99,6 +99,8 @@ pub struct ChatToolContext {
     pub data: Arc<ChatData>,
     /// Where `remember` / `forget` queue their changes.
     pub journal: Arc<Journal>,
+    /// Where `prepare_action` queues the actions it prepares.
+    pub actions: Arc<crate::actions::ActionJournal>,
     /// Bars for `your_exposure`.
     pub market: Arc<dyn MarketData>,
     /// How `your_exposure` measures a past event's move.
@@ -117,6 +119,7 @@ pub fn chat_registry(ctx: &ChatToolContext, mode: RunMode) -> Registry {
         Arc::new(GetUpcomingEvents(ctx.clone())),
         Arc::new(Remember(ctx.clone())),
         Arc::new(Forget(ctx.clone())),
+        Arc::new(crate::actions::PrepareAction(ctx.clone())),
     ];
     Registry::new(mode, tools)
 }

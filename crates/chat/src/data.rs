@@ -18,14 +18,21 @@ pub const EXPOSURE_LOOKBACK_DAYS: i64 = 3650;
 /// Most notes of one scope read to count the superseded ones.
 const NOTE_HISTORY_LIMIT: u32 = 1000;
 
-/// The store a chat turn reads and writes: the registry, the ledger, notes, facts and events.
+/// The store a chat turn reads and writes: the registry, the ledger, notes, facts and events,
+/// and the pending actions it prepares.
 pub trait ChatStore:
-    RegistryStore + LedgerStore + NoteStore + FactStore + db::EventStore + Sync
+    RegistryStore + LedgerStore + NoteStore + FactStore + db::EventStore + db::ActionStore + Sync
 {
 }
 
 impl<T> ChatStore for T where
-    T: RegistryStore + LedgerStore + NoteStore + FactStore + db::EventStore + Sync
+    T: RegistryStore
+        + LedgerStore
+        + NoteStore
+        + FactStore
+        + db::EventStore
+        + db::ActionStore
+        + Sync
 {
 }
 

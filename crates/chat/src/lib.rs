@@ -3,14 +3,16 @@
 //!
 //! - [`chat_registry`]: the chat tool catalog (`get_my_deployments`, `get_skill_performance`
 //!   with ADR-0020's `detail`, `get_upcoming_events` with `your_exposure`, `remember`,
-//!   `forget`) — a [`tools::Registry`] of its own, same [`tools::Tool`] trait, same read-only
-//!   guard, at most [`CHAT_TOOL_CAP`] tools;
+//!   `forget`, `prepare_action`) — a [`tools::Registry`] of its own, same [`tools::Tool`]
+//!   trait, same read-only guard, at most [`CHAT_TOOL_CAP`] tools;
+//! - [`actions`]: consent before any action — the coach changes no deployment or skill; its
+//!   `prepare_action` keeps a pending action that only the user's confirmation applies;
 //! - [`chat_system_prompt`]: the 10 most recently referenced facts (a write references a fact),
 //!   read without marking them and rendered under "## What I know about you" by
 //!   `prompt-compose`, each with its handle ([`types::FactHandle`]) for `forget`;
 //! - [`run_chat_turn`]: one turn over `agent_runtime::run_tool_loop` (the trading agent's loop),
 //!   with the conversation history, usage and cost; only a turn that completed writes its fact
-//!   changes and marks the facts it showed referenced.
+//!   changes, keeps the actions it prepared and marks the facts it showed referenced.
 //!
 //! Storage: generic over `db`'s store traits ([`ChatStore`]), like `tick`. Every read is keyed
 //! by the caller's user id or one of the caller's deployments. The tools are synchronous over
@@ -22,7 +24,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use chat::{CHAT_TOOL_CAP, ChatData, ChatToolContext, FactOp, Journal, chat_registry};
+//! use chat::{ActionJournal, CHAT_TOOL_CAP, ChatData, ChatToolContext, FactOp, Journal, chat_registry};
 //! use chat::exposure::MoveWindow;
 //! use chrono::{TimeZone, Utc};
 //! use tools::{Preloaded, RunMode};
@@ -40,6 +42,7 @@
 //! let ctx = ChatToolContext {
 //!     data: Arc::new(data),
 //!     journal: Arc::new(Journal::default()),
+//!     actions: Arc::new(ActionJournal::default()),
 //!     market: Arc::new(Preloaded::new()),
 //!     window: MoveWindow::default(),
 //!     turn_id: Uuid::from_u128(1),
@@ -56,6 +59,7 @@
 //! assert!(ctx.journal.take().is_empty());
 //! ```
 
+pub mod actions;
 mod catalog;
 pub mod conversation;
 mod data;
@@ -63,6 +67,7 @@ pub mod exposure;
 mod style;
 mod turn;
 
+pub use actions::{ActionJournal, DEFAULT_ACTION_TTL, PREPARE_ACTION};
 pub use catalog::{
     CHAT_ACTOR, CHAT_TOOL_CAP, ChatToolContext, FORGET, FactOp, GET_MY_DEPLOYMENTS,
     GET_SKILL_PERFORMANCE, GET_UPCOMING_EVENTS, Journal, Marks, PerformanceSummary, REMEMBER,

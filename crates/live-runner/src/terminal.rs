@@ -88,6 +88,7 @@ where
         let turn = ChatTurn {
             turn_id: Uuid::new_v4(),
             user_id: session.user_id,
+            conversation_id: None,
             tier: session.tier,
             mode: session.mode,
             focus: session.focus.clone(),

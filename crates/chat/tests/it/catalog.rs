@@ -21,6 +21,7 @@ fn empty_ctx() -> ChatToolContext {
             past: Vec::new(),
         }),
         journal: Arc::new(Journal::default()),
+        actions: Arc::new(chat::ActionJournal::default()),
         market: Arc::new(Preloaded::new()),
         window: MoveWindow::default(),
         turn_id: Uuid::from_u128(2),
@@ -44,7 +45,8 @@ fn chat_registry_stays_under_the_cap() {
             "get_skill_performance",
             "get_upcoming_events",
             "remember",
-            "forget"
+            "forget",
+            "prepare_action"
         ]
     );
     // No trading tool: the coach cannot propose an order.

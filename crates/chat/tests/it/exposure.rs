@@ -143,6 +143,7 @@ fn ctx(past: Vec<MarketEvent>, side: Side) -> ChatToolContext {
             past,
         }),
         journal: Arc::new(Journal::default()),
+        actions: Arc::new(chat::ActionJournal::default()),
         market: Arc::new(market()),
         window: MoveWindow::default(),
         turn_id: Uuid::from_u128(7),

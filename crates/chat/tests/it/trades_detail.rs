@@ -68,6 +68,7 @@ async fn trades_detail_is_the_ledger() {
     let ctx = ChatToolContext {
         data: Arc::new(data),
         journal: Arc::new(Journal::default()),
+        actions: Arc::new(chat::ActionJournal::default()),
         market: Arc::new(Preloaded::new()),
         window: MoveWindow::default(),
         turn_id: Uuid::from_u128(9),

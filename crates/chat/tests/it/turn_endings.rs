@@ -265,6 +265,7 @@ fn ctx(market: Preloaded) -> ChatToolContext {
             past: Vec::new(),
         }),
         journal: Arc::new(Journal::default()),
+        actions: Arc::new(chat::ActionJournal::default()),
         market: Arc::new(market),
         window: MoveWindow::default(),
         turn_id: Uuid::from_u128(7),

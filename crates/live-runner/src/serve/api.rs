@@ -286,6 +286,7 @@ async fn prepare_turn(
             turn: ChatTurn {
                 turn_id: Uuid::new_v4(),
                 user_id: caller.user_id,
+                conversation_id: Some(opened.keep.conversation_id),
                 tier: state.chat.tier,
                 mode: opened.mode,
                 focus: opened.focus,
@@ -324,6 +325,7 @@ async fn prepare_turn(
         turn: ChatTurn {
             turn_id: Uuid::new_v4(),
             user_id: caller.user_id,
+            conversation_id: None,
             tier: state.chat.tier,
             mode: req.mode.unwrap_or(ChatMode::Coach),
             focus,
