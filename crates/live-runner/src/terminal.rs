@@ -119,6 +119,14 @@ where
             text.push_str(&format!("(the model failed: {e})\n"));
         } else {
             text.push_str(&format!("coach: {}\n", out.answer.trim_end()));
+            for action in &out.actions {
+                text.push_str(&format!(
+                    "  ⧗ waiting for your confirmation until {}: {} ({})\n",
+                    db::time_text(action.expires_at),
+                    action.summary,
+                    chat::actions::confirm_route(action.id)
+                ));
+            }
             // Only a turn that worked joins the conversation.
             history = out.messages;
         }
