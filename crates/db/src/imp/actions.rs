@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use super::controls::control_in;
 use super::{Affected as _, Backend, Dialect, query};
-use crate::codec::{RowExt, check_len, check_limit, time_text, truncate_chars};
+use crate::codec::{RowExt, check_len, check_limit, enum_col, time_text, truncate_chars};
 use crate::control::has_control_char;
 use crate::error::ctx;
 use crate::traits::ActionStore;
@@ -29,26 +29,18 @@ use crate::{
 const MAX_MODEL_CHARS: usize = 200;
 
 fn action_from_row<R: RowExt>(r: &R) -> Result<PendingAction, DbError> {
-    let kind = r.text("kind")?;
-    let status = r.text("status")?;
     Ok(PendingAction {
         id: r.uuid("id")?,
         user_id: r.uuid("user_id")?,
         conversation_id: r.opt_uuid("conversation_id")?,
-        kind: ActionKind::parse(&kind).ok_or_else(|| DbError::Decode {
-            column: "kind".to_owned(),
-            detail: format!("unknown value {kind:?}"),
-        })?,
+        kind: enum_col(r, "kind", ActionKind::parse)?,
         deployment_id: r.opt_uuid("deployment_id")?,
         skill_id: r.opt_uuid("skill_id")?,
         arguments: r.json("arguments")?,
         summary: r.text("summary")?,
         created_at: r.ts("created_at")?,
         expires_at: r.ts("expires_at")?,
-        status: ActionStatus::parse(&status).ok_or_else(|| DbError::Decode {
-            column: "status".to_owned(),
-            detail: format!("unknown value {status:?}"),
-        })?,
+        status: enum_col(r, "status", ActionStatus::parse)?,
         decided_at: r.opt_ts("decided_at")?,
         decided_by: r.opt_text("decided_by")?,
         result: r.opt_json("result")?,
@@ -353,14 +345,19 @@ async fn mark_expired<S: Backend<Db = D>, D: Dialect>(
     Ok(done.rows_affected())
 }
 
-/// Claims the owner's action `id` for a decision at `at` in `tx` (locks its row): whether it
-/// was theirs, pending and not expired.
-async fn claim<D: Dialect>(
-    tx: &mut Transaction<'static, D>,
+/// A transaction that holds the owner's action `id` for a decision at `at` (its row locked on
+/// PostgreSQL, the write lock on SQLite), or why it cannot be decided ([`undecidable`]): not
+/// the owner's, not pending, or expired.
+async fn begin_decision<S: Backend<Db = D>, D: Dialect>(
+    store: &S,
     user_id: Uuid,
     id: Uuid,
     at: DateTime<Utc>,
-) -> Result<bool, DbError> {
+) -> Result<Transaction<'static, D>, DbError> {
+    let mut tx = store
+        .begin()
+        .await
+        .map_err(ctx("beginning an action's decision"))?;
     let claimed = query(
         "UPDATE pending_actions SET status = status \
          WHERE id = $1 AND user_id = $2 AND status = 'pending' AND expires_at > $3",
@@ -368,10 +365,16 @@ async fn claim<D: Dialect>(
     .bind(D::id(id))
     .bind(D::id(user_id))
     .bind(D::ts(at))
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await
     .map_err(ctx("claiming the action"))?;
-    Ok(claimed.rows_affected() == 1)
+    if claimed.rows_affected() == 1 {
+        return Ok(tx);
+    }
+    tx.rollback()
+        .await
+        .map_err(ctx("ending the refused decision"))?;
+    Err(undecidable(store, user_id, id, at).await)
 }
 
 impl<S: Backend<Db = D>, D: Dialect> ActionStore for S {
@@ -466,16 +469,7 @@ impl<S: Backend<Db = D>, D: Dialect> ActionStore for S {
         id: Uuid,
         at: DateTime<Utc>,
     ) -> Result<PendingAction, DbError> {
-        let mut tx = self
-            .begin()
-            .await
-            .map_err(ctx("beginning an action's confirmation"))?;
-        if !claim(&mut tx, user_id, id, at).await? {
-            tx.rollback()
-                .await
-                .map_err(ctx("ending the refused decision"))?;
-            return Err(undecidable(self, user_id, id, at).await);
-        }
+        let mut tx = begin_decision(self, user_id, id, at).await?;
         let row = query("SELECT * FROM pending_actions WHERE id = $1")
             .bind(D::id(id))
             .fetch_one(&mut *tx)
@@ -540,16 +534,7 @@ impl<S: Backend<Db = D>, D: Dialect> ActionStore for S {
         id: Uuid,
         at: DateTime<Utc>,
     ) -> Result<PendingAction, DbError> {
-        let mut tx = self
-            .begin()
-            .await
-            .map_err(ctx("beginning an action's discard"))?;
-        if !claim(&mut tx, user_id, id, at).await? {
-            tx.rollback()
-                .await
-                .map_err(ctx("ending the refused decision"))?;
-            return Err(undecidable(self, user_id, id, at).await);
-        }
+        let mut tx = begin_decision(self, user_id, id, at).await?;
         let decided_by = user_id.to_string();
         let row = query(
             "UPDATE pending_actions SET status = 'discarded', decided_at = $2, decided_by = $3 \

@@ -27,6 +27,20 @@ pub(crate) mod cases {
         }
     }
 
+    /// Asserts that `deployment` is still active with no control audited.
+    async fn untouched<S: Storage>(s: &S, deployment: Uuid) {
+        assert_eq!(
+            s.get_deployment(deployment).await.unwrap().status,
+            DeploymentStatus::Active
+        );
+        assert!(
+            s.deployment_controls(deployment, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+
     pub(crate) async fn actions_are_kept_listed_and_discarded<S: Storage + RawSql>(s: &S) {
         let fx = seed(s).await.unwrap();
         let user = fx.user.id;
@@ -206,16 +220,7 @@ pub(crate) mod cases {
         };
         s.create_pending_action(&pause).await.unwrap();
         // Kept, nothing changed.
-        assert_eq!(
-            s.get_deployment(deployment).await.unwrap().status,
-            DeploymentStatus::Active
-        );
-        assert!(
-            s.deployment_controls(deployment, 10)
-                .await
-                .unwrap()
-                .is_empty()
-        );
+        untouched(s, deployment).await;
 
         let done = s.confirm_action(user, pause.id, at(3)).await.unwrap();
         assert_eq!(done.status, ActionStatus::Confirmed);
@@ -316,16 +321,7 @@ pub(crate) mod cases {
         s.create_pending_action(&pause).await.unwrap();
         // At its expiry (15 minutes) it can no longer be confirmed; the sweep had not run.
         conflict(s.confirm_action(user, pause.id, at(15)).await, "expired");
-        assert_eq!(
-            s.get_deployment(deployment).await.unwrap().status,
-            DeploymentStatus::Active
-        );
-        assert!(
-            s.deployment_controls(deployment, 10)
-                .await
-                .unwrap()
-                .is_empty()
-        );
+        untouched(s, deployment).await;
         // Marked so by the refusal, decided at its expiry, by no one.
         let expired = s.action(user, pause.id).await.unwrap();
         assert_eq!(expired.status, ActionStatus::Expired);

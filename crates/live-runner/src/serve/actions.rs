@@ -155,6 +155,11 @@ impl WireAction {
     }
 }
 
+/// `rows` as their owner sees them at `now`.
+fn listed(rows: Vec<PendingAction>, now: DateTime<Utc>) -> axum::Json<Vec<WireAction>> {
+    axum::Json(rows.into_iter().map(|a| WireAction::at(a, now)).collect())
+}
+
 /// `GET /api/actions`: the caller's pending actions, newest first.
 #[utoipa::path(
     get,
@@ -173,12 +178,12 @@ pub(super) async fn pending(
     caller: Caller,
 ) -> Result<axum::Json<Vec<WireAction>>, ApiError> {
     let now = state.clock.now();
-    let rows = state
-        .store_for(&caller)
-        .pending_actions(caller.user_id, now, LIST_LIMIT)
-        .await?;
-    Ok(axum::Json(
-        rows.into_iter().map(|a| WireAction::at(a, now)).collect(),
+    let store = state.store_for(&caller);
+    Ok(listed(
+        store
+            .pending_actions(caller.user_id, now, LIST_LIMIT)
+            .await?,
+        now,
     ))
 }
 
@@ -200,12 +205,10 @@ pub(super) async fn history(
     caller: Caller,
 ) -> Result<axum::Json<Vec<WireAction>>, ApiError> {
     let now = state.clock.now();
-    let rows = state
-        .store_for(&caller)
-        .actions(caller.user_id, LIST_LIMIT)
-        .await?;
-    Ok(axum::Json(
-        rows.into_iter().map(|a| WireAction::at(a, now)).collect(),
+    let store = state.store_for(&caller);
+    Ok(listed(
+        store.actions(caller.user_id, LIST_LIMIT).await?,
+        now,
     ))
 }
 
@@ -226,38 +229,33 @@ pub enum DecisionAnswers {
     Conflict(ErrorBody<'static>),
 }
 
-/// Confirms the caller's action `id` now: its change applied and audited as the caller.
-///
-/// # Errors
-/// 404 when the caller has no action `id`; 409 when it expired, was decided already, or its
-/// change was refused (then it is marked failed).
-pub async fn confirm_action(
-    state: &AppState,
-    caller: &Caller,
-    id: Uuid,
-) -> Result<WireAction, ApiError> {
-    let now = state.clock.now();
-    let done = state
-        .store_for(caller)
-        .confirm_action(caller.user_id, id, now)
-        .await?;
-    Ok(WireAction::at(done, now))
+/// What the owner decides of a pending action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Apply it ([`db::ActionStore::confirm_action`]).
+    Confirm,
+    /// Drop it ([`db::ActionStore::discard_action`]).
+    Discard,
 }
 
-/// Discards the caller's action `id` now.
+/// Decides the caller's action `id` now, as the caller: a confirmation applies its change
+/// (audited), a discard drops it.
 ///
 /// # Errors
-/// 404 when the caller has no action `id`; 409 when it expired or was decided already.
-pub async fn discard_action(
+/// 404 when the caller has no action `id`; 409 when it expired, was decided already, or (a
+/// confirmation) its change was refused — it is then marked failed.
+pub async fn decide(
     state: &AppState,
     caller: &Caller,
     id: Uuid,
+    decision: Decision,
 ) -> Result<WireAction, ApiError> {
     let now = state.clock.now();
-    let done = state
-        .store_for(caller)
-        .discard_action(caller.user_id, id, now)
-        .await?;
+    let store = state.store_for(caller);
+    let done = match decision {
+        Decision::Confirm => store.confirm_action(caller.user_id, id, now).await?,
+        Decision::Discard => store.discard_action(caller.user_id, id, now).await?,
+    };
     Ok(WireAction::at(done, now))
 }
 
@@ -278,7 +276,9 @@ pub(super) async fn confirm(
     caller: Caller,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<axum::Json<WireAction>, ApiError> {
-    Ok(axum::Json(confirm_action(&state, &caller, id).await?))
+    Ok(axum::Json(
+        decide(&state, &caller, id, Decision::Confirm).await?,
+    ))
 }
 
 /// `POST /api/actions/{id}/discard`.
@@ -296,7 +296,9 @@ pub(super) async fn discard(
     caller: Caller,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<axum::Json<WireAction>, ApiError> {
-    Ok(axum::Json(discard_action(&state, &caller, id).await?))
+    Ok(axum::Json(
+        decide(&state, &caller, id, Decision::Discard).await?,
+    ))
 }
 
 /// Marks, every [`EXPIRE_EVERY`] from now on, the pending actions past their expiry expired (as

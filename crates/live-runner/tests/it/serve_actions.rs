@@ -78,6 +78,22 @@ async fn audit_rows(s: &Server, id: Uuid) -> i64 {
     .await
 }
 
+/// Asserts that deployment `id` is still active with no control audited.
+async fn untouched(s: &Server, id: Uuid) {
+    assert_eq!(status(s, id).await, DeploymentStatus::Active);
+    assert_eq!(audit_rows(s, id).await, 0);
+}
+
+/// Asserts that confirming action `id` as the user of `token` is a 409 whose error says
+/// `needle`.
+async fn refused(s: &Server, token: &str, id: &str, needle: &str) {
+    let (code, body) = s
+        .post_empty(&format!("/api/actions/{id}/confirm"), token)
+        .await;
+    assert_eq!(code, StatusCode::CONFLICT, "{body}");
+    assert!(body["error"].as_str().unwrap().contains(needle), "{body}");
+}
+
 /// A chat turn (a kept conversation about `deployment`) as the user of `token`: its answer.
 async fn chat(s: &Server, token: &str, deployment: Uuid) -> Value {
     let (code, body) = s
@@ -124,8 +140,7 @@ async fn a_prepared_pause_changes_nothing_until_its_owner_confirms_it() {
         format!("POST /api/actions/{id}/confirm")
     );
     // Prepared, not applied.
-    assert_eq!(status(&s, dep).await, DeploymentStatus::Active);
-    assert_eq!(audit_rows(&s, dep).await, 0);
+    untouched(&s, dep).await;
 
     // Listed for its owner only.
     let (code, mine) = s.get("/api/actions", &a.token).await;
@@ -144,8 +159,7 @@ async fn a_prepared_pause_changes_nothing_until_its_owner_confirms_it() {
             .await;
         assert_eq!(code, StatusCode::NOT_FOUND, "{verb}: {body}");
     }
-    assert_eq!(status(&s, dep).await, DeploymentStatus::Active);
-    assert_eq!(audit_rows(&s, dep).await, 0);
+    untouched(&s, dep).await;
     let stored = s.store.action(a.user(), id.parse().unwrap()).await.unwrap();
     assert_eq!(stored.status, ActionStatus::Pending);
 
@@ -230,16 +244,8 @@ async fn an_unconfirmed_action_expires_and_changes_nothing() {
     assert_eq!(pending, json!([]));
     let (_, history) = s.get("/api/actions/history", &a.token).await;
     assert_eq!(history[0]["status"], "expired", "{history}");
-    let (code, body) = s
-        .post_empty(&format!("/api/actions/{first}/confirm"), &a.token)
-        .await;
-    assert_eq!(code, StatusCode::CONFLICT, "{body}");
-    assert!(
-        body["error"].as_str().unwrap().contains("expired"),
-        "{body}"
-    );
-    assert_eq!(status(&s, dep).await, DeploymentStatus::Active);
-    assert_eq!(audit_rows(&s, dep).await, 0);
+    refused(&s, &a.token, &first, "expired").await;
+    untouched(&s, dep).await;
 
     // The sweep marks another one expired in the database, and it is refused too.
     let second = chat(&s, &a.token, dep).await["actions"][0]["id"]
@@ -262,12 +268,8 @@ async fn an_unconfirmed_action_expires_and_changes_nothing() {
     }
     sweep.abort();
     assert!(swept, "the sweep did not expire the action");
-    let (code, body) = s
-        .post_empty(&format!("/api/actions/{second}/confirm"), &a.token)
-        .await;
-    assert_eq!(code, StatusCode::CONFLICT, "{body}");
-    assert_eq!(status(&s, dep).await, DeploymentStatus::Active);
-    assert_eq!(audit_rows(&s, dep).await, 0);
+    refused(&s, &a.token, &second, "expired").await;
+    untouched(&s, dep).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -296,14 +298,7 @@ async fn a_confirmation_its_change_refuses_fails_and_a_discard_drops_it() {
         .post_empty(&format!("/api/deployments/{dep}/pause"), &a.token)
         .await;
     assert_eq!(code, StatusCode::OK);
-    let (code, body) = s
-        .post_empty(&format!("/api/actions/{first}/confirm"), &a.token)
-        .await;
-    assert_eq!(code, StatusCode::CONFLICT, "{body}");
-    assert!(
-        body["error"].as_str().unwrap().contains("already paused"),
-        "{body}"
-    );
+    refused(&s, &a.token, &first, "already paused").await;
     assert_eq!(audit_rows(&s, dep).await, 1);
 
     // Discarded: nothing changes, and it is no longer pending.
