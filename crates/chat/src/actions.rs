@@ -11,10 +11,11 @@ use db::{ActionKind, DeploymentStatus, MAX_ACTION_ARGUMENTS_BYTES, NewPendingAct
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use skill_schema::{Format, LoadError};
+use skill_schema::Problem;
 use tools::{ArgsSpec, Tool, ToolError};
 use uuid::Uuid;
 
+use crate::authoring::check_draft;
 use crate::catalog::ChatToolContext;
 use crate::data::{ChatData, DeploymentData};
 
@@ -240,32 +241,26 @@ fn deployment_action(
 }
 
 /// The loader's problems with a draft, for the model, each with its path under `skill`.
-fn draft_problems(e: &LoadError) -> Vec<String> {
-    match e {
-        LoadError::Invalid { report } => {
-            let mut out: Vec<String> = report
-                .errors
-                .iter()
-                .take(MAX_DRAFT_PROBLEMS)
-                .map(|p| {
-                    let path = if p.path == "(root)" {
-                        "skill".to_owned()
-                    } else {
-                        format!("skill.{}", p.path)
-                    };
-                    format!("{path}: {}", p.message)
-                })
-                .collect();
-            if report.errors.len() > MAX_DRAFT_PROBLEMS {
-                out.push(format!(
-                    "skill: {} more problems; fix these first",
-                    report.errors.len() - MAX_DRAFT_PROBLEMS
-                ));
-            }
-            out
-        }
-        other => vec![format!("skill: {other}")],
+fn draft_problems(problems: &[Problem]) -> Vec<String> {
+    let mut out: Vec<String> = problems
+        .iter()
+        .take(MAX_DRAFT_PROBLEMS)
+        .map(|p| {
+            let path = if p.path == "(root)" {
+                "skill".to_owned()
+            } else {
+                format!("skill.{}", p.path)
+            };
+            format!("{path}: {}", p.message)
+        })
+        .collect();
+    if problems.len() > MAX_DRAFT_PROBLEMS {
+        out.push(format!(
+            "skill: {} more problems; fix these first",
+            problems.len() - MAX_DRAFT_PROBLEMS
+        ));
     }
+    out
 }
 
 /// What a skill version needs: the user's own skill and a draft the loader accepts. Its
@@ -294,24 +289,20 @@ fn skill_action(
             problems,
         });
     };
-    // The user's own skills are those of their deployments they own (their skill-scoped notes
-    // are read for exactly those).
-    if !data.skill_notes.iter().any(|s| s.skill_id == skill_id) {
-        return Err(invalid(format!(
-            "skillId: {skill_id} is not one of the user's own skills"
-        )));
-    }
-    let name = data
-        .deployments
+    let owned = data
+        .skills
         .iter()
-        .find(|d| d.deployment.skill_id == skill_id)
-        .map(|d| d.skill_name.clone())
-        .unwrap_or_default();
-    let text = Value::Object(draft.clone()).to_string();
-    let loaded = skill_schema::parse_skill(&text, Format::Json).map_err(|e| {
+        .find(|s| s.record.id == skill_id)
+        .ok_or_else(|| {
+            invalid(format!(
+                "skillId: {skill_id} is not one of the user's own skills (list_my_skills lists \
+                 them)"
+            ))
+        })?;
+    let loaded = check_draft(&Value::Object(draft.clone())).map_err(|problems| {
         ToolError::InvalidArguments {
             tool: PREPARE_ACTION.to_owned(),
-            problems: draft_problems(&e),
+            problems: draft_problems(&problems),
         }
     })?;
     if let Some(id) = loaded.skill.id
@@ -327,10 +318,20 @@ fn skill_action(
         .map_err(|e| invalid(format!("skill: the document cannot be kept: {e}")))?;
     let mut arguments = Map::new();
     arguments.insert("skill".into(), document);
-    let summary = format!(
-        "Save a new version of skill {} (model {model})",
-        types::text::quoted(&name)
-    );
+    let mut summary = format!("Save skill {} as ", types::text::quoted(&owned.record.name));
+    match &owned.latest {
+        Some(latest) => {
+            summary.push_str("a new version after v");
+            types::text::push_uint(
+                &mut summary,
+                u64::try_from(latest.version).unwrap_or_default(),
+            );
+        }
+        None => summary.push_str("its first version"),
+    }
+    summary.push_str(" (model ");
+    summary.push_str(&model);
+    summary.push(')');
     Ok((skill_id, arguments, summary))
 }
 

@@ -6,19 +6,31 @@
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use chrono::{DateTime, Duration, Utc};
+use prompt_compose::ChatMode;
 use rust_decimal::Decimal;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tools::{ArgsSpec, MarketData, Registry, RunMode, Tool, ToolError};
+use tools::{
+    ArgsSpec, DerivativesData, MarketData, NoData, Preloaded, Registry, RunMode, Tool, ToolError,
+};
 use types::{
     ArchiveReason, FactConfidence, FactHandle, FactSource, MAX_FACT_CHARS, MAX_FACT_TOPIC_CHARS,
     MIN_FACT_CHARS, MarketEvent, ReflectionNote, Side, TradeRecord, TradeStatus,
 };
 use uuid::Uuid;
 
+use crate::actions::PREPARE_ACTION;
+use crate::authoring::{
+    GET_SKILL, GetSkill, LIST_MY_SKILLS, ListMySkills, PREVIEW_SKILL, PreviewSkill, VALIDATE_SKILL,
+    ValidateSkill,
+};
 use crate::data::{ChatData, DeploymentData, MAX_LOOKAHEAD_HOURS, NotesData};
+use crate::decisions::{
+    EXPLAIN_DECISION, ExplainDecision, LIST_REJECTIONS, ListRejections, NoTicks, TickReads,
+};
 use crate::exposure::{MoveWindow, event_move, exposure_stats};
+use crate::market::{GET_MARKET, GetMarket};
 use crate::style;
 
 /// ADR-0020's ceiling on the chat registry.
@@ -108,30 +120,113 @@ pub struct ChatToolContext {
     /// Ids of remembered facts are UUID v5 of this id and the call's order in the turn, so a
     /// turn replayed with the same id remembers under the same ids.
     pub turn_id: Uuid,
+    /// Funding and open interest for `get_market` and `preview_skill` ([`NoData`] when the
+    /// server has none).
+    pub derivatives: Arc<dyn DerivativesData>,
+    /// The stored ticks `explain_decision` and `list_rejections` read when called (the turn's
+    /// store).
+    pub ticks: Arc<dyn TickReads>,
 }
 
-/// The chat registry in `mode` (read-only refuses `remember` and `forget`).
+impl ChatToolContext {
+    /// A context over `data` for the turn `turn_id`: no bars, no funding, no ticks, nothing
+    /// queued; set the sources with the fields.
+    #[must_use]
+    pub fn new(data: ChatData, turn_id: Uuid) -> Self {
+        Self {
+            data: Arc::new(data),
+            journal: Arc::new(Journal::default()),
+            actions: Arc::default(),
+            market: Arc::new(Preloaded::new()),
+            window: MoveWindow::default(),
+            turn_id,
+            derivatives: Arc::new(NoData),
+            ticks: Arc::new(NoTicks),
+        }
+    }
+}
+
+/// The tools each chat mode offers, in the order the model gets them (the README's table is
+/// this one; a test holds each mode to [`CHAT_TOOL_CAP`]). Every mode reads the user's
+/// deployments' market and calendar and remembers; writes to skills or deployments exist only
+/// as `prepare_action`, which the user confirms.
 #[must_use]
-pub fn chat_registry(ctx: &ChatToolContext, mode: RunMode) -> Registry {
-    let tools: Vec<Arc<dyn Tool>> = vec![
-        Arc::new(GetMyDeployments(ctx.clone())),
-        Arc::new(GetSkillPerformance(ctx.clone())),
-        Arc::new(GetUpcomingEvents(ctx.clone())),
-        Arc::new(Remember(ctx.clone())),
-        Arc::new(Forget(ctx.clone())),
-        Arc::new(crate::actions::PrepareAction(ctx.clone())),
-    ];
-    Registry::new(mode, tools)
+pub fn catalog(mode: ChatMode) -> &'static [&'static str] {
+    match mode {
+        ChatMode::Coach => &[
+            GET_MY_DEPLOYMENTS,
+            GET_SKILL_PERFORMANCE,
+            EXPLAIN_DECISION,
+            GET_MARKET,
+            GET_UPCOMING_EVENTS,
+            REMEMBER,
+            FORGET,
+            PREPARE_ACTION,
+        ],
+        ChatMode::Authoring => &[
+            LIST_MY_SKILLS,
+            GET_SKILL,
+            VALIDATE_SKILL,
+            PREVIEW_SKILL,
+            GET_SKILL_PERFORMANCE,
+            GET_MARKET,
+            GET_UPCOMING_EVENTS,
+            REMEMBER,
+            FORGET,
+            PREPARE_ACTION,
+        ],
+        ChatMode::Ops => &[
+            GET_MY_DEPLOYMENTS,
+            LIST_REJECTIONS,
+            EXPLAIN_DECISION,
+            GET_MARKET,
+            GET_UPCOMING_EVENTS,
+            REMEMBER,
+            FORGET,
+            PREPARE_ACTION,
+        ],
+    }
 }
 
-fn invalid(tool: &str, problem: String) -> ToolError {
+fn tool(ctx: &ChatToolContext, name: &str) -> Option<Arc<dyn Tool>> {
+    let c = ctx.clone();
+    Some(match name {
+        GET_MY_DEPLOYMENTS => Arc::new(GetMyDeployments(c)),
+        GET_SKILL_PERFORMANCE => Arc::new(GetSkillPerformance(c)),
+        GET_UPCOMING_EVENTS => Arc::new(GetUpcomingEvents(c)),
+        REMEMBER => Arc::new(Remember(c)),
+        FORGET => Arc::new(Forget(c)),
+        EXPLAIN_DECISION => Arc::new(ExplainDecision(c)),
+        LIST_REJECTIONS => Arc::new(ListRejections(c)),
+        GET_MARKET => Arc::new(GetMarket(c)),
+        LIST_MY_SKILLS => Arc::new(ListMySkills(c)),
+        GET_SKILL => Arc::new(GetSkill(c)),
+        VALIDATE_SKILL => Arc::new(ValidateSkill),
+        PREVIEW_SKILL => Arc::new(PreviewSkill(c)),
+        PREPARE_ACTION => Arc::new(crate::actions::PrepareAction(c)),
+        _ => return None,
+    })
+}
+
+/// The chat registry of `mode`'s [`catalog`], in `run_mode` (read-only refuses the tools that
+/// write: `remember`, `forget`, `prepare_action`).
+#[must_use]
+pub fn chat_registry(ctx: &ChatToolContext, mode: ChatMode, run_mode: RunMode) -> Registry {
+    let tools: Vec<Arc<dyn Tool>> = catalog(mode)
+        .iter()
+        .filter_map(|name| tool(ctx, name))
+        .collect();
+    Registry::new(run_mode, tools)
+}
+
+pub(crate) fn invalid(tool: &str, problem: String) -> ToolError {
     ToolError::InvalidArguments {
         tool: tool.to_owned(),
         problems: vec![problem],
     }
 }
 
-fn spec<T: JsonSchema>(cell: &'static OnceLock<ArgsSpec>) -> &'static ArgsSpec {
+pub(crate) fn spec<T: JsonSchema>(cell: &'static OnceLock<ArgsSpec>) -> &'static ArgsSpec {
     cell.get_or_init(ArgsSpec::of::<T>)
 }
 

@@ -3,7 +3,10 @@
 //! from a read keyed by the caller's user id or by one of the caller's deployments.
 
 use chrono::{DateTime, Duration, Utc};
-use db::{Deployment, FactStore, LedgerStore, NoteScope, NoteStore, RegistryStore};
+use db::{
+    DbError, Deployment, FactStore, LedgerStore, NoteScope, NoteStore, RegistryStore, SkillRecord,
+    SkillVersion, TickStore,
+};
 use types::{MarketEvent, NoteStatus, ReflectionNote, TradeRecord, UserFact};
 use uuid::Uuid;
 
@@ -18,10 +21,21 @@ pub const EXPOSURE_LOOKBACK_DAYS: i64 = 3650;
 /// Most notes of one scope read to count the superseded ones.
 const NOTE_HISTORY_LIMIT: u32 = 1000;
 
-/// The store a chat turn reads and writes: the registry, the ledger, notes, facts and events,
-/// and the pending actions it prepares.
+/// The store a chat turn reads and writes: the registry, the ledger, notes, facts, events,
+/// the stored ticks (read when `explain_decision` or `list_rejections` is called, through a
+/// clone of the store the turn holds) and the pending actions `prepare_action` keeps.
 pub trait ChatStore:
-    RegistryStore + LedgerStore + NoteStore + FactStore + db::EventStore + db::ActionStore + Sync
+    RegistryStore
+    + LedgerStore
+    + NoteStore
+    + FactStore
+    + db::EventStore
+    + TickStore
+    + db::ActionStore
+    + Clone
+    + Send
+    + Sync
+    + 'static
 {
 }
 
@@ -31,9 +45,43 @@ impl<T> ChatStore for T where
         + NoteStore
         + FactStore
         + db::EventStore
+        + TickStore
         + db::ActionStore
+        + Clone
+        + Send
         + Sync
+        + 'static
 {
+}
+
+/// One of the caller's own skills with its latest stored version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OwnedSkill {
+    /// The skill row.
+    pub record: SkillRecord,
+    /// Its newest version; `None` when none was stored yet.
+    pub latest: Option<SkillVersion>,
+}
+
+impl OwnedSkill {
+    /// The latest version's document, loaded and validated as the runner loads it.
+    ///
+    /// # Errors
+    /// A sentence naming what is missing or wrong (no version yet, or the loader's problems).
+    pub fn parsed(&self) -> Result<skill_schema::LoadedSkill, String> {
+        let latest = self
+            .latest
+            .as_ref()
+            .ok_or_else(|| "the skill has no stored version yet".to_owned())?;
+        crate::authoring::check_draft(&latest.body).map_err(|problems| {
+            let listed: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            format!(
+                "version {} does not load: {}",
+                latest.version,
+                listed.join("; ")
+            )
+        })
+    }
 }
 
 /// The active note of a scope and how many notes it superseded.
@@ -83,6 +131,8 @@ pub struct ChatData {
     pub deployments: Vec<DeploymentData>,
     /// Skill-scoped notes of the caller's own skills, one per skill version deployed.
     pub skill_notes: Vec<SkillNotes>,
+    /// The caller's own skills, oldest first, each with its latest version.
+    pub skills: Vec<OwnedSkill>,
     /// The caller's active facts (what `forget` may archive).
     pub facts: Vec<UserFact>,
     /// Events in `[now, now + MAX_LOOKAHEAD_HOURS]`.
@@ -152,6 +202,15 @@ pub async fn load_chat_data<S: ChatStore>(
             deployment,
         });
     }
+    let mut skills = Vec::new();
+    for record in store.user_skills(user_id).await? {
+        let latest = match store.latest_skill_version(record.id).await {
+            Ok(v) => Some(v),
+            Err(DbError::NotFound { .. }) => None,
+            Err(e) => return Err(e.into()),
+        };
+        skills.push(OwnedSkill { record, latest });
+    }
     let facts = store.list_facts(user_id, false).await?;
     let ahead = now + Duration::hours(i64::from(MAX_LOOKAHEAD_HOURS));
     let upcoming = store.events_between(now, ahead, None).await?;
@@ -167,6 +226,7 @@ pub async fn load_chat_data<S: ChatStore>(
         now,
         deployments,
         skill_notes,
+        skills,
         facts,
         upcoming,
         past,

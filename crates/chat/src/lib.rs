@@ -1,10 +1,13 @@
 //! The chat coach (ADR-0020): a conversation with a coach that knows the caller's deployments,
 //! trades, lessons and the facts it remembered about them.
 //!
-//! - [`chat_registry`]: the chat tool catalog (`get_my_deployments`, `get_skill_performance`
-//!   with ADR-0020's `detail`, `get_upcoming_events` with `your_exposure`, `remember`,
-//!   `forget`, `prepare_action`) — a [`tools::Registry`] of its own, same [`tools::Tool`]
-//!   trait, same read-only guard, at most [`CHAT_TOOL_CAP`] tools;
+//! - [`chat_registry`]: the chat tool catalog of a mode ([`catalog`]: coach, authoring, ops) —
+//!   the ADR-0020 memory reads (`get_my_deployments`, `get_skill_performance` with `detail`,
+//!   `get_upcoming_events` with `your_exposure`), `remember` / `forget`, `explain_decision`
+//!   and `list_rejections` (stored ticks, read when called), `get_market`, and the authoring
+//!   reads `list_my_skills`, `get_skill`, `validate_skill`, `preview_skill`, and in every mode
+//!   `prepare_action` — a [`tools::Registry`] of its own, same [`tools::Tool`] trait, same
+//!   read-only guard, at most [`CHAT_TOOL_CAP`] tools a mode;
 //! - [`actions`]: consent before any action — the coach changes no deployment or skill; its
 //!   `prepare_action` keeps a pending action that only the user's confirmation applies;
 //! - [`chat_system_prompt`]: the 10 most recently referenced facts (a write references a fact),
@@ -15,19 +18,19 @@
 //!   changes, keeps the actions it prepared and marks the facts it showed referenced.
 //!
 //! Storage: generic over `db`'s store traits ([`ChatStore`]), like `tick`. Every read is keyed
-//! by the caller's user id or one of the caller's deployments. The tools are synchronous over
-//! [`ChatData`], loaded before the turn; `remember` / `forget` queue their change and the turn
-//! writes it when the loop ends.
+//! by the caller's user id or one of the caller's deployments. Most tools are synchronous over
+//! [`ChatData`], loaded before the turn; the two tick reads ask the store when called
+//! ([`TickReads`]); `remember` / `forget` queue their change and the turn writes it when the
+//! loop ends.
 //!
 //! The catalog over a caller's loaded data: `remember` checks its bounds and queues the fact;
 //! nothing is written until the turn ends ([`run_chat_turn`] writes the journal's changes).
 //!
 //! ```
-//! use std::sync::Arc;
-//! use chat::{ActionJournal, CHAT_TOOL_CAP, ChatData, ChatToolContext, FactOp, Journal, chat_registry};
-//! use chat::exposure::MoveWindow;
+//! use chat::{CHAT_TOOL_CAP, ChatData, ChatToolContext, FactOp, chat_registry};
 //! use chrono::{TimeZone, Utc};
-//! use tools::{Preloaded, RunMode};
+//! use prompt_compose::ChatMode;
+//! use tools::RunMode;
 //! use uuid::Uuid;
 //!
 //! let data = ChatData {
@@ -35,19 +38,13 @@
 //!     now: Utc.with_ymd_and_hms(2026, 6, 4, 12, 0, 0).unwrap(),
 //!     deployments: vec![],
 //!     skill_notes: vec![],
+//!     skills: vec![],
 //!     facts: vec![],
 //!     upcoming: vec![],
 //!     past: vec![],
 //! };
-//! let ctx = ChatToolContext {
-//!     data: Arc::new(data),
-//!     journal: Arc::new(Journal::default()),
-//!     actions: Arc::new(ActionJournal::default()),
-//!     market: Arc::new(Preloaded::new()),
-//!     window: MoveWindow::default(),
-//!     turn_id: Uuid::from_u128(1),
-//! };
-//! let registry = chat_registry(&ctx, RunMode::Trade);
+//! let ctx = ChatToolContext::new(data, Uuid::from_u128(1));
+//! let registry = chat_registry(&ctx, ChatMode::Coach, RunMode::Trade);
 //! assert!(registry.names().len() <= CHAT_TOOL_CAP);
 //!
 //! let args = serde_json::json!({ "fact": "Trades only EURUSD, never on Fridays" });
@@ -60,23 +57,35 @@
 //! ```
 
 pub mod actions;
+mod authoring;
 mod catalog;
 pub mod conversation;
 mod data;
+mod decisions;
 pub mod exposure;
+mod market;
 mod style;
 mod turn;
 
 pub use actions::{ActionJournal, DEFAULT_ACTION_TTL, PREPARE_ACTION};
+pub use authoring::{
+    GET_SKILL, LIST_MY_SKILLS, PREVIEW_EQUITY_USD, PREVIEW_SKILL, VALIDATE_SKILL, check_draft,
+    o200k_tokens,
+};
 pub use catalog::{
     CHAT_ACTOR, CHAT_TOOL_CAP, ChatToolContext, FORGET, FactOp, GET_MY_DEPLOYMENTS,
     GET_SKILL_PERFORMANCE, GET_UPCOMING_EVENTS, Journal, Marks, PerformanceSummary, REMEMBER,
-    TradeRow, chat_registry, sharpe_per_trade, summarize,
+    TradeRow, catalog, chat_registry, sharpe_per_trade, summarize,
 };
 pub use data::{
     ChatData, ChatStore, DeploymentData, EXPOSURE_LOOKBACK_DAYS, MAX_LOOKAHEAD_HOURS, NotesData,
-    SkillNotes, TRADES_DETAIL_LIMIT, load_chat_data,
+    OwnedSkill, SkillNotes, TRADES_DETAIL_LIMIT, load_chat_data,
 };
+pub use decisions::{
+    EXPLAIN_DECISION, LIST_REJECTIONS, MAX_REJECTION_HOURS, NoTicks, REJECTIONS_LISTED, TickFuture,
+    TickReads,
+};
+pub use market::{GET_MARKET, MARKET_BARS, MAX_MARKET_BARS};
 pub use turn::{
     ChatTurn, ChatTurnOutput, DEFAULT_CHAT_MAX_STEPS, chat_system_prompt, out_of_steps_answer,
     run_chat_turn, transcript,

@@ -17,10 +17,8 @@ use types::{FactSource, UserFact};
 use uuid::Uuid;
 
 use crate::ChatError;
-use crate::actions::ActionJournal;
-use crate::catalog::{CHAT_ACTOR, ChatToolContext, FactOp, Journal, chat_registry};
+use crate::catalog::{CHAT_ACTOR, ChatToolContext, FactOp, chat_registry};
 use crate::data::{ChatStore, load_chat_data};
-use crate::exposure::MoveWindow;
 
 /// Model calls of one turn unless the caller says otherwise.
 pub const DEFAULT_CHAT_MAX_STEPS: u32 = 6;
@@ -161,14 +159,11 @@ pub async fn run_chat_turn<S: ChatStore>(
     .await?;
     let data = load_chat_data(store, turn.user_id, turn.now).await?;
     let ctx = ChatToolContext {
-        data: Arc::new(data),
-        journal: Arc::new(Journal::default()),
-        actions: Arc::new(ActionJournal::default()),
         market,
-        window: MoveWindow::default(),
-        turn_id: turn.turn_id,
+        ticks: Arc::new(store.clone()),
+        ..ChatToolContext::new(data, turn.turn_id)
     };
-    let registry = chat_registry(&ctx, turn.run_mode);
+    let registry = chat_registry(&ctx, turn.mode, turn.run_mode);
     let options = RunOptions {
         call_errors: CallErrors::ToModel,
         ..turn.options

@@ -101,6 +101,7 @@ delegate!(RegistryStore {
     fn get_deployment(&self, id: Uuid) -> Deployment;
     fn list_deployments(&self, status: Option<DeploymentStatus>) -> Vec<Deployment>;
     fn user_deployments(&self, user_id: Uuid) -> Vec<Deployment>;
+    fn user_skills(&self, user_id: Uuid) -> Vec<SkillRecord>;
     fn set_next_tick_at(&self, id: Uuid, next_tick_at: Option<DateTime<Utc>>) -> ();
 });
 

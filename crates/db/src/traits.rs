@@ -114,6 +114,15 @@ pub trait RegistryStore {
         user_id: Uuid,
     ) -> impl Future<Output = Result<Vec<Deployment>, DbError>> + Send;
 
+    /// The skills `user_id` owns, oldest first (ties by id).
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn user_skills(
+        &self,
+        user_id: Uuid,
+    ) -> impl Future<Output = Result<Vec<SkillRecord>, DbError>> + Send;
+
     /// Sets when the deployment should tick next (`None` = unscheduled).
     ///
     /// # Errors

@@ -251,11 +251,11 @@ async fn a_skill_version_is_saved_only_when_confirmed<S: ChatStore>(store: &S) {
     };
     assert_eq!(
         action.summary,
-        "Save a new version of skill \"BTC breakout\" (model openai/gpt-5)"
+        "Save skill \"BTC breakout\" as a new version after v1 (model openai/gpt-5)"
     );
     assert!(
         out.answer.contains(
-            "prepared \"Save a new version of skill \\\"BTC breakout\\\" (model \
+            "prepared \"Save skill \\\"BTC breakout\\\" as a new version after v1 (model \
              openai/gpt-5)\" (nothing changes until you confirm it)"
         ),
         "{}",

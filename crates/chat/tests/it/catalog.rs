@@ -2,61 +2,58 @@
 
 use std::sync::Arc;
 
-use chat::{
-    CHAT_TOOL_CAP, ChatData, ChatToolContext, Journal, chat_registry, exposure::MoveWindow,
-};
+use chat::{CHAT_TOOL_CAP, ChatData, ChatToolContext, chat_registry};
 use chrono::{TimeZone, Utc};
-use tools::{Preloaded, RunMode};
+use prompt_compose::ChatMode;
+use tools::RunMode;
 use uuid::Uuid;
 
 fn empty_ctx() -> ChatToolContext {
-    ChatToolContext {
-        data: Arc::new(ChatData {
-            user_id: Uuid::from_u128(1),
-            now: Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap(),
-            deployments: Vec::new(),
-            skill_notes: Vec::new(),
-            facts: Vec::new(),
-            upcoming: Vec::new(),
-            past: Vec::new(),
-        }),
-        journal: Arc::new(Journal::default()),
-        actions: Arc::new(chat::ActionJournal::default()),
-        market: Arc::new(Preloaded::new()),
-        window: MoveWindow::default(),
-        turn_id: Uuid::from_u128(2),
-    }
+    let data = ChatData {
+        user_id: Uuid::from_u128(1),
+        now: Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap(),
+        deployments: Vec::new(),
+        skill_notes: Vec::new(),
+        skills: Vec::new(),
+        facts: Vec::new(),
+        upcoming: Vec::new(),
+        past: Vec::new(),
+    };
+    ChatToolContext::new(data, Uuid::from_u128(2))
 }
 
-/// ADR-0020: the chat registry holds at most 16 tools.
+/// ADR-0020: each mode's chat registry holds at most 16 tools, exactly its catalog's, none
+/// that trades, and writes to skills or deployments only through `prepare_action`.
 #[test]
-fn chat_registry_stays_under_the_cap() {
-    let registry = chat_registry(&empty_ctx(), RunMode::Trade);
+fn every_mode_stays_under_the_cap() {
+    for mode in [ChatMode::Coach, ChatMode::Authoring, ChatMode::Ops] {
+        let registry = chat_registry(&empty_ctx(), mode, RunMode::Trade);
+        assert!(
+            registry.tools().len() <= CHAT_TOOL_CAP,
+            "{mode:?}: the chat registry holds {} tools, over ADR-0020's cap of {CHAT_TOOL_CAP}: {:?}",
+            registry.tools().len(),
+            registry.names()
+        );
+        assert_eq!(registry.names(), chat::catalog(mode), "{mode:?}");
+        // No trading tool: the coach cannot propose an order.
+        assert!(registry.get(tools::PROPOSE_ORDER).is_none());
+    }
+    // The design's whole catalog, every mode's tools together, fits the cap too.
+    let union: std::collections::BTreeSet<&str> =
+        [ChatMode::Coach, ChatMode::Authoring, ChatMode::Ops]
+            .into_iter()
+            .flat_map(|m| chat::catalog(m).iter().copied())
+            .collect();
     assert!(
-        registry.tools().len() <= CHAT_TOOL_CAP,
-        "the chat registry holds {} tools, over ADR-0020's cap of {CHAT_TOOL_CAP}: {:?}",
-        registry.tools().len(),
-        registry.names()
+        union.len() <= CHAT_TOOL_CAP,
+        "the three catalogs together: {union:?}"
     );
-    assert_eq!(
-        registry.names(),
-        [
-            "get_my_deployments",
-            "get_skill_performance",
-            "get_upcoming_events",
-            "remember",
-            "forget",
-            "prepare_action"
-        ]
-    );
-    // No trading tool: the coach cannot propose an order.
-    assert!(registry.get(tools::PROPOSE_ORDER).is_none());
 }
 
 #[test]
 fn read_only_refuses_memory_writes_and_serves_reads() {
     let ctx = empty_ctx();
-    let registry = chat_registry(&ctx, RunMode::ReadOnly);
+    let registry = chat_registry(&ctx, ChatMode::Coach, RunMode::ReadOnly);
     let err = registry
         .call("remember", serde_json::json!({"fact": "You like BTC."}))
         .unwrap_err();
@@ -71,7 +68,7 @@ fn read_only_refuses_memory_writes_and_serves_reads() {
 #[test]
 fn remember_bounds_and_defaults() {
     let ctx = empty_ctx();
-    let registry = chat_registry(&ctx, RunMode::Trade);
+    let registry = chat_registry(&ctx, ChatMode::Coach, RunMode::Trade);
     for bad in [
         serde_json::json!({"fact": "abc"}),
         serde_json::json!({"fact": "x".repeat(501)}),
@@ -136,7 +133,7 @@ fn forget_refuses_a_shared_handle_and_takes_the_full_id() {
         ],
         ..(*ctx.data).clone()
     });
-    let registry = chat_registry(&ctx, RunMode::Trade);
+    let registry = chat_registry(&ctx, ChatMode::Coach, RunMode::Trade);
     let err = registry
         .call("forget", serde_json::json!({"fact_id": handle.to_string()}))
         .unwrap_err()
@@ -159,4 +156,46 @@ fn forget_refuses_a_shared_handle_and_takes_the_full_id() {
             reason: types::ArchiveReason::AgentForget
         }]
     );
+}
+
+/// The README's table of tools per mode is the catalog: every row's marks are the modes that
+/// offer the tool, and every tool of every mode has a row.
+#[test]
+fn the_readme_table_is_the_catalog() {
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+    )
+    .expect("README.md");
+    let modes = [ChatMode::Coach, ChatMode::Authoring, ChatMode::Ops];
+    let mut rows = 0;
+    let mut listed: Vec<String> = Vec::new();
+    for line in readme
+        .lines()
+        .skip_while(|l| !l.starts_with("| tool | coach | authoring | ops |"))
+        .skip(2)
+    {
+        if !line.starts_with("| `") {
+            break;
+        }
+        rows += 1;
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        for tool in cells[1].split(", ") {
+            let tool = tool.trim_matches('`');
+            for (i, mode) in modes.iter().enumerate() {
+                let marked = cells[2 + i] == "✓";
+                let offered = chat::catalog(*mode).contains(&tool);
+                assert_eq!(marked, offered, "README: {tool} in {mode:?}");
+            }
+            listed.push(tool.to_owned());
+        }
+    }
+    assert!(rows > 0, "the README has no table of chat tools");
+    for mode in modes {
+        for tool in chat::catalog(mode) {
+            assert!(
+                listed.iter().any(|t| t == tool),
+                "README: no row for {tool}"
+            );
+        }
+    }
 }

@@ -3,8 +3,9 @@
 use std::sync::Arc;
 
 use chat::exposure::{MoveWindow, event_move, exposure_stats};
-use chat::{ChatData, ChatToolContext, DeploymentData, Journal, NotesData, chat_registry};
+use chat::{ChatData, ChatToolContext, DeploymentData, NotesData, chat_registry};
 use chrono::{DateTime, Duration, TimeZone, Utc};
+use prompt_compose::ChatMode;
 use rust_decimal_macros::dec;
 use serde_json::{Value, json};
 use tools::{Preloaded, RunMode};
@@ -132,27 +133,25 @@ fn ctx(past: Vec<MarketEvent>, side: Side) -> ChatToolContext {
             superseded: 0,
         },
     };
+    let data = ChatData {
+        user_id: fx.user.id,
+        now: now(),
+        deployments: vec![dep],
+        skill_notes: Vec::new(),
+        skills: Vec::new(),
+        facts: Vec::new(),
+        upcoming: vec![event(100, "fomc", t(8, 6)), event(101, "cpi", t(9, 13))],
+        past,
+    };
     ChatToolContext {
-        data: Arc::new(ChatData {
-            user_id: fx.user.id,
-            now: now(),
-            deployments: vec![dep],
-            skill_notes: Vec::new(),
-            facts: Vec::new(),
-            upcoming: vec![event(100, "fomc", t(8, 6)), event(101, "cpi", t(9, 13))],
-            past,
-        }),
-        journal: Arc::new(Journal::default()),
-        actions: Arc::new(chat::ActionJournal::default()),
         market: Arc::new(market()),
-        window: MoveWindow::default(),
-        turn_id: Uuid::from_u128(7),
+        ..ChatToolContext::new(data, Uuid::from_u128(7))
     }
 }
 
 fn exposure(ctx: &ChatToolContext) -> Value {
     let dep = ctx.data.deployments[0].deployment.id;
-    let out = chat_registry(ctx, RunMode::ReadOnly)
+    let out = chat_registry(ctx, ChatMode::Coach, RunMode::ReadOnly)
         .call("get_upcoming_events", json!({ "deploymentId": dep }))
         .unwrap();
     out["your_exposure"].clone()

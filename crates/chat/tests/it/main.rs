@@ -9,5 +9,6 @@ mod conversation;
 mod exposure;
 mod facts_current;
 mod memory;
+mod modes;
 mod trades_detail;
 mod turn_endings;

@@ -2,14 +2,12 @@
 //! returns exactly its ledger rows.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use agent_runtime::builtin_model;
 use backtest::{BacktestInput, RunOptions, register};
-use chat::{
-    ChatToolContext, Journal, TradeRow, chat_registry, exposure::MoveWindow, load_chat_data,
-};
+use chat::{ChatToolContext, TradeRow, chat_registry, load_chat_data};
 use db::LedgerStore;
+use prompt_compose::ChatMode;
 use tools::{Preloaded, RunMode};
 use types::{Interval, TradeStatus, Uuid};
 
@@ -65,15 +63,8 @@ async fn trades_detail_is_the_ledger() {
     let data = load_chat_data(&store, Uuid::from_u128(1), end)
         .await
         .unwrap();
-    let ctx = ChatToolContext {
-        data: Arc::new(data),
-        journal: Arc::new(Journal::default()),
-        actions: Arc::new(chat::ActionJournal::default()),
-        market: Arc::new(Preloaded::new()),
-        window: MoveWindow::default(),
-        turn_id: Uuid::from_u128(9),
-    };
-    let out = chat_registry(&ctx, RunMode::ReadOnly)
+    let ctx = ChatToolContext::new(data, Uuid::from_u128(9));
+    let out = chat_registry(&ctx, ChatMode::Coach, RunMode::ReadOnly)
         .call(
             "get_my_deployments",
             serde_json::json!({"deployment_id": Uuid::from_u128(2), "detail": "trades"}),

@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use agent_runtime::{Message, ModelResponse, ScriptedModel, ToolOutcome};
 use chat::{
-    ChatData, ChatToolContext, DeploymentData, FactOp, Journal, NotesData, chat_registry,
-    exposure::MoveWindow, sharpe_per_trade, summarize,
+    ChatData, ChatToolContext, DeploymentData, FactOp, NotesData, chat_registry, sharpe_per_trade,
+    summarize,
 };
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use db::FactStore;
 use model::test_support::{tool_call, tool_turn};
+use prompt_compose::ChatMode;
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 use serde_json::json;
@@ -245,30 +246,28 @@ fn ctx(market: Preloaded) -> ChatToolContext {
         .cloned()
         .collect();
     recent.reverse();
+    let data = ChatData {
+        user_id: fx.user.id,
+        now: t(40),
+        deployments: vec![DeploymentData {
+            deployment: fx.deployment.clone(),
+            skill_name: fx.skill.name.clone(),
+            trades,
+            recent_closed: recent,
+            notes: NotesData {
+                active: None,
+                superseded: 0,
+            },
+        }],
+        skill_notes: Vec::new(),
+        skills: Vec::new(),
+        facts: Vec::new(),
+        upcoming: Vec::new(),
+        past: Vec::new(),
+    };
     ChatToolContext {
-        data: Arc::new(ChatData {
-            user_id: fx.user.id,
-            now: t(40),
-            deployments: vec![DeploymentData {
-                deployment: fx.deployment.clone(),
-                skill_name: fx.skill.name.clone(),
-                trades,
-                recent_closed: recent,
-                notes: NotesData {
-                    active: None,
-                    superseded: 0,
-                },
-            }],
-            skill_notes: Vec::new(),
-            facts: Vec::new(),
-            upcoming: Vec::new(),
-            past: Vec::new(),
-        }),
-        journal: Arc::new(Journal::default()),
-        actions: Arc::new(chat::ActionJournal::default()),
         market: Arc::new(market),
-        window: MoveWindow::default(),
-        turn_id: Uuid::from_u128(7),
+        ..ChatToolContext::new(data, Uuid::from_u128(7))
     }
 }
 
@@ -309,7 +308,7 @@ fn the_summary_marks_open_positions_at_the_latest_close() {
 #[test]
 fn tool_answers_print_money_prices_and_percentages_in_the_prompt_styles() {
     let ctx = ctx(btc_bars(dec!(66000)));
-    let registry = chat_registry(&ctx, RunMode::ReadOnly);
+    let registry = chat_registry(&ctx, ChatMode::Coach, RunMode::ReadOnly);
     let list = registry
         .call("get_my_deployments", json!({"detail": "full"}))
         .unwrap();
@@ -336,9 +335,13 @@ fn tool_answers_print_money_prices_and_percentages_in_the_prompt_styles() {
         "{text}"
     );
     // Without bars the marked figures are null, never entry price × quantity.
-    let bare = chat_registry(&self::ctx(Preloaded::new()), RunMode::ReadOnly)
-        .call("get_my_deployments", json!({}))
-        .unwrap();
+    let bare = chat_registry(
+        &self::ctx(Preloaded::new()),
+        ChatMode::Coach,
+        RunMode::ReadOnly,
+    )
+    .call("get_my_deployments", json!({}))
+    .unwrap();
     let dep = &bare["deployments"][0];
     assert_eq!(dep["summary"]["equity_usd"], serde_json::Value::Null);
     assert_eq!(

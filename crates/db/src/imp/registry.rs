@@ -155,6 +155,15 @@ impl<S: Backend<Db = D>, D: Dialect> RegistryStore for S {
         rows.iter().map(codec::deployment_from_row).collect()
     }
 
+    async fn user_skills(&self, user_id: Uuid) -> Result<Vec<SkillRecord>, DbError> {
+        let rows = query("SELECT * FROM skills WHERE user_id = $1 ORDER BY created_at, id")
+            .bind(D::id(user_id))
+            .fetch_all(self.pool())
+            .await
+            .map_err(ctx("listing a user's skills"))?;
+        rows.iter().map(codec::skill_from_row).collect()
+    }
+
     async fn set_next_tick_at(
         &self,
         id: Uuid,
