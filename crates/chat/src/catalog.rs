@@ -20,6 +20,7 @@ use types::{
 };
 use uuid::Uuid;
 
+use crate::actions::PREPARE_ACTION;
 use crate::authoring::{
     GET_SKILL, GetSkill, LIST_MY_SKILLS, ListMySkills, PREVIEW_SKILL, PreviewSkill, VALIDATE_SKILL,
     ValidateSkill,
@@ -111,6 +112,8 @@ pub struct ChatToolContext {
     pub data: Arc<ChatData>,
     /// Where `remember` / `forget` queue their changes.
     pub journal: Arc<Journal>,
+    /// Where `prepare_action` queues the actions it prepares.
+    pub actions: Arc<crate::actions::ActionJournal>,
     /// Bars for `your_exposure` and the marks of open positions, loaded before the turn
     /// ([`crate::ChatMarket`], what [`crate::bar_needs`] asks for).
     pub market: Arc<dyn MarketData>,
@@ -138,6 +141,7 @@ impl ChatToolContext {
         Self {
             data: Arc::new(data),
             journal: Arc::new(Journal::default()),
+            actions: Arc::default(),
             market: Arc::new(Preloaded::new()),
             window: MoveWindow::default(),
             turn_id,
@@ -163,6 +167,7 @@ pub fn catalog(mode: ChatMode) -> &'static [&'static str] {
             GET_UPCOMING_EVENTS,
             REMEMBER,
             FORGET,
+            PREPARE_ACTION,
         ],
         ChatMode::Authoring => &[
             LIST_MY_SKILLS,
@@ -174,6 +179,7 @@ pub fn catalog(mode: ChatMode) -> &'static [&'static str] {
             GET_UPCOMING_EVENTS,
             REMEMBER,
             FORGET,
+            PREPARE_ACTION,
         ],
         ChatMode::Ops => &[
             GET_MY_DEPLOYMENTS,
@@ -183,6 +189,7 @@ pub fn catalog(mode: ChatMode) -> &'static [&'static str] {
             GET_UPCOMING_EVENTS,
             REMEMBER,
             FORGET,
+            PREPARE_ACTION,
         ],
     }
 }
@@ -202,6 +209,7 @@ fn tool(ctx: &ChatToolContext, name: &str) -> Option<Arc<dyn Tool>> {
         GET_SKILL => Arc::new(GetSkill(c)),
         VALIDATE_SKILL => Arc::new(ValidateSkill),
         PREVIEW_SKILL => Arc::new(PreviewSkill(c)),
+        PREPARE_ACTION => Arc::new(crate::actions::PrepareAction(c)),
         _ => return None,
     })
 }

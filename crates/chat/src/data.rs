@@ -21,9 +21,9 @@ pub const EXPOSURE_LOOKBACK_DAYS: i64 = 3650;
 /// Most notes of one scope read to count the superseded ones.
 const NOTE_HISTORY_LIMIT: u32 = 1000;
 
-/// The store a chat turn reads and writes: the registry, the ledger, notes, facts, events and
+/// The store a chat turn reads and writes: the registry, the ledger, notes, facts, events,
 /// the stored ticks (read when `explain_decision` or `list_rejections` is called, through a
-/// clone of the store the turn holds).
+/// clone of the store the turn holds) and the pending actions `prepare_action` keeps.
 pub trait ChatStore:
     RegistryStore
     + LedgerStore
@@ -31,6 +31,7 @@ pub trait ChatStore:
     + FactStore
     + db::EventStore
     + TickStore
+    + db::ActionStore
     + Clone
     + Send
     + Sync
@@ -45,6 +46,7 @@ impl<T> ChatStore for T where
         + FactStore
         + db::EventStore
         + TickStore
+        + db::ActionStore
         + Clone
         + Send
         + Sync

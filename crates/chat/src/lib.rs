@@ -5,15 +5,17 @@
 //!   the ADR-0020 memory reads (`get_my_deployments`, `get_skill_performance` with `detail`,
 //!   `get_upcoming_events` with `your_exposure`), `remember` / `forget`, `explain_decision`
 //!   and `list_rejections` (stored ticks, read when called), `get_market`, and the authoring
-//!   reads `list_my_skills`, `get_skill`, `validate_skill`, `preview_skill` — a
-//!   [`tools::Registry`] of its own, same [`tools::Tool`] trait, same read-only guard, at most
-//!   [`CHAT_TOOL_CAP`] tools a mode;
+//!   reads `list_my_skills`, `get_skill`, `validate_skill`, `preview_skill`, and in every mode
+//!   `prepare_action` — a [`tools::Registry`] of its own, same [`tools::Tool`] trait, same
+//!   read-only guard, at most [`CHAT_TOOL_CAP`] tools a mode;
+//! - [`actions`]: consent before any action — the coach changes no deployment or skill; its
+//!   `prepare_action` keeps a pending action that only the user's confirmation applies;
 //! - [`chat_system_prompt`]: the 10 most recently referenced facts (a write references a fact),
 //!   read without marking them and rendered under "## What I know about you" by
 //!   `prompt-compose`, each with its handle ([`types::FactHandle`]) for `forget`;
 //! - [`run_chat_turn`]: one turn over `agent_runtime::run_tool_loop` (the trading agent's loop),
 //!   with the conversation history, usage and cost; only a turn that completed writes its fact
-//!   changes and marks the facts it showed referenced;
+//!   changes, keeps the actions it prepared and marks the facts it showed referenced;
 //! - [`market`]: which bars a turn needs ([`bar_needs`]: around the past events its open
 //!   positions may be asked about, and the recent bars of its symbols) and [`ChatMarket`], the
 //!   seam that loads them (and funding and open interest) before the tools run — a source's
@@ -58,6 +60,7 @@
 //! assert!(ctx.journal.take().is_empty());
 //! ```
 
+pub mod actions;
 mod authoring;
 mod catalog;
 pub mod conversation;
@@ -69,6 +72,7 @@ mod market_brief;
 mod style;
 mod turn;
 
+pub use actions::{ActionJournal, DEFAULT_ACTION_TTL, PREPARE_ACTION};
 pub use authoring::{
     GET_SKILL, LIST_MY_SKILLS, PREVIEW_EQUITY_USD, PREVIEW_SKILL, VALIDATE_SKILL, check_draft,
     o200k_tokens,

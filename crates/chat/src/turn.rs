@@ -1,5 +1,6 @@
 //! One chat turn: the system prompt with the caller's facts, the turn's data, the model loop of
-//! `agent-runtime` over the chat registry, and the fact changes applied at the end.
+//! `agent-runtime` over the chat registry, and the fact changes applied and the prepared actions
+//! kept at the end.
 
 use std::sync::Arc;
 
@@ -8,7 +9,7 @@ use agent_runtime::{
     run_tool_loop,
 };
 use chrono::{DateTime, Utc};
-use db::{FactStore, Forget, NewFact};
+use db::{FactStore, Forget, NewFact, NewPendingAction, PendingAction};
 use prompt_compose::{ChatFact, ChatMode, ChatSystemInput, Focus, MAX_INJECTED_FACTS, Tier};
 use serde_json::json;
 use tools::RunMode;
@@ -70,6 +71,8 @@ pub struct ChatTurn {
     pub turn_id: Uuid,
     /// The caller; every read and write is theirs.
     pub user_id: Uuid,
+    /// The kept conversation the turn belongs to, if any (the actions it prepares name it).
+    pub conversation_id: Option<Uuid>,
     /// The caller's plan (the prompt's TIER segment).
     pub tier: Tier,
     /// How the chat was opened: authoring, coach or ops (the MODE segment).
@@ -116,6 +119,9 @@ pub struct ChatTurnOutput {
     pub messages: Vec<Message>,
     /// The fact changes applied to the store, in call order (none when the run ended in error).
     pub applied: Vec<FactOp>,
+    /// The actions `prepare_action` prepared, as kept in the store (pending, waiting for the
+    /// user's confirmation), in call order (none when the run ended in error).
+    pub actions: Vec<PendingAction>,
 }
 
 /// Runs one chat turn for `turn.user_id`: the system prompt (its facts read, not yet marked),
@@ -125,8 +131,11 @@ pub struct ChatTurnOutput {
 /// the history plus the user's message; then, when the run completed, the turn's `remember` /
 /// `forget` calls written to the store in call order (each through the store's audit trail;
 /// a remembered fact is referenced at the turn's time) and the facts the prompt showed marked
-/// referenced at the turn's time ([`FactStore::mark_referenced`]). A run that ends in error
-/// writes no fact change and marks nothing: a failed turn leaves the facts as they were.
+/// referenced at the turn's time ([`FactStore::mark_referenced`]), and the actions
+/// `prepare_action` prepared kept pending ([`db::ActionStore::create_pending_action`], naming the
+/// turn's conversation): nothing they would change changes until the user confirms them. A run
+/// that ends in error writes no fact change, marks nothing and keeps no action: a failed turn
+/// leaves the facts as they were.
 ///
 /// A call to an unknown tool, or with arguments that are not JSON or break the tool's schema,
 /// goes back to the model as that call's error and the turn goes on (the other calls of the
@@ -182,7 +191,9 @@ pub async fn run_chat_turn<S: ChatStore>(
     )
     .await;
     let ops = ctx.journal.take();
+    let prepared = ctx.actions.take();
     let mut facts_injected = facts_injected;
+    let mut actions = Vec::new();
     let applied = if run.error.is_some() {
         Vec::new()
     } else {
@@ -198,12 +209,19 @@ pub async fn run_chat_turn<S: ChatStore>(
         for f in facts_injected.iter_mut().filter(|f| !forgotten(f.id)) {
             f.last_referenced_at = f.last_referenced_at.max(Some(turn.now));
         }
+        for action in prepared {
+            let action = NewPendingAction {
+                conversation_id: turn.conversation_id,
+                ..action
+            };
+            actions.push(store.create_pending_action(&action).await?);
+        }
         ops
     };
     messages.extend(transcript(&run.steps));
     let out_of_steps = run.error.is_none() && run.finish_reason == FinishReason::ToolCalls;
     let answer = if out_of_steps {
-        let answer = out_of_steps_answer(&run, &applied);
+        let answer = out_of_steps_answer(&run, &applied, &actions);
         messages.push(Message::Assistant {
             text: Some(answer.clone()),
             tool_calls: Vec::new(),
@@ -220,15 +238,21 @@ pub async fn run_chat_turn<S: ChatStore>(
         out_of_steps,
         messages,
         applied,
+        actions,
     })
 }
 
 /// The answer of a turn that ran out of steps: the model's text so far, then a paragraph that
 /// says the turn stopped at its limit of model calls and lists what it did — each tool read
-/// with its number of calls, each fact remembered (quoted) or forgotten (by handle), and how
-/// many calls were refused.
+/// with its number of calls, each fact remembered (quoted) or forgotten (by handle), each
+/// action prepared (its summary, waiting for the user's confirmation), and how many calls were
+/// refused.
 #[must_use]
-pub fn out_of_steps_answer(run: &RunResult, applied: &[FactOp]) -> String {
+pub fn out_of_steps_answer(
+    run: &RunResult,
+    applied: &[FactOp],
+    actions: &[PendingAction],
+) -> String {
     let mut out = String::new();
     let text = run.text.trim();
     if !text.is_empty() {
@@ -248,7 +272,9 @@ pub fn out_of_steps_answer(run: &RunResult, applied: &[FactOp]) -> String {
         match &call.outcome {
             ToolOutcome::Error { .. } => refused += 1,
             ToolOutcome::Ok { .. }
-                if call.name == crate::REMEMBER || call.name == crate::FORGET => {}
+                if call.name == crate::REMEMBER
+                    || call.name == crate::FORGET
+                    || call.name == crate::PREPARE_ACTION => {}
             ToolOutcome::Ok { .. } => match reads.iter_mut().find(|(n, _)| *n == call.name) {
                 Some((_, n)) => *n += 1,
                 None => reads.push((call.name.as_str(), 1)),
@@ -271,6 +297,12 @@ pub fn out_of_steps_answer(run: &RunResult, applied: &[FactOp]) -> String {
                 format!("forgot the fact {}", types::FactHandle::of(*id))
             }
         });
+    }
+    for action in actions {
+        did.push(format!(
+            "prepared {} (nothing changes until you confirm it)",
+            types::text::quoted(&action.summary)
+        ));
     }
     if refused > 0 {
         let mut line = String::new();

@@ -178,7 +178,11 @@ fn parse_enum<T>(c: &str, s: &str, parsed: Option<T>) -> Result<T, DbError> {
     parsed.ok_or_else(|| decode_err(c, format!("unknown value {s:?}")))
 }
 
-fn enum_col<R: RowExt, T>(r: &R, c: &str, parse: impl Fn(&str) -> Option<T>) -> Result<T, DbError> {
+pub(crate) fn enum_col<R: RowExt, T>(
+    r: &R,
+    c: &str,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Result<T, DbError> {
     let s = r.text(c)?;
     parse_enum(c, &s, parse(&s))
 }

@@ -10,12 +10,13 @@
 //!   `chat_turns` (each chat-coach turn's model, steps, usage and cost);
 //!   the outcome memory of seed 003 (`market_snapshots`, `trade_outcomes` — written with their
 //!   tick, scored later — and `trade_annotations`); `deployment_controls` (every pause,
-//!   resume and stop, audited; [`control`]);
+//!   resume and stop, audited; [`control`]); `pending_actions` (what the chat coach proposes,
+//!   applied only once its owner confirms it; [`actions`]);
 //!   on PostgreSQL also the `auth` shim (roles `anon` / `authenticated` / `service_role`,
 //!   `auth.uid()`, `auth.role()`) and row-level security;
 //! - the store traits ([`RegistryStore`], [`LeaseStore`], [`TickStore`], [`LedgerStore`],
 //!   [`NoteStore`], [`FactStore`], [`EventStore`], [`NewsStore`], [`ChatTurnStore`], [`OutcomeStore`],
-//!   [`ControlStore`]; all of
+//!   [`ControlStore`], [`ActionStore`]; all of
 //!   them: [`Storage`]) and their two implementations ([`SqliteStore`], [`PgStore`]), chosen at
 //!   run time through [`Store`] / [`connect`];
 //! - [`UserScoped`] ([`PgStore::as_user`]): the PostgreSQL store acting as one end user, every
@@ -69,6 +70,7 @@
 //! # }).unwrap();
 //! ```
 
+pub mod actions;
 pub mod alerts;
 mod codec;
 pub mod control;
@@ -86,6 +88,10 @@ pub mod test_support;
 mod traits;
 mod url;
 
+pub use actions::{
+    ActionKind, ActionResult, ActionStatus, MAX_ACTION_ARGUMENTS_BYTES, MAX_ACTION_ERROR_CHARS,
+    MAX_ACTION_SUMMARY_CHARS, MAX_ACTIONS_READ, NewPendingAction, PendingAction,
+};
 pub use alerts::{
     AlertChannel, AlertDelivery, AlertKind, ChannelKind, ClaimedDelivery, DeliveryStatus,
     MAX_ALERT_TEXT_CHARS, MAX_CHANNELS_PER_USER, MAX_DELIVERIES_READ, MAX_DELIVERY_ERROR_CHARS,
@@ -125,15 +131,16 @@ pub use sqlite::{
 };
 pub use store::Store;
 pub use traits::{
-    AlertOutbox, AlertStore, ChatTurnStore, ControlStore, ConversationStore, EventStore, FactStore,
-    LeaseStore, LedgerStore, NewsStore, NoteStore, OutcomeStore, RegistryStore, Storage, TickStore,
+    ActionStore, AlertOutbox, AlertStore, ChatTurnStore, ControlStore, ConversationStore,
+    EventStore, FactStore, LeaseStore, LedgerStore, NewsStore, NoteStore, OutcomeStore,
+    RegistryStore, Storage, TickStore,
 };
 /// `mockall` mocks of the store traits (feature `mock`).
 #[cfg(feature = "mock")]
 pub use traits::{
-    MockAlertOutbox, MockAlertStore, MockChatTurnStore, MockControlStore, MockConversationStore,
-    MockEventStore, MockFactStore, MockLedgerStore, MockNewsStore, MockNoteStore, MockOutcomeStore,
-    MockRegistryStore, MockTickStore,
+    MockActionStore, MockAlertOutbox, MockAlertStore, MockChatTurnStore, MockControlStore,
+    MockConversationStore, MockEventStore, MockFactStore, MockLedgerStore, MockNewsStore,
+    MockNoteStore, MockOutcomeStore, MockRegistryStore, MockTickStore,
 };
 /// Re-exported from `types`: a snapshot's `steps` are [`JsonText`].
 pub use types::JsonText;

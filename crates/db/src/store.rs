@@ -19,8 +19,9 @@ use crate::model::{
     StoredRunnerState, StoredTick, TickAttempt, TickQuery, TickRecord, User,
 };
 use crate::traits::{
-    AlertOutbox, AlertStore, ChatTurnStore, ControlStore, ConversationStore, EventStore, FactStore,
-    LeaseStore, LedgerStore, NewsStore, NoteStore, OutcomeStore, RegistryStore, TickStore,
+    ActionStore, AlertOutbox, AlertStore, ChatTurnStore, ControlStore, ConversationStore,
+    EventStore, FactStore, LeaseStore, LedgerStore, NewsStore, NoteStore, OutcomeStore,
+    RegistryStore, TickStore,
 };
 use crate::{
     Conversation, ConversationTurn, DbError, HeldReview, HeldStatus, NewConversation, PgStore,
@@ -121,6 +122,16 @@ delegate!(ControlStore {
     fn control_deployment(&self, request: &crate::ControlRequest) -> crate::DeploymentControl;
     fn deployment_controls(&self, deployment_id: Uuid, limit: u32) -> Vec<crate::DeploymentControl>;
     fn flatten_state(&self, deployment_id: Uuid) -> Option<crate::FlattenState>;
+});
+
+delegate!(ActionStore {
+    fn create_pending_action(&self, action: &crate::NewPendingAction) -> crate::PendingAction;
+    fn pending_actions(&self, user_id: Uuid, now: DateTime<Utc>, limit: u32) -> Vec<crate::PendingAction>;
+    fn actions(&self, user_id: Uuid, limit: u32) -> Vec<crate::PendingAction>;
+    fn action(&self, user_id: Uuid, id: Uuid) -> crate::PendingAction;
+    fn confirm_action(&self, user_id: Uuid, id: Uuid, at: DateTime<Utc>) -> crate::PendingAction;
+    fn discard_action(&self, user_id: Uuid, id: Uuid, at: DateTime<Utc>) -> crate::PendingAction;
+    fn expire_actions(&self, now: DateTime<Utc>) -> u64;
 });
 
 delegate!(TickStore {

@@ -295,6 +295,40 @@ pub fn sample_note(fx: &Fixture, generated_at: DateTime<Utc>, lessons: &str) -> 
     }
 }
 
+/// A pending action of `kind` of the fixture's user, prepared at `created_at` and expiring 15
+/// minutes later, with a fresh id: a deployment action names the fixture's deployment (no
+/// reason, no flatten), a skill version the fixture's skill with a small skill document
+/// (`model` `builtin/scripted`).
+#[must_use]
+pub fn sample_pending_action(
+    fx: &Fixture,
+    kind: crate::ActionKind,
+    created_at: DateTime<Utc>,
+) -> crate::NewPendingAction {
+    let skill = kind == crate::ActionKind::SaveSkillVersion;
+    crate::NewPendingAction {
+        id: Uuid::new_v4(),
+        user_id: fx.user.id,
+        conversation_id: None,
+        kind,
+        deployment_id: (!skill).then_some(fx.deployment.id),
+        skill_id: skill.then_some(fx.skill.id),
+        arguments: if skill {
+            serde_json::json!({"skill": {
+                "name": fx.skill.name,
+                "version": 1,
+                "model": "builtin/scripted",
+                "strategy": {"kind": "thesis", "thesis": "buy breakouts above the prior swing high"},
+            }})
+        } else {
+            serde_json::json!({})
+        },
+        summary: format!("{} of {}", kind.as_str(), fx.skill.name),
+        created_at,
+        expires_at: created_at + Duration::minutes(15),
+    }
+}
+
 /// A lint flag with `reason`.
 #[must_use]
 pub fn lint(reason: &str) -> NoteLint {

@@ -1219,6 +1219,109 @@ pub trait AlertOutbox {
     ) -> impl Future<Output = Result<bool, DbError>> + Send;
 }
 
+/// Pending actions (see [`crate::actions`]): a write the chat coach proposes, kept until its
+/// owner confirms it (which applies it), discards it, or it expires. Every read and decision is
+/// keyed by the owner too, so on SQLite a wrong owner finds nothing; on PostgreSQL as a user
+/// ([`UserScoped`](crate::UserScoped)) another user's action is not visible at all.
+#[cfg_attr(feature = "mock", mockall::automock)]
+pub trait ActionStore {
+    /// Keeps an action, pending until its expiry; returns the row.
+    ///
+    /// # Errors
+    /// [`DbError::Bound`] for a summary outside
+    /// 1..=[`MAX_ACTION_SUMMARY_CHARS`](crate::MAX_ACTION_SUMMARY_CHARS) characters or arguments
+    /// larger than [`MAX_ACTION_ARGUMENTS_BYTES`](crate::MAX_ACTION_ARGUMENTS_BYTES) of JSON;
+    /// [`DbError::Invalid`] for a summary with a control character, an expiry not after its
+    /// creation, a target that does not fit the kind (a deployment for a deployment action, a
+    /// skill for a skill version) or arguments of another shape; [`DbError::Constraint`] for an
+    /// unknown user, deployment, skill or conversation, or a duplicate id (on PostgreSQL as a
+    /// user: a row of another user, or naming another user's deployment, skill or conversation,
+    /// is refused by row-level security).
+    fn create_pending_action(
+        &self,
+        action: &crate::NewPendingAction,
+    ) -> impl Future<Output = Result<crate::PendingAction, DbError>> + Send;
+
+    /// The owner's actions pending and not expired at `now`, newest first, at most `limit`
+    /// (≤ [`MAX_ACTIONS_READ`](crate::MAX_ACTIONS_READ)).
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a limit above the cap.
+    fn pending_actions(
+        &self,
+        user_id: Uuid,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<crate::PendingAction>, DbError>> + Send;
+
+    /// All the owner's actions, whatever their status, newest first, at most `limit`
+    /// (≤ [`MAX_ACTIONS_READ`](crate::MAX_ACTIONS_READ)): the audit view. A row still pending
+    /// past its expiry reads as stored; [`PendingAction::status_at`](crate::PendingAction::status_at)
+    /// tells it expired.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a limit above the cap.
+    fn actions(
+        &self,
+        user_id: Uuid,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<crate::PendingAction>, DbError>> + Send;
+
+    /// The owner's action `id`.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when it does not exist or is not the owner's.
+    fn action(
+        &self,
+        user_id: Uuid,
+        id: Uuid,
+    ) -> impl Future<Output = Result<crate::PendingAction, DbError>> + Send;
+
+    /// Confirms the owner's action `id` at `at` and applies it, in ONE transaction: the row
+    /// must be the owner's, pending and not expired at `at`; a pause, resume or stop goes
+    /// through [`ControlStore::control_deployment`]'s transitions with its `deployment_controls`
+    /// row (`requested_by` the owner's id, the reason naming the action), a skill version is
+    /// saved as the skill's next version (the owner's skill only; the document's `version` set
+    /// to it); the row is marked confirmed with its [`ActionResult`](crate::ActionResult) and
+    /// returned. A change refused by its own rules (a transition the deployment's status no
+    /// longer allows, a deployment or skill that is not the owner's) changes nothing and marks
+    /// the row `failed` with the error.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when the owner has no action `id` (on PostgreSQL as a user:
+    /// another user's); [`DbError::Conflict`] when it expired (a pending row past its expiry is
+    /// marked expired then), was decided already, or failed now (naming the refusal); what the
+    /// store's statements fail with otherwise (the action stays pending).
+    fn confirm_action(
+        &self,
+        user_id: Uuid,
+        id: Uuid,
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<crate::PendingAction, DbError>> + Send;
+
+    /// Discards the owner's pending action `id` at `at`; returns the row.
+    ///
+    /// # Errors
+    /// As [`confirm_action`](Self::confirm_action): [`DbError::NotFound`], or
+    /// [`DbError::Conflict`] when it expired or was decided already.
+    fn discard_action(
+        &self,
+        user_id: Uuid,
+        id: Uuid,
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<crate::PendingAction, DbError>> + Send;
+
+    /// Marks every pending action whose expiry is at or before `now` expired (decided at its
+    /// expiry); how many. As a user, only theirs.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn expire_actions(
+        &self,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<u64, DbError>> + Send;
+}
+
 /// Every store at once, for code that needs the whole storage layer.
 pub trait Storage:
     RegistryStore
@@ -1234,6 +1337,7 @@ pub trait Storage:
     + ControlStore
     + AlertStore
     + AlertOutbox
+    + ActionStore
     + Send
     + Sync
 {
@@ -1253,6 +1357,7 @@ impl<T> Storage for T where
         + ControlStore
         + AlertStore
         + AlertOutbox
+        + ActionStore
         + Send
         + Sync
 {

@@ -86,6 +86,7 @@ where
         let turn = ChatTurn {
             turn_id: Uuid::new_v4(),
             user_id: session.user_id,
+            conversation_id: None,
             tier: session.tier,
             mode: session.mode,
             focus: session.focus.clone(),
@@ -116,6 +117,14 @@ where
             text.push_str(&format!("(the model failed: {e})\n"));
         } else {
             text.push_str(&format!("coach: {}\n", out.answer.trim_end()));
+            for action in &out.actions {
+                text.push_str(&format!(
+                    "  ⧗ waiting for your confirmation until {}: {} ({})\n",
+                    db::time_text(action.expires_at),
+                    action.summary,
+                    chat::actions::confirm_route(action.id)
+                ));
+            }
             // Only a turn that worked joins the conversation.
             history = out.messages;
         }

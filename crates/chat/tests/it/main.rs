@@ -3,6 +3,7 @@
 //! One test binary for the crate: each module below was its own integration-test binary, and
 //! linking one binary instead of several is most of what a rebuild costs on a 2-core machine.
 
+mod actions;
 mod catalog;
 mod conversation;
 mod exposure;

@@ -55,6 +55,7 @@ pub(crate) fn turn(
     ChatTurn {
         turn_id: Uuid::from_u128(0xC0 + n),
         user_id,
+        conversation_id: None,
         tier: Tier::Pro,
         mode: ChatMode::Coach,
         focus: None,

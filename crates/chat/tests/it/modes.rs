@@ -9,7 +9,7 @@ use agent_runtime::{ModelResponse, RunOptions, ScriptedModel, ToolOutcome, built
 use backtest::{BacktestInput, register};
 use chat::{ChatTurn, ChatTurnOutput, DEFAULT_CHAT_MAX_STEPS, FixedMarket, catalog, run_chat_turn};
 use chrono::{DateTime, Utc};
-use db::{FactStore, NewFact, Store, TickQuery, TickStore};
+use db::{FactStore, NewFact, RegistryStore, Store, TickQuery, TickStore};
 use model::test_support::{answer, tool_call, tool_turn};
 use prompt_compose::{ChatMode, Tier};
 use serde_json::{Value, json};
@@ -146,6 +146,7 @@ async fn converse(
         ChatTurn {
             turn_id: Uuid::from_u128(0x7000),
             user_id: USER,
+            conversation_id: None,
             tier: Tier::Pro,
             mode,
             focus: None,
@@ -264,6 +265,11 @@ async fn coach_mode_calls_its_whole_catalog() {
                 "forget",
                 json!({ "fact_id": handle(), "reason": "user_deleted" }),
             ),
+            (
+                "prepare_action",
+                json!({ "action": "pause_deployment", "deploymentId": CAPPED,
+                        "reason": "refused on every entry" }),
+            ),
         ]),
         answer("Your capped deployment was refused by its position cap."),
     ];
@@ -300,6 +306,17 @@ async fn coach_mode_calls_its_whole_catalog() {
     assert_eq!(market["high"], types::text::price(high));
     assert_eq!(market["regime"], json!(types::classify_regime(window)));
 
+    // The pause waits for the user: kept pending, the deployment still active.
+    let [pause] = out.actions.as_slice() else {
+        panic!("one action: {:?}", out.actions)
+    };
+    assert_eq!(pause.kind, db::ActionKind::PauseDeployment);
+    assert_eq!(pause.status, db::ActionStatus::Pending);
+    assert_eq!(
+        w.store.get_deployment(CAPPED).await.unwrap().status,
+        db::DeploymentStatus::Active
+    );
+
     // The turn's fact changes were written.
     let facts = w.store.list_facts(USER, false).await.unwrap();
     assert!(facts.iter().all(|f| f.id != FACT_ID));
@@ -319,6 +336,8 @@ async fn authoring_mode_calls_its_whole_catalog() {
             .skill,
     )
     .unwrap();
+    let mut fixed = draft.clone();
+    fixed["description"] = json!("The same cross, described.");
     draft["risk"]["maxLeverage"] = json!(500);
     draft["context"]["symbols"] = json!([]);
     let script = vec![
@@ -340,6 +359,10 @@ async fn authoring_mode_calls_its_whole_catalog() {
                 json!({ "fact": "Writes rules-mode skills with a strict leash." }),
             ),
             ("forget", json!({ "fact_id": handle() })),
+            (
+                "prepare_action",
+                json!({ "action": "save_skill_version", "skillId": SKILL, "skill": fixed }),
+            ),
         ]),
         answer("Your draft has two problems; fix them and I can save it."),
     ];
@@ -389,6 +412,20 @@ async fn authoring_mode_calls_its_whole_catalog() {
     );
     assert_eq!(preview["token_budget"], 8000);
     assert_eq!(preview["over_budget"], json!(total > 8000));
+
+    // The fixed draft waits for the user: no version is saved until they confirm.
+    let [save] = out.actions.as_slice() else {
+        panic!("one action: {:?}", out.actions)
+    };
+    assert_eq!(save.kind, db::ActionKind::SaveSkillVersion);
+    assert_eq!(
+        save.arguments["skill"]["description"],
+        "The same cross, described."
+    );
+    assert_eq!(
+        w.store.latest_skill_version(SKILL).await.unwrap().version,
+        1
+    );
 }
 
 #[tokio::test]
@@ -409,6 +446,10 @@ async fn ops_mode_calls_its_whole_catalog() {
                 json!({ "fact": "Runs two EURUSD deployments side by side." }),
             ),
             ("forget", json!({ "fact_id": handle() })),
+            (
+                "prepare_action",
+                json!({ "action": "stop_deployment", "deploymentId": CAPPED, "flatten": true }),
+            ),
         ]),
         answer("The capped deployment is refused on every entry."),
     ];
@@ -457,6 +498,16 @@ async fn ops_mode_calls_its_whole_catalog() {
     // Without `at`, the latest tick.
     let explained = result(&got, "explain_decision");
     assert_eq!(explained["tick_at"], json!(w.now));
+
+    // The stop waits for the user.
+    let [stop] = out.actions.as_slice() else {
+        panic!("one action: {:?}", out.actions)
+    };
+    assert!(stop.flatten());
+    assert_eq!(
+        w.store.get_deployment(CAPPED).await.unwrap().status,
+        db::DeploymentStatus::Active
+    );
 }
 
 /// A deployment that is not the caller's is refused by name, and the turn goes on.

@@ -28,6 +28,7 @@
 //! Likewise a statement runs [`On`] a store's pool ([`Backend::pool`]) or a transaction's
 //! connection (`&mut *tx`), whatever the backend.
 
+pub(crate) mod actions;
 pub(crate) mod alerts;
 pub(crate) mod chat_turns;
 pub(crate) mod controls;

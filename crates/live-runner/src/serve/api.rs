@@ -24,6 +24,10 @@
 //! | `GET /api/lessons/held[?deployment=&status=]` | held lessons waiting for review, with why |
 //! | `POST /api/lessons/{id}/accept` | accept a held lesson (optional body `{"reason": "..."}`) |
 //! | `POST /api/lessons/{id}/reject` | reject a held lesson |
+//! | `GET /api/actions` | the caller's actions the coach prepared, waiting for confirmation |
+//! | `GET /api/actions/history` | all the caller's actions, whatever their status (the audit view) |
+//! | `POST /api/actions/{id}/confirm` | apply a pending action as the caller |
+//! | `POST /api/actions/{id}/discard` | drop a pending action |
 //!
 //! Every body and event is one of the camelCase wire types of [`super::wire`], built from the
 //! store's rows; a request body accepts one spelling per field and refuses any other field
@@ -118,6 +122,10 @@ pub fn router() -> Router<AppState> {
         )
         .route("/alerts/channels/{id}/test", post(super::alerts::test))
         .route("/alerts/deliveries", get(super::alerts::deliveries))
+        .route("/actions", get(super::actions::pending))
+        .route("/actions/history", get(super::actions::history))
+        .route("/actions/{id}/confirm", post(super::actions::confirm))
+        .route("/actions/{id}/discard", post(super::actions::discard))
 }
 
 /// `GET /api/me`.
@@ -205,6 +213,7 @@ impl ChatResponse {
         conversation_id: Option<Uuid>,
         model: &str,
         out: &ChatTurnOutput,
+        now: chrono::DateTime<chrono::Utc>,
     ) -> Self {
         Self {
             turn_id,
@@ -216,6 +225,11 @@ impl ChatResponse {
             usage: out.run.usage.into(),
             cost_usd: out.run.cost_usd,
             facts_injected: out.facts_injected.len(),
+            actions: out
+                .actions
+                .iter()
+                .map(|a| super::actions::WireAction::at(a.clone(), now))
+                .collect(),
             error: out.run.error.as_ref().map(ToString::to_string),
         }
     }
@@ -286,6 +300,7 @@ async fn prepare_turn(
             turn: ChatTurn {
                 turn_id: Uuid::new_v4(),
                 user_id: caller.user_id,
+                conversation_id: Some(opened.keep.conversation_id),
                 tier: state.chat.tier,
                 mode: opened.mode,
                 focus: opened.focus,
@@ -324,6 +339,7 @@ async fn prepare_turn(
         turn: ChatTurn {
             turn_id: Uuid::new_v4(),
             user_id: caller.user_id,
+            conversation_id: None,
             tier: state.chat.tier,
             mode: req.mode.unwrap_or(ChatMode::Coach),
             focus,
@@ -420,7 +436,7 @@ pub(super) async fn chat(
     .await?;
     let conversation_id =
         super::conversations::keep(&store, prepared.keep, turn_id, now, &out).await?;
-    let body = ChatResponse::new(turn_id, conversation_id, state.model.id(), &out);
+    let body = ChatResponse::new(turn_id, conversation_id, state.model.id(), &out, now);
     let status = if body.error.is_some() {
         StatusCode::BAD_GATEWAY
     } else {
@@ -519,7 +535,7 @@ fn chat_events(
             };
         match ran {
             Ok((out, conversation_id)) => {
-                let body = ChatResponse::new(turn_id, conversation_id, &model_id, &out);
+                let body = ChatResponse::new(turn_id, conversation_id, &model_id, &out, now);
                 let _ = tx.send(json_event("answer", &body));
             }
             Err(e) => {

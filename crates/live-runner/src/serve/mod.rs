@@ -21,6 +21,9 @@
 //!   the retention.
 //! - The review queue ([`lessons`]): held lessons listed with why they were held, accepted or
 //!   rejected from the API and the `/lessons` page, audited as the caller.
+//! - Consent before any action ([`actions`]): what the coach prepared (`prepare_action`) is
+//!   listed, confirmed — applied and audited as the caller — or discarded; pending actions
+//!   expire ([`actions::expire_due`]).
 //! - Alerts ([`alerts`]): the caller's alert channels (webhook, Slack, Discord, Telegram) added,
 //!   listed, tested and deleted from the API and the `/alerts` page; their secrets never shown.
 //! - Errors ([`error`]): one JSON shape, `{"error": "...", "field": "..."?}`; bad bodies are
@@ -66,6 +69,7 @@ macro_rules! optional_body_post {
     };
 }
 
+pub mod actions;
 pub mod alerts;
 pub mod api;
 pub mod auth;
@@ -228,8 +232,8 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Serves [`router`] on `listener` until `shutdown` resolves (requests in flight finish),
-/// deleting the conversations idle past the retention meanwhile
-/// ([`conversations::purge_idle`]).
+/// deleting the conversations idle past the retention ([`conversations::purge_idle`]) and
+/// expiring the pending actions past their expiry ([`actions::expire_due`]) meanwhile.
 ///
 /// # Errors
 /// When the listener fails.
@@ -243,9 +247,14 @@ pub async fn serve(
         state.clock.clone(),
         state.chat.retention_days,
     ));
+    let expire = tokio::spawn(actions::expire_due(
+        state.store.clone(),
+        state.clock.clone(),
+    ));
     let served = axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown)
         .await;
     purge.abort();
+    expire.abort();
     served
 }

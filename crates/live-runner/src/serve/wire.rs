@@ -225,6 +225,9 @@ pub struct ChatResponse {
     pub cost_usd: Decimal,
     /// How many facts the system prompt showed.
     pub facts_injected: usize,
+    /// The actions the turn prepared (`prepare_action`), pending: nothing changes until the
+    /// user confirms one (`POST /api/actions/{id}/confirm`). Empty when the turn failed.
+    pub actions: Vec<super::actions::WireAction>,
     /// Why the turn ended in error (a model failure), if it did.
     pub error: Option<String>,
 }

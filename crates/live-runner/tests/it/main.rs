@@ -28,6 +28,7 @@ mod pages;
 mod parity_pg;
 mod reflection_pg;
 mod runner_pg;
+mod serve_actions;
 mod serve_alerts;
 mod serve_auth;
 mod serve_chat;

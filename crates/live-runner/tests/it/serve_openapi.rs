@@ -423,6 +423,69 @@ async fn every_route_answers_a_success_and_an_error_as_documented() {
         StatusCode::NOT_FOUND,
     );
 
+    // The actions the coach prepared: listed, confirmed (a skill version: the deployment's
+    // controls below stay as they are), discarded; another user's is a 404, a decided one a 409.
+    let prepared = |kind| db::test_support::sample_pending_action(&a.fx, kind, chrono::Utc::now());
+    let save = prepared(db::ActionKind::SaveSkillVersion);
+    let pause = prepared(db::ActionKind::PauseDeployment);
+    for action in [&save, &pause] {
+        db::ActionStore::create_pending_action(&s.store, action)
+            .await
+            .unwrap();
+    }
+    expect("actions", s.get("/api/actions", t).await, StatusCode::OK);
+    expect(
+        "actions without a token",
+        s.get("/api/actions", "not-a-token").await,
+        StatusCode::UNAUTHORIZED,
+    );
+    expect(
+        "confirm another user's action",
+        s.post_empty(&format!("/api/actions/{}/confirm", save.id), &b.token)
+            .await,
+        StatusCode::NOT_FOUND,
+    );
+    expect(
+        "confirm",
+        s.post_empty(&format!("/api/actions/{}/confirm", save.id), t)
+            .await,
+        StatusCode::OK,
+    );
+    expect(
+        "confirm again",
+        s.post_empty(&format!("/api/actions/{}/confirm", save.id), t)
+            .await,
+        StatusCode::CONFLICT,
+    );
+    expect(
+        "discard an unknown action",
+        s.post_empty(&format!("/api/actions/{other}/discard"), t)
+            .await,
+        StatusCode::NOT_FOUND,
+    );
+    expect(
+        "discard",
+        s.post_empty(&format!("/api/actions/{}/discard", pause.id), t)
+            .await,
+        StatusCode::OK,
+    );
+    expect(
+        "discard again",
+        s.post_empty(&format!("/api/actions/{}/discard", pause.id), t)
+            .await,
+        StatusCode::CONFLICT,
+    );
+    expect(
+        "history",
+        s.get("/api/actions/history", t).await,
+        StatusCode::OK,
+    );
+    expect(
+        "history without a token",
+        s.get("/api/actions/history", "").await,
+        StatusCode::UNAUTHORIZED,
+    );
+
     // Deployments, memory and controls.
     expect(
         "deployments",

@@ -185,7 +185,27 @@ fn state_changes(w: &World) -> Vec<Call> {
             Body::Json(json!({})),
         ),
     ]);
+    // The actions the coach prepared: A's pending pause (where a test keeps it, see
+    // `probe_action`), confirmed or discarded from another origin.
+    let action = probe_action(w);
+    calls.extend([
+        (
+            Method::POST,
+            format!("/api/actions/{action}/confirm"),
+            Body::Json(json!({})),
+        ),
+        (
+            Method::POST,
+            format!("/api/actions/{action}/discard"),
+            Body::Json(json!({})),
+        ),
+    ]);
     calls
+}
+
+/// The id of user A's pending pause the cross-origin probe tries to confirm.
+fn probe_action(w: &World) -> Uuid {
+    Uuid::new_v5(&w.a.user(), b"cross-origin probe")
 }
 
 /// Sends `call` with the `token` cookie (no `Authorization`) and `headers`.
@@ -239,13 +259,19 @@ async fn state_of(s: &Server, w: &World) -> String {
         s.pg.count(&count("alert_channels")).await,
         s.pg.count(&count("chat_conversations")).await,
     );
+    let pending_actions =
+        s.pg.count(&format!(
+            "SELECT count(*) FROM pending_actions WHERE user_id = '{}' AND status = 'pending'",
+            w.a.user()
+        ))
+        .await;
     let facts: Vec<_> = facts
         .iter()
         .map(|f| (f.id, &f.fact, &f.topic, f.confidence, f.archived_at))
         .collect();
     format!(
         "{facts:?} changes={changes} status={:?} controls={controls} turns={turns} \
-         channels={channels} conversations={conversations}",
+         channels={channels} conversations={conversations} pending_actions={pending_actions}",
         dep.status
     )
 }
@@ -255,8 +281,20 @@ async fn every_state_change_the_cookie_can_make_refuses_another_origin() {
     let s = server(no_model()).await;
     let w = world(&s).await;
     let other = other_port(&s);
+    let pause = db::NewPendingAction {
+        id: probe_action(&w),
+        ..db::test_support::sample_pending_action(
+            &w.a.fx,
+            db::ActionKind::PauseDeployment,
+            Utc::now(),
+        )
+    };
+    db::ActionStore::create_pending_action(&s.store, &pause)
+        .await
+        .unwrap();
     let before = state_of(&s, &w).await;
     assert!(before.contains("status=Active"), "{before}");
+    assert!(before.contains("pending_actions=1"), "{before}");
 
     let attacks: Vec<Vec<(&str, String)>> = vec![
         // A page on another port of this host: the same site, another origin.
@@ -416,6 +454,8 @@ async fn every_answer_carries_the_security_headers() {
         "/api/deployments".into(),
         format!("/api/deployments/{dep}/memory"),
         format!("/api/deployments/{dep}/controls"),
+        "/api/actions".into(),
+        "/api/actions/history".into(),
         "/api/nothing-here".into(),
         "/nothing-here".into(),
     ];
