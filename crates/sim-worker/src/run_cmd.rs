@@ -657,7 +657,7 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<
 /// run completed).
 const OUTPUT_FILES: [&str; 3] = ["summary.json", "trades.csv", "report.html"];
 
-/// [`run_with_summary`]; exits [`EXIT_MODEL_FAILED`](crate::EXIT_MODEL_FAILED), after writing
+/// [`run_full`]; exits [`EXIT_MODEL_FAILED`](crate::EXIT_MODEL_FAILED), after writing
 /// every output and printing the result, when more than
 /// [`MODEL_ERROR_MAX_PCT`](crate::MODEL_ERROR_MAX_PCT) % of the ticks failed on the model.
 pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
