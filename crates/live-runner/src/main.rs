@@ -258,6 +258,15 @@ impl From<ModeArg> for prompt_compose::ChatMode {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum MarketFeedArg {
+    /// Hyperliquid's WebSocket candle subscriptions, with candleSnapshot backfill and gap
+    /// repair.
+    Ws,
+    /// candleSnapshot alone: one request per symbol, interval and bar close.
+    Rest,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum NetworkArg {
     Mainnet,
     Testnet,
@@ -546,6 +555,19 @@ enum Command {
         /// and orders use its own network's API (see `deploy --hl-url`).
         #[arg(long, default_value = hyperliquid::MAINNET_URL)]
         hl_url: String,
+        /// Where the ticks' closed bars come from. Either way the runner keeps one series per
+        /// symbol and interval that every deployment's tick reads, so its requests to the
+        /// exchange grow with the symbols, not with the deployments.
+        #[arg(long, value_enum, default_value = "ws")]
+        market_feed: MarketFeedArg,
+        /// The candle feed's WebSocket URL (`--market-feed ws`); by default --hl-url's
+        /// (`https://host` → `wss://host/ws`).
+        #[arg(long, value_name = "URL")]
+        hl_ws_url: Option<String>,
+        /// How long a tick waits for the WebSocket feed to close its bar before fetching it
+        /// with candleSnapshot (e.g. 2s, 500ms).
+        #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = types::cli::parse_duration)]
+        feed_grace: Duration,
         /// Process what is due now, wait for it, and exit.
         #[arg(long)]
         once: bool,
@@ -1059,6 +1081,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             concurrency,
             reflection_concurrency,
             hl_url,
+            market_feed,
+            hl_ws_url,
+            feed_grace,
             once,
             tick_budget,
             poll,
@@ -1090,6 +1115,22 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let store = db::connect_pooled(&db, pool)
                 .await
                 .context("connecting to the database")?;
+            let market_feed = match market_feed {
+                MarketFeedArg::Rest => runner::MarketFeed::Rest,
+                MarketFeedArg::Ws => {
+                    let url = match hl_ws_url {
+                        Some(url) => url,
+                        None => hyperliquid::ws_url(&hl_url).context("--hl-url")?,
+                    };
+                    if !(url.starts_with("ws://") || url.starts_with("wss://")) {
+                        refuse!("--hl-ws-url must be a ws:// or wss:// URL, got {url:?}");
+                    }
+                    runner::MarketFeed::Ws(runner::WsFeed {
+                        grace: feed_grace,
+                        ..runner::WsFeed::new(url)
+                    })
+                }
+            };
             let info = hyperliquid::InfoClient::new(&hyperliquid::ClientConfig::new(hl_url))
                 .context("Hyperliquid client")?;
             // Listening before `/healthz` answers: a SIGTERM from then on stops the runner cleanly.
@@ -1146,7 +1187,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     config,
                 )
                 .await?
-                .with_news_opt(news),
+                .with_news_opt(news)
+                .with_market_feed(market_feed),
             );
             runner.run(shutdown).await?;
             if let Some(scorer) = scorer {
