@@ -1111,16 +1111,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             if pool.db_acquire_timeout >= tick_budget {
                 refuse!("--db-acquire-timeout must be shorter than --tick-budget");
             }
-            let pool = pool.config(concurrency, reflection_concurrency);
-            let store = db::connect_pooled(&db, pool)
-                .await
-                .context("connecting to the database")?;
             let market_feed = match market_feed {
                 MarketFeedArg::Rest => runner::MarketFeed::Rest,
                 MarketFeedArg::Ws => {
                     let url = match hl_ws_url {
                         Some(url) => url,
-                        None => hyperliquid::ws_url(&hl_url).context("--hl-url")?,
+                        None => match hyperliquid::ws_url(&hl_url) {
+                            Ok(url) => url,
+                            Err(e) => refuse!("--hl-url: {e}"),
+                        },
                     };
                     if !(url.starts_with("ws://") || url.starts_with("wss://")) {
                         refuse!("--hl-ws-url must be a ws:// or wss:// URL, got {url:?}");
@@ -1131,6 +1130,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     })
                 }
             };
+            let pool = pool.config(concurrency, reflection_concurrency);
+            let store = db::connect_pooled(&db, pool)
+                .await
+                .context("connecting to the database")?;
             let info = hyperliquid::InfoClient::new(&hyperliquid::ClientConfig::new(hl_url))
                 .context("Hyperliquid client")?;
             // Listening before `/healthz` answers: a SIGTERM from then on stops the runner cleanly.
