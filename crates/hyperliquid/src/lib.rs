@@ -13,6 +13,8 @@
 //!   order id or client order id, `updateLeverage` (leverage and margin mode per asset), typed
 //!   per-order statuses; deterministic client order ids
 //!   ([`cloid_for`]) so a retried tick never places a second order;
+//! - `ws::CandleFeed` (feature `ws`): the WebSocket candle subscriptions on one connection,
+//!   reconnected after a loss, read into the same [`Candle`] as `candleSnapshot`;
 //! - the tick/lot rules for prices and sizes on the wire, in `Decimal` — see [`format`](mod@format).
 //!
 //! What it never does: no database, no prompt text, no risk decisions (the execution engine
@@ -20,8 +22,9 @@
 //! no reading of the wall clock (nonces come from the [`types::Clock`] it is given), and it
 //! never logs or prints a private key (a [`Signer`]'s `Debug` shows only its address).
 //!
-//! Cargo features (both on by default): `client` ([`http`], [`info`]: reqwest, tokio) and
-//! `signing` ([`signing`]: k256, sha3, rmp-serde); [`exchange`] needs both. Without them the crate
+//! Cargo features: `client` ([`http`], [`info`]: reqwest, tokio) and `signing` ([`signing`]:
+//! k256, sha3, rmp-serde), both on by default — [`exchange`] needs both —, and `ws` (off by
+//! default: the WebSocket candle feed, `ws::CandleFeed`, over tokio-tungstenite). Without them the crate
 //! is the wire types and parsers ([`wire`], [`ids`], [`format`](mod@format)) — what a reader of saved
 //! Hyperliquid files needs.
 //!
@@ -71,6 +74,8 @@ pub mod info;
 #[cfg(feature = "signing")]
 pub mod signing;
 pub mod wire;
+#[cfg(feature = "ws")]
+pub mod ws;
 
 pub use error::{HlError, Result};
 #[cfg(all(feature = "client", feature = "signing"))]
@@ -90,3 +95,5 @@ pub use wire::{
     ExtraAgent, FundingRate, HlFill, HlSide, Leverage, Meta, MetaAndAssetCtxs, OrderInfo,
     OrderLookup, OrderState,
 };
+#[cfg(feature = "ws")]
+pub use ws::{CandleFeed, FeedConfig, FeedEvent, ws_url};

@@ -94,6 +94,91 @@ pub fn candles_to_bars(candles: &[Candle]) -> Vec<Bar> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// WebSocket: the candle subscription
+// ---------------------------------------------------------------------------------------------
+
+/// A request sent on the WebSocket: `{"method": "subscribe", "subscription": {...}}` or
+/// `{"method": "ping"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "method", rename_all = "camelCase")]
+pub enum WsRequest {
+    /// Start a subscription.
+    Subscribe {
+        /// What to subscribe to.
+        subscription: WsSubscription,
+    },
+    /// Keep the connection alive (the server closes one that is silent for a minute); it
+    /// answers `{"channel": "pong"}`.
+    Ping,
+}
+
+/// A subscription of the WebSocket API (only the candle one is used).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum WsSubscription {
+    /// `{"type": "candle", "coin": "BTC", "interval": "1h"}`: every update of the coin's
+    /// forming candle of that interval, each the candle's whole state so far.
+    Candle {
+        /// The coin, e.g. `BTC`.
+        coin: String,
+        /// The interval in Hyperliquid's spelling (`5m`, `1h`, ...).
+        interval: String,
+    },
+}
+
+/// A message the WebSocket API sends, as the candle feed reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WsMessage {
+    /// `{"channel": "candle", "data": {t, T, s, i, o, c, h, l, v, n}}`: candle updates (the
+    /// data is one candle; an array of them is read too).
+    Candles(Vec<Candle>),
+    /// `{"channel": "subscriptionResponse", ...}`: a subscription was acknowledged.
+    Subscribed,
+    /// `{"channel": "pong"}`: the answer to a ping.
+    Pong,
+    /// `{"channel": "error", "data": "..."}`: the server refused a request.
+    Error(String),
+    /// Anything else: another channel, or the plain-text greeting a connection opens with.
+    Other,
+}
+
+#[derive(Deserialize)]
+struct WsEnvelope<'a> {
+    channel: &'a str,
+    #[serde(borrow, default)]
+    data: Option<&'a serde_json::value::RawValue>,
+}
+
+/// Parses one text message of the WebSocket API.
+///
+/// # Errors
+/// [`HlError::Decode`] when a `candle` message's data is not a candle (or an array of them),
+/// naming the path of the first bad value. A message that is not a JSON object with a
+/// `channel` is [`WsMessage::Other`], not an error.
+pub fn parse_ws_message(text: &str) -> Result<WsMessage> {
+    let Ok(envelope) = serde_json::from_str::<WsEnvelope<'_>>(text) else {
+        return Ok(WsMessage::Other);
+    };
+    let data = envelope.data.map_or("null", |d| d.get());
+    Ok(match envelope.channel {
+        "candle" => {
+            let bytes = data.trim_start().as_bytes();
+            if bytes.first() == Some(&b'[') {
+                WsMessage::Candles(decode("candle", bytes)?)
+            } else {
+                WsMessage::Candles(vec![decode("candle", bytes)?])
+            }
+        }
+        "subscriptionResponse" => WsMessage::Subscribed,
+        "pong" => WsMessage::Pong,
+        "error" => WsMessage::Error(
+            serde_json::from_str::<String>(data).unwrap_or_else(|_| data.to_owned()),
+        ),
+        _ => WsMessage::Other,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
 // meta / metaAndAssetCtxs
 // ---------------------------------------------------------------------------------------------
 
@@ -928,6 +1013,59 @@ mod tests {
     use rust_decimal_macros::dec;
 
     use super::*;
+
+    #[test]
+    fn websocket_messages_are_read_by_channel() {
+        // As the exchange sends them (the candle data one object).
+        let update = r#"{"channel":"candle","data":{"t":1780567200000,"T":1780570799999,"s":"BTC","i":"1h","o":"65000.5","c":"65100","h":"65200","l":"64900","v":"12.5","n":321}}"#;
+        let WsMessage::Candles(candles) = parse_ws_message(update).unwrap() else {
+            panic!("a candle message");
+        };
+        assert_eq!(candles.len(), 1);
+        let bar = candles[0].to_bar();
+        assert_eq!(
+            (bar.open, bar.close, bar.volume),
+            (dec!(65000.5), dec!(65100), dec!(12.5))
+        );
+        assert_eq!(candles[0].interval, "1h");
+        let array = r#"{"channel":"candle","data":[{"t":1,"T":2,"s":"ETH","i":"5m","o":"1","c":"1","h":"1","l":"1","v":"0","n":0}]}"#;
+        assert!(
+            matches!(parse_ws_message(array).unwrap(), WsMessage::Candles(c) if c[0].coin == "ETH")
+        );
+        let ack = r#"{"channel":"subscriptionResponse","data":{"method":"subscribe","subscription":{"type":"candle","coin":"BTC","interval":"1h"}}}"#;
+        assert_eq!(parse_ws_message(ack).unwrap(), WsMessage::Subscribed);
+        assert_eq!(
+            parse_ws_message(r#"{"channel":"pong"}"#).unwrap(),
+            WsMessage::Pong
+        );
+        assert_eq!(
+            parse_ws_message(r#"{"channel":"error","data":"Invalid subscription"}"#).unwrap(),
+            WsMessage::Error("Invalid subscription".to_owned())
+        );
+        assert_eq!(
+            parse_ws_message("Websocket connection established.").unwrap(),
+            WsMessage::Other
+        );
+        match parse_ws_message(r#"{"channel":"candle","data":{"t":1,"T":2,"s":"BTC","i":"1h","o":"x","c":"1","h":"1","l":"1","v":"0","n":0}}"#).unwrap_err() {
+            HlError::Decode { what, path, .. } => assert_eq!((what, path.as_str()), ("candle", "o")),
+            other => panic!("unexpected {other:?}"),
+        }
+        // Requests as the exchange documents them.
+        let subscribe = WsRequest::Subscribe {
+            subscription: WsSubscription::Candle {
+                coin: "BTC".to_owned(),
+                interval: "1h".to_owned(),
+            },
+        };
+        assert_eq!(
+            serde_json::to_string(&subscribe).unwrap(),
+            r#"{"method":"subscribe","subscription":{"type":"candle","coin":"BTC","interval":"1h"}}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&WsRequest::Ping).unwrap(),
+            r#"{"method":"ping"}"#
+        );
+    }
 
     #[test]
     fn bad_decimal_names_its_path() {

@@ -11,7 +11,8 @@
 //! ```
 //!
 //! Prints ticks/s, the start lag (bar close → the tick's first model call) and the tick
-//! completion (bar close → its snapshot recorded) at p50 / p99 / max, the process's CPU
+//! completion (bar close → its snapshot recorded) at p50 / p99 / max, the `candleSnapshot`
+//! requests the runners' candle caches made (REST feed), the process's CPU
 //! (runners and the in-process mock exchange; PostgreSQL's is its own) and peak RSS, and
 //! proves that no tick ran twice. TEST_DATABASE_URL as the tests; a fresh database is created
 //! and dropped. The bar close is the moment the runners start: every deployment is due then.
@@ -313,6 +314,13 @@ async fn main() -> anyhow::Result<()> {
         .collect();
     let wall_ms = i64::try_from(wall.as_millis()).unwrap_or(i64::MAX).max(1);
     let cpu_ms = i64::try_from(cpu.as_millis()).unwrap_or(i64::MAX);
+    let requests = |kind: &str| -> u64 {
+        runners
+            .iter()
+            .map(|r| r.metrics().market_requests(kind))
+            .sum()
+    };
+    let (backfills, updates) = (requests("backfill"), requests("update"));
     let per_runner = recorded
         .iter()
         .map(u64::to_string)
@@ -325,6 +333,7 @@ async fn main() -> anyhow::Result<()> {
          ticks/s {}\n\
          start lag (bar close -> first model call) {}\n\
          tick completion (bar close -> recorded) {}\n\
+         candleSnapshot requests {} (backfill {backfills}, update {updates})\n\
          process CPU {} s = {} % of one core (runners and mock exchange), peak RSS {} MB\n\
          snapshots {snapshots}, (deployment, tick) pairs with more than one snapshot: {doubled}",
         args.runners,
@@ -336,6 +345,7 @@ async fn main() -> anyhow::Result<()> {
         ),
         spread(lags),
         spread(completions),
+        backfills + updates,
         secs(cpu),
         types::text::fixed(
             Decimal::from(cpu_ms) * Decimal::from(100) / Decimal::from(wall_ms),

@@ -292,6 +292,15 @@ impl From<ModeArg> for prompt_compose::ChatMode {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum MarketFeedArg {
+    /// Hyperliquid's WebSocket candle subscriptions, with candleSnapshot backfill and gap
+    /// repair.
+    Ws,
+    /// candleSnapshot alone: one request per symbol, interval and bar close.
+    Rest,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum NetworkArg {
     Mainnet,
     Testnet,
@@ -584,6 +593,19 @@ enum Command {
         /// and orders use its own network's API (see `deploy --hl-url`).
         #[arg(long, default_value = hyperliquid::MAINNET_URL)]
         hl_url: String,
+        /// Where the ticks' closed bars come from. Either way the runner keeps one series per
+        /// symbol and interval that every deployment's tick reads, so its requests to the
+        /// exchange grow with the symbols, not with the deployments.
+        #[arg(long, value_enum, default_value = "ws")]
+        market_feed: MarketFeedArg,
+        /// The candle feed's WebSocket URL (`--market-feed ws`); by default --hl-url's
+        /// (`https://host` → `wss://host/ws`).
+        #[arg(long, value_name = "URL")]
+        hl_ws_url: Option<String>,
+        /// How long a tick waits for the WebSocket feed to close its bar before fetching it
+        /// with candleSnapshot (e.g. 2s, 500ms).
+        #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = types::cli::parse_duration)]
+        feed_grace: Duration,
         /// Process what is due now, wait for it, and exit.
         #[arg(long)]
         once: bool,
@@ -1094,6 +1116,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             concurrency,
             reflection_concurrency,
             hl_url,
+            market_feed,
+            hl_ws_url,
+            feed_grace,
             once,
             tick_budget,
             poll,
@@ -1121,6 +1146,25 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             if pool.db_acquire_timeout >= tick_budget {
                 refuse!("--db-acquire-timeout must be shorter than --tick-budget");
             }
+            let market_feed = match market_feed {
+                MarketFeedArg::Rest => runner::MarketFeed::Rest,
+                MarketFeedArg::Ws => {
+                    let url = match hl_ws_url {
+                        Some(url) => url,
+                        None => match hyperliquid::ws_url(&hl_url) {
+                            Ok(url) => url,
+                            Err(e) => refuse!("--hl-url: {e}"),
+                        },
+                    };
+                    if !(url.starts_with("ws://") || url.starts_with("wss://")) {
+                        refuse!("--hl-ws-url must be a ws:// or wss:// URL, got {url:?}");
+                    }
+                    runner::MarketFeed::Ws(runner::WsFeed {
+                        grace: feed_grace,
+                        ..runner::WsFeed::new(url)
+                    })
+                }
+            };
             let pool = pool.config(concurrency, reflection_concurrency);
             let store = db::connect_pooled(&db, pool)
                 .await
@@ -1181,7 +1225,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     config,
                 )
                 .await?
-                .with_news_opt(news),
+                .with_news_opt(news)
+                .with_market_feed(market_feed),
             );
             runner.run(shutdown).await?;
             if let Some(scorer) = scorer {

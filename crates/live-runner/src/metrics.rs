@@ -66,6 +66,12 @@ struct Inner {
     flattens: BTreeMap<&'static str, u64>,
     /// Alert delivery attempts by result: `delivered`, `retry`, `failed` (given up).
     alerts: BTreeMap<&'static str, u64>,
+    /// A tick's reads of the candle cache by how they were served: `cached`, `feed` (after
+    /// waiting for the WebSocket feed to close the bar), `fetched` (after a `candleSnapshot`).
+    market_reads: BTreeMap<&'static str, u64>,
+    /// `candleSnapshot` requests of the candle cache by kind: `backfill` (a series' window),
+    /// `update` (the bars since the series' last).
+    market_requests: BTreeMap<&'static str, u64>,
     /// Claimed ticks not run because the deployment was no longer active.
     skipped_inactive: u64,
     lease_takeovers: u64,
@@ -154,6 +160,28 @@ impl Metrics {
     #[must_use]
     pub fn alerts(&self, result: &str) -> u64 {
         self.with(|m| m.alerts.get(result).copied().unwrap_or(0))
+    }
+
+    /// Counts one read of the candle cache served as `how` (`cached`, `feed`, `fetched`).
+    pub fn market_read(&self, how: &'static str) {
+        self.with(|m| *m.market_reads.entry(how).or_default() += 1);
+    }
+
+    /// How many reads of the candle cache were served as `how`.
+    #[must_use]
+    pub fn market_reads(&self, how: &str) -> u64 {
+        self.with(|m| m.market_reads.get(how).copied().unwrap_or(0))
+    }
+
+    /// Counts one `candleSnapshot` request of the candle cache (`backfill`, `update`).
+    pub fn market_request(&self, kind: &'static str) {
+        self.with(|m| *m.market_requests.entry(kind).or_default() += 1);
+    }
+
+    /// How many `candleSnapshot` requests of `kind` the candle cache made.
+    #[must_use]
+    pub fn market_requests(&self, kind: &str) -> u64 {
+        self.with(|m| m.market_requests.get(kind).copied().unwrap_or(0))
     }
 
     /// Counts one claimed deployment whose tick did not run because it was paused or stopped
@@ -248,6 +276,22 @@ impl Metrics {
                     out,
                     "live_runner_alert_deliveries_total{{result=\"{k}\"}} {v}"
                 );
+            }
+            counter(
+                &mut out,
+                "live_runner_market_reads_total",
+                "Ticks' reads of the candle cache by how they were served (cached, feed, fetched).",
+            );
+            for (k, v) in &m.market_reads {
+                let _ = writeln!(out, "live_runner_market_reads_total{{served=\"{k}\"}} {v}");
+            }
+            counter(
+                &mut out,
+                "live_runner_market_requests_total",
+                "candleSnapshot requests of the candle cache by kind (backfill, update).",
+            );
+            for (k, v) in &m.market_requests {
+                let _ = writeln!(out, "live_runner_market_requests_total{{kind=\"{k}\"}} {v}");
             }
             counter(
                 &mut out,

@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
@@ -43,10 +44,19 @@ pub struct Preloaded {
 
 /// One symbol's bars at one interval, sorted by open time, one per open time, under an id
 /// ([`SeriesOrigin`]) that changes whenever they do: a clone shares the id with the same bars.
-#[derive(Debug, Clone, Default)]
+/// The bars may be shared with other sources (a live runner's candle cache hands every tick of
+/// a bar close the same series); only `bars[..end]` belong to this source.
+#[derive(Debug, Clone)]
 struct Series {
     id: u64,
-    bars: Vec<Bar>,
+    bars: Arc<[Bar]>,
+    end: usize,
+}
+
+impl Series {
+    fn held(&self) -> &[Bar] {
+        &self.bars[..self.end]
+    }
 }
 
 impl Preloaded {
@@ -59,28 +69,64 @@ impl Preloaded {
     /// Adds bars of `symbol` at `interval` (any order; kept sorted by open time, one bar per
     /// open time, the later insert winning).
     pub fn insert_bars(&mut self, symbol: &str, interval: Interval, bars: Vec<Bar>) {
-        let entry = self
-            .bars
-            .entry(symbol.to_owned())
-            .or_default()
-            .entry(interval)
-            .or_default();
+        let by_interval = self.bars.entry(symbol.to_owned()).or_default();
+        let held = by_interval.get(&interval).map_or(&[][..], Series::held);
         // The common case, a first series already in strictly increasing time order (what
         // a bar file or a resample gives), is the merge's result as it is.
-        let bars = if entry.bars.is_empty() && bars.is_sorted_by(|a, b| a.time < b.time) {
+        let bars = if held.is_empty() && bars.is_sorted_by(|a, b| a.time < b.time) {
             bars
         } else {
             let mut by_time: BTreeMap<DateTime<Utc>, Bar> =
-                entry.bars.drain(..).map(|b| (b.time, b)).collect();
+                held.iter().map(|b| (b.time, b.clone())).collect();
             for b in bars {
                 by_time.insert(b.time, b);
             }
             by_time.into_values().collect()
         };
-        *entry = Series {
-            id: SeriesOrigin::new_series_id(),
-            bars,
-        };
+        by_interval.insert(
+            interval,
+            Series {
+                id: SeriesOrigin::new_series_id(),
+                end: bars.len(),
+                bars: bars.into(),
+            },
+        );
+    }
+
+    /// Holds `bars` of `symbol` at `interval` — shared, not copied — in place of any held
+    /// before, up to the last one that closed by `closed_by` (a bar closes at its open time +
+    /// `interval`): a source for a tick at `closed_by` holds nothing after it. `bars` must be
+    /// sorted by open time, one per open time (a live runner's candle cache keeps them so);
+    /// bars that are not are copied and merged as [`Preloaded::insert_bars`] merges them.
+    pub fn insert_shared_bars(
+        &mut self,
+        symbol: &str,
+        interval: Interval,
+        bars: Arc<[Bar]>,
+        closed_by: DateTime<Utc>,
+    ) {
+        if !bars.is_sorted_by(|a, b| a.time < b.time) {
+            self.bars
+                .entry(symbol.to_owned())
+                .or_default()
+                .remove(&interval);
+            let closed = bars
+                .iter()
+                .filter(|b| b.close_time(interval) <= closed_by)
+                .cloned()
+                .collect();
+            self.insert_bars(symbol, interval, closed);
+            return;
+        }
+        let end = closed_prefix(&bars, interval, closed_by);
+        self.bars.entry(symbol.to_owned()).or_default().insert(
+            interval,
+            Series {
+                id: SeriesOrigin::new_series_id(),
+                bars,
+                end,
+            },
+        );
     }
 
     /// Builder form of [`Preloaded::insert_bars`].
@@ -93,13 +139,23 @@ impl Preloaded {
     /// Every bar held for `symbol` at `interval`, oldest first.
     #[must_use]
     pub fn all_bars(&self, symbol: &str, interval: Interval) -> &[Bar] {
-        self.series(symbol, interval).map_or(&[], |s| &s.bars)
+        self.series(symbol, interval).map_or(&[], Series::held)
     }
 
     fn series(&self, symbol: &str, interval: Interval) -> Option<&Series> {
         self.bars
             .get(symbol)
             .and_then(|by_interval| by_interval.get(&interval))
+    }
+}
+
+/// How many of `bars` (sorted by open time) closed by `closed_by`: they are a prefix, those
+/// that opened by `closed_by − interval` (one subtraction instead of one addition per probe).
+/// When that instant is out of range, no bar can have closed by `closed_by`.
+fn closed_prefix(bars: &[Bar], interval: Interval, closed_by: DateTime<Utc>) -> usize {
+    match closed_by.checked_sub_signed(interval.duration()) {
+        Some(latest_open) => bars.partition_point(|b| b.time <= latest_open),
+        None => 0,
     }
 }
 
@@ -130,14 +186,8 @@ impl MarketData for Preloaded {
                 origin: None,
             });
         };
-        let all = &series.bars;
-        // Bars are sorted by open time, so the closed ones are a prefix: those that opened by
-        // `closed_by − interval` (one subtraction instead of one addition per probe). When that
-        // instant is out of range, no bar can have closed by `closed_by`.
-        let closed = match closed_by.checked_sub_signed(interval.duration()) {
-            Some(latest_open) => all.partition_point(|b| b.time <= latest_open),
-            None => 0,
-        };
+        let all = series.held();
+        let closed = closed_prefix(all, interval, closed_by);
         let start = closed.saturating_sub(limit);
         Ok(BarsWindow {
             bars: Cow::Borrowed(&all[start..closed]),

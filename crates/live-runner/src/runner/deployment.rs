@@ -89,7 +89,14 @@ impl Runner {
         }
         let last_tick_at = saved.as_ref().and_then(|s| s.last_tick_at);
 
-        let mut market = fetch_market(&self.info, &skill, tick_at, last_tick_at).await?;
+        let mut market = fetch_market(
+            &self.candles,
+            &skill,
+            tick_at,
+            last_tick_at,
+            self.clock.now(),
+        )
+        .await?;
         market.events = load_events(&self.store, &skill, tick_at).await?;
         // Funding and open interest only for a skill that can read them; a failed fetch leaves
         // the tick without them (logged), never fails it.

@@ -136,7 +136,7 @@ impl Runner {
                 let interval = skill.context.bars_interval;
                 let closed = last_close_at_or_before(now, interval);
                 let last_tick_at = saved.as_ref().and_then(|s| s.last_tick_at);
-                let market = fetch_market(&self.info, &skill, closed, last_tick_at).await?;
+                let market = fetch_market(&self.candles, &skill, closed, last_tick_at, now).await?;
                 let mut broker = paper_broker(
                     d,
                     saved.as_ref(),

@@ -10,10 +10,11 @@ use tools::Preloaded;
 use types::{Interval, MarketEvent};
 
 use super::RunError;
-use crate::schedule::bar_length;
+use super::candles::CandleCache;
+use crate::schedule::{bar_length, last_close_at_or_before};
 
 /// Most candles asked for in one candleSnapshot request (the exchange serves at most 5000).
-const MAX_CANDLES: i64 = 5000;
+pub(crate) const MAX_CANDLES: i64 = 5000;
 
 /// `symbol`'s candles of `interval` from `start` that closed at or before `now` (the forming
 /// one is dropped).
@@ -38,16 +39,18 @@ pub(crate) async fn closed_candles(
         .collect())
 }
 
-/// The closed bars a tick at `tick_at` needs: the skill's lookback (and every bar since the
-/// last tick, for MFE/MAE and the paper broker, and the bars the outcome memory's indicators
+/// The closed bars a tick at `tick_at` needs, read from the runner's candle cache (shared with
+/// every other tick of the same symbols, not copied): the skill's lookback (and every bar since
+/// the last tick, for MFE/MAE and the paper broker, and the bars the outcome memory's indicators
 /// read, `outcomes::bars_needed`, so a live market snapshot is computed over the bars a backtest
-/// would use) at its interval, the lookback at each higher timeframe. Bars closing after
-/// `tick_at` (the forming one) are dropped.
+/// would use) at its interval, the lookback at each higher timeframe. The source holds no bar
+/// closing after `tick_at` (the forming one included). `now` is the wall-clock time.
 pub(super) async fn fetch_market(
-    info: &InfoClient,
+    candles: &CandleCache,
     skill: &Skill,
     tick_at: DateTime<Utc>,
     last_tick_at: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
 ) -> Result<Preloaded, RunError> {
     let interval = skill.context.bars_interval;
     let lookback = i64::from(skill.context.bars_lookback.max(1));
@@ -63,40 +66,47 @@ pub(super) async fn fetch_market(
     }
     for symbol in &skill.context.symbols {
         for (iv, n) in &wanted {
-            let closed =
-                last_closed_candles(info, symbol, *iv, (n + 2).min(MAX_CANDLES), tick_at).await?;
-            market.insert_bars(symbol, *iv, closed);
+            let n = usize::try_from((n + 2).min(MAX_CANDLES)).unwrap_or(0);
+            let bars = candles.closed_bars(symbol, *iv, n, tick_at, now).await?;
+            market.insert_shared_bars(symbol, *iv, bars, tick_at);
         }
     }
     Ok(market)
 }
 
 /// At least `n` of `symbol`'s latest closed candles of `interval` at `now` (by count, not by
-/// calendar time): the span of `n` bar lengths is asked first and, when an exchange gap left
+/// calendar time): the span of `n` bar lengths up to the last close is asked first and, when an exchange gap left
 /// fewer candles in it, widened (doubled, up to [`MAX_CANDLES`] bar lengths) until the count is
 /// there or the history ends (a wider span brings no more) — so right after a gap the table
-/// shows the bars a backtest of the same bars shows, not only those since the gap.
-async fn last_closed_candles(
+/// shows the bars a backtest of the same bars shows, not only those since the gap. Also
+/// whether the history ended short of `n`, and how many requests it took.
+pub(crate) async fn last_closed_candles(
     info: &InfoClient,
     symbol: &str,
     interval: Interval,
     n: i64,
     now: DateTime<Utc>,
-) -> Result<Vec<types::Bar>, RunError> {
+) -> Result<(Vec<types::Bar>, bool, usize), RunError> {
     let len = bar_length(interval);
-    let start_for = |span: i64| now - len * i32::try_from(span).unwrap_or(i32::MAX);
+    // Spans end at the last close, so a span of `n` bar lengths holds `n` closed bars.
+    let last = last_close_at_or_before(now, interval);
+    let start_for = |span: i64| last - len * i32::try_from(span).unwrap_or(i32::MAX);
     let mut span = n.max(1);
     let mut closed = closed_candles(info, symbol, interval, start_for(span), now).await?;
-    while i64::try_from(closed.len()).unwrap_or(i64::MAX) < n && span < MAX_CANDLES {
+    let mut requests = 1;
+    let count = |bars: &[types::Bar]| i64::try_from(bars.len()).unwrap_or(i64::MAX);
+    while count(&closed) < n && span < MAX_CANDLES {
         span = (span * 2).min(MAX_CANDLES);
         let wider = closed_candles(info, symbol, interval, start_for(span), now).await?;
+        requests += 1;
         let grew = wider.len() > closed.len();
         closed = wider;
         if !grew {
             break;
         }
     }
-    Ok(closed)
+    let short = count(&closed) < n;
+    Ok((closed, short, requests))
 }
 
 /// The calendar a tick at `tick_at` may show: the stored events scheduled within the skill's
@@ -313,9 +323,10 @@ mod tests {
             .mount(&server)
             .await;
         let info = InfoClient::new(&hyperliquid::ClientConfig::new(server.uri())).unwrap();
-        let bars = last_closed_candles(&info, "BTC", Interval::H1, 62, now)
+        let (bars, short, _) = last_closed_candles(&info, "BTC", Interval::H1, 62, now)
             .await
             .unwrap();
+        assert!(!short);
         // 62 asked: 14 after the gap in the first span, the widened span reaches past it.
         assert!(bars.len() >= 62, "{} bars", bars.len());
         assert_eq!(bars.last().unwrap().close_time(Interval::H1), now);
@@ -334,10 +345,12 @@ mod tests {
             .mount(&server)
             .await;
         let info = InfoClient::new(&hyperliquid::ClientConfig::new(server.uri())).unwrap();
-        let bars = last_closed_candles(&info, "BTC", Interval::H1, 62, now)
+        let (bars, short, requests) = last_closed_candles(&info, "BTC", Interval::H1, 62, now)
             .await
             .unwrap();
         assert_eq!(bars.len(), 30);
+        assert!(short, "the history ends short of the count");
+        assert_eq!(requests, 2);
         assert_eq!(server.received_requests().await.unwrap().len(), 2);
     }
 }

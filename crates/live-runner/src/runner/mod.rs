@@ -26,10 +26,12 @@
 //! through the deployment's broker, records it, and a failure is retried with a bounded backoff.
 //!
 //! Files: the runner's configuration and shared parts (here), the claim loop (`tick_loop`),
-//! one deployment's tick (`deployment`), a stopped deployment's flatten (`flatten`), the market data it fetches (`market`), the parsed
+//! one deployment's tick (`deployment`), a stopped deployment's flatten (`flatten`), the market
+//! data it fetches (`market`), the closed bars every tick shares (`candles`), the parsed
 //! skills it keeps (`skills`), the deployments' MCP servers it keeps running (`mcp_servers`),
 //! the news feeds it polls (`news`) and the reflection worker (`reflections`).
 
+pub mod candles;
 mod deployment;
 mod flatten;
 pub(crate) mod market;
@@ -52,6 +54,7 @@ use tick::{BrokerUnavailable, TickOutcome};
 use types::Clock;
 use uuid::Uuid;
 
+pub use self::candles::{MarketFeed, WsFeed};
 pub use self::flatten::flatten_retry_at;
 pub use self::news::NewsFeeds;
 pub use self::reflections::ReflectionJob;
@@ -285,6 +288,8 @@ pub enum Done {
 pub struct Runner {
     store: Store,
     info: InfoClient,
+    /// The closed bars every tick reads, per (symbol, interval).
+    candles: Arc<candles::CandleCache>,
     clock: Arc<dyn Clock>,
     resolver: ModelResolver,
     metrics: Metrics,
@@ -318,6 +323,7 @@ impl Runner {
         }
         Ok(Runner {
             store,
+            candles: candles::CandleCache::rest(info.clone(), metrics.clone()),
             info,
             clock,
             resolver,
@@ -336,6 +342,15 @@ impl Runner {
     #[must_use]
     pub fn with_env(mut self, env: Arc<dyn EnvLookup>) -> Self {
         self.env = env;
+        self
+    }
+
+    /// Where the ticks' closed bars come from: `candleSnapshot` alone (the default), or the
+    /// WebSocket feed with REST backfill and gap repair. Call within a tokio runtime (the
+    /// feed starts on it).
+    #[must_use]
+    pub fn with_market_feed(mut self, feed: MarketFeed) -> Self {
+        self.candles = candles::CandleCache::new(self.info.clone(), self.metrics.clone(), feed);
         self
     }
 

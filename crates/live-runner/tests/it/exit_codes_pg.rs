@@ -128,6 +128,30 @@ async fn bad_input_of_every_kind_exits_2_and_names_the_problem() {
             "--concurrency must be at least 1",
         ),
         (
+            vec![
+                "run",
+                "--db",
+                &url,
+                "--hl-ws-url",
+                "https://api.hyperliquid.xyz/ws",
+            ],
+            &[],
+            "--hl-ws-url must be a ws:// or wss:// URL",
+        ),
+        (
+            vec![
+                "run",
+                "--db",
+                &url,
+                "--market-feed",
+                "ws",
+                "--hl-url",
+                "ftp://x",
+            ],
+            &[],
+            "--hl-url",
+        ),
+        (
             vec!["run", "--db", &url, "--news-feeds-file", &bad_feeds],
             &[],
             "is not an http:// or https:// feed URL",

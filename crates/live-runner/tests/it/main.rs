@@ -18,6 +18,7 @@ mod flag_forms;
 mod funding_example_pg;
 mod hl_broker;
 mod hyperliquid_pg;
+mod market_cache_pg;
 mod mcp_pg;
 mod mcp_serve_pg;
 mod memory_cli_pg;

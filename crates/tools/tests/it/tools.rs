@@ -726,3 +726,45 @@ fn preloaded_windows_name_their_series_and_a_changed_series_gets_a_new_id() {
     assert_eq!(plain.origin, None);
     assert_eq!(plain.bars.len(), 5);
 }
+
+/// Shared bars are held without a copy and only up to the given close: a source for a tick
+/// holds nothing that closed after it, whatever the shared series holds beyond; a series that
+/// is not sorted is merged as `insert_bars` merges.
+#[test]
+fn preloaded_shared_bars_end_at_the_given_close() {
+    use tools::MarketData;
+    use types::{Bar, Interval};
+
+    let bar = |h: i64| Bar {
+        time: now() + Duration::hours(h),
+        open: dec!(1),
+        high: dec!(2),
+        low: dec!(1),
+        close: Decimal::from(h + 100),
+        volume: dec!(3),
+    };
+    let shared: Arc<[Bar]> = (-10..3).map(bar).collect::<Vec<_>>().into();
+    let mut data = Preloaded::new().with_bars("X", Interval::H1, vec![bar(-50)]);
+    data.insert_shared_bars("X", Interval::H1, shared.clone(), now());
+    // Replaced, not merged; the bars opened at now and after have not closed by now.
+    let held = data.all_bars("X", Interval::H1);
+    assert_eq!(held.len(), 10);
+    assert_eq!(held.last().unwrap().time, now() - Duration::hours(1));
+    assert!(std::ptr::eq(held.as_ptr(), shared.as_ptr()), "not copied");
+    // Asked for a later close, still nothing past the one it was given.
+    let later = data
+        .bars("X", Interval::H1, now() + Duration::hours(5), 100)
+        .unwrap();
+    assert_eq!(later.len(), 10);
+    let w = data.bars_window("X", Interval::H1, now(), 3).unwrap();
+    assert_eq!(w.origin.unwrap().start, 7);
+
+    let unsorted: Arc<[Bar]> = vec![bar(-1), bar(-3), bar(-2), bar(-2), bar(1)].into();
+    data.insert_shared_bars("X", Interval::H1, unsorted, now());
+    let times: Vec<i64> = data
+        .all_bars("X", Interval::H1)
+        .iter()
+        .map(|b| (b.time - now()).num_hours())
+        .collect();
+    assert_eq!(times, vec![-3, -2, -1]);
+}

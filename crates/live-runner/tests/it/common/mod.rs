@@ -6,6 +6,7 @@
 pub(crate) mod hl_exchange;
 pub(crate) mod openapi;
 pub(crate) mod serve;
+pub(crate) mod ws;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -144,23 +145,29 @@ impl Respond for Candles {
         }
         let mut candles = Vec::new();
         while open <= end {
-            let (o, c) = mock_open_close(open, len_ms);
-            candles.push(json!({
-                "T": open + len_ms - 1,
-                "c": c.to_string(),
-                "h": (o.max(c) + 10).to_string(),
-                "i": interval,
-                "l": (o.min(c) - 10).to_string(),
-                "n": 100,
-                "o": o.to_string(),
-                "s": coin,
-                "t": open,
-                "v": "12.5",
-            }));
+            candles.push(mock_candle(&coin, &interval, open, len_ms));
             open += len_ms;
         }
         ResponseTemplate::new(200).set_body_json(Value::Array(candles))
     }
+}
+
+/// The candle of `coin` opening at `open` (ms) of `interval` (`len_ms` long) in the exchange's
+/// wire format, as the mock serves it (and as the WebSocket mock's tests push its last update).
+pub(crate) fn mock_candle(coin: &str, interval: &str, open: i64, len_ms: i64) -> Value {
+    let (o, c) = mock_open_close(open, len_ms);
+    json!({
+        "T": open + len_ms - 1,
+        "c": c.to_string(),
+        "h": (o.max(c) + 10).to_string(),
+        "i": interval,
+        "l": (o.min(c) - 10).to_string(),
+        "n": 100,
+        "o": o.to_string(),
+        "s": coin,
+        "t": open,
+        "v": "12.5",
+    })
 }
 
 /// The mock's open and close of the candle opening at `open` (ms) of `len_ms`; its high and low
@@ -343,4 +350,60 @@ pub(crate) async fn mount_derivatives(hl: &MockServer, tick: DateTime<Utc>) {
         .respond_with(ResponseTemplate::new(200).set_body_json(meta_and_asset_ctxs()))
         .mount(hl)
         .await;
+}
+
+/// The snapshots of a backtest of `skill` (paper, 10,000 USD, margined without the exchange's
+/// table) over the bars [`hyperliquid_mock`] serves, ticking `ticks` bar closes from `first`:
+/// what a live paper deployment of the skill deployed before `first` must be shown.
+pub(crate) async fn backtest_snapshots(
+    skill: &skill_schema::Skill,
+    first: DateTime<Utc>,
+    ticks: i32,
+) -> Vec<db::DecisionSnapshot> {
+    use db::TickStore;
+    let interval = skill.context.bars_interval;
+    let from = first - chrono::Duration::days(60);
+    let to = first + interval.duration() * ticks;
+    let mut market = tools::Preloaded::new();
+    for symbol in &skill.context.symbols {
+        market.insert_bars(symbol, interval, mock_bars(interval, from, to));
+        for h in skill.context.effective_higher_timeframes() {
+            market.insert_bars(symbol, h, mock_bars(h, from, to));
+        }
+    }
+    let equity = rust_decimal::Decimal::from(10_000);
+    let input = backtest::BacktestInput::for_test(skill.clone(), market)
+        .with_offline_reflection()
+        .with_range(first, to - interval.duration())
+        .with_broker(
+            execution_engine::PaperBrokerConfig::for_skill(equity, skill, &Default::default())
+                .expect("broker"),
+        );
+    let sim = db::connect("sqlite::memory:").await.expect("store");
+    backtest::register(
+        &sim,
+        &input,
+        serde_json::to_value(skill).expect("json"),
+        first,
+    )
+    .await
+    .expect("register");
+    let model = agent_runtime::builtin_model(&skill.model, skill).expect("model");
+    backtest::run(
+        &input,
+        model.as_ref(),
+        &sim,
+        backtest::RunOptions::default(),
+    )
+    .await
+    .expect("backtest")
+    .stored()
+    .await
+    .expect("stored");
+    let mut snapshots = sim
+        .list_snapshots(input.deployment.deployment_id, 10_000)
+        .await
+        .expect("snapshots");
+    snapshots.sort_by_key(|s| s.tick_at);
+    snapshots
 }
