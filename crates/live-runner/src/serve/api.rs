@@ -474,7 +474,13 @@ pub(super) async fn chat_turn(
 ) -> Result<TurnRun, ApiError> {
     let store = state.store_for(&caller);
     let prepared = prepare_turn(state, &store, caller, req).await?;
-    run_prepared(&store, state.model.as_ref(), state.market.as_ref(), prepared).await
+    run_prepared(
+        &store,
+        state.model.as_ref(),
+        state.market.as_ref(),
+        prepared,
+    )
+    .await
 }
 
 /// Runs a prepared turn with `model`, records it and keeps it in its conversation.

@@ -895,7 +895,8 @@ async fn a_chat_turn_and_an_action_confirmation_on_the_chat_page_in_chromium() {
     let w = crate::common::serve::world(&s).await;
     let (a, dep) = (&w.a, w.a.deployment());
     let skill = a.fx.skill.name.clone();
-    let read = "Your BTC breakout deployment is active.\nOne trade closed so far; one lesson in force.";
+    let read =
+        "Your BTC breakout deployment is active.\nOne trade closed so far; one lesson in force.";
     let asked = "I prepared a pause of BTC breakout before the CPI print.\nNothing changes until you confirm it below.";
     model.script(vec![
         tool_turn(vec![tool_call("call_1", "get_my_deployments", "{}")]),
@@ -963,7 +964,9 @@ async fn a_chat_turn_and_an_action_confirmation_on_the_chat_page_in_chromium() {
     b.find("article#turn-1").await;
     assert_eq!(b.texts("#turn-1 .answer").await, [asked]);
     assert_eq!(b.texts("#turn-1 code.tool-name").await, ["prepare_action"]);
-    let pending = b.texts("#chat-actions tbody tr.status-pending td.summary").await;
+    let pending = b
+        .texts("#chat-actions tbody tr.status-pending td.summary")
+        .await;
     assert_eq!(pending.len(), 1, "{pending:?}");
     assert!(pending[0].starts_with(&format!("Pause deployment \"{skill}\" v1")));
     assert_eq!(
@@ -1002,8 +1005,11 @@ async fn a_chat_turn_and_an_action_confirmation_on_the_chat_page_in_chromium() {
         s.store.get_deployment(dep).await.unwrap().status,
         DeploymentStatus::Paused
     );
-    b.open(&s.url(&format!("/deployments/{dep}/memory")), "#status-badge")
-        .await;
+    b.open(
+        &s.url(&format!("/deployments/{dep}/memory")),
+        "#status-badge",
+    )
+    .await;
     assert_eq!(
         b.find("#status-badge").await.text().await.unwrap(),
         "paused"

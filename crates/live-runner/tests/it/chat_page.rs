@@ -109,8 +109,10 @@ async fn a_conversation_started_and_continued_through_the_forms_keeps_its_histor
     assert!(matches!(&messages[1], Message::Assistant { tool_calls, .. }
         if tool_calls.len() == 1 && tool_calls[0].name == "remember"));
     assert!(matches!(&messages[2], Message::Tool { name, .. } if name == "remember"));
-    assert!(matches!(&messages[3], Message::Assistant { text: Some(t), .. }
-        if t == "Noted: no more than 3x."));
+    assert!(
+        matches!(&messages[3], Message::Assistant { text: Some(t), .. }
+        if t == "Noted: no more than 3x.")
+    );
     assert!(matches!(&messages[4], Message::User { content } if content == "What did I tell you?"));
     assert!(requests[2].system.contains(&a.fx.skill.name));
     let (_, body) = page(&s, &format!("/chat/{id}"), &a.token).await;
@@ -118,7 +120,10 @@ async fn a_conversation_started_and_continued_through_the_forms_keeps_its_histor
 
     // Listed with its mode, deployment and two turns.
     let (_, body) = page(&s, "/chat", &a.token).await;
-    assert!(body.contains(&format!(r#"<tr id="conversation-{id}""#)), "{body}");
+    assert!(
+        body.contains(&format!(r#"<tr id="conversation-{id}""#)),
+        "{body}"
+    );
     assert!(body.contains(r#"<td class="num turns">2</td>"#), "{body}");
     assert!(body.contains(&format!("{} v1 (active)", a.fx.skill.name)));
 
@@ -226,7 +231,9 @@ async fn a_model_failure_and_bad_input_re_render_the_page_with_their_message() {
     assert!(body.contains(">Hello &lt;there&gt;</textarea>"), "{body}");
     assert!(body.contains("No turn kept yet"));
     assert_eq!(conversations(&s).await, 1);
-    let turns = s.pg.count("SELECT count(*) FROM chat_conversation_turns").await;
+    let turns =
+        s.pg.count("SELECT count(*) FROM chat_conversation_turns")
+            .await;
     assert_eq!(turns, 0);
 
     // Bad input: the page again with the message (422), nothing started.
@@ -262,7 +269,13 @@ async fn a_model_failure_and_bad_input_re_render_the_page_with_their_message() {
     );
     // Another user's deployment: a 404 page, nothing started.
     let theirs = w.b.deployment().to_string();
-    let r = post(&s, "/chat", t, &[("message", "Hi"), ("deployment", &theirs)]).await;
+    let r = post(
+        &s,
+        "/chat",
+        t,
+        &[("message", "Hi"), ("deployment", &theirs)],
+    )
+    .await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     assert_eq!(conversations(&s).await, 1);
 
@@ -334,25 +347,30 @@ async fn a_pause_the_coach_prepared_is_confirmed_from_the_page_by_its_owner_only
     for path in [format!("/chat/{conversation}"), "/chat".to_owned()] {
         let (code, body) = page(&s, &path, &a.token).await;
         assert_eq!(code, StatusCode::OK);
-        assert!(body.contains(&format!(r#"<tr id="action-{action}""#)), "{path}: {body}");
+        assert!(
+            body.contains(&format!(r#"<tr id="action-{action}""#)),
+            "{path}: {body}"
+        );
         assert!(body.contains(&format!(r#"action="{confirm}""#)), "{path}");
-        assert!(body.contains("Pause deployment &quot;BTC breakout&quot; v1"), "{path}: {body}");
+        assert!(
+            body.contains("Pause deployment &quot;BTC breakout&quot; v1"),
+            "{path}: {body}"
+        );
     }
 
     // Another user: 404 pages for confirm and discard; another origin: 403. Nothing changes.
     for verb in ["confirm", "discard"] {
         let r = post(&s, &format!("/chat/actions/{action}/{verb}"), &b.token, &[]).await;
         assert_eq!(r.status(), StatusCode::NOT_FOUND, "{verb}");
-        assert!(r.text().await.unwrap().contains("You have no action with this id."));
+        assert!(
+            r.text()
+                .await
+                .unwrap()
+                .contains("You have no action with this id.")
+        );
     }
-    let r = crate::common::serve::post_form(
-        &s,
-        &confirm,
-        &a.token,
-        &[],
-        "http://evil.example",
-    )
-    .await;
+    let r =
+        crate::common::serve::post_form(&s, &confirm, &a.token, &[], "http://evil.example").await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     untouched(&s, dep).await;
 
@@ -368,7 +386,10 @@ async fn a_pause_the_coach_prepared_is_confirmed_from_the_page_by_its_owner_only
     let (_, body) = page(&s, &format!("/chat/{conversation}?done=paused"), &a.token).await;
     assert!(body.contains("Confirmed: the deployment is paused; no tick until you resume it."));
     assert!(body.contains(r#"<span class="badge status-confirmed">confirmed</span>"#));
-    assert!(!body.contains(&format!(r#"action="{confirm}""#)), "decided: no button");
+    assert!(
+        !body.contains(&format!(r#"action="{confirm}""#)),
+        "decided: no button"
+    );
     let (_, body) = page(&s, "/chat", &a.token).await;
     assert!(body.contains("Nothing waits for your confirmation."));
 
@@ -382,7 +403,13 @@ async fn a_pause_the_coach_prepared_is_confirmed_from_the_page_by_its_owner_only
 
     // A resume, discarded from the page: nothing changes.
     let (second_conversation, second) = prepared(&s, &a.token, a.user(), dep).await;
-    let r = post(&s, &format!("/chat/actions/{second}/discard"), &a.token, &[]).await;
+    let r = post(
+        &s,
+        &format!("/chat/actions/{second}/discard"),
+        &a.token,
+        &[],
+    )
+    .await;
     assert_eq!(
         location(&r),
         format!("/chat/{second_conversation}?done=discarded#actions")
@@ -413,7 +440,10 @@ async fn an_expired_action_is_refused_from_the_page_and_changes_nothing() {
 
     clock.advance(Duration::minutes(16));
     let (_, body) = page(&s, &format!("/chat/{conversation}"), &a.token).await;
-    assert!(body.contains(r#"<span class="badge status-expired">expired</span>"#), "{body}");
+    assert!(
+        body.contains(r#"<span class="badge status-expired">expired</span>"#),
+        "{body}"
+    );
     for verb in ["confirm", "discard"] {
         let r = post(&s, &format!("/chat/actions/{action}/{verb}"), &a.token, &[]).await;
         assert_eq!(r.status(), StatusCode::CONFLICT, "{verb}");

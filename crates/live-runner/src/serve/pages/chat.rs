@@ -180,7 +180,10 @@ struct ActionView {
 
 impl From<&WireAction> for ActionView {
     fn from(a: &WireAction) -> Self {
-        let decided = a.decided_at.map(|t| view::when(Some(t))).unwrap_or_default();
+        let decided = a
+            .decided_at
+            .map(|t| view::when(Some(t)))
+            .unwrap_or_default();
         let status_note = match a.status {
             ActionStatus::Pending => format!("until {} UTC", view::when(Some(a.expires_at))),
             ActionStatus::Expired => format!("at {decided} UTC, nothing changed"),
@@ -418,10 +421,9 @@ async fn after_turn(state: &AppState, caller: Caller, run: TurnRun, draft: &str)
     match (kept.seq, &run.out.run.error) {
         (Some(seq), None) => see_other(&format!("/chat/{}#turn-{seq}", kept.conversation_id)),
         (_, error) => {
-            let why = error.as_ref().map_or_else(
-                || "the turn was not kept".to_owned(),
-                ToString::to_string,
-            );
+            let why = error
+                .as_ref()
+                .map_or_else(|| "the turn was not kept".to_owned(), ToString::to_string);
             let message = format!(
                 "The coach's model failed ({why}). Your message was not kept: send it again."
             );
@@ -492,9 +494,7 @@ async fn send(
     let refused = |status, message: String| {
         let state = state.clone();
         let draft = form.draft().to_owned();
-        async move {
-            conversation_view(&state, caller, id, status, None, Some(&message), &draft).await
-        }
+        async move { conversation_view(&state, caller, id, status, None, Some(&message), &draft).await }
     };
     let request = match form.request(Some(id)) {
         Ok(r) => r,
@@ -552,8 +552,7 @@ async fn decide(state: &AppState, caller: Caller, raw_id: &str, decision: Decisi
                 .and_then(|a| a.conversation_id);
             match conversation {
                 Some(c) => {
-                    conversation_view(state, caller, c, e.status, None, Some(&e.message), "")
-                        .await
+                    conversation_view(state, caller, c, e.status, None, Some(&e.message), "").await
                 }
                 None => {
                     chat_view(

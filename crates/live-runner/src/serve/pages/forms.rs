@@ -101,15 +101,16 @@ impl ChatForm {
         }
         let mode = match self.mode.as_deref().map(str::trim) {
             None | Some("") => None,
-            Some(m) => Some(parse_mode(m).ok_or_else(|| {
-                "mode: expected `coach`, `authoring` or `ops`".to_owned()
-            })?),
+            Some(m) => Some(
+                parse_mode(m)
+                    .ok_or_else(|| "mode: expected `coach`, `authoring` or `ops`".to_owned())?,
+            ),
         };
         let deployment_id = match self.deployment.as_deref().map(str::trim) {
             None | Some("") => None,
-            Some(d) => Some(
-                Uuid::parse_str(d).map_err(|_| "deployment: not a deployment id".to_owned())?,
-            ),
+            Some(d) => {
+                Some(Uuid::parse_str(d).map_err(|_| "deployment: not a deployment id".to_owned())?)
+            }
         };
         let request = ChatRequest {
             message: Some(message.replace("\r\n", "\n")),
