@@ -82,6 +82,15 @@ fn html(status: StatusCode, body: String) -> Page {
     (status, Html(body)).into_response()
 }
 
+/// Template `template` rendered with `ctx` as a page with `status`; a template that fails is a
+/// 500 page.
+fn page(status: StatusCode, template: &str, ctx: minijinja::Value) -> Page {
+    match render(template, ctx) {
+        Ok(body) => html(status, body),
+        Err(e) => server_error("rendering the page", &e),
+    }
+}
+
 /// 303 See Other to `to` (post/redirect/get; a GET after a POST).
 fn see_other(to: &str) -> Page {
     let mut r = StatusCode::SEE_OTHER.into_response();

@@ -14,11 +14,11 @@ use chrono::{Duration, Utc};
 use db::{ActionStore, DeploymentStatus};
 use model::test_support::{tool_call, tool_turn};
 use reqwest::StatusCode;
-use reqwest::header::LOCATION;
 use serde_json::json;
 use uuid::Uuid;
 
 use crate::common::serve::{Server, no_model, page, server, server_with_clock, world};
+use crate::pages::location;
 use crate::serve_actions::{Later, MovingClock, audit_rows, prepare_pause, status, untouched};
 use crate::serve_chat::{remember, say};
 
@@ -27,14 +27,6 @@ const FIRST: &str = "Just so you know: I never go above 3x leverage.";
 /// A form POST as the user of `token` from the server's own origin, as a browser sends it.
 async fn post(s: &Server, path: &str, token: &str, form: &[(&str, &str)]) -> reqwest::Response {
     crate::common::serve::post_form(s, path, token, form, &s.base).await
-}
-
-fn location(r: &reqwest::Response) -> String {
-    r.headers()
-        .get(LOCATION)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned()
 }
 
 /// Starts a conversation through `/chat`'s form and returns its id, checking the redirect to

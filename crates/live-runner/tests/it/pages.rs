@@ -41,7 +41,7 @@ fn cookie(token: &str) -> String {
     format!("token={token}")
 }
 
-fn location(r: &reqwest::Response) -> String {
+pub(crate) fn location(r: &reqwest::Response) -> String {
     r.headers()
         .get(LOCATION)
         .and_then(|v| v.to_str().ok())

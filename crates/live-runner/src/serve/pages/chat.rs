@@ -31,8 +31,7 @@ use serde::{Deserialize, Serialize};
 use types::Uuid;
 
 use super::forms::ChatForm;
-use super::render::render;
-use super::{Page, Viewer, html, not_found_page, see_other, server_error, view};
+use super::{Page, Viewer, not_found_page, page, see_other, server_error, view};
 use crate::serve::actions::{self, Decision, Which, WireAction};
 use crate::serve::api::{MAX_CHAT_MESSAGE_CHARS, TurnRun, chat_turn};
 use crate::serve::conversations::{self, WireConversation, WireKeptCall, WireKeptTurn};
@@ -306,7 +305,8 @@ async fn chat_view(
         .collect();
     let chosen_mode = form.mode.as_deref().unwrap_or("coach");
     let chosen_deployment = form.deployment.as_deref().unwrap_or_default();
-    match render(
+    page(
+        status,
         "chat.html",
         context! {
             title => "Chat with the coach",
@@ -317,10 +317,7 @@ async fn chat_view(
             show_conversation => true,
             no_actions => "Nothing waits for your confirmation.",
         },
-    ) {
-        Ok(body) => html(status, body),
-        Err(e) => server_error("rendering the chat page", &e),
-    }
+    )
 }
 
 /// `/chat/{id}`: the conversation, its actions, the form for the next message (holding
@@ -356,7 +353,8 @@ async fn conversation_view(
         .collect();
     let turns: Vec<TurnView> = detail.turn_list.iter().map(TurnView::from).collect();
     let conversation = ConversationView::new(&detail.conversation, &names);
-    match render(
+    page(
+        status,
         "conversation.html",
         context! {
             title => format!("Chat · {}", conversation.title),
@@ -367,10 +365,7 @@ async fn conversation_view(
             show_conversation => false,
             no_actions => "No action prepared in this conversation.",
         },
-    ) {
-        Ok(body) => html(status, body),
-        Err(e) => server_error("rendering the conversation", &e),
-    }
+    )
 }
 
 async fn chat_page(
