@@ -14,7 +14,9 @@
 //! - [`write_behind`]: a batch of ticks in one transaction, written on another thread while
 //!   the next ticks run;
 //! - [`replay`]: `builtin/replay`, a model that re-proposes what another run recorded;
-//! - [`Summary`] (`summary.rs`), [`Registration`] (`register.rs`).
+//! - [`Summary`] (`summary.rs`), [`Registration`] (`register.rs`);
+//! - [`baseline`]: buy-and-hold and flat cash over the same ticks, as results a [`Summary`]
+//!   measures like a backtest's.
 //!
 //! **Deterministic:** ids are UUID v5 of the deployment and tick time, the loop has no clock,
 //! no randomness and no map order in its output: two runs over the same inputs store
@@ -47,6 +49,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod baseline;
 mod register;
 pub mod replay;
 mod run;

@@ -170,6 +170,9 @@ pub enum BacktestError {
     /// The paper broker's configuration was refused.
     #[error("the paper broker: {0}")]
     Broker(#[from] BrokerError),
+    /// The ledger refused a baseline's fills ([`crate::baseline`]).
+    #[error("the ledger: {0}")]
+    Ledger(#[from] memory_ledger::LedgerError),
     /// A tick failed.
     #[error("tick at {at}: {source}")]
     Tick {

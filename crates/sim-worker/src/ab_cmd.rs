@@ -10,8 +10,8 @@ use clap::{Args, ValueEnum};
 use rust_decimal::Decimal;
 
 use crate::Failure;
-use crate::ab_windows::Unit;
-use crate::run_cmd::{RunArgs, run_with_summary};
+use crate::arena_stats::Unit;
+use crate::run_cmd::{RunArgs, RunOutput, run_full};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum MemoryArg {
@@ -39,15 +39,9 @@ pub(crate) struct AbArgs {
     /// confidence interval over the windows (and OUT/ab.html). 1: one run each, side by side.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub windows: u32,
-    /// Runs in flight at once with --windows (model calls are the bottleneck).
-    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub concurrency: u32,
-    /// Bootstrap resamples of the window differences.
-    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(100..=1_000_000))]
-    pub resamples: u32,
-    /// Seed of the bootstrap's generator (ChaCha8): the same seed, the same intervals.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub seed: u64,
+    /// With --windows: how the windows run and the intervals are drawn.
+    #[command(flatten)]
+    pub walk: crate::arena_runs::Walk,
 }
 
 /// How a compared summary field prints.
@@ -114,9 +108,7 @@ pub(crate) fn run(args: AbArgs) -> Result<String, Failure> {
         b_model,
         b_memory,
         windows,
-        concurrency,
-        resamples,
-        seed,
+        walk,
     } = args;
     if a.db.is_some() {
         return Err(Failure::bad_input(
@@ -155,6 +147,8 @@ pub(crate) fn run(args: AbArgs) -> Result<String, Failure> {
         pin_threads: a.pin_threads,
         memory_off: b_memory == MemoryArg::Off,
         time_flags: a.time_flags,
+        quiet: a.quiet,
+        budget: a.budget.clone(),
     };
     let a = RunArgs {
         out: out.join("a"),
@@ -166,9 +160,7 @@ pub(crate) fn run(args: AbArgs) -> Result<String, Failure> {
     if windows > 1 {
         let plan = crate::ab_windows::Plan {
             windows,
-            concurrency,
-            resamples,
-            seed,
+            walk,
             first_tick: prepared.first_tick,
             last_tick: prepared.report_tick,
             interval: prepared.input.deployment.skill.context.bars_interval,
@@ -181,8 +173,16 @@ pub(crate) fn run(args: AbArgs) -> Result<String, Failure> {
         }
         return crate::ab_windows::run(&plan, &a, &b, &out);
     }
-    let (text_a, sa) = run_with_summary(a)?;
-    let (text_b, sb) = run_with_summary(b)?;
+    let RunOutput {
+        text: text_a,
+        summary: sa,
+        ..
+    } = run_full(a)?;
+    let RunOutput {
+        text: text_b,
+        summary: sb,
+        ..
+    } = run_full(b)?;
 
     let mut table = String::new();
     let _ = writeln!(table, "{:<18} {:>22} {:>22}", "", "A", "B");

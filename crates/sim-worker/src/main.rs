@@ -3,6 +3,12 @@
 
 mod ab_cmd;
 mod ab_windows;
+mod arena_cmd;
+mod arena_entrants;
+mod arena_html;
+mod arena_report;
+mod arena_runs;
+mod arena_stats;
 mod bootstrap;
 mod ledger_cmd;
 mod lessons_cmd;
@@ -56,6 +62,16 @@ enum Command {
     /// Two backtests over the same bars and costs, A as given and B with another skill, model or
     /// the memory layer off; prints their summaries side by side and writes OUT/ab.json.
     Ab(Box<ab_cmd::AbArgs>),
+    /// Compare many entrants — skills × models, and variants of a skill's fields — over the
+    /// same walk-forward windows, beside buy-and-hold, flat cash and the skill's rules: each
+    /// metric with a bootstrap interval over the windows (repeated runs nested), the paired
+    /// difference from a reference entrant and the probability of beating it, split by the
+    /// market regime of each window. Writes OUT/arena.json and OUT/arena.html.
+    ///
+    /// Exit codes: 0 done; 2 bad input (nothing on stdout); 4 `--max-cost` stopped the arena
+    /// (the completed runs are kept, no arena.json); 5 a cassette in replay mode missed a
+    /// request.
+    Arena(Box<arena_cmd::ArenaArgs>),
     /// Run a reflection on a deployment's closed trades now and store the note (it becomes the
     /// active note; one the avoid-linter flags waits for review instead). Prints the note.
     Reflect(notes_cmd::ReflectArgs),
@@ -129,6 +145,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run_cmd::run(*args),
         Command::Preview(args) => preview_cmd::run(*args),
         Command::Ab(args) => ab_cmd::run(*args),
+        Command::Arena(args) => arena_cmd::run(*args),
         Command::Reflect(args) => notes_cmd::reflect_now(args),
         Command::Notes(target) => notes_cmd::list(target),
         Command::AcceptNote(args) => notes_cmd::accept(args),

@@ -177,6 +177,8 @@ pub(crate) fn preview_tick(args: PreviewArgs) -> Result<PreviewedTick, Failure> 
             to: "--at",
             report_tick: "--at",
         },
+        quiet: false,
+        budget: None,
     };
     let mut p = prepare(&run_args)?;
     let skill_budget = p.input.deployment.skill.context.token_budget;

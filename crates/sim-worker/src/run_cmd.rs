@@ -130,6 +130,12 @@ pub(crate) struct RunArgs {
     /// run and the reported tick, and its errors must speak of it.
     #[arg(skip)]
     pub time_flags: TimeFlags,
+    /// Set by `arena`: no progress and no cost lines on stderr (the arena reports its runs).
+    #[arg(skip)]
+    pub quiet: bool,
+    /// Set by `arena --max-cost`: the cap shared by every run of the arena.
+    #[arg(skip)]
+    pub budget: Option<Arc<crate::spend::Budget>>,
 }
 
 impl RunArgs {
@@ -159,6 +165,8 @@ impl RunArgs {
             pin_threads: false,
             memory_off: false,
             time_flags: TimeFlags::default(),
+            quiet: false,
+            budget: None,
         }
     }
 }
@@ -649,11 +657,11 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<
 /// run completed).
 const OUTPUT_FILES: [&str; 3] = ["summary.json", "trades.csv", "report.html"];
 
-/// [`run_with_summary`]; exits [`EXIT_MODEL_FAILED`](crate::EXIT_MODEL_FAILED), after writing
+/// [`run_full`]; exits [`EXIT_MODEL_FAILED`](crate::EXIT_MODEL_FAILED), after writing
 /// every output and printing the result, when more than
 /// [`MODEL_ERROR_MAX_PCT`](crate::MODEL_ERROR_MAX_PCT) % of the ticks failed on the model.
 pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
-    let (text, summary) = run_with_summary(args)?;
+    let RunOutput { text, summary, .. } = run_full(args)?;
     let ticks = summary["ticks"].as_u64().unwrap_or(0);
     let failed = summary["verdicts"]["model_error"].as_u64().unwrap_or(0);
     if too_many_model_errors(failed, ticks) {
@@ -675,12 +683,29 @@ fn too_many_model_errors(failed: u64, ticks: u64) -> bool {
     u128::from(failed) * 100 > u128::from(ticks) * u128::from(crate::MODEL_ERROR_MAX_PCT)
 }
 
-/// [`run`], also returning the summary (for `ab`).
+/// What a completed run hands back besides its files (for `ab` and `arena`).
+#[derive(Debug, Clone)]
+pub(crate) struct RunOutput {
+    /// What `run` prints.
+    pub text: String,
+    /// summary.json.
+    pub summary: serde_json::Value,
+    /// The equity after every tick: `(tick time, USD)`, in time order.
+    pub equity: Vec<(DateTime<Utc>, Decimal)>,
+    /// What the provider was paid (replayed responses excluded).
+    pub spent: model::SpendTotals,
+    /// Model responses answered from the cassettes.
+    pub replayed: u64,
+    /// Model responses sent to the provider and recorded in the cassettes.
+    pub recorded: u64,
+}
+
+/// [`run`], also returning the summary and the equity curve (for `ab` and `arena`).
 ///
 /// The skill's MCP servers start first, before anything is written: a server that cannot start
 /// ends the command there, with its `tools.mcpServers[i]` error and a non-zero exit. They run
 /// for the whole backtest (every tick's context carries their tools) and are stopped at its end.
-pub(crate) fn run_with_summary(args: RunArgs) -> Result<(String, serde_json::Value), Failure> {
+pub(crate) fn run_full(args: RunArgs) -> Result<RunOutput, Failure> {
     let mut prepared = prepare(&args)?;
     let placement = if args.pin_threads {
         crate::placement::plan()
@@ -790,7 +815,7 @@ async fn simulate(
     p: Prepared,
     url: String,
     placement: Option<crate::placement::Placement>,
-) -> Result<(String, serde_json::Value), Failure> {
+) -> Result<RunOutput, Failure> {
     let d = &p.input.deployment;
     let durability = durability_for(&url);
     // A file this run creates (the default `OUT/sim.db` included) holds nothing yet: its schema
@@ -836,7 +861,11 @@ async fn simulate(
         (open_for_run(&url, durability, &p).await?, None)
     };
 
-    let progress = Progress::new(p.ticks as u64, p.input.broker.initial_equity_usd);
+    let progress = Progress::new(
+        p.ticks as u64,
+        p.input.broker.initial_equity_usd,
+        args.quiet,
+    );
     let model_id = p.model.id().to_owned();
     let mut guard = Guard::new(
         &model_id,
@@ -846,6 +875,8 @@ async fn simulate(
         p.max_cost,
         p.ticks,
     );
+    guard.budget = args.budget.clone();
+    guard.quiet = args.quiet;
     guard.announce();
     let mut stop = None;
     let on_tick = |outcome: &tick::TickOutcome, state: &tick::TickState| {
@@ -981,6 +1012,22 @@ async fn simulate(
         &p.spend,
         &p.cassettes,
     ));
+    let (replayed, recorded) = p.cassettes.iter().fold((0, 0), |(r, w), c| {
+        let s = c.stats();
+        (r + s.replayed, w + s.recorded)
+    });
+    let output = RunOutput {
+        text,
+        summary: json,
+        equity: result
+            .points
+            .iter()
+            .map(|t| (t.tick_at, t.equity_usd))
+            .collect(),
+        spent: p.spend.totals(),
+        replayed,
+        recorded,
+    };
     if let Some(Stop::MaxCost {
         cap,
         spent,
@@ -998,10 +1045,10 @@ async fn simulate(
                 text::cost(costliest_tick)
             ),
             code: crate::EXIT_COST_CAP,
-            stdout: text,
+            stdout: output.text,
         });
     }
-    Ok((text, json))
+    Ok(output)
 }
 
 /// What a finished (or stopped) backtest hands to [`write_outputs`].
@@ -1106,11 +1153,13 @@ struct Progress {
     /// Notes written so far (the state keeps only the note in force).
     notes: std::cell::Cell<u64>,
     initial: Decimal,
+    /// Nothing on stderr.
+    quiet: bool,
 }
 
 impl Progress {
-    fn new(total: u64, initial: Decimal) -> Self {
-        let bar = std::io::stderr().is_terminal().then(|| {
+    fn new(total: u64, initial: Decimal, quiet: bool) -> Self {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
             if let Ok(style) =
                 ProgressStyle::with_template("{bar:30} {pos}/{len} ticks · {msg} · ETA {eta}")
@@ -1125,6 +1174,7 @@ impl Progress {
             done: std::cell::Cell::new(0),
             notes: std::cell::Cell::new(0),
             initial,
+            quiet,
         }
     }
 
@@ -1152,6 +1202,7 @@ impl Progress {
                 bar.set_position(done);
                 bar.set_message(msg());
             }
+            None if self.quiet => {}
             None => {
                 // Without a terminal, a line at every tenth of the run: the message is written
                 // only then, as one write (stderr is unbuffered: `writeln!` on it makes a

@@ -8,7 +8,7 @@
 
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_runtime::LanguageModel;
 use cassette::{Cassette, Mode};
@@ -98,6 +98,18 @@ pub(crate) fn parse_max_cost(
     let Some(text) = text else {
         return Ok(None);
     };
+    let cap = parse_cap(text)?;
+    if rates_for(model_id).is_none() {
+        return Err(bad(format!(
+            "--max-cost: {model_id} is not in the rate table (crates/model/src/cost.rs), so \
+             what it spends cannot be measured; leave --max-cost out or use a priced model"
+        )));
+    }
+    Ok(Some(cap))
+}
+
+/// `--max-cost`'s amount: USD above 0 (a leading `$` allowed).
+pub(crate) fn parse_cap(text: &str) -> Result<Decimal, Failure> {
     let cap: Decimal = text
         .trim()
         .trim_start_matches('$')
@@ -106,13 +118,7 @@ pub(crate) fn parse_max_cost(
     if cap <= Decimal::ZERO {
         return Err(bad(format!("--max-cost: must be above 0 (got {text})")));
     }
-    if rates_for(model_id).is_none() {
-        return Err(bad(format!(
-            "--max-cost: {model_id} is not in the rate table (crates/model/src/cost.rs), so \
-             what it spends cannot be measured; leave --max-cost out or use a priced model"
-        )));
-    }
-    Ok(Some(cap.normalize()))
+    Ok(cap.normalize())
 }
 
 /// Why a run stopped before its last tick.
@@ -137,6 +143,11 @@ pub(crate) struct Guard<'a> {
     pub cassettes: &'a [Arc<Cassette>],
     pub cap: Option<Decimal>,
     pub ticks: usize,
+    /// A cap shared with other runs (`arena --max-cost`): each tick's cost is added to it and
+    /// the run stops when it is reached, as with `cap`.
+    pub budget: Option<Arc<Budget>>,
+    /// Says nothing on stderr (the arena reports its runs itself).
+    pub quiet: bool,
     done: usize,
     last: Decimal,
     costliest: Decimal,
@@ -159,6 +170,8 @@ impl<'a> Guard<'a> {
             cassettes,
             cap,
             ticks,
+            budget: None,
+            quiet: false,
             done: 0,
             last: Decimal::ZERO,
             costliest: Decimal::ZERO,
@@ -169,7 +182,7 @@ impl<'a> Guard<'a> {
     /// Before the first tick: says what is priced how (stderr), for a model that is not
     /// built in.
     pub(crate) fn announce(&self) {
-        if self.model_id.starts_with("builtin/") {
+        if self.quiet || self.model_id.starts_with("builtin/") {
             return;
         }
         let text = match self.rates {
@@ -206,7 +219,15 @@ impl<'a> Guard<'a> {
         let tick = totals.usd - self.last;
         self.last = totals.usd;
         self.costliest = self.costliest.max(tick);
-        if !self.estimated && tick > Decimal::ZERO {
+        if let Some(budget) = &self.budget {
+            budget.add_tick(tick);
+            if self.done < self.ticks
+                && let Some(stop) = budget.stop()
+            {
+                return Some(stop);
+            }
+        }
+        if !self.quiet && !self.estimated && tick > Decimal::ZERO {
             self.estimated = true;
             let ticks = Decimal::from(self.ticks);
             let _ = writeln!(
@@ -232,6 +253,57 @@ impl<'a> Guard<'a> {
     /// Ticks run so far.
     pub(crate) fn done(&self) -> usize {
         self.done
+    }
+}
+
+/// `arena --max-cost`: one cap over every run of an arena. The runs add each tick's cost to
+/// it; a run stops between two ticks, and no further run starts, once what was spent plus the
+/// costliest tick so far for each run that may be in flight would pass the cap.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    cap: Decimal,
+    /// Runs in flight at once (`--concurrency`): each may spend a tick before the next check.
+    in_flight: Decimal,
+    state: Mutex<BudgetState>,
+}
+
+#[derive(Debug, Default)]
+struct BudgetState {
+    spent: Decimal,
+    costliest_tick: Decimal,
+}
+
+impl Budget {
+    pub(crate) fn new(cap: Decimal, in_flight: u32) -> Self {
+        Self {
+            cap,
+            in_flight: Decimal::from(in_flight.max(1)),
+            state: Mutex::default(),
+        }
+    }
+
+    fn add_tick(&self, cost: Decimal) {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.spent += cost;
+        s.costliest_tick = s.costliest_tick.max(cost);
+    }
+
+    /// What was spent so far.
+    pub(crate) fn spent(&self) -> Decimal {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .spent
+    }
+
+    /// The stop when the next ticks could pass the cap; `None` while there is room.
+    pub(crate) fn stop(&self) -> Option<Stop> {
+        let s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        (s.spent + s.costliest_tick * self.in_flight > self.cap).then_some(Stop::MaxCost {
+            cap: self.cap,
+            spent: s.spent,
+            costliest_tick: s.costliest_tick,
+        })
     }
 }
 

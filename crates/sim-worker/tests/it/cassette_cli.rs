@@ -8,10 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, Respond, ResponseTemplate};
 
-use crate::common::{Run, repo, run_openai};
+use crate::common::{Run, chat_server, done, last_message, proposing, repo, run_openai};
 
 /// 30 hourly ticks of the example skill.
 const FROM: &str = "2017-04-19T10:00:00Z";
@@ -29,16 +28,9 @@ struct Trader {
 impl Respond for Trader {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let n = self.calls.fetch_add(1, Ordering::SeqCst);
-        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-        let messages = body["messages"].as_array().cloned().unwrap_or_default();
-        let usage = json!({"prompt_tokens": 1000, "completion_tokens": 30});
-        let last = messages.last().cloned().unwrap_or(Value::Null);
+        let last = last_message(request);
         if last["role"] == "tool" {
-            return ResponseTemplate::new(200).set_body_json(json!({
-                "choices": [{"message": {"role": "assistant", "content": "Done."},
-                             "finish_reason": "stop"}],
-                "usage": usage,
-            }));
+            return done();
         }
         let content = last["content"].as_str().unwrap_or_default();
         let hour: u32 = content
@@ -54,26 +46,16 @@ impl Respond for Trader {
             3 => json!({"action": "close", "symbol": "EURUSD", "reason": "hour 3 mod 6"}),
             _ => json!({"action": "no_op", "symbol": "EURUSD", "reason": "nothing"}),
         };
-        ResponseTemplate::new(200).set_body_json(json!({
-            "choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [{
-                "id": format!("call_{n}"), "type": "function",
-                "function": {"name": "propose_order", "arguments": args.to_string()},
-            }]}, "finish_reason": "tool_calls"}],
-            "usage": usage,
-        }))
+        proposing(n, &args)
     }
 }
 
 async fn trader() -> (MockServer, Arc<AtomicUsize>) {
-    let server = MockServer::start().await;
     let calls = Arc::new(AtomicUsize::new(0));
-    Mock::given(method("POST"))
-        .and(path("/chat/completions"))
-        .respond_with(Trader {
-            calls: calls.clone(),
-        })
-        .mount(&server)
-        .await;
+    let server = chat_server(Trader {
+        calls: calls.clone(),
+    })
+    .await;
     (server, calls)
 }
 

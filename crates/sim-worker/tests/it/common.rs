@@ -3,6 +3,9 @@
 use std::path::Path;
 
 use assert_cmd::Command;
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 /// `p`, relative to the repository root, as an absolute path.
 pub(crate) fn repo(p: &str) -> String {
@@ -35,6 +38,76 @@ pub(crate) struct Run {
     pub(crate) stderr: String,
 }
 
+/// A mock OpenAI-compatible server whose chat completions `responder` answers.
+pub(crate) async fn chat_server(responder: impl Respond + 'static) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .respond_with(responder)
+        .mount(&server)
+        .await;
+    server
+}
+
+/// The last message of a chat-completions request (`null` for a body that is not one).
+pub(crate) fn last_message(request: &Request) -> Value {
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.last().cloned())
+        .unwrap_or(Value::Null)
+}
+
+/// Every mock answer's usage: 1,000 prompt and 30 completion tokens ($0.000168 on
+/// `openai/gpt-4o-mini`).
+fn usage() -> Value {
+    json!({"prompt_tokens": 1000, "completion_tokens": 30})
+}
+
+/// A chat-completions answer calling `propose_order` with `args` (call id `call_N`).
+pub(crate) fn proposing(n: usize, args: &Value) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [{
+            "id": format!("call_{n}"), "type": "function",
+            "function": {"name": "propose_order", "arguments": args.to_string()},
+        }]}, "finish_reason": "tool_calls"}],
+        "usage": usage(),
+    }))
+}
+
+/// The answer after a tool result: `Done.`, no call.
+pub(crate) fn done() -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "choices": [{"message": {"role": "assistant", "content": "Done."},
+                     "finish_reason": "stop"}],
+        "usage": usage(),
+    }))
+}
+
+/// Points `cmd`'s `openai/…` models at `base_url` with a test key; with `None`, at a closed
+/// port without any key: nothing listens on port 9 (discard), so a request that escaped would
+/// fail loudly.
+pub(crate) fn openai_at<'c>(cmd: &'c mut Command, base_url: Option<&str>) -> &'c mut Command {
+    cmd.env_remove("OPENAI_API_KEY")
+        .env("OPENAI_BASE_URL", base_url.unwrap_or("http://127.0.0.1:9"));
+    if base_url.is_some() {
+        cmd.env("OPENAI_API_KEY", "sk-test");
+    }
+    cmd
+}
+
+impl Run {
+    /// Runs `cmd` to its end.
+    pub(crate) fn of(cmd: &mut Command) -> Self {
+        let o = cmd.output().unwrap();
+        Run {
+            code: o.status.code().unwrap(),
+            stdout: String::from_utf8(o.stdout).unwrap(),
+            stderr: String::from_utf8(o.stderr).unwrap(),
+        }
+    }
+}
+
 /// Runs `sim-worker run` of `skill` on the EURUSD example bars from `from` to `to` on
 /// `openai/gpt-4o-mini` at `base_url` (or at a closed port), then `extra`; the key is set only
 /// when a server is given.
@@ -61,19 +134,8 @@ pub(crate) fn run_openai(
         "--to",
         to,
     ])
-    .args(extra)
-    .env_remove("OPENAI_API_KEY")
-    // Nothing listens on port 9 (discard): a request that escaped would fail loudly.
-    .env("OPENAI_BASE_URL", base_url.unwrap_or("http://127.0.0.1:9"));
-    if base_url.is_some() {
-        cmd.env("OPENAI_API_KEY", "sk-test");
-    }
-    let o = cmd.output().unwrap();
-    Run {
-        code: o.status.code().unwrap(),
-        stdout: String::from_utf8(o.stdout).unwrap(),
-        stderr: String::from_utf8(o.stderr).unwrap(),
-    }
+    .args(extra);
+    Run::of(openai_at(&mut cmd, base_url))
 }
 
 /// The README backtest up to `to` into `dir/run`; returns (store url, deployment id) as the

@@ -9,10 +9,9 @@ use std::path::Path;
 
 use assert_cmd::Command;
 use serde_json::{Value, json};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Request, Respond, ResponseTemplate};
 
-use crate::common::repo;
+use crate::common::{chat_server, repo};
 
 /// The tick: 2023-07-17 12:00 UTC. The fixture's BTC prints are stamped a few milliseconds
 /// after each hour, so the 12:00 print is after the tick and the 11:00 one is the latest seen.
@@ -99,12 +98,7 @@ async fn a_backtest_with_funding_shows_it_in_the_prompt_and_the_tool_answers_it_
          2023-07-17T13:00:00Z,0.0099,0.0001\n",
     )
     .unwrap();
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/chat/completions"))
-        .respond_with(Script)
-        .mount(&server)
-        .await;
+    let server = chat_server(Script).await;
 
     let out = dir.path().join("out");
     let o = Command::cargo_bin("sim-worker")

@@ -5,6 +5,7 @@
 //! linking one binary instead of several is most of what a rebuild costs on a 2-core machine.
 
 mod ab_windows_cli;
+mod arena_cli;
 mod blind_cli;
 mod budget_cli;
 mod cassette_cli;
@@ -19,6 +20,7 @@ mod memory_cli;
 mod meta_cli;
 mod model_failures_cli;
 mod notes_cli;
+mod page;
 mod parity_cli;
 #[cfg(target_os = "linux")]
 mod placement_cli;

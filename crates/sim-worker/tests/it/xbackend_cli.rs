@@ -10,10 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use db::{DecisionSnapshot, OutcomeStore, RegistryStore, TickStore};
 use serde_json::{Value, json};
 use types::Uuid;
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Request, Respond, ResponseTemplate};
 
-use crate::common::{Run, repo, run_openai};
+use crate::common::{Run, chat_server, repo, run_openai};
 
 /// Five days of hourly ticks: outcomes are graded from the second day on.
 const FROM: &str = "2017-04-19T10:00:00Z";
@@ -201,15 +200,11 @@ async fn a_recall_backtest_recorded_on_sqlite_replays_on_postgres_request_for_re
     let tape_arg = tape.to_str().unwrap();
 
     // SQLite, recording against the mock server.
-    let server = MockServer::start().await;
     let calls = Arc::new(AtomicUsize::new(0));
-    Mock::given(method("POST"))
-        .and(path("/chat/completions"))
-        .respond_with(Trader {
-            calls: calls.clone(),
-        })
-        .mount(&server)
-        .await;
+    let server = chat_server(Trader {
+        calls: calls.clone(),
+    })
+    .await;
     let lite_url = format!("sqlite://{}?mode=rwc", dir.path().join("sim.db").display());
     let lite_out = dir.path().join("sqlite");
     let r = run(
