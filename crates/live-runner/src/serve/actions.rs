@@ -155,9 +155,36 @@ impl WireAction {
     }
 }
 
-/// `rows` as their owner sees them at `now`.
-fn listed(rows: Vec<PendingAction>, now: DateTime<Utc>) -> axum::Json<Vec<WireAction>> {
-    axum::Json(rows.into_iter().map(|a| WireAction::at(a, now)).collect())
+/// Which of the caller's actions a list holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Which {
+    /// Those waiting for confirmation (pending, not expired).
+    Pending,
+    /// All of them, whatever their status.
+    All,
+}
+
+/// The caller's newest [`LIST_LIMIT`] actions of `which`, newest first, as they stand now (the
+/// list routes' bodies; the chat pages show them).
+///
+/// # Errors
+/// The store's.
+pub async fn list(
+    state: &AppState,
+    caller: &Caller,
+    which: Which,
+) -> Result<Vec<WireAction>, ApiError> {
+    let now = state.clock.now();
+    let store = state.store_for(caller);
+    let rows: Vec<PendingAction> = match which {
+        Which::Pending => {
+            store
+                .pending_actions(caller.user_id, now, LIST_LIMIT)
+                .await?
+        }
+        Which::All => store.actions(caller.user_id, LIST_LIMIT).await?,
+    };
+    Ok(rows.into_iter().map(|a| WireAction::at(a, now)).collect())
 }
 
 /// `GET /api/actions`: the caller's pending actions, newest first.
@@ -177,14 +204,7 @@ pub(super) async fn pending(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<axum::Json<Vec<WireAction>>, ApiError> {
-    let now = state.clock.now();
-    let store = state.store_for(&caller);
-    Ok(listed(
-        store
-            .pending_actions(caller.user_id, now, LIST_LIMIT)
-            .await?,
-        now,
-    ))
+    Ok(axum::Json(list(&state, &caller, Which::Pending).await?))
 }
 
 /// `GET /api/actions/history`: every action of the caller's, newest first.
@@ -204,12 +224,7 @@ pub(super) async fn history(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<axum::Json<Vec<WireAction>>, ApiError> {
-    let now = state.clock.now();
-    let store = state.store_for(&caller);
-    Ok(listed(
-        store.actions(caller.user_id, LIST_LIMIT).await?,
-        now,
-    ))
+    Ok(axum::Json(list(&state, &caller, Which::All).await?))
 }
 
 /// What confirm and discard answer (for the OpenAPI document; the handlers answer a

@@ -420,29 +420,86 @@ pub(super) async fn chat(
     headers: HeaderMap,
     ApiJson(req): ApiJson<ChatRequest>,
 ) -> Result<Response, ApiError> {
-    let store = state.store_for(&caller);
-    let prepared = prepare_turn(&state, &store, caller, req).await?;
     if wants_event_stream(&headers) {
+        let store = state.store_for(&caller);
+        let prepared = prepare_turn(&state, &store, caller, req).await?;
         return Ok(chat_events(state, store, prepared).into_response());
     }
-    let turn_id = prepared.turn.turn_id;
-    let now = prepared.turn.now;
-    let out = run_recorded_turn(
-        &store,
-        state.model.as_ref(),
-        state.market.as_ref(),
-        prepared.turn,
-    )
-    .await?;
-    let conversation_id =
-        super::conversations::keep(&store, prepared.keep, turn_id, now, &out).await?;
-    let body = ChatResponse::new(turn_id, conversation_id, state.model.id(), &out, now);
+    let run = chat_turn(&state, caller, req).await?;
+    let body = ChatResponse::new(
+        run.turn_id,
+        run.conversation_id(),
+        state.model.id(),
+        &run.out,
+        run.now,
+    );
     let status = if body.error.is_some() {
         StatusCode::BAD_GATEWAY
     } else {
         StatusCode::OK
     };
     Ok((status, axum::Json(body)).into_response())
+}
+
+/// A chat turn that ran — its model may have failed (`out.run.error`) — and where it was kept.
+pub(super) struct TurnRun {
+    /// The turn's id (its `chat_turns` row).
+    pub turn_id: Uuid,
+    /// The turn's time.
+    pub now: chrono::DateTime<chrono::Utc>,
+    /// What the turn did.
+    pub out: ChatTurnOutput,
+    /// Its kept conversation; `None` for a turn that sent the whole conversation.
+    pub kept: Option<super::conversations::Kept>,
+}
+
+impl TurnRun {
+    /// The kept conversation's id.
+    pub(super) fn conversation_id(&self) -> Option<Uuid> {
+        self.kept.as_ref().map(|k| k.conversation_id)
+    }
+}
+
+/// One chat turn of `req` as `caller`, exactly as `POST /api/chat` answers it as JSON: the
+/// conversation opened (or started), the turn run and recorded, and kept when it completed. The
+/// API and the chat page's forms both run their turns here.
+///
+/// # Errors
+/// 404 for a conversation or deployment that is not the caller's; 422 for a request a kept
+/// conversation refuses; the store's errors.
+pub(super) async fn chat_turn(
+    state: &AppState,
+    caller: Caller,
+    req: ChatRequest,
+) -> Result<TurnRun, ApiError> {
+    let store = state.store_for(&caller);
+    let prepared = prepare_turn(state, &store, caller, req).await?;
+    run_prepared(
+        &store,
+        state.model.as_ref(),
+        state.market.as_ref(),
+        prepared,
+    )
+    .await
+}
+
+/// Runs a prepared turn with `model`, records it and keeps it in its conversation.
+async fn run_prepared(
+    store: &db::UserScoped,
+    model: &dyn LanguageModel,
+    market: &dyn ChatMarket,
+    prepared: PreparedTurn,
+) -> Result<TurnRun, ApiError> {
+    let turn_id = prepared.turn.turn_id;
+    let now = prepared.turn.now;
+    let out = run_recorded_turn(store, model, market, prepared.turn).await?;
+    let kept = super::conversations::keep(store, prepared.keep, turn_id, now, &out).await?;
+    Ok(TurnRun {
+        turn_id,
+        now,
+        out,
+        kept,
+    })
 }
 
 /// The model wrapped so each step is sent as it happens: a `step` event when the model
@@ -523,19 +580,16 @@ fn chat_events(
         calls: AtomicU32::new(0),
     };
     tokio::spawn(async move {
-        let turn_id = prepared.turn.turn_id;
-        let now = prepared.turn.now;
         let model_id = state.model.id().to_owned();
-        let ran =
-            match run_recorded_turn(&store, &model, state.market.as_ref(), prepared.turn).await {
-                Ok(out) => super::conversations::keep(&store, prepared.keep, turn_id, now, &out)
-                    .await
-                    .map(|conversation_id| (out, conversation_id)),
-                Err(e) => Err(ApiError::from(e)),
-            };
-        match ran {
-            Ok((out, conversation_id)) => {
-                let body = ChatResponse::new(turn_id, conversation_id, &model_id, &out, now);
+        match run_prepared(&store, &model, state.market.as_ref(), prepared).await {
+            Ok(run) => {
+                let body = ChatResponse::new(
+                    run.turn_id,
+                    run.conversation_id(),
+                    &model_id,
+                    &run.out,
+                    run.now,
+                );
                 let _ = tx.send(json_event("answer", &body));
             }
             Err(e) => {

@@ -56,12 +56,20 @@ pub(super) struct Opened {
     pub keep: Keep,
 }
 
-fn mode_of(name: &str) -> ChatMode {
+/// The mode named `name` (`authoring`, `coach`, `ops`), as stored and as the page's form
+/// sends it.
+pub(super) fn parse_mode(name: &str) -> Option<ChatMode> {
     match name {
-        "authoring" => ChatMode::Authoring,
-        "ops" => ChatMode::Ops,
-        _ => ChatMode::Coach,
+        "authoring" => Some(ChatMode::Authoring),
+        "coach" => Some(ChatMode::Coach),
+        "ops" => Some(ChatMode::Ops),
+        _ => None,
     }
+}
+
+/// A stored conversation's mode (the store holds one of the three).
+fn mode_of(name: &str) -> ChatMode {
+    parse_mode(name).unwrap_or(ChatMode::Coach)
 }
 
 /// Opens the conversation of `req` for a turn at `now`: the caller's kept conversation
@@ -142,8 +150,18 @@ pub(super) async fn open(
     })
 }
 
+/// Where a turn was kept: its conversation and, when it completed, its place there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kept {
+    /// The conversation.
+    pub conversation_id: Uuid,
+    /// The turn's place in it (`seq`, from 0); `None` for a turn whose model failed, which is
+    /// not kept.
+    pub seq: Option<u32>,
+}
+
 /// Keeps a turn that completed in its conversation (a turn whose model failed is not kept: the
-/// user sends the message again); the conversation's id, `None` when the request kept nothing.
+/// user sends the message again); `None` when the request kept nothing.
 ///
 /// # Errors
 /// When the store refuses the write.
@@ -153,26 +171,32 @@ pub(super) async fn keep(
     turn_id: Uuid,
     at: DateTime<Utc>,
     out: &ChatTurnOutput,
-) -> Result<Option<Uuid>, ApiError> {
+) -> Result<Option<Kept>, ApiError> {
     let Some(k) = keep else {
         return Ok(None);
     };
+    let mut seq = None;
     if out.run.error.is_none() {
         let added = out.messages.get(k.history_len + 1..).unwrap_or_default();
-        store
-            .add_conversation_turn(&ConversationTurn {
-                id: turn_id,
-                conversation_id: k.conversation_id,
-                user_id: k.user_id,
-                seq: 0,
-                at,
-                user_message: k.user_message,
-                answer: out.answer.clone(),
-                messages: kept_messages(added, &out.answer),
-            })
-            .await?;
+        seq = Some(
+            store
+                .add_conversation_turn(&ConversationTurn {
+                    id: turn_id,
+                    conversation_id: k.conversation_id,
+                    user_id: k.user_id,
+                    seq: 0,
+                    at,
+                    user_message: k.user_message,
+                    answer: out.answer.clone(),
+                    messages: kept_messages(added, &out.answer),
+                })
+                .await?,
+        );
     }
-    Ok(Some(k.conversation_id))
+    Ok(Some(Kept {
+        conversation_id: k.conversation_id,
+        seq,
+    }))
 }
 
 /// A kept conversation as listed.
@@ -310,9 +334,21 @@ pub(super) async fn list(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<axum::Json<Vec<WireConversation>>, ApiError> {
-    let store = state.store_for(&caller);
+    Ok(axum::Json(listed(&state, &caller).await?))
+}
+
+/// The caller's newest [`LIST_LIMIT`] conversations, most recently active first (the list
+/// route's body; the chat page shows it).
+///
+/// # Errors
+/// The store's.
+pub(super) async fn listed(
+    state: &AppState,
+    caller: &Caller,
+) -> Result<Vec<WireConversation>, ApiError> {
+    let store = state.store_for(caller);
     let rows = store.conversations(caller.user_id, LIST_LIMIT).await?;
-    Ok(axum::Json(rows.into_iter().map(Into::into).collect()))
+    Ok(rows.into_iter().map(Into::into).collect())
 }
 
 /// `GET /api/conversations/{id}`: one of the caller's conversations with its turns.
@@ -332,15 +368,28 @@ pub(super) async fn read(
     caller: Caller,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<axum::Json<WireConversationDetail>, ApiError> {
-    let store = state.store_for(&caller);
+    Ok(axum::Json(detail(&state, &caller, id).await?))
+}
+
+/// The caller's conversation `id` with its kept turns (the read route's body; the
+/// conversation's page shows it).
+///
+/// # Errors
+/// 404 when the caller has no conversation `id` (another user's included).
+pub(super) async fn detail(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+) -> Result<WireConversationDetail, ApiError> {
+    let store = state.store_for(caller);
     let conversation = store.conversation(caller.user_id, id).await?;
     let turns = store
         .conversation_turns(caller.user_id, id, db::MAX_CONVERSATIONS_READ)
         .await?;
-    Ok(axum::Json(WireConversationDetail {
+    Ok(WireConversationDetail {
         conversation: conversation.into(),
         turn_list: turns.into_iter().map(Into::into).collect(),
-    }))
+    })
 }
 
 /// `DELETE /api/conversations/{id}`: deletes one of the caller's conversations (204).
@@ -360,9 +409,19 @@ pub(super) async fn delete(
     caller: Caller,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
-    let store = state.store_for(&caller);
+    remove(&state, &caller, id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Deletes the caller's conversation `id` with its turns (the delete route's; the page's
+/// delete button too).
+///
+/// # Errors
+/// 404 when the caller has no conversation `id`.
+pub(super) async fn remove(state: &AppState, caller: &Caller, id: Uuid) -> Result<(), ApiError> {
+    let store = state.store_for(caller);
     if store.delete_conversation(caller.user_id, id).await? {
-        Ok(StatusCode::NO_CONTENT)
+        Ok(())
     } else {
         Err(ApiError::not_found(format!("conversation {id} not found")))
     }

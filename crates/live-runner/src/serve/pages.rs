@@ -21,6 +21,11 @@
 //!   history (and how many held lessons wait) and the prompt the agent sees now, the same data as `GET
 //!   /api/deployments/{id}/memory` and `…/controls`; `POST /deployments/{id}/pause|resume|stop`
 //!   (a reason, and for stop a `flatten` checkbox) change it as the API does.
+//! - `GET /chat`, `GET /chat/{id}` — the chat coach (`pages/chat.rs`): the caller's kept
+//!   conversations, one conversation with its answers and tool calls in brief, the actions the
+//!   coach prepared with Confirm / Discard; `POST /chat`, `POST /chat/{id}/messages` run a turn
+//!   as `POST /api/chat` does, `POST /chat/actions/{id}/confirm|discard` decide an action as
+//!   the API does.
 //! - `GET /deployments`, `/deployments/{id}`, `/deployments/{id}/ticks`,
 //!   `/deployments/{id}/ticks/{tick}` — the dashboard (`pages/dashboard.rs`): the deployments list, a
 //!   deployment's summary and equity curve, its decision timeline and what one tick's model saw.
@@ -40,6 +45,7 @@
 
 mod alerts;
 mod chart;
+mod chat;
 mod dashboard;
 mod forms;
 mod lessons;
@@ -74,6 +80,15 @@ type Page = Response;
 
 fn html(status: StatusCode, body: String) -> Page {
     (status, Html(body)).into_response()
+}
+
+/// Template `template` rendered with `ctx` as a page with `status`; a template that fails is a
+/// 500 page.
+fn page(status: StatusCode, template: &str, ctx: minijinja::Value) -> Page {
+    match render(template, ctx) {
+        Ok(body) => html(status, body),
+        Err(e) => server_error("rendering the page", &e),
+    }
 }
 
 /// 303 See Other to `to` (post/redirect/get; a GET after a POST).
@@ -187,6 +202,7 @@ pub fn router() -> Router<AppState> {
         .merge(dashboard::router())
         .merge(lessons::router())
         .merge(alerts::router())
+        .merge(chat::router())
 }
 
 /// The pages' one stylesheet (the Content-Security-Policy allows no inline style).

@@ -5,7 +5,9 @@
 //! are missing; without them this test fails and says so — it is never skipped. The facts page
 //! is driven end to end, a deployment is paused and resumed from its page (no tick while
 //! paused) while a page on another port of the same host fails to change it, a held lesson is
-//! accepted from the review queue, and an alert channel is added, tested and deleted.
+//! accepted from the review queue, an alert channel is added, tested and deleted, and on `/chat`
+//! a conversation runs two turns (an answer with its tool call) and a pause the coach prepared
+//! is confirmed (the deployment paused).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -876,5 +878,148 @@ async fn an_alert_channel_added_tested_and_deleted_in_chromium_never_shows_its_s
     b.find("#no-channels").await;
     let html = b.client.source().await.unwrap();
     assert!(!html.contains(secret), "{html}");
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_turn_and_an_action_confirmation_on_the_chat_page_in_chromium() {
+    use agent_runtime::LanguageModel;
+    use db::{DeploymentStatus, RegistryStore};
+    use model::test_support::{tool_call, tool_turn};
+
+    use crate::serve_actions::{Later, prepare_pause};
+    use crate::serve_chat::say;
+
+    let model = std::sync::Arc::new(Later::default());
+    let s = crate::common::serve::server(model.clone() as std::sync::Arc<dyn LanguageModel>).await;
+    let w = crate::common::serve::world(&s).await;
+    let (a, dep) = (&w.a, w.a.deployment());
+    let skill = a.fx.skill.name.clone();
+    let read =
+        "Your BTC breakout deployment is active.\nOne trade closed so far; one lesson in force.";
+    let asked = "I prepared a pause of BTC breakout before the CPI print.\nNothing changes until you confirm it below.";
+    model.script(vec![
+        tool_turn(vec![tool_call("call_1", "get_my_deployments", "{}")]),
+        say(read),
+        prepare_pause(dep),
+        say(asked),
+    ]);
+    let b = Browser::start().await;
+    b.log_in(&s, &a.token, "#add-fact").await;
+
+    // From the navigation: a new conversation about the deployment, typed and sent.
+    b.find("#nav-chat").await.click().await.unwrap();
+    b.find("#no-conversations").await;
+    b.find("#new-deployment")
+        .await
+        .select_by_value(&dep.to_string())
+        .await
+        .unwrap();
+    b.find("#new-message")
+        .await
+        .send_keys("How is my BTC bot doing?")
+        .await
+        .unwrap();
+    b.find("#new-conversation button[type=submit]")
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.find("article#turn-0").await;
+    let url = b.client.current_url().await.unwrap();
+    assert!(url.path().starts_with("/chat/"), "{url}");
+    assert_eq!(url.fragment(), Some("turn-0"));
+    assert_eq!(
+        b.texts("#turn-0 .user-message").await,
+        ["How is my BTC bot doing?"]
+    );
+    // The answer keeps its line break.
+    assert_eq!(b.texts("#turn-0 .answer").await, [read]);
+    // The tool call, in brief: its name, then arguments and result when opened.
+    assert_eq!(
+        b.texts("#turn-0 code.tool-name").await,
+        ["get_my_deployments"]
+    );
+    b.find("#turn-0 details.tool-call summary")
+        .await
+        .click()
+        .await
+        .unwrap();
+    let result = b.find("#turn-0 details.tool-call pre.result").await;
+    let result = result.text().await.unwrap();
+    assert!(result.contains(&skill), "{result}");
+    assert!(result.chars().count() <= 300 + "… [999999 more characters]".len());
+
+    // The next message alone; the coach prepares a pause, nothing changes yet.
+    b.find("#message")
+        .await
+        .send_keys("Pause it before the CPI print.")
+        .await
+        .unwrap();
+    b.find("#send-message button[type=submit]")
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.find("article#turn-1").await;
+    assert_eq!(b.texts("#turn-1 .answer").await, [asked]);
+    assert_eq!(b.texts("#turn-1 code.tool-name").await, ["prepare_action"]);
+    let pending = b
+        .texts("#chat-actions tbody tr.status-pending td.summary")
+        .await;
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert!(pending[0].starts_with(&format!("Pause deployment \"{skill}\" v1")));
+    assert_eq!(
+        s.store.get_deployment(dep).await.unwrap().status,
+        DeploymentStatus::Active
+    );
+    // Both turns, a tool call opened, the pending pause with its buttons: the README's picture.
+    b.find("#turn-0 details.tool-call summary")
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.client
+        .set_window_size(1280, 1350)
+        .await
+        .expect("resize the window");
+    b.screenshot(&docs_image("chat.png")).await;
+
+    // Confirm: the notice, the action confirmed, the deployment paused.
+    b.find("#chat-actions tr.status-pending button.confirm")
+        .await
+        .click()
+        .await
+        .unwrap();
+    wait_xpath(
+        &b,
+        "//p[@id='notice' and text()='Confirmed: the deployment is paused; no tick until you resume it.']",
+    )
+    .await;
+    assert_eq!(
+        b.texts("#chat-actions tbody td.status .badge").await,
+        ["confirmed"]
+    );
+    assert!(b.texts("#chat-actions button.confirm").await.is_empty());
+    assert_eq!(
+        s.store.get_deployment(dep).await.unwrap().status,
+        DeploymentStatus::Paused
+    );
+    b.open(
+        &s.url(&format!("/deployments/{dep}/memory")),
+        "#status-badge",
+    )
+    .await;
+    assert_eq!(
+        b.find("#status-badge").await.text().await.unwrap(),
+        "paused"
+    );
+    // The conversation is listed with its two turns.
+    b.find("#nav-chat").await.click().await.unwrap();
+    assert_eq!(b.texts("table#conversations td.turns").await, ["2"]);
+    assert_eq!(
+        b.texts("table#conversations td.title").await,
+        ["How is my BTC bot doing?"]
+    );
     b.close().await;
 }

@@ -6,6 +6,7 @@
 mod alerts_pg;
 mod browser;
 mod chat_market;
+mod chat_page;
 mod chat_terminal;
 mod cli;
 mod common;

@@ -41,7 +41,7 @@ fn cookie(token: &str) -> String {
     format!("token={token}")
 }
 
-fn location(r: &reqwest::Response) -> String {
+pub(crate) fn location(r: &reqwest::Response) -> String {
     r.headers()
         .get(LOCATION)
         .and_then(|v| v.to_str().ok())
@@ -83,6 +83,8 @@ async fn pages_without_a_valid_token_redirect_to_login() {
         "/profile/facts".to_owned(),
         "/profile/facts?archived=true".to_owned(),
         format!("/deployments/{dep}/memory"),
+        "/chat".to_owned(),
+        format!("/chat/{dep}"),
     ] {
         let r = http().get(s.url(&path)).send().await.unwrap();
         assert_eq!(r.status(), StatusCode::SEE_OTHER, "{path}");

@@ -21,10 +21,10 @@ use crate::serve_chat::say;
 /// A scripted model whose script is given once the world it names exists (the deployments'
 /// ids are only known after the server's database is seeded).
 #[derive(Default)]
-struct Later(std::sync::OnceLock<ScriptedModel>);
+pub(crate) struct Later(std::sync::OnceLock<ScriptedModel>);
 
 impl Later {
-    fn script(&self, responses: Vec<ModelResponse>) {
+    pub(crate) fn script(&self, responses: Vec<ModelResponse>) {
         assert!(
             self.0.set(ScriptedModel::new(responses)).is_ok(),
             "scripted once"
@@ -43,7 +43,7 @@ impl LanguageModel for Later {
 }
 
 /// A clock the test moves forward.
-struct MovingClock(Mutex<DateTime<Utc>>);
+pub(crate) struct MovingClock(pub(crate) Mutex<DateTime<Utc>>);
 
 impl types::Clock for MovingClock {
     fn now(&self) -> DateTime<Utc> {
@@ -52,7 +52,7 @@ impl types::Clock for MovingClock {
 }
 
 impl MovingClock {
-    fn advance(&self, by: Duration) {
+    pub(crate) fn advance(&self, by: Duration) {
         *self.0.lock().expect("clock") += by;
     }
 }
@@ -67,11 +67,11 @@ pub(crate) fn prepare_pause(deployment: Uuid) -> ModelResponse {
     )])
 }
 
-async fn status(s: &Server, id: Uuid) -> DeploymentStatus {
+pub(crate) async fn status(s: &Server, id: Uuid) -> DeploymentStatus {
     s.store.get_deployment(id).await.expect("deployment").status
 }
 
-async fn audit_rows(s: &Server, id: Uuid) -> i64 {
+pub(crate) async fn audit_rows(s: &Server, id: Uuid) -> i64 {
     s.pg.count(&format!(
         "SELECT count(*) FROM deployment_controls WHERE deployment_id = '{id}'"
     ))
@@ -79,7 +79,7 @@ async fn audit_rows(s: &Server, id: Uuid) -> i64 {
 }
 
 /// Asserts that deployment `id` is still active with no control audited.
-async fn untouched(s: &Server, id: Uuid) {
+pub(crate) async fn untouched(s: &Server, id: Uuid) {
     assert_eq!(status(s, id).await, DeploymentStatus::Active);
     assert_eq!(audit_rows(s, id).await, 0);
 }

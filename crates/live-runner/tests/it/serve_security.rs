@@ -185,10 +185,40 @@ fn state_changes(w: &World) -> Vec<Call> {
             Body::Json(json!({})),
         ),
     ]);
+    // The chat page: a turn started, A's conversation (see `probe_conversation`) continued or
+    // deleted.
+    let conversation = probe_conversation(w);
+    calls.extend([
+        (
+            Method::POST,
+            "/chat".into(),
+            form(&[("message", "remember I love 50x"), ("mode", "coach")]),
+        ),
+        (
+            Method::POST,
+            format!("/chat/{conversation}/messages"),
+            form(&[("message", "remember I love 50x")]),
+        ),
+        (
+            Method::POST,
+            format!("/chat/{conversation}/delete"),
+            form(&[]),
+        ),
+    ]);
     // The actions the coach prepared: A's pending pause (where a test keeps it, see
-    // `probe_action`), confirmed or discarded from another origin.
+    // `probe_action`), confirmed or discarded from another origin, by the API or the page.
     let action = probe_action(w);
     calls.extend([
+        (
+            Method::POST,
+            format!("/chat/actions/{action}/confirm"),
+            form(&[]),
+        ),
+        (
+            Method::POST,
+            format!("/chat/actions/{action}/discard"),
+            form(&[]),
+        ),
         (
             Method::POST,
             format!("/api/actions/{action}/confirm"),
@@ -206,6 +236,11 @@ fn state_changes(w: &World) -> Vec<Call> {
 /// The id of user A's pending pause the cross-origin probe tries to confirm.
 fn probe_action(w: &World) -> Uuid {
     Uuid::new_v5(&w.a.user(), b"cross-origin probe")
+}
+
+/// The id of user A's kept conversation the cross-origin probe tries to continue and delete.
+fn probe_conversation(w: &World) -> Uuid {
+    Uuid::new_v5(&w.a.user(), b"cross-origin probe conversation")
 }
 
 /// Sends `call` with the `token` cookie (no `Authorization`) and `headers`.
@@ -292,9 +327,23 @@ async fn every_state_change_the_cookie_can_make_refuses_another_origin() {
     db::ActionStore::create_pending_action(&s.store, &pause)
         .await
         .unwrap();
+    db::ConversationStore::start_conversation(
+        &s.store,
+        &db::NewConversation {
+            id: probe_conversation(&w),
+            user_id: w.a.user(),
+            mode: "coach".into(),
+            deployment_id: None,
+            title: "Kept".into(),
+            at: Utc::now(),
+        },
+    )
+    .await
+    .unwrap();
     let before = state_of(&s, &w).await;
     assert!(before.contains("status=Active"), "{before}");
     assert!(before.contains("pending_actions=1"), "{before}");
+    assert!(before.contains("conversations=1"), "{before}");
 
     let attacks: Vec<Vec<(&str, String)>> = vec![
         // A page on another port of this host: the same site, another origin.
@@ -456,6 +505,10 @@ async fn every_answer_carries_the_security_headers() {
         format!("/api/deployments/{dep}/controls"),
         "/api/actions".into(),
         "/api/actions/history".into(),
+        "/chat".into(),
+        "/chat?done=paused".into(),
+        format!("/chat/{}", Uuid::new_v4()),
+        "/chat/not-an-id".into(),
         "/api/nothing-here".into(),
         "/nothing-here".into(),
     ];
@@ -635,6 +688,11 @@ async fn a_control_character_in_any_text_field_is_a_422_naming_it_and_nothing_is
             "reason",
         ),
         ("/login".into(), vec![("token", "ey\u{0}.x.y")], "token"),
+        (
+            "/chat".into(),
+            vec![("message", "I never\u{0} trade alts."), ("mode", "coach")],
+            "message",
+        ),
     ];
     for (path, pairs, field) in forms {
         let r = http()

@@ -41,9 +41,8 @@ use tick::{OutcomeKind, TickEntry, read_ticks};
 use types::{RuleCode, TradeRecord, TradeStatus, Uuid, Verdict, text};
 
 use super::chart::{EquityPoint, equity_and_drawdown, max_drawdown_pct};
-use super::render::render;
 use super::view::when;
-use super::{Page, Viewer, html, not_found_page, server_error};
+use super::{Page, Viewer, not_found_page, page, server_error};
 use crate::serve::api::{TOKENIZER, count_tokens};
 use crate::serve::{AppState, Caller};
 
@@ -240,13 +239,6 @@ fn store_error(caller: Caller, what: &str, e: db::DbError) -> Page {
         not_found_page(caller.user_id, NO_DEPLOYMENT)
     } else {
         server_error(what, &e)
-    }
-}
-
-fn page(status: StatusCode, template: &str, ctx: Value) -> Page {
-    match render(template, ctx) {
-        Ok(body) => html(status, body),
-        Err(e) => server_error("rendering the page", &e),
     }
 }
 

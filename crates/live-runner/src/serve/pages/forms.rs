@@ -1,13 +1,19 @@
-//! The facts page's form bodies and their checks. Every field arrives as optional text, so a
+//! The pages' form bodies and their checks. Every field arrives as optional text, so a
 //! form a browser (or anyone) posts always deserialises; the checks below turn what is wrong
 //! into a message the page shows next to the form, never a 4xx/5xx without a page. Every text
 //! field is held to [`crate::serve::input`]'s rule (no control character; line breaks and tabs
 //! in a fact only) before anything else is checked or quoted back.
 
+use crate::serve::api::ChatRequest;
+use crate::serve::conversations::parse_mode;
+use crate::serve::error::validation_error;
 use crate::serve::input::{self, Lines};
 use db::{FactEdit, Forget};
 use serde::Deserialize;
-use types::{ArchiveReason, FactConfidence, MAX_FACT_CHARS, MAX_FACT_TOPIC_CHARS, MIN_FACT_CHARS};
+use types::{
+    ArchiveReason, FactConfidence, MAX_FACT_CHARS, MAX_FACT_TOPIC_CHARS, MIN_FACT_CHARS, Uuid,
+};
+use validator::Validate;
 
 /// The "add a fact" form (also what the page re-renders after a refused submission).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -67,6 +73,61 @@ impl ControlForm {
         }
         let flatten = matches!(self.flatten.as_deref(), Some("on" | "true" | "1"));
         Ok((reason, flatten))
+    }
+}
+
+/// The chat page's form: a new conversation's first `message` with its `mode` and
+/// `deployment`, or the next `message` of a kept one (alone: the server holds the history).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct ChatForm {
+    #[serde(default)]
+    pub(crate) message: Option<String>,
+    #[serde(default)]
+    pub(crate) mode: Option<String>,
+    #[serde(default)]
+    pub(crate) deployment: Option<String>,
+}
+
+impl ChatForm {
+    /// The `POST /api/chat` request this form makes, continuing `conversation` when given: the
+    /// message trimmed, its line breaks `\n` (a textarea sends `\r\n`), held to the API's
+    /// bounds; the mode `coach`, `authoring` or `ops` (empty: the API's default); the
+    /// deployment an id (empty: none).
+    pub(crate) fn request(&self, conversation: Option<Uuid>) -> Result<ChatRequest, String> {
+        let message = self.message.as_deref().unwrap_or_default().trim();
+        input::check("message", message, Lines::Many)?;
+        if message.is_empty() {
+            return Err("message: write a message to send".to_owned());
+        }
+        let mode = match self.mode.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(m) => Some(
+                parse_mode(m)
+                    .ok_or_else(|| "mode: expected `coach`, `authoring` or `ops`".to_owned())?,
+            ),
+        };
+        let deployment_id = match self.deployment.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(d) => {
+                Some(Uuid::parse_str(d).map_err(|_| "deployment: not a deployment id".to_owned())?)
+            }
+        };
+        let request = ChatRequest {
+            message: Some(message.replace("\r\n", "\n")),
+            conversation_id: conversation,
+            messages: Vec::new(),
+            mode,
+            deployment_id,
+        };
+        request
+            .validate()
+            .map_err(|e| validation_error(&e).message)?;
+        Ok(request)
+    }
+
+    /// The message as typed, to put back in the form after a refusal.
+    pub(crate) fn draft(&self) -> &str {
+        self.message.as_deref().unwrap_or_default()
     }
 }
 
@@ -334,6 +395,68 @@ mod tests {
             .check()
             .unwrap_err()
             .starts_with("token: a control character")
+        );
+    }
+
+    #[test]
+    fn the_chat_form_makes_the_apis_request() {
+        let conversation = Uuid::from_u128(7);
+        let next = ChatForm {
+            message: Some("  Two things:\r\n- one\n\t- two  ".into()),
+            ..ChatForm::default()
+        }
+        .request(Some(conversation))
+        .unwrap();
+        assert_eq!(next.message.as_deref(), Some("Two things:\n- one\n\t- two"));
+        assert_eq!(next.conversation_id, Some(conversation));
+        assert_eq!((next.mode, next.deployment_id), (None, None));
+        let deployment = Uuid::from_u128(9);
+        let start = ChatForm {
+            message: Some("Pause it.".into()),
+            mode: Some("ops".into()),
+            deployment: Some(deployment.to_string()),
+        }
+        .request(None)
+        .unwrap();
+        assert_eq!(start.mode, Some(prompt_compose::ChatMode::Ops));
+        assert_eq!(start.deployment_id, Some(deployment));
+        let refused = |form: ChatForm| form.request(None).unwrap_err();
+        assert_eq!(
+            refused(ChatForm {
+                message: Some(" \n ".into()),
+                ..ChatForm::default()
+            }),
+            "message: write a message to send"
+        );
+        assert!(
+            refused(ChatForm {
+                message: Some("bell\u{7}".into()),
+                ..ChatForm::default()
+            })
+            .starts_with("message: a control character (U+0007)")
+        );
+        assert_eq!(
+            refused(ChatForm {
+                message: Some("x".repeat(8001)),
+                ..ChatForm::default()
+            }),
+            "message: must be 1..=8000 characters"
+        );
+        assert_eq!(
+            refused(ChatForm {
+                message: Some("hi".into()),
+                mode: Some("<b>admin</b>".into()),
+                ..ChatForm::default()
+            }),
+            "mode: expected `coach`, `authoring` or `ops`"
+        );
+        assert_eq!(
+            refused(ChatForm {
+                message: Some("hi".into()),
+                deployment: Some("not-an-id".into()),
+                ..ChatForm::default()
+            }),
+            "deployment: not a deployment id"
         );
     }
 

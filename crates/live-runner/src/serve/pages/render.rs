@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use minijinja::{AutoEscape, Environment, Value};
 
-const TEMPLATES: [(&str, &str); 12] = [
+const TEMPLATES: [(&str, &str); 15] = [
     (
         "base.html",
         include_str!("../../../templates/pages/base.html"),
@@ -54,6 +54,18 @@ const TEMPLATES: [(&str, &str); 12] = [
     (
         "alerts.html",
         include_str!("../../../templates/pages/alerts.html"),
+    ),
+    (
+        "chat.html",
+        include_str!("../../../templates/pages/chat.html"),
+    ),
+    (
+        "conversation.html",
+        include_str!("../../../templates/pages/conversation.html"),
+    ),
+    (
+        "chat_actions.html",
+        include_str!("../../../templates/pages/chat_actions.html"),
     ),
 ];
 
