@@ -120,8 +120,9 @@ pub use model::{
     MAX_CHAT_TURN_ERROR_CHARS, MAX_NEWS_KEY_CHARS, MAX_NEWS_READ, MAX_NEWS_SOURCE_CHARS,
     MAX_NEWS_SUMMARY_CHARS, MAX_NEWS_TITLE_CHARS, MAX_TAG_CHARS, MAX_TICKS_READ, MemoryScope,
     NewAnnotation, NewFact, NewNote, NewsRecord, NoteScope, OutcomeWrites, RecordOutcome,
-    ReflectionRun, Regraded, RunOutcome, SentimentSource, SkillRecord, SkillVersion, StoredFill,
-    StoredRunnerState, StoredTick, TickAttempt, TickQuery, TickRecord, TickTexts, User,
+    ReflectionRun, Regraded, RunOutcome, SentimentSource, SkillRecord, SkillVersion, StartedTick,
+    StoredFill, StoredRunnerState, StoredTick, TickAttempt, TickQuery, TickRecord, TickStart,
+    TickTexts, User,
 };
 pub use postgres::{POSTGRES_MIGRATOR, PgStore, PoolConfig};
 pub use scoped::{USER_ROLE, UserScoped};

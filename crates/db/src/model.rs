@@ -443,6 +443,37 @@ pub struct TickAttempt {
     pub tick_at: DateTime<Utc>,
 }
 
+/// A tick a runner is about to start ([`LeaseStore::start_ticks`](crate::LeaseStore::start_ticks)):
+/// the claimed deployment and the bar close it ticks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TickStart {
+    /// The deployment, leased to the runner.
+    pub deployment_id: Uuid,
+    /// The tick's bar close (UTC).
+    pub tick_at: DateTime<Utc>,
+}
+
+/// What [`LeaseStore::start_ticks`](crate::LeaseStore::start_ticks) read and did for one
+/// [`TickStart`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartedTick {
+    /// The deployment.
+    pub deployment_id: Uuid,
+    /// The tick asked for.
+    pub tick_at: DateTime<Utc>,
+    /// The deployment's status as read by the statement.
+    pub status: DeploymentStatus,
+    /// The runner state its latest recorded tick committed, as read by the statement (before
+    /// the mark), as [`TickStore::runner_state`](crate::TickStore::runner_state) returns it.
+    pub state: Option<StoredRunnerState>,
+    /// Whether the attempt was marked: the deployment is active and no recorded tick is at or
+    /// after `tick_at`.
+    pub marked: bool,
+    /// The attempt the mark replaced (as [`LeaseStore::mark_attempt`](crate::LeaseStore::mark_attempt)
+    /// returns it); `None` when there was none or nothing was marked.
+    pub previous: Option<TickAttempt>,
+}
+
 /// What [`TickStore::record_tick`](crate::TickStore::record_tick) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordOutcome {

@@ -206,7 +206,7 @@ impl Dialect for Postgres {
 
 /// A value PostgreSQL binds as its own type (`uuid`, `numeric`, `timestamptz`, `text[]`) where
 /// SQLite binds text: what [`Dialect`]'s encoders give for PostgreSQL.
-pub(crate) struct Native<T>(T);
+pub(crate) struct Native<T>(pub(crate) T);
 
 impl<'q, T: 'q + Send + Encode<'q, Postgres> + Type<Postgres>> Param<'q, Postgres> for Native<T> {
     fn bind_to(self, q: SqlxQuery<'q, Postgres>) -> SqlxQuery<'q, Postgres> {

@@ -111,6 +111,7 @@ delegate!(LeaseStore {
     fn extend_lease(&self, id: Uuid, owner: &str, until: DateTime<Utc>) -> bool;
     fn claimable_count(&self, now: DateTime<Utc>) -> u64;
     fn mark_attempt(&self, deployment_id: Uuid, owner: &str, tick_at: DateTime<Utc>) -> Option<TickAttempt>;
+    fn start_ticks(&self, owner: &str, starts: &[crate::TickStart]) -> Vec<crate::StartedTick>;
     fn claim_reflection(&self, deployment_id: Uuid, owner: &str, now: DateTime<Utc>, until: DateTime<Utc>) -> bool;
     fn release_reflection(&self, deployment_id: Uuid, owner: &str) -> ();
     fn claim_flattens(&self, owner: &str, now: DateTime<Utc>, lease_for: chrono::Duration, limit: u32) -> Vec<Deployment>;

@@ -245,6 +245,25 @@ pub trait LeaseStore {
         tick_at: DateTime<Utc>,
     ) -> impl Future<Output = Result<Option<TickAttempt>, DbError>> + Send;
 
+    /// The start of a batch of ticks `owner` claimed together, in one statement: for each
+    /// start, reads the deployment's status and the runner state its latest recorded tick
+    /// committed ([`TickStore::runner_state`](crate::TickStore::runner_state)) and, when the
+    /// deployment is active and no recorded tick is at or after the start's `tick_at`, records
+    /// the attempt as [`mark_attempt`](Self::mark_attempt) does, returning the attempt it
+    /// replaces. The reads see the rows as they were before the marks. One result per start
+    /// whose deployment exists, in the order of `starts`; a start of an unknown deployment has
+    /// none. Each deployment at most once; at most 1000 starts.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a deployment named twice or more than 1000 starts;
+    /// [`DbError::Decode`] when a stored runner state cannot be read back;
+    /// [`DbError::Backend`] on driver failure.
+    fn start_ticks(
+        &self,
+        owner: &str,
+        starts: &[crate::TickStart],
+    ) -> impl Future<Output = Result<Vec<crate::StartedTick>, DbError>> + Send;
+
     /// Claims the deployment's reflection for `owner` until `until`, in one statement: true when
     /// no other runner holds a live claim (none, expired at or before `now`, or `owner`'s own),
     /// false when another runner's claim is live — it is reflecting, and this one must not call

@@ -106,6 +106,9 @@ impl LanguageModel for Scripted {
             .iter()
             .filter(|m| matches!(m, Message::Assistant { .. }))
             .count();
+        if made == 0 {
+            tracing::debug!(target: "load", "first model call");
+        }
         if made == 0
             && let Ok(mut s) = self.starts.lock()
         {
@@ -197,6 +200,14 @@ fn peak_rss_mb() -> anyhow::Result<u64> {
 #[tokio::main(flavor = "multi_thread")]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    // With RUST_LOG set, its events on stderr: `sqlx::query=debug,load=debug` lists each
+    // statement a tick makes, and its first model call.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let n = args.deployments as usize;
     let concurrency = args.concurrency as usize;
     let pool_size = args.db_pool.unwrap_or_else(|| {

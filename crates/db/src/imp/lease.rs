@@ -16,7 +16,8 @@ use uuid::Uuid;
 use super::{Affected as _, Backend, Dialect, Leases, query};
 use crate::codec::{self, RowExt, check_limit};
 use crate::error::ctx;
-use crate::model::Deployment;
+use crate::model::{Deployment, DeploymentStatus, StartedTick, StoredRunnerState, TickStart};
+use crate::postgres::Native;
 use crate::traits::LeaseStore;
 use crate::{DbError, TickAttempt};
 
@@ -28,6 +29,59 @@ pub(crate) trait AttemptSql: Dialect {
         owner: &str,
         tick_at: DateTime<Utc>,
     ) -> impl Future<Output = Result<Option<TickAttempt>, DbError>> + Send;
+
+    /// [`LeaseStore::start_ticks`] on `starts`, checked.
+    fn start_ticks<S: Backend<Db = Self>>(
+        store: &S,
+        owner: &str,
+        starts: &[TickStart],
+    ) -> impl Future<Output = Result<Vec<StartedTick>, DbError>> + Send;
+}
+
+/// A batch of tick starts: at most 1000, each deployment once.
+fn check_starts(starts: &[TickStart]) -> Result<(), DbError> {
+    if starts.len() > 1000 {
+        return Err(DbError::Invalid {
+            what: "tick starts",
+            detail: format!("{} starts, at most 1000", starts.len()),
+        });
+    }
+    let mut ids: Vec<Uuid> = starts.iter().map(|s| s.deployment_id).collect();
+    ids.sort_unstable();
+    if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+        return Err(DbError::Invalid {
+            what: "tick starts",
+            detail: format!("deployment {} is named twice", w[0]),
+        });
+    }
+    Ok(())
+}
+
+/// One start's row: the deployment's status, the stored runner state's `state_tick_at` and
+/// `state`, the attempt before the mark (`attempt_owner`, `attempt_tick_at`) and `marked`.
+fn started_from_row<R: RowExt>(r: &R, start: &TickStart) -> Result<StartedTick, DbError> {
+    let state = match r.opt_ts("state_tick_at")? {
+        Some(tick_at) => Some(StoredRunnerState {
+            deployment_id: start.deployment_id,
+            tick_at,
+            state: r.json("state")?,
+        }),
+        None => None,
+    };
+    let marked = r.flag("marked")?;
+    let previous = if marked {
+        attempt(r.opt_text("attempt_owner")?, r.opt_ts("attempt_tick_at")?)
+    } else {
+        None
+    };
+    Ok(StartedTick {
+        deployment_id: start.deployment_id,
+        tick_at: start.tick_at,
+        status: codec::enum_col(r, "status", DeploymentStatus::parse)?,
+        state,
+        marked,
+        previous,
+    })
 }
 
 fn attempt(owner: Option<String>, tick_at: Option<DateTime<Utc>>) -> Option<TickAttempt> {
@@ -61,6 +115,54 @@ impl AttemptSql for Postgres {
         .await
         .map_err(ctx("marking tick attempt"))?;
         Ok(attempt(row.opt_text("owner")?, row.opt_ts("tick_at")?))
+    }
+
+    async fn start_ticks<S: Backend<Db = Self>>(
+        store: &S,
+        owner: &str,
+        starts: &[TickStart],
+    ) -> Result<Vec<StartedTick>, DbError> {
+        check_starts(starts)?;
+        if starts.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Every CTE sees the rows as they were before the statement: `cur` reads the status,
+        // the state and the attempt the upsert then replaces. The marks go in deployment order
+        // (one lock order for every runner).
+        let rows = query(
+            "WITH input AS (SELECT * FROM unnest($2::uuid[], $3::timestamptz[]) \
+                            AS t(deployment_id, tick_at)), \
+             cur AS (SELECT i.deployment_id, i.tick_at, d.status::text AS status, \
+                            s.tick_at AS state_tick_at, s.state, s.attempt_owner, s.attempt_tick_at \
+                     FROM input i JOIN deployments d ON d.id = i.deployment_id \
+                     LEFT JOIN live_runner_state s ON s.deployment_id = i.deployment_id), \
+             marked AS (INSERT INTO live_runner_state (deployment_id, attempt_owner, attempt_tick_at) \
+                        SELECT deployment_id, $1, tick_at FROM cur WHERE status = 'active' \
+                        AND (state_tick_at IS NULL OR state_tick_at < tick_at) \
+                        ORDER BY deployment_id \
+                        ON CONFLICT (deployment_id) DO UPDATE \
+                        SET attempt_owner = EXCLUDED.attempt_owner, \
+                            attempt_tick_at = EXCLUDED.attempt_tick_at, updated_at = now() \
+                        RETURNING deployment_id) \
+             SELECT cur.*, (m.deployment_id IS NOT NULL) AS marked \
+             FROM cur LEFT JOIN marked m ON m.deployment_id = cur.deployment_id",
+        )
+        .bind(owner)
+        .bind(Native(
+            starts.iter().map(|s| s.deployment_id).collect::<Vec<_>>(),
+        ))
+        .bind(Native(starts.iter().map(|s| s.tick_at).collect::<Vec<_>>()))
+        .fetch_all(store.pool())
+        .await
+        .map_err(ctx("starting ticks"))?;
+        let mut by_id = std::collections::HashMap::with_capacity(rows.len());
+        for r in &rows {
+            by_id.insert(r.uuid("deployment_id")?, r);
+        }
+        starts
+            .iter()
+            .filter_map(|s| by_id.get(&s.deployment_id).map(|r| started_from_row(*r, s)))
+            .collect()
     }
 }
 
@@ -101,6 +203,55 @@ impl AttemptSql for Sqlite {
             .map_err(ctx("marking tick attempt"))?;
         tx.commit().await.map_err(ctx("committing tick attempt"))?;
         Ok(prev)
+    }
+
+    async fn start_ticks<S: Backend<Db = Self>>(
+        store: &S,
+        owner: &str,
+        starts: &[TickStart],
+    ) -> Result<Vec<StartedTick>, DbError> {
+        check_starts(starts)?;
+        if starts.is_empty() {
+            return Ok(Vec::new());
+        }
+        // One writer at a time: the reads and the marks in one `BEGIN IMMEDIATE` transaction,
+        // each read before its own mark.
+        let mut tx = store.begin().await.map_err(ctx("beginning tick starts"))?;
+        let mut started = Vec::with_capacity(starts.len());
+        for start in starts {
+            let row = query(
+                "SELECT d.status AS status, s.tick_at AS state_tick_at, s.state AS state, \
+                        s.attempt_owner AS attempt_owner, s.attempt_tick_at AS attempt_tick_at, \
+                        (d.status = 'active' AND (s.tick_at IS NULL OR s.tick_at < $2)) AS marked \
+                 FROM deployments d LEFT JOIN live_runner_state s ON s.deployment_id = d.id \
+                 WHERE d.id = $1",
+            )
+            .bind(Self::id(start.deployment_id))
+            .bind(Self::ts(start.tick_at))
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(ctx("reading tick starts"))?;
+            let Some(row) = row else { continue };
+            let one = started_from_row(&row, start)?;
+            if one.marked {
+                query(
+                    "INSERT INTO live_runner_state (deployment_id, attempt_owner, attempt_tick_at, updated_at) \
+                     VALUES ($1, $2, $3, $4) ON CONFLICT (deployment_id) DO UPDATE \
+                     SET attempt_owner = excluded.attempt_owner, attempt_tick_at = excluded.attempt_tick_at, \
+                         updated_at = excluded.updated_at",
+                )
+                .bind(Self::id(start.deployment_id))
+                .bind(owner)
+                .bind(Self::ts(start.tick_at))
+                .bind(Self::ts(Utc::now()))
+                .execute(&mut *tx)
+                .await
+                .map_err(ctx("marking tick attempts"))?;
+            }
+            started.push(one);
+        }
+        tx.commit().await.map_err(ctx("committing tick starts"))?;
+        Ok(started)
     }
 }
 
@@ -372,5 +523,13 @@ impl<S: Leases<Db = D>, D: AttemptSql> LeaseStore for S {
         tick_at: DateTime<Utc>,
     ) -> Result<Option<TickAttempt>, DbError> {
         D::mark_attempt(self, deployment_id, owner, tick_at).await
+    }
+
+    async fn start_ticks(
+        &self,
+        owner: &str,
+        starts: &[TickStart],
+    ) -> Result<Vec<StartedTick>, DbError> {
+        D::start_ticks(self, owner, starts).await
     }
 }

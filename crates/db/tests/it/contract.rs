@@ -322,6 +322,135 @@ mod cases {
         ));
     }
 
+    /// `start_ticks` reads each claimed deployment's status and runner state and marks the
+    /// attempts of the active ones not yet ticked at their `tick_at`, in one call: the reads
+    /// are the rows before the marks (the state `runner_state` returns, the attempt
+    /// `mark_attempt` would return), a paused deployment or one whose tick is recorded is not
+    /// marked, an unknown one has no result, and the marks are those `mark_attempt` makes.
+    pub(super) async fn start_ticks_reads_and_marks_the_claimed_set<S: Storage + RawSql>(s: &S) {
+        let fresh = seed(s).await.unwrap().deployment.id;
+        let taken = seed(s).await.unwrap().deployment.id;
+        let paused = seed(s).await.unwrap().deployment.id;
+        let done_fx = seed(s).await.unwrap();
+        let done = done_fx.deployment.id;
+        let state = serde_json::json!({"n": 1});
+        let mut t = tick(&done_fx, 5);
+        t.runner_state = Some(state.clone());
+        s.record_tick(&t).await.unwrap();
+        assert_eq!(
+            s.mark_attempt(taken, "runner-a", at(5)).await.unwrap(),
+            None
+        );
+        s.exec(&format!(
+            "UPDATE deployments SET status = 'paused' WHERE CAST(id AS TEXT) = '{paused}'"
+        ))
+        .await
+        .unwrap();
+        let unknown = Uuid::new_v4();
+        let start = |deployment_id| db::TickStart {
+            deployment_id,
+            tick_at: at(5),
+        };
+        assert!(s.start_ticks("runner-b", &[]).await.unwrap().is_empty());
+
+        let started = s
+            .start_ticks(
+                "runner-b",
+                &[
+                    start(done),
+                    start(unknown),
+                    start(paused),
+                    start(taken),
+                    start(fresh),
+                ],
+            )
+            .await
+            .unwrap();
+        let row = |id, status, state, marked, previous| db::StartedTick {
+            deployment_id: id,
+            tick_at: at(5),
+            status,
+            state,
+            marked,
+            previous,
+        };
+        assert_eq!(
+            started,
+            vec![
+                row(
+                    done,
+                    DeploymentStatus::Active,
+                    s.runner_state(done).await.unwrap(),
+                    false,
+                    None
+                ),
+                row(paused, DeploymentStatus::Paused, None, false, None),
+                row(
+                    taken,
+                    DeploymentStatus::Active,
+                    None,
+                    true,
+                    Some(TickAttempt {
+                        owner: "runner-a".into(),
+                        tick_at: at(5)
+                    })
+                ),
+                row(fresh, DeploymentStatus::Active, None, true, None),
+            ]
+        );
+        assert_eq!(
+            started[0].state.as_ref().map(|st| (st.tick_at, &st.state)),
+            Some((at(5), &state))
+        );
+        // The marks are `mark_attempt`'s; the unmarked keep theirs (none).
+        for id in [taken, fresh] {
+            assert_eq!(
+                s.mark_attempt(id, "runner-c", at(10)).await.unwrap(),
+                Some(TickAttempt {
+                    owner: "runner-b".into(),
+                    tick_at: at(5)
+                })
+            );
+        }
+        assert_eq!(
+            s.mark_attempt(paused, "runner-c", at(10)).await.unwrap(),
+            None
+        );
+        assert_eq!(
+            s.mark_attempt(done, "runner-c", at(10)).await.unwrap(),
+            None
+        );
+        // A later tick of the recorded deployment is marked.
+        let later = s
+            .start_ticks(
+                "runner-b",
+                &[db::TickStart {
+                    deployment_id: done,
+                    tick_at: at(15),
+                }],
+            )
+            .await
+            .unwrap();
+        assert!(later[0].marked);
+        assert_eq!(
+            later[0].previous,
+            Some(TickAttempt {
+                owner: "runner-c".into(),
+                tick_at: at(10)
+            })
+        );
+        assert!(matches!(
+            s.start_ticks("runner-b", &[start(fresh), start(fresh)])
+                .await,
+            Err(DbError::Invalid { .. })
+        ));
+        let many: Vec<_> = (0..1001).map(|_| start(Uuid::new_v4())).collect();
+        assert!(matches!(
+            s.start_ticks("runner-b", &many).await,
+            Err(DbError::Invalid { .. })
+        ));
+    }
+
     /// A deployment's reflection is claimed by one runner at a time: a live claim keeps the
     /// others out, its holder may claim again, an expired one is taken over, a release by its
     /// holder frees it (by anyone else, nothing). The tick's runner state is left alone.
@@ -2313,6 +2442,7 @@ crate::common::on_every_backend!(
     leases_hand_each_due_deployment_to_one_runner,
     concurrent_claimers_split_the_due_deployments,
     leases_extend_count_and_mark_attempts,
+    start_ticks_reads_and_marks_the_claimed_set,
     reflections_are_leased_one_runner_at_a_time,
     record_tick_writes_snapshot_fills_trades_and_links,
     record_tick_replay_is_a_no_op,

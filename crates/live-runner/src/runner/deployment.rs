@@ -66,21 +66,41 @@ impl Runner {
     /// [`RunError`] when the skill, the state, the market data, the model or the tick fails;
     /// nothing of the runner state is written then.
     pub async fn tick_deployment(&self, d: &db::Deployment) -> Result<Done, RunError> {
+        self.tick_started(d, None).await
+    }
+
+    /// [`Runner::tick_deployment`], with the runner state read and the attempt marked
+    /// already by the claimed set's start (`start`, [`db::LeaseStore::start_ticks`]) when it
+    /// is of this tick; otherwise both here.
+    pub(super) async fn tick_started(
+        &self,
+        d: &db::Deployment,
+        start: Option<db::StartedTick>,
+    ) -> Result<Done, RunError> {
         let skill = self.skill(d).await?;
         let interval = skill.context.bars_interval;
         let tick_at = last_close_at_or_before(self.clock.now(), interval);
         let next = tick_at + bar_length(interval);
 
-        // The state the latest recorded tick committed with it.
-        let stored = self.store.runner_state(d.id).await?;
+        // The state the latest recorded tick committed with it, and the attempt this one
+        // replaces when the start marked it.
+        let (stored, marked) = match start.filter(|s| s.tick_at == tick_at) {
+            Some(s) => (s.state, s.marked.then_some(s.previous)),
+            None => (self.store.runner_state(d.id).await?, None),
+        };
         if stored.as_ref().is_some_and(|s| s.tick_at >= tick_at) {
             return Ok(Done::AlreadyDone { next });
         }
         let saved = stored.as_ref().map(RunnerState::decode).transpose()?;
-        if let Some(previous) = self
-            .store
-            .mark_attempt(d.id, &self.config.owner, tick_at)
-            .await?
+        let previous = match marked {
+            Some(previous) => previous,
+            None => {
+                self.store
+                    .mark_attempt(d.id, &self.config.owner, tick_at)
+                    .await?
+            }
+        };
+        if let Some(previous) = previous
             && previous.owner != self.config.owner
             && previous.tick_at == tick_at
         {

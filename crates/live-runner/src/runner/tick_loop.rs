@@ -3,6 +3,7 @@
 //! reflection worker; with the slots left, lease stopped deployments whose positions are to be
 //! closed and flatten each in a task of its own (`flatten`).
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,9 +13,11 @@ use tick::{ReflectionCheck, TickOutcome};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use types::Verdict;
+use uuid::Uuid;
 
 use super::reflections::{ReflectionJob, Reflections};
 use super::{Done, RunError, Runner};
+use crate::schedule::last_close_at_or_before;
 
 impl Runner {
     /// Runs until `shutdown` resolves (then finishes the ticks and reflections in flight and
@@ -66,14 +69,16 @@ impl Runner {
                                     break;
                                 }
                             }
+                            let mut started = self.start_claimed(&claimed).await;
                             for d in claimed {
                                 let Ok(permit) = slots.clone().acquire_owned().await else {
                                     break;
                                 };
                                 let me = self.clone();
+                                let start = started.remove(&d.id);
                                 tasks.spawn(async move {
                                     let _slot = permit;
-                                    me.process(d).await
+                                    me.process(d, start).await
                                 });
                             }
                             for d in flattens {
@@ -150,11 +155,46 @@ impl Runner {
         Ok((claimed, flattens))
     }
 
+    /// The starts of the deployments claimed together, right after the claim and before their
+    /// ticks, in one statement ([`LeaseStore::start_ticks`]): each one's status read again,
+    /// the runner state its last tick committed and its attempt at the latest bar close
+    /// marked. A deployment missing from the map (its skill unreadable, the statement failed,
+    /// the deployment gone) makes these reads and the mark itself, one at a time, in its tick.
+    async fn start_claimed(&self, claimed: &[db::Deployment]) -> HashMap<Uuid, db::StartedTick> {
+        let mut starts = Vec::with_capacity(claimed.len());
+        for d in claimed {
+            // A skill that cannot be read fails its tick, which reports why.
+            if let Ok(skill) = self.skill(d).await {
+                let tick_at =
+                    last_close_at_or_before(self.clock.now(), skill.context.bars_interval);
+                starts.push(db::TickStart {
+                    deployment_id: d.id,
+                    tick_at,
+                });
+            }
+        }
+        if starts.is_empty() {
+            return HashMap::new();
+        }
+        match self.store.start_ticks(&self.config.owner, &starts).await {
+            Ok(started) => started.into_iter().map(|s| (s.deployment_id, s)).collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, deployments = starts.len(), "starting the claimed ticks together failed; each reads its own");
+                HashMap::new()
+            }
+        }
+    }
+
     /// Whether the claimed deployment `d` is still active. The claim takes active deployments
-    /// only, in one statement; this reads the status again just before the tick, so a
-    /// deployment paused or stopped in between is released untouched (its schedule kept) and
-    /// not ticked. A failed read is taken as active: the tick then runs as claimed.
-    async fn still_active(&self, d: &db::Deployment) -> bool {
+    /// only, in one statement; the status is read again after it and just before the tick —
+    /// with the claimed set's starts (`start`, [`Runner::start_claimed`]) or, without one,
+    /// here — so a deployment paused or stopped in between is released untouched (its
+    /// schedule kept) and not ticked. A failed read is taken as active: the tick then runs as
+    /// claimed.
+    async fn still_active(&self, d: &db::Deployment, start: Option<&db::StartedTick>) -> bool {
+        if let Some(start) = start {
+            return start.status == db::DeploymentStatus::Active;
+        }
         match self.store.get_deployment(d.id).await {
             Ok(now) => now.status == db::DeploymentStatus::Active,
             Err(e) => {
@@ -166,8 +206,12 @@ impl Runner {
 
     /// Ticks one claimed deployment (with a lease heartbeat) and releases it; returns the
     /// reflection the tick found due, for the reflection worker.
-    async fn process(&self, d: db::Deployment) -> Option<Box<ReflectionJob>> {
-        if !self.still_active(&d).await {
+    async fn process(
+        &self,
+        d: db::Deployment,
+        start: Option<db::StartedTick>,
+    ) -> Option<Box<ReflectionJob>> {
+        if !self.still_active(&d, start.as_ref()).await {
             self.metrics.skipped_inactive();
             tracing::info!(deployment = %d.id, "paused or stopped since it was due: not ticked");
             match self
@@ -193,7 +237,7 @@ impl Runner {
         // abandoned tick is dropped (its open transaction rolled back, its locks freed) before
         // the release, which could otherwise wait on them.
         let result = {
-            let tick = self.tick_deployment(&d);
+            let tick = self.tick_started(&d, start);
             tokio::pin!(tick);
             let hard_stop = tokio::time::sleep(self.config.tick_budget.saturating_mul(2));
             tokio::pin!(hard_stop);
