@@ -95,23 +95,31 @@ impl Registration {
         }
     }
 
-    /// Writes the rows: the user (upserted), the skill and its version when the store does not
-    /// hold them, then the deployment.
+    /// The deployment registered with `status` instead of active: a backtest a job runs in a
+    /// database live runners share is recorded `stopped`, so no runner ever claims it.
+    #[must_use]
+    pub fn with_status(mut self, status: db::DeploymentStatus) -> Self {
+        self.deployment.status = status;
+        self
+    }
+
+    /// The deployment's id.
+    #[must_use]
+    pub fn deployment_id(&self) -> uuid::Uuid {
+        self.deployment.id
+    }
+
+    /// Writes the rows: the user (upserted), the skill and its version unless the store holds
+    /// them ([`db::RegistryStore::ensure_skill`], [`db::RegistryStore::ensure_skill_version`]:
+    /// backtests of one skill registering at once never collide), then the deployment.
     ///
     /// # Errors
-    /// [`db::DbError`] from the store (a deployment with this id already stored included).
+    /// [`db::DbError`] from the store: a deployment with this id already stored, or
+    /// [`db::DbError::Conflict`] for a skill version stored with another body.
     pub async fn store<S: db::RegistryStore>(&self, store: &S) -> Result<(), db::DbError> {
         store.upsert_user(&self.user).await?;
-        if store.get_skill(self.skill.id).await.is_err() {
-            store.create_skill(&self.skill).await?;
-        }
-        if store
-            .get_skill_version(self.version.skill_id, self.version.version)
-            .await
-            .is_err()
-        {
-            store.add_skill_version(&self.version).await?;
-        }
+        store.ensure_skill(&self.skill).await?;
+        store.ensure_skill_version(&self.version).await?;
         store.create_deployment(&self.deployment).await
     }
 }
