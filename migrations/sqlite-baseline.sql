@@ -723,7 +723,7 @@ CREATE TABLE backtest_jobs (
     ticks_done       INTEGER NOT NULL DEFAULT 0 CONSTRAINT backtest_jobs_ticks_done CHECK (ticks_done >= 0),
     ticks_total      INTEGER CONSTRAINT backtest_jobs_ticks_total CHECK (ticks_total >= 0),
     cost_usd         TEXT NOT NULL DEFAULT '0' CONSTRAINT backtest_jobs_cost CHECK (CAST(cost_usd AS REAL) >= 0),
-    deployment_id    TEXT REFERENCES deployments (id) ON DELETE SET NULL,
+    deployment_id    TEXT,
     result           TEXT CONSTRAINT backtest_jobs_result CHECK (
                          json_valid(result) AND json_type(result) = 'object'),
     report_html      TEXT,

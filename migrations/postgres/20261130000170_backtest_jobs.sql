@@ -12,7 +12,8 @@
 -- the claims) → `done` (`result`, the run's summary, and `report_html`) or `failed` (`error`),
 -- or `cancelled` by its user. `ticks_done` / `ticks_total` and `cost_usd` are the progress the
 -- heartbeat reports; `cost_limit_usd` the most the run may spend (the user's cost cap counts
--- these). `deployment_id` is the deployment the run records into, once a worker started it.
+-- these). `deployment_id` is the deployment the run records into (derived from the job's id), set
+-- when a worker starts the run, before it registers the deployment: no foreign key.
 create table public.backtest_bars (
     user_id    uuid not null references auth.users (id) on delete cascade,
     sha256     text not null constraint backtest_bars_sha256 check (sha256 ~ '^[0-9a-f]{64}$'),
@@ -43,7 +44,7 @@ create table public.backtest_jobs (
     ticks_done       integer not null default 0 constraint backtest_jobs_ticks_done check (ticks_done >= 0),
     ticks_total      integer constraint backtest_jobs_ticks_total check (ticks_total >= 0),
     cost_usd         numeric not null default 0 constraint backtest_jobs_cost check (cost_usd >= 0),
-    deployment_id    uuid references public.deployments (id) on delete set null,
+    deployment_id    uuid,
     result           jsonb constraint backtest_jobs_result check (jsonb_typeof(result) = 'object'),
     report_html      text,
     error            text constraint backtest_jobs_error_len check (char_length(error) between 1 and 2000),

@@ -30,7 +30,8 @@ pub async fn register<S: db::RegistryStore>(
 /// records.
 #[derive(Debug, Clone)]
 pub struct Registration {
-    user: db::User,
+    /// `None`: the user is stored already ([`Registration::existing_user`]).
+    user: Option<db::User>,
     skill: db::SkillRecord,
     version: db::SkillVersion,
     deployment: db::Deployment,
@@ -60,10 +61,10 @@ impl Registration {
             config["exchange_max_leverage"] = serde_json::json!(input.broker.exchange_max_leverage);
         }
         Self {
-            user: db::User {
+            user: Some(db::User {
                 id: d.user_id,
                 email: None,
-            },
+            }),
             skill: db::SkillRecord {
                 id: d.skill_id,
                 user_id: d.user_id,
@@ -103,13 +104,16 @@ impl Registration {
         self
     }
 
-    /// The deployment's id.
+    /// The user is stored already and keeps their row as it is (a job's user, who submitted
+    /// it): no user row is written (an upsert would clear their email).
     #[must_use]
-    pub fn deployment_id(&self) -> uuid::Uuid {
-        self.deployment.id
+    pub fn existing_user(mut self) -> Self {
+        self.user = None;
+        self
     }
 
-    /// Writes the rows: the user (upserted), the skill and its version unless the store holds
+    /// Writes the rows: the user (upserted, unless [`existing_user`](Self::existing_user)), the
+    /// skill and its version unless the store holds
     /// them ([`db::RegistryStore::ensure_skill`], [`db::RegistryStore::ensure_skill_version`]:
     /// backtests of one skill registering at once never collide), then the deployment.
     ///
@@ -117,7 +121,9 @@ impl Registration {
     /// [`db::DbError`] from the store: a deployment with this id already stored, or
     /// [`db::DbError::Conflict`] for a skill version stored with another body.
     pub async fn store<S: db::RegistryStore>(&self, store: &S) -> Result<(), db::DbError> {
-        store.upsert_user(&self.user).await?;
+        if let Some(user) = &self.user {
+            store.upsert_user(user).await?;
+        }
         store.ensure_skill(&self.skill).await?;
         store.ensure_skill_version(&self.version).await?;
         store.create_deployment(&self.deployment).await

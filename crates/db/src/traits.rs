@@ -1390,7 +1390,8 @@ pub trait JobQueue {
         error: &str,
     ) -> impl Future<Output = Result<bool, DbError>> + Send;
 
-    /// `owner` gives its job back (a worker stopping): queued again, for the next claim.
+    /// `owner` gives its job back (a worker stopping): queued again, for the next claim (which
+    /// runs it from its first tick: its ticks done are reset).
     /// False when the lease is not `owner`'s.
     ///
     /// # Errors

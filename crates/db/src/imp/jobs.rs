@@ -104,13 +104,16 @@ fn stored_count(what: &'static str, v: u32) -> Result<i32, DbError> {
     })
 }
 
+/// A checked submit: its user, its distinct bar files by hash, the hashes its jobs refer to.
+struct Checked<'a> {
+    user: Uuid,
+    files: BTreeMap<&'a str, &'a NewBars>,
+    referenced: BTreeSet<String>,
+}
+
 /// What a submit's rows must be before any is written: one user, bounded, every hash well
-/// formed and every bar file the bytes its hash names. Returns the user, the distinct bar files
-/// and the hashes the jobs refer to.
-fn check_submit<'a>(
-    jobs: &[NewJob],
-    bars: &'a [NewBars],
-) -> Result<(Uuid, BTreeMap<&'a str, &'a NewBars>, BTreeSet<String>), DbError> {
+/// formed and every bar file the bytes its hash names.
+fn check_submit<'a>(jobs: &[NewJob], bars: &'a [NewBars]) -> Result<Checked<'a>, DbError> {
     let Some(first) = jobs.first() else {
         return Err(invalid("no job to submit"));
     };
@@ -177,7 +180,11 @@ fn check_submit<'a>(
         }
         files.insert(b.sha256.as_str(), b);
     }
-    Ok((user, files, referenced))
+    Ok(Checked {
+        user,
+        files,
+        referenced,
+    })
 }
 
 impl<S: Backend<Db = D>, D: JobSql> JobStore for S {
@@ -187,7 +194,11 @@ impl<S: Backend<Db = D>, D: JobSql> JobStore for S {
         bars: &[NewBars],
         limits: JobLimits,
     ) -> Result<Submitted, DbError> {
-        let (user, files, referenced) = check_submit(jobs, bars)?;
+        let Checked {
+            user,
+            files,
+            referenced,
+        } = check_submit(jobs, bars)?;
         let mut tx = self
             .begin()
             .await
@@ -469,11 +480,12 @@ impl<S: Leases<Db = D>, D: JobSql> JobQueue for S {
         .await
         .map_err(ctx("deleting an earlier attempt's run"))?;
         let done = query(
-            "UPDATE backtest_jobs SET deployment_id = NULL, ticks_done = 0, ticks_total = $3, \
-             cost_usd = $4 WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
+            "UPDATE backtest_jobs SET deployment_id = $3, ticks_done = 0, ticks_total = $4, \
+             cost_usd = $5 WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
         )
         .bind(D::id(id))
         .bind(owner)
+        .bind(D::id(deployment_id))
         .bind(total)
         .bind(D::dec(Decimal::ZERO))
         .execute(&mut *tx)
@@ -582,7 +594,8 @@ impl<S: Leases<Db = D>, D: JobSql> JobQueue for S {
     async fn release_job(&self, id: Uuid, owner: &str) -> Result<bool, DbError> {
         let done = query(
             "UPDATE backtest_jobs SET status = 'queued', lease_owner = NULL, \
-             lease_expires_at = NULL WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
+             lease_expires_at = NULL, ticks_done = 0 \
+             WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
         )
         .bind(D::id(id))
         .bind(owner)

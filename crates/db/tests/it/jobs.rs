@@ -423,14 +423,9 @@ pub(crate) mod cases {
         );
         let started = s.job(jobs[0].id).await.unwrap();
         assert_eq!(started.progress.ticks_total, Some(10));
-        // Once the job records into a deployment, another job's run never deletes it.
+        assert_eq!(started.deployment_id, Some(d));
+        // A deployment a job records into is never deleted by another job's run.
         s.create_deployment(&fx.deployment).await.unwrap();
-        s.exec(&format!(
-            "UPDATE backtest_jobs SET deployment_id = '{d}' WHERE id = '{}'",
-            jobs[0].id
-        ))
-        .await
-        .unwrap();
         assert!(s.begin_job_run(jobs[1].id, "w", d, 10).await.unwrap());
         assert!(s.get_deployment(d).await.is_ok());
     }
