@@ -57,13 +57,21 @@ fn main() {
     let skill = dir.path().join("eurusd-240.yaml");
     let text = std::fs::read_to_string(repo("examples/skills/eurusd-sma-cross.yaml"))
         .expect("the README's skill");
-    assert!(text.contains("barsLookback: 60"), "the README's skill reads 60 bars");
-    std::fs::write(&skill, text.replace("barsLookback: 60", "barsLookback: 240"))
-        .expect("the skill variant");
+    assert!(
+        text.contains("barsLookback: 60"),
+        "the README's skill reads 60 bars"
+    );
+    std::fs::write(
+        &skill,
+        text.replace("barsLookback: 60", "barsLookback: 240"),
+    )
+    .expect("the skill variant");
     let skill = skill.display().to_string();
     for i in 0..jobs {
         let out = Command::new(bin)
-            .args(["submit", "--db", &url, "--skill", &skill, "--bars", &bars, "--blind"])
+            .args([
+                "submit", "--db", &url, "--skill", &skill, "--bars", &bars, "--blind",
+            ])
             .args(["--label", &format!("job {i}")])
             .output()
             .expect("submit");

@@ -62,17 +62,24 @@ impl Shared {
     }
 }
 
-/// Runs `job`, claimed by `owner` for `lease`, recording into `url`'s database; `stopping` is
-/// the worker's signal to give the job back between two ticks. Runs on a thread of its own:
-/// it starts a runtime of its own ([`crate::block_on`]), whose worker thread writes the
-/// batches and beats the heart while this thread ticks.
-pub(crate) fn run_job(
-    url: &str,
-    job: &db::Job,
-    owner: &str,
-    lease: Duration,
-    stopping: &AtomicBool,
-) -> JobEnd {
+/// A job claimed by a worker, and what its run needs from the worker.
+pub(crate) struct Claimed<'a> {
+    /// The database the job was claimed from; its run records there.
+    pub url: &'a str,
+    /// The job.
+    pub job: &'a db::Job,
+    /// The lease's owner.
+    pub owner: &'a str,
+    /// How long the lease lasts without a heartbeat.
+    pub lease: Duration,
+    /// The worker's signal to give the job back between two ticks.
+    pub stopping: &'a AtomicBool,
+}
+
+/// Runs the claimed job, recording into its database. Runs on a thread of its own: it starts a
+/// runtime of its own (one worker thread, which writes the batches and beats the heart while
+/// this thread ticks).
+pub(crate) fn run_job(c: &Claimed<'_>) -> JobEnd {
     // One runtime for the job's store: its connections belong to the runtime that opened them.
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -82,16 +89,17 @@ pub(crate) fn run_job(
         Ok(rt) => rt,
         Err(e) => return JobEnd::Failed(format!("starting the job's runtime: {e}")),
     };
-    let store = match rt.block_on(db::open_existing(url)) {
+    let store = match rt.block_on(db::open_existing(c.url)) {
         Ok(s) => s,
         Err(e) => return JobEnd::Failed(format!("opening the store: {e}")),
     };
-    let end = run_on(&rt, &store, url, job, owner, lease, stopping);
+    let end = run_on(&rt, &store, c);
+    let (id, owner) = (c.job.id, c.owner);
     let settled = rt.block_on(async {
         let now = Utc::now();
         let r = match &end {
-            JobEnd::Failed(why) => store.fail_job(job.id, owner, now, why).await,
-            JobEnd::Released => store.release_job(job.id, owner).await,
+            JobEnd::Failed(why) => store.fail_job(id, owner, now, why).await,
+            JobEnd::Released => store.release_job(id, owner).await,
             JobEnd::Done(_) | JobEnd::Lost => Ok(true),
         };
         let _ = store.close().await;
@@ -104,15 +112,14 @@ pub(crate) fn run_job(
     }
 }
 
-fn run_on(
-    rt: &tokio::runtime::Runtime,
-    store: &Store,
-    url: &str,
-    job: &db::Job,
-    owner: &str,
-    lease: Duration,
-    stopping: &AtomicBool,
-) -> JobEnd {
+fn run_on(rt: &tokio::runtime::Runtime, store: &Store, c: &Claimed<'_>) -> JobEnd {
+    let Claimed {
+        url,
+        job,
+        owner,
+        lease,
+        stopping,
+    } = *c;
     if job.attempts > MAX_ATTEMPTS {
         return JobEnd::Failed(format!(
             "given up after {} attempts: a worker stopped running it each time (its lease \

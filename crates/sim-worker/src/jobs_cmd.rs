@@ -20,7 +20,7 @@ use rust_decimal::Decimal;
 use types::{Uuid, text};
 
 use crate::Failure;
-use crate::job_run::{JobEnd, run_job};
+use crate::job_run::{Claimed, JobEnd, run_job};
 use crate::job_spec::{RunJob, default_user, submit_runs};
 use crate::run_cmd::RunArgs;
 
@@ -300,7 +300,13 @@ fn spawn_job(
     std::thread::Builder::new()
         .name(format!("job-{}", job.id))
         .spawn(move || {
-            let end = run_job(&url, &job, &owner, lease, &stopping);
+            let end = run_job(&Claimed {
+                url: &url,
+                job: &job,
+                owner: &owner,
+                lease,
+                stopping: &stopping,
+            });
             let _ = tx.send((job.id, end));
         })
         .map(|_| ())

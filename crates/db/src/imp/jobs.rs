@@ -422,7 +422,6 @@ impl<S: Leases<Db = D>, D: JobSql> JobQueue for S {
         lease_for: chrono::Duration,
         limit: u32,
     ) -> Result<Vec<Job>, DbError> {
-        let limit = super::lease::check_claim(lease_for, limit)?;
         check_len("job lease owner", owner, 1, MAX_JOB_OWNER_CHARS)?;
         // As the deployments' claim (`lease.rs`): the rows chosen once in a MATERIALIZED CTE,
         // locked `FOR UPDATE SKIP LOCKED` on PostgreSQL, the availability tested again.
@@ -436,14 +435,16 @@ impl<S: Leases<Db = D>, D: JobSql> JobQueue for S {
              WHERE id IN (SELECT id FROM due) AND {available} RETURNING {JOB_COLUMNS}",
             D::SKIP_LOCKED
         );
-        let rows = query(&sql)
-            .bind(owner)
-            .bind(D::ts(now))
-            .bind(D::ts(now + lease_for))
-            .bind(limit)
-            .fetch_all(self.pool())
-            .await
-            .map_err(ctx("claiming backtest jobs"))?;
+        let rows = super::lease::claim_rows(
+            self,
+            &sql,
+            owner,
+            now,
+            lease_for,
+            limit,
+            "claiming backtest jobs",
+        )
+        .await?;
         let mut jobs = rows
             .iter()
             .map(job_from_row)

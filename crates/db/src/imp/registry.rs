@@ -22,6 +22,29 @@ fn check_version(version: i32) -> Result<(), DbError> {
     Ok(())
 }
 
+/// Inserts `v` (the statement ending with `on_conflict`); whether a row was inserted.
+async fn insert_skill_version<S: Backend>(
+    store: &S,
+    v: &SkillVersion,
+    on_conflict: &str,
+) -> Result<bool, DbError> {
+    check_version(v.version)?;
+    let sql = format!(
+        "INSERT INTO skill_versions (skill_id, version, body, model, created_at) \
+         VALUES ($1, $2, $3, $4, $5){on_conflict}"
+    );
+    let done = query(&sql)
+        .bind(<S::Db as Dialect>::id(v.skill_id))
+        .bind(v.version)
+        .bind(Json(&v.body))
+        .bind(&v.model)
+        .bind(<S::Db as Dialect>::ts(v.created_at))
+        .execute(store.pool())
+        .await
+        .map_err(ctx("inserting skill version"))?;
+    Ok(done.rows_affected() == 1)
+}
+
 impl<S: Backend<Db = D>, D: Dialect> RegistryStore for S {
     async fn upsert_user(&self, user: &User) -> Result<(), DbError> {
         let sql = format!(
@@ -61,20 +84,7 @@ impl<S: Backend<Db = D>, D: Dialect> RegistryStore for S {
     }
 
     async fn add_skill_version(&self, v: &SkillVersion) -> Result<(), DbError> {
-        check_version(v.version)?;
-        query(
-            "INSERT INTO skill_versions (skill_id, version, body, model, created_at) \
-             VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(D::id(v.skill_id))
-        .bind(v.version)
-        .bind(Json(&v.body))
-        .bind(&v.model)
-        .bind(D::ts(v.created_at))
-        .execute(self.pool())
-        .await
-        .map_err(ctx("inserting skill version"))?;
-        Ok(())
+        insert_skill_version(self, v, "").await.map(|_| ())
     }
 
     async fn ensure_skill(&self, skill: &SkillRecord) -> Result<(), DbError> {
@@ -108,20 +118,7 @@ impl<S: Backend<Db = D>, D: Dialect> RegistryStore for S {
     }
 
     async fn ensure_skill_version(&self, v: &SkillVersion) -> Result<(), DbError> {
-        check_version(v.version)?;
-        let done = query(
-            "INSERT INTO skill_versions (skill_id, version, body, model, created_at) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (skill_id, version) DO NOTHING",
-        )
-        .bind(D::id(v.skill_id))
-        .bind(v.version)
-        .bind(Json(&v.body))
-        .bind(&v.model)
-        .bind(D::ts(v.created_at))
-        .execute(self.pool())
-        .await
-        .map_err(ctx("inserting skill version"))?;
-        if done.rows_affected() == 1 {
+        if insert_skill_version(self, v, " ON CONFLICT (skill_id, version) DO NOTHING").await? {
             return Ok(());
         }
         let stored = self.get_skill_version(v.skill_id, v.version).await?;

@@ -319,18 +319,20 @@ pub fn checked(
                 ),
             ));
         }
+        let format = || {
+            b.format
+                .as_deref()
+                .and_then(BarsFormat::parse)
+                .ok_or_else(|| {
+                    ApiError::invalid(
+                        format!("{field}.format"),
+                        format!("{field}.format: csv or json"),
+                    )
+                })
+        };
         let reference = match (&b.data, &b.sha256) {
             (Some(data), None) => {
-                let format = b
-                    .format
-                    .as_deref()
-                    .and_then(BarsFormat::parse)
-                    .ok_or_else(|| {
-                        ApiError::invalid(
-                            format!("{field}.format"),
-                            format!("{field}.format: csv or json (with data)"),
-                        )
-                    })?;
+                let format = format()?;
                 let name = format!("{symbol}.{}", format.as_str());
                 let bars = market_data::parse_bars(&name, data.as_bytes())
                     .map_err(|e| ApiError::invalid(&field, format!("{field}: {e}")))?;
@@ -352,18 +354,9 @@ pub fn checked(
                 files.push(file);
                 reference
             }
-            (None, Some(hash)) if db::jobs::is_sha256_hex(hash) && b.format.is_some() => BarsRef {
+            (None, Some(hash)) if db::jobs::is_sha256_hex(hash) => BarsRef {
                 sha256: hash.clone(),
-                format: b
-                    .format
-                    .as_deref()
-                    .and_then(BarsFormat::parse)
-                    .ok_or_else(|| {
-                        ApiError::invalid(
-                            format!("{field}.format"),
-                            format!("{field}.format: csv or json"),
-                        )
-                    })?,
+                format: format()?,
             },
             _ => {
                 return Err(ApiError::invalid(

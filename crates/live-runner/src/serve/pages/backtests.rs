@@ -20,8 +20,8 @@ use types::{Uuid, text};
 
 use super::render::render;
 use super::{Page, Viewer, html, not_found_page, server_error, view};
-use crate::serve::AppState;
 use crate::serve::backtests::{WireBacktest, list_of, report};
+use crate::serve::{AppState, Caller};
 
 /// Seconds between the page's reloads while a job is queued or running.
 const REFRESH_SECONDS: u32 = 5;
@@ -151,19 +151,34 @@ async fn backtests_page(State(state): State<AppState>, Viewer(caller): Viewer) -
 
 const NO_REPORT: &str = "You have no backtest with this id, or it has no report yet.";
 
+/// The caller's report of job `raw_id`, split for the pages' policy: the page and its style
+/// sheet; a 404 page for no such job or no report, a 500 page for a store failure.
+async fn report_parts(
+    state: &AppState,
+    caller: Caller,
+    raw_id: &str,
+) -> Result<(String, String), Page> {
+    let Ok(id) = Uuid::parse_str(raw_id) else {
+        return Err(not_found_page(caller.user_id, NO_REPORT));
+    };
+    match report(state, &caller, id, &format!("/backtests/{id}/report.css")).await {
+        Ok(Some(parts)) => Ok(parts),
+        Ok(None) => Err(not_found_page(caller.user_id, NO_REPORT)),
+        Err(e) if e.status == StatusCode::NOT_FOUND => {
+            Err(not_found_page(caller.user_id, NO_REPORT))
+        }
+        Err(e) => Err(server_error("reading the report", &e)),
+    }
+}
+
 async fn report_page(
     State(state): State<AppState>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
 ) -> Page {
-    let Ok(id) = Uuid::parse_str(&id) else {
-        return not_found_page(caller.user_id, NO_REPORT);
-    };
-    match report(&state, &caller, id, &format!("/backtests/{id}/report.css")).await {
-        Ok(Some((page, _))) => html(StatusCode::OK, page),
-        Ok(None) => not_found_page(caller.user_id, NO_REPORT),
-        Err(e) if e.status == StatusCode::NOT_FOUND => not_found_page(caller.user_id, NO_REPORT),
-        Err(e) => server_error("reading the report", &e),
+    match report_parts(&state, caller, &id).await {
+        Ok((page, _)) => html(StatusCode::OK, page),
+        Err(page) => page,
     }
 }
 
@@ -172,13 +187,8 @@ async fn report_css(
     Viewer(caller): Viewer,
     Path(id): Path<String>,
 ) -> Page {
-    let Ok(id) = Uuid::parse_str(&id) else {
-        return not_found_page(caller.user_id, NO_REPORT);
-    };
-    match report(&state, &caller, id, "").await {
-        Ok(Some((_, css))) => ([(CONTENT_TYPE, "text/css; charset=utf-8")], css).into_response(),
-        Ok(None) => not_found_page(caller.user_id, NO_REPORT),
-        Err(e) if e.status == StatusCode::NOT_FOUND => not_found_page(caller.user_id, NO_REPORT),
-        Err(e) => server_error("reading the report", &e),
+    match report_parts(&state, caller, &id).await {
+        Ok((_, css)) => ([(CONTENT_TYPE, "text/css; charset=utf-8")], css).into_response(),
+        Err(page) => page,
     }
 }
