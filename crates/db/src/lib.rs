@@ -10,12 +10,13 @@
 //!   `chat_turns` (each chat-coach turn's model, steps, usage and cost);
 //!   the outcome memory of seed 003 (`market_snapshots`, `trade_outcomes` — written with their
 //!   tick, scored later — and `trade_annotations`); `deployment_controls` (every pause,
-//!   resume and stop, audited; [`control`]);
+//!   resume and stop, audited; [`control`]); `backtest_jobs` and `backtest_bars` (backtests
+//!   as jobs that worker processes lease, and the bar files they run over; [`jobs`]);
 //!   on PostgreSQL also the `auth` shim (roles `anon` / `authenticated` / `service_role`,
 //!   `auth.uid()`, `auth.role()`) and row-level security;
 //! - the store traits ([`RegistryStore`], [`LeaseStore`], [`TickStore`], [`LedgerStore`],
 //!   [`NoteStore`], [`FactStore`], [`EventStore`], [`NewsStore`], [`ChatTurnStore`], [`OutcomeStore`],
-//!   [`ControlStore`]; all of
+//!   [`ControlStore`], [`AlertStore`], [`AlertOutbox`], [`JobStore`], [`JobQueue`]; all of
 //!   them: [`Storage`]) and their two implementations ([`SqliteStore`], [`PgStore`]), chosen at
 //!   run time through [`Store`] / [`connect`];
 //! - [`UserScoped`] ([`PgStore::as_user`]): the PostgreSQL store acting as one end user, every
@@ -76,6 +77,7 @@ mod conversation;
 mod error;
 mod held;
 mod imp;
+pub mod jobs;
 mod model;
 mod postgres;
 mod scoped;
@@ -108,6 +110,11 @@ pub use held::{
     accepted_note_id, held_lesson_id,
 };
 pub use imp::tick::PlannedTicks;
+pub use jobs::{
+    BarsFormat, BarsRef, CassetteRef, Job, JobFilter, JobLimits, JobProgress, JobResult, JobSpec,
+    JobStatus, MAX_BARS_BYTES, MAX_JOB_ERROR_CHARS, MAX_JOB_LABEL_CHARS, MAX_JOB_OWNER_CHARS,
+    MAX_JOB_SPEC_BYTES, MAX_JOBS_PER_SUBMIT, MAX_JOBS_READ, NewBars, NewJob, StoredBars, Submitted,
+};
 pub use model::{
     Annotation, AnnotationTarget, BrokerKind, ChatTurnRecord, DecisionSnapshot, Deployment,
     DeploymentStatus, FactEdit, FillTradeLink, Forget, MAX_ANNOTATION_CHARS, MAX_ANNOTATION_TAGS,
@@ -126,14 +133,15 @@ pub use sqlite::{
 pub use store::Store;
 pub use traits::{
     AlertOutbox, AlertStore, ChatTurnStore, ControlStore, ConversationStore, EventStore, FactStore,
-    LeaseStore, LedgerStore, NewsStore, NoteStore, OutcomeStore, RegistryStore, Storage, TickStore,
+    JobQueue, JobStore, LeaseStore, LedgerStore, NewsStore, NoteStore, OutcomeStore, RegistryStore,
+    Storage, TickStore,
 };
 /// `mockall` mocks of the store traits (feature `mock`).
 #[cfg(feature = "mock")]
 pub use traits::{
     MockAlertOutbox, MockAlertStore, MockChatTurnStore, MockControlStore, MockConversationStore,
-    MockEventStore, MockFactStore, MockLedgerStore, MockNewsStore, MockNoteStore, MockOutcomeStore,
-    MockRegistryStore, MockTickStore,
+    MockEventStore, MockFactStore, MockJobQueue, MockJobStore, MockLedgerStore, MockNewsStore,
+    MockNoteStore, MockOutcomeStore, MockRegistryStore, MockTickStore,
 };
 /// Re-exported from `types`: a snapshot's `steps` are [`JsonText`].
 pub use types::JsonText;

@@ -24,6 +24,11 @@
 //! | `GET /api/lessons/held[?deployment=&status=]` | held lessons waiting for review, with why |
 //! | `POST /api/lessons/{id}/accept` | accept a held lesson (optional body `{"reason": "..."}`) |
 //! | `POST /api/lessons/{id}/reject` | reject a held lesson |
+//! | `GET /api/alerts/channels`, `POST …`, `DELETE …/{id}`, `POST …/{id}/test` | the caller's alert channels |
+//! | `GET /api/alerts/deliveries` | the latest deliveries |
+//! | `POST /api/backtests` | queue a backtest job (skill text, bars, model, options) |
+//! | `GET /api/backtests` | the caller's backtest jobs, newest first |
+//! | `GET /api/backtests/{id}` | one job: status, progress, cost so far, result |
 //!
 //! Every body and event is one of the camelCase wire types of [`super::wire`], built from the
 //! store's rows; a request body accepts one spelling per field and refuses any other field
@@ -118,6 +123,11 @@ pub fn router() -> Router<AppState> {
         )
         .route("/alerts/channels/{id}/test", post(super::alerts::test))
         .route("/alerts/deliveries", get(super::alerts::deliveries))
+        .route(
+            "/backtests",
+            get(super::backtests::list).post(super::backtests::create),
+        )
+        .route("/backtests/{id}", get(super::backtests::read))
 }
 
 /// `GET /api/me`.

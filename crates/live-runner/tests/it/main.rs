@@ -29,6 +29,7 @@ mod reflection_pg;
 mod runner_pg;
 mod serve_alerts;
 mod serve_auth;
+mod serve_backtests;
 mod serve_chat;
 mod serve_cli;
 mod serve_controls;

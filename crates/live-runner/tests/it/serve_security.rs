@@ -184,6 +184,19 @@ fn state_changes(w: &World) -> Vec<Call> {
             format!("/api/conversations/{any}"),
             Body::Json(json!({})),
         ),
+        (
+            Method::POST,
+            "/api/backtests".into(),
+            Body::Json(json!({
+                "skill": std::fs::read_to_string(crate::common::repo(
+                    "examples/skills/eurusd-sma-cross.yaml"
+                ))
+                .unwrap(),
+                "bars": {"EURUSD": {"format": "csv", "data":
+                    ",Open,High,Low,Close,Volume\n2017-04-19 09:00:00,1,1,1,1,1\n\
+                     2017-04-19 10:00:00,1,1,1,1,1\n"}},
+            })),
+        ),
     ]);
     calls
 }
@@ -235,9 +248,10 @@ async fn state_of(s: &Server, w: &World) -> String {
             w.a.user()
         )
     };
-    let (channels, conversations) = (
+    let (channels, conversations, backtests) = (
         s.pg.count(&count("alert_channels")).await,
         s.pg.count(&count("chat_conversations")).await,
+        s.pg.count(&count("backtest_jobs")).await,
     );
     let facts: Vec<_> = facts
         .iter()
@@ -245,7 +259,7 @@ async fn state_of(s: &Server, w: &World) -> String {
         .collect();
     format!(
         "{facts:?} changes={changes} status={:?} controls={controls} turns={turns} \
-         channels={channels} conversations={conversations}",
+         channels={channels} conversations={conversations} backtests={backtests}",
         dep.status
     )
 }
@@ -416,6 +430,11 @@ async fn every_answer_carries_the_security_headers() {
         "/api/deployments".into(),
         format!("/api/deployments/{dep}/memory"),
         format!("/api/deployments/{dep}/controls"),
+        "/api/backtests".into(),
+        format!("/api/backtests/{}", uuid::Uuid::nil()),
+        "/backtests".into(),
+        format!("/backtests/{}/report", uuid::Uuid::nil()),
+        format!("/backtests/{}/report.css", uuid::Uuid::nil()),
         "/api/nothing-here".into(),
         "/nothing-here".into(),
     ];

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use minijinja::{AutoEscape, Environment, Value};
 
-const TEMPLATES: [(&str, &str); 12] = [
+const TEMPLATES: [(&str, &str); 13] = [
     (
         "base.html",
         include_str!("../../../templates/pages/base.html"),
@@ -54,6 +54,10 @@ const TEMPLATES: [(&str, &str); 12] = [
     (
         "alerts.html",
         include_str!("../../../templates/pages/alerts.html"),
+    ),
+    (
+        "backtests.html",
+        include_str!("../../../templates/pages/backtests.html"),
     ),
 ];
 
