@@ -30,7 +30,8 @@ pub async fn register<S: db::RegistryStore>(
 /// records.
 #[derive(Debug, Clone)]
 pub struct Registration {
-    user: db::User,
+    /// `None`: the user is stored already ([`Registration::existing_user`]).
+    user: Option<db::User>,
     skill: db::SkillRecord,
     version: db::SkillVersion,
     deployment: db::Deployment,
@@ -60,10 +61,10 @@ impl Registration {
             config["exchange_max_leverage"] = serde_json::json!(input.broker.exchange_max_leverage);
         }
         Self {
-            user: db::User {
+            user: Some(db::User {
                 id: d.user_id,
                 email: None,
-            },
+            }),
             skill: db::SkillRecord {
                 id: d.skill_id,
                 user_id: d.user_id,
@@ -95,23 +96,36 @@ impl Registration {
         }
     }
 
-    /// Writes the rows: the user (upserted), the skill and its version when the store does not
-    /// hold them, then the deployment.
+    /// The deployment registered with `status` instead of active: a backtest a job runs in a
+    /// database live runners share is recorded `stopped`, so no runner ever claims it.
+    #[must_use]
+    pub fn with_status(mut self, status: db::DeploymentStatus) -> Self {
+        self.deployment.status = status;
+        self
+    }
+
+    /// The user is stored already and keeps their row as it is (a job's user, who submitted
+    /// it): no user row is written (an upsert would clear their email).
+    #[must_use]
+    pub fn existing_user(mut self) -> Self {
+        self.user = None;
+        self
+    }
+
+    /// Writes the rows: the user (upserted, unless [`existing_user`](Self::existing_user)), the
+    /// skill and its version unless the store holds
+    /// them ([`db::RegistryStore::ensure_skill`], [`db::RegistryStore::ensure_skill_version`]:
+    /// backtests of one skill registering at once never collide), then the deployment.
     ///
     /// # Errors
-    /// [`db::DbError`] from the store (a deployment with this id already stored included).
+    /// [`db::DbError`] from the store: a deployment with this id already stored, or
+    /// [`db::DbError::Conflict`] for a skill version stored with another body.
     pub async fn store<S: db::RegistryStore>(&self, store: &S) -> Result<(), db::DbError> {
-        store.upsert_user(&self.user).await?;
-        if store.get_skill(self.skill.id).await.is_err() {
-            store.create_skill(&self.skill).await?;
+        if let Some(user) = &self.user {
+            store.upsert_user(user).await?;
         }
-        if store
-            .get_skill_version(self.version.skill_id, self.version.version)
-            .await
-            .is_err()
-        {
-            store.add_skill_version(&self.version).await?;
-        }
+        store.ensure_skill(&self.skill).await?;
+        store.ensure_skill_version(&self.version).await?;
         store.create_deployment(&self.deployment).await
     }
 }

@@ -159,6 +159,17 @@ pub enum DbError {
         detail: String,
     },
 
+    /// A per-user limit refused the write: nothing was written. Backtest jobs: more jobs
+    /// queued or running than the user may have, or their cost limits past the user's cap
+    /// ([`JobLimits`](crate::JobLimits)).
+    #[error("{what}: {detail}")]
+    Limit {
+        /// What was refused, e.g. `"backtest jobs"`.
+        what: &'static str,
+        /// The limit and where the user stands, for a person.
+        detail: String,
+    },
+
     /// A retried write kept conflicting with concurrent writers.
     #[error("{context}: still conflicting after {attempts} attempts")]
     Contention {

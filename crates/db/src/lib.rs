@@ -12,11 +12,13 @@
 //!   tick, scored later — and `trade_annotations`); `deployment_controls` (every pause,
 //!   resume and stop, audited; [`control`]); `pending_actions` (what the chat coach proposes,
 //!   applied only once its owner confirms it; [`actions`]);
+//!   `backtest_jobs` and `backtest_bars` (backtests as jobs that worker processes lease, and
+//!   the bar files they run over; [`jobs`]);
 //!   on PostgreSQL also the `auth` shim (roles `anon` / `authenticated` / `service_role`,
 //!   `auth.uid()`, `auth.role()`) and row-level security;
 //! - the store traits ([`RegistryStore`], [`LeaseStore`], [`TickStore`], [`LedgerStore`],
 //!   [`NoteStore`], [`FactStore`], [`EventStore`], [`NewsStore`], [`ChatTurnStore`], [`OutcomeStore`],
-//!   [`ControlStore`], [`ActionStore`]; all of
+//!   [`ControlStore`], [`ActionStore`], [`AlertStore`], [`AlertOutbox`], [`JobStore`], [`JobQueue`]; all of
 //!   them: [`Storage`]) and their two implementations ([`SqliteStore`], [`PgStore`]), chosen at
 //!   run time through [`Store`] / [`connect`];
 //! - [`UserScoped`] ([`PgStore::as_user`]): the PostgreSQL store acting as one end user, every
@@ -78,6 +80,7 @@ mod conversation;
 mod error;
 mod held;
 mod imp;
+pub mod jobs;
 mod model;
 mod postgres;
 mod scoped;
@@ -114,6 +117,11 @@ pub use held::{
     accepted_note_id, held_lesson_id,
 };
 pub use imp::tick::PlannedTicks;
+pub use jobs::{
+    BarsFormat, BarsRef, CassetteRef, Job, JobFilter, JobLimits, JobProgress, JobResult, JobSpec,
+    JobStatus, MAX_BARS_BYTES, MAX_JOB_ERROR_CHARS, MAX_JOB_LABEL_CHARS, MAX_JOB_OWNER_CHARS,
+    MAX_JOB_SPEC_BYTES, MAX_JOBS_PER_SUBMIT, MAX_JOBS_READ, NewBars, NewJob, StoredBars, Submitted,
+};
 pub use model::{
     Annotation, AnnotationTarget, BrokerKind, ChatTurnRecord, DecisionSnapshot, Deployment,
     DeploymentStatus, FactEdit, FillTradeLink, Forget, MAX_ANNOTATION_CHARS, MAX_ANNOTATION_TAGS,
@@ -132,15 +140,15 @@ pub use sqlite::{
 };
 pub use store::Store;
 pub use traits::{
-    ActionStore, AlertOutbox, AlertStore, ChatTurnStore, ControlStore, ConversationStore,
-    EventStore, FactStore, LeaseStore, LedgerStore, NewsStore, NoteStore, OutcomeStore,
+    ActionStore, AlertOutbox, AlertStore, ChatTurnStore, ControlStore, ConversationStore, EventStore,
+    FactStore, JobQueue, JobStore, LeaseStore, LedgerStore, NewsStore, NoteStore, OutcomeStore,
     RegistryStore, Storage, TickStore,
 };
 /// `mockall` mocks of the store traits (feature `mock`).
 #[cfg(feature = "mock")]
 pub use traits::{
     MockActionStore, MockAlertOutbox, MockAlertStore, MockChatTurnStore, MockControlStore,
-    MockConversationStore, MockEventStore, MockFactStore, MockLedgerStore, MockNewsStore,
+    MockConversationStore, MockEventStore, MockFactStore, MockJobQueue, MockJobStore, MockLedgerStore, MockNewsStore,
     MockNoteStore, MockOutcomeStore, MockRegistryStore, MockTickStore,
 };
 /// Re-exported from `types`: a snapshot's `steps` are [`JsonText`].

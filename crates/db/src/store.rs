@@ -19,8 +19,8 @@ use crate::model::{
     StoredRunnerState, StoredTick, TickAttempt, TickQuery, TickRecord, User,
 };
 use crate::traits::{
-    ActionStore, AlertOutbox, AlertStore, ChatTurnStore, ControlStore, ConversationStore,
-    EventStore, FactStore, LeaseStore, LedgerStore, NewsStore, NoteStore, OutcomeStore,
+    ActionStore, AlertOutbox, AlertStore, ChatTurnStore, ControlStore, ConversationStore, EventStore,
+    FactStore, JobQueue, JobStore, LeaseStore, LedgerStore, NewsStore, NoteStore, OutcomeStore,
     RegistryStore, TickStore,
 };
 use crate::{
@@ -95,6 +95,8 @@ delegate!(RegistryStore {
     fn create_skill(&self, skill: &SkillRecord) -> ();
     fn get_skill(&self, id: Uuid) -> SkillRecord;
     fn add_skill_version(&self, version: &SkillVersion) -> ();
+    fn ensure_skill(&self, skill: &SkillRecord) -> ();
+    fn ensure_skill_version(&self, version: &SkillVersion) -> ();
     fn get_skill_version(&self, skill_id: Uuid, version: i32) -> SkillVersion;
     fn latest_skill_version(&self, skill_id: Uuid) -> SkillVersion;
     fn create_deployment(&self, deployment: &Deployment) -> ();
@@ -158,6 +160,25 @@ delegate!(AlertOutbox {
     fn claim_alert_deliveries(&self, owner: &str, now: DateTime<Utc>, lease_for: chrono::Duration, limit: u32) -> Vec<crate::ClaimedDelivery>;
     fn finish_alert_delivery(&self, id: Uuid, owner: &str, at: DateTime<Utc>) -> bool;
     fn retry_alert_delivery(&self, id: Uuid, owner: &str, error: &str, retry_at: Option<DateTime<Utc>>) -> bool;
+});
+
+delegate!(JobStore {
+    fn submit_jobs(&self, jobs: &[crate::NewJob], bars: &[crate::NewBars], limits: crate::JobLimits) -> crate::Submitted;
+    fn job(&self, id: Uuid) -> crate::Job;
+    fn jobs(&self, filter: &crate::JobFilter) -> Vec<crate::Job>;
+    fn job_report(&self, id: Uuid) -> Option<String>;
+    fn job_bars(&self, user_id: Uuid, sha256: &str) -> crate::StoredBars;
+    fn cancel_job(&self, user_id: Uuid, id: Uuid, at: DateTime<Utc>) -> crate::Job;
+});
+
+delegate!(JobQueue {
+    fn claim_jobs(&self, owner: &str, now: DateTime<Utc>, lease_for: chrono::Duration, limit: u32) -> Vec<crate::Job>;
+    fn begin_job_run(&self, id: Uuid, owner: &str, deployment_id: Uuid, ticks_total: u32) -> bool;
+    fn heartbeat_job(&self, id: Uuid, owner: &str, now: DateTime<Utc>, until: DateTime<Utc>, progress: crate::JobProgress) -> bool;
+    fn finish_job(&self, id: Uuid, owner: &str, at: DateTime<Utc>, result: &crate::JobResult) -> bool;
+    fn fail_job(&self, id: Uuid, owner: &str, at: DateTime<Utc>, error: &str) -> bool;
+    fn release_job(&self, id: Uuid, owner: &str) -> bool;
+    fn open_jobs(&self, batch_id: Option<Uuid>) -> u64;
 });
 
 delegate!(LedgerStore {

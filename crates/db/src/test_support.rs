@@ -548,3 +548,51 @@ pub async fn record_sample_outcome<S: TickStore>(
         .await?;
     Ok(outcome)
 }
+
+/// A CSV bar file of `n` hourly bars from [`t0`] whose closes start at `100 + seed` (not stored;
+/// a different `seed` gives a different file and hash).
+#[must_use]
+pub fn sample_bars(n: u32, seed: u32) -> crate::NewBars {
+    use std::fmt::Write as _;
+    let mut csv = String::from(",Open,High,Low,Close,Volume\n");
+    for i in 0..n {
+        let t = t0() + Duration::hours(i64::from(i));
+        let close = 100 + seed + i % 7;
+        let _ = writeln!(
+            csv,
+            "{},{close},{},{},{close},1000",
+            t.format("%Y-%m-%d %H:%M:%S"),
+            close + 1,
+            close - 1
+        );
+    }
+    crate::NewBars::of(crate::BarsFormat::Csv, csv.into_bytes())
+}
+
+/// A job of `user_id` running the sample skill over `bars` as symbol BTC with
+/// `builtin/scripted`, fresh id, submitted at `t0() + minutes`, no batch, no cost limit (not
+/// stored).
+#[must_use]
+pub fn sample_job(user_id: Uuid, bars: &crate::NewBars, minutes: i64) -> crate::NewJob {
+    crate::NewJob {
+        id: Uuid::new_v4(),
+        user_id,
+        batch_id: None,
+        label: None,
+        spec: crate::JobSpec {
+            skill: sample_skill_version(Uuid::nil(), 1).body,
+            bars: [("BTC".to_owned(), bars.reference())].into(),
+            model: Some("builtin/scripted".into()),
+            from: None,
+            to: None,
+            equity_usd: None,
+            fee_bps: None,
+            slippage_bps: None,
+            blind: false,
+            max_cost_usd: None,
+            cassette: None,
+        },
+        cost_limit_usd: Decimal::ZERO,
+        created_at: at(minutes),
+    }
+}

@@ -61,6 +61,30 @@ pub trait RegistryStore {
         version: &SkillVersion,
     ) -> impl Future<Output = Result<(), DbError>> + Send;
 
+    /// Inserts the skill unless one of its id is stored: the skill stored already for the same
+    /// owner is success (its name stays the first one's), so registrations running at once
+    /// never collide (`INSERT … ON CONFLICT DO NOTHING`).
+    ///
+    /// # Errors
+    /// [`DbError::Conflict`] when the id is stored for another owner;
+    /// [`DbError::Bound`] for a name outside 1..=200 characters; [`DbError::Constraint`] for an
+    /// unknown user.
+    fn ensure_skill(&self, skill: &SkillRecord)
+    -> impl Future<Output = Result<(), DbError>> + Send;
+
+    /// Adds the version unless it is stored: the same version stored already (same body and
+    /// model) is success, so registrations running at once never collide (`INSERT … ON
+    /// CONFLICT DO NOTHING`). Versions are never overwritten.
+    ///
+    /// # Errors
+    /// [`DbError::Conflict`] when the version is stored with another body or model;
+    /// [`DbError::Constraint`] (foreign key) for an unknown skill; [`DbError::Invalid`] for a
+    /// version below 1.
+    fn ensure_skill_version(
+        &self,
+        version: &SkillVersion,
+    ) -> impl Future<Output = Result<(), DbError>> + Send;
+
     /// Version `version` of the skill.
     ///
     /// # Errors
@@ -1341,6 +1365,176 @@ pub trait ActionStore {
     ) -> impl Future<Output = Result<u64, DbError>> + Send;
 }
 
+/// Backtest jobs as their users see them ([`crate::jobs`]): submit (with the bar files,
+/// within the user's [`JobLimits`](crate::JobLimits)), read, cancel. As a
+/// [`crate::UserScoped`] store, row-level security keeps every call to the user's own jobs and
+/// bars.
+#[cfg_attr(feature = "mock", mockall::automock)]
+pub trait JobStore {
+    /// Queues `jobs` and stores the bar files among `bars` the user does not have yet, in one
+    /// transaction: all or nothing. Each job's bars must be among `bars` or stored for its user
+    /// already.
+    ///
+    /// # Errors
+    /// [`DbError::Limit`] when the user's queued and running jobs, with these, would number
+    /// more than `limits.max_open_jobs` or have cost limits adding up to more than
+    /// `limits.max_open_cost_usd` (nothing is written); [`DbError::Invalid`] for a spec that
+    /// names bars the user does not have, a malformed hash, a bar file that is empty or too
+    /// large, no job or more than [`MAX_JOBS_PER_SUBMIT`](crate::MAX_JOBS_PER_SUBMIT), jobs
+    /// of several users; [`DbError::Bound`] for a label outside its bounds;
+    /// [`DbError::Constraint`] (unique) for a job id taken.
+    fn submit_jobs(
+        &self,
+        jobs: &[crate::NewJob],
+        bars: &[crate::NewBars],
+        limits: crate::JobLimits,
+    ) -> impl Future<Output = Result<crate::Submitted, DbError>> + Send;
+
+    /// The job with this id.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when there is none (or it is another user's, as a user).
+    fn job(&self, id: Uuid) -> impl Future<Output = Result<crate::Job, DbError>> + Send;
+
+    /// The jobs `filter` selects, newest first (ties by id).
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a limit above [`MAX_JOBS_READ`](crate::MAX_JOBS_READ).
+    fn jobs(
+        &self,
+        filter: &crate::JobFilter,
+    ) -> impl Future<Output = Result<Vec<crate::Job>, DbError>> + Send;
+
+    /// The job's report (`report.html`), if its run wrote one.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when there is no such job.
+    fn job_report(&self, id: Uuid) -> impl Future<Output = Result<Option<String>, DbError>> + Send;
+
+    /// The user's bar file with this hash.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when the user has none.
+    fn job_bars(
+        &self,
+        user_id: Uuid,
+        sha256: &str,
+    ) -> impl Future<Output = Result<crate::StoredBars, DbError>> + Send;
+
+    /// Cancels the user's job that has not finished (a running one's worker stops at its next
+    /// heartbeat); returns it as it stands.
+    ///
+    /// # Errors
+    /// [`DbError::NotFound`] when the user has no such job; [`DbError::Conflict`] when it has
+    /// finished.
+    fn cancel_job(
+        &self,
+        user_id: Uuid,
+        id: Uuid,
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<crate::Job, DbError>> + Send;
+}
+
+/// The backtest job queue as the workers see it (the stores of the connecting role, not
+/// [`crate::UserScoped`]): claim (`FOR UPDATE SKIP LOCKED` on PostgreSQL; a job whose lease
+/// expired is taken over), the run's start, heartbeats with progress, and the end. Every call
+/// but the claim names the lease's owner and does nothing (returns false) when the job is not
+/// leased to it any more: taken over, cancelled or finished.
+#[cfg_attr(feature = "mock", mockall::automock)]
+pub trait JobQueue {
+    /// Leases up to `limit` jobs to `owner` until `now + lease_for`, oldest first: queued ones,
+    /// and running ones whose lease expired at or before `now` (their worker died). Each is
+    /// `running`, its `attempts` counted. Two concurrent claimers never get the same job.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a non-positive lease, a limit outside 1..=1,000 or an owner
+    /// name outside 1..=200 characters.
+    fn claim_jobs(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        lease_for: chrono::Duration,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<crate::Job>, DbError>> + Send;
+
+    /// The run of `owner`'s job starts over with `ticks_total` ticks, recording into
+    /// `deployment_id`: a deployment of that id an earlier attempt left (a worker that died
+    /// mid-run) is deleted with everything recorded in it — unless another job records into
+    /// it — and the progress is reset. False when the lease is not `owner`'s.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn begin_job_run(
+        &self,
+        id: Uuid,
+        owner: &str,
+        deployment_id: Uuid,
+        ticks_total: u32,
+    ) -> impl Future<Output = Result<bool, DbError>> + Send;
+
+    /// The heartbeat: extends `owner`'s lease to `until` and records `progress` at `now`.
+    /// False when the lease is not `owner`'s any more (the worker stops the run).
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn heartbeat_job(
+        &self,
+        id: Uuid,
+        owner: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        progress: crate::JobProgress,
+    ) -> impl Future<Output = Result<bool, DbError>> + Send;
+
+    /// `owner`'s job is done at `at` with `result`. False when the lease is not `owner`'s.
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for a summary that is not a JSON object.
+    fn finish_job(
+        &self,
+        id: Uuid,
+        owner: &str,
+        at: DateTime<Utc>,
+        result: &crate::JobResult,
+    ) -> impl Future<Output = Result<bool, DbError>> + Send;
+
+    /// `owner`'s job failed at `at`: `error` (cut to
+    /// [`MAX_JOB_ERROR_CHARS`](crate::MAX_JOB_ERROR_CHARS)) says why. False when the lease is
+    /// not `owner`'s.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn fail_job(
+        &self,
+        id: Uuid,
+        owner: &str,
+        at: DateTime<Utc>,
+        error: &str,
+    ) -> impl Future<Output = Result<bool, DbError>> + Send;
+
+    /// `owner` gives its job back (a worker stopping): queued again, for the next claim (which
+    /// runs it from its first tick: its ticks done are reset).
+    /// False when the lease is not `owner`'s.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn release_job(
+        &self,
+        id: Uuid,
+        owner: &str,
+    ) -> impl Future<Output = Result<bool, DbError>> + Send;
+
+    /// How many jobs are queued or running (of `batch_id`, when given): what workers still
+    /// have to do, a dead worker's jobs included.
+    ///
+    /// # Errors
+    /// [`DbError::Backend`] on driver failure.
+    fn open_jobs(
+        &self,
+        batch_id: Option<Uuid>,
+    ) -> impl Future<Output = Result<u64, DbError>> + Send;
+}
+
 /// Every store at once, for code that needs the whole storage layer.
 pub trait Storage:
     RegistryStore
@@ -1357,6 +1551,8 @@ pub trait Storage:
     + AlertStore
     + AlertOutbox
     + ActionStore
+    + JobStore
+    + JobQueue
     + Send
     + Sync
 {
@@ -1377,6 +1573,8 @@ impl<T> Storage for T where
         + AlertStore
         + AlertOutbox
         + ActionStore
+        + JobStore
+        + JobQueue
         + Send
         + Sync
 {

@@ -412,6 +412,14 @@ enum Command {
         secure_cookies: bool,
         #[command(flatten)]
         market: ChatMarketArgs,
+        /// Each user's limit of backtest jobs queued or running at once: `POST /api/backtests`
+        /// past it answers 429.
+        #[arg(long, value_name = "N", default_value_t = db::JobLimits::default().max_open_jobs)]
+        backtest_max_open_jobs: u32,
+        /// Each user's cost cap on backtest jobs: their queued and running jobs' `maxCostUsd`
+        /// add up to at most this many USD (a built-in model costs nothing).
+        #[arg(long, value_name = "USD", default_value = "50")]
+        backtest_cost_cap: rust_decimal::Decimal,
     },
     /// Print a dev token (HS256, signed with AGENT_JWT_SECRET) for a user, then the address of
     /// the pages' login form to paste it into (a token never goes in a URL).
@@ -897,6 +905,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             lifetime,
             secure_cookies,
             market,
+            backtest_max_open_jobs,
+            backtest_cost_cap,
         } => {
             let auth = Auth::from_env(&types::process_env)
                 .context("the chat server's token secret")
@@ -914,6 +924,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             state.chat.max_steps = max_steps;
             state.chat.retention_days = conversation_retention_days;
             state.secure_cookies = secure_cookies;
+            if backtest_cost_cap < rust_decimal::Decimal::ZERO {
+                refuse!("--backtest-cost-cap must not be negative");
+            }
+            state.backtest_limits = db::JobLimits {
+                max_open_jobs: backtest_max_open_jobs,
+                max_open_cost_usd: backtest_cost_cap,
+            };
             let listener = tokio::net::TcpListener::bind(listen)
                 .await
                 .with_context(|| format!("binding {listen}"))?;

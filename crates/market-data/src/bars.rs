@@ -29,13 +29,45 @@ pub fn load_bars(path: &Path) -> Result<Vec<Bar>, DataError> {
 /// # Errors
 /// [`DataError::Line`] with the line number of the first bad row.
 pub fn load_bars_csv(path: &Path) -> Result<Vec<Bar>, DataError> {
-    // Byte records, each field trimmed here: the reader's own trimming (`csv::Trim::All`)
-    // rebuilds every record, and a string record checks the whole row's UTF-8 once more —
-    // together over half the parse of the README's 5,000 rows, which the run waits for.
-    let mut reader = csv::ReaderBuilder::new()
+    let reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .from_path(path)
         .map_err(|e| csv_error(path, e))?;
+    csv_bars(path, reader)
+}
+
+/// Bars from bytes in memory, as [`load_bars`] reads a file: `name` (a file name) says the
+/// format by its extension (`.csv`, `.json`), and every error names it. For bar files that
+/// arrive in a request rather than on disk.
+///
+/// # Errors
+/// [`DataError`] naming `name` (and the line) when the bytes are malformed or out of order, or
+/// `name` has neither extension.
+pub fn parse_bars(name: &str, bytes: &[u8]) -> Result<Vec<Bar>, DataError> {
+    let path = Path::new(name);
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("csv") => csv_bars(
+            path,
+            csv::ReaderBuilder::new()
+                .has_headers(true)
+                .from_reader(bytes),
+        ),
+        Some("json") => candle_bars(path, bytes),
+        _ => Err(DataError::file(
+            path,
+            "unknown bar file type; use .csv (timestamp, Open, High, Low, Close, Volume) or .json (Hyperliquid candles)",
+        )),
+    }
+}
+
+/// The backtesting.py layout's bars from `reader`; errors name `path`.
+fn csv_bars<R: std::io::Read>(
+    path: &Path,
+    mut reader: csv::Reader<R>,
+) -> Result<Vec<Bar>, DataError> {
+    // Byte records, each field trimmed here: the reader's own trimming (`csv::Trim::All`)
+    // rebuilds every record, and a string record checks the whole row's UTF-8 once more —
+    // together over half the parse of the README's 5,000 rows, which the run waits for.
     let headers = reader.byte_headers().map_err(|e| csv_error(path, e))?;
     let names: Vec<&str> = headers
         .iter()
@@ -113,7 +145,12 @@ pub fn load_bars_csv(path: &Path) -> Result<Vec<Bar>, DataError> {
 /// [`DataError`] when the file is unreadable or not a candle response.
 pub fn load_bars_hyperliquid(path: &Path) -> Result<Vec<Bar>, DataError> {
     let text = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
-    let body = unwrap_recorded(&text).map_err(|m| DataError::file(path, m))?;
+    candle_bars(path, &text)
+}
+
+/// A candle response's bars from `text`; errors name `path`.
+fn candle_bars(path: &Path, text: &[u8]) -> Result<Vec<Bar>, DataError> {
+    let body = unwrap_recorded(text).map_err(|m| DataError::file(path, m))?;
     let candles = hyperliquid::wire::parse_candles(&body)
         .map_err(|e| DataError::file(path, e.to_string()))?;
     let bars = hyperliquid::wire::candles_to_bars(&candles);

@@ -33,7 +33,9 @@ mod fills;
 mod funding;
 mod meta;
 
-pub use bars::{detect_interval, load_bars, load_bars_csv, load_bars_hyperliquid, resample};
+pub use bars::{
+    detect_interval, load_bars, load_bars_csv, load_bars_hyperliquid, parse_bars, resample,
+};
 pub use error::DataError;
 pub use events::load_events;
 pub use fills::{FillsFormat, LoadedFills, load_fills};

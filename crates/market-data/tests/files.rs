@@ -376,3 +376,29 @@ mod funding {
         assert!(err.contains("fundingRate") || err.contains("[0]"), "{err}");
     }
 }
+
+#[test]
+fn bars_in_memory_parse_as_their_file_loads_and_errors_name_them() {
+    for file in [
+        "examples/data/EURUSD.csv",
+        "crates/hyperliquid/tests/fixtures/candleSnapshot.json",
+    ] {
+        let path = repo(file);
+        let name = path.file_name().unwrap().to_str().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(
+            market_data::parse_bars(name, &bytes).unwrap(),
+            load_bars(&path).unwrap(),
+            "{file}"
+        );
+    }
+    let broken = b",Open,High,Low,Close,Volume\n2017-04-19 09:00:00,1,2,0.5,1.5,10\n2017-04-19 10:00:00,x,2,0.5,1.5,10\n";
+    let err = market_data::parse_bars("EURUSD.csv", broken).unwrap_err();
+    assert_eq!(err.to_string(), "EURUSD.csv:3: Open: not a number: \"x\"",);
+    let err = market_data::parse_bars("bars.txt", b"x").unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("bars.txt: unknown bar file type"),
+        "{err}"
+    );
+}

@@ -10,6 +10,9 @@ mod arena_report;
 mod arena_runs;
 mod arena_stats;
 mod bootstrap;
+mod job_run;
+mod job_spec;
+mod jobs_cmd;
 mod ledger_cmd;
 mod lessons_cmd;
 mod memory_cmd;
@@ -111,6 +114,16 @@ enum Command {
     /// system prompt, user message and steps each tick's model saw) or CSV: outcome, rule code,
     /// proposal, verdict, tokens and cost. Bad input exits 2 with nothing on stdout.
     Ticks(Box<ticks_cmd::TicksArgs>),
+    /// Queue a backtest as a job on PostgreSQL (`--db`): the run as `run` takes it, its bar
+    /// files stored once by content hash; a worker (`sim-worker work`) runs it. Prints the
+    /// job's id. Refused past the user's limits (`--max-open-jobs`, `--cost-cap`).
+    Submit(Box<jobs_cmd::SubmitArgs>),
+    /// Run queued backtest jobs: lease them (`FOR UPDATE SKIP LOCKED`), run each as `run`
+    /// does into the database, heartbeat while running, take over a job whose worker died.
+    /// SIGTERM gives the running jobs back and exits 0.
+    Work(Box<jobs_cmd::WorkArgs>),
+    /// Show backtest jobs: status, progress (ticks done / total), cost so far, result.
+    Jobs(Box<jobs_cmd::JobsArgs>),
 }
 
 /// Bad input (an invalid skill, an unreadable file): exit 2 with every problem on stderr and
@@ -158,6 +171,9 @@ fn main() -> ExitCode {
         Command::ScoreOutcomes(args) => score_cmd::score(args),
         Command::McpServe(args) => memory_cmd::mcp_serve(args),
         Command::Ticks(args) => ticks_cmd::run(*args),
+        Command::Submit(args) => jobs_cmd::submit(*args),
+        Command::Work(args) => jobs_cmd::work(*args),
+        Command::Jobs(args) => jobs_cmd::jobs(*args),
     };
     match result {
         Ok(stdout) => match write_stdout(&stdout) {

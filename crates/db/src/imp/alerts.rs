@@ -575,7 +575,6 @@ impl<S: Leases<Db = D>, D: Dialect> AlertOutbox for S {
         lease_for: chrono::Duration,
         limit: u32,
     ) -> Result<Vec<ClaimedDelivery>, DbError> {
-        let limit = super::lease::check_claim(lease_for, limit)?;
         // As the deployments' claim (`lease.rs`): the due rows locked `FOR UPDATE SKIP LOCKED`
         // on PostgreSQL, chosen once in a MATERIALIZED CTE, the availability tested again.
         let sql = format!(
@@ -588,14 +587,16 @@ impl<S: Leases<Db = D>, D: Dialect> AlertOutbox for S {
              AND (lease_expires_at IS NULL OR lease_expires_at <= $2) RETURNING id",
             D::SKIP_LOCKED
         );
-        let rows = query(&sql)
-            .bind(owner)
-            .bind(D::ts(now))
-            .bind(D::ts(now + lease_for))
-            .bind(limit)
-            .fetch_all(self.pool())
-            .await
-            .map_err(ctx("claiming alert deliveries"))?;
+        let rows = super::lease::claim_rows(
+            self,
+            &sql,
+            owner,
+            now,
+            lease_for,
+            limit,
+            "claiming alert deliveries",
+        )
+        .await?;
         let ids = rows
             .iter()
             .map(|r| r.uuid("id"))

@@ -266,6 +266,30 @@ pub(crate) fn check_claim(lease_for: chrono::Duration, limit: u32) -> Result<i64
     check_limit("claim limit", limit, 1000)
 }
 
+/// Runs a claim's statement `sql` on `store`'s pool — `$1` the owner, `$2` now, `$3` the lease's
+/// end, `$4` the limit, after [`check_claim`] — and returns the rows it leased; `what` names
+/// the claim in errors. The claims of deployments, flattens, alert deliveries and backtest jobs
+/// bind the same four values.
+pub(crate) async fn claim_rows<S: Backend>(
+    store: &S,
+    sql: &str,
+    owner: &str,
+    now: DateTime<Utc>,
+    lease_for: chrono::Duration,
+    limit: u32,
+    what: &'static str,
+) -> Result<Vec<<S::Db as sqlx::Database>::Row>, DbError> {
+    let limit = check_claim(lease_for, limit)?;
+    query(sql)
+        .bind(owner)
+        .bind(<S::Db as Dialect>::ts(now))
+        .bind(<S::Db as Dialect>::ts(now + lease_for))
+        .bind(limit)
+        .fetch_all(store.pool())
+        .await
+        .map_err(ctx(what))
+}
+
 /// The tick claim's statement: `$1` the owner, `$2` now, `$3` the lease's end, `$4` the limit;
 /// `skip_locked` is the dialect's [`Dialect::SKIP_LOCKED`].
 ///
@@ -296,16 +320,17 @@ impl<S: Leases<Db = D>, D: AttemptSql> LeaseStore for S {
         lease_for: chrono::Duration,
         limit: u32,
     ) -> Result<Vec<Deployment>, DbError> {
-        let limit = check_claim(lease_for, limit)?;
         let sql = claim_due_sql(D::SKIP_LOCKED);
-        let rows = query(&sql)
-            .bind(owner)
-            .bind(D::ts(now))
-            .bind(D::ts(now + lease_for))
-            .bind(limit)
-            .fetch_all(self.pool())
-            .await
-            .map_err(ctx("claiming due deployments"))?;
+        let rows = claim_rows(
+            self,
+            &sql,
+            owner,
+            now,
+            lease_for,
+            limit,
+            "claiming due deployments",
+        )
+        .await?;
         let mut claimed = rows
             .iter()
             .map(codec::deployment_from_row)
@@ -420,7 +445,6 @@ impl<S: Leases<Db = D>, D: AttemptSql> LeaseStore for S {
         lease_for: chrono::Duration,
         limit: u32,
     ) -> Result<Vec<Deployment>, DbError> {
-        let limit = check_claim(lease_for, limit)?;
         // As the tick claim (see there): the due rows chosen once and locked `SKIP LOCKED` on
         // PostgreSQL, the availability repeated by the UPDATE. A lease held by a tick in
         // flight keeps the flatten waiting for its release.
@@ -437,14 +461,16 @@ impl<S: Leases<Db = D>, D: AttemptSql> LeaseStore for S {
              RETURNING *",
             D::SKIP_LOCKED
         );
-        let rows = query(&sql)
-            .bind(owner)
-            .bind(D::ts(now))
-            .bind(D::ts(now + lease_for))
-            .bind(limit)
-            .fetch_all(self.pool())
-            .await
-            .map_err(ctx("claiming due flattens"))?;
+        let rows = claim_rows(
+            self,
+            &sql,
+            owner,
+            now,
+            lease_for,
+            limit,
+            "claiming due flattens",
+        )
+        .await?;
         let mut claimed = rows
             .iter()
             .map(|r| {

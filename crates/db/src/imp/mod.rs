@@ -35,6 +35,7 @@ pub(crate) mod controls;
 pub(crate) mod conversations;
 pub(crate) mod events;
 pub(crate) mod facts;
+pub(crate) mod jobs;
 pub(crate) mod lease;
 pub(crate) mod ledger;
 pub(crate) mod news;

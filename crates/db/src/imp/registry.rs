@@ -11,6 +11,40 @@ use crate::error::ctx;
 use crate::model::{Deployment, DeploymentStatus, SkillRecord, SkillVersion, User};
 use crate::traits::RegistryStore;
 
+/// A skill version number: 1 or more.
+fn check_version(version: i32) -> Result<(), DbError> {
+    if version < 1 {
+        return Err(DbError::Invalid {
+            what: "skill version",
+            detail: format!("{version} is below 1"),
+        });
+    }
+    Ok(())
+}
+
+/// Inserts `v` (the statement ending with `on_conflict`); whether a row was inserted.
+async fn insert_skill_version<S: Backend>(
+    store: &S,
+    v: &SkillVersion,
+    on_conflict: &str,
+) -> Result<bool, DbError> {
+    check_version(v.version)?;
+    let sql = format!(
+        "INSERT INTO skill_versions (skill_id, version, body, model, created_at) \
+         VALUES ($1, $2, $3, $4, $5){on_conflict}"
+    );
+    let done = query(&sql)
+        .bind(<S::Db as Dialect>::id(v.skill_id))
+        .bind(v.version)
+        .bind(Json(&v.body))
+        .bind(&v.model)
+        .bind(<S::Db as Dialect>::ts(v.created_at))
+        .execute(store.pool())
+        .await
+        .map_err(ctx("inserting skill version"))?;
+    Ok(done.rows_affected() == 1)
+}
+
 impl<S: Backend<Db = D>, D: Dialect> RegistryStore for S {
     async fn upsert_user(&self, user: &User) -> Result<(), DbError> {
         let sql = format!(
@@ -50,24 +84,59 @@ impl<S: Backend<Db = D>, D: Dialect> RegistryStore for S {
     }
 
     async fn add_skill_version(&self, v: &SkillVersion) -> Result<(), DbError> {
-        if v.version < 1 {
-            return Err(DbError::Invalid {
-                what: "skill version",
-                detail: format!("{} is below 1", v.version),
-            });
-        }
-        query(
-            "INSERT INTO skill_versions (skill_id, version, body, model, created_at) \
-             VALUES ($1, $2, $3, $4, $5)",
+        insert_skill_version(self, v, "").await.map(|_| ())
+    }
+
+    async fn ensure_skill(&self, skill: &SkillRecord) -> Result<(), DbError> {
+        check_len("skill name", &skill.name, 1, 200)?;
+        let done = query(
+            "INSERT INTO skills (id, user_id, name, created_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (id) DO NOTHING",
         )
-        .bind(D::id(v.skill_id))
-        .bind(v.version)
-        .bind(Json(&v.body))
-        .bind(&v.model)
-        .bind(D::ts(v.created_at))
+        .bind(D::id(skill.id))
+        .bind(D::id(skill.user_id))
+        .bind(&skill.name)
+        .bind(D::ts(skill.created_at))
         .execute(self.pool())
         .await
-        .map_err(ctx("inserting skill version"))?;
+        .map_err(ctx("inserting skill"))?;
+        if done.rows_affected() == 1 {
+            return Ok(());
+        }
+        // The name stays the first registration's (a later version may rename the skill).
+        let stored = self.get_skill(skill.id).await?;
+        if stored.user_id != skill.user_id {
+            return Err(DbError::Conflict {
+                what: "skill",
+                detail: format!(
+                    "{} is stored as user {}'s; it cannot be registered for user {}",
+                    skill.id, stored.user_id, skill.user_id
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    async fn ensure_skill_version(&self, v: &SkillVersion) -> Result<(), DbError> {
+        if insert_skill_version(self, v, " ON CONFLICT (skill_id, version) DO NOTHING").await? {
+            return Ok(());
+        }
+        let stored = self.get_skill_version(v.skill_id, v.version).await?;
+        if stored.body != v.body || stored.model != v.model {
+            let what = if stored.body == v.body {
+                "model"
+            } else {
+                "body"
+            };
+            return Err(DbError::Conflict {
+                what: "skill version",
+                detail: format!(
+                    "skill {} version {} is stored with a different {what}; a version is never \
+                     overwritten: bump `version` in the skill file",
+                    v.skill_id, v.version
+                ),
+            });
+        }
         Ok(())
     }
 

@@ -12,6 +12,7 @@ mod contract;
 mod controls;
 mod conversations;
 mod held_lessons;
+mod jobs;
 mod mock;
 mod outcome_memory;
 mod outcome_recall;

@@ -28,6 +28,11 @@
 //! | `GET /api/actions/history` | all the caller's actions, whatever their status (the audit view) |
 //! | `POST /api/actions/{id}/confirm` | apply a pending action as the caller |
 //! | `POST /api/actions/{id}/discard` | drop a pending action |
+//! | `GET /api/alerts/channels`, `POST …`, `DELETE …/{id}`, `POST …/{id}/test` | the caller's alert channels |
+//! | `GET /api/alerts/deliveries` | the latest deliveries |
+//! | `POST /api/backtests` | queue a backtest job (skill text, bars, model, options) |
+//! | `GET /api/backtests` | the caller's backtest jobs, newest first |
+//! | `GET /api/backtests/{id}` | one job: status, progress, cost so far, result |
 //!
 //! Every body and event is one of the camelCase wire types of [`super::wire`], built from the
 //! store's rows; a request body accepts one spelling per field and refuses any other field
@@ -126,6 +131,11 @@ pub fn router() -> Router<AppState> {
         .route("/actions/history", get(super::actions::history))
         .route("/actions/{id}/confirm", post(super::actions::confirm))
         .route("/actions/{id}/discard", post(super::actions::discard))
+        .route(
+            "/backtests",
+            get(super::backtests::list).post(super::backtests::create),
+        )
+        .route("/backtests/{id}", get(super::backtests::read))
 }
 
 /// `GET /api/me`.

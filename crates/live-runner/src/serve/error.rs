@@ -95,7 +95,8 @@ impl IntoResponse for ApiError {
 
 impl From<db::DbError> for ApiError {
     /// Not found → 404 (under row-level security another user's row is not found either); a
-    /// control the deployment's status does not allow, or a review decided already → 409;
+    /// control the deployment's status does not allow, or a review decided already → 409; a
+    /// per-user limit → 429;
     /// a broken bound or rule → 422; a write the database's constraints refuse → 409 (a
     /// duplicate) or 422 (a row it refers to does not exist — e.g. a token whose user has no
     /// account in this database — or a check); anything else → 500 (logged, not sent).
@@ -108,6 +109,8 @@ impl From<db::DbError> for ApiError {
             db::DbError::Transition { .. } => Self::new(StatusCode::CONFLICT, e.to_string()),
             // Decided already (a held lesson reviewed before), or its state no longer allows it.
             db::DbError::Conflict { .. } => Self::new(StatusCode::CONFLICT, e.to_string()),
+            // A per-user limit (backtest jobs): the caller must wait for some to finish.
+            db::DbError::Limit { .. } => Self::new(StatusCode::TOO_MANY_REQUESTS, e.to_string()),
             db::DbError::Bound { field, .. } => Self::invalid(field, e.to_string()),
             db::DbError::Invalid { what, .. } => Self::invalid(what, e.to_string()),
             db::DbError::Constraint {

@@ -26,6 +26,10 @@
 //!   expire ([`actions::expire_due`]).
 //! - Alerts ([`alerts`]): the caller's alert channels (webhook, Slack, Discord, Telegram) added,
 //!   listed, tested and deleted from the API and the `/alerts` page; their secrets never shown.
+//! - Backtests ([`backtests`]): backtest jobs submitted as the caller (within their limits: a
+//!   429 past them), listed and read with their progress and result from the API and the
+//!   `/backtests` page; a job's report served at `/backtests/{id}/report`. Workers
+//!   (`sim-worker work`) run them.
 //! - Errors ([`error`]): one JSON shape, `{"error": "...", "field": "..."?}`; bad bodies are
 //!   400/422 naming the field, unknown (or other users') ids 404, never a 500 for bad input.
 //! - The OpenAPI 3.1 document ([`openapi`]): `GET /api/openapi.json`, public, generated from the
@@ -73,6 +77,7 @@ pub mod actions;
 pub mod alerts;
 pub mod api;
 pub mod auth;
+pub mod backtests;
 pub mod controls;
 pub mod conversations;
 pub mod csrf;
@@ -143,6 +148,9 @@ pub struct AppState {
     /// Whether the pages' session cookie is `Secure` (the server is reached over TLS;
     /// `serve --secure-cookies`).
     pub secure_cookies: bool,
+    /// Each user's limits on backtest jobs, checked at submit (`serve --backtest-max-open-jobs`,
+    /// `--backtest-cost-cap`).
+    pub backtest_limits: db::JobLimits,
 }
 
 impl std::fmt::Debug for AppState {
@@ -173,6 +181,7 @@ impl AppState {
             clock,
             chat: ChatSettings::default(),
             secure_cookies: false,
+            backtest_limits: db::JobLimits::default(),
         }
     }
 

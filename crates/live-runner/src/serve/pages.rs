@@ -16,6 +16,9 @@
 //! - `GET /alerts` — the caller's alert channels (host or chat id only, never a secret), a
 //!   form to add one and the latest deliveries; `POST /alerts/channels` adds one as the API
 //!   does ([`super::alerts`]), `…/{id}/test` queues a test message, `…/{id}/delete` deletes it.
+//! - `GET /backtests` — the caller's backtest jobs with their progress (a progress bar, the
+//!   cost so far) and results, reloading itself while one runs (`pages/backtests.rs`);
+//!   `GET /backtests/{id}/report` a job's report, its style sheet at `…/report.css`.
 //! - `GET /deployments/{id}/memory` — the deployment's status and controls (pause, resume,
 //!   stop with or without closing its positions, the audit trail), closed trades, lessons
 //!   history (and how many held lessons wait) and the prompt the agent sees now, the same data as `GET
@@ -44,6 +47,7 @@
 //! someone else. The cookie is also `SameSite=Lax`.
 
 mod alerts;
+mod backtests;
 mod chart;
 mod chat;
 mod dashboard;
@@ -203,6 +207,7 @@ pub fn router() -> Router<AppState> {
         .merge(lessons::router())
         .merge(alerts::router())
         .merge(chat::router())
+        .merge(backtests::router())
 }
 
 /// The pages' one stylesheet (the Content-Security-Policy allows no inline style).

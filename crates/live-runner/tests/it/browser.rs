@@ -5,9 +5,10 @@
 //! are missing; without them this test fails and says so — it is never skipped. The facts page
 //! is driven end to end, a deployment is paused and resumed from its page (no tick while
 //! paused) while a page on another port of the same host fails to change it, a held lesson is
-//! accepted from the review queue, an alert channel is added, tested and deleted, and on `/chat`
-//! a conversation runs two turns (an answer with its tool call) and a pause the coach prepared
-//! is confirmed (the deployment paused).
+//! accepted from the review queue, an alert channel is added, tested and deleted, on `/chat` a
+//! conversation runs two turns (an answer with its tool call) and a pause the coach prepared is
+//! confirmed (the deployment paused), and a backtest job is followed on `/backtests` to its
+//! report.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -1020,6 +1021,92 @@ async fn a_chat_turn_and_an_action_confirmation_on_the_chat_page_in_chromium() {
     assert_eq!(
         b.texts("table#conversations td.title").await,
         ["How is my BTC bot doing?"]
+    );
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backtest_runs_and_its_report_opens_in_chromium() {
+    use db::JobQueue;
+    let s = page_server().await;
+    let (_, token) = new_user(&s).await;
+    let eurusd = std::fs::read_to_string(crate::common::repo("examples/data/EURUSD.csv")).unwrap();
+    let body = json!({
+        "skill": std::fs::read_to_string(crate::common::repo("examples/skills/eurusd-sma-cross.yaml")).unwrap(),
+        "bars": {"EURUSD": {"format": "csv", "data": eurusd.lines().take(201).collect::<Vec<_>>().join("\n")}},
+        "label": "two hundred hours",
+    });
+    let (code, job) = s.post("/api/backtests", &token, &body).await;
+    assert_eq!(code, reqwest::StatusCode::CREATED, "{job}");
+    let id: Uuid = job["id"].as_str().unwrap().parse().unwrap();
+    // A worker has run half of it.
+    let (now, lease) = (chrono::Utc::now(), chrono::Duration::seconds(60));
+    s.store.claim_jobs("worker", now, lease, 1).await.unwrap();
+    assert!(
+        s.store
+            .begin_job_run(id, "worker", Uuid::new_v4(), 200)
+            .await
+            .unwrap()
+    );
+    let half = db::JobProgress {
+        ticks_done: 100,
+        ticks_total: Some(200),
+        cost_usd: rust_decimal::Decimal::ZERO,
+    };
+    s.store
+        .heartbeat_job(id, "worker", now, now + lease, half)
+        .await
+        .unwrap();
+
+    let b = Browser::start().await;
+    b.log_in(&s, &token, "#add-fact").await;
+    b.find("#nav-backtests").await.click().await.unwrap();
+    let row = format!("tr#backtest-{id}");
+    b.find(&row).await;
+    assert_eq!(
+        b.texts(&format!("{row} .badge")).await,
+        ["running"],
+        "the status"
+    );
+    let bar = b.find(&format!("{row} progress")).await;
+    assert_eq!(bar.attr("value").await.unwrap().as_deref(), Some("100"));
+    assert_eq!(bar.attr("max").await.unwrap().as_deref(), Some("200"));
+    assert!(b.texts(&format!("{row} td.progress")).await[0].starts_with("100 of 200 ticks"));
+
+    // Done: its figures and its report, whose style sheet the page links.
+    let result = db::JobResult {
+        summary: json!({"ticks": 200, "trades": 4, "cost_usd": "0",
+                        "pnl": {"net_usd": "12.5", "fees_usd": "3"},
+                        "total_return_pct": "0.13", "max_drawdown_pct": "0.4",
+                        "win_rate_pct": "50"}),
+        report_html: Some(
+            "<!DOCTYPE html><html><head><title>Backtest</title><style>h1{color:#0a7a3d}</style>\
+             </head><body><h1 id=\"report-title\">Backtest · EURUSD</h1></body></html>"
+                .into(),
+        ),
+        progress: db::JobProgress {
+            ticks_done: 200,
+            ..half
+        },
+    };
+    assert!(
+        s.store
+            .finish_job(id, "worker", chrono::Utc::now(), &result)
+            .await
+            .unwrap()
+    );
+    b.client.refresh().await.unwrap();
+    b.find(&format!("{row} a[href$='/report']"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    let title = b.find("#report-title").await;
+    assert_eq!(title.text().await.unwrap(), "Backtest · EURUSD");
+    assert_eq!(
+        title.css_value("color").await.unwrap(),
+        "rgba(10, 122, 61, 1)",
+        "the report's style sheet applies under the pages' policy"
     );
     b.close().await;
 }

@@ -33,6 +33,7 @@ mod runner_pg;
 mod serve_actions;
 mod serve_alerts;
 mod serve_auth;
+mod serve_backtests;
 mod serve_chat;
 mod serve_cli;
 mod serve_controls;

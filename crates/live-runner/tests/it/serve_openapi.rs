@@ -674,6 +674,50 @@ async fn every_route_answers_a_success_and_an_error_as_documented() {
         assert_eq!(r.status(), want, "{what}");
     }
 
+    // Backtests: submit (and a bad one), list, read (and another user's).
+    let backtest = json!({
+        "skill": std::fs::read_to_string(crate::common::repo(
+            "examples/skills/eurusd-sma-cross.yaml"
+        ))
+        .unwrap(),
+        "bars": {"EURUSD": {"format": "csv", "data":
+            ",Open,High,Low,Close,Volume\n2017-04-19 09:00:00,1,1,1,1,1\n\
+             2017-04-19 10:00:00,1,1,1,1,1\n"}},
+    });
+    let (status, job) = s.post("/api/backtests", t, &backtest).await;
+    expect(
+        "submit a backtest",
+        (status, job.clone()),
+        StatusCode::CREATED,
+    );
+    expect(
+        "submit a backtest without bars",
+        s.post(
+            "/api/backtests",
+            t,
+            &json!({"skill": "name: x", "bars": {}}),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    );
+    expect(
+        "backtests",
+        s.get("/api/backtests", t).await,
+        StatusCode::OK,
+    );
+    expect(
+        "backtests without a token",
+        s.get("/api/backtests", "not-a-token").await,
+        StatusCode::UNAUTHORIZED,
+    );
+    let job = format!("/api/backtests/{}", job["id"].as_str().unwrap());
+    expect("a backtest", s.get(&job, t).await, StatusCode::OK);
+    expect(
+        "another user's backtest",
+        s.get(&job, &b.token).await,
+        StatusCode::NOT_FOUND,
+    );
+
     s.conformance.assert_clean();
     let hits = s.conformance.hits();
     let mut missing = Vec::new();

@@ -184,6 +184,19 @@ fn state_changes(w: &World) -> Vec<Call> {
             format!("/api/conversations/{any}"),
             Body::Json(json!({})),
         ),
+        (
+            Method::POST,
+            "/api/backtests".into(),
+            Body::Json(json!({
+                "skill": std::fs::read_to_string(crate::common::repo(
+                    "examples/skills/eurusd-sma-cross.yaml"
+                ))
+                .unwrap(),
+                "bars": {"EURUSD": {"format": "csv", "data":
+                    ",Open,High,Low,Close,Volume\n2017-04-19 09:00:00,1,1,1,1,1\n\
+                     2017-04-19 10:00:00,1,1,1,1,1\n"}},
+            })),
+        ),
     ]);
     // The chat page: a turn started, A's conversation (see `probe_conversation`) continued or
     // deleted.
@@ -290,9 +303,10 @@ async fn state_of(s: &Server, w: &World) -> String {
             w.a.user()
         )
     };
-    let (channels, conversations) = (
+    let (channels, conversations, backtests) = (
         s.pg.count(&count("alert_channels")).await,
         s.pg.count(&count("chat_conversations")).await,
+        s.pg.count(&count("backtest_jobs")).await,
     );
     let pending_actions =
         s.pg.count(&format!(
@@ -306,7 +320,8 @@ async fn state_of(s: &Server, w: &World) -> String {
         .collect();
     format!(
         "{facts:?} changes={changes} status={:?} controls={controls} turns={turns} \
-         channels={channels} conversations={conversations} pending_actions={pending_actions}",
+         channels={channels} conversations={conversations} pending_actions={pending_actions} \
+         backtests={backtests}",
         dep.status
     )
 }
@@ -509,6 +524,11 @@ async fn every_answer_carries_the_security_headers() {
         "/chat?done=paused".into(),
         format!("/chat/{}", Uuid::new_v4()),
         "/chat/not-an-id".into(),
+        "/api/backtests".into(),
+        format!("/api/backtests/{}", uuid::Uuid::nil()),
+        "/backtests".into(),
+        format!("/backtests/{}/report", uuid::Uuid::nil()),
+        format!("/backtests/{}/report.css", uuid::Uuid::nil()),
         "/api/nothing-here".into(),
         "/nothing-here".into(),
     ];

@@ -12,6 +12,7 @@ mod cassette_cli;
 mod common;
 mod flag_forms_cli;
 mod funding_cli;
+mod jobs_cli;
 mod ledger_cli;
 mod lessons_cli;
 mod mcp_cli;

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use minijinja::{AutoEscape, Environment, Value};
 
-const TEMPLATES: [(&str, &str); 15] = [
+const TEMPLATES: [(&str, &str); 16] = [
     (
         "base.html",
         include_str!("../../../templates/pages/base.html"),
@@ -66,6 +66,10 @@ const TEMPLATES: [(&str, &str); 15] = [
     (
         "chat_actions.html",
         include_str!("../../../templates/pages/chat_actions.html"),
+    ),
+    (
+        "backtests.html",
+        include_str!("../../../templates/pages/backtests.html"),
     ),
 ];
 
