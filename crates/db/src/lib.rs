@@ -140,16 +140,17 @@ pub use sqlite::{
 };
 pub use store::Store;
 pub use traits::{
-    ActionStore, AlertOutbox, AlertStore, ChatTurnStore, ControlStore, ConversationStore, EventStore,
-    FactStore, JobQueue, JobStore, LeaseStore, LedgerStore, NewsStore, NoteStore, OutcomeStore,
-    RegistryStore, Storage, TickStore,
+    ActionStore, AlertOutbox, AlertStore, ChatTurnStore, ControlStore, ConversationStore,
+    EventStore, FactStore, JobQueue, JobStore, LeaseStore, LedgerStore, NewsStore, NoteStore,
+    OutcomeStore, RegistryStore, Storage, TickStore,
 };
 /// `mockall` mocks of the store traits (feature `mock`).
 #[cfg(feature = "mock")]
 pub use traits::{
     MockActionStore, MockAlertOutbox, MockAlertStore, MockChatTurnStore, MockControlStore,
-    MockConversationStore, MockEventStore, MockFactStore, MockJobQueue, MockJobStore, MockLedgerStore, MockNewsStore,
-    MockNoteStore, MockOutcomeStore, MockRegistryStore, MockTickStore,
+    MockConversationStore, MockEventStore, MockFactStore, MockJobQueue, MockJobStore,
+    MockLedgerStore, MockNewsStore, MockNoteStore, MockOutcomeStore, MockRegistryStore,
+    MockTickStore,
 };
 /// Re-exported from `types`: a snapshot's `steps` are [`JsonText`].
 pub use types::JsonText;

@@ -19,9 +19,9 @@ use crate::model::{
     StoredRunnerState, StoredTick, TickAttempt, TickQuery, TickRecord, User,
 };
 use crate::traits::{
-    ActionStore, AlertOutbox, AlertStore, ChatTurnStore, ControlStore, ConversationStore, EventStore,
-    FactStore, JobQueue, JobStore, LeaseStore, LedgerStore, NewsStore, NoteStore, OutcomeStore,
-    RegistryStore, TickStore,
+    ActionStore, AlertOutbox, AlertStore, ChatTurnStore, ControlStore, ConversationStore,
+    EventStore, FactStore, JobQueue, JobStore, LeaseStore, LedgerStore, NewsStore, NoteStore,
+    OutcomeStore, RegistryStore, TickStore,
 };
 use crate::{
     Conversation, ConversationTurn, DbError, HeldReview, HeldStatus, NewConversation, PgStore,

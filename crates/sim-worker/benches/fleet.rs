@@ -1,21 +1,26 @@
-//! The job fleet's speed-up: a batch of CPU-bound backtest jobs — the README's backtest (the
-//! built-in `sma-cross` model over the 5,000 EURUSD hours) reading 240 bars a tick, blind: the
-//! prompts' writing and rewriting make each job's work the worker's CPU rather than the
-//! database's — queued on a fresh PostgreSQL database, then drained by `--workers` `sim-worker work` processes started side by side.
-//! Prints how long the drain took, from the workers' start to the last one's exit, and checks
-//! every job is done.
+//! The job fleet's speed-up: a CPU-bound arena drained by one `sim-worker work` process or two.
+//!
+//! The arena is the README's (three entrants and the skill's rule baseline over eight windows
+//! of the 5,000 EURUSD hours: 32 runs of ≈625 ticks, built-in models) reading 240 bars a tick,
+//! blind: writing and rewriting the prompts makes each job's work the worker's CPU rather than
+//! the database's. `sim-worker arena --db` queues it on a fresh PostgreSQL database; then
+//! `--workers` worker processes are started side by side and the arena waits for them. Prints
+//! how long the drain took, from the workers' start to the arena's arena.json, and checks the
+//! arena finished.
 //!
 //! ```text
 //! cargo bench -p sim-worker --bench fleet -- --workers 1
-//! cargo bench -p sim-worker --bench fleet -- --workers 2 [--jobs 12]
+//! cargo bench -p sim-worker --bench fleet -- --workers 2 [--lookback 480]
 //! ```
+//!
+//! `--lookback N` sets the skill's `barsLookback` (default 240, at most 500).
 //!
 //! Needs PostgreSQL at `TEST_DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`);
 //! the database it creates is dropped at the end. Figures: `docs/performance.md`.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// `--name N` of `args`, or `default`.
 fn flag(args: &[String], name: &str, default: u32) -> u32 {
@@ -39,7 +44,7 @@ fn repo(p: &str) -> String {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let workers = flag(&args, "--workers", 2).max(1);
-    let jobs = flag(&args, "--jobs", 12).max(1);
+    let lookback = flag(&args, "--lookback", 240).max(1);
     let bin = env!("CARGO_BIN_EXE_sim-worker");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -50,7 +55,6 @@ fn main() {
         1,
     ));
     let url = db.url();
-    let bars = format!("EURUSD={}", repo("examples/data/EURUSD.csv"));
     // The README's skill reading 240 bars a tick instead of 60: four times the prompt to write
     // and rewrite blind, for about as many rows stored (the bars' lines repeat tick to tick).
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -63,23 +67,37 @@ fn main() {
     );
     std::fs::write(
         &skill,
-        text.replace("barsLookback: 60", "barsLookback: 240"),
+        text.replace("barsLookback: 60", &format!("barsLookback: {lookback}")),
     )
     .expect("the skill variant");
-    let skill = skill.display().to_string();
-    for i in 0..jobs {
-        let out = Command::new(bin)
-            .args([
-                "submit", "--db", &url, "--skill", &skill, "--bars", &bars, "--blind",
-            ])
-            .args(["--label", &format!("job {i}")])
-            .output()
-            .expect("submit");
+    let log = dir.path().join("arena.log");
+    let mut arena = Command::new(bin)
+        .args(["arena", "--db", &url, "--blind", "--skill"])
+        .arg(&skill)
+        .args([
+            "--bars",
+            &format!("EURUSD={}", repo("examples/data/EURUSD.csv")),
+            "--entrant",
+            "fast:model=builtin/sma-cross:5:20",
+            "--entrant",
+            "slow:model=builtin/sma-cross:20:50",
+            "--entrant",
+            "half-size:risk.maxPositionPct=30",
+            "--out",
+        ])
+        .arg(dir.path().join("arena"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("the arena's log"))
+        .spawn()
+        .expect("the arena");
+    let said = || std::fs::read_to_string(&log).unwrap_or_default();
+    while !said().contains("jobs queued") {
         assert!(
-            out.status.success(),
-            "submit: {}",
-            String::from_utf8_lossy(&out.stderr)
+            arena.try_wait().expect("the arena").is_none(),
+            "the arena ended before queueing its jobs:\n{}",
+            said()
         );
+        std::thread::sleep(Duration::from_millis(20));
     }
     let start = Instant::now();
     let running: Vec<_> = (0..workers)
@@ -105,19 +123,20 @@ fn main() {
             "a worker failed"
         );
     }
+    assert!(
+        arena.wait().expect("the arena's end").success(),
+        "the arena failed:\n{}",
+        said()
+    );
     let took = start.elapsed();
-    let out = Command::new(bin)
-        .args(["jobs", "--db", &url, "--json", "--limit", "1000"])
-        .output()
-        .expect("jobs");
-    let listed = String::from_utf8_lossy(&out.stdout);
-    let done = listed
-        .lines()
-        .filter(|l| l.contains("\"status\":\"done\""))
-        .count();
-    assert_eq!(done, jobs as usize, "every job done:\n{listed}");
+    assert!(
+        said().contains("arena: 32 of 32 jobs done"),
+        "every job done:\n{}",
+        said()
+    );
+    assert!(dir.path().join("arena/arena.json").exists());
     println!(
-        "{workers} worker(s): {jobs} blind jobs of 5,000 ticks drained in {} ms",
+        "{workers} worker(s): an arena of 32 blind jobs of ≈625 ticks drained in {} ms",
         took.as_millis()
     );
     drop(db);

@@ -15,7 +15,8 @@
 //!
 //! Each backtested row's window is a `run` of its own under OUT (`runs/NAME/wNN/rK/` for an
 //! entrant, `baselines/rules-SKILL/wNN/r1/` for a rule baseline) with its summary.json,
-//! trades.csv, report.html and sim.db. The statistics are [`crate::arena_stats`]'; OUT/arena.json
+//! trades.csv, report.html and sim.db — or, with `--db`, a backtest job recorded in that
+//! database ([`crate::arena_jobs`]), its summary.json and report.html under OUT. The statistics are [`crate::arena_stats`]'; OUT/arena.json
 //! and OUT/arena.html are written last, only when every run completed.
 
 use std::collections::BTreeMap;
@@ -50,9 +51,19 @@ pub(crate) struct ArenaArgs {
     /// skill's own), the bars, the window of time and the account — as `run` takes them.
     /// `--max-cost` caps the whole arena; `--cassette FILE` records and replays every entrant
     /// whose model is not built in (repeat K > 1 in `FILE-rK.EXT`, so a repeat is never a
-    /// replay of another); `--blind` applies to every entrant.
+    /// replay of another); `--blind` applies to every entrant. `--db URL` runs the arena's
+    /// runs as backtest jobs on that database (one per entrant, window and repeat, in one
+    /// batch) for `sim-worker work` processes to drain, and waits for them; `--max-cost` is
+    /// then shared evenly among the runs whose model is not built in.
     #[command(flatten)]
     pub base: RunArgs,
+    /// Who the jobs of `--db` are queued for, and their limits.
+    #[command(flatten)]
+    pub submit_as: crate::jobs_cmd::SubmitAs,
+    /// With `--db`: queue the jobs (or find them queued) and exit without waiting; the same
+    /// command without it waits for them and writes arena.json.
+    #[arg(long, requires = "db")]
+    pub submit_only: bool,
     /// An entrant: `NAME` (`--skill` with `--model`) or `NAME:KEY=VALUE;KEY=VALUE…` with
     /// `skill=FILE`, `model=MODEL` or a skill field by its dotted path
     /// (`risk.maxPositionPct=30`; the value read as YAML). Repeatable. Without any entrant
@@ -366,11 +377,6 @@ pub(crate) struct Results {
 
 pub(crate) fn run(args: ArenaArgs) -> Result<String, Failure> {
     let base = &args.base;
-    if base.db.is_some() {
-        return Err(bad(
-            "arena keeps one SQLite store per run under --out; --db is not supported",
-        ));
-    }
     if base.report_tick.is_some() {
         return Err(bad(
             "--report-tick names one tick of one run; in an arena every window is a run",
@@ -563,7 +569,37 @@ pub(crate) fn run(args: ArenaArgs) -> Result<String, Failure> {
         );
         let _ = std::io::stderr().write_all(line.as_bytes());
     };
-    let slots = run_all(jobs, args.walk.concurrency, budget.as_deref(), &progress);
+    let slots = match &base.db {
+        Some(url) => {
+            let share = budget.as_ref().map(|b| {
+                let priced = job_of.iter().filter(|(r, _, _)| !rows[*r].deterministic);
+                (b.cap() / Decimal::from(priced.count().max(1)))
+                    .round_dp_with_strategy(6, rust_decimal::RoundingStrategy::ToZero)
+            });
+            let runs = jobs
+                .into_iter()
+                .zip(&job_of)
+                .map(|(mut a, &(r, w, k))| {
+                    if !rows[r].deterministic {
+                        a.max_cost = share.map(|s| s.normalize().to_string());
+                    }
+                    let label = format!("arena {} {} r{}", rows[r].name, window_name(w), k + 1);
+                    (a, label)
+                })
+                .collect();
+            match crate::arena_jobs::run_as_jobs(url, &args.submit_as, runs, !args.submit_only)? {
+                crate::arena_jobs::AsJobs::Done(slots) => slots,
+                crate::arena_jobs::AsJobs::Queued(batch, count) => {
+                    return Ok(format!(
+                        "queued:  {count} jobs in batch {batch}; `sim-worker work --db URL` runs \
+                         them, and this command without --submit-only waits for them and writes \
+                         arena.json\n"
+                    ));
+                }
+            }
+        }
+        None => run_all(jobs, args.walk.concurrency, budget.as_deref(), &progress),
+    };
 
     let mut results: Vec<Results> = rows
         .iter()

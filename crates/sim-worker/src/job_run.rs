@@ -4,8 +4,9 @@
 //! heartbeat extending the lease and reporting the progress; then its summary and report
 //! stored with the job.
 //!
-//! The run's ids are derived from the job: its deployment is UUID v5 of the job's id, and the
-//! ticks' ids follow from the deployment (`tick`'s ids). A job taken over after its worker died
+//! The run's ids are derived from the job: its deployment is UUID v5 of the job's id, its
+//! skill UUID v5 of the skill's body ([`job_skill_id`]), and the ticks' ids follow from the
+//! deployment (`tick`'s ids). A job taken over after its worker died
 //! starts over ([`db::JobQueue::begin_job_run`] deletes what the earlier attempt recorded), so
 //! its rows are those of an uninterrupted run. Each run opens a store of its own: a store
 //! remembers which prompt lines a deployment holds, and an earlier attempt's lines are gone.
@@ -47,6 +48,14 @@ pub(crate) fn job_deployment_id(job: Uuid) -> Uuid {
         &tick::ID_NAMESPACE,
         format!("backtest-job\n{job}").as_bytes(),
     )
+}
+
+/// The skill a job's run registers under: the user's skill of that name (or explicit id) and
+/// this body. Two jobs of one skill file share it; an arena's variants of a skill, or a draft
+/// edited without bumping its `version`, are skills of their own — never a version stored
+/// with another body.
+pub(crate) fn job_skill_id(skill_id: Uuid, body: &serde_json::Value) -> Uuid {
+    Uuid::new_v5(&skill_id, body.to_string().as_bytes())
 }
 
 /// What the run and its heartbeat share.
@@ -155,7 +164,7 @@ fn run_on(rt: &tokio::runtime::Runtime, store: &Store, c: &Claimed<'_>) -> JobEn
     // The run is the job's user's, its ids the job's.
     let d = &mut p.input.deployment;
     d.user_id = job.user_id;
-    d.skill_id = d.skill.skill_id_for(job.user_id);
+    d.skill_id = job_skill_id(d.skill.skill_id_for(job.user_id), &p.skill_body);
     d.deployment_id = job_deployment_id(job.id);
     let deployment_id = d.deployment_id;
     let registration = Registration::of(&p.input, p.skill_body.clone(), p.first_tick)
@@ -357,6 +366,22 @@ async fn simulate_started(
         obj.insert(
             "slippage_bps".into(),
             p.input.broker.slippage_bps.to_string().into(),
+        );
+        // What an arena run as jobs reads back: the equity after every tick, and how many
+        // model responses the cassettes answered and recorded.
+        let equity: Vec<serde_json::Value> = result
+            .points
+            .iter()
+            .map(|t| serde_json::json!([t.tick_at, t.equity_usd.to_string()]))
+            .collect();
+        obj.insert("equity".into(), equity.into());
+        let (replayed, recorded) = p.cassettes.iter().fold((0, 0), |(r, w), c| {
+            let s = c.stats();
+            (r + s.replayed, w + s.recorded)
+        });
+        obj.insert(
+            "cassettes".into(),
+            serde_json::json!({"replayed": replayed, "recorded": recorded}),
         );
         if let Some(Stop::MaxCost { cap, spent, .. }) = &stop {
             obj.insert(

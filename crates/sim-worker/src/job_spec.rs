@@ -1,7 +1,7 @@
 //! A backtest as a job: `run`'s arguments turned into a [`db::JobSpec`] with the bar files
-//! by content hash ([`spec_of`]), queued with [`submit_runs`] — the one way to submit runs
-//! (`sim-worker submit`, and an arena fanning its runs out as one job each) — and turned back
-//! into `run`'s arguments over files a worker writes ([`Materialized`]).
+//! by content hash ([`spec_of`]), queued with [`new_jobs`] and [`store_jobs`] — the one way to
+//! submit runs (`sim-worker submit`, and an arena fanning its runs out as one job each) — and
+//! turned back into `run`'s arguments over files a worker writes ([`Materialized`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -210,22 +210,18 @@ fn cassette_mode(name: &str) -> Option<CassetteMode> {
     .find(|m| cassette_mode_name(*m) == name)
 }
 
-/// Queues `runs` as jobs of `user` in `batch` (`None`: no batch), in one submit — all or none,
-/// within `limits` — each bar file read once and stored once. Returns the jobs' ids in the
-/// order of `runs` (which is also the order workers claim them in). What an arena calls to fan
-/// its runs out (one job per entrant, window and repeat), with its own label and id for each.
+/// `runs` as jobs of `user` in `batch` (`None`: no batch), each bar file read once, with the
+/// bar files they run over. A run's job id is its own, or a fresh one; their creation times a
+/// microsecond apart from `now`, so workers claim them in the order of `runs`.
 ///
 /// # Errors
-/// Bad input from [`spec_of`] (naming the run's label or position), or the store's refusal:
-/// the user's limits (`error: backtest jobs: …`), an id taken, an unknown user.
-pub(crate) async fn submit_runs<S: JobStore>(
-    store: &S,
+/// Bad input from [`spec_of`], naming the run's label or position when there are several.
+pub(crate) fn new_jobs(
     user: Uuid,
     batch: Option<Uuid>,
     runs: &[RunJob],
-    limits: JobLimits,
     now: DateTime<Utc>,
-) -> Result<Vec<Uuid>, Failure> {
+) -> Result<(Vec<NewJob>, Vec<NewBars>), Failure> {
     let mut files = BarFiles::default();
     let mut jobs = Vec::with_capacity(runs.len());
     for (i, run) in runs.iter().enumerate() {
@@ -235,7 +231,10 @@ pub(crate) async fn submit_runs<S: JobStore>(
                     .label
                     .clone()
                     .unwrap_or_else(|| format!("run {}", i + 1));
-                f.message = format!("{which}: {}", f.message);
+                f.message = format!(
+                    "error: {which}: {}",
+                    f.message.trim_start_matches("error: ")
+                );
             }
             f
         })?;
@@ -247,23 +246,56 @@ pub(crate) async fn submit_runs<S: JobStore>(
             label: run.label.clone(),
             spec,
             cost_limit_usd,
-            // A microsecond apart: the claim's order is the runs' order.
             created_at: now + offset,
         });
     }
+    Ok((jobs, files.into_bars()))
+}
+
+/// Queues `jobs` with their `bars` in one submit — all or none, within `limits` — each bar
+/// file stored once.
+///
+/// # Errors
+/// The store's refusal as bad input: the user's limits (`error: backtest jobs: …`), an id
+/// taken, an unknown user.
+pub(crate) async fn store_jobs<S: JobStore>(
+    store: &S,
+    jobs: &[NewJob],
+    bars: &[NewBars],
+    limits: JobLimits,
+) -> Result<(), Failure> {
     store
-        .submit_jobs(&jobs, &files.into_bars(), limits)
+        .submit_jobs(jobs, bars, limits)
         .await
+        .map(|_| ())
         .map_err(|e| match e {
             db::DbError::Constraint {
                 kind: db::ConstraintKind::ForeignKey,
                 ..
             } => bad(format!(
-                "user {user} is not known to this database (submit as a user who has signed \
-                 in, or leave --user out)"
+                "user {} is not known to this database (submit as a user who has signed in, or \
+                 leave --user out)",
+                jobs.first().map(|j| j.user_id).unwrap_or_default()
             )),
             e => bad(e.to_string()),
-        })?;
+        })
+}
+
+/// Queues `runs` as jobs ([`new_jobs`], then [`store_jobs`]); returns their ids in the order
+/// of `runs`.
+///
+/// # Errors
+/// As [`new_jobs`] and [`store_jobs`].
+pub(crate) async fn submit_runs<S: JobStore>(
+    store: &S,
+    user: Uuid,
+    batch: Option<Uuid>,
+    runs: &[RunJob],
+    limits: JobLimits,
+    now: DateTime<Utc>,
+) -> Result<Vec<Uuid>, Failure> {
+    let (jobs, bars) = new_jobs(user, batch, runs, now)?;
+    store_jobs(store, &jobs, &bars, limits).await?;
     Ok(jobs.iter().map(|j| j.id).collect())
 }
 

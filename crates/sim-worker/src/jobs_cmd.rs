@@ -28,26 +28,13 @@ fn bad(message: impl Into<String>) -> Failure {
     Failure::bad_input(format!("error: {}", message.into()))
 }
 
-/// `sim-worker submit`.
+/// Who a submit queues jobs for and the limits it is held to (`submit`, `arena --db`).
 #[derive(Debug, Clone, Args)]
-pub(crate) struct SubmitArgs {
-    /// The run, as `sim-worker run` takes it; `--db` is the PostgreSQL database the workers
-    /// lease jobs from and record the run into (required).
-    #[command(flatten)]
-    pub run: RunArgs,
-    /// Submit as this user: the run's deployment, ticks and ledger are theirs (readable under
+pub(crate) struct SubmitAs {
+    /// Submit as this user: the runs' deployments, ticks and ledgers are theirs (readable under
     /// their row-level security). Default: the user `sim-worker run` records as.
     #[arg(long, value_name = "ID")]
     pub user: Option<Uuid>,
-    /// Put the job in this batch (an arena's runs share one; `jobs --batch` shows them).
-    #[arg(long, value_name = "ID")]
-    pub batch: Option<Uuid>,
-    /// A name for the job (1..=200 characters).
-    #[arg(long, value_name = "TEXT")]
-    pub label: Option<String>,
-    /// The job's id (default: a fresh one). Submitting an id that exists is refused.
-    #[arg(long, value_name = "ID")]
-    pub id: Option<Uuid>,
     /// The user's limit of jobs queued or running at once: a submit past it is refused.
     #[arg(long, value_name = "N", default_value_t = JobLimits::default().max_open_jobs)]
     pub max_open_jobs: u32,
@@ -57,53 +44,91 @@ pub(crate) struct SubmitArgs {
     pub cost_cap: String,
 }
 
+impl SubmitAs {
+    /// The limits the flags give.
+    ///
+    /// # Errors
+    /// Bad input naming `--cost-cap` when it is not an amount.
+    pub(crate) fn limits(&self) -> Result<JobLimits, Failure> {
+        let cap: Decimal = self
+            .cost_cap
+            .trim()
+            .trim_start_matches('$')
+            .parse()
+            .ok()
+            .filter(|d: &Decimal| *d >= Decimal::ZERO)
+            .ok_or_else(|| {
+                bad(format!(
+                    "--cost-cap: {:?} is not an amount of USD",
+                    self.cost_cap
+                ))
+            })?;
+        Ok(JobLimits {
+            max_open_jobs: self.max_open_jobs,
+            max_open_cost_usd: cap,
+        })
+    }
+
+    /// The user to submit as: `--user`, or the default user (created when missing).
+    ///
+    /// # Errors
+    /// Bad input when the default user cannot be written.
+    pub(crate) async fn user(&self, store: &db::Store) -> Result<Uuid, Failure> {
+        if let Some(u) = self.user {
+            return Ok(u);
+        }
+        let u = default_user();
+        store
+            .upsert_user(&db::User { id: u, email: None })
+            .await
+            .map_err(|e| bad(e.to_string()))?;
+        Ok(u)
+    }
+}
+
+/// `sim-worker submit`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct SubmitArgs {
+    /// The run, as `sim-worker run` takes it; `--db` is the PostgreSQL database the workers
+    /// lease jobs from and record the run into (required).
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub submit_as: SubmitAs,
+    /// Put the job in this batch (`jobs --batch` shows a batch's jobs).
+    #[arg(long, value_name = "ID")]
+    pub batch: Option<Uuid>,
+    /// A name for the job (1..=200 characters).
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    /// The job's id (default: a fresh one). Submitting an id that exists is refused.
+    #[arg(long, value_name = "ID")]
+    pub id: Option<Uuid>,
+}
+
 /// `sim-worker submit`: queues the run; prints the job's id.
 pub(crate) fn submit(args: SubmitArgs) -> Result<String, Failure> {
     let url = args.run.db.clone().ok_or_else(|| {
         bad("--db: submit needs the database the workers lease jobs from (postgres://…)")
     })?;
-    let cap: Decimal = args
-        .cost_cap
-        .trim()
-        .trim_start_matches('$')
-        .parse()
-        .ok()
-        .filter(|d: &Decimal| *d >= Decimal::ZERO)
-        .ok_or_else(|| {
-            bad(format!(
-                "--cost-cap: {:?} is not an amount of USD",
-                args.cost_cap
-            ))
-        })?;
-    let limits = JobLimits {
-        max_open_jobs: args.max_open_jobs,
-        max_open_cost_usd: cap,
-    };
+    let limits = args.submit_as.limits()?;
     let run = RunJob {
         args: args.run,
         label: args.label,
         id: args.id,
     };
-    let batch = args.batch;
-    let user = args.user;
+    let (batch, submit_as) = (args.batch, args.submit_as);
     crate::block_on(async move {
         let store = db::connect(&url)
             .await
             .map_err(|e| bad(format!("--db {}: {e}", db::redact_url(&url))))?;
-        let user = match user {
-            Some(u) => u,
-            None => {
-                let u = default_user();
-                store
-                    .upsert_user(&db::User { id: u, email: None })
-                    .await
-                    .map_err(|e| bad(e.to_string()))?;
-                u
-            }
-        };
-        let ids = submit_runs(&store, user, batch, &[run], limits, Utc::now()).await;
+        let submitted = async {
+            let user = submit_as.user(&store).await?;
+            submit_runs(&store, user, batch, &[run], limits, Utc::now()).await
+        }
+        .await;
         let _ = store.close().await;
-        Ok(ids?.iter().map(|id| format!("{id}\n")).collect())
+        Ok(submitted?.iter().map(|id| format!("{id}\n")).collect())
     })
 }
 

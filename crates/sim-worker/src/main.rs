@@ -6,6 +6,7 @@ mod ab_windows;
 mod arena_cmd;
 mod arena_entrants;
 mod arena_html;
+mod arena_jobs;
 mod arena_report;
 mod arena_runs;
 mod arena_stats;

@@ -288,6 +288,11 @@ impl Budget {
         s.costliest_tick = s.costliest_tick.max(cost);
     }
 
+    /// The cap.
+    pub(crate) fn cap(&self) -> Decimal {
+        self.cap
+    }
+
     /// What was spent so far.
     pub(crate) fn spent(&self) -> Decimal {
         self.state

@@ -611,13 +611,10 @@ const README_ARENA: [&str; 14] = [
     "rules:eurusd-sma-cross",
 ];
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_arena_page_in_chromium_shows_every_row_s_equity_the_leaderboard_and_the_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("arena");
+/// `arena` and the README's arena flags, its paths from the repository root.
+pub(crate) fn readme_arena() -> Vec<String> {
     let mut args = vec!["arena".to_owned()];
     for (i, a) in README_ARENA.iter().enumerate() {
-        // Paths as the README gives them, from the repository root.
         let prev = i.checked_sub(1).map(|p| README_ARENA[p]);
         args.push(match prev {
             Some("--skill") => repo(a),
@@ -625,6 +622,14 @@ async fn the_arena_page_in_chromium_shows_every_row_s_equity_the_leaderboard_and
             _ => (*a).to_owned(),
         });
     }
+    args
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_arena_page_in_chromium_shows_every_row_s_equity_the_leaderboard_and_the_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("arena");
+    let mut args = readme_arena();
     args.extend(["--out".to_owned(), out.to_str().unwrap().to_owned()]);
     let (code, stdout, stderr) = tokio::task::spawn_blocking(move || {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -1,7 +1,7 @@
-//! Backtests as jobs through the real binary on PostgreSQL: two `sim-worker work` processes
-//! drain 16 jobs while one of them is killed with SIGKILL mid-job; its job is taken over once
-//! its lease expired, and every job's summary, ledger, fills and decisions equal those of the
-//! same jobs drained by one worker that nobody killed. SIGTERM gives a running job back. A
+//! Backtests as jobs through the real binary on PostgreSQL: an arena of 16 runs queued as jobs
+//! and drained by two `sim-worker work` processes while one of them is killed with SIGKILL
+//! mid-job; its job is taken over once its lease expired, and the arena's table and arena.json
+//! equal those of the same arena run by `arena` itself. SIGTERM gives a running job back. A
 //! submit past the user's limits, or of a provider's model without `--max-cost`, is refused.
 //! Two `sim-worker run`s of one skill started together against one database both succeed.
 
@@ -9,52 +9,17 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use chrono::NaiveDate;
+use db::JobStore;
 use db::test_support::pg::TestDatabase;
-use db::{JobStore, LedgerStore, TickStore};
 use sqlx::Row;
 use types::Uuid;
 
 use crate::common::{repo, sim};
 
 const SKILL: &str = "examples/skills/eurusd-sma-cross.yaml";
-const JOBS: u32 = 16;
 
 fn bars() -> String {
     format!("EURUSD={}", repo("examples/data/EURUSD.csv"))
-}
-
-/// Job `i` of the batch: its own window of the EURUSD example (≈1,000 ticks), its own id.
-fn job_id(i: u32) -> Uuid {
-    Uuid::from_u128(0x5eed_0000 + u128::from(i))
-}
-
-fn submit(url: &str, i: u32) {
-    let from = NaiveDate::from_ymd_opt(2017, 4, 20).unwrap() + chrono::Days::new(u64::from(4 * i));
-    let to = from + chrono::Days::new(60);
-    let (code, out, err) = sim(&[
-        "submit",
-        "--db",
-        url,
-        "--skill",
-        &repo(SKILL),
-        "--bars",
-        &bars(),
-        "--from",
-        &from.to_string(),
-        "--to",
-        &to.to_string(),
-        "--id",
-        &job_id(i).to_string(),
-        "--label",
-        &format!("window {i}"),
-    ]);
-    assert_eq!(code, 0, "submit {i}: {err}");
-    assert_eq!(
-        out.trim(),
-        job_id(i).to_string(),
-        "submit prints the job's id"
-    );
 }
 
 /// `sim-worker work --db URL --owner OWNER EXTRA…`, its stderr into `log`.
@@ -98,29 +63,52 @@ fn signal(child: &Child, name: &str) {
     assert!(status.success(), "kill -s {name}");
 }
 
-/// Everything a job's run recorded, to compare: its summary, ledger rows, fills and decisions
-/// (the prompts included).
-async fn recorded(store: &db::Store, id: Uuid) -> String {
-    let job = store.job(id).await.unwrap();
-    assert_eq!(job.status, db::JobStatus::Done, "job {id}: {:?}", job.error);
-    let d = job.deployment_id.expect("a done job names its deployment");
-    let trades = store.all_trades(d).await.unwrap();
-    let fills = store.list_fills(d, None).await.unwrap();
-    let snapshots = store.list_snapshots(d, u32::MAX).await.unwrap();
-    assert!(!snapshots.is_empty() && !trades.is_empty());
-    format!(
-        "{}\n{trades:?}\n{fills:?}\n{snapshots:?}",
-        job.result.expect("a done job's summary")
-    )
+/// The README's arena over four windows: three entrants and the skill's rule baseline, 16
+/// runs of ≈420 ticks (a job's ticks are stored 256 at a time, so a killed job has some).
+fn arena_args(out: &Path) -> Vec<String> {
+    let mut args = crate::arena_cli::readme_arena();
+    args.extend(["--windows".to_owned(), "4".to_owned(), "--out".to_owned()]);
+    args.push(out.display().to_string());
+    args
+}
+
+/// What `arena` printed, but for the lines naming its output files.
+fn table(stdout: &str) -> String {
+    stdout
+        .lines()
+        .filter(|l| !l.starts_with("arena:") && !l.starts_with("report:"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_workers_drain_the_jobs_and_a_killed_workers_job_is_taken_over_with_the_same_results() {
+async fn two_workers_drain_an_arena_and_a_killed_workers_job_is_taken_over_with_the_same_results() {
     let dir = tempfile::tempdir().unwrap();
     let fleet = TestDatabase::create("sim_worker_jobs_", 2).await;
     let url = fleet.url();
-    for i in 0..JOBS {
-        submit(&url, i);
+    // The schema first, for the queries below.
+    db::connect(&url).await.unwrap().close().await.unwrap();
+    // The arena queues its runs as jobs and waits for them.
+    let arena_log = dir.path().join("arena.log");
+    let mut arena = Command::new(env!("CARGO_BIN_EXE_sim-worker"))
+        .args(arena_args(&dir.path().join("fleet")))
+        .args(["--db", &url])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&arena_log).unwrap())
+        .spawn()
+        .unwrap();
+    // The workers once the jobs are queued (`--drain` exits when nothing is).
+    let started = Instant::now();
+    while !std::fs::read_to_string(&arena_log)
+        .unwrap_or_default()
+        .contains("jobs queued")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the arena queued nothing: {}",
+            std::fs::read_to_string(&arena_log).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let (a_log, b_log) = (dir.path().join("a.log"), dir.path().join("b.log"));
     let lease = ["--drain", "--lease", "2s"];
@@ -141,9 +129,10 @@ async fn two_workers_drain_the_jobs_and_a_killed_workers_job_is_taken_over_with_
             break;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(90),
-            "worker A never ran a job; its log:\n{}",
-            std::fs::read_to_string(&a_log).unwrap_or_default()
+            started.elapsed() < Duration::from_secs(120),
+            "worker A never ran a job; its log:\n{}\nthe arena's:\n{}",
+            std::fs::read_to_string(&a_log).unwrap_or_default(),
+            std::fs::read_to_string(&arena_log).unwrap_or_default()
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -164,58 +153,67 @@ async fn two_workers_drain_the_jobs_and_a_killed_workers_job_is_taken_over_with_
     assert_eq!(killed.len(), 1, "A held one job when it died");
     assert!(killed[0].1 > 0, "the killed job had recorded ticks");
 
-    let (code, out) = wait(&mut b, Duration::from_secs(240), "worker B", &b_log);
+    let (code, out) = wait(&mut b, Duration::from_secs(300), "worker B", &b_log);
     let b_said = std::fs::read_to_string(&b_log).unwrap();
     assert_eq!(code, 0, "worker B: {out}\n{b_said}");
     assert!(
-        b_said.contains(&format!("job {} claimed (window", killed[0].0))
+        b_said.contains(&format!("job {} claimed (arena", killed[0].0))
             && b_said.contains("(attempt 2)"),
         "B took the killed job over:\n{b_said}"
     );
-    let store = db::open_existing(&url).await.unwrap();
-    for i in 0..JOBS {
-        let job = store.job(job_id(i)).await.unwrap();
-        assert_eq!(job.status, db::JobStatus::Done, "{i}: {:?}", job.error);
-        let attempts = if job.id == killed[0].0 { 2 } else { 1 };
-        assert_eq!(job.attempts, attempts, "job {i}");
-        assert_eq!(job.progress.ticks_done, job.progress.ticks_total.unwrap());
-        assert!(job.has_report);
-    }
     assert!(out.contains("0 failed"), "{out}");
+    let (code, fleet_out) = wait(&mut arena, Duration::from_secs(60), "the arena", &arena_log);
+    let arena_said = std::fs::read_to_string(&arena_log).unwrap();
+    assert_eq!(code, 0, "{arena_said}");
+    assert!(
+        arena_said.contains("arena: 16 jobs queued in batch"),
+        "{arena_said}"
+    );
+    assert!(
+        arena_said.contains("arena: 16 of 16 jobs done"),
+        "{arena_said}"
+    );
+    let jobs: Vec<(Uuid, i32, String)> =
+        sqlx::query("SELECT id, attempts, status FROM backtest_jobs ORDER BY created_at")
+            .fetch_all(&fleet.pool)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get("id"), r.get("attempts"), r.get("status")))
+            .collect();
+    assert_eq!(jobs.len(), 16, "an entrant, window and repeat a job");
+    for (id, attempts, status) in &jobs {
+        assert_eq!(status, "done", "job {id}");
+        let want = if *id == killed[0].0 { 2 } else { 1 };
+        assert_eq!(*attempts, want, "job {id}");
+    }
 
-    // The same jobs, drained by one worker nobody killed.
-    let reference = TestDatabase::create("sim_worker_jobs_", 2).await;
-    let ref_url = reference.url();
-    for i in 0..JOBS {
-        submit(&ref_url, i);
-    }
-    let ref_log = dir.path().join("ref.log");
-    let mut one = worker(
-        &ref_url,
-        "reference",
-        &ref_log,
-        &["--drain", "--concurrency", "2"],
+    // The same arena run by `arena` itself, nobody killed: the same table, the same arena.json.
+    let local = dir.path().join("local");
+    let args = arena_args(&local);
+    let (code, local_out, err) = tokio::task::spawn_blocking(move || {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        sim(&refs)
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(table(&fleet_out), table(&local_out));
+    let json = |d: &str| std::fs::read(dir.path().join(d).join("arena.json")).unwrap();
+    assert!(
+        json("fleet") == json("local"),
+        "arena.json of the fleet differs from the local run's"
     );
-    let (code, _) = wait(
-        &mut one,
-        Duration::from_secs(240),
-        "the reference worker",
-        &ref_log,
-    );
-    assert_eq!(code, 0, "{}", std::fs::read_to_string(&ref_log).unwrap());
-    let ref_store = db::open_existing(&ref_url).await.unwrap();
-    for i in 0..JOBS {
-        let (got, want) = (
-            recorded(&store, job_id(i)).await,
-            recorded(&ref_store, job_id(i)).await,
-        );
-        assert!(
-            got == want,
-            "job {i} recorded other rows than the reference run"
-        );
+    // Every run's report, read back from its job.
+    for row in ["fast", "slow", "half-size"] {
+        for w in 1..=4 {
+            let report = dir
+                .path()
+                .join(format!("fleet/runs/{row}/w0{w}/r1/report.html"));
+            let html = std::fs::read_to_string(&report).unwrap();
+            assert!(html.contains("<title>Backtest"), "{}", report.display());
+        }
     }
-    store.close().await.unwrap();
-    ref_store.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
