@@ -305,6 +305,55 @@ async fn a_submit_past_the_users_limits_is_refused() {
     assert!(err.contains("--news: not carried by a job"), "{err}");
 }
 
+/// An arena past the user's limits queues nothing; within them, `--submit-only` queues it once
+/// and the same command again finds it queued.
+#[tokio::test]
+async fn an_arena_is_queued_within_the_users_limits_and_only_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = TestDatabase::create("sim_worker_jobs_", 2).await;
+    let url = db.url();
+    let mut args = arena_args(&dir.path().join("arena"));
+    args.extend(["--db".to_owned(), url.clone(), "--submit-only".to_owned()]);
+    let run = |extra: &[&str]| {
+        let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+        all.extend(extra);
+        sim(&all)
+    };
+    let (code, out, err) = run(&["--max-open-jobs", "10"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.is_empty());
+    assert!(
+        err.contains("has 0 jobs queued or running and submits 16 more; at most 10"),
+        "{err}"
+    );
+    let store = db::open_existing(&url).await.unwrap();
+    let all = db::JobFilter {
+        user_id: None,
+        batch_id: None,
+        limit: 100,
+    };
+    assert!(store.jobs(&all).await.unwrap().is_empty(), "nothing queued");
+
+    let (code, out, err) = run(&[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("queued:  16 jobs in batch "), "{out}");
+    let (code, again, err) = run(&[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(again, out, "the same batch");
+    assert!(
+        err.contains("is queued on") && err.contains("already (16 jobs)"),
+        "{err}"
+    );
+    let jobs = store.jobs(&all).await.unwrap();
+    assert_eq!(jobs.len(), 16);
+    assert!(jobs.iter().all(|j| j.status == db::JobStatus::Queued));
+    let mut labels: Vec<&str> = jobs.iter().filter_map(|j| j.label.as_deref()).collect();
+    labels.sort_unstable();
+    assert_eq!(labels[0], "arena fast w01 r1");
+    assert_eq!(labels[15], "arena slow w04 r1");
+    store.close().await.unwrap();
+}
+
 /// Two `sim-worker run`s of one skill (over different ranges) started together against one
 /// PostgreSQL database: both register the skill version, neither collides.
 #[tokio::test]
