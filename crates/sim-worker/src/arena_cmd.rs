@@ -16,8 +16,9 @@
 //! Each backtested row's window is a `run` of its own under OUT (`runs/NAME/wNN/rK/` for an
 //! entrant, `baselines/rules-SKILL/wNN/r1/` for a rule baseline) with its summary.json,
 //! trades.csv, report.html and sim.db — or, with `--db`, a backtest job recorded in that
-//! database ([`crate::arena_jobs`]), its summary.json and report.html under OUT. The statistics are [`crate::arena_stats`]'; OUT/arena.json
-//! and OUT/arena.html are written last, only when every run completed.
+//! database ([`crate::arena_jobs`]), its summary.json and report.html under OUT. The
+//! statistics are [`crate::arena_stats`]'; OUT/arena.json and OUT/arena.html are written last,
+//! only when every run completed.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
