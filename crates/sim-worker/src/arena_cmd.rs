@@ -167,15 +167,11 @@ fn built_in(model: &str) -> bool {
 fn bar_specs(specs: &[String]) -> Result<Vec<(String, String)>, Failure> {
     let mut out: Vec<(String, String)> = Vec::new();
     for spec in specs {
-        let (symbol, path) = spec
-            .split_once('=')
-            .map(|(s, p)| (s.trim(), p.trim()))
-            .filter(|(s, p)| !s.is_empty() && !p.is_empty())
-            .ok_or_else(|| bad(format!("--bars {spec:?}: expected SYMBOL=PATH")))?;
-        if out.iter().any(|(s, _)| s == symbol) {
+        let (symbol, path) = crate::run_cmd::symbol_path("--bars", spec, None)?;
+        if out.iter().any(|(s, _)| *s == symbol) {
             return Err(bad(format!("--bars: {symbol} given twice")));
         }
-        out.push((symbol.to_owned(), path.to_owned()));
+        out.push((symbol, path.to_owned()));
     }
     Ok(out)
 }

@@ -351,22 +351,19 @@ async fn simulate_started(
     }
     let d = &p.input.deployment;
     let summary = Summary::of(&result);
-    let mut json = serde_json::to_value(&summary).map_err(|e| bad(&e))?;
+    let stopped = match &stop {
+        Some(Stop::MaxCost { cap, spent, .. }) => Some(serde_json::json!({
+            "reason": "max_cost",
+            "max_cost_usd": cap.to_string(),
+            "spent_usd": spent.to_string(),
+            "ticks_run": ticks_run,
+            "ticks_planned": p.ticks,
+        })),
+        _ => None,
+    };
+    let mut json = crate::run_cmd::summary_json(&summary, p, store.backend_name(), stopped)
+        .map_err(|e| bad(&e))?;
     if let Some(obj) = json.as_object_mut() {
-        obj.insert("deployment_id".into(), d.deployment_id.to_string().into());
-        obj.insert("model".into(), model_id.clone().into());
-        obj.insert("store".into(), store.backend_name().into());
-        if p.input.blind.is_some() {
-            obj.insert("blind".into(), true.into());
-        }
-        obj.insert(
-            "fee_bps".into(),
-            p.input.broker.taker_fee_bps.to_string().into(),
-        );
-        obj.insert(
-            "slippage_bps".into(),
-            p.input.broker.slippage_bps.to_string().into(),
-        );
         // What an arena run as jobs reads back: the equity after every tick, and how many
         // model responses the cassettes answered and recorded.
         let equity: Vec<serde_json::Value> = result
@@ -375,26 +372,11 @@ async fn simulate_started(
             .map(|t| serde_json::json!([t.tick_at, t.equity_usd.to_string()]))
             .collect();
         obj.insert("equity".into(), equity.into());
-        let (replayed, recorded) = p.cassettes.iter().fold((0, 0), |(r, w), c| {
-            let s = c.stats();
-            (r + s.replayed, w + s.recorded)
-        });
+        let (replayed, recorded) = crate::spend::cassette_counts(&p.cassettes);
         obj.insert(
             "cassettes".into(),
             serde_json::json!({"replayed": replayed, "recorded": recorded}),
         );
-        if let Some(Stop::MaxCost { cap, spent, .. }) = &stop {
-            obj.insert(
-                "stopped".into(),
-                serde_json::json!({
-                    "reason": "max_cost",
-                    "max_cost_usd": cap.to_string(),
-                    "spent_usd": spent.to_string(),
-                    "ticks_run": ticks_run,
-                    "ticks_planned": p.ticks,
-                }),
-            );
-        }
     }
     // The report, as `run` writes it: its last tick's prompts read back from the store.
     let charts = crate::report::charts(&result);

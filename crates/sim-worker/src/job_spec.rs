@@ -122,18 +122,9 @@ pub(crate) fn spec_of(args: &RunArgs, files: &mut BarFiles) -> Result<(JobSpec, 
     }
     let mut bars = BTreeMap::new();
     for spec in &args.bars {
-        let (symbol, path) = spec
-            .split_once('=')
-            .filter(|(s, p)| !s.trim().is_empty() && !p.trim().is_empty())
-            .ok_or_else(|| bad(format!("--bars {spec:?}: expected SYMBOL=PATH")))?;
-        let symbol = symbol.trim().to_owned();
-        if !skill.context.symbols.contains(&symbol) {
-            return Err(bad(format!(
-                "--bars {spec:?}: {symbol} is not one of the skill's symbols ({})",
-                skill.context.symbols.join(", ")
-            )));
-        }
-        let file = files.read(spec, Path::new(path.trim()))?;
+        let (symbol, path) =
+            crate::run_cmd::symbol_path("--bars", spec, Some(&skill.context.symbols))?;
+        let file = files.read(spec, Path::new(path))?;
         if bars.insert(symbol.clone(), file.reference()).is_some() {
             return Err(bad(format!("--bars: {symbol} given twice")));
         }

@@ -189,6 +189,30 @@ impl Default for TimeFlags {
     }
 }
 
+/// `SYMBOL=PATH` as `flag` (`--bars`, `--funding`) takes it: the symbol and the path, trimmed,
+/// the symbol one of `symbols` when they are given.
+///
+/// # Errors
+/// Bad input naming the flag and the value: no `=`, an empty side, a symbol not traded.
+pub(crate) fn symbol_path<'a>(
+    flag: &str,
+    spec: &'a str,
+    symbols: Option<&[String]>,
+) -> Result<(String, &'a str), Failure> {
+    let (symbol, path) = spec
+        .split_once('=')
+        .map(|(s, p)| (s.trim(), p.trim()))
+        .filter(|(s, p)| !s.is_empty() && !p.is_empty())
+        .ok_or_else(|| bad(format!("{flag} {spec:?}: expected SYMBOL=PATH")))?;
+    if let Some(symbols) = symbols.filter(|s| !s.iter().any(|s| s == symbol)) {
+        return Err(bad(format!(
+            "{flag} {spec:?}: {symbol} is not one of the skill's symbols ({})",
+            symbols.join(", ")
+        )));
+    }
+    Ok((symbol.to_owned(), path))
+}
+
 fn bad(message: impl Into<String>) -> Failure {
     Failure::bad_input(format!("error: {}", message.into()))
 }
@@ -249,18 +273,8 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
 
     let mut series: BTreeMap<String, Vec<types::Bar>> = BTreeMap::new();
     for (i, spec) in args.bars.iter().enumerate() {
-        let (symbol, path) = spec
-            .split_once('=')
-            .filter(|(s, p)| !s.trim().is_empty() && !p.trim().is_empty())
-            .ok_or_else(|| bad(format!("--bars {spec:?}: expected SYMBOL=PATH")))?;
-        let symbol = symbol.trim().to_owned();
-        if !skill.context.symbols.contains(&symbol) {
-            return Err(bad(format!(
-                "--bars {spec:?}: {symbol} is not one of the skill's symbols ({})",
-                skill.context.symbols.join(", ")
-            )));
-        }
-        let path = Path::new(path.trim());
+        let (symbol, path) = symbol_path("--bars", spec, Some(&skill.context.symbols))?;
+        let path = Path::new(path);
         let bars = prefetched[i]
             .take()
             .unwrap_or_else(|| load_bars(path))
@@ -365,22 +379,12 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
         market.news = n;
     }
     for spec in &args.funding {
-        let (symbol, path) = spec
-            .split_once('=')
-            .filter(|(s, p)| !s.trim().is_empty() && !p.trim().is_empty())
-            .ok_or_else(|| bad(format!("--funding {spec:?}: expected SYMBOL=PATH")))?;
-        let symbol = symbol.trim().to_owned();
-        if !skill.context.symbols.contains(&symbol) {
-            return Err(bad(format!(
-                "--funding {spec:?}: {symbol} is not one of the skill's symbols ({})",
-                skill.context.symbols.join(", ")
-            )));
-        }
+        let (symbol, path) = symbol_path("--funding", spec, Some(&skill.context.symbols))?;
         if market.funding.contains_key(&symbol) {
             return Err(bad(format!("--funding: {symbol} given twice")));
         }
-        let prints = market_data::load_funding(Path::new(path.trim()), None)
-            .map_err(|e| bad(e.to_string()))?;
+        let prints =
+            market_data::load_funding(Path::new(path), None).map_err(|e| bad(e.to_string()))?;
         market.funding.insert(
             symbol,
             prints
@@ -1012,10 +1016,7 @@ async fn simulate(
         &p.spend,
         &p.cassettes,
     ));
-    let (replayed, recorded) = p.cassettes.iter().fold((0, 0), |(r, w), c| {
-        let s = c.stats();
-        (r + s.replayed, w + s.recorded)
-    });
+    let (replayed, recorded) = crate::spend::cassette_counts(&p.cassettes);
     let output = RunOutput {
         text,
         summary: json,
@@ -1049,6 +1050,39 @@ async fn simulate(
         });
     }
     Ok(output)
+}
+
+/// summary.json's object: the run's [`Summary`] with its deployment, model, store, fee and
+/// slippage, and — only when they apply, so other runs' summaries are unchanged — `blind` and
+/// `stopped` (why the run stopped early). `run` writes it; a job stores it.
+pub(crate) fn summary_json(
+    summary: &Summary,
+    p: &Prepared,
+    store: &str,
+    stopped: Option<serde_json::Value>,
+) -> Result<serde_json::Value, serde_json::Error> {
+    let mut json = serde_json::to_value(summary)?;
+    if let Some(obj) = json.as_object_mut() {
+        let d = &p.input.deployment;
+        obj.insert("deployment_id".into(), d.deployment_id.to_string().into());
+        obj.insert("model".into(), p.model.id().into());
+        obj.insert("store".into(), store.into());
+        if p.input.blind.is_some() {
+            obj.insert("blind".into(), true.into());
+        }
+        obj.insert(
+            "fee_bps".into(),
+            p.input.broker.taker_fee_bps.to_string().into(),
+        );
+        obj.insert(
+            "slippage_bps".into(),
+            p.input.broker.slippage_bps.to_string().into(),
+        );
+        if let Some(stopped) = stopped {
+            obj.insert("stopped".into(), stopped);
+        }
+    }
+    Ok(json)
 }
 
 /// What a finished (or stopped) backtest hands to [`write_outputs`].
@@ -1086,29 +1120,8 @@ fn write_outputs(
             .map_err(|e| bad(format!("{}: cannot write: {e}", path.display())))?;
         Ok::<PathBuf, Failure>(path)
     };
-    let d = &p.input.deployment;
-    let mut json = serde_json::to_value(summary).context("serializing the summary")?;
-    if let Some(obj) = json.as_object_mut() {
-        obj.insert("deployment_id".into(), d.deployment_id.to_string().into());
-        obj.insert("model".into(), p.model.id().into());
-        obj.insert("store".into(), store.backend_name().into());
-        // Only a blind run says so: the summary of a run that is not is unchanged.
-        if p.input.blind.is_some() {
-            obj.insert("blind".into(), true.into());
-        }
-        obj.insert(
-            "fee_bps".into(),
-            p.input.broker.taker_fee_bps.to_string().into(),
-        );
-        obj.insert(
-            "slippage_bps".into(),
-            p.input.broker.slippage_bps.to_string().into(),
-        );
-        // Only a run that stopped early says so: a complete run's summary is unchanged.
-        if let Some(stopped) = stopped {
-            obj.insert("stopped".into(), stopped);
-        }
-    }
+    let json = summary_json(summary, p, store.backend_name(), stopped)
+        .context("serializing the summary")?;
     let mut text = serde_json::to_string_pretty(&json).context("serializing the summary")?;
     text.push('\n');
     let trades_path = write("trades.csv", trades_csv)?;
@@ -1139,7 +1152,7 @@ fn write_outputs(
         },
         summary_path.display(),
         trades_path.display(),
-        d.deployment_id,
+        p.input.deployment.deployment_id,
         report_path.display(),
     );
     Ok((text, json))

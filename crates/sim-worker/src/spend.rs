@@ -312,6 +312,14 @@ impl Budget {
     }
 }
 
+/// The responses the cassettes replayed and recorded, summed: `(replayed, recorded)`.
+pub(crate) fn cassette_counts(cassettes: &[Arc<Cassette>]) -> (u64, u64) {
+    cassettes.iter().fold((0, 0), |(r, w), c| {
+        let s = c.stats();
+        (r + s.replayed, w + s.recorded)
+    })
+}
+
 /// The lines the run's result gets for its cassettes and spend (empty for a built-in model
 /// without a cassette, so the offline run prints what it always printed).
 pub(crate) fn result_lines(model_id: &str, spend: &Spend, cassettes: &[Arc<Cassette>]) -> String {
